@@ -1,0 +1,1 @@
+"""The system under test: a minimal Kafka-like replicated log (controller, brokers, client library)."""

@@ -1,0 +1,1 @@
+"""The verdict: the PySpark checker and a single-process reference checker for tests and benchmarks."""

@@ -1,0 +1,1 @@
+"""Cluster backends (local processes, Docker containers, SSH hosts) behind one interface (base.py)."""

@@ -1,0 +1,79 @@
+"""The `highwater` command line: one click group whose subcommands live with the code they drive.
+
+Subcommands are imported lazily from their owning modules, so `highwater check` does not import the
+Docker SDK and `highwater serve` does not start Java. Exit codes follow Jepsen: 0 valid, 1 anomalies
+found, 2 unknown, 254 bad arguments or configuration, 255 internal error.
+"""
+from __future__ import annotations
+
+import importlib
+import sys
+
+import click
+
+EXIT_VALID = 0
+EXIT_INVALID = 1
+EXIT_UNKNOWN = 2
+EXIT_USAGE = 254
+EXIT_INTERNAL = 255
+
+# name -> "module:attribute" of a click.Command
+COMMANDS: dict[str, str] = {
+    "run": "harness.run_command:run",
+    "scenario": "harness.scenario_command:scenario",
+    "cleanup": "harness.cleanup_command:cleanup",
+    "suite": "harness.suite_command:suite",
+    "check": "checkers.cli:check",
+    "report": "reports.cli:report",
+    "serve": "reports.cli:serve",
+    "images": "clusters.docker_cli:images",
+}
+
+
+class LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(name for name in COMMANDS if self._load(name) is not None)
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        return self._load(name)
+
+    @staticmethod
+    def _load(name: str) -> click.Command | None:
+        target = COMMANDS.get(name)
+        if target is None:
+            return None
+        module_name, attr = target.split(":")
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as exc:
+            if exc.name == module_name:  # the command's module does not exist (yet)
+                return None
+            raise
+        return getattr(module, attr, None)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="highwater")
+def cli() -> None:
+    """highwater: chaos tests for Kafka-style replicated logs."""
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        rc = cli.main(args=argv, prog_name="highwater", standalone_mode=False)
+    except click.exceptions.UsageError as exc:
+        click.echo(f"highwater: {exc.format_message()}", err=True)
+        return EXIT_USAGE
+    except click.exceptions.Abort:
+        click.echo("highwater: aborted", err=True)
+        return 130
+    except click.exceptions.Exit as exc:
+        return exc.exit_code
+    except click.ClickException as exc:
+        click.echo(f"highwater: {exc.format_message()}", err=True)
+        return EXIT_USAGE
+    return rc if isinstance(rc, int) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,35 @@
+"""Shared pytest set-up: skip marked tests only when what they need truly cannot run here, saying why."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+
+import pytest
+
+
+def _docker_engine_problem() -> str | None:
+    if shutil.which("docker") is None:
+        return "no docker client installed"
+    try:
+        r = subprocess.run(["docker", "info"], capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"docker info failed: {exc}"
+    if r.returncode != 0:
+        return "no Docker engine answers (" + (r.stderr.strip().splitlines() or ["?"])[-1] + ")"
+    return None
+
+
+def pytest_collection_modifyitems(config, items):
+    docker_problem = None
+    docker_checked = False
+    for item in items:
+        if "docker" in item.keywords:
+            if not docker_checked:
+                docker_problem, docker_checked = _docker_engine_problem(), True
+            if docker_problem:
+                item.add_marker(pytest.mark.skip(reason=f"Docker test skipped: {docker_problem}"))
+        if "browser" in item.keywords and not (shutil.which("chromium") or shutil.which("chromium-browser")):
+            item.add_marker(pytest.mark.skip(reason="browser test skipped: Debian package 'chromium' not installed"))
+        if "root" in item.keywords and os.geteuid() != 0:
+            item.add_marker(pytest.mark.skip(reason="needs root (iptables / network namespaces)"))
