@@ -1,0 +1,108 @@
+"""A broker data directory and the per-partition store in it (segmented log + checkpoints).
+
+Layout:
+
+    <data_dir>/highwater-storage.json         marker: {"format": "highwater-storage", "version": 1}
+    <data_dir>/<topic>-<partition>/           one directory per replica (topic may contain '-')
+        00000000000000000000.log ...          segments (broker/storage/log.py)
+        hw.checkpoint                         broker/storage/checkpoints.py
+        leader-epoch.checkpoint
+
+The marker is what tells the offline dump that a directory is a broker data directory.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from broker.storage.checkpoints import EPOCH_FILE, HW_FILE, EpochCheckpoint, HwCheckpoint, write_atomically
+from broker.storage.log import DEFAULT_SEGMENT_RECORDS, RecoveryReport, SegmentedLog
+
+MARKER_FILE = "highwater-storage.json"
+MARKER = {"format": "highwater-storage", "version": 1}
+_PARTITION_DIR = re.compile(r"^(.+)-(\d+)$")
+
+
+class NotADataDir(ValueError):
+    """The directory is missing or is not a broker data directory."""
+
+
+def partition_dir_name(topic: str, partition: int) -> str:
+    if not topic or "/" in topic or topic in (".", ".."):
+        raise ValueError(f"bad topic name {topic!r}")
+    if partition < 0:
+        raise ValueError(f"bad partition {partition}")
+    return f"{topic}-{partition}"
+
+
+def init_data_dir(data_dir: Path | str) -> Path:
+    """Create the data directory and its marker if needed (idempotent)."""
+    data_dir = Path(data_dir)
+    data_dir.mkdir(parents=True, exist_ok=True)
+    if not (data_dir / MARKER_FILE).exists():
+        write_atomically(data_dir / MARKER_FILE, json.dumps(MARKER) + "\n")
+    return data_dir
+
+
+def check_data_dir(data_dir: Path | str) -> Path:
+    """Raise NotADataDir (one-line message) unless `data_dir` is a broker data directory."""
+    data_dir = Path(data_dir)
+    if not data_dir.exists():
+        raise NotADataDir(f"{data_dir}: no such directory")
+    if not data_dir.is_dir():
+        raise NotADataDir(f"{data_dir}: not a directory")
+    marker = data_dir / MARKER_FILE
+    try:
+        content = json.loads(marker.read_text())
+    except FileNotFoundError:
+        raise NotADataDir(f"{data_dir}: not a broker data directory (no {MARKER_FILE})") from None
+    except (OSError, ValueError) as exc:
+        raise NotADataDir(f"{marker}: unreadable marker ({exc})") from None
+    if not isinstance(content, dict) or content.get("format") != MARKER["format"]:
+        raise NotADataDir(f"{marker}: field 'format' is not {MARKER['format']!r}")
+    if content.get("version") != MARKER["version"]:
+        raise NotADataDir(f"{marker}: unsupported storage version {content.get('version')!r}")
+    return data_dir
+
+
+def list_partitions(data_dir: Path | str) -> list[tuple[str, int]]:
+    """(topic, partition) of every partition directory in `data_dir`, sorted."""
+    found = []
+    for entry in os.scandir(data_dir):
+        m = _PARTITION_DIR.match(entry.name)
+        if m and entry.is_dir():
+            found.append((m.group(1), int(m.group(2))))
+    return sorted(found)
+
+
+@dataclass
+class PartitionStore:
+    """Everything one replica keeps on disk: the log and the two checkpoints."""
+
+    topic: str
+    partition: int
+    directory: Path
+    log: SegmentedLog
+    hw_checkpoint: HwCheckpoint
+    epoch_checkpoint: EpochCheckpoint
+
+    @classmethod
+    def open(cls, data_dir: Path | str, topic: str, partition: int, *, power_loss: bool = False,
+             segment_records: int = DEFAULT_SEGMENT_RECORDS, flush_policy: str = "always") -> "PartitionStore":
+        """Open (creating if needed) the replica's directory and recover its log."""
+        data_dir = init_data_dir(data_dir)
+        directory = data_dir / partition_dir_name(topic, partition)
+        log = SegmentedLog.open(directory, segment_records=segment_records, power_loss=power_loss,
+                                flush_policy=flush_policy)
+        return cls(topic, partition, directory, log, HwCheckpoint(directory / HW_FILE),
+                   EpochCheckpoint(directory / EPOCH_FILE))
+
+    @property
+    def recovery(self) -> RecoveryReport:
+        return self.log.recovery
+
+    def close(self, *, flush: bool = True) -> None:
+        self.log.close(flush=flush)
