@@ -1,0 +1,61 @@
+"""Structured node event log: one JSON object per line, flushed per line (docs/formats.md "Node event logs").
+
+Every line has `ts` (wall-clock nanoseconds, time.time_ns()), `node` (e.g. "n1") and `event`
+(`leader-change`, `isr-change`, `truncate`, `hw-change`, `role`, `fenced`, plus process life-cycle events
+such as `start`, `recovery`, `stop`), then the event's own fields. Lines are written whole under a
+lock, so a SIGKILL leaves at most a torn last line, which the readers of the format skip.
+"""
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Any, TextIO
+
+
+class EventLog:
+    def __init__(self, path: str | Path | None, node: str, *, echo: TextIO | None = None):
+        self.node = node
+        self._lock = threading.Lock()
+        self._fh: TextIO | None = None
+        self._echo = echo
+        if path is not None:
+            path = Path(path)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._fh = open(path, "a", buffering=1, encoding="utf-8")
+
+    def emit(self, event: str, **fields: Any) -> dict[str, Any]:
+        entry: dict[str, Any] = {"ts": time.time_ns(), "node": self.node, "event": event}
+        entry.update(fields)
+        line = json.dumps(entry, separators=(",", ":"), default=_jsonable) + "\n"
+        with self._lock:
+            if self._fh is not None:
+                self._fh.write(line)
+                self._fh.flush()
+            if self._echo is not None:
+                self._echo.write(line)
+                self._echo.flush()
+        return entry
+
+    def sync(self) -> None:
+        """fsync the log (at clean shutdown)."""
+        with self._lock:
+            if self._fh is not None:
+                self._fh.flush()
+                os.fsync(self._fh.fileno())
+
+    def close(self) -> None:
+        with self._lock:
+            if self._fh is not None:
+                self._fh.close()
+                self._fh = None
+
+
+def _jsonable(obj: Any) -> Any:
+    if isinstance(obj, (set, frozenset, tuple)):
+        return list(obj)
+    if isinstance(obj, bytes):
+        return obj.decode("utf-8", "replace")
+    return str(obj)
