@@ -46,7 +46,25 @@ ANOMALY_KINDS = (
     "dirty-read",
     "aborted-read",
     "hw-regression",
+    "hw-regression-cross-epoch",
 )
+
+# --- test.json config keys the checker reads (all optional) -------------------------------------
+# config.checker.allow: anomaly kinds that do not fail the run; config.checker.fail_on: kinds that do.
+# config.producer.idempotent (or config.idempotent): the producer claims idempotence, so duplicates fail.
+CONFIG_CHECKER = "checker"
+CONFIG_CHECKER_ALLOW = "allow"
+CONFIG_CHECKER_FAIL_ON = "fail_on"
+CONFIG_PRODUCER = "producer"
+CONFIG_IDEMPOTENT = "idempotent"
+
+# --- columnar tables: RUN_DIR/columnar/<table>/*.parquet, plus a manifest --------------------------
+COLUMNAR_TABLES = ("ops", "reads", "replicas", "replica_meta", "final_state")
+COLUMNAR_MANIFEST = "_manifest.json"
+
+
+def columnar_table_dir(run_dir: Path, table: str) -> Path:
+    return Path(run_dir) / COLUMNAR_DIR / table
 
 
 def replica_dump_path(run_dir: Path, node: str, partition: int) -> Path:
@@ -158,11 +176,14 @@ def arrow_schemas() -> dict[str, Any]:
             ("type", pa.string()), ("f", pa.string()), ("partition", pa.int32()),
             ("value", pa.int64()), ("offset", pa.int64()), ("epoch", pa.int32()),
             ("hw", pa.int64()), ("error", pa.string()),
+            # completions: the matching invoke; nemesis ops: fault, phase, fault id
+            ("invoke_index", pa.int64()), ("invoke_time", pa.int64()),
+            ("fault", pa.string()), ("phase", pa.string()), ("fault_id", pa.int64()),
         ]),
         "reads": pa.schema([
             ("index", pa.int64()), ("process", pa.string()), ("f", pa.string()),
             ("partition", pa.int32()), ("offset", pa.int64()), ("value", pa.int64()),
-            ("time", pa.int64()),
+            ("time", pa.int64()), ("pos", pa.int32()),  # pos: position in the op's records list
         ]),
         "replicas": pa.schema([
             ("node", pa.string()), ("partition", pa.int32()), ("offset", pa.int64()),
@@ -171,9 +192,11 @@ def arrow_schemas() -> dict[str, Any]:
         "replica_meta": pa.schema([
             ("node", pa.string()), ("partition", pa.int32()), ("leo", pa.int64()),
             ("hw", pa.int64()), ("log_start", pa.int64()), ("epochs", pa.string()),
+            ("torn_bytes", pa.int64()),
         ]),
         "final_state": pa.schema([
             ("partition", pa.int32()), ("recovered", pa.bool_()), ("hw", pa.int64()),
             ("leader", pa.string()), ("epoch", pa.int32()), ("isr", pa.string()),
+            ("replicas", pa.string()),  # isr and replicas as JSON text
         ]),
     }
