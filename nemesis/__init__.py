@@ -1,1 +1,51 @@
-"""Fault injection: kill, pause, partition and power-loss faults and the schedule that drives them."""
+"""Fault injection: kill, pause, partition and power-loss faults and the schedule that drives them.
+
+The runner's API (everything else in this package is internal):
+
+    from nemesis import Nemesis, ScheduleError, FAULTS
+
+    nem = Nemesis(cluster, history,
+                  faults=["kill", "partition"],   # names from FAULTS, below
+                  interval_s=10.0,                # random mode: one decision every interval
+                  seed=42,                        # same seed -> same fault sequence
+                  schedule=None,                  # or a Path to a TOML schedule file (replaces random mode)
+                  admin_factory=lambda: Admin(controller=(host, port), timeout_s=2.0),  # for "-leader" faults
+                  topic="hw", partitions=3)
+    # Constructing validates: unknown fault names or a bad schedule file raise ScheduleError (one line,
+    # naming file, entry number and field); a partition fault on a backend that cannot drop packets (no
+    # root, no iptables/nft) raises clusters.base.ClusterError. Do this BEFORE cluster.start().
+    nem.start()          # background thread; faults begin one interval after start (random mode)
+    nem.active()         # -> ["kill n2", "partition isolate n1"], for the progress display
+    nem.stop()           # stop scheduling, undo every active fault (heal, resume, restart) and record the
+                         # stop operations; idempotent; returns when every fault is undone
+
+Fault names (FAULTS):
+    kill, kill-leader, kill-controller           SIGKILL, restart at the fault's stop
+    pause, pause-leader, pause-controller        SIGSTOP, SIGCONT at the stop
+    power-loss, power-loss-leader                SIGKILL of a broker running with power_loss=true (the
+                                                 harness sets that broker setting), restart at the stop
+    partition                                    a random shape among the ones below
+    partition-isolate, partition-halves, partition-ring, partition-leader, partition-bridge,
+    partition-one-way, partition-controller      one shape only
+
+Random mode: every `interval_s` the active fault (if any) is stopped; then a seeded choice either stays
+quiet for the next interval (probability `quiet_probability`, default 0.3, so the cluster can recover) or
+starts one enabled fault, which lasts one interval. At most one fault is active at a time.
+
+Schedule file (TOML), times in seconds from nem.start():
+
+    [[step]]
+    at = 5.0
+    fault = "kill"            # any name from FAULTS
+    targets = ["n2"]          # optional: node names; default: chosen by the fault (random / leader / c0)
+    duration = 3.0            # seconds until the stop
+    [[step]]
+    at = 10.0
+    fault = "partition"
+    shape = "one-way"         # partition only: isolate, halves, ring, leader, bridge, one-way, controller
+    duration = 4.0
+
+History: each action is an operation of process "nemesis": an `invoke` then an `info` completion, `f` the
+action (kill/restart, pause/resume, partition/heal, power-loss/restart), value
+{fault, phase: "start"|"stop", id, targets, ...} and `detail` on the completion (docs/formats.md).
+"""
