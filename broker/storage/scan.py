@@ -96,12 +96,12 @@ def scan_segment(path: Path, base: int, *, keep_records: bool = False) -> Segmen
         except CorruptRecord as exc:
             scan.problem = exc.reason
             break
+        if not frame.crc_ok:
+            scan.problem = f"CRC mismatch (record of offset {expected})"
+            scan.bad_frame = frame
+            break
         if frame.record.offset != expected:
             scan.problem = f"offset {frame.record.offset} where {expected} was expected"
-            break
-        if not frame.crc_ok:
-            scan.problem = f"CRC mismatch for offset {expected}"
-            scan.bad_frame = frame
             break
         scan.positions.append(pos)
         scan.epochs.append(frame.record.epoch)

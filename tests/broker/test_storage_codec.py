@@ -1,0 +1,92 @@
+"""Record codec: exact byte layout, round trips, and detection of corrupt or torn records."""
+from __future__ import annotations
+
+import struct
+import zlib
+
+import pytest
+
+from broker.records import Record
+from broker.storage.codec import (CorruptRecord, decode_records, encode_record, encode_records, parse_frame)
+
+
+def test_exact_layout_of_one_record():
+    r = Record(offset=5, epoch=2, value=b"17", key=b"k", timestamp=1_763_765_100_000)
+    body = bytes([1]) + struct.pack(">Qiqii", 5, 2, 1_763_765_100_000, 1, 2) + b"k" + b"17"
+    expected = struct.pack(">II", len(body) + 4, zlib.crc32(body)) + body
+    assert encode_record(r) == expected
+    assert len(expected) == 4 + 4 + 29 + 1 + 2
+
+
+def test_null_key_is_length_minus_one():
+    data = encode_record(Record(0, 0, b"v"))
+    assert struct.unpack_from(">i", data, 8 + 1 + 8 + 4 + 8)[0] == -1
+    assert parse_frame(data, 0).record == Record(0, 0, b"v", None, 0)
+
+
+def test_round_trip_batch_and_positions():
+    records = [Record(10, 1, b"1", None, 100), Record(11, 1, b"", b"", 101),
+               Record(12, 3, b"x" * 70_000, b"key", -5), Record(13, -1, b"\x00\xff", None, 2**62)]
+    data, positions = encode_records(records, start_position=1000)
+    sizes = [len(encode_record(r)) for r in records]
+    assert list(positions) == [1000, 1000 + sizes[0], 1000 + sum(sizes[:2]), 1000 + sum(sizes[:3])]
+    assert len(data) == sum(sizes)
+    assert decode_records(data) == records
+    pos, parsed = 0, []
+    while pos < len(data):
+        frame = parse_frame(data, pos)
+        assert frame.crc_ok is True
+        parsed.append(frame.record)
+        pos = frame.end
+    assert parsed == records
+
+
+def test_crc_mismatch_detected():
+    data = bytearray(encode_record(Record(0, 1, b"12345")))
+    data[-1] ^= 0x01                      # value b"12344"
+    with pytest.raises(CorruptRecord) as exc:
+        parse_frame(data, 0)
+    assert exc.value.crc_mismatch is True
+    assert str(exc.value) == "byte 0: CRC mismatch for offset 0"
+    frame = parse_frame(data, 0, require_crc=False)
+    assert (frame.crc_ok, frame.record.value) == (False, b"12344")
+
+
+def test_crc_covers_header_fields():
+    data = bytearray(encode_record(Record(7, 1, b"v")))
+    data[8 + 1 + 7] ^= 0x02               # low byte of the offset: 7 -> 5
+    assert parse_frame(data, 0, require_crc=False).crc_ok is False
+
+
+@pytest.mark.parametrize("cut, reason", [
+    (2, "torn length field (2 of 4 bytes)"),
+    (20, "torn record: length 34 but only 16 bytes follow"),
+    (37, "torn record: length 34 but only 33 bytes follow"),
+])
+def test_torn_record(cut, reason):
+    data = encode_record(Record(0, 0, b"9"))
+    assert len(data) == 38
+    with pytest.raises(CorruptRecord) as exc:
+        parse_frame(data[:cut], 0)
+    assert exc.value.reason == reason
+    assert exc.value.crc_mismatch is False
+
+
+def test_unknown_version_and_bad_lengths():
+    data = bytearray(encode_record(Record(0, 0, b"9")))
+    data[8] = 2
+    with pytest.raises(CorruptRecord, match="unknown format version 2"):
+        parse_frame(data, 0)
+    with pytest.raises(CorruptRecord, match="impossible record length 0"):
+        parse_frame(b"\x00" * 64, 0)
+    data = bytearray(encode_record(Record(0, 0, b"9")))
+    struct.pack_into(">i", data, 8 + 1 + 8 + 4 + 8 + 4, 5)   # value_len 5, record holds 1
+    with pytest.raises(CorruptRecord, match="key/value lengths -1/5 do not match record length 34"):
+        parse_frame(data, 0)
+
+
+def test_out_of_range_field_is_value_error():
+    with pytest.raises(ValueError, match="record 0: field out of range"):
+        encode_record(Record(0, 2**31, b"v"))
+    with pytest.raises(ValueError, match="value must be bytes, not str"):
+        encode_record(Record(0, 0, "v"))
