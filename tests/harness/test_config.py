@@ -1,0 +1,111 @@
+"""Unit tests for harness/config.py: defaults, TOML loading, flag overrides, one-line errors."""
+from __future__ import annotations
+
+import pytest
+
+from harness import config as C
+
+
+def write(tmp_path, text):
+    p = tmp_path / "t.toml"
+    p.write_text(text)
+    return p
+
+
+def test_defaults_are_the_safe_demo():
+    cfg = C.build()
+    assert (cfg.cluster.backend, cfg.cluster.nodes) == ("local", 3)
+    assert (cfg.topic.partitions, cfg.topic.replication_factor) == (3, 3)
+    assert cfg.broker.truncation == "leader-epoch"
+    assert cfg.client.acks == "all"
+    assert cfg.broker.min_insync_replicas == 2
+    assert cfg.broker.unclean_leader_election is False
+    assert cfg.nemesis.faults == ["kill", "partition"]
+    assert cfg.time_limit == 30.0
+    assert cfg.seed is None
+    assert cfg.with_seed().seed is not None
+
+
+def test_toml_then_flags(tmp_path):
+    p = write(tmp_path, 'name = "t1"\ntime_limit = 12\nseed = 7\n[broker]\ntruncation = "hw"\n'
+                        'min_insync_replicas = 1\n[client]\nacks = 1\n[nemesis]\nfaults = ["pause"]\ninterval = 2\n')
+    cfg = C.build(p, {"acks": "all", "nodes": None, "nemesis": "kill,partition", "time_limit": "20"})
+    assert cfg.name == "t1"
+    assert cfg.seed == 7
+    assert cfg.broker.truncation == "hw"
+    assert cfg.broker.min_insync_replicas == 1
+    assert cfg.client.acks == "all"            # flag wins
+    assert cfg.nemesis.faults == ["kill", "partition"]
+    assert cfg.nemesis.interval == 2.0
+    assert cfg.time_limit == 20.0
+    assert cfg.cluster.nodes == 3              # not given anywhere: default
+
+
+def test_unknown_key_names_file_key_and_line(tmp_path):
+    p = write(tmp_path, 'name = "x"\n\n[broker]\ntruncation = "hw"\nflsh = "never"\n')
+    with pytest.raises(C.ConfigError) as e:
+        C.build(p)
+    assert str(e.value) == f"{p}:5: unknown key 'broker.flsh'"
+
+
+def test_unknown_section(tmp_path):
+    p = write(tmp_path, '[brokers]\nx = 1\n')
+    with pytest.raises(C.ConfigError) as e:
+        C.build(p)
+    assert str(e.value) == f"{p}: unknown key 'brokers'"
+
+
+def test_bad_value_type(tmp_path):
+    p = write(tmp_path, '[cluster]\nnodes = "three"\n')
+    with pytest.raises(C.ConfigError) as e:
+        C.build(p)
+    assert str(e.value) == f"{p}:2: key 'cluster.nodes' must be an integer, got 'three'"
+
+
+def test_bad_enum_value(tmp_path):
+    p = write(tmp_path, '[broker]\n\ntruncation = "epoch"\n')
+    with pytest.raises(C.ConfigError) as e:
+        C.build(p)
+    assert str(e.value) == f"{p}:3: key 'broker.truncation' must be one of hw, leader-epoch, got 'epoch'"
+
+
+def test_bad_acks_and_fault(tmp_path):
+    with pytest.raises(C.ConfigError) as e:
+        C.build(write(tmp_path, '[client]\nacks = 2\n'))
+    assert "key 'client.acks' must be 0, 1 or \"all\", got 2" in str(e.value)
+    with pytest.raises(C.ConfigError) as e:
+        C.build(None, {"nemesis": "kill,explode"})
+    assert str(e.value).startswith("--nemesis: unknown fault 'explode'")
+
+
+def test_cross_field_checks(tmp_path):
+    with pytest.raises(C.ConfigError) as e:
+        C.build(write(tmp_path, '[cluster]\nnodes = 2\n[topic]\nreplication_factor = 3\n'))
+    assert "key 'topic.replication_factor' must be between 1 and the number of nodes (2), got 3" in str(e.value)
+    with pytest.raises(C.ConfigError) as e:
+        C.build(None, {"min_insync_replicas": 4})
+    assert str(e.value) == ("command line: key 'broker.min_insync_replicas' must be between 1 and the "
+                            "replication factor (3), got 4")
+    with pytest.raises(C.ConfigError) as e:
+        C.build(None, {"nemesis": "power-loss"})
+    assert "needs broker.power_loss = true" in str(e.value)
+
+
+def test_invalid_toml_and_missing_file(tmp_path):
+    with pytest.raises(C.ConfigError) as e:
+        C.build(write(tmp_path, 'name = \n'))
+    assert str(e.value).startswith(f"{tmp_path / 't.toml'}: not valid TOML")
+    with pytest.raises(C.ConfigError) as e:
+        C.build(tmp_path / "nope.toml")
+    assert str(e.value).startswith(f"{tmp_path / 'nope.toml'}: cannot read test file")
+
+
+def test_settings_for_the_cluster_and_round_trip():
+    cfg = C.build(None, {"truncation": "hw", "flush": "never", "power_loss": True, "unclean_election": True})
+    b = cfg.broker_settings()
+    assert (b["truncation"], b["flush"], b["power_loss"], b["min_insync_replicas"]) == ("hw", "never", True, 2)
+    c = cfg.controller_settings()
+    assert c["unclean_leader_election"] is True
+    assert c["topics"] == [{"name": "hw", "partitions": 3, "replication_factor": 3}]
+    again = C.from_dict(cfg.to_dict())
+    assert again == cfg

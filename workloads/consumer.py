@@ -1,0 +1,110 @@
+"""Consumer workers: poll assigned partitions and record every (offset, value) they read.
+
+A worker owns a set of partitions and a position in each. Before its first poll of a partition, and
+whenever it must reposition (OFFSET_OUT_OF_RANGE after a truncation, or after an `info` that made it a
+new process), it records an `assign` to the offset it will read from next. Polls between two assigns of
+one partition are therefore contiguous and increasing, as docs/formats.md promises the checker.
+Repositioning goes to the log start (auto.offset.reset=earliest): re-reading is harmless, skipping is not.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any, Callable
+
+from broker.client import ClientError
+from workloads.decode import decode_value
+
+log = logging.getLogger(__name__)
+
+POLL_MAX_RECORDS = 500
+POLL_WAIT_MS = 100
+
+
+def poll_op(history, process: int, client, topic: str, partition: int, offset: int, *,
+            f: str = "poll", max_records: int = POLL_MAX_RECORDS, max_wait_ms: int = POLL_WAIT_MS):
+    """One recorded poll (or final-read). Returns (completion type, value dict or None, error code or None)."""
+    invoke = {"partition": partition, "offset": offset}
+    history.invoke(process, f, invoke)
+    try:
+        result = client.fetch(topic, partition, offset, max_records=max_records, max_wait_ms=max_wait_ms)
+    except ClientError as exc:
+        kind = "fail" if exc.definite else "info"
+        history.complete(process, kind, f, dict(invoke), error=exc.code)
+        return kind, None, exc.code
+    except Exception as exc:  # noqa: BLE001
+        log.warning("%s of partition %s at %s raised %r", f, partition, offset, exc)
+        history.complete(process, "info", f, dict(invoke), error=f"exception: {type(exc).__name__}: {exc}")
+        return "info", None, "exception"
+    value = {"partition": partition, "offset": offset,
+             "records": [[int(o), decode_value(v)] for o, _e, v in result.records],
+             "hw": int(result.hw), "epoch": int(result.epoch)}
+    history.complete(process, "ok", f, value)
+    return "ok", value, None
+
+
+def assign_op(history, process: int, partition: int, offset: int) -> None:
+    value = {"partition": partition, "offset": offset}
+    history.invoke(process, "assign", value)
+    history.complete(process, "ok", "assign", dict(value))
+
+
+class ConsumerWorker(threading.Thread):
+    def __init__(self, *, history, make_client: Callable[[], Any], topic: str, partitions: list[int],
+                 stop: threading.Event, index: int, idle_sleep: float = 0.05):
+        super().__init__(name=f"consumer-{index}", daemon=True)
+        self.history = history
+        self.make_client = make_client
+        self.topic = topic
+        self.partitions = list(partitions)
+        self.stop_event = stop
+        self.idle_sleep = idle_sleep
+        self.process = history.new_process()
+        self.positions: dict[int, int | None] = {p: None for p in self.partitions}  # None: must assign
+        self.counts = {"ok": 0, "fail": 0, "info": 0}
+        self.records_read = 0
+        self.error: BaseException | None = None
+
+    def _assign(self, partition: int, offset: int) -> None:
+        assign_op(self.history, self.process, partition, offset)
+        self.positions[partition] = offset
+
+    def run(self) -> None:
+        client = None
+        try:
+            client = self.make_client()
+            while not self.stop_event.is_set() and self.partitions:
+                progressed = False
+                for partition in self.partitions:
+                    if self.stop_event.is_set():
+                        break
+                    if self.positions[partition] is None:
+                        self._assign(partition, 0)
+                    offset = self.positions[partition]
+                    kind, value, error = poll_op(self.history, self.process, client, self.topic, partition, offset)
+                    self.counts[kind] += 1
+                    if kind == "ok":
+                        if value["records"]:
+                            self.records_read += len(value["records"])
+                            self.positions[partition] = value["records"][-1][0] + 1
+                            progressed = True
+                    elif kind == "info":
+                        # a new process starts with no positions: every partition is assigned again
+                        self.process = self.history.new_process()
+                        self.positions = {p: None for p in self.partitions}
+                        break
+                    elif error == "OFFSET_OUT_OF_RANGE":
+                        self.positions[partition] = None      # reposition (earliest) before the next poll
+                    else:
+                        self.stop_event.wait(self.idle_sleep)  # no leader yet, refused: back off a little
+                if not progressed:
+                    self.stop_event.wait(self.idle_sleep)
+        except BaseException as exc:  # noqa: BLE001
+            self.error = exc
+            log.exception("consumer worker %s died", self.name)
+        finally:
+            if client is not None:
+                try:
+                    client.close()
+                except Exception:  # noqa: BLE001
+                    pass

@@ -1,0 +1,72 @@
+"""Final reads: in the final phase, read every partition from offset 0 up to its high watermark.
+
+Reads are ordinary client operations (`f` = "final-read", int process ids) made in chunks, each chunk an
+invoke and a completion like a poll. A failed or unknown chunk is retried (a bounded number of times, a
+new process after an `info`); the result says how far each partition was read.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from workloads.consumer import poll_op
+
+
+@dataclass
+class FinalRead:
+    partition: int
+    read_to: int          # next offset not read: [0, read_to) was read
+    hw: int               # the partition's HW as the last successful chunk reported it
+    records: int          # records read
+    covered: bool         # read_to >= hw (and at least `target` when one was given)
+    error: str | None = None
+
+
+def final_read_partition(history, client, topic: str, partition: int, *, chunk: int = 1000,
+                         target: int | None = None, max_attempts: int = 20, backoff_s: float = 0.2,
+                         deadline: float | None = None) -> FinalRead:
+    process = history.new_process()
+    offset, hw, records, attempts, last_error = 0, -1, 0, 0, None
+    while True:
+        if deadline is not None and time.monotonic() > deadline:
+            last_error = last_error or "deadline"
+            break
+        kind, value, error = poll_op(history, process, client, topic, partition, offset,
+                                     f="final-read", max_records=chunk, max_wait_ms=0)
+        if kind == "ok":
+            hw = value["hw"]
+            if value["records"]:
+                records += len(value["records"])
+                offset = value["records"][-1][0] + 1
+                attempts = 0
+                continue
+            if offset >= hw:
+                break
+            last_error = f"empty read at {offset} below hw {hw}"
+        else:
+            last_error = error
+            if kind == "info":
+                process = history.new_process()
+        attempts += 1
+        if attempts >= max_attempts:
+            break
+        time.sleep(backoff_s)
+    goal = max(hw, target or 0)
+    covered = hw >= 0 and offset >= goal
+    return FinalRead(partition, offset, hw, records, covered, None if covered else last_error)
+
+
+def final_reads(history, make_client: Callable[[], Any], topic: str, partitions: list[int], *,
+                chunk: int = 1000, targets: dict[int, int] | None = None,
+                deadline: float | None = None) -> dict[int, FinalRead]:
+    client = make_client()
+    try:
+        return {p: final_read_partition(history, client, topic, p, chunk=chunk,
+                                        target=(targets or {}).get(p), deadline=deadline)
+                for p in partitions}
+    finally:
+        try:
+            client.close()
+        except Exception:  # noqa: BLE001
+            pass

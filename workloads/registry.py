@@ -1,0 +1,63 @@
+"""The workloads by name ("producer", "producer-consumer"): build the worker threads of a run.
+
+`Workload` starts and stops a set of worker threads sharing one history, one rate limiter and one
+value source, and reports their counts. Clients are made by factories so that unit tests can drive the
+workers against a fake client; the end-to-end tests drive them against real brokers.
+"""
+from __future__ import annotations
+
+import threading
+from typing import Any, Callable
+
+from workloads.consumer import ConsumerWorker
+from workloads.pacing import RateLimiter, ValueSource
+from workloads.producer import ProducerWorker
+
+NAMES = ("producer", "producer-consumer")
+
+
+class WorkloadError(ValueError):
+    pass
+
+
+class Workload:
+    def __init__(self, name: str, *, history, topic: str, partitions: int, rate: float, concurrency: int,
+                 consumers: int, seed: int, make_producer: Callable[[], Any],
+                 make_consumer: Callable[[], Any] | None = None):
+        if name not in NAMES:
+            raise WorkloadError(f"unknown workload {name!r} (known: {', '.join(NAMES)})")
+        if name == "producer-consumer" and make_consumer is None:
+            raise WorkloadError("workload 'producer-consumer' needs a consumer factory")
+        self.name = name
+        self.stop_event = threading.Event()
+        self.values = ValueSource()
+        self.limiter = RateLimiter(rate)
+        self.workers: list[threading.Thread] = []
+        for i in range(concurrency):
+            self.workers.append(ProducerWorker(history=history, make_client=make_producer, topic=topic,
+                                               partitions=partitions, values=self.values,
+                                               limiter=self.limiter, stop=self.stop_event, seed=seed, index=i))
+        if name == "producer-consumer":
+            n = max(1, min(consumers, partitions))
+            for i in range(n):
+                assigned = [p for p in range(partitions) if p % n == i]
+                self.workers.append(ConsumerWorker(history=history, make_client=make_consumer, topic=topic,
+                                                   partitions=assigned, stop=self.stop_event, index=i))
+
+    def start(self) -> None:
+        for w in self.workers:
+            w.start()
+
+    def stop(self, timeout: float = 15.0) -> list[str]:
+        """Stop and join every worker; returns the names of workers that did not finish in time."""
+        self.stop_event.set()
+        stuck = []
+        for w in self.workers:
+            w.join(timeout)
+            if w.is_alive():
+                stuck.append(w.name)
+        return stuck
+
+    def errors(self) -> list[str]:
+        return [f"{w.name}: {type(w.error).__name__}: {w.error}" for w in self.workers
+                if getattr(w, "error", None) is not None]
