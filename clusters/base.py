@@ -58,6 +58,10 @@ class Cluster(abc.ABC):
     def nodes(self) -> list[str]:
         return [self.controller().name, *self.brokers()]
 
+    def check_faults(self, faults: list[str]) -> None:
+        """Raise ClusterError (naming what is missing) if a nemesis fault in `faults` cannot be injected
+        on this backend, e.g. a partition without root or iptables/nft. Called before start()."""
+
     # --- process faults ------------------------------------------------------------------------
     @abc.abstractmethod
     def kill(self, node: str) -> str:
