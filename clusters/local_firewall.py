@@ -1,0 +1,188 @@
+"""Kernel packet drops for one run's loopback addresses: an iptables chain or an nft table owned by the run.
+
+iptables (preferred when present): chain `HW-<8 hex>` in the filter table, jumped to from the top of
+OUTPUT and INPUT by rules carrying the comment `highwater:<run_id>`; each one-way drop is
+`-s SRC/32 -d DST/32 -j DROP` inside that chain. Heal flushes the chain; remove deletes the jumps and the
+chain. nft (when iptables is missing): table `inet highwater_<8 hex>` with its own output and input base
+chains; heal flushes them; remove deletes the table. No other rule, chain or table is ever touched.
+
+`find_leftovers()` / `remove_object()` serve `highwater cleanup`: they list and delete every highwater
+chain or table, whoever made it.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass
+
+from clusters.base import ClusterError
+
+CHAIN_RE = re.compile(r"^HW-[0-9a-f]{8}$")
+TABLE_RE = re.compile(r"^highwater_[0-9a-f]{8}$")
+COMMENT_PREFIX = "highwater:"
+
+
+class FirewallUnavailable(ClusterError):
+    """Packet drops cannot be installed here; the message names what is missing."""
+
+
+def short_id(run_id: str) -> str:
+    return hashlib.sha1(run_id.encode()).hexdigest()[:8]
+
+
+def _run(argv: list[str], *, check: bool = True) -> subprocess.CompletedProcess:
+    r = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+    if check and r.returncode != 0:
+        raise ClusterError(f"firewall command failed ({r.returncode}): {' '.join(argv)}: "
+                           f"{(r.stderr or r.stdout).strip()}")
+    return r
+
+
+def available_tool() -> str:
+    """'iptables' or 'nft', or raise FirewallUnavailable naming what is missing."""
+    if os.geteuid() != 0:
+        raise FirewallUnavailable(f"the partition fault needs root to install packet-drop rules "
+                                  f"(running as uid {os.geteuid()})")
+    if shutil.which("iptables"):
+        return "iptables"
+    if shutil.which("nft"):
+        return "nft"
+    raise FirewallUnavailable("the partition fault needs iptables or nft on PATH; neither was found "
+                              "(install the Debian package 'iptables' or 'nftables')")
+
+
+@dataclass
+class Firewall:
+    """Base of the two implementations; `describe()` is what the registry stores."""
+    run_id: str
+
+    def install(self) -> None: ...
+    def drop(self, pairs: list[tuple[str, str]]) -> None: ...
+    def heal(self) -> None: ...
+    def remove(self) -> None: ...
+    def describe(self) -> dict: ...
+
+
+class IptablesFirewall(Firewall):
+    @property
+    def chain(self) -> str:
+        return f"HW-{short_id(self.run_id)}"
+
+    @property
+    def comment(self) -> str:
+        return f"{COMMENT_PREFIX}{self.run_id}"[:250]
+
+    def install(self) -> None:
+        if _run(["iptables", "-w", "-n", "-L", self.chain], check=False).returncode != 0:
+            _run(["iptables", "-w", "-N", self.chain])
+        for hook in ("OUTPUT", "INPUT"):
+            jump = [hook, "-m", "comment", "--comment", self.comment, "-j", self.chain]
+            if _run(["iptables", "-w", "-C", *jump], check=False).returncode != 0:
+                _run(["iptables", "-w", "-I", hook, "1", *jump[1:]])
+
+    def drop(self, pairs: list[tuple[str, str]]) -> None:
+        for src, dst in pairs:
+            _run(["iptables", "-w", "-A", self.chain, "-s", f"{src}/32", "-d", f"{dst}/32", "-j", "DROP"])
+
+    def heal(self) -> None:
+        _run(["iptables", "-w", "-F", self.chain], check=False)
+
+    def remove(self) -> None:
+        remove_iptables_chain(self.chain)
+
+    def rules(self) -> list[str]:
+        r = _run(["iptables", "-w", "-S", self.chain], check=False)
+        return [line for line in r.stdout.splitlines() if line.startswith("-A ")]
+
+    def describe(self) -> dict:
+        return {"kind": "iptables", "chain": self.chain}
+
+
+class NftFirewall(Firewall):
+    @property
+    def table(self) -> str:
+        return f"highwater_{short_id(self.run_id)}"
+
+    def install(self) -> None:
+        _run(["nft", "add", "table", "inet", self.table])
+        for hook in ("output", "input"):
+            _run(["nft", "add", "chain", "inet", self.table, hook,
+                  "{ type filter hook " + hook + " priority -10 ; policy accept ; }"])
+
+    def drop(self, pairs: list[tuple[str, str]]) -> None:
+        for src, dst in pairs:
+            _run(["nft", "add", "rule", "inet", self.table, "output",
+                  "ip", "saddr", src, "ip", "daddr", dst, "drop"])
+
+    def heal(self) -> None:
+        for hook in ("output", "input"):
+            _run(["nft", "flush", "chain", "inet", self.table, hook], check=False)
+
+    def remove(self) -> None:
+        _run(["nft", "delete", "table", "inet", self.table], check=False)
+
+    def rules(self) -> list[str]:
+        r = _run(["nft", "list", "chain", "inet", self.table, "output"], check=False)
+        return [line.strip() for line in r.stdout.splitlines() if line.strip().endswith("drop")]
+
+    def describe(self) -> dict:
+        return {"kind": "nft", "table": self.table}
+
+
+def make_firewall(run_id: str, tool: str | None = None) -> Firewall:
+    tool = tool or available_tool()
+    if tool == "iptables":
+        return IptablesFirewall(run_id)
+    if tool == "nft":
+        return NftFirewall(run_id)
+    raise FirewallUnavailable(f"unknown firewall tool {tool!r} (expected 'iptables' or 'nft')")
+
+
+# --- leftovers (highwater cleanup) -----------------------------------------------------------------
+
+def remove_iptables_chain(chain: str) -> None:
+    """Delete every rule jumping to `chain` (in any filter chain), then flush and delete it."""
+    if not CHAIN_RE.match(chain):
+        raise ValueError(f"refusing to touch non-highwater chain {chain!r}")
+    listing = _run(["iptables", "-w", "-S"], check=False).stdout.splitlines()
+    for line in listing:
+        parts = line.split()
+        if len(parts) > 2 and parts[0] == "-A" and "-j" in parts and parts[parts.index("-j") + 1] == chain:
+            _run(["iptables", "-w", "-D", *_unquote(line[3:])], check=False)
+    _run(["iptables", "-w", "-F", chain], check=False)
+    _run(["iptables", "-w", "-X", chain], check=False)
+
+
+def _unquote(rule: str) -> list[str]:
+    import shlex
+    return shlex.split(rule)
+
+
+def find_leftovers() -> list[dict]:
+    """Every highwater firewall object present: [{"kind": "iptables", "chain": ...} | {"kind": "nft", ...}]."""
+    found: list[dict] = []
+    if os.geteuid() != 0:
+        return found
+    if shutil.which("iptables"):
+        out = _run(["iptables", "-w", "-S"], check=False).stdout.splitlines()
+        chains = {line.split()[1] for line in out if line.startswith("-N ") and CHAIN_RE.match(line.split()[1])}
+        found += [{"kind": "iptables", "chain": c} for c in sorted(chains)]
+    if shutil.which("nft"):
+        out = _run(["nft", "list", "tables"], check=False).stdout.splitlines()
+        for line in out:
+            parts = line.split()
+            if len(parts) == 3 and parts[0] == "table" and TABLE_RE.match(parts[2]):
+                found.append({"kind": "nft", "family": parts[1], "table": parts[2]})
+    return found
+
+
+def remove_object(obj: dict) -> None:
+    if obj["kind"] == "iptables":
+        remove_iptables_chain(obj["chain"])
+    elif obj["kind"] == "nft":
+        if not TABLE_RE.match(obj["table"]):
+            raise ValueError(f"refusing to touch non-highwater table {obj['table']!r}")
+        _run(["nft", "delete", "table", obj.get("family", "inet"), obj["table"]], check=False)

@@ -1,0 +1,39 @@
+"""Test-only stand-in for a node process: a real TCP echo server speaking the broker's process contract.
+
+    python echo_server.py <role> --config FILE
+
+Reads `host` and `port` from the JSON config, listens, prints `READY host:port`, echoes every line it
+receives, exits 0 on SIGTERM. Used to test clusters/local.py's process control on real processes
+without depending on the broker.
+"""
+import json
+import signal
+import socket
+import sys
+import threading
+
+
+def serve(conn: socket.socket) -> None:
+    with conn:
+        while True:
+            data = conn.recv(4096)
+            if not data:
+                return
+            conn.sendall(data)
+
+
+def main() -> int:
+    config = json.loads(open(sys.argv[sys.argv.index("--config") + 1]).read())
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    srv = socket.socket()
+    srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    srv.bind((config["host"], config["port"]))
+    srv.listen(64)
+    print(f"READY {config['host']}:{config['port']}", flush=True)
+    while True:
+        conn, _ = srv.accept()
+        threading.Thread(target=serve, args=(conn,), daemon=True).start()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
