@@ -1,0 +1,113 @@
+"""The broker node process: wires config, event log, storage, replica manager, RPC server, control plane
+and timers together, and owns the life cycle.
+
+Start-up: load broker.json (bad -> one line on stderr, exit 2), open every partition found in data_dir
+(start-up recovery; a recovery cut is logged as a `truncate` event with why=recovery), listen, print
+`READY host:port`, register with the controller, then follow its metadata. SIGTERM/SIGINT: stop serving,
+stop fetchers, flush every log, write the HW and epoch checkpoints, exit 0.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import sys
+
+from broker.config import BrokerConfig, ConfigError, load_broker_config
+from broker.controller.client import ControllerClient
+from broker.eventlog import EventLog
+from broker.protocol import apis
+from broker.server.controller_link import ControllerLink
+from broker.server.handlers import Handlers
+from broker.server.partitions import ReplicaManager
+from broker.server.rpc import RpcServer
+from broker.server.timers import Timers
+
+EXIT_BAD_CONFIG = 2
+
+
+class BrokerNode:
+    def __init__(self, config: BrokerConfig):
+        self.config = config
+        self.events = EventLog(config.log_file, config.node_name)
+        self.controller = None          # ControllerClient, made inside the event loop
+        self.link: ControllerLink | None = None
+        self.replicas: ReplicaManager | None = None
+        self.rpc: RpcServer | None = None
+        self.address: tuple[str, int] | None = None
+        self._stop = asyncio.Event()
+        self._tasks: list[asyncio.Task] = []
+
+    async def run(self) -> int:
+        cfg = self.config
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, self._stop.set)
+        self.controller = ControllerClient(cfg.controller_host, cfg.controller_port, timeout_s=2.0)
+        self.replicas = ReplicaManager(cfg, self.events, self.controller)
+        self.replicas.open_existing()
+        handlers = Handlers(self.replicas, cfg.node_id)
+        self.rpc = RpcServer({
+            apis.PRODUCE: handlers.produce,
+            apis.FETCH: handlers.fetch,
+            apis.OFFSETS_FOR_LEADER_EPOCH: handlers.offsets_for_leader_epoch,
+            apis.DESCRIBE_REPLICAS: handlers.describe_replicas,
+            apis.PING: handlers.ping,
+        })
+        host, port = await self.rpc.start(cfg.host, cfg.port)
+        self.address = (host, port)
+        self.events.emit("start", host=host, port=port, truncation=cfg.truncation, flush=cfg.flush,
+                         power_loss=cfg.power_loss, min_insync_replicas=cfg.min_insync_replicas)
+        print(f"READY {host}:{port}", flush=True)
+        self.link = ControllerLink(cfg.node_id, host, port, self.controller, cfg.heartbeat_interval_ms,
+                                   self.replicas.apply_metadata, self.events)
+        self.replicas.link = self.link
+        timers = Timers(cfg, self.replicas)
+        for coro in (self.link.heartbeat_loop(), self.link.metadata_loop(), *timers.loops()):
+            self._tasks.append(asyncio.create_task(coro))
+        for t in self._tasks:
+            t.add_done_callback(self._task_died)
+        await self._stop.wait()
+        await self.shutdown()
+        return 0
+
+    def _task_died(self, task: asyncio.Task) -> None:
+        if task.cancelled():
+            return
+        exc = task.exception()
+        if exc is not None:
+            self.events.emit("internal-error", task=task.get_coro().__qualname__, error=repr(exc))
+            print(f"broker n{self.config.node_id}: internal error in {task.get_coro().__qualname__}: {exc!r}",
+                  file=sys.stderr, flush=True)
+            self._stop.set()
+
+    async def shutdown(self) -> None:
+        for t in self._tasks:
+            t.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self.rpc.close()
+        await self.replicas.shutdown()
+        try:
+            await asyncio.wait_for(self.controller.close(), 1.0)
+        except Exception:
+            pass
+        self.events.emit("stop", reason="SIGTERM")
+        self.events.sync()
+        self.events.close()
+
+
+def main(config_path: str) -> int:
+    try:
+        config = load_broker_config(config_path)
+    except ConfigError as exc:
+        print(f"broker: {exc}", file=sys.stderr)
+        return EXIT_BAD_CONFIG
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
+                        format=f"%(asctime)s n{config.node_id} %(name)s %(levelname)s %(message)s")
+    try:
+        import uvloop  # optional: faster event loop when installed
+        runner = uvloop.run
+    except ImportError:
+        runner = asyncio.run
+    node = BrokerNode(config)
+    return runner(node.run())

@@ -1,0 +1,75 @@
+"""The broker's side of the control plane: registration, heartbeats and the metadata long-poll loop.
+
+- `heartbeat_loop`: register (retrying until the controller answers), then heartbeat every
+  heartbeat_interval_ms; STALE_BROKER_EPOCH (the controller fenced or forgot us) -> register again.
+- `metadata_loop`: starts only after the first registration succeeded (so a restarted broker never acts
+  on the leadership it had before the crash: the controller bumps the epochs of a bounced broker at
+  registration), then long-polls METADATA and hands every new version to the replica manager.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from broker.controller.client import ControllerClient, ControllerError, ControllerUnavailable
+from broker.controller.messages import STALE_BROKER_EPOCH, Metadata
+
+log = logging.getLogger(__name__)
+
+METADATA_POLL_MS = 1000
+RETRY_S = 0.1
+
+
+class ControllerLink:
+    def __init__(self, node_id: int, host: str, port: int, controller: ControllerClient,
+                 heartbeat_interval_ms: int, on_metadata, events):
+        self.node_id = node_id
+        self.advertised = (host, port)
+        self.controller = controller
+        self.heartbeat_s = heartbeat_interval_ms / 1000.0
+        self.on_metadata = on_metadata          # callable(Metadata) -> None (may be async)
+        self.events = events
+        self.broker_epoch: int | None = None
+        self.registered = asyncio.Event()
+        self.metadata: Metadata | None = None
+
+    async def _register(self) -> None:
+        while True:
+            try:
+                self.broker_epoch = await self.controller.register(self.node_id, *self.advertised)
+                self.events.emit("registered", broker_epoch=self.broker_epoch)
+                self.registered.set()
+                return
+            except ControllerError as exc:
+                log.debug("register failed: %s", exc)
+                await asyncio.sleep(RETRY_S)
+
+    async def heartbeat_loop(self) -> None:
+        await self._register()
+        while True:
+            await asyncio.sleep(self.heartbeat_s)
+            try:
+                await self.controller.heartbeat(self.node_id, self.broker_epoch)
+            except ControllerUnavailable:
+                continue
+            except ControllerError as exc:
+                if exc.code == STALE_BROKER_EPOCH:
+                    self.events.emit("re-register", reason=exc.code)
+                    await self._register()
+
+    async def metadata_loop(self) -> None:
+        await self.registered.wait()
+        known = -1
+        while True:
+            try:
+                md = await self.controller.metadata(known_version=known, max_wait_ms=METADATA_POLL_MS)
+            except ControllerError:
+                await asyncio.sleep(RETRY_S)
+                continue
+            if md.version == known:
+                continue
+            known = md.version
+            self.metadata = md
+            result = self.on_metadata(md)
+            if asyncio.iscoroutine(result):
+                await result

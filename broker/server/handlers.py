@@ -1,0 +1,66 @@
+"""Data-plane request handlers: check each request's fields, then call the replica manager.
+
+    PRODUCE {topic, partition, acks (0|1|-1), timeout_ms, values: [bytes]} -> {error, base_offset, leader_epoch}
+        (acks=0: no response is sent)
+    FETCH {topic, partition, offset, max_records, max_wait_ms, replica_id, current_leader_epoch}
+        -> {error, records: [[offset, epoch, value]], hw, leader_epoch, log_start}
+    OFFSETS_FOR_LEADER_EPOCH {topic, partition, leader_epoch, current_leader_epoch}
+        -> {error, leader_epoch, end_offset}
+    DESCRIBE_REPLICAS {} -> {broker_id, partitions: [{topic, partition, role, leader_epoch, leo, hw, isr}]}
+    PING {} -> {error: NONE, broker_id}
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from broker.server.rpc import BadRequest, field
+
+MAX_VALUES_PER_PRODUCE = 100_000
+
+
+class Handlers:
+    def __init__(self, replicas, broker_id: int):
+        self.replicas = replicas
+        self.broker_id = broker_id
+
+    async def produce(self, body: dict[str, Any]) -> dict[str, Any] | None:
+        topic = field(body, "topic", str)
+        partition = field(body, "partition", int)
+        acks = field(body, "acks", int)
+        if acks not in (0, 1, -1):
+            raise BadRequest(f"field 'acks' must be 0, 1 or -1, got {acks}")
+        timeout_ms = field(body, "timeout_ms", int, 30_000)
+        if timeout_ms < 0:
+            raise BadRequest(f"field 'timeout_ms' must be >= 0, got {timeout_ms}")
+        values = field(body, "values", list)
+        if not values or len(values) > MAX_VALUES_PER_PRODUCE:
+            raise BadRequest(f"field 'values' must hold 1..{MAX_VALUES_PER_PRODUCE} values, got {len(values)}")
+        for i, v in enumerate(values):
+            if not isinstance(v, bytes):
+                raise BadRequest(f"field 'values[{i}]' must be bytes, got {type(v).__name__}")
+        resp = await self.replicas.produce(topic, partition, acks, timeout_ms, values)
+        return None if acks == 0 else resp
+
+    async def fetch(self, body: dict[str, Any]) -> dict[str, Any]:
+        topic = field(body, "topic", str)
+        partition = field(body, "partition", int)
+        offset = field(body, "offset", int)
+        max_records = field(body, "max_records", int, 1000)
+        max_wait_ms = field(body, "max_wait_ms", int, 0)
+        replica_id = field(body, "replica_id", int, -1)
+        current_leader_epoch = field(body, "current_leader_epoch", int, -1)
+        if max_records < 1 or max_wait_ms < 0 or offset < 0:
+            raise BadRequest("fields 'offset', 'max_wait_ms' must be >= 0 and 'max_records' >= 1")
+        return await self.replicas.fetch(topic, partition, offset, min(max_records, 10_000), min(max_wait_ms, 30_000),
+                                         replica_id, current_leader_epoch)
+
+    async def offsets_for_leader_epoch(self, body: dict[str, Any]) -> dict[str, Any]:
+        return self.replicas.offsets_for_leader_epoch(
+            field(body, "topic", str), field(body, "partition", int), field(body, "leader_epoch", int),
+            field(body, "current_leader_epoch", int, -1))
+
+    async def describe_replicas(self, body: dict[str, Any]) -> dict[str, Any]:
+        return {"error": "NONE", "broker_id": self.broker_id, "partitions": self.replicas.describe()}
+
+    async def ping(self, body: dict[str, Any]) -> dict[str, Any]:
+        return {"error": "NONE", "broker_id": self.broker_id}

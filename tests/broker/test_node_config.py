@@ -1,0 +1,68 @@
+"""broker.json validation (broker/config.py) and `python -m broker node` exiting 2 on bad config."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from broker.config import BrokerConfig, ConfigError, load_broker_config
+
+REPO = Path(__file__).resolve().parents[2]
+GOOD = {"node_id": 2, "host": "127.0.0.1", "port": 9092, "controller_host": "127.0.0.1", "controller_port": 9000,
+        "data_dir": "/tmp/x", "log_file": "/tmp/x.log"}
+
+
+def write(tmp_path: Path, obj) -> Path:
+    p = tmp_path / "broker.json"
+    p.write_text(json.dumps(obj) if not isinstance(obj, str) else obj)
+    return p
+
+
+def test_defaults_filled_in(tmp_path):
+    cfg = load_broker_config(write(tmp_path, GOOD))
+    assert cfg == BrokerConfig(**GOOD)
+    assert (cfg.truncation, cfg.min_insync_replicas, cfg.flush, cfg.power_loss) == ("leader-epoch", 1, "always", False)
+    assert (cfg.replica_lag_time_max_ms, cfg.hw_checkpoint_interval_ms, cfg.segment_records) == (2000, 500, 100000)
+    assert cfg.node_name == "n2"
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"port": "x"}, "key 'port': must be an integer in 0..65535, got \"x\""),
+    ({"port": 70000}, "key 'port': must be an integer in 0..65535, got 70000"),
+    ({"truncation": "epoch"}, "key 'truncation': must be one of 'hw', 'leader-epoch', got \"epoch\""),
+    ({"flush": "sometimes"}, "key 'flush': must be one of 'always', 'interval', 'never', got \"sometimes\""),
+    ({"power_loss": 1}, "key 'power_loss': must be true or false, got 1"),
+    ({"min_insync_replicas": 0}, "key 'min_insync_replicas': must be a positive integer, got 0"),
+    ({"node_id": True}, "key 'node_id': must be a positive integer, got true"),
+    ({"replica_lag_tim_max_ms": 5}, "key 'replica_lag_tim_max_ms': unknown key"),
+])
+def test_bad_values_name_file_and_key(tmp_path, change, message):
+    path = write(tmp_path, {**GOOD, **change})
+    with pytest.raises(ConfigError) as err:
+        load_broker_config(path)
+    assert str(err.value).startswith(f"{path}: {message}")
+    assert "\n" not in str(err.value)
+
+
+def test_missing_key_and_bad_json(tmp_path):
+    path = write(tmp_path, {k: v for k, v in GOOD.items() if k != "data_dir"})
+    with pytest.raises(ConfigError, match=r"broker\.json: key 'data_dir': missing \(required\)$"):
+        load_broker_config(path)
+    path = write(tmp_path, '{"node_id": 1,\n "host": }')
+    with pytest.raises(ConfigError, match=r"broker\.json:2: not valid JSON"):
+        load_broker_config(path)
+    with pytest.raises(ConfigError, match=r"nope\.json: cannot read"):
+        load_broker_config(tmp_path / "nope.json")
+
+
+def test_node_exits_2_with_one_line(tmp_path):
+    path = write(tmp_path, {**GOOD, "flush": 3})
+    r = subprocess.run([sys.executable, "-m", "broker", "node", "--config", str(path)], cwd=REPO,
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 2
+    assert r.stderr.strip().splitlines() == [f"broker: {path}: key 'flush': must be one of 'always', 'interval', "
+                                             f"'never', got 3"]
+    assert r.stdout == ""

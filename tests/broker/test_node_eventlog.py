@@ -1,0 +1,36 @@
+"""The node event log (broker/eventlog.py): one flushed JSON object per line with ts, node, event."""
+from __future__ import annotations
+
+import json
+import time
+
+from broker.eventlog import EventLog
+
+
+def test_lines_are_flushed_json_with_ts_node_event(tmp_path):
+    path = tmp_path / "sub" / "broker.log"
+    log = EventLog(path, "n3")
+    before = time.time_ns()
+    log.emit("truncate", partition=0, **{"from": 7, "to": 5, "why": "leader-epoch"})
+    # flushed per line: readable before close
+    first = json.loads(path.read_text().splitlines()[0])
+    log.emit("isr-change", partition=1, isr=(1, 3), version=4)
+    log.close()
+    after = time.time_ns()
+    lines = [json.loads(l) for l in path.read_text().splitlines()]
+    assert before <= first["ts"] <= after
+    assert {k: v for k, v in first.items() if k != "ts"} == {
+        "node": "n3", "event": "truncate", "partition": 0, "from": 7, "to": 5, "why": "leader-epoch"}
+    assert list(first)[:3] == ["ts", "node", "event"]
+    assert {k: v for k, v in lines[1].items() if k != "ts"} == {
+        "node": "n3", "event": "isr-change", "partition": 1, "isr": [1, 3], "version": 4}
+    assert len(lines) == 2
+
+
+def test_appends_across_reopen(tmp_path):
+    path = tmp_path / "broker.log"
+    EventLog(path, "n1").emit("start")
+    log = EventLog(path, "n1")
+    log.emit("stop", reason="SIGTERM")
+    log.close()
+    assert [json.loads(l)["event"] for l in path.read_text().splitlines()] == ["start", "stop"]
