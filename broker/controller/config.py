@@ -1,0 +1,103 @@
+"""controller.json: loading and validating the controller's configuration (docs/architecture.md).
+
+Keys: host, port (0 = any free port; READY shows the real one), data_dir, log_file (required);
+broker_session_timeout_ms (3000), unclean_leader_election (false), topics ([] of
+{"name", "partitions", "replication_factor"}, created once `expected_brokers` brokers have registered;
+expected_brokers defaults to the largest replication factor listed), frame_read_timeout_ms (10000: a
+frame whose length prefix arrived must be complete within this). Unknown keys are errors.
+`load_controller_config(path)` raises `ConfigError` with one line naming the file and the key.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from broker.controller.messages import TopicSpec
+
+
+class ConfigError(ValueError):
+    """A configuration file is unreadable or has a bad key; the message is one line naming both."""
+
+
+@dataclass(frozen=True)
+class ControllerConfig:
+    host: str
+    port: int
+    data_dir: str
+    log_file: str
+    broker_session_timeout_ms: int = 3000
+    unclean_leader_election: bool = False
+    topics: tuple[TopicSpec, ...] = field(default_factory=tuple)
+    expected_brokers: int = 0       # 0: the largest replication factor in `topics`
+    frame_read_timeout_ms: int = 10000
+
+    @property
+    def brokers_needed(self) -> int:
+        return self.expected_brokers or max((t.replication_factor for t in self.topics), default=0)
+
+
+_REQUIRED = ("host", "port", "data_dir", "log_file")
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def parse_controller_config(raw: Any, source: str) -> ControllerConfig:
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{source}: must be a JSON object, got {type(raw).__name__}")
+
+    def bad(key: str, want: str) -> ConfigError:
+        return ConfigError(f"{source}: key {key!r}: must be {want}, got {json.dumps(raw[key])[:60]}")
+
+    known = set(ControllerConfig.__dataclass_fields__)
+    for key in raw:
+        if key not in known:
+            raise ConfigError(f"{source}: key {key!r}: unknown key (known: {', '.join(sorted(known))})")
+    for key in _REQUIRED:
+        if key not in raw:
+            raise ConfigError(f"{source}: key {key!r}: missing (required)")
+    for key in ("host", "data_dir", "log_file"):
+        if not isinstance(raw[key], str) or not raw[key]:
+            raise bad(key, "a non-empty string")
+    if not _is_int(raw["port"]) or not 0 <= raw["port"] <= 65535:
+        raise bad("port", "an integer in 0..65535")
+    for key, minimum in (("broker_session_timeout_ms", 1), ("expected_brokers", 0), ("frame_read_timeout_ms", 1)):
+        if key in raw and (not _is_int(raw[key]) or raw[key] < minimum):
+            raise bad(key, f"an integer >= {minimum}")
+    if "unclean_leader_election" in raw and not isinstance(raw["unclean_leader_election"], bool):
+        raise bad("unclean_leader_election", "true or false")
+    topics = []
+    raw_topics = raw.get("topics", [])
+    if not isinstance(raw_topics, list):
+        raise bad("topics", "a list")
+    for i, t in enumerate(raw_topics):
+        where = f"{source}: key 'topics[{i}]'"
+        if not isinstance(t, dict):
+            raise ConfigError(f"{where}: must be an object with name, partitions, replication_factor")
+        extra = set(t) - {"name", "partitions", "replication_factor"}
+        if extra:
+            raise ConfigError(f"{where}.{sorted(extra)[0]}: unknown key")
+        if not isinstance(t.get("name"), str) or not t["name"]:
+            raise ConfigError(f"{where}.name: must be a non-empty string")
+        for key in ("partitions", "replication_factor"):
+            if not _is_int(t.get(key)) or t[key] < 1:
+                raise ConfigError(f"{where}.{key}: must be a positive integer, got {json.dumps(t.get(key))}")
+        topics.append(TopicSpec(t["name"], t["partitions"], t["replication_factor"]))
+    values = {k: v for k, v in raw.items() if k != "topics"}
+    return ControllerConfig(**values, topics=tuple(topics))
+
+
+def load_controller_config(path: str | Path) -> ControllerConfig:
+    source = str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"{source}: cannot read: {exc.strerror or exc}") from None
+    try:
+        raw = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{source}: line {exc.lineno} column {exc.colno}: invalid JSON: {exc.msg}") from None
+    return parse_controller_config(raw, source)

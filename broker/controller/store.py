@@ -1,0 +1,56 @@
+"""The controller's durable state file: `<data_dir>/controller-state.json`, replaced atomically on every
+change (write a temp file, fsync it, rename it over the old one, fsync the directory), so a crash at any
+point leaves either the old or the new state, never a torn one.
+"""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+STATE_FILE = "controller-state.json"
+
+
+class StoreError(RuntimeError):
+    """The state file exists but cannot be read; the message names the file."""
+
+
+class StateStore:
+    def __init__(self, data_dir: str | Path):
+        self.dir = Path(data_dir)
+        self.path = self.dir / STATE_FILE
+        self.writes = 0
+
+    def load(self) -> dict[str, Any] | None:
+        """The saved state, or None when there is none yet."""
+        try:
+            text = self.path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise StoreError(f"{self.path}: cannot read: {exc.strerror}") from None
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise StoreError(f"{self.path}: line {exc.lineno}: not JSON: {exc.msg}") from None
+
+    def save(self, state: dict[str, Any]) -> None:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        data = json.dumps(state, separators=(",", ":"), sort_keys=True).encode()
+        tmp = self.path.with_name(STATE_FILE + ".tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, self.path)
+        dir_fd = os.open(self.dir, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+        self.writes += 1
