@@ -33,10 +33,10 @@ FORMAT_VERSION = 1
 _MAGIC = FORMAT_VERSION
 
 # length, crc, magic, offset, epoch, timestamp, key_len, value_len
-_HEADER = struct.Struct(">IIBQiqii")
+HEADER = struct.Struct(">IIBQiqii")
 _PREFIX = struct.Struct(">II")          # length, crc
 _BODY_HEAD = struct.Struct(">BQiqii")   # magic .. value_len
-HEADER_SIZE = _HEADER.size              # 37
+HEADER_SIZE = HEADER.size              # 37
 PREFIX_SIZE = _PREFIX.size              # 8
 MIN_LENGTH = HEADER_SIZE - 4            # smallest legal value of the length field
 MAX_RECORD_BYTES = 64 * 1024 * 1024     # a larger length field is treated as corruption
@@ -90,7 +90,7 @@ def encode_records(records: Sequence[Record], start_position: int = 0) -> tuple[
 def decode_records(buf: bytes | bytearray | memoryview) -> list[Record]:
     """Decode records this storage wrote itself (already verified): no CRC check."""
     out: list[Record] = []
-    unpack = _HEADER.unpack_from
+    unpack = HEADER.unpack_from
     n = len(buf)
     pos = 0
     while pos < n:
@@ -131,7 +131,7 @@ def parse_frame(buf: bytes | bytearray | memoryview, pos: int, *, require_crc: b
         raise CorruptRecord(pos, f"impossible record length {length}")
     if length + 4 > remaining:
         raise CorruptRecord(pos, f"torn record: length {length} but only {remaining - 4} bytes follow")
-    _len, crc, magic, offset, epoch, ts, klen, vlen = _HEADER.unpack_from(buf, pos)
+    _len, crc, magic, offset, epoch, ts, klen, vlen = HEADER.unpack_from(buf, pos)
     if magic != _MAGIC:
         raise CorruptRecord(pos, f"unknown format version {magic} (expected {_MAGIC})")
     key_bytes = max(klen, 0)

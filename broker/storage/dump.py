@@ -4,8 +4,8 @@ For every partition directory of DATA_DIR writes DIR/p<partition>.jsonl as docs/
 dumps") specifies: a meta line, then one line per record of the valid log in offset order. It never
 modifies DATA_DIR: where start-up recovery would cut a torn or corrupt tail, the dump reports the size of
 that tail as `torn_bytes` (and `leo` is the end of the valid log). If the tail starts with a record that
-is well framed but fails its CRC, that record is also dumped, with `"crc_ok": false` (its offset is then
->= leo). Also runnable as `python -m broker.storage.dump`.
+is well framed but fails its CRC, that record is also dumped, with `"crc_ok": false` (it is not part of
+the valid log). Also runnable as `python -m broker.storage.dump`.
 
 Exit status: 0 done, 2 bad input (missing or non-broker DATA_DIR, malformed checkpoint, bad arguments),
 1 an I/O error writing the output. Errors are one line on stderr.

@@ -158,3 +158,17 @@ def test_bad_input_exits_2_with_one_line(tmp_path):
 
     r = run_dump(data, "--node", "n1")
     assert (r.returncode, r.stderr) == (2, "broker dump: the following arguments are required: --out\n")
+
+
+def test_python_m_broker_dump_is_the_same_tool(tmp_path):
+    data = tmp_path / "data"
+    make_data_dir(data)
+    direct = run_dump(data, "--out", tmp_path / "a", "--node", "n1")
+    via_broker = subprocess.run([sys.executable, "-m", "broker", "dump", str(data), "--out", str(tmp_path / "b"),
+                                 "--node", "n1"], cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert (direct.returncode, via_broker.returncode, via_broker.stderr) == (0, 0, "")
+    for name in ("p0.jsonl", "p1.jsonl"):
+        assert (tmp_path / "b" / name).read_text() == (tmp_path / "a" / name).read_text()
+    missing = subprocess.run([sys.executable, "-m", "broker", "dump", str(tmp_path / "nope"), "--out",
+                              str(tmp_path / "c"), "--node", "n1"], cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert (missing.returncode, missing.stderr) == (2, f"broker dump: {tmp_path / 'nope'}: no such directory\n")
