@@ -29,10 +29,11 @@ from typing import Any
 TRUNCATION_MODES = ("hw", "leader-epoch")
 FLUSH_POLICIES = ("always", "interval", "never")
 WORKLOADS = ("producer", "producer-consumer")
-# the faults the nemesis knows (nemesis/ owns their meaning); validated here so a typo fails early
-NEMESIS_FAULTS = ("kill", "pause", "partition", "power-loss",
-                  "kill-leader", "pause-leader", "kill-controller", "partition-leader",
-                  "partition-halves", "partition-ring", "partition-bridge", "partition-one-way")
+# the faults the nemesis knows (nemesis/ owns them: nemesis.FAULTS); validated here so a typo fails early
+NEMESIS_FAULTS = ("kill", "kill-leader", "kill-controller", "pause", "pause-leader", "pause-controller",
+                  "power-loss", "power-loss-leader", "partition", "partition-isolate", "partition-halves",
+                  "partition-ring", "partition-leader", "partition-bridge", "partition-one-way",
+                  "partition-controller")
 ACKS = (0, 1, "all")
 
 
@@ -121,7 +122,8 @@ class TestConfig:
             "min_insync_replicas": b.min_insync_replicas,
             "flush": b.flush,
             "flush_interval_ms": b.flush_interval_ms,
-            "power_loss": b.power_loss,
+            # power-loss faults need brokers running in the power-loss emulation
+            "power_loss": b.power_loss or any(f.startswith("power-loss") for f in self.nemesis.faults),
             "replica_lag_time_max_ms": b.replica_lag_time_max_ms,
             "hw_checkpoint_interval_ms": b.hw_checkpoint_interval_ms,
         }
@@ -314,8 +316,6 @@ def validate(cfg: TestConfig) -> list[tuple[str, str]]:
         problems.append(("workload.final_read_chunk", f"must be at least 1, got {w.final_read_chunk}"))
     if n.interval <= 0:
         problems.append(("nemesis.interval", f"must be above 0, got {n.interval}"))
-    if "power-loss" in n.faults and not b.power_loss:
-        problems.append(("nemesis.faults", "fault 'power-loss' needs broker.power_loss = true (--power-loss)"))
     if cfg.final_wait <= 0:
         problems.append(("final_wait", f"must be above 0, got {cfg.final_wait}"))
     return problems

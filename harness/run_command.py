@@ -1,0 +1,113 @@
+"""`highwater run`: one chaos test from flags and/or a TOML test file (docs/running.md).
+
+Flags override the test file, which overrides the defaults (harness/config.py). Progress goes to stderr
+(a live panel on a terminal, plain lines otherwise); the last line on stdout is the run's report path.
+SIGINT/SIGTERM end the run early but cleanly (heal, stop every process, keep the history).
+Exit codes: 0 valid, 1 anomalies, 2 unknown (or interrupted), 254 bad arguments/config, 255 internal error.
+"""
+from __future__ import annotations
+
+import signal
+import sys
+
+import click
+
+from harness import config as config_mod
+from harness.cli import EXIT_INTERNAL, EXIT_USAGE
+
+_VERDICT = {0: "valid", 1: "anomalies found", 2: "unknown", 254: "bad configuration", 255: "internal error"}
+
+
+def install_signal_handlers(session) -> dict:
+    """Route SIGINT/SIGTERM to session.request_interrupt. Returns the previous handlers."""
+    previous = {}
+
+    def handler(signum, _frame):
+        name = signal.Signals(signum).name
+        if session.interrupt.is_set():
+            click.echo(f"highwater: {name} again: already stopping (healing and stopping processes)", err=True)
+        else:
+            click.echo(f"highwater: {name}: stopping the run (healing, stopping every process)", err=True)
+        session.request_interrupt(name)
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        previous[sig] = signal.signal(sig, handler)
+    return previous
+
+
+def finish_output(outcome) -> int:
+    for problem in outcome.problems:
+        click.echo(f"highwater: {problem}", err=True)
+    if outcome.results is not None:
+        kinds = outcome.results.get("failing_kinds") or []
+        click.echo(f"highwater: verdict: {outcome.results.get('valid')}"
+                   + (f" ({', '.join(kinds)})" if kinds else ""), err=True)
+    click.echo(f"highwater: {_VERDICT.get(outcome.exit_code, outcome.exit_code)} (exit {outcome.exit_code}); "
+               f"run directory {outcome.run_dir}", err=True)
+    click.echo(str(outcome.report))
+    return outcome.exit_code
+
+
+@click.command("run", context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--test-file", type=click.Path(dir_okay=False), default=None, help="TOML test file (flags override it)")
+@click.option("--test-name", default=None, help="name of the test (results/<name>/...) [chaos]")
+@click.option("--nodes", type=int, default=None, help="number of brokers [3]")
+@click.option("--partitions", type=int, default=None, help="partitions of the test topic [3]")
+@click.option("--replication-factor", type=int, default=None, help="replicas per partition [3]")
+@click.option("--time-limit", type=float, default=None, help="seconds of workload and faults [30]")
+@click.option("--rate", type=float, default=None, help="sends per second, all producers together [100]")
+@click.option("--concurrency", type=int, default=None, help="producer workers [4]")
+@click.option("--consumers", type=int, default=None, help="consumer workers (producer-consumer) [2]")
+@click.option("--workload", default=None, help="producer | producer-consumer [producer-consumer]")
+@click.option("--nemesis", default=None, help="comma-separated faults, or 'none' [kill,partition]")
+@click.option("--nemesis-interval", type=float, default=None, help="seconds between nemesis decisions [5]")
+@click.option("--nemesis-schedule", default=None, help="explicit nemesis schedule file (TOML)")
+@click.option("--truncation", default=None, help="hw | leader-epoch [leader-epoch]")
+@click.option("--acks", default=None, help="0 | 1 | all [all]")
+@click.option("--min-insync-replicas", type=int, default=None, help="broker min.insync.replicas [2]")
+@click.option("--unclean-election/--no-unclean-election", default=None, help="unclean leader election [off]")
+@click.option("--flush", default=None, help="always | interval | never [always]")
+@click.option("--power-loss/--no-power-loss", default=None,
+              help="brokers emulate power loss: SIGKILL loses unflushed appends [off]")
+@click.option("--seed", type=int, default=None, help="random seed (default: a fresh one, recorded)")
+@click.option("--backend", "--cluster", "backend", default=None, help="cluster backend: local | docker | ssh [local]")
+@click.option("--results-dir", default=None, help="results directory [results]")
+@click.option("--final-wait", type=float, default=None, help="bound on the final phase's recovery wait, s [60]")
+@click.option("--plain", is_flag=True, default=False, help="plain progress lines even on a terminal")
+def run(test_file, plain, **flags) -> int:
+    """Run a chaos test against a cluster of our broker and check it."""
+    try:
+        cfg = config_mod.build(test_file, flags)
+    except config_mod.ConfigError as exc:
+        click.echo(f"highwater: {exc}", err=True)
+        return EXIT_USAGE
+
+    from harness.progress import Display
+    from harness.runner import run_test
+
+    state: dict = {}
+
+    def hook(session):
+        state["session"] = session
+        state["previous"] = install_signal_handlers(session)
+        state["display"] = Display(session.progress, force_plain=plain)
+        click.echo(f"highwater: run {session.run.run_id} in {session.run.path} "
+                   f"(seed {session.cfg.seed}, {cfg.broker.truncation}, acks={cfg.client.acks}, "
+                   f"min.insync.replicas={cfg.broker.min_insync_replicas}, faults "
+                   f"{','.join(cfg.nemesis.faults) or 'none'})", err=True)
+
+    try:
+        outcome = run_test(cfg, session_hook=hook, on_tick=lambda s: state["display"].update())
+    except Exception as exc:  # noqa: BLE001 - run_test cleans up itself; this is a bug in the harness
+        click.echo(f"highwater: internal error: {type(exc).__name__}: {exc}", err=True)
+        return EXIT_INTERNAL
+    finally:
+        if "display" in state:
+            state["display"].close()
+        for sig, handler in state.get("previous", {}).items():
+            signal.signal(sig, handler)
+    return finish_output(outcome)
+
+
+if __name__ == "__main__":
+    sys.exit(run.main(standalone_mode=False))
