@@ -7,7 +7,6 @@ Usage: .venv/bin/python benchmarks/storage_append.py [--seconds-per-case 1.2] [-
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import tempfile
 import time
