@@ -49,3 +49,8 @@ History: each action is an operation of process "nemesis": an `invoke` then an `
 action (kill/restart, pause/resume, partition/heal, power-loss/restart), value
 {fault, phase: "start"|"stop", id, targets, ...} and `detail` on the completion (docs/formats.md).
 """
+from nemesis.driver import Nemesis  # noqa: E402
+from nemesis.schedule import FAULTS, ScheduleError, Step, load_schedule, random_steps  # noqa: E402
+from nemesis.shapes import SHAPES  # noqa: E402
+
+__all__ = ["Nemesis", "FAULTS", "SHAPES", "ScheduleError", "Step", "load_schedule", "random_steps"]

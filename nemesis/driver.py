@@ -1,0 +1,310 @@
+"""The Nemesis: runs a schedule of faults against a cluster in a background thread and records each action.
+
+Every fault has a start and a stop, each recorded as a `nemesis` operation (invoke, then an info
+completion carrying `detail`, and `error` when the action failed; docs/formats.md). `stop()` ends the
+schedule and undoes whatever is still active, so every start has its stop before the final phase.
+The API is described in nemesis/__init__.py.
+"""
+from __future__ import annotations
+
+import logging
+import random
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+from clusters.base import Cluster, ClusterError
+from nemesis import shapes
+from nemesis.schedule import (FAULTS, PROCESS_KINDS, ScheduleError, Step, check_fault_names, load_schedule,
+                              random_steps)
+
+log = logging.getLogger("highwater.nemesis")
+PROCESS = "nemesis"
+
+START_F = {"kill": "kill", "pause": "pause", "power-loss": "power-loss", "partition": "partition"}
+STOP_F = {"kill": "restart", "pause": "resume", "power-loss": "restart", "partition": "heal"}
+
+
+@dataclass
+class ActiveFault:
+    id: int
+    step: Step
+    kind: str
+    targets: list[str]
+    value: dict[str, Any]
+    ends_at: float
+    label: str = ""
+
+
+@dataclass
+class NemesisStats:
+    started: int = 0
+    stopped: int = 0
+    skipped: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+
+def _node_names(cluster: Cluster) -> tuple[str, list[str]]:
+    """(controller name, broker names) even before the cluster is started."""
+    try:
+        return cluster.controller().name, sorted(cluster.brokers(), key=lambda n: int(n[1:]))
+    except ClusterError:
+        n = cluster.spec.brokers
+        return "c0", [f"n{i}" for i in range(1, n + 1)]
+
+
+class Nemesis:
+    def __init__(self, cluster: Cluster, history, faults: list[str], *, interval_s: float = 10.0,
+                 seed: int = 0, schedule: Path | str | None = None,
+                 admin_factory: Callable[[], Any] | None = None, topic: str = "hw", partitions: int = 1,
+                 quiet_probability: float = 0.3, clock: Callable[[], float] = time.monotonic):
+        self.cluster, self.history = cluster, history
+        self.interval_s, self.seed, self.topic, self.partitions = interval_s, seed, topic, partitions
+        self.quiet_probability = quiet_probability
+        self.admin_factory = admin_factory
+        self._clock = clock
+        self.controller_name, self.broker_names = _node_names(cluster)
+        self.file_steps: list[Step] | None = None
+        if schedule is not None:
+            self.file_steps = load_schedule(Path(schedule), [self.controller_name, *self.broker_names],
+                                            partitions=partitions, seed=seed)
+            self.faults = sorted({s.fault for s in self.file_steps})
+        else:
+            check_fault_names(list(faults))
+            if interval_s <= 0:
+                raise ScheduleError(f"nemesis interval must be positive, got {interval_s}")
+            self.faults = list(faults)
+        self._preflight()
+        self._lock = threading.RLock()
+        self._stop_event = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._active: list[ActiveFault] = []
+        self._next_id = 1
+        self._admin = None
+        self._stopped = False
+        self.stats = NemesisStats()
+        self.error: BaseException | None = None
+
+    # --- validation ---------------------------------------------------------------------------------
+    def _preflight(self) -> None:
+        kinds = {FAULTS[f][0] for f in self.faults}
+        needs_leader = [f for f in self.faults if FAULTS[f][1] == "leader" or f == "partition-leader"
+                        or f == "partition"]
+        if needs_leader and self.admin_factory is None and any(f != "partition" for f in needs_leader):
+            raise ScheduleError(f"nemesis: fault {needs_leader[0]!r} targets a partition leader and needs "
+                                f"admin_factory")
+        if "power-loss" in kinds:
+            settings = getattr(getattr(self.cluster, "spec", None), "broker_settings", {}) or {}
+            if settings.get("power_loss") is not True:
+                raise ScheduleError("nemesis: the power-loss fault needs brokers started with broker setting "
+                                    "power_loss = true")
+        # partitions: ask the backend (e.g. no root / no iptables) before the cluster starts
+        self.cluster.check_faults(sorted(kinds))
+
+    # --- runner API ---------------------------------------------------------------------------------
+    def start(self) -> None:
+        if self._thread is not None:
+            raise RuntimeError("nemesis already started")
+        self.controller_name, self.broker_names = _node_names(self.cluster)
+        self._thread = threading.Thread(target=self._run, name="nemesis", daemon=True)
+        self._thread.start()
+
+    def stop(self, join_timeout_s: float = 120.0) -> None:
+        """Stop scheduling; undo every active fault (recording the stops). Idempotent."""
+        self._stop_event.set()
+        if self._thread is not None:
+            self._thread.join(join_timeout_s)
+            if self._thread.is_alive():
+                log.error("nemesis thread did not finish within %.0fs; undoing faults anyway", join_timeout_s)
+        with self._lock:
+            for fault in sorted(self._active, key=lambda a: -a.id):
+                self._stop_fault(fault)
+            self._stopped = True
+            if self._admin is not None:
+                try:
+                    self._admin.close()
+                except Exception:
+                    pass
+                self._admin = None
+
+    def active(self) -> list[str]:
+        with self._lock:
+            return [a.label for a in self._active]
+
+    def steps(self) -> Iterator[Step]:
+        if self.file_steps is not None:
+            return iter(self.file_steps)
+        return random_steps(self.seed, self.faults, self.interval_s, self.broker_names,
+                            quiet_probability=self.quiet_probability, partitions=self.partitions)
+
+    # --- loop ---------------------------------------------------------------------------------------
+    def _run(self) -> None:
+        t0 = self._clock()
+        steps = self.steps()
+        pending = next(steps, None)
+        try:
+            while not self._stop_event.is_set():
+                now = self._clock() - t0
+                with self._lock:
+                    due = sorted((a for a in self._active if a.ends_at <= now), key=lambda a: a.ends_at)
+                    for fault in due:
+                        if self._stop_event.is_set():
+                            return
+                        self._stop_fault(fault)
+                    if due:
+                        continue
+                    if pending is not None and pending.at <= now:
+                        self._start_fault(pending, now)
+                        pending = next(steps, None)
+                        continue
+                    wake = min([a.ends_at for a in self._active] + ([pending.at] if pending else []),
+                               default=None)
+                if wake is None:
+                    self._stop_event.wait()
+                else:
+                    self._stop_event.wait(max(0.0, wake - now))
+        except BaseException as exc:  # recorded; stop() still undoes the active faults
+            self.error = exc
+            log.exception("nemesis loop failed")
+
+    # --- faults -------------------------------------------------------------------------------------
+    def _busy(self) -> set[str]:
+        return {t for a in self._active if a.kind in PROCESS_KINDS for t in a.targets}
+
+    def _leader(self, partition: int, fallback: str) -> tuple[str, str]:
+        """(node name of the leader of `partition`, note). Falls back to `fallback` if unknown."""
+        try:
+            if self._admin is None:
+                self._admin = self.admin_factory()
+            for info in self._admin.describe(self.topic):
+                if info.partition == partition:
+                    if info.leader is None:
+                        return fallback, f"partition {partition} has no leader; chose {fallback}"
+                    return f"n{info.leader}", f"leader of {self.topic}/{partition} (epoch {info.epoch})"
+            return fallback, f"partition {partition} not found; chose {fallback}"
+        except Exception as exc:
+            if self._admin is not None:
+                try:
+                    self._admin.close()
+                except Exception:
+                    pass
+                self._admin = None
+            return fallback, f"leader lookup failed ({exc}); chose {fallback}"
+
+    def _resolve(self, step: Step) -> tuple[list[str], dict[str, Any], str]:
+        """Targets, extra history value fields and a note for a step that is starting."""
+        rng = random.Random(step.seed)
+        kind, who = FAULTS[step.fault]
+        fallback = rng.choice(self.broker_names)
+        busy = self._busy()
+        if kind in PROCESS_KINDS:
+            if step.targets is not None:
+                targets, note = list(step.targets), ""
+            elif who == "controller":
+                targets, note = [self.controller_name], ""
+            elif who == "leader":
+                leader, note = self._leader(step.partition or 0, fallback)
+                targets = [leader]
+            else:
+                free = [b for b in self.broker_names if b not in busy]
+                targets, note = ([fallback] if fallback in free else free[:1]), ""
+            skipped = [t for t in targets if t in busy]
+            targets = [t for t in targets if t not in busy]
+            if skipped:
+                note += f"; skipped {', '.join(skipped)} (already faulted)"
+            extra: dict[str, Any] = {"partition": step.partition} if who == "leader" else {}
+            return targets, extra, note.strip("; ")
+        nodes = [self.controller_name, *self.broker_names]
+        shape, note = step.shape or rng.choice(shapes.SHAPES), ""
+        if shape == "isolate":
+            cut = shapes.isolate(nodes, step.targets or [fallback])
+        elif shape == "halves":
+            cut = shapes.halves(nodes, rng, step.targets)
+        elif shape == "ring":
+            cut = shapes.ring(nodes, rng)
+        elif shape == "bridge":
+            cut = shapes.bridge(nodes, rng, step.targets[0] if step.targets else None)
+        elif shape == "one-way":
+            senders = step.targets or [fallback]
+            drops = sorted({d for s in senders for d in shapes.one_way(nodes, s).drops})
+            cut = shapes.Cut("one-way", drops, sorted(senders), [sorted(senders)])
+        elif shape == "leader":
+            leader, note = self._leader(step.partition or 0, fallback)
+            cut = shapes.isolate(nodes, [leader], "leader")
+        elif shape == "controller":
+            cut = shapes.isolate(nodes, [self.controller_name], "controller")
+        else:  # validated earlier; defensive
+            raise ScheduleError(f"unknown partition shape {shape!r}")
+        extra = {"shape": cut.shape, "groups": cut.groups, "drops": [list(d) for d in cut.drops]}
+        if shape == "leader":
+            extra["partition"] = step.partition
+        return cut.targets, extra, note
+
+    def _start_fault(self, step: Step, now: float) -> None:
+        kind = FAULTS[step.fault][0]
+        targets, extra, note = self._resolve(step)
+        if not targets:
+            msg = f"{step.fault} at {step.at:g}s: no eligible target ({note or 'all busy'})"
+            self.stats.skipped.append(msg)
+            log.info("nemesis skipped %s", msg)
+            return
+        fid = self._next_id
+        self._next_id += 1
+        value = {"fault": kind, "phase": "start", "id": fid, "targets": targets, "name": step.fault, **extra}
+        f = START_F[kind]
+        self.history.invoke(PROCESS, f, value)
+        details, errors = [note] if note else [], []
+        try:
+            if kind == "partition":
+                details.append(self.cluster.drop([tuple(d) for d in extra["drops"]]))
+            else:
+                action = {"kill": self.cluster.kill, "pause": self.cluster.pause,
+                          "power-loss": self.cluster.kill}[kind]
+                for t in targets:
+                    try:
+                        details.append(action(t))
+                    except ClusterError as exc:
+                        errors.append(f"{t}: {exc}")
+        except ClusterError as exc:
+            errors.append(str(exc))
+        label = f"{step.fault} {extra.get('shape', '') + ' ' if kind == 'partition' else ''}{' '.join(targets)}"
+        fault = ActiveFault(fid, step, kind, targets, value, step.at + step.duration, label.replace("  ", " "))
+        self._active.append(fault)  # active even if the action failed: its stop must still be recorded
+        self.stats.started += 1
+        self._complete(f, value, details, errors)
+
+    def _stop_fault(self, fault: ActiveFault) -> None:
+        if fault not in self._active:
+            return
+        value = {**fault.value, "phase": "stop"}
+        f = STOP_F[fault.kind]
+        self.history.invoke(PROCESS, f, value)
+        details, errors = [], []
+        try:
+            if fault.kind == "partition":
+                details.append(self.cluster.heal())
+                others = [d for a in self._active if a.kind == "partition" and a is not fault
+                          for d in a.value["drops"]]
+                if others:  # heal removes every drop rule: put back those of other active partitions
+                    details.append("kept: " + self.cluster.drop([tuple(d) for d in others]))
+            else:
+                action = self.cluster.resume if fault.kind == "pause" else self.cluster.restart
+                for t in fault.targets:
+                    try:
+                        details.append(action(t))
+                    except ClusterError as exc:
+                        errors.append(f"{t}: {exc}")
+        except ClusterError as exc:
+            errors.append(str(exc))
+        self._active.remove(fault)
+        self.stats.stopped += 1
+        self._complete(f, value, details, errors)
+
+    def _complete(self, f: str, value: dict, details: list[str], errors: list[str]) -> None:
+        done = {**value, "detail": "; ".join(d for d in details if d)}
+        if errors:
+            self.stats.errors += errors
+            log.warning("nemesis %s %s: %s", f, value.get("targets"), "; ".join(errors))
+        self.history.complete(PROCESS, "info", f, done, error="; ".join(errors) if errors else None)

@@ -1,0 +1,215 @@
+"""Fault names and the two schedules: a seeded random one, and an explicit one read from a TOML file.
+
+A schedule is a sequence of `Step`s (start time, fault name, optional targets / shape / topic partition,
+duration). The random schedule decides everything it can from the seed alone (which fault, which node,
+how a partition is cut), so the same seed and node list give the same sequence; only "the leader" is
+looked up when the step starts.
+"""
+from __future__ import annotations
+
+import math
+import random
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+from nemesis.shapes import SHAPES
+
+# fault name -> (kind recorded in the history, who it targets: "broker" | "leader" | "controller" | None)
+FAULTS: dict[str, tuple[str, str | None]] = {
+    "kill": ("kill", "broker"),
+    "kill-leader": ("kill", "leader"),
+    "kill-controller": ("kill", "controller"),
+    "pause": ("pause", "broker"),
+    "pause-leader": ("pause", "leader"),
+    "pause-controller": ("pause", "controller"),
+    "power-loss": ("power-loss", "broker"),
+    "power-loss-leader": ("power-loss", "leader"),
+    "partition": ("partition", None),
+    **{f"partition-{s}": ("partition", None) for s in SHAPES},
+}
+PROCESS_KINDS = ("kill", "pause", "power-loss")
+
+
+class ScheduleError(ValueError):
+    """A bad fault name or schedule file; the message is one line naming the file, entry and field."""
+
+
+def kind_of(fault: str) -> str:
+    return FAULTS[fault][0]
+
+
+def check_fault_names(faults: list[str], where: str = "nemesis") -> None:
+    for f in faults:
+        if f not in FAULTS:
+            raise ScheduleError(f"{where}: unknown fault {f!r} (known: {', '.join(FAULTS)})")
+
+
+@dataclass
+class Step:
+    at: float                         # seconds after the nemesis starts
+    fault: str                        # a name from FAULTS
+    duration: float                   # seconds until the stop
+    targets: list[str] | None = None  # None: chosen when the step starts (random broker, leader, c0)
+    shape: str | None = None          # partitions only
+    partition: int | None = None      # topic partition whose leader "-leader" faults target
+    seed: int = 0                     # per-step seed for choices made when it starts (shuffles, fallbacks)
+    entry: int | None = None          # 1-based entry number in a schedule file
+
+    @property
+    def kind(self) -> str:
+        return kind_of(self.fault)
+
+    def key(self) -> tuple:
+        """Everything the seed decides, for comparing sequences."""
+        return (round(self.at, 6), self.fault, tuple(self.targets or ()), self.shape, self.partition,
+                self.seed, round(self.duration, 6))
+
+
+# --- random ----------------------------------------------------------------------------------------
+
+def random_steps(seed: int, faults: list[str], interval_s: float, brokers: list[str], *,
+                 quiet_probability: float = 0.3, partitions: int = 1) -> Iterator[Step]:
+    """Endless steps: at every interval k (k = 1, 2, ...) either nothing (quiet) or one fault lasting one
+    interval. Targets of "broker" faults and partition shapes are drawn here from the seed."""
+    check_fault_names(faults)
+    if not faults:
+        return
+    if interval_s <= 0:
+        raise ScheduleError(f"nemesis interval must be positive, got {interval_s}")
+    rng = random.Random(seed)
+    k = 0
+    while True:
+        k += 1
+        quiet = rng.random() < quiet_probability
+        fault = rng.choice(faults)
+        broker = rng.choice(brokers)
+        partition = rng.randrange(max(1, partitions))
+        step_seed = rng.getrandbits(32)
+        if quiet:
+            continue
+        kind, target = FAULTS[fault]
+        shape = None
+        targets = None
+        if kind == "partition":
+            shape = fault[len("partition-"):] if fault != "partition" else random.Random(step_seed).choice(SHAPES)
+        elif target == "broker":
+            targets = [broker]
+        yield Step(at=k * interval_s, fault=fault, duration=interval_s, targets=targets, shape=shape,
+                   partition=partition, seed=step_seed)
+
+
+# --- file -------------------------------------------------------------------------------------------
+
+_STEP_KEYS = {"at", "fault", "duration", "targets", "shape", "partition"}
+
+
+def load_schedule(path: Path, nodes: list[str], *, partitions: int = 1, seed: int = 0) -> list[Step]:
+    """Read and validate a schedule file. `nodes` are the cluster's node names (c0, n1, ...)."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise ScheduleError(f"{path}: cannot read schedule file: {exc.strerror or exc}") from None
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ScheduleError(f"{path}: not valid TOML: {exc}") from None
+    unknown = set(doc) - {"step"}
+    if unknown:
+        raise ScheduleError(f"{path}: unknown top-level key {sorted(unknown)[0]!r} (expected [[step]] tables)")
+    raw_steps = doc.get("step", [])
+    if not isinstance(raw_steps, list) or not all(isinstance(s, dict) for s in raw_steps):
+        raise ScheduleError(f"{path}: 'step' must be an array of tables ([[step]])")
+    if not raw_steps:
+        raise ScheduleError(f"{path}: no [[step]] entries")
+    rng = random.Random(seed)
+    steps = [_parse_step(path, i, raw, nodes, partitions, rng.getrandbits(32))
+             for i, raw in enumerate(raw_steps, start=1)]
+    steps.sort(key=lambda s: (s.at, s.entry))
+    _check_overlaps(path, steps)
+    return steps
+
+
+def _parse_step(path: Path, i: int, raw: dict, nodes: list[str], partitions: int, step_seed: int) -> Step:
+    def bad(field_name: str, message: str) -> ScheduleError:
+        return ScheduleError(f"{path}: step {i}: field {field_name!r}: {message}")
+
+    for key in raw:
+        if key not in _STEP_KEYS:
+            raise bad(key, f"unknown field (known: {', '.join(sorted(_STEP_KEYS))})")
+    for key in ("at", "fault", "duration"):
+        if key not in raw:
+            raise bad(key, "missing (required)")
+    at, duration, fault = raw["at"], raw["duration"], raw["fault"]
+    if isinstance(at, bool) or not isinstance(at, (int, float)) or not math.isfinite(at) or at < 0:
+        raise bad("at", f"must be a number of seconds >= 0, got {at!r}")
+    if isinstance(duration, bool) or not isinstance(duration, (int, float)) or not math.isfinite(duration) \
+            or duration <= 0:
+        raise bad("duration", f"must be a number of seconds > 0, got {duration!r}")
+    if not isinstance(fault, str) or fault not in FAULTS:
+        raise bad("fault", f"unknown fault {fault!r} (known: {', '.join(FAULTS)})")
+    kind, target = FAULTS[fault]
+
+    shape = raw.get("shape")
+    if shape is not None:
+        if kind != "partition":
+            raise bad("shape", f"only partition faults have a shape (fault is {fault!r})")
+        if shape not in SHAPES:
+            raise bad("shape", f"unknown shape {shape!r} (known: {', '.join(SHAPES)})")
+        if fault != "partition" and fault != f"partition-{shape}":
+            raise bad("shape", f"{shape!r} contradicts fault {fault!r}")
+    if kind == "partition":
+        shape = shape or (fault[len("partition-"):] if fault != "partition" else None)
+        if shape is None:
+            shape = random.Random(step_seed).choice(SHAPES)
+
+    targets = raw.get("targets")
+    if targets is not None:
+        if not isinstance(targets, list) or not targets or not all(isinstance(t, str) for t in targets):
+            raise bad("targets", f"must be a non-empty list of node names, got {targets!r}")
+        for t in targets:
+            if t not in nodes:
+                raise bad("targets", f"unknown node {t!r} (nodes: {', '.join(nodes)})")
+        if len(set(targets)) != len(targets):
+            raise bad("targets", f"lists a node twice: {targets!r}")
+        if target in ("leader", "controller") or (kind == "partition" and shape in ("ring", "leader", "controller")):
+            raise bad("targets", f"{fault!r}{' shape ' + repr(shape) if kind == 'partition' else ''} "
+                                 f"chooses its own targets")
+        if kind == "power-loss" and "c0" in targets:
+            raise bad("targets", "power-loss applies to brokers only, not the controller c0")
+        if kind == "partition" and shape == "bridge" and len(targets) != 1:
+            raise bad("targets", f"a bridge has exactly one middle node, got {targets!r}")
+        if kind == "partition" and len(targets) >= len(nodes):
+            raise bad("targets", "a partition cannot include every node on one side")
+
+    partition = raw.get("partition")
+    if partition is not None:
+        if target != "leader" and not (kind == "partition" and shape == "leader"):
+            raise bad("partition", f"only leader-targeted faults take a partition (fault is {fault!r})")
+        if isinstance(partition, bool) or not isinstance(partition, int) or not 0 <= partition < max(1, partitions):
+            raise bad("partition", f"must be a partition number in 0..{max(1, partitions) - 1}, got {partition!r}")
+    else:
+        partition = random.Random(step_seed).randrange(max(1, partitions))
+    return Step(at=float(at), fault=fault, duration=float(duration), targets=targets, shape=shape,
+                partition=partition, seed=step_seed, entry=i)
+
+
+def _check_overlaps(path: Path, steps: list[Step]) -> None:
+    for i, a in enumerate(steps):
+        for b in steps[i + 1:]:
+            if b.at >= a.at + a.duration:
+                break
+            if a.kind == "partition" and b.kind == "partition":
+                raise ScheduleError(f"{path}: step {b.entry}: field 'at': partition at {b.at:g}s overlaps the "
+                                    f"partition of step {a.entry} ({a.at:g}s-{a.at + a.duration:g}s); "
+                                    f"partitions must not overlap")
+            if a.kind in PROCESS_KINDS and b.kind in PROCESS_KINDS:
+                same = set(a.targets or ()) & set(b.targets or ())
+                if same or (a.targets is None and b.targets is None and
+                            FAULTS[a.fault][1] == FAULTS[b.fault][1] != "broker"):
+                    who = ", ".join(sorted(same)) or FAULTS[a.fault][1]
+                    raise ScheduleError(f"{path}: step {b.entry}: field 'targets': overlaps step {a.entry} on "
+                                        f"{who} ({a.at:g}s-{a.at + a.duration:g}s); one process fault per "
+                                        f"node at a time")
