@@ -18,11 +18,13 @@ Durability:
   * `truncate_to` cuts the file itself at once (also under power_loss: a truncation is never undone by
     a kill) and is fsynced at the next flush.
 
-All public methods hold one lock, so a flush timer thread may call `flush()` concurrently.
+All public methods hold one lock, so a flush timer thread may call `flush()` concurrently. While open,
+the log holds an exclusive flock on `<partition dir>/.lock`, so a second writer is refused.
 """
 from __future__ import annotations
 
 import bisect
+import fcntl
 import os
 import threading
 from array import array
@@ -62,6 +64,23 @@ def fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
+LOCK_FILE = ".lock"
+
+
+def _lock_directory(directory: Path) -> int:
+    """Hold an exclusive flock on <directory>/.lock while the log is open: two writers on one log (a
+    second broker on the same data dir, or a store opened twice) would corrupt it. A killed process's
+    lock goes away with it; the read-only dump does not lock."""
+    fd = os.open(directory / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise RuntimeError(f"{directory}: log is already open (locked by another process or another "
+                           f"open store in this one)") from None
+    return fd
+
+
 class SegmentedLog:
     """A `Log` stored in segment files in one directory. Use `SegmentedLog.open(...)`."""
 
@@ -78,6 +97,7 @@ class SegmentedLog:
         self._dir_dirty = False
         self._lock = threading.RLock()
         self._closed = False
+        self._lock_fd: int | None = None
 
     # --- opening and recovery -----------------------------------------------------------------------
 
@@ -90,7 +110,21 @@ class SegmentedLog:
             raise ValueError(f"segment_records must be at least 1, not {segment_records}")
         if flush_policy not in FLUSH_POLICIES:
             raise ValueError(f"flush policy must be one of {', '.join(FLUSH_POLICIES)}, not {flush_policy!r}")
+        created = not directory.exists()
         directory.mkdir(parents=True, exist_ok=True)
+        if created:
+            fsync_dir(directory.parent)
+        lock_fd = _lock_directory(directory)
+        try:
+            return cls._recover(directory, lock_fd, segment_records=segment_records, power_loss=power_loss,
+                                flush_policy=flush_policy)
+        except BaseException:
+            os.close(lock_fd)
+            raise
+
+    @classmethod
+    def _recover(cls, directory: Path, lock_fd: int, *, segment_records: int, power_loss: bool,
+                 flush_policy: str) -> "SegmentedLog":
         scan = scan_partition(directory)
         changed = False
         deleted = []
@@ -117,8 +151,10 @@ class SegmentedLog:
             fsync_dir(directory)
         report = RecoveryReport(cut_offset=scan.cut_offset, bytes_cut=scan.bytes_cut,
                                 segments_deleted=tuple(deleted), reason=scan.reason)
-        return cls(directory, segments, segment_records=segment_records, power_loss=power_loss,
-                   flush_policy=flush_policy, recovery=report)
+        log = cls(directory, segments, segment_records=segment_records, power_loss=power_loss,
+                  flush_policy=flush_policy, recovery=report)
+        log._lock_fd = lock_fd
+        return log
 
     # --- the Log protocol ---------------------------------------------------------------------------
 
@@ -225,6 +261,9 @@ class SegmentedLog:
                 self._flush_locked()
             for seg in self._segments:
                 seg.close()
+            if self._lock_fd is not None:
+                os.close(self._lock_fd)      # releases the directory lock
+                self._lock_fd = None
             self._closed = True
 
     def __enter__(self) -> "SegmentedLog":

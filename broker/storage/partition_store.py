@@ -7,6 +7,7 @@ Layout:
         00000000000000000000.log ...          segments (broker/storage/log.py)
         hw.checkpoint                         broker/storage/checkpoints.py
         leader-epoch.checkpoint
+        .lock                                 flock held while the log is open
 
 The marker is what tells the offline dump that a directory is a broker data directory.
 """

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import re
 
 import pytest
 
@@ -18,6 +19,10 @@ def seg(directory, base):
     return directory / f"{base:020d}.log"
 
 
+def segment_files(directory):
+    return sorted(n for n in os.listdir(directory) if n.endswith(".log"))
+
+
 def size_of(records):
     return sum(len(encode_record(r)) for r in records)
 
@@ -25,7 +30,7 @@ def size_of(records):
 def test_empty_log(tmp_path):
     log = SegmentedLog.open(tmp_path / "t-0")
     assert (log.log_start(), log.leo(), log.last_epoch(), log.read(0, 10)) == (0, 0, None, [])
-    assert os.listdir(tmp_path / "t-0") == ["00000000000000000000.log"]
+    assert sorted(os.listdir(tmp_path / "t-0")) == [".lock", "00000000000000000000.log"]
     log.close()
 
 
@@ -35,7 +40,7 @@ def test_append_and_read_across_segments(tmp_path):
     log.append(recs(0, 2))
     log.append(recs(2, 10))
     assert log.segment_bases() == [0, 3, 6, 9]
-    assert sorted(os.listdir(d)) == [seg(d, b).name for b in (0, 3, 6, 9)]
+    assert segment_files(d) == [seg(d, b).name for b in (0, 3, 6, 9)]
     assert [os.path.getsize(seg(d, b)) for b in (0, 3, 6, 9)] == [
         size_of(recs(0, 3)), size_of(recs(3, 6)), size_of(recs(6, 9)), size_of(recs(9, 10))]
     assert log.leo() == 10
@@ -68,12 +73,12 @@ def test_truncate_across_segments(tmp_path):
     log.append(recs(0, 3, epoch=1) + recs(3, 10, epoch=2))
     log.truncate_to(4)
     assert (log.leo(), log.segment_bases(), log.last_epoch()) == (4, [0, 3], 2)
-    assert sorted(os.listdir(d)) == [seg(d, 0).name, seg(d, 3).name]
+    assert segment_files(d) == [seg(d, 0).name, seg(d, 3).name]
     assert os.path.getsize(seg(d, 3)) == size_of(recs(3, 4, epoch=2))
     assert log.read(0, 100) == recs(0, 3, epoch=1) + recs(3, 4, epoch=2)
     log.truncate_to(3)                      # exactly a segment base: that segment goes
     assert (log.leo(), log.segment_bases(), log.last_epoch()) == (3, [0], 1)
-    assert sorted(os.listdir(d)) == [seg(d, 0).name]
+    assert segment_files(d) == [seg(d, 0).name]
     log.truncate_to(7)                      # beyond leo: no-op
     assert log.leo() == 3
     log.append(recs(3, 8, epoch=5))          # continues, rolling again at 3 and 6
@@ -218,7 +223,7 @@ def test_recovery_cuts_corrupt_record_and_later_segments(tmp_path):
     assert r.bytes_cut == sizes[0] - rec1 + sizes[3] + sizes[6]
     assert r.segments_deleted == (seg(d, 3).name, seg(d, 6).name)
     assert r.reason == f"00000000000000000000.log byte {rec1}: CRC mismatch (record of offset 1)"
-    assert sorted(os.listdir(d)) == [seg(d, 0).name]
+    assert segment_files(d) == [seg(d, 0).name]
     assert (log.leo(), log.last_epoch(), log.read(0, 10)) == (1, 1, recs(0, 1))
     log.close()
 
@@ -232,7 +237,7 @@ def test_recovery_cuts_segment_that_does_not_continue(tmp_path):
     assert log.recovery.cut_offset == 3
     assert log.recovery.reason == "00000000000000000005.log: segment base offset 5 does not continue the log at 3"
     assert log.recovery.segments_deleted == (seg(d, 5).name,)
-    assert (log.leo(), sorted(os.listdir(d))) == (3, [seg(d, 0).name])
+    assert (log.leo(), segment_files(d)) == (3, [seg(d, 0).name])
     log.close()
 
 
@@ -246,3 +251,15 @@ def test_log_start_from_first_segment(tmp_path):
     log.truncate_to(10)
     assert (log.log_start(), log.leo()) == (40, 40)
     log.close()
+
+
+def test_second_open_of_the_same_log_is_refused(tmp_path):
+    d = tmp_path / "t-0"
+    log = SegmentedLog.open(d)
+    with pytest.raises(RuntimeError, match=f"^{re.escape(str(d))}: log is already open"):
+        SegmentedLog.open(d)
+    log.append(recs(0, 1))
+    log.close()
+    again = SegmentedLog.open(d)
+    assert again.read(0, 5) == recs(0, 1)
+    again.close()
