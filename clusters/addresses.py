@@ -43,7 +43,7 @@ def _bindable(host: str, port: int) -> bool:
 
 
 def allocate(registry: Registry, run_id: str, count: int, *, rng: random.Random | None = None,
-             attempts: int = 200) -> Allocation:
+             attempts: int = 200, run_dir: str | None = None) -> Allocation:
     """Reserve a prefix and `count` ports for `run_id` and record the run in the registry."""
     if count < 1 or count > 200:
         raise ClusterError(f"cannot allocate {count} node addresses (1..200)")
@@ -68,7 +68,8 @@ def allocate(registry: Registry, run_id: str, count: int, *, rng: random.Random 
             alloc = Allocation(prefix, ports)
             if all(_bindable(alloc.host(i), alloc.port(i)) for i in range(count)):
                 registry.put(RunEntry(run_id=run_id, owner_pid=owner_pid, owner_start_time=owner_start,
-                                      prefix=prefix, ports=ports, created_wall=now_wall()))
+                                      prefix=prefix, ports=ports, created_wall=now_wall(),
+                                      run_dir=run_dir))
                 return alloc
         raise ClusterError(f"no free loopback prefix/port block found for run {run_id!r} after "
                            f"{attempts} attempts (registry {registry.dir})")

@@ -94,7 +94,7 @@ class LocalCluster(Cluster):
         return {n: self._address(n) for n in self._names()[1:]}
 
     def node_dir(self, node: str) -> Path:
-        return Path(self.spec.run_dir) / "nodes" / node
+        return Path(self.spec.run_dir).resolve() / "nodes" / node
 
     def layout(self) -> dict:
         """For test.json: {"backend": "local", "nodes": {"c0": {"host": ..., "port": ...}, ...}}."""
@@ -107,7 +107,8 @@ class LocalCluster(Cluster):
         with self._lock:
             if self._alloc is not None:
                 raise ClusterError(f"cluster {self.spec.run_id} was already started")
-            self._alloc = allocate(self.registry, self.spec.run_id, self.spec.brokers + 1)
+            self._alloc = allocate(self.registry, self.spec.run_id, self.spec.brokers + 1,
+                                   run_dir=str(Path(self.spec.run_dir).resolve()))
             try:
                 env = dict(os.environ)
                 env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), env.get("PYTHONPATH")]))

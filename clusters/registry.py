@@ -71,6 +71,7 @@ class RunEntry:
     firewall: dict | None = None        # {"kind": "iptables", "chain": "HW-..."} or {"kind": "nft", "table": ...}
     processes: list[ProcessRecord] = field(default_factory=list)
     created_wall: float = 0.0
+    run_dir: str | None = None          # node configs live in <run_dir>/nodes/<node>/
 
     def owner_alive(self) -> bool:
         return same_process(self.owner_pid, self.owner_start_time)
@@ -81,7 +82,7 @@ class RunEntry:
         return RunEntry(run_id=obj["run_id"], owner_pid=obj["owner_pid"],
                         owner_start_time=obj["owner_start_time"], prefix=obj["prefix"],
                         ports=list(obj["ports"]), firewall=obj.get("firewall"), processes=procs,
-                        created_wall=obj.get("created_wall", 0.0))
+                        created_wall=obj.get("created_wall", 0.0), run_dir=obj.get("run_dir"))
 
 
 class Registry:
