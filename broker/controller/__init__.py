@@ -3,12 +3,12 @@ assignment, partition leaders, leader epochs and ISRs, served over the control-p
 
 Modules: messages.py (request/response fields, error codes, typed Metadata), state.py (the pure state
 machine), store.py (the durable JSON state file), config.py (controller.json), server.py (asyncio TCP
-server), main.py (process entry), client.py (async and sync clients).
+server), process.py (process entry: run(config_path) -> int), client.py (async and sync clients).
 
 Entry points for other pieces:
 
     python -m broker controller --config F   ->  broker.controller.main(["--config", F]) -> exit status
-                                                  (same as broker.controller.main.run(F) -> int)
+                                                  (same as broker.controller.process.run(F) -> int)
     python -m broker.controller --config F       works on its own too
 
     from broker.controller.client import ControllerClient, ControllerSyncClient, ControllerError, ControllerUnavailable
@@ -40,6 +40,6 @@ from __future__ import annotations
 
 def main(argv: list[str] | None = None) -> int:
     """`--config FILE` -> the controller process's exit status (0 after SIGTERM, 2 on bad config)."""
-    from broker.controller.main import main as _main
+    from broker.controller.process import main as _main
 
     return _main(argv)

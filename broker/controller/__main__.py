@@ -2,6 +2,6 @@
 `python -m broker controller --config FILE`)."""
 import sys
 
-from broker.controller.main import main
+from broker.controller.process import main
 
 sys.exit(main())
