@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import signal
 import sys
+from pathlib import Path
 
 from broker.controller.config import ConfigError, load_controller_config
 from broker.controller.state import StateError
@@ -28,15 +29,30 @@ def run(config_path: str) -> int:
     except ConfigError as exc:
         print(str(exc), file=sys.stderr)
         return EXIT_BAD_CONFIG
-    return asyncio.run(_serve(config))
-
-
-async def _serve(config) -> int:
-    from broker.controller.core import ControllerCore
-    from broker.controller.server import ControllerServer
     from broker.eventlog import EventLog
 
-    log = EventLog(config.log_file, NODE_NAME)
+    try:
+        Path(config.data_dir).mkdir(parents=True, exist_ok=True)
+        probe = Path(config.data_dir) / ".write-probe"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as exc:
+        print(f"{config_path}: key 'data_dir': cannot write {config.data_dir}: {exc.strerror or exc}",
+              file=sys.stderr)
+        return EXIT_BAD_CONFIG
+    try:
+        log = EventLog(config.log_file, NODE_NAME)
+    except OSError as exc:
+        print(f"{config_path}: key 'log_file': cannot open {config.log_file}: {exc.strerror or exc}",
+              file=sys.stderr)
+        return EXIT_BAD_CONFIG
+    return asyncio.run(_serve(config, log))
+
+
+async def _serve(config, log) -> int:
+    from broker.controller.core import ControllerCore
+    from broker.controller.server import ControllerServer
+
     try:
         try:
             core = ControllerCore(config, log)

@@ -264,3 +264,63 @@ def test_bad_config_exits_2_with_one_line_naming_file_and_key(tmp_path):
     assert r.returncode == 2
     assert r.stderr == f"{cfg}: key 'port': must be an integer in 0..65535, got \"nine\"\n"
     assert r.stdout == ""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind((HOST, 0))
+        return s.getsockname()[1]
+
+
+def test_clients_report_an_unreachable_controller_and_reconnect_after_its_restart(controller):
+    c = controller(port=free_port(), broker_session_timeout_ms=3000)
+
+    async def scenario():
+        cl = ControllerClient(*c.address, timeout_s=1.0)
+        epoch = await cl.register(1, HOST, 9501)
+        await cl.heartbeat(1, epoch)
+        assert c.signal(signal.SIGKILL) == -signal.SIGKILL
+        with pytest.raises(ControllerError) as err:
+            await cl.heartbeat(1, epoch)
+        down = err.value.code
+        c.start()
+        await cl.heartbeat(1, epoch)            # reconnects; the registration survived the restart
+        md = await cl.metadata()
+        await cl.close()
+        return down, md
+
+    down, md = asyncio.run(scenario())
+    assert down == m.CONTROLLER_NOT_AVAILABLE
+    assert (md.version, md.brokers) == (1, {1: m.BrokerInfo(HOST, 9501, True)})
+    sync = ControllerSyncClient(c.address, timeout_s=1.0)
+    assert sync.metadata().version == 1
+    c.signal(signal.SIGKILL)
+    with pytest.raises(ControllerError) as err:
+        sync.metadata()
+    assert err.value.code == m.CONTROLLER_NOT_AVAILABLE
+    c.start()
+    assert sync.metadata().version == 1
+    sync.close()
+
+
+def test_a_paused_controller_times_clients_out_and_does_not_fence_everyone_when_resumed(controller):
+    c = controller(broker_session_timeout_ms=800)
+    cl = ControllerSyncClient(c.address, timeout_s=0.5)
+    epochs = {b: cl.register(b, HOST, 9600 + b) for b in (1, 2)}
+    version = cl.metadata().version
+    c.proc.send_signal(signal.SIGSTOP)
+    try:
+        t0 = time.monotonic()
+        with pytest.raises(ControllerError) as err:
+            cl.metadata()
+        assert err.value.code == m.CONTROLLER_NOT_AVAILABLE and 0.45 <= time.monotonic() - t0 < 2
+        time.sleep(1.2)                          # paused for longer than a session timeout
+    finally:
+        c.proc.send_signal(signal.SIGCONT)
+    for b in (1, 2):
+        cl.heartbeat(b, epochs[b])
+    md = cl.metadata()
+    assert md.version == version and all(b.alive for b in md.brokers.values())
+    assert [e["event"] for e in c.events()].count("stall") == 1
+    assert [e for e in c.events() if e["event"] == "fenced"] == []
+    cl.close()
