@@ -53,6 +53,7 @@ class NodeProcess:
             raise ClusterError(f"{self.node}: already running (pid {self.pid})")
         self.stdout_path.parent.mkdir(parents=True, exist_ok=True)
         self.cwd.mkdir(parents=True, exist_ok=True)
+        self._term_sent = False
         with open(self.stdout_path, "ab") as out:
             self._ready_offset = out.tell()
             self.proc = subprocess.Popen(self.argv, stdout=out, stderr=subprocess.STDOUT,
@@ -109,7 +110,8 @@ class NodeProcess:
 
     def request_stop(self) -> None:
         """SIGTERM, plus SIGCONT so a stopped (paused) process can act on it."""
-        if self.alive():
+        self._term_sent = self.alive()
+        if self._term_sent:
             os.kill(self.proc.pid, signal.SIGTERM)
             os.kill(self.proc.pid, signal.SIGCONT)
 
@@ -119,7 +121,8 @@ class NodeProcess:
             return f"{self.node} never started"
         pid = self.proc.pid
         if self.proc.poll() is not None:
-            return f"{self.node} pid {pid} exited {self.proc.returncode}"
+            after = " after SIGTERM" if getattr(self, "_term_sent", False) else ""
+            return f"{self.node} pid {pid} exited {self.proc.returncode}{after}"
         try:
             code = self.proc.wait(timeout=max(0.0, deadline - time.monotonic()))
             return f"{self.node} pid {pid} exited {code} after SIGTERM"

@@ -13,6 +13,11 @@ import sys
 import threading
 
 
+def command(node: str, role: str, config) -> list[str]:
+    """A clusters.local CommandFactory that runs this file instead of `python -m broker`."""
+    return [sys.executable, __file__, role, "--config", str(config)]
+
+
 def serve(conn: socket.socket) -> None:
     with conn:
         while True:
