@@ -1,0 +1,364 @@
+"""A deterministic simulator of 2-3 replicas of one partition, for scenario tests and demonstrations.
+
+It plays the network (one fetch or OffsetsForLeaderEpoch exchange per `fetch_round`, optionally with
+the answer lost), the controller (epochs, elections, accepting ISR proposals), the disks (a flushed
+prefix per node; HW and epoch checkpoints) and the clock (`advance`). Nothing is random: a scenario
+is the exact sequence of calls. It also remembers which values were acknowledged, so a test can ask
+which acknowledged values a replica lost (`lost_acked`) and where replicas disagree (`divergence`).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterable, Sequence
+
+from broker.records import MemoryLog, Record
+from broker.replication.config import ReplicationConfig
+from broker.replication.events import Event
+from broker.replication.messages import (
+    EpochRequest, EpochResponse, FetchRequest, FetchResponse, IsrProposal,
+)
+from broker.replication.errors import ErrorCode
+from broker.replication.replica import PartitionReplica
+
+
+class SimError(RuntimeError):
+    """The scenario asked for something impossible (a down node, a clean election outside the ISR, ...)."""
+
+
+@dataclass
+class ProduceOutcome:
+    """status: "acked", "failed" (certainly not written, or written but the producer was told it failed),
+    "pending" (acks=all, waiting for the HW) or "unknown" (the leader went away while waiting)."""
+    node: str
+    values: tuple[str, ...]
+    acks: int
+    status: str
+    error: str | None = None
+    base_offset: int = -1
+    last_offset: int = -1
+    epoch: int = -1
+
+
+@dataclass
+class Round:
+    kind: str                                    # "fetch" or "epoch"
+    request: FetchRequest | EpochRequest
+    response: FetchResponse | EpochResponse
+    delivered: bool
+
+
+@dataclass
+class SimNode:
+    name: str
+    broker_id: int
+    log: MemoryLog
+    replica: PartitionReplica | None = None
+    up: bool = True
+    flushed: int = 0                             # records [0, flushed) survive a power loss
+    auto_flush: bool = True
+    hw_checkpoint: int = 0
+    epoch_checkpoint: list[tuple[int, int]] = field(default_factory=list)
+    events: list[Event] = field(default_factory=list)
+
+
+class Sim:
+    def __init__(self, nodes: Sequence[str] = ("A", "B"), config: ReplicationConfig | None = None, *,
+                 topic: str = "t", partition: int = 0, auto_checkpoint_hw: bool = True):
+        if len(set(nodes)) != len(nodes) or not nodes:
+            raise SimError(f"sim: node names must be distinct and non-empty, got {list(nodes)}")
+        self.config = config or ReplicationConfig()
+        self.topic, self.partition = topic, partition
+        self.auto_checkpoint_hw = auto_checkpoint_hw
+        self.now_ms = 0
+        self.nodes: dict[str, SimNode] = {}
+        for i, name in enumerate(nodes, start=1):
+            n = SimNode(name, i, MemoryLog())
+            n.replica = self._new_replica(n)
+            self.nodes[name] = n
+        # the controller's view of the partition
+        self.epoch = -1
+        self.leader: str | None = None
+        self.isr: set[str] = set()
+        self.isr_version = 0
+        self.acked: list[tuple[str, int]] = []          # (value, offset), in acknowledgement order
+        self.outcomes: list[ProduceOutcome] = []
+        self._pending: list[ProduceOutcome] = []
+
+    # --- clock, controller ----------------------------------------------------------------------
+
+    def advance(self, ms: int) -> None:
+        self.now_ms += ms
+
+    def start(self, leader: str, isr: Iterable[str] | None = None) -> None:
+        """Epoch 0: `leader` leads, every other node follows, ISR = all nodes unless given."""
+        if self.epoch >= 0:
+            raise SimError("sim: already started")
+        self.isr = set(isr) if isr is not None else set(self.nodes)
+        self.elect(leader, isr=self.isr)
+
+    def elect(self, node: str, isr: Iterable[str] | None = None, unclean: bool = False) -> None:
+        """Elect `node` as the controller would: epoch + 1, ISR = old ISR's live members (clean) or
+        just `node` (unclean), unless `isr` is given. Every live node learns the new leader."""
+        n = self._up(node)
+        if isr is not None:
+            new_isr = set(isr) | {node}
+        elif unclean:
+            new_isr = {node}
+        else:
+            if node not in self.isr:
+                raise SimError(f"sim: clean election of {node} impossible, ISR is {sorted(self.isr)}")
+            new_isr = {m for m in self.isr if self.nodes[m].up} | {node}
+        self.epoch += 1
+        self.isr_version += 1
+        self.leader, self.isr = node, new_isr
+        assert n.replica is not None
+        n.replica.become_leader(self.epoch, self._ids(new_isr), self._ids(self.nodes), self.isr_version, self.now_ms)
+        for m in self.nodes.values():
+            if m.up and m.name != node:
+                assert m.replica is not None
+                m.replica.become_follower(self.epoch, n.broker_id, self.now_ms, isr=self._ids(new_isr))
+        self._after_step()
+
+    def clean_leader_candidates(self) -> list[str]:
+        return sorted(m for m in self.isr if self.nodes[m].up and m != self.leader)
+
+    # --- client ----------------------------------------------------------------------------------
+
+    def produce(self, node: str, values: Sequence[str] | str, acks: int = 1) -> ProduceOutcome:
+        n = self._up(node)
+        vals = (values,) if isinstance(values, str) else tuple(values)
+        assert n.replica is not None
+        res = n.replica.produce([v.encode() for v in vals], acks=acks, now_ms=self.now_ms)
+        out = ProduceOutcome(node, vals, acks, "pending", res.error, res.base_offset, res.last_offset, res.epoch)
+        self.outcomes.append(out)
+        if res.error is not None:
+            out.status = "failed"
+        elif res.complete:
+            self._ack(out)
+        else:
+            self._pending.append(out)
+        self._after_step()
+        return out
+
+    # --- replication -----------------------------------------------------------------------------
+
+    def fetch_round(self, node: str, deliver: bool = True, max_records: int | None = None) -> Round:
+        """One request from `node` to its leader and (unless deliver=False: the answer is lost) the
+        answer back. The request is an OffsetsForLeaderEpoch while the follower is truncating."""
+        n = self._up(node)
+        assert n.replica is not None
+        req = n.replica.next_follower_request()
+        if req is None:
+            raise SimError(f"sim: {node} has nothing to send (role {n.replica.role}, phase {n.replica.follower_phase})")
+        leader = self._by_id(req.leader_id)
+        if not leader.up or leader.replica is None:
+            raise SimError(f"sim: {node}'s leader {leader.name} is down")
+        if isinstance(req, EpochRequest):
+            resp: FetchResponse | EpochResponse = leader.replica.handle_offsets_for_leader_epoch(
+                req.requested_epoch, req.current_leader_epoch)
+            if deliver:
+                n.replica.on_epoch_response(req, resp)
+            kind = "epoch"
+        else:
+            limit = req.max_records if max_records is None else max_records
+            resp = leader.replica.handle_fetch(req.replica_id, req.fetch_offset, req.current_leader_epoch,
+                                               self.now_ms, limit)
+            if deliver:
+                n.replica.on_fetch_response(req, resp)
+            kind = "fetch"
+        self._after_step()
+        return Round(kind, req, resp, deliver)
+
+    def catch_up(self, node: str, max_rounds: int = 50) -> int:
+        """fetch_round until `node` fetched at the leader's LEO (so the leader knows it has
+        everything) and holds the leader's HW; returns the number of rounds. The leader's HW may
+        still wait for other followers: `sync_all` catches everyone up."""
+        for i in range(1, max_rounds + 1):
+            lead_leo = self._leader_replica().leo
+            r = self.fetch_round(node)
+            n, lead = self.replica(node), self._leader_replica()
+            if (r.kind == "fetch" and r.request.fetch_offset == lead_leo == n.leo and n.hw == lead.hw
+                    and n.follower_phase == "fetching"):
+                return i
+        raise SimError(f"sim: {node} did not catch up in {max_rounds} rounds")
+
+    def sync_all(self, max_passes: int = 10) -> None:
+        """Catch every live follower up until all of them hold the leader's LEO and HW."""
+        lead = self._leader_replica()
+        followers = [m for m in self.nodes.values()
+                     if m.up and m.name != self.leader and m.replica is not None and m.replica.role == "follower"]
+        for _ in range(max_passes):
+            for m in followers:
+                self.catch_up(m.name)
+            if all(m.replica.leo == lead.leo and m.replica.hw == lead.hw == lead.leo for m in followers):
+                return
+        raise SimError(f"sim: followers did not converge in {max_passes} passes")
+
+    def shrink_isr(self) -> IsrProposal | None:
+        """The leader's ISR-shrink timer fires; an accepted proposal is applied at once."""
+        proposal = self._leader_replica().maybe_shrink_isr(self.now_ms)
+        if proposal is not None:
+            self._controller_decide(proposal)
+        self._after_step()
+        return proposal
+
+    # --- disks and crashes -----------------------------------------------------------------------
+
+    def set_auto_flush(self, node: str, on: bool) -> None:
+        self.nodes[node].auto_flush = on
+
+    def flush(self, node: str) -> None:
+        n = self.nodes[node]
+        n.flushed = n.log.leo()
+
+    def checkpoint_hw(self, node: str) -> None:
+        n = self._up(node)
+        assert n.replica is not None
+        n.hw_checkpoint = n.replica.hw
+
+    def crash(self, node: str, lose_unflushed: bool = False) -> None:
+        """Kill the node. With lose_unflushed (power loss) its log keeps only the flushed prefix."""
+        n = self._up(node)
+        n.up, n.replica = False, None
+        if lose_unflushed:
+            n.log.truncate_to(n.flushed)
+        for out in list(self._pending):
+            if out.node == node:
+                out.status, out.error = "unknown", "leader crashed"
+                self._pending.remove(out)
+
+    def restart(self, node: str) -> None:
+        """Rebuild the replica from what is on its disk; it follows the current leader if that one
+        is up (a restarted former leader stays without a role until `elect`)."""
+        n = self.nodes[node]
+        if n.up:
+            raise SimError(f"sim: {node} is already up")
+        n.up = True
+        n.replica = self._new_replica(n)
+        if self.leader is not None and self.leader != node and self.nodes[self.leader].up:
+            n.replica.become_follower(self.epoch, self.nodes[self.leader].broker_id, self.now_ms,
+                                      isr=self._ids(self.isr))
+        self._after_step()
+
+    # --- looking at the state --------------------------------------------------------------------
+
+    def replica(self, node: str) -> PartitionReplica:
+        n = self._up(node)
+        assert n.replica is not None
+        return n.replica
+
+    def leo(self, node: str) -> int:
+        return self.nodes[node].log.leo()
+
+    def hw(self, node: str) -> int:
+        return self.replica(node).hw
+
+    def remote_leo(self, follower: str) -> int | None:
+        return self._leader_replica().remote_leo(self.nodes[follower].broker_id)
+
+    def records(self, node: str) -> list[Record]:
+        log = self.nodes[node].log
+        return log.read(0, log.leo())
+
+    def values(self, node: str) -> list[str]:
+        return [r.value.decode() for r in self.records(node)]
+
+    def epochs(self, node: str) -> list[tuple[int, int]]:
+        return self.replica(node).epoch_cache.entries()
+
+    def events(self, node: str, name: str | None = None) -> list[Event]:
+        return [e for e in self.nodes[node].events if name is None or e.name == name]
+
+    def lost_acked(self, node: str | None = None) -> list[str]:
+        """Acknowledged values missing from `node`'s log (default: the current leader's)."""
+        ref = node or self.leader
+        if ref is None:
+            raise SimError("sim: no leader to compare with")
+        have = set(self.values(ref))
+        return [v for v, _ in self.acked if v not in have]
+
+    def divergence(self, nodes: Iterable[str] | None = None) -> list[tuple[int, dict[str, str]]]:
+        """Offsets where two replicas hold different records: [(offset, {node: value})]."""
+        names = list(nodes) if nodes is not None else list(self.nodes)
+        logs = {m: self.values(m) for m in names}
+        out = []
+        for off in range(max((len(v) for v in logs.values()), default=0)):
+            at = {m: v[off] for m, v in logs.items() if off < len(v)}
+            if len(set(at.values())) > 1:
+                out.append((off, at))
+        return out
+
+    # --- internals -------------------------------------------------------------------------------
+
+    def _new_replica(self, n: SimNode) -> PartitionReplica:
+        return PartitionReplica(self.topic, self.partition, n.broker_id, n.log, self.config,
+                                hw=n.hw_checkpoint, epoch_entries=n.epoch_checkpoint)
+
+    def _up(self, node: str) -> SimNode:
+        if node not in self.nodes:
+            raise SimError(f"sim: no node {node!r}")
+        n = self.nodes[node]
+        if not n.up:
+            raise SimError(f"sim: {node} is down")
+        return n
+
+    def _by_id(self, broker_id: int) -> SimNode:
+        for n in self.nodes.values():
+            if n.broker_id == broker_id:
+                return n
+        raise SimError(f"sim: no broker {broker_id}")
+
+    def _ids(self, names: Iterable[str]) -> list[int]:
+        return sorted(self.nodes[m].broker_id for m in names)
+
+    def _leader_replica(self) -> PartitionReplica:
+        if self.leader is None:
+            raise SimError("sim: no leader elected")
+        return self.replica(self.leader)
+
+    def _ack(self, out: ProduceOutcome) -> None:
+        out.status = "acked"
+        for i, v in enumerate(out.values):
+            self.acked.append((v, out.base_offset + i))
+
+    def _controller_decide(self, proposal: IsrProposal) -> None:
+        leader = self._leader_replica()
+        if proposal.leader_epoch != self.epoch or proposal.based_on_version != self.isr_version:
+            leader.on_isr_proposal_failed(proposal)
+            return
+        self.isr_version += 1
+        self.isr = {self._by_id(i).name for i in proposal.isr}
+        leader.on_isr_changed(proposal.isr, self.isr_version, self.now_ms)
+
+    def _after_step(self) -> None:
+        if self.leader is not None and self.nodes[self.leader].up:
+            lead = self._leader_replica()
+            proposal = lead.take_isr_proposal()
+            if proposal is not None:
+                self._controller_decide(proposal)
+            for out in list(self._pending):
+                if out.node != self.leader:
+                    continue
+                st = lead.produce_status(out.last_offset, out.epoch)
+                if st.state == "complete":
+                    self._ack(out)
+                    self._pending.remove(out)
+                elif st.state == "failed":
+                    # NOT_LEADER after the append: the record may yet survive, so the outcome is unknown
+                    out.status = "unknown" if st.error == ErrorCode.NOT_LEADER else "failed"
+                    out.error = st.error
+                    self._pending.remove(out)
+        for out in list(self._pending):
+            if out.node != self.leader:
+                out.status, out.error = "unknown", "leadership moved"
+                self._pending.remove(out)
+        for n in self.nodes.values():
+            if not n.up or n.replica is None:
+                continue
+            n.flushed = n.log.leo() if n.auto_flush else min(n.flushed, n.log.leo())
+            entries = n.replica.epoch_checkpoint_due()
+            if entries is not None:
+                n.epoch_checkpoint = entries
+            if self.auto_checkpoint_hw:
+                n.hw_checkpoint = n.replica.hw
+            n.events.extend(n.replica.drain_events())
