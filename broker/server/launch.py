@@ -148,7 +148,7 @@ class LocalCluster:
         cdir = self.node_dir("c0")
         cport = free_port(self.host)
         ccfg = {"host": self.host, "port": cport, "data_dir": str(cdir / "data"), "log_file": str(cdir / "controller.log"),
-                "topics": self.topics, **self.controller_settings}
+                "topics": self.topics, "expected_brokers": self.n, **self.controller_settings}
         (cdir / "controller.json").write_text(json.dumps(ccfg, indent=2))
         self.controller = NodeProcess("c0", ["controller", "--config", str(cdir / "controller.json")], cdir)
         self.controller.start()

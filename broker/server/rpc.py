@@ -14,9 +14,11 @@ import logging
 from typing import Any, Awaitable, Callable
 
 from broker.protocol import apis
-from broker.protocol.framing import REQUEST, RESPONSE, Frame, FrameError, encode, read_frame
+from broker.protocol.framing import (MAX_FRAME, REQUEST, RESPONSE, Frame, FrameError, decode_payload, encode)
 
 log = logging.getLogger(__name__)
+
+FRAME_READ_TIMEOUT_S = 10.0   # a frame whose length prefix arrived must be complete within this
 
 Handler = Callable[[dict[str, Any]], Awaitable[dict[str, Any] | None]]
 
@@ -52,7 +54,7 @@ class RpcServer:
         try:
             while True:
                 try:
-                    frame = await read_frame(reader)
+                    frame = await read_request_frame(reader)
                 except FrameError as exc:
                     await _answer_garbage(writer, str(exc))
                     return
@@ -83,6 +85,27 @@ class RpcServer:
             return {"error": "INVALID_REQUEST", "message": str(exc)}
         except (KeyError, TypeError, ValueError) as exc:
             return {"error": "INVALID_REQUEST", "message": f"{apis.NAMES.get(frame.api)}: {type(exc).__name__}: {exc}"}
+
+
+async def read_request_frame(reader: asyncio.StreamReader) -> Frame | None:
+    """framing.read_frame, plus a deadline for the rest of a frame once its length prefix arrived (a
+    peer that sends half a frame and goes quiet does not hold the connection forever)."""
+    try:
+        head = await reader.readexactly(4)
+    except asyncio.IncompleteReadError as exc:
+        if not exc.partial:
+            return None
+        raise FrameError("connection closed inside a length prefix") from None
+    length = int.from_bytes(head, "big")
+    if length > MAX_FRAME:
+        raise FrameError(f"declared frame length {length} exceeds the {MAX_FRAME}-byte limit")
+    try:
+        payload = await asyncio.wait_for(reader.readexactly(length), FRAME_READ_TIMEOUT_S)
+    except asyncio.IncompleteReadError:
+        raise FrameError(f"connection closed inside a {length}-byte frame") from None
+    except asyncio.TimeoutError:
+        raise FrameError(f"a {length}-byte frame did not arrive within {FRAME_READ_TIMEOUT_S:.0f}s") from None
+    return decode_payload(payload)
 
 
 async def _answer_garbage(writer: asyncio.StreamWriter, message: str) -> None:

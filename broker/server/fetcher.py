@@ -1,0 +1,121 @@
+"""The follower fetcher of one partition: carries the state machine's follower requests to the leader.
+
+Loop: `req = replica.next_follower_request()`:
+  - EpochRequest (leader-epoch mode, after becoming follower): OFFSETS_FOR_LEADER_EPOCH to the leader,
+    answer -> `on_epoch_response` (which truncates, maybe asks again);
+  - FetchRequest: FETCH {offset = our LEO, current_leader_epoch, replica_id, max_wait_ms =
+    replica_fetch_wait_max_ms} -> `on_fetch_response` (append, follower HW; OFFSET_OUT_OF_RANGE cut);
+  - None (not a follower, or fenced: our epoch is stale): sleep until the metadata loop wakes us.
+In "hw" mode the truncation to the HW happened inside become_follower, so the first request is a fetch.
+FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH / NOT_LEADER answers and connection errors back off
+briefly (the metadata loop meanwhile learns the new leader or epoch) and retry.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from broker.protocol import apis
+from broker.records import Record
+from broker.replication import EpochRequest, EpochResponse, ErrorCode, FetchRequest, FetchResponse
+from broker.replication.epoch_cache import EpochEndOffset
+from broker.server.peer import PeerConnection, PeerError
+
+log = logging.getLogger(__name__)
+
+BACKOFF_S = 0.1
+IDLE_S = 1.0
+RPC_MARGIN_S = 2.0
+
+
+def _error(code) -> ErrorCode | None:
+    if code in (None, "NONE"):
+        return None
+    try:
+        return ErrorCode(code)
+    except ValueError:
+        return ErrorCode.NOT_LEADER     # any other refusal: back off and re-learn the leader
+
+
+class Fetcher:
+    def __init__(self, manager, part):
+        self.manager = manager
+        self.part = part
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task | None = None
+        self._conn: PeerConnection | None = None
+
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._run())
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            try:
+                await self._task
+            except (asyncio.CancelledError, Exception):
+                pass
+        if self._conn is not None:
+            self._conn.close()
+
+    async def _idle(self, seconds: float) -> None:
+        try:
+            await asyncio.wait_for(self._wake.wait(), seconds)
+        except asyncio.TimeoutError:
+            pass
+        self._wake.clear()
+
+    def _connection(self, leader_id: int) -> PeerConnection | None:
+        addr = self.manager.broker_address(leader_id)
+        if addr is None:
+            return None
+        if self._conn is None or self._conn.address != addr:
+            if self._conn is not None:
+                self._conn.close()
+            self._conn = PeerConnection(*addr)
+        return self._conn
+
+    async def _run(self) -> None:
+        part, r = self.part, self.part.replica
+        cfg = self.manager.config
+        while True:
+            req = r.next_follower_request()
+            if req is None:
+                await self._idle(IDLE_S)
+                continue
+            conn = self._connection(req.leader_id)
+            if conn is None:
+                await self._idle(BACKOFF_S)
+                continue
+            try:
+                if isinstance(req, EpochRequest):
+                    body = await conn.request(apis.OFFSETS_FOR_LEADER_EPOCH, {
+                        "topic": part.topic, "partition": part.partition, "leader_epoch": req.requested_epoch,
+                        "current_leader_epoch": req.current_leader_epoch}, RPC_MARGIN_S)
+                    err = _error(body.get("error"))
+                    end = None if err is not None else EpochEndOffset(int(body["leader_epoch"]), int(body["end_offset"]))
+                    r.on_epoch_response(req, EpochResponse(err, end, req.current_leader_epoch))
+                else:
+                    assert isinstance(req, FetchRequest)
+                    body = await conn.request(apis.FETCH, {
+                        "topic": part.topic, "partition": part.partition, "offset": req.fetch_offset,
+                        "max_records": req.max_records, "max_wait_ms": cfg.replica_fetch_wait_max_ms,
+                        "replica_id": req.replica_id, "current_leader_epoch": req.current_leader_epoch},
+                        cfg.replica_fetch_wait_max_ms / 1000.0 + RPC_MARGIN_S)
+                    err = _error(body.get("error"))
+                    records = tuple(Record(o, e, v, None, ts) for o, e, v, ts in body.get("records", ())) \
+                        if err is None else ()
+                    r.on_fetch_response(req, FetchResponse(
+                        err, records, int(body.get("hw", 0)), int(body.get("leader_epoch", -1)),
+                        int(body.get("leo", 0)), int(body.get("log_start", 0))))
+            except PeerError as exc:
+                log.debug("fetcher %s/%s: %s", part.topic, part.partition, exc)
+                self.manager._after(part)
+                await self._idle(BACKOFF_S)
+                continue
+            self.manager._after(part)
+            if err is not None:
+                await self._idle(BACKOFF_S)

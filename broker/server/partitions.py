@@ -1,0 +1,304 @@
+"""The replica manager: every partition replica this broker holds, and the I/O around the pure
+replication state machine (broker/replication.PartitionReplica) of each.
+
+For each partition it owns the disk store (broker/storage.PartitionStore), the state machine, the
+parked produces and fetches (produce.py) and the follower fetcher task (fetcher.py). After every call
+into a state machine, `_after(part)` carries out what it asks for: log its events to the event log,
+persist a changed leader-epoch cache (before any answer goes out), send an ISR proposal to the
+controller, wake parked fetches (appends, HW moves) and re-check parked produces.
+
+Roles follow the controller's metadata (`apply_metadata`): leader -> become_leader, another broker ->
+become_follower (+ fetcher), no leader -> become_none.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import Any
+
+from broker.config import BrokerConfig
+from broker.controller.client import ControllerClient, ControllerError
+from broker.controller.messages import Metadata, PartitionState
+from broker.eventlog import EventLog
+from broker.replication import ErrorCode, IsrProposal, PartitionReplica, ReplicationConfig
+from broker.server.fetcher import Fetcher
+from broker.server.produce import TIMED_OUT, ProducePurgatory, Signal
+from broker.storage import PartitionStore, init_data_dir, list_partitions
+
+log = logging.getLogger(__name__)
+
+
+def now_ms() -> int:
+    return int(time.monotonic() * 1000)
+
+
+def _code(error: Any) -> str:
+    return "NONE" if error is None else str(error)
+
+
+class Partition:
+    """One replica on this broker: store + state machine + what waits on it."""
+
+    def __init__(self, topic: str, partition: int, store: PartitionStore, replica: PartitionReplica):
+        self.topic = topic
+        self.partition = partition
+        self.store = store
+        self.replica = replica
+        self.purgatory = ProducePurgatory()
+        self.appended = Signal()        # wakes follower fetches
+        self.hw_moved = Signal()        # wakes consumer fetches
+        self.fetcher: Fetcher | None = None
+        self.last_leo = replica.leo
+        self.last_hw = replica.hw
+        self.checkpointed_hw: int | None = None
+
+
+class ReplicaManager:
+    def __init__(self, config: BrokerConfig, events: EventLog, controller: ControllerClient):
+        self.config = config
+        self.events = events
+        self.controller = controller
+        self.repl_config = ReplicationConfig.from_broker_config(config)
+        self.partitions: dict[tuple[str, int], Partition] = {}
+        self.link = None                  # ControllerLink, set by the app (broker addresses, epoch)
+        self.metadata: Metadata | None = None
+        self._isr_tasks: set[asyncio.Task] = set()
+        self._closing = False
+
+    # --- opening ------------------------------------------------------------------------------
+    def open_existing(self) -> None:
+        init_data_dir(self.config.data_dir)
+        for topic, p in list_partitions(self.config.data_dir):
+            self._open(topic, p)
+
+    def _open(self, topic: str, p: int) -> Partition:
+        cfg = self.config
+        store = PartitionStore.open(cfg.data_dir, topic, p, power_loss=cfg.power_loss,
+                                    segment_records=cfg.segment_records, flush_policy=cfg.flush)
+        rec = store.recovery
+        if rec.cut:
+            self.events.emit("truncate", partition=p, topic=topic, **{"from": None}, to=rec.cut_offset,
+                             why="recovery", bytes_cut=rec.bytes_cut, reason=rec.reason)
+        hw = store.hw_checkpoint.read() or 0
+        entries = store.epoch_checkpoint.read()
+        replica = PartitionReplica(topic, p, cfg.node_id, store.log, self.repl_config, hw=hw, epoch_entries=entries)
+        part = Partition(topic, p, store, replica)
+        part.checkpointed_hw = hw
+        self.partitions[(topic, p)] = part
+        self.events.emit("recovered", partition=p, topic=topic, leo=replica.leo, hw=replica.hw,
+                         checkpoint_hw=hw, epochs=replica.epoch_cache.entries())
+        self._after(part)
+        return part
+
+    def get(self, topic: str, p: int) -> Partition | None:
+        return self.partitions.get((topic, p))
+
+    # --- carrying out what the state machine asks for ------------------------------------------
+    def _after(self, part: Partition) -> None:
+        r = part.replica
+        for ev in r.drain_events():
+            self.events.emit(ev.name, **ev.fields())
+        due = r.epoch_checkpoint_due()
+        if due is not None:
+            part.store.epoch_checkpoint.write(due)
+        proposal = r.take_isr_proposal()
+        if proposal is not None:
+            self._send_proposal(part, proposal)
+        leo, hw = r.leo, r.hw
+        if leo != part.last_leo:
+            part.last_leo = leo
+            part.appended.fire()
+        if hw != part.last_hw:
+            part.last_hw = hw
+            part.hw_moved.fire()
+        part.purgatory.recheck(lambda last, epoch: _status(r, last, epoch))
+
+    # --- metadata -----------------------------------------------------------------------------
+    def apply_metadata(self, md: Metadata) -> None:
+        self.metadata = md
+        me = self.config.node_id
+        for (topic, p), ps in md.partitions.items():
+            part = self.partitions.get((topic, p))
+            if me not in ps.replicas and part is None:
+                continue
+            if part is None:
+                part = self._open(topic, p)
+            self._apply_partition(part, ps)
+
+    def _apply_partition(self, part: Partition, ps: PartitionState) -> None:
+        r = part.replica
+        me = self.config.node_id
+        t = now_ms()
+        try:
+            if ps.leader == me:
+                err = r.become_leader(ps.leader_epoch, ps.isr, ps.replicas, ps.isr_version, t)
+            elif ps.leader is not None and me in ps.replicas:
+                err = r.become_follower(ps.leader_epoch, ps.leader, t, isr=ps.isr)
+                if err is None:
+                    r.on_isr_changed(ps.isr, ps.isr_version, t)
+            else:
+                err = None
+                if r.role != "none" and ps.leader_epoch >= r.leader_epoch:
+                    r.become_none()
+        except ValueError as exc:   # e.g. leader not in the ISR: inconsistent metadata, wait for the next
+            self.events.emit("metadata-rejected", partition=ps.partition, error=str(exc))
+            err = None
+        if err is not None:
+            log.debug("stale metadata for %s/%s: %s", ps.topic, ps.partition, err)
+        self._after(part)
+        if r.role == "follower":
+            if part.fetcher is None:
+                part.fetcher = Fetcher(self, part)
+                part.fetcher.start()
+            part.fetcher.wake()
+
+    def broker_address(self, broker_id: int) -> tuple[str, int] | None:
+        md = self.metadata
+        if md is None or broker_id not in md.brokers:
+            return None
+        b = md.brokers[broker_id]
+        return b.host, b.port
+
+    # --- ISR proposals ------------------------------------------------------------------------
+    def _send_proposal(self, part: Partition, proposal: IsrProposal) -> None:
+        if self._closing:
+            part.replica.on_isr_proposal_failed(proposal)
+            return
+        task = asyncio.get_running_loop().create_task(self._alter_isr(part, proposal))
+        self._isr_tasks.add(task)
+        task.add_done_callback(self._isr_tasks.discard)
+
+    async def _alter_isr(self, part: Partition, proposal: IsrProposal) -> None:
+        r = part.replica
+        try:
+            res = await self.controller.alter_isr(proposal.topic, proposal.partition, proposal.leader_id,
+                                                  proposal.leader_epoch, proposal.based_on_version, proposal.isr)
+        except ControllerError as exc:
+            r.on_isr_proposal_failed(proposal)
+            self.events.emit("isr-proposal-failed", partition=proposal.partition, isr=list(proposal.isr),
+                             kind=proposal.kind, error=exc.code)
+            self._after(part)
+            return
+        if res.error == "NONE":
+            r.on_isr_changed(res.isr, res.isr_version, now_ms())
+        else:
+            r.on_isr_proposal_failed(proposal)
+            self.events.emit("isr-proposal-failed", partition=proposal.partition, isr=list(proposal.isr),
+                             kind=proposal.kind, error=res.error)
+            if (res.leader == self.config.node_id and res.leader_epoch == r.leader_epoch
+                    and self.config.node_id in res.isr):
+                r.on_isr_changed(res.isr, res.isr_version, now_ms())   # a newer ISR we had not seen yet
+        self._after(part)
+
+    def check_isr(self) -> None:
+        t = now_ms()
+        for part in self.partitions.values():
+            if part.replica.role != "leader":
+                continue
+            proposal = part.replica.maybe_shrink_isr(t)
+            if proposal is not None:
+                self._send_proposal(part, proposal)
+            self._after(part)
+
+    # --- durability ---------------------------------------------------------------------------
+    def checkpoint_all(self) -> None:
+        for part in self.partitions.values():
+            hw = part.replica.hw
+            if hw != part.checkpointed_hw:
+                part.store.hw_checkpoint.write(hw)
+                part.checkpointed_hw = hw
+            due = part.replica.epoch_checkpoint_due()
+            if due is not None:
+                part.store.epoch_checkpoint.write(due)
+
+    def flush_all(self) -> None:
+        for part in self.partitions.values():
+            part.store.log.flush()
+
+    async def shutdown(self) -> None:
+        self._closing = True
+        for part in self.partitions.values():
+            if part.fetcher is not None:
+                await part.fetcher.stop()
+            part.purgatory.fail_all(TIMED_OUT)
+        for task in list(self._isr_tasks):
+            task.cancel()
+        await asyncio.gather(*self._isr_tasks, return_exceptions=True)
+        for part in self.partitions.values():
+            part.store.log.flush()
+        self.checkpoint_all()
+        for part in self.partitions.values():
+            part.store.close()
+
+    # --- requests -----------------------------------------------------------------------------
+    async def produce(self, topic: str, p: int, acks: int, timeout_ms: int, values: list[bytes]) -> dict[str, Any]:
+        part = self.partitions.get((topic, p))
+        if part is None:
+            return {"error": "UNKNOWN_PARTITION", "base_offset": -1, "leader_epoch": -1}
+        r = part.replica
+        res = r.produce(values, acks=acks, now_ms=now_ms(), timestamp_ms=int(time.time() * 1000))
+        self._after(part)
+        if res.error is not None or res.complete:
+            return {"error": _code(res.error), "base_offset": res.base_offset, "leader_epoch": res.epoch}
+        outcome = await part.purgatory.park(res.last_offset, res.epoch, timeout_ms / 1000.0)
+        return {"error": outcome, "base_offset": res.base_offset, "leader_epoch": res.epoch}
+
+    async def fetch(self, topic: str, p: int, offset: int, max_records: int, max_wait_ms: int, replica_id: int,
+                    current_leader_epoch: int) -> dict[str, Any]:
+        part = self.partitions.get((topic, p))
+        if part is None:
+            return {"error": "UNKNOWN_PARTITION", "records": [], "hw": -1, "leader_epoch": -1, "log_start": 0}
+        cle = current_leader_epoch if current_leader_epoch >= 0 else None
+        if replica_id >= 0:
+            return await self._follower_fetch(part, replica_id, offset, cle, max_records, max_wait_ms)
+        return await self._consumer_fetch(part, offset, cle, max_records, max_wait_ms)
+
+    async def _follower_fetch(self, part, replica_id, offset, cle, max_records, max_wait_ms) -> dict[str, Any]:
+        r = part.replica
+        resp = r.handle_fetch(replica_id, offset, cle, now_ms(), max_records)
+        self._after(part)
+        if resp.error is None and not resp.records and max_wait_ms > 0:
+            if await part.appended.wait(max_wait_ms / 1000.0):
+                resp = r.handle_fetch(replica_id, offset, cle, now_ms(), max_records)
+                self._after(part)
+        return {"error": _code(resp.error),
+                "records": [[rec.offset, rec.epoch, rec.value, rec.timestamp] for rec in resp.records],
+                "hw": resp.high_watermark, "leader_epoch": resp.leader_epoch, "log_start": resp.log_start,
+                "leo": resp.leader_leo}
+
+    async def _consumer_fetch(self, part, offset, cle, max_records, max_wait_ms) -> dict[str, Any]:
+        r = part.replica
+        read = r.read_for_consumer(offset, max_records, cle)
+        if read.error is None and not read.records and max_wait_ms > 0 and offset >= read.high_watermark:
+            if await part.hw_moved.wait(max_wait_ms / 1000.0):
+                read = r.read_for_consumer(offset, max_records, cle)
+        return {"error": _code(read.error), "records": [[rec.offset, rec.epoch, rec.value] for rec in read.records],
+                "hw": read.high_watermark, "leader_epoch": read.leader_epoch, "log_start": r.log.log_start()}
+
+    def offsets_for_leader_epoch(self, topic: str, p: int, leader_epoch: int, current_leader_epoch: int) -> dict:
+        part = self.partitions.get((topic, p))
+        if part is None:
+            return {"error": "UNKNOWN_PARTITION", "leader_epoch": -1, "end_offset": -1}
+        cle = current_leader_epoch if current_leader_epoch >= 0 else None
+        resp = part.replica.handle_offsets_for_leader_epoch(leader_epoch, cle)
+        if resp.error is not None or resp.end is None:
+            return {"error": _code(resp.error), "leader_epoch": -1, "end_offset": -1}
+        return {"error": "NONE", "leader_epoch": resp.end.epoch, "end_offset": resp.end.end_offset}
+
+    def describe(self) -> list[dict[str, Any]]:
+        out = []
+        for (topic, p), part in sorted(self.partitions.items()):
+            r = part.replica
+            out.append({"topic": topic, "partition": p, "role": r.role, "leader_epoch": r.leader_epoch,
+                        "leader": r.leader_id, "leo": r.leo, "hw": r.hw, "isr": sorted(r.isr),
+                        "isr_version": r.isr_version, "phase": r.follower_phase})
+        return out
+
+
+def _status(r: PartitionReplica, last: int, epoch: int) -> tuple[str, str | None]:
+    st = r.produce_status(last, epoch)
+    return st.state, (None if st.error is None else str(st.error))
+
+
+__all__ = ["ReplicaManager", "Partition", "ErrorCode"]
