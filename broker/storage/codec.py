@@ -80,6 +80,8 @@ def encode_records(records: Sequence[Record], start_position: int = 0) -> tuple[
                 body = head + key + value
         except struct.error as exc:
             raise ValueError(f"record {r.offset}: field out of range ({exc})") from None
+        if len(body) + 4 > MAX_RECORD_BYTES:
+            raise ValueError(f"record {r.offset}: {len(body) + 4} bytes exceeds the {MAX_RECORD_BYTES}-byte limit")
         positions.append(pos)
         out += prefix(len(body) + 4, crc32(body))
         out += body

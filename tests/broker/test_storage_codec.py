@@ -90,3 +90,5 @@ def test_out_of_range_field_is_value_error():
         encode_record(Record(0, 2**31, b"v"))
     with pytest.raises(ValueError, match="value must be bytes, not str"):
         encode_record(Record(0, 0, "v"))
+    with pytest.raises(ValueError, match="record 3: 67108867 bytes exceeds the 67108864-byte limit"):
+        encode_record(Record(3, 0, bytes(64 * 1024 * 1024 - 30)))
