@@ -1,10 +1,14 @@
 """Kernel packet drops for one run's loopback addresses: an iptables chain or an nft table owned by the run.
 
 iptables (preferred when present): chain `HW-<8 hex>` in the filter table, jumped to from the top of
-OUTPUT and INPUT by rules carrying the comment `highwater:<run_id>`; each one-way drop is
-`-s SRC/32 -d DST/32 -j DROP` inside that chain. Heal flushes the chain; remove deletes the jumps and the
-chain. nft (when iptables is missing): table `inet highwater_<8 hex>` with its own output and input base
-chains; heal flushes them; remove deletes the table. No other rule, chain or table is ever touched.
+INPUT by a rule carrying the comment `highwater:<run_id>`; each one-way drop is
+`-s SRC/32 -d DST/32 -j DROP` inside that chain. Heal flushes the chain; remove deletes the jump and the
+chain. nft (when iptables is missing): table `inet highwater_<8 hex>` with its own input base chain;
+heal flushes it; remove deletes the table. No other rule, chain or table is ever touched.
+
+Drops happen on INPUT (the receiving side), as on a real lossy network: the sender's send succeeds and
+the packet vanishes. (An OUTPUT drop would instead fail the sender's syscall with EPERM, which no real
+network partition does.) Loopback packets traverse INPUT, so this works for 127.x addresses.
 
 `find_leftovers()` / `remove_object()` serve `highwater cleanup`: they list and delete every highwater
 chain or table, whoever made it.
@@ -23,6 +27,8 @@ from clusters.base import ClusterError
 CHAIN_RE = re.compile(r"^HW-[0-9a-f]{8}$")
 TABLE_RE = re.compile(r"^highwater_[0-9a-f]{8}$")
 COMMENT_PREFIX = "highwater:"
+HOOKS_IPTABLES = ("INPUT",)
+HOOKS_NFT = ("input",)
 
 
 class FirewallUnavailable(ClusterError):
@@ -78,7 +84,7 @@ class IptablesFirewall(Firewall):
     def install(self) -> None:
         if _run(["iptables", "-w", "-n", "-L", self.chain], check=False).returncode != 0:
             _run(["iptables", "-w", "-N", self.chain])
-        for hook in ("OUTPUT", "INPUT"):
+        for hook in HOOKS_IPTABLES:
             jump = [hook, "-m", "comment", "--comment", self.comment, "-j", self.chain]
             if _run(["iptables", "-w", "-C", *jump], check=False).returncode != 0:
                 _run(["iptables", "-w", "-I", hook, "1", *jump[1:]])
@@ -108,24 +114,24 @@ class NftFirewall(Firewall):
 
     def install(self) -> None:
         _run(["nft", "add", "table", "inet", self.table])
-        for hook in ("output", "input"):
+        for hook in HOOKS_NFT:
             _run(["nft", "add", "chain", "inet", self.table, hook,
                   "{ type filter hook " + hook + " priority -10 ; policy accept ; }"])
 
     def drop(self, pairs: list[tuple[str, str]]) -> None:
         for src, dst in pairs:
-            _run(["nft", "add", "rule", "inet", self.table, "output",
+            _run(["nft", "add", "rule", "inet", self.table, "input",
                   "ip", "saddr", src, "ip", "daddr", dst, "drop"])
 
     def heal(self) -> None:
-        for hook in ("output", "input"):
+        for hook in HOOKS_NFT:
             _run(["nft", "flush", "chain", "inet", self.table, hook], check=False)
 
     def remove(self) -> None:
         _run(["nft", "delete", "table", "inet", self.table], check=False)
 
     def rules(self) -> list[str]:
-        r = _run(["nft", "list", "chain", "inet", self.table, "output"], check=False)
+        r = _run(["nft", "list", "chain", "inet", self.table, "input"], check=False)
         return [line.strip() for line in r.stdout.splitlines() if line.strip().endswith("drop")]
 
     def describe(self) -> dict:
