@@ -1,0 +1,176 @@
+"""The anomaly kinds explained for a reader, and the checker's examples turned into table rows.
+
+Examples are rendered generically: the fields the report knows come first (partition, offset, value,
+index, time), any other field the checker adds is shown as its own column. Fields naming history
+entries (`index`, `*_index`, `indices`, `*_indices`) become links to the history excerpt.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness import runformat
+from reports.jsonfast import dumps_compact
+
+EXPLANATIONS: dict[str, str] = {
+    "lost-write": (
+        "A send was acknowledged (ok): the producer was told the record was durable at an offset. Yet the "
+        "value is missing from the partition's final log. This is the failure pre-0.11 high-watermark "
+        "truncation allows: a follower that restarts truncates to its own HW, becomes leader, and the "
+        "acknowledged records beyond that point are overwritten on every replica."),
+    "failed-write-present": (
+        "A send failed definitely (fail), so the producer was told the record was NOT written, yet the "
+        "value is in the final log. A producer that retries after a definite failure then creates a "
+        "duplicate; a definite failure must really be one."),
+    "divergence": (
+        "Two replicas hold different records (a different value or leader epoch) at the same offset after "
+        "the cluster recovered. Divergence below the HW (committed) means readers of different replicas see "
+        "different histories; above the HW it shows where the logs split and were never reconciled."),
+    "inconsistent-offset": (
+        "A value was acknowledged at one offset but read at another, or different values were acknowledged "
+        "at the same offset. The offset a producer is given must be where consumers find the record."),
+    "duplicate": (
+        "One value, sent once, appears at more than one offset of the partition (in the final log or in "
+        "what consumers read)."),
+    "nonmonotonic-send": (
+        "A producer's acknowledged offsets on one partition went backwards: a later send was acknowledged at "
+        "an offset at or below an earlier one, so an acknowledged offset was handed out twice."),
+    "poll-skip": (
+        "A consumer's consecutive polls of a partition, with no reassignment in between, skipped offsets: "
+        "records between two polls were never delivered to it."),
+    "nonmonotonic-poll": (
+        "A consumer's consecutive polls of a partition, with no reassignment in between, went backwards or "
+        "repeated offsets it had already consumed."),
+    "dirty-read": (
+        "A poll returned a record that is not in the final committed log: a consumer saw data that was "
+        "later truncated away. Consumers must only see records below the high watermark."),
+    "aborted-read": (
+        "A poll returned a value whose send failed definitely: a consumer saw a write its producer was told "
+        "never happened."),
+    "hw-regression": (
+        "The high watermark reported for a partition went backwards: data that had been committed (and could "
+        "have been consumed) became uncommitted again."),
+}
+
+PREFERRED = ("partition", "offset", "value", "index", "time", "committed")
+MAX_EXAMPLES_SHOWN = 50
+
+
+def is_index_field(name: str) -> bool:
+    return name == "index" or name.endswith("_index") or name == "indices" or name.endswith("_indices")
+
+
+def referenced_indexes(results: dict[str, Any] | None, limit: int = 600) -> list[int]:
+    """History indexes named by the examples (those shown), in order of first mention, at most `limit`."""
+    out: dict[int, None] = {}
+    for _kind, body in _kinds(results):
+        for ex in (body.get("examples") or [])[:MAX_EXAMPLES_SHOWN]:
+            if not isinstance(ex, dict):
+                continue
+            for k, v in ex.items():
+                if not is_index_field(k):
+                    continue
+                for i in (v if isinstance(v, list) else [v]):
+                    if isinstance(i, int) and not isinstance(i, bool) and len(out) < limit:
+                        out[i] = None
+    return list(out)
+
+
+def _kinds(results: dict[str, Any] | None):
+    anomalies = (results or {}).get("anomalies")
+    if not isinstance(anomalies, dict):
+        return []
+    ordered = [k for k in runformat.ANOMALY_KINDS if k in anomalies]
+    ordered += sorted(k for k in anomalies if k not in runformat.ANOMALY_KINDS)
+    return [(k, anomalies[k]) for k in ordered if isinstance(anomalies[k], dict)]
+
+
+@dataclass
+class ExampleCell:
+    text: str = ""
+    links: list[int] = field(default_factory=list)
+    href: str = ""  # e.g. the offset's row in the replica logs
+
+
+@dataclass
+class AnomalyKind:
+    kind: str
+    count: int
+    fails_run: bool
+    explanation: str
+    columns: list[str]
+    rows: list[list[ExampleCell]]
+    more: int  # examples the checker counted but the report does not list
+    reported: bool = True
+
+
+def _cell(name: str, value: Any) -> ExampleCell:
+    if is_index_field(name):
+        items = value if isinstance(value, list) else [value]
+        links = [i for i in items if isinstance(i, int) and not isinstance(i, bool)]
+        rest = [i for i in items if not (isinstance(i, int) and not isinstance(i, bool))]
+        return ExampleCell(dumps_compact(rest) if rest else "", links)
+    if name == "time" and isinstance(value, int) and not isinstance(value, bool):
+        return ExampleCell(f"{value / 1e9:.3f} s")
+    if value is None:
+        return ExampleCell("—")
+    if isinstance(value, str):
+        return ExampleCell(value)
+    if isinstance(value, bool):
+        return ExampleCell("yes" if value else "no")
+    if isinstance(value, (int, float)):
+        return ExampleCell(str(value))
+    return ExampleCell(dumps_compact(value))
+
+
+def anomaly_kinds(results: dict[str, Any] | None, offset_anchors: set[tuple[int, int]] = frozenset()
+                  ) -> list[AnomalyKind]:
+    """Every anomaly kind (the known ones always, in the documented order), with example rows.
+
+    offset_anchors: (partition, offset) rows present in the replica logs; an example's offset links there.
+    """
+    present = dict(_kinds(results))
+    names = list(runformat.ANOMALY_KINDS) + [k for k in present if k not in runformat.ANOMALY_KINDS]
+    out = []
+    for kind in names:
+        body = present.get(kind)
+        if body is None:
+            out.append(AnomalyKind(kind, 0, True, EXPLANATIONS.get(kind, ""), [], [], 0, reported=False))
+            continue
+        examples = [e for e in (body.get("examples") or []) if isinstance(e, dict)]
+        shown = examples[:MAX_EXAMPLES_SHOWN]
+        columns = [c for c in PREFERRED if any(c in e for e in shown)]
+        for e in shown:
+            for k in e:
+                if k not in columns:
+                    columns.append(k)
+        rows = []
+        for e in shown:
+            row = [_cell(c, e[c]) if c in e else ExampleCell("") for c in columns]
+            key = (e.get("partition"), e.get("offset"))
+            if "offset" in columns and key in offset_anchors:
+                row[columns.index("offset")].href = f"#p{key[0]}-o{key[1]}"
+            rows.append(row)
+        count = body.get("count")
+        count = count if isinstance(count, int) else len(examples)
+        out.append(AnomalyKind(kind, count, bool(body.get("fails_run", True)),
+                               EXPLANATIONS.get(kind, "A kind of anomaly this report has no description of."),
+                               columns, rows, max(0, count - len(shown))))
+    return out
+
+
+def example_times(results: dict[str, Any] | None, op_times: dict[int, float]) -> list[tuple[float, str, int]]:
+    """(seconds, kind, example number) of every shown example with a known time, for timeline markers."""
+    out = []
+    for kind, body in _kinds(results):
+        for n, ex in enumerate((body.get("examples") or [])[:MAX_EXAMPLES_SHOWN]):
+            if not isinstance(ex, dict):
+                continue
+            t = None
+            if isinstance(ex.get("index"), int) and ex["index"] in op_times:
+                t = op_times[ex["index"]]
+            elif isinstance(ex.get("time"), int) and not isinstance(ex.get("time"), bool) and ex["time"] > 0:
+                t = ex["time"] / 1e9
+            if t is not None:
+                out.append((t, kind, n))
+    return out

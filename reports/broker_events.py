@@ -1,0 +1,164 @@
+"""Broker and controller event logs (nodes/<node>/broker.log) on the history's time axis.
+
+Events carry wall-clock `ts` nanoseconds; test.json's `start_wall_ns` maps them to seconds since the test
+started. Per partition this gathers leadership (leader, epoch), ISR changes, truncations, role changes and
+each replica's HW over time (thinned to one point per replica per time slot, since a busy run logs an
+HW change per fetch). Lines that are not JSON objects are skipped and counted, not fatal: an event log
+is evidence, and a broker killed mid-write tears its last line.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness import runformat
+from reports.jsonfast import DecodeError, loads
+
+TABLE_EVENTS = ("leader-change", "isr-change", "truncate", "role", "fenced")
+MAX_TABLE_ROWS = 400
+HW_SLOTS = 600
+
+
+@dataclass
+class PartitionEvents:
+    partition: int
+    leaders: list[tuple[float, Any, Any, list]] = field(default_factory=list)   # t, leader, epoch, isr
+    isr: list[tuple[float, list, Any]] = field(default_factory=list)            # t, isr, version
+    truncations: list[tuple[float, str, Any, Any, Any]] = field(default_factory=list)  # t, node, from, to, why
+    roles: list[tuple[float, str, Any, Any]] = field(default_factory=list)      # t, node, role, epoch
+    hw: dict[str, list[tuple[float, int]]] = field(default_factory=dict)        # node -> (t, hw)
+    hw_changes: int = 0
+
+
+@dataclass
+class BrokerEvents:
+    nodes: list[str] = field(default_factory=list)
+    logs: list[tuple[str, str]] = field(default_factory=list)  # (node, relative path) of every node log
+    partitions: dict[int, PartitionEvents] = field(default_factory=dict)
+    fenced: list[tuple[float, str, Any]] = field(default_factory=list)          # t, reporting node, broker
+    table: list[dict[str, Any]] = field(default_factory=list)                   # leadership/ISR/truncation rows
+    table_total: int = 0
+    counts: dict[str, int] = field(default_factory=dict)
+    bad_lines: int = 0
+
+
+def _part(ev: BrokerEvents, p: Any) -> PartitionEvents | None:
+    if not isinstance(p, int) or isinstance(p, bool):
+        return None
+    pe = ev.partitions.get(p)
+    if pe is None:
+        pe = ev.partitions[p] = PartitionEvents(p)
+    return pe
+
+
+def read_broker_events(run_dir: Path, start_wall_ns: int | None, duration_s: float) -> BrokerEvents:
+    run_dir = Path(run_dir)
+    ev = BrokerEvents()
+    nodes_root = run_dir / runformat.NODES_DIR
+    if not nodes_root.is_dir():
+        return ev
+    slot = max(duration_s, 1e-3) / HW_SLOTS
+    hw_last: dict[tuple[int, str], tuple[int, float, int]] = {}  # (p, node) -> (slot, t, hw)
+    table: list[dict[str, Any]] = []
+    base = start_wall_ns
+    for node_dir in sorted(p for p in nodes_root.iterdir() if p.is_dir()):
+        node = node_dir.name
+        ev.nodes.append(node)
+        for name in sorted(x.name for x in node_dir.iterdir() if x.is_file()):
+            ev.logs.append((node, f"{runformat.NODES_DIR}/{node}/{name}"))
+        log = node_dir / runformat.BROKER_LOG
+        if not log.is_file():
+            continue
+        with log.open("rb") as fh:
+            for raw in fh:
+                try:
+                    obj = loads(raw)
+                    ts = obj["ts"]
+                    kind = obj["event"]
+                    if base is None:
+                        base = ts
+                    t = (ts - base) / 1e9
+                except (DecodeError, KeyError, TypeError):
+                    if raw.strip():
+                        ev.bad_lines += 1
+                    continue
+                who = str(obj.get("node") or node)
+                ev.counts[kind] = ev.counts.get(kind, 0) + 1
+                p = obj.get("partition")
+                if kind == "hw-change":
+                    pe = _part(ev, p)
+                    new = obj.get("new")
+                    if pe is None or not isinstance(new, int):
+                        continue
+                    pe.hw_changes += 1
+                    s = int(t / slot)
+                    key = (p, who)
+                    prev = hw_last.get(key)
+                    if prev is not None and prev[0] != s:
+                        pe.hw.setdefault(who, []).append((prev[1], prev[2]))
+                    hw_last[key] = (s, t, new)
+                    continue
+                if kind == "leader-change":
+                    pe = _part(ev, p)
+                    if pe is not None:
+                        pe.leaders.append((t, obj.get("leader"), obj.get("epoch"), obj.get("isr") or []))
+                elif kind == "isr-change":
+                    pe = _part(ev, p)
+                    if pe is not None:
+                        pe.isr.append((t, obj.get("isr") or [], obj.get("version")))
+                elif kind == "truncate":
+                    pe = _part(ev, p)
+                    if pe is not None:
+                        pe.truncations.append((t, who, obj.get("from"), obj.get("to"), obj.get("why")))
+                elif kind == "role":
+                    pe = _part(ev, p)
+                    if pe is not None:
+                        pe.roles.append((t, who, obj.get("role"), obj.get("epoch")))
+                elif kind == "fenced":
+                    ev.fenced.append((t, who, obj.get("broker")))
+                if kind in TABLE_EVENTS:
+                    fields = {k: v for k, v in obj.items() if k not in ("ts", "node", "event", "partition")}
+                    table.append({"t": t, "node": who, "event": kind, "partition": p, "fields": fields})
+    for (p, who), (_s, t, hw) in hw_last.items():
+        ev.partitions[p].hw.setdefault(who, []).append((t, hw))
+    for pe in ev.partitions.values():
+        pe.leaders = _dedupe_leaders(pe.leaders)
+        pe.isr = _dedupe_isr(pe.isr)
+        pe.truncations.sort(key=lambda x: x[0])
+        pe.roles.sort(key=lambda x: x[0])
+        for series in pe.hw.values():
+            series.sort()
+    ev.partitions = dict(sorted(ev.partitions.items()))
+    ev.fenced.sort(key=lambda x: x[0])
+    table.sort(key=lambda r: r["t"])
+    ev.table_total = len(table)
+    ev.table = table[:MAX_TABLE_ROWS]
+    return ev
+
+
+def _dedupe_leaders(items: list) -> list:
+    """One entry per (epoch, leader): the controller and the brokers may each log the same election."""
+    items.sort(key=lambda x: x[0])
+    seen: set = set()
+    out = []
+    for t, leader, epoch, isr in items:
+        key = (epoch, str(leader))
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append((t, leader, epoch, isr))
+    return out
+
+
+def _dedupe_isr(items: list) -> list:
+    items.sort(key=lambda x: x[0])
+    out = []
+    last = None
+    for t, isr, version in items:
+        key = (tuple(sorted(map(str, isr))), version)
+        if key == last:
+            continue
+        last = key
+        out.append((t, isr, version))
+    return out

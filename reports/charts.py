@@ -1,0 +1,247 @@
+"""The report's charts as SVG strings: timeline, throughput, latency, and per-partition replication state.
+
+All share the time axis (seconds since the test started) and the fault bands: every nemesis fault window
+shaded over the plot and labelled above it (labels that would overlap move to a second row, or keep only
+their hover title). Colours are CSS classes defined in the report's stylesheet.
+"""
+from __future__ import annotations
+
+from reports.broker_events import PartitionEvents
+from reports.history_scan import FaultWindow, HistorySummary
+from reports.svg import Frame, Linear, Log, esc, fmt_count, fmt_seconds, polyline_path, r1
+
+WIDTH = 1100
+LABEL_ROWS = 2
+LABEL_ROW_H = 13
+TOP = 8 + LABEL_ROWS * LABEL_ROW_H
+MAX_TITLED_POINTS = 1500
+
+
+def _x_scale(frame: Frame, duration_s: float) -> Linear:
+    return Linear(0, max(duration_s, 1e-3), frame.left, frame.right_x)
+
+
+def fault_bands(frame: Frame, x: Linear, faults: list[FaultWindow], *, labels: bool = True) -> None:
+    row_end = [-1e9] * LABEL_ROWS
+    out = ['<g class="faults">']
+    for w in faults:
+        x0, x1 = x(w.start_s), x(max(w.stop_s, w.start_s))
+        x0, x1 = max(x0, frame.left), min(max(x1, x0 + 1.5), frame.right_x)
+        title = (f"{w.label}: {w.start_s:.2f} s to "
+                 + (f"{w.stop_s:.2f} s" if w.stop_index is not None else "end (never stopped)")
+                 + (f" — {w.detail}" if w.detail else ""))
+        out.append(f'<rect class="band f-{esc(w.fault)}" x="{r1(x0)}" y="{r1(frame.top)}" '
+                   f'width="{r1(x1 - x0)}" height="{r1(frame.plot_h)}"><title>{esc(title)}</title></rect>')
+        if not labels:
+            continue
+        text = w.label
+        est = 7.0 * len(text)
+        for row in range(LABEL_ROWS):
+            if x0 > row_end[row] + 8:
+                y = frame.top - 4 - (LABEL_ROWS - 1 - row) * LABEL_ROW_H
+                out.append(f'<text class="band-label f-{esc(w.fault)}" x="{r1(x0)}" y="{r1(y)}">'
+                           f'{esc(text)}<title>{esc(title)}</title></text>')
+                row_end[row] = x0 + est
+                break
+    out.append("</g>")
+    frame.add("".join(out))
+
+
+def timeline(summary: HistorySummary, markers: list[tuple[float, str, int]]) -> str:
+    """Every sampled client operation: completion time against latency, coloured ok / fail / info."""
+    frame = Frame(WIDTH, 330, top=TOP, label="Timeline of operations: latency by completion time")
+    x = _x_scale(frame, summary.duration_s)
+    lats = [p.latency_s for p in summary.points if p.latency_s > 0]
+    lo = min(lats) if lats else 1e-4
+    hi = max(lats) if lats else 1.0
+    y = Log(lo * 0.8, hi * 1.25, frame.bottom_y, frame.top)
+    fault_bands(frame, x, summary.faults)
+    frame.y_axis(y, fmt_seconds, title="latency")
+    frame.x_axis(x, title="seconds since start")
+    paths: dict[tuple[str, str], list[str]] = {}
+    titled: list[str] = []
+    for p in summary.points:
+        px, py = r1(x(p.t_s)), r1(y(max(p.latency_s, lo)))
+        if p.type != "ok" and len(titled) < MAX_TITLED_POINTS:
+            tip = f"#{p.index} {p.f} {p.type}" + (f" ({p.error})" if p.error else "") + \
+                  f", process {p.process}, {p.t_s:.3f} s, latency {fmt_seconds(p.latency_s)}"
+            titled.append(f'<a href="#h-{p.index}"><circle class="pt {esc(p.type)}" cx="{px}" cy="{py}" r="2.6">'
+                          f'<title>{esc(tip)}</title></circle></a>')
+            continue
+        shape = "sq" if p.f == "poll" else "rd"
+        paths.setdefault((p.type, shape), []).append(f"M{px} {py}h0")
+    clip = f' clip-path="url(#{frame.clip_id()})"'
+    body = [f'<g class="points"{clip}>']
+    for (typ, shape), segs in sorted(paths.items(), key=lambda kv: {"ok": 0, "info": 1, "fail": 2}.get(kv[0][0], 3)):
+        body.append(f'<path class="dots {esc(typ)} {shape}" d="{"".join(segs)}"/>')
+    body.extend(titled)
+    body.append("</g>")
+    frame.add("".join(body))
+    if markers:
+        mk = ['<g class="markers">']
+        for t, kind, n in markers[:150]:
+            mx = r1(x(t))
+            mk.append(f'<a href="#ex-{esc(kind)}-{n}"><line class="marker" x1="{mx}" y1="{r1(frame.top)}" '
+                      f'x2="{mx}" y2="{r1(frame.bottom_y)}"/><path class="marker-head" '
+                      f'd="M{mx} {r1(frame.top + 7)}l-4 -7h8z"><title>{esc(kind)} example {n + 1} at '
+                      f'{t:.3f} s</title></path></a>')
+        mk.append("</g>")
+        frame.add("".join(mk))
+    return frame.render()
+
+
+def throughput(summary: HistorySummary) -> str:
+    """Completions per second in each time bucket, stacked ok / info / fail."""
+    frame = Frame(WIDTH, 230, top=TOP, label="Throughput: completed operations per second")
+    x = _x_scale(frame, summary.duration_s)
+    nb, bs = summary.nbuckets, summary.bucket_s
+    stacks = {typ: [0] * nb for typ in ("ok", "info", "fail")}
+    for per_type in summary.counts.values():
+        for typ, c in per_type.items():
+            if typ in stacks:
+                s = stacks[typ]
+                for i, v in enumerate(c):
+                    s[i] += v
+    totals = [sum(stacks[t][i] for t in stacks) / bs for i in range(nb)]
+    top = max(totals) if totals else 1
+    y = Linear(0, max(top * 1.1, 1), frame.bottom_y, frame.top)
+    fault_bands(frame, x, summary.faults)
+    frame.y_axis(y, fmt_count, title="ops/s")
+    frame.x_axis(x, title="seconds since start")
+    base = [0.0] * nb
+    out = ['<g class="stack">']
+    for typ in ("ok", "info", "fail"):
+        upper = [base[i] + stacks[typ][i] / bs for i in range(nb)]
+        if not any(stacks[typ]):
+            continue
+        d = []
+        for i in range(nb):
+            x0, x1 = x(i * bs), x(min((i + 1) * bs, summary.duration_s if i == nb - 1 else (i + 1) * bs))
+            d.append(f"{'M' if i == 0 else 'L'}{r1(x0)} {r1(y(upper[i]))}L{r1(x1)} {r1(y(upper[i]))}")
+        for i in range(nb - 1, -1, -1):
+            x0, x1 = x(i * bs), x(min((i + 1) * bs, summary.duration_s if i == nb - 1 else (i + 1) * bs))
+            d.append(f"L{r1(x1)} {r1(y(base[i]))}L{r1(x0)} {r1(y(base[i]))}")
+        out.append(f'<path class="area {typ}" d="{"".join(d)}Z"><title>{typ} completions per second'
+                   f'</title></path>')
+        base = upper
+    out.append("</g>")
+    frame.add("".join(out))
+    return frame.render()
+
+
+def latency(summary: HistorySummary, f: str) -> str:
+    """p50 / p95 / p99 latency of one operation kind per time bucket (log scale)."""
+    frame = Frame(WIDTH, 210, top=TOP, label=f"Latency of {f}: p50, p95, p99")
+    x = _x_scale(frame, summary.duration_s)
+    series = summary.latency.get(f, [])
+    vals = [v for q in series if q for v in q if v > 0]
+    lo, hi = (min(vals), max(vals)) if vals else (1e-4, 1.0)
+    y = Log(lo * 0.8, hi * 1.25, frame.bottom_y, frame.top)
+    fault_bands(frame, x, summary.faults)
+    frame.y_axis(y, fmt_seconds, title=f"{f} latency")
+    frame.x_axis(x, title="seconds since start")
+    bs = summary.bucket_s
+    out = [f'<g class="lines" clip-path="url(#{frame.clip_id()})">']
+    for qi, name in ((2, "p99"), (1, "p95"), (0, "p50")):
+        pts = [None if q is None else (x(min((i + 0.5) * bs, summary.duration_s)), y(max(q[qi], lo)))
+               for i, q in enumerate(series)]
+        lone = [p for i, p in enumerate(pts) if p is not None
+                and (i == 0 or pts[i - 1] is None) and (i == len(pts) - 1 or pts[i + 1] is None)]
+        out.append(f'<path class="q {name}" d="{polyline_path(pts)}"><title>{esc(f)} {name}</title></path>')
+        for px, py in lone:  # a bucket with no neighbours still shows up
+            out.append(f'<circle class="q {name}" cx="{r1(px)}" cy="{r1(py)}" r="1.8"/>')
+    out.append("</g>")
+    frame.add("".join(out))
+    return frame.render()
+
+
+def partition_state(pe: PartitionEvents, nodes: list[str], faults: list[FaultWindow], duration_s: float,
+                    node_class: dict[str, str]) -> str:
+    """Leader (with epoch) and ISR membership lanes, truncations, and each replica's HW over time."""
+    lane_h = 16
+    lanes = ["leader"] + nodes
+    hw_h = 130
+    lanes_top = TOP
+    lanes_bottom = lanes_top + lane_h * len(lanes) + 6
+    height = lanes_bottom + hw_h + 44
+    end_s = max([duration_s] + [t for t, *_ in pe.leaders] + [t for t, *_ in pe.isr]
+                + [t for t, *_ in pe.truncations] + [s[-1][0] for s in pe.hw.values() if s])
+    frame = Frame(WIDTH, height, top=lanes_top, label=f"Partition {pe.partition}: leadership, ISR and HW")
+    x = _x_scale(frame, end_s)
+    fault_bands(frame, x, faults)
+    out = ['<g class="lanes">']
+    for i, name in enumerate(lanes):
+        ly = lanes_top + i * lane_h
+        out.append(f'<text class="lane-name" x="{r1(frame.left - 6)}" y="{r1(ly + 12)}" text-anchor="end">'
+                   f'{esc("leader" if name == "leader" else name + " in ISR")}</text>')
+        out.append(f'<line class="lane-sep" x1="{frame.left}" y1="{r1(ly + lane_h)}" x2="{frame.right_x}" '
+                   f'y2="{r1(ly + lane_h)}"/>')
+    # leader segments
+    for k, (t, leader, epoch, _isr) in enumerate(pe.leaders):
+        t_end = pe.leaders[k + 1][0] if k + 1 < len(pe.leaders) else end_s
+        x0, x1 = x(t), x(t_end)
+        cls = node_class.get(str(leader), "nx") if leader is not None else "none"
+        label = f"{leader} e{epoch}" if leader is not None else f"none e{epoch}"
+        title = f"partition {pe.partition}: leader {leader}, epoch {epoch}, from {t:.3f} s"
+        out.append(f'<rect class="seg {cls}" x="{r1(x0)}" y="{r1(lanes_top + 2)}" width="{r1(max(x1 - x0, 1))}" '
+                   f'height="{lane_h - 4}"><title>{esc(title)}</title></rect>')
+        if x1 - x0 > 6.5 * len(label) + 4:
+            out.append(f'<text class="seg-label" x="{r1(x0 + 3)}" y="{r1(lanes_top + 12)}">{esc(label)}</text>')
+    # ISR membership per node: from ISR changes, else from the ISR carried by leader changes
+    isr_series = sorted([(t, isr) for t, isr, _v in pe.isr] + [(t, isr) for t, _l, _e, isr in pe.leaders if isr],
+                        key=lambda item: item[0])
+    for n_i, node in enumerate(nodes):
+        ly = lanes_top + (n_i + 1) * lane_h
+        for k, (t, isr) in enumerate(isr_series):
+            if node not in [str(m) for m in isr]:
+                continue
+            t_end = isr_series[k + 1][0] if k + 1 < len(isr_series) else end_s
+            out.append(f'<rect class="seg {node_class.get(node, "nx")} isr" x="{r1(x(t))}" y="{r1(ly + 4)}" '
+                       f'width="{r1(max(x(t_end) - x(t), 1))}" height="{lane_h - 8}"><title>'
+                       f'{esc(f"{node} in ISR {sorted(map(str, isr))} from {t:.3f} s")}</title></rect>')
+        for t, who, frm, to, why in pe.truncations:
+            if who != node:
+                continue
+            tx = r1(x(t))
+            out.append(f'<path class="trunc" d="M{tx} {r1(ly + lane_h - 2)}l-5 -10h10z"><title>'
+                       f'{esc(f"{node} truncated partition {pe.partition} from {frm} to {to} ({why}) at {t:.3f} s")}'
+                       f'</title></path>')
+    out.append("</g>")
+    frame.add("".join(out))
+    # HW per replica
+    hw_top, hw_bottom = lanes_bottom + 8, lanes_bottom + 8 + hw_h
+    hws = [v for s in pe.hw.values() for _t, v in s]
+    hy = Linear(min(hws, default=0), max(max(hws, default=1), 1), hw_bottom, hw_top)
+    sub = Frame(WIDTH, height, top=hw_top, bottom=height - hw_bottom)
+    sub.y_axis(hy, fmt_count, title="HW", target=4)
+    sub.x_axis(x, title="seconds since start")
+    frame.parts.extend(sub.parts)
+    lines = ['<g class="hw">']
+    for node, series in sorted(pe.hw.items()):
+        d = []
+        prev_y = None
+        for t, v in series:
+            px, py = x(t), hy(v)
+            if prev_y is None:
+                d.append(f"M{r1(px)} {r1(py)}")
+            else:
+                d.append(f"H{r1(px)}V{r1(py)}")
+            prev_y = py
+        if series:
+            d.append(f"H{r1(x(end_s))}")
+        lines.append(f'<path class="hwline {node_class.get(node, "nx")}" d="{"".join(d)}"><title>{esc(node)} HW'
+                     f'</title></path>')
+    lines.append("</g>")
+    frame.add("".join(lines))
+    return frame.render()
+
+
+def node_classes(nodes: list[str]) -> dict[str, str]:
+    """A colour class per node, brokers first (so n1, n2, n3 get the first colours), the controller last."""
+    ordered = [n for n in nodes if n != "controller"] + [n for n in nodes if n == "controller"]
+    return {n: f"n{i % 8}" for i, n in enumerate(ordered)}
+
+
+def legend_items(faults: list[FaultWindow]) -> list[str]:
+    return sorted({w.fault for w in faults})
+

@@ -1,0 +1,59 @@
+"""A run's configuration in a few words (for the report header and the results index) and in full.
+
+test.json's `config` is whatever the harness recorded, nested; the report flattens it to dotted keys.
+The summary picks the settings that decide a run's outcome when they are present (truncation mode, acks,
+min ISR, unclean election, faults, sizes), so it works for any config shape without knowing it.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from reports.jsonfast import dumps_compact
+
+KEY_SETTINGS = (
+    "truncation", "acks", "min_insync_replicas", "min.insync.replicas", "unclean_leader_election",
+    "unclean.leader.election.enable", "replication_factor", "partitions", "nodes", "workers", "concurrency",
+    "faults", "duration_s", "time_limit_s", "time_limit", "flush", "power_loss", "backend", "workload",
+)
+
+
+def flatten(config: Any, prefix: str = "") -> list[tuple[str, Any]]:
+    """Nested dicts as (dotted.key, leaf value) pairs, in the config's own order."""
+    if not isinstance(config, dict):
+        return [(prefix or "config", config)]
+    out: list[tuple[str, Any]] = []
+    for k, v in config.items():
+        key = f"{prefix}.{k}" if prefix else str(k)
+        if isinstance(v, dict) and v:
+            out.extend(flatten(v, key))
+        else:
+            out.append((key, v))
+    return out
+
+
+def show(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list) and all(isinstance(x, (str, int, float)) and not isinstance(x, bool) for x in value):
+        return ", ".join(str(x) for x in value) if len(value) <= 8 else f"{len(value)} items"
+    if isinstance(value, (int, float)) or value is None:
+        return "null" if value is None else str(value)
+    return dumps_compact(value)
+
+
+def summary(config: Any, limit: int = 8) -> list[tuple[str, str]]:
+    """The settings that matter most, as (short name, text); the first scalars when none is known."""
+    flat = flatten(config) if isinstance(config, dict) else []
+    picked: list[tuple[str, str]] = []
+    seen: set[str] = set()
+    for name in KEY_SETTINGS:
+        for key, value in flat:
+            leaf = key.rsplit(".", 1)[-1]
+            if leaf == name and leaf not in seen:
+                seen.add(leaf)
+                picked.append((leaf, show(value)))
+    if not picked:
+        picked = [(k, show(v)) for k, v in flat if not isinstance(v, (dict, list))][:limit]
+    return picked[:limit]

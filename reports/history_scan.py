@@ -1,0 +1,280 @@
+"""One streaming pass over history.jsonl: time buckets, latencies, a sample of operations, fault windows.
+
+The report never holds the whole history. It reads the file once, line by line, and keeps
+- per time bucket and operation kind, the number of ok / fail / info completions (throughput);
+- per time bucket and operation kind, every latency, to take exact p50 / p95 / p99 at the end;
+- a bounded sample of completed operations for the timeline (a few ok per bucket, more fail / info);
+- the nemesis fault windows (start completion to stop completion with the same id);
+- the `final-state` operations;
+- the history lines that anomaly examples refer to, with a little context and the matching
+  invoke / completion, so the report can show and link them.
+The bucket width is chosen from the history's last timestamp (read from the file's tail first).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness import runformat
+from harness.runformat import FormatError
+from reports.jsonfast import DecodeError, loads
+
+NICE_BUCKETS_S = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 1800, 3600)
+MAX_BUCKETS = 240
+QUANTILES = (0.5, 0.95, 0.99)
+
+
+@dataclass
+class FaultWindow:
+    id: Any
+    fault: str
+    targets: list[str]
+    start_s: float
+    stop_s: float
+    start_index: int
+    stop_index: int | None  # None: the history ended with the fault still active
+    detail: str = ""
+
+    @property
+    def label(self) -> str:
+        targets = ",".join(str(t) for t in self.targets)
+        return f"{self.fault} {targets}".strip()
+
+
+@dataclass
+class SamplePoint:
+    t_s: float
+    latency_s: float
+    type: str
+    f: str
+    index: int
+    process: Any
+    error: str | None
+
+
+@dataclass
+class HistorySummary:
+    lines: int = 0
+    torn_lines: list[int] = field(default_factory=list)
+    duration_s: float = 0.0
+    bucket_s: float = 1.0
+    nbuckets: int = 1
+    # f -> type -> per-bucket completion counts
+    counts: dict[str, dict[str, list[int]]] = field(default_factory=dict)
+    totals: dict[str, dict[str, int]] = field(default_factory=dict)
+    # f -> per-bucket (p50, p95, p99) in seconds, or None for an empty bucket
+    latency: dict[str, list[tuple[float, float, float] | None]] = field(default_factory=dict)
+    latency_overall: dict[str, tuple[float, float, float]] = field(default_factory=dict)
+    points: list[SamplePoint] = field(default_factory=list)
+    sampled_from: int = 0  # completions the sample was drawn from
+    faults: list[FaultWindow] = field(default_factory=list)
+    nemesis_ops: list[dict[str, Any]] = field(default_factory=list)
+    final_states: list[dict[str, Any]] = field(default_factory=list)
+    excerpt: dict[int, dict[str, Any]] = field(default_factory=dict)
+    op_times: dict[int, float] = field(default_factory=dict)  # index -> seconds, for wanted indexes
+    unfinished: int = 0  # client invokes with no completion
+
+
+def _tail_time_ns(path: Path) -> int:
+    """The `time` of the last parseable line, read from the end of the file."""
+    size = path.stat().st_size
+    with path.open("rb") as fh:
+        chunk = 1 << 16
+        while True:
+            start = max(0, size - chunk)
+            fh.seek(start)
+            data = fh.read(size - start)
+            lines = data.split(b"\n")
+            if start > 0:
+                lines = lines[1:]  # possibly cut in half
+            for raw in reversed(lines):
+                if not raw.strip():
+                    continue
+                try:
+                    obj = loads(raw)
+                except DecodeError:
+                    continue
+                if isinstance(obj, dict) and isinstance(obj.get("time"), int):
+                    return obj["time"]
+            if start == 0 or chunk > (1 << 24):
+                return 0
+            chunk *= 8
+
+
+def choose_bucket_s(duration_s: float) -> float:
+    for b in NICE_BUCKETS_S:
+        if duration_s / b <= MAX_BUCKETS:
+            return b
+    return NICE_BUCKETS_S[-1] * max(1, round(duration_s / MAX_BUCKETS / NICE_BUCKETS_S[-1]))
+
+
+def _missing_field(op: Any, path: Path, line_no: int) -> FormatError:
+    if not isinstance(op, dict):
+        return FormatError(path, line_no, "expected a JSON object")
+    for name, kind in (("index", int), ("time", int), ("process", (int, str)), ("type", str), ("f", str)):
+        if name not in op:
+            return FormatError(path, line_no, f"missing field '{name}'")
+        if not isinstance(op[name], kind) or isinstance(op[name], bool):
+            return FormatError(path, line_no, f"field '{name}' has the wrong type: {op[name]!r}")
+    if op["type"] not in runformat.OP_TYPES:
+        return FormatError(path, line_no, f"field 'type' must be one of {', '.join(runformat.OP_TYPES)}, "
+                                          f"got {op['type']!r}")
+    return FormatError(path, line_no, "malformed operation")
+
+
+def _percentiles(values: list[int]) -> tuple[float, float, float]:
+    values.sort()
+    n = len(values) - 1
+    return tuple(values[int(round(q * n))] / 1e9 for q in QUANTILES)  # type: ignore[return-value]
+
+
+def scan_history(path: Path, *, wanted: set[int] | frozenset[int] = frozenset(), context: int = 2,
+                 max_points: int = 6000) -> HistorySummary:
+    """Read history.jsonl once and summarise it (see the module docstring)."""
+    path = Path(path)
+    if not path.exists():
+        raise FormatError(path, None, "file is missing")
+    summary = HistorySummary()
+    end_ns = _tail_time_ns(path)
+    summary.duration_s = end_ns / 1e9
+    bucket_s = choose_bucket_s(summary.duration_s)
+    bucket_ns = int(bucket_s * 1e9)
+    nb = max(1, end_ns // bucket_ns + 1)
+    summary.bucket_s, summary.nbuckets = bucket_s, nb
+    last_b = nb - 1
+
+    want = set()
+    for i in wanted:
+        want.update(range(i - context, i + context + 1))
+    excerpt = summary.excerpt
+    want_completion: set[Any] = set()
+
+    counts: dict[tuple[str, str], list[int]] = {}
+    lats: dict[str, list[list[int]]] = {}
+    ok_quota = max(2, int(max_points * 0.7) // nb)
+    bad_quota = max(4, int(max_points * 0.5) // nb)
+    ok_taken = [0] * nb
+    bad_taken = [0] * nb
+    points = summary.points
+    pending: dict[Any, dict[str, Any]] = {}
+    open_faults: dict[Any, dict[str, Any]] = {}
+    faults = summary.faults
+    completions = 0
+    line_no = 0
+
+    with path.open("rb") as fh:
+        for raw in fh:
+            line_no += 1
+            try:
+                op = loads(raw)
+                idx = op["index"]
+                t = op["time"]
+                process = op["process"]
+                typ = op["type"]
+                f = op["f"]
+                b = t // bucket_ns
+            except DecodeError as exc:
+                if not raw.endswith(b"\n"):  # the torn tail of a crashed writer
+                    summary.torn_lines.append(line_no)
+                    continue
+                if not raw.strip():
+                    continue
+                raise FormatError(path, line_no, f"not valid JSON ({exc})") from None
+            except (KeyError, TypeError):
+                raise _missing_field(op, path, line_no) from None
+            if b > last_b:
+                b = last_b
+            elif b < 0:
+                b = 0
+            if idx in want:
+                excerpt[idx] = op
+                summary.op_times[idx] = t / 1e9
+                if typ == "invoke":
+                    want_completion.add(process)
+                else:
+                    inv = pending.get(process)
+                    if inv is not None:
+                        excerpt[inv["index"]] = inv
+            if process.__class__ is int:
+                if typ == "invoke":
+                    pending[process] = op
+                    continue
+                inv = pending.pop(process, None)
+                if want_completion and process in want_completion:
+                    want_completion.discard(process)
+                    excerpt[idx] = op
+                    summary.op_times[idx] = t / 1e9
+                key = (f, typ)
+                c = counts.get(key)
+                if c is None:
+                    c = counts[key] = [0] * nb
+                    if typ not in runformat.COMPLETIONS:
+                        raise _missing_field(op, path, line_no)
+                c[b] += 1
+                completions += 1
+                if inv is None:
+                    continue
+                lat = t - inv["time"]
+                lf = lats.get(f)
+                if lf is None:
+                    lf = lats[f] = [[] for _ in range(nb)]
+                lf[b].append(lat)
+                if typ == "ok":
+                    if ok_taken[b] < ok_quota:
+                        ok_taken[b] += 1
+                        points.append(SamplePoint(t / 1e9, lat / 1e9, typ, f, idx, process, None))
+                elif bad_taken[b] < bad_quota:
+                    bad_taken[b] += 1
+                    points.append(SamplePoint(t / 1e9, lat / 1e9, typ, f, idx, process, op.get("error")))
+            elif process == runformat.NEMESIS_PROCESS:
+                _nemesis(op, summary, open_faults, faults)
+            elif process == runformat.HARNESS_PROCESS:
+                if f == runformat.FINAL_STATE_F and isinstance(op.get("value"), dict):
+                    summary.final_states.append(op["value"])
+            elif not isinstance(process, (int, str)) or isinstance(process, bool):
+                raise _missing_field(op, path, line_no)
+
+    summary.lines = line_no - len(summary.torn_lines)
+    summary.unfinished = len(pending)
+    summary.sampled_from = completions
+    for wid, o in open_faults.items():  # a fault never stopped: shade it to the end of the history
+        faults.append(FaultWindow(wid, o["fault"], o["targets"], o["t"], summary.duration_s, o["index"], None,
+                                  o["detail"]))
+    faults.sort(key=lambda w: (w.start_s, str(w.id)))
+    for (f, typ), c in counts.items():
+        summary.counts.setdefault(f, {})[typ] = c
+        summary.totals.setdefault(f, {})[typ] = sum(c)
+    for f, per_bucket in lats.items():
+        everything: list[int] = []
+        series: list[tuple[float, float, float] | None] = []
+        for values in per_bucket:
+            if values:
+                everything.extend(values)
+                series.append(_percentiles(values))
+            else:
+                series.append(None)
+        summary.latency[f] = series
+        if everything:
+            summary.latency_overall[f] = _percentiles(everything)
+    return summary
+
+
+def _nemesis(op: dict[str, Any], summary: HistorySummary, open_faults: dict, faults: list) -> None:
+    value = op.get("value") if isinstance(op.get("value"), dict) else {}
+    summary.nemesis_ops.append(op)
+    if op["type"] == "invoke":
+        return
+    phase, wid = value.get("phase"), value.get("id")
+    targets = value.get("targets") or []
+    if not isinstance(targets, list):
+        targets = [targets]
+    t_s = op["time"] / 1e9
+    if phase == "start":
+        open_faults[wid] = {"t": t_s, "index": op["index"], "fault": str(value.get("fault", op["f"])),
+                            "targets": [str(x) for x in targets], "detail": str(value.get("detail", ""))}
+    elif phase == "stop":
+        o = open_faults.pop(wid, None)
+        if o is not None:
+            faults.append(FaultWindow(wid, o["fault"], o["targets"], o["t"], t_s, o["index"], op["index"],
+                                      o["detail"]))

@@ -1,0 +1,209 @@
+"""Render a run's report.html: load the run, draw the charts, fill the Jinja2 template (autoescaped).
+
+`write_report(run_dir)` is what the harness calls after each run and what `highwater report` runs. The
+page is self-contained: the stylesheet, the script and every chart are inline, nothing is fetched. Values
+from the run reach the page only through autoescaped template variables or `reports.svg.esc`.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import os
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Environment, FileSystemLoader, StrictUndefined
+from markupsafe import Markup
+
+from harness import runformat
+from reports import charts
+from reports.anomalies import anomaly_kinds, example_times, referenced_indexes
+from reports.config_summary import flatten, show, summary
+from reports.jsonfast import dumps_compact
+from reports.load import Run, load_run
+from reports.svg import fmt_count, fmt_seconds
+
+TEMPLATES = Path(__file__).parent / "templates"
+LATENCY_ORDER = ("send", "poll", "final-read")
+
+
+def environment() -> Environment:
+    env = Environment(loader=FileSystemLoader(str(TEMPLATES)), autoescape=True, undefined=StrictUndefined,
+                      trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=False)
+    env.filters["secs"] = lambda v: fmt_seconds(v) if isinstance(v, (int, float)) else "—"
+    env.filters["num"] = lambda v: f"{v:,}".replace(",", "\u202f") if isinstance(v, int) else v
+    env.filters["count"] = fmt_count
+    env.filters["json"] = dumps_compact
+    env.filters["show"] = show
+    env.filters["bytes"] = human_bytes
+    return env
+
+
+def asset(name: str) -> Markup:
+    """A stylesheet or script shipped with the templates, inlined as is (it is ours, not run data)."""
+    return Markup((TEMPLATES / name).read_text())
+
+
+def human_bytes(n: int) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1024 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n} B"
+
+
+def started_at(test: dict[str, Any]) -> str:
+    ns = test.get("start_wall_ns")
+    if isinstance(ns, int) and not isinstance(ns, bool):
+        return _dt.datetime.fromtimestamp(ns / 1e9, tz=_dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    ts = test.get("timestamp")
+    return str(ts) if ts else "unknown"
+
+
+def verdict_line(run: Run) -> str:
+    v = run.verdict
+    if run.results is None:
+        return "Not checked: there is no results.json for this run."
+    anomalies = run.results.get("anomalies") or {}
+    failing = [(k, b.get("count", 0)) for k, b in anomalies.items()
+               if isinstance(b, dict) and b.get("fails_run", True) and (b.get("count") or 0) > 0]
+    if v == "invalid":
+        total = sum(c for _k, c in failing)
+        return (f"{total:,} anomal{'y' if total == 1 else 'ies'} of {len(failing)} kind"
+                f"{'' if len(failing) == 1 else 's'} that fail the run.")
+    if v == "unknown":
+        unseen = (run.results.get("unseen") or {}).get("count", 0)
+        parts = run.results.get("unseen", {}).get("partitions") or []
+        return (f"No anomalies found, but {unseen:,} acknowledged write(s) could not be checked"
+                + (f" (partitions {', '.join(map(str, parts))} did not recover)." if parts else "."))
+    return "No anomalies found: every acknowledged write is in every replica's final log."
+
+
+def excerpt_rows(run: Run) -> list[dict[str, Any]]:
+    """The history lines the examples refer to (with context), in order, with gap markers between runs."""
+    referenced = set(referenced_indexes(run.results))
+    rows: list[dict[str, Any]] = []
+    prev = None
+    for idx in sorted(run.history.excerpt):
+        op = run.history.excerpt[idx]
+        if prev is not None and idx > prev + 1:
+            rows.append({"gap": idx - prev - 1})
+        prev = idx
+        value = op.get("value")
+        rows.append({"gap": 0, "index": idx, "time": op.get("time", 0) / 1e9, "process": op.get("process"),
+                     "type": op.get("type"), "f": op.get("f"),
+                     "value": dumps_compact(value) if value is not None else "",
+                     "error": op.get("error") or "", "referenced": idx in referenced})
+    return rows
+
+
+def results_root_of(run_dir: Path) -> Path | None:
+    """The results directory a run sits in (<root>/<test>/<timestamp>), when it looks like one."""
+    root = Path(run_dir).resolve().parent.parent
+    if (root / "index.html").exists() or (root / "latest").exists() or root.name == "results":
+        return root
+    return None
+
+
+def partition_rows(final_states: list, checked: list) -> list[dict[str, Any]]:
+    """One row per partition: the harness's final state joined with the checker's per-partition counts."""
+    rows: dict[Any, dict[str, Any]] = {}
+    for src in (final_states, checked):
+        for item in src if isinstance(src, list) else []:
+            if isinstance(item, dict) and "partition" in item:
+                rows.setdefault(item["partition"], {}).update(item)
+    keys = ("partition", "recovered", "hw", "leader", "epoch", "isr", "acked", "committed")
+    return [{k: r.get(k, "") for k in keys} for _p, r in sorted(rows.items(), key=lambda kv: str(kv[0]).zfill(9))]
+
+
+def partition_nodes(pe, nodes: list[str]) -> list[str]:
+    """The nodes that hold a replica of this partition according to its events (else every broker)."""
+    seen = set(pe.hw) | {t[1] for t in pe.truncations}
+    for _t, isr, _v in pe.isr:
+        seen.update(map(str, isr))
+    for _t, leader, _e, isr in pe.leaders:
+        seen.update(map(str, isr))
+        if leader is not None:
+            seen.add(str(leader))
+    picked = [n for n in nodes if n in seen]
+    return picked or [n for n in nodes if n != "controller"]
+
+
+def context(run: Run) -> dict[str, Any]:
+    h = run.history
+    test = run.test
+    nodes = sorted({n for p in run.partitions for n in p.nodes} | set(run.broker.nodes)
+                   | set(((test.get("cluster") or {}).get("nodes") or {}).keys()))
+    node_class = charts.node_classes(nodes)
+    markers = example_times(run.results, h.op_times)
+    latency_fs = [f for f in LATENCY_ORDER if f in h.latency] + sorted(
+        f for f in h.latency if f not in LATENCY_ORDER and f != "assign")
+    anchors = {(pv.partition, row.offset) for pv in run.partitions for row in pv.rows
+               if getattr(row, "anchor", False)}
+    kinds = anomaly_kinds(run.results, anchors)
+    totals_rows = []
+    for f in sorted(h.totals, key=lambda f: (LATENCY_ORDER + ("assign",)).index(f)
+                    if f in LATENCY_ORDER + ("assign",) else 9):
+        t = h.totals[f]
+        totals_rows.append({"f": f, "ok": t.get("ok", 0), "fail": t.get("fail", 0), "info": t.get("info", 0),
+                            "lat": h.latency_overall.get(f)})
+    final_states = h.final_states or list((run.final or {}).get("partitions") or [])
+    index_link = None
+    root = results_root_of(run.run_dir)
+    if root is not None:
+        index_link = os.path.relpath(root / "index.html", run.run_dir.resolve()).replace(os.sep, "/")
+    cluster_nodes = ((test.get("cluster") or {}).get("nodes") or {})
+    return {
+        "test": test,
+        "name": str(test.get("name") or run.run_dir.name),
+        "run_id": str(test.get("run_id") or run.run_dir.name),
+        "started": started_at(test),
+        "seed": test.get("seed", "unknown"),
+        "verdict": run.verdict,
+        "verdict_line": verdict_line(run),
+        "results": run.results or {},
+        "checked": run.results is not None,
+        "kinds": kinds,
+        "failing": [k for k in kinds if k.count > 0],
+        "config_summary": summary(test.get("config") or {}),
+        "config_flat": [(k, show(v)) for k, v in flatten(test.get("config") or {})] if test.get("config") else [],
+        "versions": test.get("versions") or {},
+        "backend": (test.get("cluster") or {}).get("backend", "unknown"),
+        "cluster_nodes": cluster_nodes if isinstance(cluster_nodes, dict) else {},
+        "notes": run.notes,
+        "h": h,
+        "totals_rows": totals_rows,
+        "timeline_svg": Markup(charts.timeline(h, markers)),
+        "throughput_svg": Markup(charts.throughput(h)),
+        "latency_svgs": [(f, Markup(charts.latency(h, f))) for f in latency_fs],
+        "fault_kinds": charts.legend_items(h.faults),
+        "markers": len(markers),
+        "partitions": run.partitions,
+        "node_class": node_class,
+        "partition_rows": partition_rows(final_states, (run.results or {}).get("partitions") or []),
+        "broker": run.broker,
+        "replication": [(p, Markup(charts.partition_state(pe, partition_nodes(pe, nodes), h.faults, h.duration_s,
+                                                          node_class)))
+                        for p, pe in run.broker.partitions.items()],
+        "excerpt": excerpt_rows(run),
+        "files": run.files,
+        "index_link": index_link,
+        "css": asset("report.css"),
+        "js": asset("report.js"),
+        "generated": _dt.datetime.now(tz=_dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"),
+    }
+
+
+def render_report(run: Run) -> str:
+    return environment().get_template("report.html.j2").render(**context(run))
+
+
+def write_report(run_dir: Path) -> Path:
+    """Write RUN_DIR/report.html and return its path. Raises runformat.FormatError on bad input."""
+    run_dir = Path(run_dir)
+    run = load_run(run_dir)
+    html = render_report(run)
+    out = run_dir / runformat.REPORT_HTML
+    tmp = out.with_suffix(".html.tmp")
+    tmp.write_text(html, encoding="utf-8")
+    tmp.replace(out)
+    return out
