@@ -182,8 +182,15 @@ class LocalCluster:
     def kill(self, broker_id: int) -> None:
         self.brokers[broker_id].kill()
 
+    def signal(self, broker_id: int, sig: int) -> None:
+        node = self.brokers[broker_id]
+        if node.running():
+            node.proc.send_signal(sig)
+
     def close(self) -> None:
         for node in list(self.brokers.values()):
+            if node.running():
+                node.proc.send_signal(signal.SIGCONT)   # a stopped process cannot be reaped otherwise
             node.kill()
         if self.controller is not None:
             self.controller.kill()
@@ -197,3 +204,15 @@ class LocalCluster:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def wait_until(predicate, timeout_s: float, what: str, interval_s: float = 0.05):
+    """Poll `predicate()` until it returns something truthy (returned) or raise TimeoutError naming `what`."""
+    deadline = time.monotonic() + timeout_s
+    last = None
+    while time.monotonic() < deadline:
+        last = predicate()
+        if last:
+            return last
+        time.sleep(interval_s)
+    raise TimeoutError(f"timed out after {timeout_s:.1f}s waiting for {what} (last: {last!r})")
