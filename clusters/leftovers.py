@@ -4,7 +4,8 @@ A run is dead when its registry entry's owner process is gone (pid absent, or th
 process with another start time). For a dead run we stop its recorded processes (only if pid AND start
 time still match, so a reused pid is never hit), plus any process whose command line names a config file
 under the run's `nodes/` directory; remove its firewall chain or table; and delete its registry entry.
-Highwater firewall chains/tables that no live run owns are removed too, as are unreadable registry files.
+Highwater firewall chains/tables that no live run owns (in this registry or the default one) are removed
+too, as are unreadable registry files.
 """
 from __future__ import annotations
 
@@ -78,6 +79,11 @@ def find(registry: Registry) -> list[Leftover]:
                                 pid=pid, start_time=start, run_id=e.run_id))
         out.append(Leftover(f"registry entry {e.run_id} (owner pid {e.owner_pid} is gone; "
                             f"addresses {e.prefix}.x)", "registry", run_id=e.run_id))
+    # a firewall object of a live run registered elsewhere (the default registry, when cleaning another
+    # one) is not a leftover either
+    default = Registry()
+    if default.dir.resolve() != registry.dir.resolve():
+        live_firewalls.update(local_firewall.short_id(e.run_id) for e in default.entries() if e.owner_alive())
     for obj in local_firewall.find_leftovers():
         name = obj.get("chain") or obj.get("table")
         if name.split("-")[-1].split("_")[-1] in live_firewalls:
