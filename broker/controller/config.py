@@ -2,7 +2,7 @@
 
 Keys: host, port (0 = any free port; READY shows the real one), data_dir, log_file (required);
 broker_session_timeout_ms (3000), unclean_leader_election (false), topics ([] of
-{"name", "partitions", "replication_factor"}, created once `expected_brokers` brokers have registered;
+{"name", "partitions", "replication_factor"}, created once `expected_brokers` brokers are registered and live;
 expected_brokers defaults to the largest replication factor listed), frame_read_timeout_ms (10000: a
 frame whose length prefix arrived must be complete within this). Unknown keys are errors.
 `load_controller_config(path)` raises `ConfigError` with one line naming the file and the key.

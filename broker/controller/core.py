@@ -112,7 +112,7 @@ class ControllerCore:
 
     # --- internals ---------------------------------------------------------------------------------
     def _create_config_topics(self) -> None:
-        if not self._pending_topics or len(self.state.brokers) < self.config.brokers_needed:
+        if not self._pending_topics or len(self.state.live_brokers()) < self.config.brokers_needed:
             return
         results, events = self.state.create_topics(list(self._pending_topics.values()))
         self._commit(events)

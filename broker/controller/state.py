@@ -7,15 +7,18 @@ every operation returns the structured events it caused (dicts with an "event" k
 operation; `to_dict()` / `from_dict()` are the durable form (store.py writes it).
 
 Rules (Kafka's, see /tmp/client-api.md "Control plane"):
-- a broker silent for longer than the session timeout is fenced: removed from every ISR, except where it is
-  the ISR's last member; partitions it led elect the first live ISR member in replica order, or, only with
-  unclean leader election and no live ISR member, the first live replica (the ISR becomes [that replica]);
-  otherwise the leader is None;
+- a broker silent for longer than the session timeout is fenced (brokers expiring at the same check are
+  fenced together): removed from every ISR, except that an ISR never becomes empty (it keeps the
+  partition's leader as its last member); partitions it led elect the first live ISR member in replica
+  order, or, only with unclean leader election and no live ISR member, the first live replica (the ISR
+  becomes [that replica]); otherwise the leader is None;
 - every leader change (to None too) bumps leader_epoch; every partition change bumps isr_version;
 - a broker that registers again while still registered has bounced: it is fenced, then unfenced;
   a heartbeat from a fenced broker with its current epoch unfences it; unfencing elects leaders for every
   leaderless partition (same rule);
-- ALTER_ISR is conditional on the leader's leader_epoch and isr_version; stale requests are rejected.
+- ALTER_ISR is conditional on the leader's leader_epoch and isr_version; stale requests are rejected;
+- new topics place replicas round-robin over the live broker ids in ascending order (partition i gets
+  ids[i], ids[i+1], ...), with ISR = replicas and leader = the first replica.
 """
 from __future__ import annotations
 
@@ -76,6 +79,9 @@ class ControllerState:
         b = self.brokers.get(broker_id)
         return b is not None and not b.fenced
 
+    def live_brokers(self) -> list[int]:
+        return sorted(b for b in self.brokers if self.is_live(b))
+
     def partition(self, topic: str, partition: int) -> PartitionRecord | None:
         parts = self.topics.get(topic)
         if parts is None or not 0 <= partition < len(parts):
@@ -95,7 +101,7 @@ class ControllerState:
         events: list[Event] = []
         old = self.brokers.get(broker_id)
         if old is not None and not old.fenced:
-            self._fence(old, events, why="re-registered")   # the old incarnation bounced
+            self._fence([(old, "re-registered")], events)   # the old incarnation bounced
         epoch = self.next_broker_epoch
         self.next_broker_epoch += 1
         b = BrokerState(broker_id, host, port, epoch, fenced=True, last_heartbeat_ms=now_ms)
@@ -120,11 +126,11 @@ class ControllerState:
     def expire_sessions(self, now_ms: int) -> list[Event]:
         """Fence every live broker whose last heartbeat is more than the session timeout ago."""
         events: list[Event] = []
-        for bid in sorted(self.brokers):
-            b = self.brokers[bid]
-            if not b.fenced and now_ms - b.last_heartbeat_ms > self.session_timeout_ms:
-                self._fence(b, events, why=f"no heartbeat for {now_ms - b.last_heartbeat_ms} ms")
-        if events:
+        expired = [(b, f"no heartbeat for {now_ms - b.last_heartbeat_ms} ms")
+                   for _, b in sorted(self.brokers.items())
+                   if not b.fenced and now_ms - b.last_heartbeat_ms > self.session_timeout_ms]
+        if expired:
+            self._fence(expired, events)   # all at once: no transient leaders among the expired
             self._bump()
         return events
 
@@ -179,7 +185,7 @@ class ControllerState:
         """Returns [(name, error, message)] and the events. Existing identical topics are NONE."""
         results: list[tuple[str, str, str]] = []
         events: list[Event] = []
-        ids = sorted(self.brokers)
+        ids = self.live_brokers()     # placement over unfenced brokers only, as KRaft does
         for spec in specs:
             existing = self.topics.get(spec.name)
             if existing is not None:
@@ -195,14 +201,12 @@ class ControllerState:
                 continue
             if spec.replication_factor > len(ids):
                 results.append((spec.name, m.INVALID_REPLICATION_FACTOR,
-                                f"replication factor {spec.replication_factor} but {len(ids)} brokers registered"))
+                                f"replication factor {spec.replication_factor} but {len(ids)} live brokers"))
                 continue
             parts = []
             for i in range(spec.partitions):
                 replicas = [ids[(i + j) % len(ids)] for j in range(spec.replication_factor)]
-                isr = [r for r in replicas if self.is_live(r)] or list(replicas)
-                leader = next((r for r in isr if self.is_live(r)), None)
-                parts.append(PartitionRecord(spec.name, i, replicas, leader, 0, isr, 0))
+                parts.append(PartitionRecord(spec.name, i, replicas, replicas[0], 0, list(replicas), 0))
             self.topics[spec.name] = parts
             events.append({"event": "topic-created", "topic": spec.name, "partitions": spec.partitions,
                            "replication_factor": spec.replication_factor})
@@ -249,14 +253,16 @@ class ControllerState:
             events.append({"event": "leader-change", "topic": p.topic, "partition": p.partition,
                            "leader": p.leader, "epoch": p.leader_epoch, "isr": list(p.isr)})
 
-    def _fence(self, b: BrokerState, events: list[Event], *, why: str) -> None:
-        b.fenced = True
-        events.append({"event": "fenced", "broker": b.broker_id, "broker_epoch": b.epoch, "why": why})
+    def _fence(self, brokers: list[tuple[BrokerState, str]], events: list[Event]) -> None:
+        for b, why in brokers:
+            b.fenced = True
+            events.append({"event": "fenced", "broker": b.broker_id, "broker_epoch": b.epoch, "why": why})
+        gone = {b.broker_id for b, _ in brokers}
         for p in self.partitions():
-            isr = p.isr
-            if b.broker_id in isr and len(isr) > 1:
-                isr = [r for r in isr if r != b.broker_id]
-            if p.leader == b.broker_id:
+            isr = [r for r in p.isr if r not in gone]
+            if not isr:   # the ISR keeps a last member: the leader (it has every committed record)
+                isr = [p.leader] if p.leader in p.isr else p.isr[:1]
+            if p.leader in gone:
                 leader, isr = self._elect(p, isr)
                 self._change(p, events, leader=leader, isr=isr)
             else:

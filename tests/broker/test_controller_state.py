@@ -92,21 +92,21 @@ def test_election_follows_replica_order_not_broker_ids():
 def test_last_isr_member_stays_in_the_isr_and_the_partition_goes_leaderless_without_unclean_election():
     s, ep = make(topic=("t", 1, 3))
     keep_alive(s, ep, (1,), 2000)
-    s.expire_sessions(T + 1)                                # 2 and 3 fenced
-    assert part(s) == (1, 0, [1], 2)
+    s.expire_sessions(T + 1)                                # 2 and 3 fenced together
+    assert part(s) == (1, 0, [1], 1)
     events = s.expire_sessions(2000 + T + 1)                # 1 fenced: it is the last ISR member
-    assert part(s) == (None, 1, [1], 3)
+    assert part(s) == (None, 1, [1], 2)
     assert events == [
         {"event": "fenced", "broker": 1, "broker_epoch": 1, "why": f"no heartbeat for {T + 1} ms"},
         {"event": "leader-change", "topic": "t", "partition": 0, "leader": None, "epoch": 1, "isr": [1]},
     ]
     # a replica outside the ISR coming back does not become leader (clean election only) ...
     ep[3], events = s.register_broker(3, "127.0.0.1", 9003, 6000)
-    assert part(s) == (None, 1, [1], 3)
+    assert part(s) == (None, 1, [1], 2)
     assert [e["event"] for e in events] == ["registered", "unfenced"]
     # ... the last ISR member coming back does, with a new epoch
     ep[1], events = s.register_broker(1, "127.0.0.1", 9001, 6000)
-    assert part(s) == (1, 2, [1], 4)
+    assert part(s) == (1, 2, [1], 3)
     assert events[-1] == {"event": "leader-change", "topic": "t", "partition": 0, "leader": 1, "epoch": 2,
                           "isr": [1]}
 
@@ -117,9 +117,9 @@ def test_unclean_election_picks_the_first_live_replica_and_resets_the_isr_to_it(
     s.expire_sessions(T + 1)                                # ISR [1]
     ep[3], _ = s.register_broker(3, "127.0.0.1", 9003, 4000)   # back, live, not in the ISR
     events = s.expire_sessions(2000 + T + 1)                # leader 1 fenced, no live ISR member
-    assert part(s) == (3, 1, [3], 3)
+    assert part(s) == (3, 1, [3], 2)
     assert events[1:] == [
-        {"event": "isr-change", "topic": "t", "partition": 0, "isr": [3], "version": 3},
+        {"event": "isr-change", "topic": "t", "partition": 0, "isr": [3], "version": 2},
         {"event": "leader-change", "topic": "t", "partition": 0, "leader": 3, "epoch": 1, "isr": [3]},
     ]
 
