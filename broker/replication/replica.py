@@ -61,11 +61,12 @@ class PartitionReplica:
         self.leader_epoch = -1
         self.leader_id: int | None = None
         self.epoch_cache = EpochCache(epoch_entries)
+        loaded_version = self.epoch_cache.version       # what the checkpoint already holds
         self.epoch_cache.truncate_from_end(log.leo())
         self._rebuild_missing_epochs()
         self._hw = min(max(hw, log.log_start()), log.leo())
         self._events: list[Event] = []
-        self._saved_epoch_version = self.epoch_cache.version if not self._epochs_rebuilt else -1
+        self._saved_epoch_version = loaded_version       # recovery changes are due for a checkpoint
         self._leader: LeaderState | None = None
         self._unsent_proposal: IsrProposal | None = None
         self._phase: str | None = None
@@ -447,8 +448,6 @@ class PartitionReplica:
         if self._hw > offset:
             self._set_hw(offset)
 
-    _epochs_rebuilt = False
-
     def _rebuild_missing_epochs(self) -> None:
         """If the log holds records of epochs newer than the checkpointed entries (the checkpoint was
         lost or is behind), rebuild those entries by scanning the log."""
@@ -456,7 +455,6 @@ class PartitionReplica:
         latest = self.epoch_cache.latest_epoch()
         if last is None or (latest is not None and last <= latest):
             return
-        self._epochs_rebuilt = True
         start = self.epoch_cache.latest_entry().start_offset if latest is not None else self.log.log_start()
         pos = start
         while pos < self.log.leo():
