@@ -1,0 +1,154 @@
+"""Fault schedules: seeded random sequences and TOML schedule files with their errors (nemesis/schedule.py)."""
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+import pytest
+
+from nemesis.schedule import FAULTS, ScheduleError, load_schedule, random_steps
+
+NODES = ["c0", "n1", "n2", "n3"]
+BROKERS = ["n1", "n2", "n3"]
+
+
+def _take(seed, faults, n=40, **kw):
+    return [s.key() for s in itertools.islice(random_steps(seed, faults, 5.0, BROKERS, **kw), n)]
+
+
+def test_same_seed_same_sequence_and_other_seeds_differ():
+    faults = ["kill", "pause", "partition", "kill-leader", "power-loss"]
+    assert _take(42, faults) == _take(42, faults)
+    assert _take(42, faults) != _take(43, faults)
+
+
+def test_random_steps_are_one_interval_long_on_the_interval_grid_with_quiet_gaps():
+    steps = list(itertools.islice(random_steps(7, ["kill", "partition"], 2.5, BROKERS), 200))
+    ticks = [round(s.at / 2.5) for s in steps]
+    assert all(abs(s.at - t * 2.5) < 1e-9 for s, t in zip(steps, ticks))
+    assert all(s.duration == 2.5 for s in steps)
+    assert ticks == sorted(set(ticks)) and ticks[0] >= 1
+    quiet = ticks[-1] - len(ticks)
+    assert 0.15 < quiet / ticks[-1] < 0.45  # quiet_probability 0.3
+    assert {s.fault for s in steps} == {"kill", "partition"}
+    assert all(s.targets and s.targets[0] in BROKERS for s in steps if s.fault == "kill")
+    assert {s.shape for s in steps if s.fault == "partition"} == {"isolate", "halves", "ring", "leader",
+                                                                 "bridge", "one-way", "controller"}
+
+
+def test_no_quiet_intervals_when_quiet_probability_is_zero():
+    steps = list(itertools.islice(random_steps(1, ["pause"], 1.0, BROKERS, quiet_probability=0.0), 10))
+    assert [s.at for s in steps] == [float(k) for k in range(1, 11)]
+
+
+def test_partition_named_shape_is_kept_and_leader_faults_get_a_partition_in_range():
+    steps = list(itertools.islice(random_steps(3, ["partition-ring", "kill-leader"], 1.0, BROKERS, partitions=3), 50))
+    assert {s.shape for s in steps if s.fault == "partition-ring"} == {"ring"}
+    assert {s.partition for s in steps if s.fault == "kill-leader"} == {0, 1, 2}
+    assert all(s.targets is None for s in steps if s.fault == "kill-leader")
+
+
+def test_unknown_fault_name_is_rejected():
+    with pytest.raises(ScheduleError, match=r"^nemesis: unknown fault 'kil' \(known: kill, kill-leader"):
+        list(itertools.islice(random_steps(1, ["kil"], 1.0, BROKERS), 1))
+
+
+def _write(tmp_path: Path, text: str) -> Path:
+    p = tmp_path / "schedule.toml"
+    p.write_text(text)
+    return p
+
+
+def test_schedule_file_is_parsed_sorted_and_seeded(tmp_path):
+    p = _write(tmp_path, """
+[[step]]
+at = 10
+fault = "partition"
+shape = "one-way"
+targets = ["n1"]
+duration = 4.5
+
+[[step]]
+at = 2.0
+fault = "kill"
+targets = ["n2", "n3"]
+duration = 3
+
+[[step]]
+at = 3.0
+fault = "pause-leader"
+partition = 1
+duration = 1
+""")
+    steps = load_schedule(p, NODES, partitions=2, seed=9)
+    assert [(s.entry, s.at, s.fault, s.targets, s.shape, s.duration) for s in steps] == [
+        (2, 2.0, "kill", ["n2", "n3"], None, 3.0),
+        (3, 3.0, "pause-leader", None, None, 1.0),
+        (1, 10.0, "partition", ["n1"], "one-way", 4.5),
+    ]
+    assert steps[1].partition == 1
+    assert [s.key() for s in steps] == [s.key() for s in load_schedule(p, NODES, partitions=2, seed=9)]
+
+
+def test_a_partition_without_shape_gets_a_seeded_one(tmp_path):
+    p = _write(tmp_path, '[[step]]\nat = 1\nfault = "partition"\nduration = 1\n')
+    shapes = {load_schedule(p, NODES, seed=s)[0].shape for s in range(40)}
+    assert len(shapes) > 3
+    assert load_schedule(p, NODES, seed=5)[0].shape == load_schedule(p, NODES, seed=5)[0].shape
+
+
+@pytest.mark.parametrize("body, message", [
+    ('[[step]]\nat = 1\nfault = "kil"\nduration = 1\n',
+     "step 1: field 'fault': unknown fault 'kil' (known: kill, "),
+    ('[[step]]\nat = 1\nfault = "kill"\nduration = 1\n[[step]]\nfault = "kill"\nduration = 1\n',
+     "step 2: field 'at': missing (required)"),
+    ('[[step]]\nat = -1\nfault = "kill"\nduration = 1\n', "step 1: field 'at': must be a number of seconds >= 0, got -1"),
+    ('[[step]]\nat = 1\nfault = "kill"\nduration = 0\n', "step 1: field 'duration': must be a number of seconds > 0, got 0"),
+    ('[[step]]\nat = 1\nfault = "kill"\nduration = "3s"\n', "step 1: field 'duration': must be a number of seconds > 0, got '3s'"),
+    ('[[step]]\nat = 1\nfault = "kill"\nduration = 1\ntargets = ["n7"]\n',
+     "step 1: field 'targets': unknown node 'n7' (nodes: c0, n1, n2, n3)"),
+    ('[[step]]\nat = 1\nfault = "kill"\nduration = 1\ntarget = ["n1"]\n',
+     "step 1: field 'target': unknown field (known: at, duration, fault, partition, shape, targets)"),
+    ('[[step]]\nat = 1\nfault = "kill"\nduration = 1\nshape = "ring"\n',
+     "step 1: field 'shape': only partition faults have a shape (fault is 'kill')"),
+    ('[[step]]\nat = 1\nfault = "partition"\nduration = 1\nshape = "square"\n',
+     "step 1: field 'shape': unknown shape 'square' (known: isolate, halves, ring, leader, bridge, one-way, controller)"),
+    ('[[step]]\nat = 1\nfault = "partition-ring"\nduration = 1\nshape = "halves"\n',
+     "step 1: field 'shape': 'halves' contradicts fault 'partition-ring'"),
+    ('[[step]]\nat = 1\nfault = "kill-leader"\nduration = 1\ntargets = ["n1"]\n',
+     "step 1: field 'targets': 'kill-leader' chooses its own targets"),
+    ('[[step]]\nat = 1\nfault = "power-loss"\nduration = 1\ntargets = ["c0"]\n',
+     "step 1: field 'targets': power-loss applies to brokers only, not the controller c0"),
+    ('[[step]]\nat = 1\nfault = "kill-leader"\nduration = 1\npartition = 5\n',
+     "step 1: field 'partition': must be a partition number in 0..2, got 5"),
+    ('[[step]]\nat = 1\nfault = "kill"\nduration = 1\npartition = 0\n',
+     "step 1: field 'partition': only leader-targeted faults take a partition (fault is 'kill')"),
+    ('[[step]]\nat = 1\nfault = "partition"\nduration = 5\n[[step]]\nat = 3\nfault = "partition-ring"\nduration = 1\n',
+     "step 2: field 'at': partition at 3s overlaps the partition of step 1 (1s-6s); partitions must not overlap"),
+    ('[[step]]\nat = 1\nfault = "kill"\ntargets = ["n2"]\nduration = 5\n'
+     '[[step]]\nat = 2\nfault = "pause"\ntargets = ["n2", "n3"]\nduration = 1\n',
+     "step 2: field 'targets': overlaps step 1 on n2 (1s-6s); one process fault per node at a time"),
+    ('[[step]]\nat = 1\nfault = "partition"\nshape = "bridge"\ntargets = ["n1", "n2"]\nduration = 1\n',
+     "step 1: field 'targets': a bridge has exactly one middle node, got ['n1', 'n2']"),
+    ('title = "x"\n', "unknown top-level key 'title' (expected [[step]] tables)"),
+    ('', "no [[step]] entries"),
+    ('step = 3\n', "'step' must be an array of tables ([[step]])"),
+])
+def test_bad_schedule_files_name_file_entry_and_field(tmp_path, body, message):
+    p = _write(tmp_path, body)
+    with pytest.raises(ScheduleError) as exc:
+        load_schedule(p, NODES, partitions=3)
+    assert str(exc.value).startswith(f"{p}: {message}")
+    assert "\n" not in str(exc.value)
+
+
+def test_unreadable_and_invalid_toml_files(tmp_path):
+    with pytest.raises(ScheduleError, match=r"missing\.toml: cannot read schedule file: No such file"):
+        load_schedule(tmp_path / "missing.toml", NODES)
+    p = _write(tmp_path, "[[step]\nat = 1\n")
+    with pytest.raises(ScheduleError, match=r"schedule\.toml: not valid TOML: .*line 1"):
+        load_schedule(p, NODES)
+
+
+def test_every_fault_name_maps_to_a_history_kind():
+    assert {kind for kind, _ in FAULTS.values()} == {"kill", "pause", "power-loss", "partition"}
