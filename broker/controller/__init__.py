@@ -28,9 +28,12 @@ Client library (sync): `ControllerSyncClient((host, port), timeout_s=2.0)`: .met
 Unreachable / silent controller: ControllerUnavailable (a ControllerError, code CONTROLLER_NOT_AVAILABLE).
 
 Rules (docs: /tmp/client-api.md "Control plane"): a broker silent for broker_session_timeout_ms is fenced
-(removed from every ISR except where it is the last member; partitions it led get the first live ISR
-member in replica order, or with unclean_leader_election the first live replica, else no leader); every
-leadership change (including to "no leader") bumps leader_epoch; every partition change bumps isr_version.
+(removed from every ISR, but an ISR never becomes empty: it keeps the partition's leader as last member;
+partitions it led get the first live ISR member in replica order, or with unclean_leader_election the first
+live replica with ISR = [it], else no leader); every leadership change (including to "no leader") bumps
+leader_epoch; every partition change (leader or ISR) bumps isr_version; ALTER_ISR stores the ISR in replica
+order. New topics: replicas round-robin over the live broker ids (ascending), ISR = replicas, leader = first
+replica, epoch 0; controller.json topics are created once expected_brokers brokers are live.
 A broker registering again while still registered is treated as bounced: fenced, then unfenced. A heartbeat
 from a fenced broker with its current broker_epoch unfences it. Leaderless partitions elect again whenever
 a broker is unfenced.
