@@ -1,0 +1,42 @@
+"""divergence: two replicas hold different records at the same offset (from the replica dumps).
+
+A record is (value, epoch, crc_ok); a non-integer value is dumped as null and compared as null. An offset
+diverges if the replicas holding a record there do not all hold the same one. It is `committed: true`
+if two replicas whose checkpointed HW is above the offset hold different records there (both claim the
+record committed); otherwise it is residual: the replicas still disagree after the final heal, beyond
+some replica's HW (anywhere up to the LEO).
+"""
+from __future__ import annotations
+
+from pyspark import StorageLevel
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from checkers.anomalies.tables import Tables
+
+
+def _differ(prefix: str) -> Column:
+    c = lambda n: F.col(prefix + n)  # noqa: E731
+    return (F.coalesce(c("vmin") != c("vmax"), F.lit(False))
+            | ((c("nnull") > 0) & (c("nnull") < c("n")))
+            | F.coalesce(c("emin") != c("emax"), F.lit(False))
+            | F.coalesce(c("cmin") != c("cmax"), F.lit(False)))
+
+
+def analyze(t: Tables) -> DataFrame:
+    meta = t.replica_meta.select("node", "partition", F.col("hw").alias("rhw"))
+    r = t.replicas.join(F.broadcast(meta), ["node", "partition"], "left")
+    crc = F.col("crc_ok").cast("int")
+    committed = F.coalesce(F.col("rhw") > F.col("offset"), F.lit(False))
+
+    def aggs(prefix: str, cond: Column | None) -> list[Column]:
+        w = (lambda x: F.when(cond, x)) if cond is not None else (lambda x: x)  # noqa: E731
+        return [F.min(w(F.col("value"))).alias(prefix + "vmin"), F.max(w(F.col("value"))).alias(prefix + "vmax"),
+                F.count(w(F.when(F.col("value").isNull(), 1))).alias(prefix + "nnull"),
+                F.count(w(F.lit(1))).alias(prefix + "n"),
+                F.min(w(F.col("epoch"))).alias(prefix + "emin"), F.max(w(F.col("epoch"))).alias(prefix + "emax"),
+                F.min(w(crc)).alias(prefix + "cmin"), F.max(w(crc)).alias(prefix + "cmax")]
+
+    agg = r.groupBy("partition", "offset").agg(*aggs("", None), *aggs("c_", committed))
+    out = agg.filter(_differ("")).select("partition", "offset", _differ("c_").alias("committed"))
+    return out.persist(StorageLevel.MEMORY_AND_DISK)

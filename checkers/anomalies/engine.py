@@ -1,0 +1,270 @@
+"""The Spark checker: runs every anomaly family on the columnar tables and assembles the findings.
+
+Heavy work (aggregations and windows over the whole history and the replica dumps) stays in Spark and
+only flagged rows are kept; counts and the first N examples of each kind (in a fixed order, the same as
+the reference's) are collected, then the few history lines, reads and replica records the examples
+need are fetched with selective filters and attached.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from checkers import explain
+from checkers.anomalies import divergence, offsets, ordering, stats, values, watermarks
+from checkers.anomalies.tables import POS_BITS, TYPE_NAME, Tables, is_client, key_filter, load, rows
+
+POS_MASK = (1 << POS_BITS) - 1
+
+
+def _top(df: DataFrame, order: list[str], n: int) -> list[dict]:
+    return rows(df.orderBy(*order).limit(n)) if n > 0 else []
+
+
+def _send(stype, sindex, soffset) -> dict | None:
+    if stype is None:
+        return None
+    return {"type": TYPE_NAME[stype], "index": sindex, "offset": soffset}
+
+
+def analyze(spark: SparkSession, col_dir: Path | str, examples: int = 10,
+            step: Callable[[str], None] | None = None) -> dict[str, Any]:
+    say = step or (lambda _m: None)
+    N = examples
+    t = load(spark, col_dir)
+    persisted: list[DataFrame] = []
+    try:
+        return _analyze(t, N, say, persisted)
+    finally:
+        for df in persisted:
+            df.unpersist()
+
+
+def _analyze(t: Tables, N: int, say, persisted: list[DataFrame]) -> dict[str, Any]:
+    spark = t.spark
+    fs_rows = rows(t.final_state)
+    final_state = {r["partition"]: r for r in fs_rows}
+    meta_rows = rows(t.replica_meta.select("node", "partition", "leo", "hw"))
+    meta = {(r["node"], r["partition"]): {"leo": r["leo"], "hw": r["hw"]} for r in meta_rows}
+    nodes_by_part: dict[int, list[str]] = {}
+    for r in meta_rows:
+        nodes_by_part.setdefault(r["partition"], []).append(r["node"])
+    for p in nodes_by_part:
+        nodes_by_part[p].sort()
+
+    say("statistics")
+    st = stats.analyze(t)
+    partitions = set(st["partitions"]) | set(final_state) | set(nodes_by_part)
+
+    say("offsets and final logs")
+    bad_offsets, cover = offsets.analyze(t, fs_rows)
+    persisted.append(bad_offsets)
+    reason: dict[int, str | None] = {}
+    for p in sorted(partitions):
+        fs = final_state.get(p)
+        if fs is None:
+            reason[p] = "no final-state"
+        elif not fs["recovered"]:
+            reason[p] = "not recovered"
+        elif cover.get(p, 0) != fs["hw"]:
+            reason[p] = "final reads do not cover [0, hw)"
+        else:
+            reason[p] = None
+    rec_rows = [(p, final_state[p]["hw"]) for p in sorted(partitions) if reason[p] is None]
+    recovered = spark.createDataFrame(rec_rows, "partition int, fs_hw long")
+
+    counts: dict[str, int] = {}
+    top: dict[str, list[dict]] = {}
+
+    say("acknowledged, failed and read values")
+    flagged = values.analyze(t, recovered)
+    persisted.append(flagged)
+    per_part = rows(flagged.groupBy("partition").agg(
+        F.sum(F.col("lost").cast("long")).alias("lost"),
+        F.sum(F.col("failed_present").cast("long")).alias("failed_present"),
+        F.sum(F.col("duplicate").cast("long")).alias("duplicate"),
+        F.sum(F.when(F.col("dirty"), F.col("reads")).otherwise(0)).alias("dirty"),
+        F.sum(F.when(F.col("aborted"), F.col("reads")).otherwise(0)).alias("aborted")))
+    lost_by_part = {r["partition"]: r["lost"] or 0 for r in per_part}
+    for kind, col, order in (("lost-write", "lost", ["partition", "sindex"]),
+                             ("failed-write-present", "failed_present", ["partition", "sindex"]),
+                             ("duplicate", "duplicate", ["partition", "value"]),
+                             ("dirty-read", "dirty", ["partition", "rkey"]),
+                             ("aborted-read", "aborted", ["partition", "rkey"])):
+        counts[kind] = sum((r[col] or 0) for r in per_part)
+        top[kind] = _top(flagged.filter(F.col(col)), order, N) if counts[kind] else []
+
+    counts["inconsistent-offset"] = bad_offsets.count()
+    top["inconsistent-offset"] = _top(bad_offsets, ["partition", "offset"], N) if counts["inconsistent-offset"] else []
+
+    say("producer and consumer order")
+    nm = ordering.nonmonotonic_send(t)
+    persisted.append(nm)
+    counts["nonmonotonic-send"] = nm.count()
+    top["nonmonotonic-send"] = _top(nm, ["partition", "index"], N) if counts["nonmonotonic-send"] else []
+    po = ordering.poll_order(t)
+    persisted.append(po)
+    po_counts = {r["kind"]: r["count"] for r in rows(po.groupBy("kind").count())}
+    for kind in ("poll-skip", "nonmonotonic-poll"):
+        counts[kind] = po_counts.get(kind, 0)
+        top[kind] = _top(po.filter(F.col("kind") == kind), ["partition", "index", "pos"], N) if counts[kind] else []
+
+    say("high watermarks")
+    hw = watermarks.analyze(t)
+    persisted.append(hw)
+    hw_counts = {r["kind"]: r["count"] for r in rows(hw.groupBy("kind").count())}
+    for kind in ("hw-regression", "hw-regression-cross-epoch"):
+        counts[kind] = hw_counts.get(kind, 0)
+        top[kind] = _top(hw.filter(F.col("kind") == kind), ["partition", "index"], N) if counts[kind] else []
+
+    say("replica divergence")
+    dv = divergence.analyze(t)
+    persisted.append(dv)
+    dv_counts = rows(dv.agg(F.count("*").alias("n"), F.sum(F.col("committed").cast("long")).alias("c")))[0]
+    counts["divergence"] = dv_counts["n"]
+    committed_n = dv_counts["c"] or 0
+    top["divergence"] = _top(dv, ["partition", "offset"], N) if counts["divergence"] else []
+
+    say("explaining examples")
+    examples = _examples(t, top, final_state, reason)
+    offs, vals = explain.wanted_keys(examples)
+    rep_rows: list[tuple] = []
+    cond = _or(key_filter(("partition", "offset"), offs), key_filter(("partition", "value"), vals))
+    if cond is not None:
+        rep_rows = [(r["node"], r["partition"], r["offset"], r["epoch"], r["value"], r["crc_ok"])
+                    for r in rows(t.replicas.filter(cond))]
+    explain.attach(examples, explain.ReplicaIndex(rep_rows, nodes_by_part, meta))
+
+    anomalies = {kind: {"count": counts[kind], "examples": examples.get(kind, [])} for kind in counts}
+    anomalies["divergence"].update(committed=committed_n, residual=counts["divergence"] - committed_n)
+
+    acked = st["acked"]
+    parts_out = []
+    for p in sorted(partitions):
+        fs = final_state.get(p) or {}
+        parts_out.append({"partition": p, "recovered": reason[p] is None, "reason": reason[p],
+                          "hw": fs.get("hw"), "leader": fs.get("leader"), "epoch": fs.get("epoch"),
+                          "acked": acked.get(p, 0), "committed": cover.get(p, 0) if reason[p] is None else None,
+                          "lost": lost_by_part.get(p, 0)})
+    unseen_parts = sorted(p for p in partitions if reason[p] is not None)
+    return {
+        "anomalies": anomalies,
+        "unseen": {"count": sum(acked.get(p, 0) for p in unseen_parts), "partitions": unseen_parts,
+                   "details": [{"partition": p, "reason": reason[p], "acked": acked.get(p, 0)} for p in unseen_parts]},
+        "partitions": parts_out,
+        "stats": {"ops": st["ops"], "availability": st["availability"], "fault_windows": st["fault_windows"]},
+    }
+
+
+def _or(a, b):
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return a | b
+
+
+def _examples(t: Tables, top: dict[str, list[dict]], final_state: dict, reason: dict) -> dict[str, list[dict]]:
+    """Turn the collected top rows into the examples of docs/formats.md, fetching the details they need."""
+    # history lines by index (sends of value anomalies)
+    idx = set()
+    for kind in ("lost-write", "failed-write-present", "aborted-read"):
+        idx.update(r["sindex"] for r in top[kind] if r["sindex"] is not None)
+    ops_by_index = {}
+    if idx:
+        ops_by_index = {r["index"]: r for r in rows(t.ops.filter(F.col("index").isin(sorted(idx)))
+                                                    .select("index", "time", "process", "epoch", "invoke_index", "error"))}
+    # first reads of dirty / aborted values
+    ridx = {r["rkey"] >> POS_BITS for kind in ("dirty-read", "aborted-read") for r in top[kind]}
+    reads_by_key = {}
+    if ridx:
+        for r in rows(t.reads.filter((F.col("f") == "poll") & F.col("index").isin(sorted(ridx)))
+                      .select("index", "pos", "partition", "offset", "time", "process")):
+            reads_by_key[(r["partition"], (r["index"] << POS_BITS) + r["pos"])] = r
+    # the final committed log at the offsets / of the values the examples need
+    f_offs = {(r["partition"], r["soffset"]) for r in top["lost-write"]}
+    f_vals = {(r["partition"], r["value"]) for k in ("failed-write-present", "duplicate") for r in top[k]}
+    final_at: dict[tuple, set] = {}
+    final_of: dict[tuple, set] = {}
+    cond = _or(key_filter(("partition", "offset"), f_offs), key_filter(("partition", "value"), f_vals))
+    if cond is not None:
+        for r in rows(t.reads.filter((F.col("f") == "final-read") & cond).select("partition", "offset", "value")):
+            p = r["partition"]
+            if reason.get(p, "?") is not None or not 0 <= r["offset"] < final_state[p]["hw"]:
+                continue
+            final_at.setdefault((p, r["offset"]), set()).add(r["value"])
+            final_of.setdefault((p, r["value"]), set()).add(r["offset"])
+    # every observation at inconsistent offsets
+    obs: dict[tuple, list] = {}
+    keys = {(r["partition"], r["offset"]) for r in top["inconsistent-offset"]}
+    if keys:
+        kf = key_filter(("partition", "offset"), keys)
+        for r in rows(t.ops.filter(is_client() & (F.col("f") == "send") & (F.col("type") == "ok") & kf)
+                      .select("partition", "offset", "value", "index", "time", "process")):
+            obs.setdefault((r["partition"], r["offset"]), []).append((r["index"], -1, "send", r["value"], r["time"], r["process"]))
+        for r in rows(t.reads.filter(kf).select("partition", "offset", "value", "index", "pos", "time", "process", "f")):
+            obs.setdefault((r["partition"], r["offset"]), []).append((r["index"], r["pos"], r["f"], r["value"], r["time"], r["process"]))
+
+    ex: dict[str, list[dict]] = {}
+    ex["lost-write"] = []
+    for r in top["lost-write"]:
+        o = ops_by_index[r["sindex"]]
+        ex["lost-write"].append({
+            "partition": r["partition"], "value": r["value"], "offset": r["soffset"], "epoch": o["epoch"],
+            "index": r["sindex"], "time": o["time"], "process": o["process"], "invoke_index": o["invoke_index"],
+            "final_values_at_offset": sorted(final_at.get((r["partition"], r["soffset"]), ()))})
+    ex["failed-write-present"] = []
+    for r in top["failed-write-present"]:
+        o = ops_by_index[r["sindex"]]
+        ex["failed-write-present"].append({
+            "partition": r["partition"], "value": r["value"], "index": r["sindex"], "time": o["time"],
+            "process": o["process"], "invoke_index": o["invoke_index"], "error": o["error"],
+            "final_offsets": sorted(final_of.get((r["partition"], r["value"]), ()))[:10]})
+    ex["duplicate"] = []
+    for r in top["duplicate"]:
+        offs = sorted(final_of.get((r["partition"], r["value"]), ()))
+        ex["duplicate"].append({
+            "partition": r["partition"], "value": r["value"], "offsets": offs[:10], "count": len(offs),
+            "index": r["sindex"], "send": _send(r["stype"], r["sindex"], r["soffset"])})
+    for kind in ("dirty-read", "aborted-read"):
+        ex[kind] = []
+        for r in top[kind]:
+            first = reads_by_key[(r["partition"], r["rkey"])]
+            e = {"partition": r["partition"], "value": r["value"], "offset": first["offset"], "index": first["index"],
+                 "time": first["time"], "process": first["process"], "reads": r["reads"],
+                 "send": _send(r["stype"], r["sindex"], r["soffset"])}
+            if kind == "aborted-read":
+                e["error"] = ops_by_index[r["sindex"]]["error"]
+            ex[kind].append(e)
+    ex["inconsistent-offset"] = []
+    for r in top["inconsistent-offset"]:
+        o = sorted(obs.get((r["partition"], r["offset"]), []), key=lambda x: (x[0], x[1]))
+        ex["inconsistent-offset"].append({
+            "partition": r["partition"], "offset": r["offset"], "values": sorted({x[3] for x in o})[:10],
+            "index": o[0][0],
+            "observations": [{"source": x[2], "value": x[3], "index": x[0], "time": x[4], "process": x[5]} for x in o[:10]]})
+    ex["nonmonotonic-send"] = [{
+        "partition": r["partition"], "process": r["process"], "index": r["index"],
+        "earlier": {"index": r["p_index"], "time": r["p_time"], "value": r["p_value"], "offset": r["p_offset"], "epoch": r["p_epoch"]},
+        "later": {"index": r["index"], "time": r["time"], "value": r["value"], "offset": r["offset"], "epoch": r["epoch"]}}
+        for r in top["nonmonotonic-send"]]
+    for kind in ("poll-skip", "nonmonotonic-poll"):
+        ex[kind] = []
+        for r in top[kind]:
+            e = {"partition": r["partition"], "process": r["process"], "index": r["index"], "time": r["time"],
+                 "offset": r["offset"], "value": r["value"],
+                 "previous": {"kind": "assign" if r["p_is_assign"] else "read", "index": r["p_index"], "time": r["p_time"],
+                              "offset": r["p_offset"], "value": r["p_value"]}}
+            if kind == "poll-skip":
+                e["gap"] = r["gap"]
+            ex[kind].append(e)
+    for kind in ("hw-regression", "hw-regression-cross-epoch"):
+        ex[kind] = [{"partition": r["partition"], "epoch": r["epoch"], "hw": r["hw"], "index": r["index"],
+                     "time": r["time"], "process": r["process"], "invoke_index": r["invoke_index"], "f": r["f"],
+                     "previous": dict(r["prev"])} for r in top[kind]]
+    ex["divergence"] = [{"partition": r["partition"], "offset": r["offset"], "committed": r["committed"]}
+                        for r in top["divergence"]]
+    return ex

@@ -1,0 +1,44 @@
+"""hw-regression: an observed high watermark of a partition going backwards.
+
+Every ok `poll` / `final-read` observes (hw, leader epoch). Observation B regresses if some observation
+A of the same partition completed before B was invoked (real-time order: A's completion index < B's
+invoke index, so overlapping operations are never compared) and A.hw > B.hw. If such an A exists in
+B's own leader epoch it is an `hw-regression` (a leader's HW went back: an anomaly); otherwise, if one
+exists in another epoch, it is an `hw-regression-cross-epoch` (a new leader's HW may lag: reported, not
+failing by default). The example's `previous` is the earlier observation with the highest HW (then the
+highest index).
+"""
+from __future__ import annotations
+
+from pyspark import StorageLevel
+from pyspark.sql import DataFrame, Window
+from pyspark.sql import functions as F
+
+from checkers.anomalies.tables import Tables, is_client
+
+
+def analyze(t: Tables) -> DataFrame:
+    L = F.lit
+    obs = (t.ops.filter(is_client() & F.col("f").isin("poll", "final-read") & (F.col("type") == "ok")
+                        & F.col("hw").isNotNull())
+           .select("partition", "epoch", "hw", "index", "time", "process", "invoke_index", "f"))
+    mark = F.struct(F.col("hw"), F.col("index"), F.col("epoch"), F.col("time"), F.col("process"))
+    completions = obs.select("partition", "epoch", F.col("index").alias("key"), mark.alias("mark"),
+                             L(None).cast("long").alias("q_index"))
+    queries = obs.select("partition", "epoch", F.col("invoke_index").alias("key"),
+                         F.lit(None).cast(completions.schema["mark"].dataType).alias("mark"),
+                         F.col("index").alias("q_index"))
+    ev = completions.unionByName(queries)
+    before = Window.unboundedPreceding
+    w_epoch = Window.partitionBy("partition", "epoch").orderBy("key").rowsBetween(before, -1)
+    w_part = Window.partitionBy("partition").orderBy("key").rowsBetween(before, -1)
+    ev = ev.select("*", F.max("mark").over(w_epoch).alias("prev_same"))
+    ev = ev.select("*", F.max("mark").over(w_part).alias("prev_any"))
+    q = ev.filter(F.col("q_index").isNotNull()).select("partition", "q_index", "prev_same", "prev_any")
+    j = obs.join(q, (obs["partition"] == q["partition"]) & (obs["index"] == q["q_index"])).drop(q["partition"])
+    kind = (F.when(F.col("prev_same.hw") > F.col("hw"), L("hw-regression"))
+            .when(F.col("prev_any.hw") > F.col("hw"), L("hw-regression-cross-epoch")))
+    prev = F.when(F.col("prev_same.hw") > F.col("hw"), F.col("prev_same")).otherwise(F.col("prev_any"))
+    out = j.select("partition", "epoch", "hw", "index", "time", "process", "invoke_index", "f",
+                   kind.alias("kind"), prev.alias("prev")).filter(F.col("kind").isNotNull())
+    return out.persist(StorageLevel.MEMORY_AND_DISK)

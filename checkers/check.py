@@ -1,0 +1,70 @@
+"""`check_run(run_dir, ...)`: the checker end to end (ingest, analyse, verdict, results.json).
+
+The harness's `run` and the `highwater check` command both call this. `engine="spark"` (default) runs
+the PySpark checker; `engine="reference"` runs the single-process reference (tests and benchmarks).
+"""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+from harness import runformat as rf
+from checkers import ingest as ingest_mod
+from checkers import policy, results
+
+VERSION = "0.1.0"
+
+
+def _config(run_dir: Path) -> dict[str, Any]:
+    path = run_dir / rf.TEST_JSON
+    if not path.exists():
+        return {}
+    data = rf.load_json(path)
+    if not isinstance(data, dict):
+        raise rf.FormatError(path, None, "expected a JSON object")
+    cfg = data.get("config") or {}
+    if not isinstance(cfg, dict):
+        raise rf.FormatError(path, None, "field 'config' must be an object")
+    return cfg
+
+
+def check_run(run_dir: Path | str, *, engine: str = "spark", spark_master: str | None = None,
+              lenient: bool = False, examples: int = 10, fail_on: tuple[str, ...] | list[str] = (),
+              allow: tuple[str, ...] | list[str] = (), write: bool = True, spark: Any = None,
+              step: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Check one run directory and return (and by default write) its results.json document.
+
+    Raises FormatError for malformed input and policy.PolicyError for unknown anomaly kinds.
+    `spark` may be an existing SparkSession (tests share one); `step` is told each phase's name.
+    """
+    t0 = time.monotonic()
+    run_dir = Path(run_dir)
+    say = step or (lambda _msg: None)
+    config = _config(run_dir)
+    failing = policy.failing_kinds(config, fail_on=fail_on, allow=allow)
+    say("reading input")
+    ing = ingest_mod.ingest(run_dir, lenient=lenient)
+    if engine == "reference":
+        from checkers import reference
+        say("checking (reference)")
+        findings = reference.analyze(ing.columnar_dir, examples=examples)
+        info = {"engine": "reference", "master": None}
+    elif engine == "spark":
+        from checkers import spark_session
+        from checkers.anomalies import engine as spark_engine
+        own = spark is None
+        session = spark if spark is not None else spark_session.get_session(spark_master)
+        try:
+            findings = spark_engine.analyze(session, ing.columnar_dir, examples=examples, step=say)
+        finally:
+            if own:
+                spark_session.stop(session)
+        info = {"engine": "spark", "master": spark_session.describe(session, spark_master)}
+    else:
+        raise ValueError(f"unknown engine {engine!r}")
+    info.update(elapsed_s=round(time.monotonic() - t0, 3), version=VERSION, examples=examples)
+    doc = results.build(findings, failing=failing, checker=info, input_info=ing.as_json())
+    if write:
+        rf.write_json(run_dir / rf.RESULTS_JSON, doc)
+    return doc

@@ -1,0 +1,396 @@
+"""Run directory JSON lines -> columnar (Parquet) tables, validated line by line, cached in columnar/.
+
+The checker never re-parses JSON on a second check: history.jsonl and the replica dumps are converted
+once into RUN_DIR/columnar/<table>/part-*.parquet (schemas in harness/runformat.py) with a manifest
+recording the sources' sizes and mtimes; a later check reuses the tables while the sources are unchanged.
+A run directory that has no history.jsonl but a columnar manifest (the synthetic benchmark generator
+writes Parquet directly) is used as it is.
+
+Every malformed line raises FormatError naming file, line and field; with `lenient` the line is skipped
+and counted instead. A torn last line (what a crashed writer leaves) is always skipped and counted.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from harness import runformat as rf
+from harness.runformat import FormatError
+
+CONVERTER_VERSION = 3
+BATCH_ROWS = 200_000
+
+
+@dataclass
+class IngestResult:
+    columnar_dir: Path
+    skipped: dict[str, int] = field(default_factory=dict)   # file -> malformed lines skipped (lenient)
+    torn: dict[str, int] = field(default_factory=dict)      # file -> torn last lines skipped
+    missing_dumps: list[str] = field(default_factory=list)  # lenient: replica dumps listed but absent
+    converted: bool = False
+
+    def as_json(self) -> dict[str, Any]:
+        return {"skipped_lines": self.skipped, "torn_lines": self.torn,
+                "missing_dumps": self.missing_dumps, "converted": self.converted}
+
+
+# --- table writers ---------------------------------------------------------------------------------
+
+class _TableWriter:
+    """Buffers rows column-wise and writes Parquet row groups of BATCH_ROWS rows."""
+
+    def __init__(self, directory: Path, schema: pa.Schema):
+        self.directory = directory
+        self.schema = schema
+        self.names = schema.names
+        self.cols: dict[str, list] = {n: [] for n in self.names}
+        self.writer: pq.ParquetWriter | None = None
+        directory.mkdir(parents=True, exist_ok=True)
+
+    def add(self, row: dict[str, Any]) -> None:
+        for n in self.names:
+            self.cols[n].append(row.get(n))
+        if len(self.cols[self.names[0]]) >= BATCH_ROWS:
+            self.flush()
+
+    def flush(self) -> None:
+        if not self.cols[self.names[0]] and self.writer is not None:
+            return
+        table = pa.table({n: pa.array(self.cols[n], type=self.schema.field(n).type) for n in self.names},
+                         schema=self.schema)
+        if self.writer is None:
+            self.writer = pq.ParquetWriter(self.directory / "part-0.parquet", self.schema)
+        self.writer.write_table(table)
+        self.cols = {n: [] for n in self.names}
+
+    def close(self) -> None:
+        self.flush()  # an empty table still gets a file with the schema
+        assert self.writer is not None
+        self.writer.close()
+
+
+# --- validation helpers ----------------------------------------------------------------------------
+
+def _int(obj: dict, key: str, path: Path, line: int, prefix: str = "value.") -> int:
+    if key not in obj:
+        raise FormatError(path, line, f"missing field '{prefix}{key}'")
+    v = obj[key]
+    if not isinstance(v, int) or isinstance(v, bool):
+        raise FormatError(path, line, f"field '{prefix}{key}' must be an integer, got {v!r}")
+    return v
+
+
+def _opt_int(obj: dict, key: str, path: Path, line: int, prefix: str = "value.") -> int | None:
+    if obj.get(key) is None:
+        return None
+    return _int(obj, key, path, line, prefix)
+
+
+def _lines(path: Path, torn: dict[str, int], label: str):
+    """(line_no, parsed object or the exception) for each non-blank line; a torn tail is dropped."""
+    with path.open("rb") as fh:
+        data = fh.read()
+    ends_with_newline = data.endswith(b"\n")
+    lines = data.split(b"\n")
+    last_no = len(lines) if not ends_with_newline else len(lines) - 1
+    for no, raw in enumerate(lines, start=1):
+        if not raw.strip():
+            continue
+        try:
+            obj = orjson.loads(raw)
+        except orjson.JSONDecodeError as exc:
+            if no == last_no and not ends_with_newline:
+                torn[label] = torn.get(label, 0) + 1
+                continue
+            yield no, FormatError(path, no, f"not valid JSON ({str(exc).split(':')[0]})")
+            continue
+        if not isinstance(obj, dict):
+            yield no, FormatError(path, no, "expected a JSON object")
+            continue
+        yield no, obj
+
+
+# --- history ---------------------------------------------------------------------------------------
+
+class _HistoryConverter:
+    def __init__(self, path: Path, out: Path, schemas: dict[str, pa.Schema], lenient: bool = False):
+        self.path = path
+        self.lenient = lenient
+        self.ops = _TableWriter(out / "ops", schemas["ops"])
+        self.reads = _TableWriter(out / "reads", schemas["reads"])
+        self.final_states: list[tuple[int, dict]] = []
+        self.pending: dict[Any, tuple[int, int, str, int | None]] = {}  # process -> (index, time, f, partition)
+        self.next_index = 0
+
+    def convert_line(self, line: int, op: dict) -> None:
+        path = self.path
+        rf.validate_op(op, path, line)
+        if op["index"] != self.next_index and not (self.lenient and op["index"] > self.next_index):
+            raise FormatError(path, line, f"field 'index' is {op['index']}, expected {self.next_index} (indexes are dense)")
+        process, typ, f = op["process"], op["type"], op["f"]
+        value = op.get("value") or {}
+        error = op.get("error")
+        if error is not None and not isinstance(error, str):
+            error = json.dumps(error)
+        row: dict[str, Any] = {"index": op["index"], "time": op["time"], "process": str(process),
+                               "type": typ, "f": f, "error": error}
+        reads: list[dict] = []
+        if process == rf.NEMESIS_PROCESS:
+            for key in ("fault", "phase"):
+                if not isinstance(value.get(key), str):
+                    raise FormatError(path, line, f"field 'value.{key}' is missing or not a string")
+            if value["phase"] not in ("start", "stop"):
+                raise FormatError(path, line, f"field 'value.phase' must be start or stop, got {value['phase']!r}")
+            row.update(fault=value["fault"], phase=value["phase"], fault_id=_int(value, "id", path, line))
+        elif process == rf.HARNESS_PROCESS:
+            if f == rf.FINAL_STATE_F:
+                self._final_state(line, value)
+                row["partition"] = value["partition"]
+                row["hw"] = value["hw"]
+                row["epoch"] = _opt_int(value, "epoch", path, line)
+        elif f in rf.CLIENT_FS:
+            part = _int(value, "partition", path, line)
+            row["partition"] = part
+            if typ == "invoke":
+                if process in self.pending:
+                    raise FormatError(path, line, f"process {process!r} invoked while its operation at index "
+                                                  f"{self.pending[process][0]} is still in flight")
+                self.pending[process] = (op["index"], op["time"], f, part)
+            else:
+                inv = self.pending.pop(process, None)
+                if inv is None:
+                    raise FormatError(path, line, f"'{typ}' completion of process {process!r} without a pending invoke")
+                if inv[2] != f or inv[3] != part:
+                    raise FormatError(path, line, f"completion f={f!r} partition={part} does not match its invoke "
+                                                  f"(index {inv[0]}: f={inv[2]!r} partition={inv[3]})")
+                row["invoke_index"], row["invoke_time"] = inv[0], inv[1]
+            if f == "send":
+                row["value"] = _int(value, "value", path, line)
+                if typ == "ok":
+                    row["offset"] = _int(value, "offset", path, line)
+                    row["epoch"] = _int(value, "epoch", path, line)
+            elif f in ("poll", "final-read"):
+                row["offset"] = _int(value, "offset", path, line)
+                if typ == "ok":
+                    row["hw"] = _int(value, "hw", path, line)
+                    row["epoch"] = _int(value, "epoch", path, line)
+                    records = value.get("records")
+                    if not isinstance(records, list):
+                        raise FormatError(path, line, "field 'value.records' is missing or not a list")
+                    for pos, rec in enumerate(records):
+                        if (not isinstance(rec, list) or len(rec) != 2
+                                or not all(isinstance(x, int) and not isinstance(x, bool) for x in rec)):
+                            raise FormatError(path, line, f"field 'value.records[{pos}]' must be [offset, value] integers, got {rec!r}")
+                        reads.append({"index": op["index"], "process": str(process), "f": f, "partition": part,
+                                      "offset": rec[0], "value": rec[1], "time": op["time"], "pos": pos})
+            elif f == "assign":
+                row["offset"] = _int(value, "offset", path, line)
+        # all checks passed: commit the line
+        self.next_index = op["index"] + 1
+        self.ops.add(row)
+        for r in reads:
+            self.reads.add(r)
+
+    def _final_state(self, line: int, value: dict) -> None:
+        path = self.path
+        _int(value, "partition", path, line)
+        if not isinstance(value.get("recovered"), bool):
+            raise FormatError(path, line, "field 'value.recovered' is missing or not a boolean")
+        _int(value, "hw", path, line)
+        reps = value.get("replicas")
+        if reps is not None and not isinstance(reps, dict):
+            raise FormatError(path, line, "field 'value.replicas' must be an object")
+        self.final_states.append((line, value))
+
+    def close(self) -> None:
+        self.ops.close()
+        self.reads.close()
+
+
+def _final_state_row(value: dict) -> dict:
+    return {"partition": value["partition"], "recovered": value["recovered"], "hw": value["hw"],
+            "leader": value.get("leader"), "epoch": value.get("epoch"),
+            "isr": json.dumps(value.get("isr")), "replicas": json.dumps(value.get("replicas") or {}, sort_keys=True)}
+
+
+# --- replica dumps ---------------------------------------------------------------------------------
+
+def _convert_dump(path: Path, node: str, partition: int, replicas: _TableWriter, meta_rows: list[dict],
+                  lenient: bool, result: IngestResult, label: str) -> None:
+    meta: dict | None = None
+    for line, obj in _lines(path, result.torn, label):
+        try:
+            if isinstance(obj, FormatError):
+                raise obj
+            if meta is None:
+                if obj.get("kind") != "meta":
+                    raise FormatError(path, line, "first line must be the replica's meta line (kind=meta)")
+                for key in ("leo", "hw", "log_start"):
+                    _int(obj, key, path, line, prefix="")
+                if obj.get("node", node) != node:
+                    raise FormatError(path, line, f"field 'node' is {obj.get('node')!r}, but the file is under replicas/{node}/")
+                if _opt_int(obj, "partition", path, line, prefix="") not in (None, partition):
+                    raise FormatError(path, line, f"field 'partition' is {obj.get('partition')}, but the file is p{partition}.jsonl")
+                meta = obj
+                meta_rows.append({"node": node, "partition": partition, "leo": obj["leo"], "hw": obj["hw"],
+                                  "log_start": obj["log_start"], "epochs": json.dumps(obj.get("epochs", [])),
+                                  "torn_bytes": obj.get("torn_bytes") or 0})
+                continue
+            if obj.get("kind", "record") != "record":
+                raise FormatError(path, line, f"field 'kind' must be record, got {obj.get('kind')!r}")
+            offset = _int(obj, "offset", path, line, prefix="")
+            epoch = _int(obj, "epoch", path, line, prefix="")
+            if "value" not in obj:
+                raise FormatError(path, line, "missing field 'value'")
+            v = obj["value"]
+            v = v if isinstance(v, int) and not isinstance(v, bool) else None  # non-integer values: null
+            crc = obj.get("crc_ok", True)
+            replicas.add({"node": node, "partition": partition, "offset": offset, "epoch": epoch,
+                          "value": v, "crc_ok": bool(crc)})
+        except FormatError:
+            if not lenient:
+                raise
+            result.skipped[label] = result.skipped.get(label, 0) + 1
+    if meta is None:
+        err = FormatError(path, None, "empty replica dump (no meta line)")
+        if not lenient:
+            raise err
+        result.skipped[label] = result.skipped.get(label, 0) + 1
+
+
+def _dump_files(run_dir: Path) -> list[tuple[str, int, Path]]:
+    out = []
+    root = run_dir / rf.REPLICAS_DIR
+    if not root.is_dir():
+        return out
+    for node_dir in sorted(p for p in root.iterdir() if p.is_dir()):
+        for f in sorted(node_dir.glob("p*.jsonl")):
+            stem = f.stem[1:]
+            if not stem.isdigit():
+                raise FormatError(f, None, "replica dump name must be p<partition>.jsonl")
+            out.append((node_dir.name, int(stem), f))
+    return out
+
+
+# --- the conversion --------------------------------------------------------------------------------
+
+def _sources(run_dir: Path) -> dict[str, list[int]]:
+    files = [run_dir / rf.HISTORY, run_dir / rf.FINAL_JSON] + [p for _, _, p in _dump_files(run_dir)]
+    out = {}
+    for p in files:
+        if p.exists():
+            st = p.stat()
+            out[str(p.relative_to(run_dir))] = [st.st_size, st.st_mtime_ns]
+    return out
+
+
+def columnar_ready(run_dir: Path) -> bool:
+    return (Path(run_dir) / rf.COLUMNAR_DIR / rf.COLUMNAR_MANIFEST).exists()
+
+
+def ingest(run_dir: Path | str, *, lenient: bool = False, force: bool = False, progress=None) -> IngestResult:
+    """Make sure RUN_DIR/columnar/ holds current Parquet tables; return where and what was skipped."""
+    run_dir = Path(run_dir)
+    if not run_dir.is_dir():
+        raise FormatError(run_dir, None, "run directory does not exist")
+    col = run_dir / rf.COLUMNAR_DIR
+    manifest_path = col / rf.COLUMNAR_MANIFEST
+    history = run_dir / rf.HISTORY
+    manifest = None
+    if manifest_path.exists():
+        try:
+            manifest = json.loads(manifest_path.read_text())
+        except ValueError:
+            manifest = None
+    if not history.exists():
+        if manifest is not None and manifest.get("synthetic"):
+            return IngestResult(col, manifest.get("skipped", {}), manifest.get("torn", {}))
+        raise FormatError(history, None, "file is missing")
+    sources = _sources(run_dir)
+    if (manifest is not None and not force and manifest.get("version") == CONVERTER_VERSION
+            and manifest.get("sources") == sources
+            and (not sum(manifest.get("skipped", {}).values()) or lenient)):
+        return IngestResult(col, manifest.get("skipped", {}), manifest.get("torn", {}),
+                            manifest.get("missing_dumps", []))
+    return _convert(run_dir, sources, lenient=lenient, progress=progress)
+
+
+def _convert(run_dir: Path, sources: dict, *, lenient: bool, progress) -> IngestResult:
+    schemas = rf.arrow_schemas()
+    col = run_dir / rf.COLUMNAR_DIR
+    tmp = run_dir / (rf.COLUMNAR_DIR + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    result = IngestResult(col, converted=True)
+    try:
+        history = run_dir / rf.HISTORY
+        conv = _HistoryConverter(history, tmp, schemas, lenient)
+        for line, obj in _lines(history, result.torn, rf.HISTORY):
+            try:
+                if isinstance(obj, FormatError):
+                    raise obj
+                conv.convert_line(line, obj)
+            except FormatError:
+                if not lenient:
+                    raise
+                result.skipped[rf.HISTORY] = result.skipped.get(rf.HISTORY, 0) + 1
+            if progress is not None and line % 100_000 == 0:
+                progress(line)
+        conv.close()
+        finals = [v for _, v in conv.final_states]
+        if not finals and (run_dir / rf.FINAL_JSON).exists():
+            data = rf.load_json(run_dir / rf.FINAL_JSON)
+            parts = data.get("partitions") if isinstance(data, dict) else None
+            if not isinstance(parts, list):
+                raise FormatError(run_dir / rf.FINAL_JSON, None, "field 'partitions' is missing or not a list")
+            for i, v in enumerate(parts):
+                if not isinstance(v, dict):
+                    raise FormatError(run_dir / rf.FINAL_JSON, None, f"field 'partitions[{i}]' must be an object")
+                conv.path = run_dir / rf.FINAL_JSON
+                conv._final_state(None, v)
+            finals = parts
+        fs_writer = _TableWriter(tmp / "final_state", schemas["final_state"])
+        last: dict[int, dict] = {}
+        for v in finals:
+            last[v["partition"]] = v  # the last final-state of a partition wins
+        for p in sorted(last):
+            fs_writer.add(_final_state_row(last[p]))
+        fs_writer.close()
+        # replica dumps
+        dumps = _dump_files(run_dir)
+        have = {(node, part) for node, part, _ in dumps}
+        for line, v in conv.final_states:
+            for node in sorted((v.get("replicas") or {})):
+                if (node, v["partition"]) not in have:
+                    missing = rf.replica_dump_path(run_dir, node, v["partition"])
+                    err = FormatError(missing, None, f"file is missing (final-state of partition {v['partition']} "
+                                                     f"at {rf.HISTORY}:{line} lists replica {node})")
+                    if not lenient:
+                        raise err
+                    result.missing_dumps.append(str(missing.relative_to(run_dir)))
+        rep_writer = _TableWriter(tmp / "replicas", schemas["replicas"])
+        meta_rows: list[dict] = []
+        for node, part, path in dumps:
+            label = str(path.relative_to(run_dir))
+            _convert_dump(path, node, part, rep_writer, meta_rows, lenient, result, label)
+        rep_writer.close()
+        meta_writer = _TableWriter(tmp / "replica_meta", schemas["replica_meta"])
+        for r in meta_rows:
+            meta_writer.add(r)
+        meta_writer.close()
+        manifest = {"version": CONVERTER_VERSION, "sources": sources, "skipped": result.skipped,
+                    "torn": result.torn, "missing_dumps": result.missing_dumps, "lenient": lenient}
+        (tmp / rf.COLUMNAR_MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+        shutil.rmtree(col, ignore_errors=True)
+        os.replace(tmp, col)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return result

@@ -1,0 +1,54 @@
+"""Which anomaly kinds fail a run: defaults, test.json `config.checker`, and the CLI's --fail-on/--allow.
+
+Default: every kind fails except `duplicate` (counted only, unless the producer claims idempotence in
+test.json `config.producer.idempotent` / `config.idempotent`) and `hw-regression-cross-epoch` (a new
+leader's HW may legitimately lag the old leader's). Then `config.checker.allow` / `config.checker.fail_on`
+apply, then the CLI's `--allow` / `--fail-on` (the CLI wins).
+"""
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from harness import runformat as rf
+
+DEFAULT_ALLOWED = ("duplicate", "hw-regression-cross-epoch")
+
+
+class PolicyError(ValueError):
+    """An unknown anomaly kind was named; the message says where."""
+
+
+def producer_idempotent(config: dict[str, Any]) -> bool:
+    producer = config.get(rf.CONFIG_PRODUCER)
+    if isinstance(producer, dict) and producer.get(rf.CONFIG_IDEMPOTENT):
+        return True
+    return bool(config.get(rf.CONFIG_IDEMPOTENT))
+
+
+def _kinds(names: Iterable[str], where: str) -> list[str]:
+    names = list(names)
+    for n in names:
+        if n not in rf.ANOMALY_KINDS:
+            raise PolicyError(f"{where}: unknown anomaly kind {n!r} (known: {', '.join(rf.ANOMALY_KINDS)})")
+    return names
+
+
+def failing_kinds(config: dict[str, Any] | None, fail_on: Iterable[str] = (), allow: Iterable[str] = ()) -> list[str]:
+    config = config or {}
+    failing = set(rf.ANOMALY_KINDS) - set(DEFAULT_ALLOWED)
+    if producer_idempotent(config):
+        failing.add("duplicate")
+    checker = config.get(rf.CONFIG_CHECKER) or {}
+    if not isinstance(checker, dict):
+        raise PolicyError(f"{rf.TEST_JSON}: config.{rf.CONFIG_CHECKER} must be an object")
+    for key, add in ((rf.CONFIG_CHECKER_ALLOW, False), (rf.CONFIG_CHECKER_FAIL_ON, True)):
+        names = checker.get(key) or []
+        if isinstance(names, str) or not isinstance(names, list):
+            raise PolicyError(f"{rf.TEST_JSON}: config.{rf.CONFIG_CHECKER}.{key} must be a list of anomaly kinds")
+        for n in _kinds(names, f"{rf.TEST_JSON} config.{rf.CONFIG_CHECKER}.{key}"):
+            (failing.add if add else failing.discard)(n)
+    for n in _kinds(allow, "--allow"):
+        failing.discard(n)
+    for n in _kinds(fail_on, "--fail-on"):
+        failing.add(n)
+    return [k for k in rf.ANOMALY_KINDS if k in failing]

@@ -1,0 +1,68 @@
+"""Getting a SparkSession for the checker: local mode tuned for a small machine, or a real cluster.
+
+- no master: `local[2]`, 3 GiB driver heap, few shuffle partitions, adaptive execution, no UI;
+- `spark://...`, `yarn`, `k8s://...`, `local[N]`: the same job on that master (classic Spark);
+- `sc://host:port`: Spark Connect (needs the pyspark connect client extras), the job uses DataFrame APIs only.
+Environment overrides: HIGHWATER_SPARK_DRIVER_MEMORY, HIGHWATER_SPARK_SHUFFLE_PARTITIONS.
+On a cluster the run directory must be readable by the executors (a shared file system).
+"""
+from __future__ import annotations
+
+import os
+from typing import Any
+
+DEFAULT_MASTER = "local[2]"
+
+
+def local_conf() -> dict[str, str]:
+    return {
+        "spark.driver.memory": os.environ.get("HIGHWATER_SPARK_DRIVER_MEMORY", "3g"),
+        "spark.sql.shuffle.partitions": os.environ.get("HIGHWATER_SPARK_SHUFFLE_PARTITIONS", "4"),
+        "spark.default.parallelism": "2",
+        "spark.sql.adaptive.enabled": "true",
+        "spark.sql.adaptive.coalescePartitions.enabled": "true",
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.files.maxPartitionBytes": str(256 * 1024 * 1024),
+        "spark.sql.autoBroadcastJoinThreshold": str(32 * 1024 * 1024),
+        "spark.driver.extraJavaOptions": "-XX:+UseParallelGC -Dlog4j2.level=error",
+        "spark.sql.session.timeZone": "UTC",
+        "spark.sql.ansi.enabled": "false",
+        "spark.memory.fraction": "0.7",
+        "spark.local.dir": os.environ.get("HIGHWATER_SPARK_LOCAL_DIR", "/tmp"),
+    }
+
+
+def get_session(master: str | None = None, app_name: str = "highwater-check") -> Any:
+    from pyspark.sql import SparkSession
+
+    if master and master.startswith("sc://"):
+        return SparkSession.builder.remote(master).appName(app_name).getOrCreate()
+    builder = SparkSession.builder.appName(app_name).master(master or DEFAULT_MASTER)
+    conf = local_conf()
+    if master and not master.startswith("local"):
+        conf.pop("spark.driver.memory")       # the cluster's own settings decide
+        conf.pop("spark.default.parallelism")
+        conf.pop("spark.local.dir")
+        conf["spark.sql.shuffle.partitions"] = os.environ.get("HIGHWATER_SPARK_SHUFFLE_PARTITIONS", "64")
+    for k, v in conf.items():
+        builder = builder.config(k, v)
+    session = builder.getOrCreate()
+    try:
+        session.sparkContext.setLogLevel("ERROR")
+    except Exception:  # noqa: BLE001 - Spark Connect sessions have no SparkContext
+        pass
+    return session
+
+
+def describe(session: Any, master: str | None) -> str:
+    if master and master.startswith("sc://"):
+        return master
+    try:
+        return session.sparkContext.master
+    except Exception:  # noqa: BLE001
+        return master or DEFAULT_MASTER
+
+
+def stop(session: Any) -> None:
+    session.stop()
