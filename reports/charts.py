@@ -65,13 +65,15 @@ def timeline(summary: HistorySummary, markers: list[tuple[float, str, int]]) -> 
         if p.type != "ok" and len(titled) < MAX_TITLED_POINTS:
             tip = f"#{p.index} {p.f} {p.type}" + (f" ({p.error})" if p.error else "") + \
                   f", process {p.process}, {p.t_s:.3f} s, latency {fmt_seconds(p.latency_s)}"
-            titled.append(f'<a href="#h-{p.index}"><circle class="pt {esc(p.type)}" cx="{px}" cy="{py}" r="2.6">'
-                          f'<title>{esc(tip)}</title></circle></a>')
+            dot = (f'<circle class="pt {esc(p.type)}" cx="{px}" cy="{py}" r="3.4"><title>{esc(tip)}</title>'
+                   '</circle>')
+            titled.append(f'<a href="#h-{p.index}">{dot}</a>' if p.index in summary.excerpt else dot)
             continue
         shape = "sq" if p.f == "poll" else "rd"
         paths.setdefault((p.type, shape), []).append(f"M{px} {py}h0")
     clip = f' clip-path="url(#{frame.clip_id()})"'
-    body = [f'<g class="points"{clip}>']
+    density = "sparse" if len(summary.points) < 1500 else "dense"
+    body = [f'<g class="points {density}"{clip}>']
     for (typ, shape), segs in sorted(paths.items(), key=lambda kv: {"ok": 0, "info": 1, "fail": 2}.get(kv[0][0], 3)):
         body.append(f'<path class="dots {esc(typ)} {shape}" d="{"".join(segs)}"/>')
     body.extend(titled)
@@ -211,7 +213,7 @@ def partition_state(pe: PartitionEvents, nodes: list[str], faults: list[FaultWin
     # HW per replica
     hw_top, hw_bottom = lanes_bottom + 8, lanes_bottom + 8 + hw_h
     hws = [v for s in pe.hw.values() for _t, v in s]
-    hy = Linear(min(hws, default=0), max(max(hws, default=1), 1), hw_bottom, hw_top)
+    hy = Linear(0, max(max(hws, default=1), 1), hw_bottom, hw_top, integer=True)
     sub = Frame(WIDTH, height, top=hw_top, bottom=height - hw_bottom)
     sub.y_axis(hy, fmt_count, title="HW", target=4)
     sub.x_axis(x, title="seconds since start")

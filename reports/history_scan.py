@@ -12,6 +12,7 @@ The bucket width is chosen from the history's last timestamp (read from the file
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -124,9 +125,10 @@ def _missing_field(op: Any, path: Path, line_no: int) -> FormatError:
 
 
 def _percentiles(values: list[int]) -> tuple[float, float, float]:
+    """Nearest-rank percentiles (the smallest value with at least q of the values at or below it), seconds."""
     values.sort()
-    n = len(values) - 1
-    return tuple(values[int(round(q * n))] / 1e9 for q in QUANTILES)  # type: ignore[return-value]
+    n = len(values)
+    return tuple(values[max(0, math.ceil(q * n) - 1)] / 1e9 for q in QUANTILES)  # type: ignore[return-value]
 
 
 def scan_history(path: Path, *, wanted: set[int] | frozenset[int] = frozenset(), context: int = 2,
@@ -144,8 +146,9 @@ def scan_history(path: Path, *, wanted: set[int] | frozenset[int] = frozenset(),
     summary.bucket_s, summary.nbuckets = bucket_s, nb
     last_b = nb - 1
 
+    core = set(wanted)
     want = set()
-    for i in wanted:
+    for i in core:
         want.update(range(i - context, i + context + 1))
     excerpt = summary.excerpt
     want_completion: set[Any] = set()
@@ -190,12 +193,13 @@ def scan_history(path: Path, *, wanted: set[int] | frozenset[int] = frozenset(),
             if idx in want:
                 excerpt[idx] = op
                 summary.op_times[idx] = t / 1e9
-                if typ == "invoke":
-                    want_completion.add(process)
-                else:
-                    inv = pending.get(process)
-                    if inv is not None:
-                        excerpt[inv["index"]] = inv
+                if idx in core:  # a referenced line brings its invoke / completion along
+                    if typ == "invoke":
+                        want_completion.add(process)
+                    else:
+                        inv = pending.get(process)
+                        if inv is not None:
+                            excerpt[inv["index"]] = inv
             if process.__class__ is int:
                 if typ == "invoke":
                     pending[process] = op

@@ -95,7 +95,8 @@ def read_row(root: Path, run_dir: Path) -> RunRow:
 
 def render_index(root: Path) -> str:
     root = Path(root)
-    rows = sorted((read_row(root, d) for d in find_runs(root)), key=lambda r: (-r.sort_key, r.test))
+    rows = sorted((read_row(root, d) for d in find_runs(root)), key=lambda r: (r.sort_key, r.timestamp, r.test),
+                  reverse=True)
     tally = {v: sum(1 for r in rows if r.verdict == v) for v in ("valid", "invalid", "unknown")}
     tests = sorted({r.test for r in rows})
     generated = _dt.datetime.now(tz=_dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")

@@ -74,7 +74,8 @@ def verdict_line(run: Run) -> str:
         unseen = (run.results.get("unseen") or {}).get("count", 0)
         parts = run.results.get("unseen", {}).get("partitions") or []
         return (f"No anomalies found, but {unseen:,} acknowledged write(s) could not be checked"
-                + (f" (partitions {', '.join(map(str, parts))} did not recover)." if parts else "."))
+                + (f" (partition{'s' if len(parts) > 1 else ''} {', '.join(map(str, parts))} did not recover)."
+                   if parts else "."))
     return "No anomalies found: every acknowledged write is in every replica's final log."
 
 

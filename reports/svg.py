@@ -79,10 +79,11 @@ def time_ticks(lo: float, hi: float, target: int = 10) -> list[float]:
 
 
 class Linear:
-    def __init__(self, d0: float, d1: float, r0: float, r1_: float):
+    def __init__(self, d0: float, d1: float, r0: float, r1_: float, *, integer: bool = False):
         if d1 == d0:
             d1 = d0 + 1
         self.d0, self.d1, self.r0, self.r1 = d0, d1, r0, r1_
+        self.integer = integer  # ticks only at whole numbers (offsets, counts)
         self._k = (r1_ - r0) / (d1 - d0)
 
     def __call__(self, v: float) -> float:
@@ -90,6 +91,8 @@ class Linear:
 
     def ticks(self, target: int = 6) -> list[float]:
         step = nice_step(self.d1 - self.d0, target)
+        if self.integer:
+            step = max(1, round(step))
         first = math.ceil(self.d0 / step - 1e-9) * step
         out, v = [], first
         while v <= self.d1 + step * 1e-9:

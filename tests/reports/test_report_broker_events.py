@@ -1,0 +1,70 @@
+"""Broker event logs on the history's time axis: leadership, ISR, truncation, HW thinning, bad lines."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from report_fixtures import START_WALL_NS, make_run
+
+from reports.broker_events import HW_SLOTS, read_broker_events
+
+
+def test_fixture_events_per_partition(tmp_path):
+    run = make_run(tmp_path, "invalid")
+    ev = read_broker_events(run, START_WALL_NS, 8.1)
+    assert ev.nodes == ["controller", "n1", "n2", "n3"]
+    assert ev.bad_lines == 1  # "this is not json" in n3's log
+    p0 = ev.partitions[0]
+    assert [(t, leader, epoch) for t, leader, epoch, _isr in p0.leaders] == [(0.05, "n1", 0), (3.4, "n2", 1)]
+    assert [(t, isr) for t, isr, _v in p0.isr] == [(5.6, ["n1", "n2", "n3"]), (6.6, ["n1", "n2"]),
+                                                  (8.0, ["n1", "n2", "n3"])]
+    assert [(t, node, frm, to, why) for t, node, frm, to, why in p0.truncations] == [
+        (5.2, "n1", 9, 7, "hw"), (8.05, "n3", 9, 9, "<script>alert(1)</script>")]
+    assert p0.hw["n2"] == [(4.5, 8), (4.7, 10)]
+    assert p0.hw["n1"][-1] == (pytest.approx(2.21), 7)
+    assert ev.fenced == [(3.4, "controller", "n1")]
+    assert ev.counts["hw-change"] == 11
+    assert [r["event"] for r in ev.table][:3] == ["leader-change", "leader-change", "role"]
+    assert ev.table_total == 12
+
+
+def test_same_election_logged_twice_is_shown_once(tmp_path):
+    d = tmp_path / "nodes"
+    for node in ("controller", "n1"):
+        (d / node).mkdir(parents=True)
+        (d / node / "broker.log").write_text(json.dumps(
+            {"ts": START_WALL_NS + 2_000_000_000 + (5 if node == "n1" else 0), "node": node, "event": "leader-change",
+             "partition": 0, "leader": "n1", "epoch": 3, "isr": ["n1"]}) + "\n")
+    ev = read_broker_events(tmp_path, START_WALL_NS, 10.0)
+    assert [(t, leader, epoch) for t, leader, epoch, _ in ev.partitions[0].leaders] == [(2.0, "n1", 3)]
+
+
+def test_hw_changes_are_thinned_to_one_point_per_slot_keeping_the_last(tmp_path):
+    d = tmp_path / "nodes" / "n1"
+    d.mkdir(parents=True)
+    duration = 10.0
+    with (d / "broker.log").open("w") as fh:
+        for k in range(10_000):  # one HW change per millisecond
+            fh.write(json.dumps({"ts": START_WALL_NS + k * 1_000_000, "node": "n1", "event": "hw-change",
+                                 "partition": 0, "old": k, "new": k + 1}) + "\n")
+    ev = read_broker_events(tmp_path, START_WALL_NS, duration)
+    series = ev.partitions[0].hw["n1"]
+    assert ev.partitions[0].hw_changes == 10_000
+    assert len(series) <= HW_SLOTS + 1
+    assert series[-1] == (pytest.approx(9.999), 10_000)  # the final HW survives thinning
+    assert [v for _t, v in series] == sorted(v for _t, v in series)
+
+
+def test_without_start_time_events_are_relative_to_the_first(tmp_path):
+    d = tmp_path / "nodes" / "n1"
+    d.mkdir(parents=True)
+    (d / "broker.log").write_text("\n".join(json.dumps(
+        {"ts": 5_000_000_000 + k * 1_000_000_000, "node": "n1", "event": "role", "partition": 1, "role": "leader",
+         "epoch": k}) for k in range(3)) + "\n")
+    ev = read_broker_events(tmp_path, None, 3.0)
+    assert [t for t, *_ in ev.partitions[1].roles] == [0.0, 1.0, 2.0]
+
+
+def test_no_nodes_directory(tmp_path):
+    ev = read_broker_events(tmp_path, START_WALL_NS, 1.0)
+    assert ev.partitions == {} and ev.nodes == []

@@ -1,0 +1,241 @@
+"""report.html from hand-built runs: verdict, anomalies with history links, plots, escaping, self-containment."""
+from __future__ import annotations
+
+import json
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+from report_fixtures import XSS, make_run
+
+from harness.runformat import FormatError
+from reports import write_report
+
+ESCAPED = "&lt;script&gt;alert(1)&lt;/script&gt;"
+
+
+class Page(HTMLParser):
+    """The parts of a page the tests look at: ids, links, resource attributes, tags, text by id."""
+
+    def __init__(self, text: str):
+        super().__init__()
+        self.ids: set[str] = set()
+        self.hrefs: list[str] = []
+        self.resource_attrs: list[tuple[str, str, str]] = []
+        self.tags: dict[str, int] = {}
+        self.attrs_by_id: dict[str, dict[str, str]] = {}
+        self.feed(text)
+
+    def handle_starttag(self, tag, attrs):
+        self.tags[tag] = self.tags.get(tag, 0) + 1
+        a = dict(attrs)
+        if "id" in a:
+            self.ids.add(a["id"])
+            self.attrs_by_id[a["id"]] = a
+        if "href" in a and tag == "a":
+            self.hrefs.append(a["href"])
+        for name in ("src", "srcset", "data", "poster", "action", "formaction", "background"):
+            if name in a:
+                self.resource_attrs.append((tag, name, a[name]))
+        if tag == "link":
+            self.resource_attrs.append((tag, "href", a.get("href", "")))
+
+
+def section(html: str, ident: str) -> str:
+    start = html.index(f'id="{ident}"')
+    end = html.find("<section", start)
+    return html[start:end if end > 0 else len(html)]
+
+
+def ack_index(run: Path, value: int) -> int:
+    for line in (run / "history.jsonl").read_text().splitlines():
+        op = json.loads(line)
+        if op["f"] == "send" and op["type"] == "ok" and op["value"]["value"] == value:
+            return op["index"]
+    raise AssertionError(value)
+
+
+@pytest.fixture
+def invalid_report(tmp_path):
+    run = make_run(tmp_path / "results", "invalid", test_name=f"hw {XSS}")
+    out = write_report(run)
+    return run, out.read_text()
+
+
+def test_invalid_run_verdict_and_counts(invalid_report):
+    run, html = invalid_report
+    page = Page(html)
+    assert page.attrs_by_id["verdict"]["data-verdict"] == "invalid"
+    banner = section(html, "verdict")
+    assert ">INVALID<" in banner
+    assert "4 anomalies of 2 kinds that fail the run." in banner
+    assert re.search(r'href="#kind-lost-write"><b>2</b> lost-write', banner)
+    assert re.search(r'href="#kind-divergence"><b>2</b> divergence', banner)
+    assert ">42<" in banner  # the seed
+    assert "hw-truncation-20261121T224501Z-ab12" in html  # run id
+    assert "<title>INVALID · hw " + ESCAPED in html
+
+
+def test_each_anomaly_kind_explained_with_examples_linked_to_history(invalid_report):
+    run, html = invalid_report
+    page = Page(html)
+    for kind in ("lost-write", "divergence"):
+        assert f"kind-{kind}" in page.ids
+    lost = section(html, "anomalies")
+    assert "high-watermark truncation" in lost  # the explanation paragraph
+    i7, i8 = ack_index(run, 7), ack_index(run, 8)
+    assert f'href="#h-{i7}"' in lost and f'href="#h-{i8}"' in lost
+    # the anchors exist in the excerpt and hold the acknowledged sends
+    for i, v in ((i7, 7), (i8, 8)):
+        assert f"h-{i}" in page.ids
+        row = html[html.index(f'id="h-{i}"'):]
+        row = row[:row.index("</tr>")]
+        assert f'&#34;value&#34;:{v},&#34;offset&#34;:{v}' in row
+    assert f"h-{i7 - 1}" in page.ids  # the invoke of value 7 comes along
+    # extra example fields are rendered generically, escaped
+    assert "<th>note</th>" in lost and "<th>epoch</th>" in lost
+    assert "<th>replicas</th>" in section(html, "anomalies")
+    # the example's offset links to its row in the replica logs
+    assert 'href="#p0-o7"' in lost and "p0-o7" in page.ids
+    # anomaly kinds with no examples are listed as such
+    assert 'class="zk"' in lost and ">dirty-read<" in lost
+
+
+def test_every_in_page_link_has_a_target_and_every_file_link_a_file(invalid_report):
+    run, html = invalid_report
+    page = Page(html)
+    internal = [h[1:] for h in page.hrefs if h.startswith("#")]
+    assert internal, "the report links within itself"
+    missing = sorted({i for i in internal if i not in page.ids})
+    assert missing == []
+    files = [h for h in page.hrefs if not h.startswith("#")]
+    for needed in ("history.jsonl", "results.json", "test.json", "nodes/n1/broker.log", "nodes/n2/stdout.log",
+                   "replicas/n3/p0.jsonl", "../../index.html"):
+        assert needed in files
+    for h in files:
+        if h == "../../index.html":
+            continue  # written by write_index, tested there
+        assert (run / h).is_file(), h
+
+
+def test_plots_present_with_fault_bands(invalid_report):
+    _run, html = invalid_report
+    page = Page(html)
+    for ident in ("plot-timeline", "plot-throughput", "plot-latency-send", "plot-latency-poll", "plot-state-0",
+                  "plot-state-1"):
+        assert ident in page.ids
+        fig = html[html.index(f'id="{ident}"'):]
+        fig = fig[:fig.index("</figure>")]
+        assert "<svg" in fig and 'class="band f-kill"' in fig and 'class="band f-partition"' in fig
+    timeline = html[html.index('id="plot-timeline"'):]
+    timeline = timeline[:timeline.index("</figure>")]
+    assert ">kill n1<" in timeline and ">partition n3<" in timeline
+    assert timeline.count('class="pt fail"') == 1 and timeline.count('class="pt info"') == 1
+    assert timeline.count('class="marker"') == 2  # the two lost-write examples
+    state = html[html.index('id="plot-state-0"'):]
+    state = state[:state.index("</figure>")]
+    assert ">n1 e0<" in state and ">n2 e1<" in state  # leaders with epochs
+    assert state.count('class="trunc"') == 2
+
+
+def test_replica_logs_side_by_side(invalid_report):
+    _run, html = invalid_report
+    logs = section(html, "partitions")
+    assert "2 divergent" in logs and "2 lost" in logs and "replicas agree" in logs
+    row7 = logs[logs.index('id="p0-o7"'):]
+    row7 = row7[:row7.index("</tr>")]
+    assert 'class="div"' in logs[logs.index('id="p0-o7"') - 30:logs.index('id="p0-o7"')]
+    assert row7.count('<span class="v">10</span>') == 2 and '<span class="v">7</span>' in row7
+    assert "cell e0 uncommitted lost m-hw" in row7
+
+
+def test_values_from_the_run_are_escaped(invalid_report):
+    _run, html = invalid_report
+    assert XSS not in html
+    assert "<script>" not in html.replace("<script>/* highwater report", "", 1)
+    assert html.count("<script>") == 1  # ours, inline
+    # payload sites: test name (title, h1, crumbs), config, error, nemesis detail, broker event, example, replica value
+    assert html.count(ESCAPED) >= 9
+    assert f"NOT_LEADER {ESCAPED}" in html
+    assert f"why=<b>{ESCAPED}</b>" in html
+    assert f'<span class="v">{ESCAPED}</span>' in html
+
+
+def test_report_is_self_contained(invalid_report):
+    _run, html = invalid_report
+    page = Page(html)
+    assert page.resource_attrs == [("link", "href", "data:,")]
+    assert "@import" not in html
+    assert re.findall(r"url\((?!#)", html) == []  # only in-document references such as clip-path: url(#clip)
+    external = set(re.findall(r"(?:https?:)?//[A-Za-z0-9.-]+", html))
+    assert external <= {"http://www.w3.org"}  # the SVG namespace name, never fetched
+    assert "default-src 'none'" in html  # and a CSP that forbids fetching anyway
+
+
+def test_valid_run(tmp_path):
+    run = make_run(tmp_path / "results", "valid")
+    html = write_report(run).read_text()
+    assert Page(html).attrs_by_id["verdict"]["data-verdict"] == "valid"
+    assert ">VALID<" in html and "No anomalies found: every acknowledged write" in html
+    assert 'class="anomaly' not in html
+    assert "0 divergent" not in html and html.count("replicas agree") == 2
+
+
+def test_unknown_and_unchecked_runs(tmp_path):
+    html = write_report(make_run(tmp_path / "r", "unknown")).read_text()
+    assert ">UNKNOWN<" in html and "3 acknowledged write(s) could not be checked (partition 0 did not recover)" in html
+    html = write_report(make_run(tmp_path / "r", "unchecked", timestamp="20261121T235959Z")).read_text()
+    assert ">UNKNOWN<" in html and "Not checked: there is no results.json" in html
+    assert "results.json is missing" in html
+
+
+def test_crashed_run_with_only_a_history(tmp_path):
+    run = tmp_path / "crashed"
+    run.mkdir()
+    (run / "history.jsonl").write_text(
+        '{"index":0,"time":1000,"process":0,"type":"invoke","f":"send","value":{"partition":0,"value":1}}\n'
+        '{"index":1,"time":2000,"process":0,"type":"ok","f":"send","value":{"partition":0,"value":1,"offset":0,"epoch":0}}\n'
+        '{"index":2,"time":3000,"pro')
+    html = write_report(run).read_text()
+    assert ">UNKNOWN<" in html and "No replica dumps in this run." in html
+    assert "ends in a torn line (line 3)" in html
+
+
+def test_bad_input_is_named(tmp_path):
+    run = make_run(tmp_path / "r", "invalid")
+    results = json.loads((run / "results.json").read_text())
+    results["valid"] = "yes"
+    (run / "results.json").write_text(json.dumps(results))
+    with pytest.raises(FormatError, match=r"results.json: field 'valid' must be true, false or \"unknown\", got 'yes'"):
+        write_report(run)
+    results["valid"] = False
+    results["anomalies"]["lost-write"]["count"] = "two"
+    (run / "results.json").write_text(json.dumps(results))
+    with pytest.raises(FormatError, match=r"field 'anomalies.lost-write.count' must be an integer"):
+        write_report(run)
+    (run / "results.json").write_text("{not json")
+    with pytest.raises(FormatError, match=r"results.json:1: not valid JSON"):
+        write_report(run)
+    (run / "history.jsonl").unlink()
+    with pytest.raises(FormatError, match=r"history.jsonl: file is missing"):
+        write_report(run)
+    with pytest.raises(FormatError, match=r"not a run directory"):
+        write_report(tmp_path / "nope")
+
+
+def test_unknown_anomaly_kind_and_extra_fields_render_generically(tmp_path):
+    run = make_run(tmp_path / "r", "invalid")
+    results = json.loads((run / "results.json").read_text())
+    results["anomalies"]["split-brain"] = {"count": 1, "fails_run": False, "examples": [
+        {"partition": 1, "leaders": ["n1", "n2"], "read_index": 3, "indices": [4, 5], "detail": {"a": XSS}}]}
+    (run / "results.json").write_text(json.dumps(results))
+    html = write_report(run).read_text()
+    art = html[html.index('id="kind-split-brain"'):]
+    art = art[:art.index("</article>")]
+    assert "does not fail the run" in art
+    for col in ("partition", "leaders", "read_index", "indices", "detail"):
+        assert f"<th>{col}</th>" in art
+    assert 'href="#h-3"' in art and 'href="#h-4"' in art and 'href="#h-5"' in art
+    assert "h-3" in Page(html).ids
+    assert ESCAPED.replace("&lt;", "&lt;") in art and XSS not in art
