@@ -15,6 +15,7 @@ TOML layout (every key optional):
     [client]    acks = "all"  timeout = 2.0  retries = 0
     [workload]  name = "producer-consumer"  rate = 100.0  concurrency = 4  consumers = 2
     [nemesis]   faults = ["kill", "partition"]  interval = 5.0  schedule_file = ""
+    [checker]   engine = "spark"  allow = []  fail_on = []
 """
 from __future__ import annotations
 
@@ -35,6 +36,7 @@ NEMESIS_FAULTS = ("kill", "kill-leader", "kill-controller", "pause", "pause-lead
                   "partition-ring", "partition-leader", "partition-bridge", "partition-one-way",
                   "partition-controller")
 ACKS = (0, 1, "all")
+CHECKER_ENGINES = ("spark", "reference")
 
 
 class ConfigError(ValueError):
@@ -64,6 +66,7 @@ class BrokerConfig:
     power_loss: bool = False
     session_timeout_ms: int = 3000
     replica_lag_time_max_ms: int = 2000
+    replica_fetch_wait_max_ms: int = 200
     hw_checkpoint_interval_ms: int = 500
     extra: dict = field(default_factory=dict)   # any other broker.json key, passed through unchanged
 
@@ -92,6 +95,13 @@ class NemesisConfig:
 
 
 @dataclass
+class CheckerConfig:
+    engine: str = "spark"        # "spark" (the PySpark checker) or "reference" (single process)
+    allow: list = field(default_factory=list)     # anomaly kinds that do not fail the run
+    fail_on: list = field(default_factory=list)   # anomaly kinds that do (checkers/policy.py)
+
+
+@dataclass
 class TestConfig:
     name: str = "chaos"
     time_limit: float = 30.0
@@ -104,6 +114,7 @@ class TestConfig:
     client: ClientConfig = field(default_factory=ClientConfig)
     workload: WorkloadConfig = field(default_factory=WorkloadConfig)
     nemesis: NemesisConfig = field(default_factory=NemesisConfig)
+    checker: CheckerConfig = field(default_factory=CheckerConfig)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -125,6 +136,7 @@ class TestConfig:
             # power-loss faults need brokers running in the power-loss emulation
             "power_loss": b.power_loss or any(f.startswith("power-loss") for f in self.nemesis.faults),
             "replica_lag_time_max_ms": b.replica_lag_time_max_ms,
+            "replica_fetch_wait_max_ms": b.replica_fetch_wait_max_ms,
             "hw_checkpoint_interval_ms": b.hw_checkpoint_interval_ms,
         }
         settings.update(b.extra)
@@ -140,7 +152,8 @@ class TestConfig:
 
 
 SECTIONS = {"cluster": ClusterConfig, "topic": TopicConfig, "broker": BrokerConfig,
-            "client": ClientConfig, "workload": WorkloadConfig, "nemesis": NemesisConfig}
+            "client": ClientConfig, "workload": WorkloadConfig, "nemesis": NemesisConfig,
+            "checker": CheckerConfig}
 
 # command-line flag -> dotted key (the flags of `highwater run`; harness/run_command.py uses this table)
 FLAG_KEYS = {
@@ -166,6 +179,7 @@ FLAG_KEYS = {
     "results_dir": "results_dir",
     "test_name": "name",
     "final_wait": "final_wait",
+    "checker": "checker.engine",
 }
 
 
@@ -211,6 +225,16 @@ def _coerce(section: str, key: str, default: Any, raw: Any) -> Any:
         return parse_acks(raw)
     if dotted == "nemesis.faults":
         return parse_faults(raw)
+    if dotted in ("checker.allow", "checker.fail_on"):
+        if isinstance(raw, str):
+            raw = [s.strip() for s in raw.split(",") if s.strip()]
+        if not isinstance(raw, list) or not all(isinstance(k, str) for k in raw):
+            raise ValueError(f"must be a list of anomaly kinds, got {raw!r}")
+        from harness.runformat import ANOMALY_KINDS
+        for k in raw:
+            if k not in ANOMALY_KINDS:
+                raise ValueError(f"unknown anomaly kind {k!r} (known: {', '.join(ANOMALY_KINDS)})")
+        return list(raw)
     if dotted == "seed":
         if raw is None:
             return None
@@ -316,6 +340,8 @@ def validate(cfg: TestConfig) -> list[tuple[str, str]]:
         problems.append(("workload.final_read_chunk", f"must be at least 1, got {w.final_read_chunk}"))
     if n.interval <= 0:
         problems.append(("nemesis.interval", f"must be above 0, got {n.interval}"))
+    if cfg.checker.engine not in CHECKER_ENGINES:
+        problems.append(("checker.engine", f"must be one of {', '.join(CHECKER_ENGINES)}, got {cfg.checker.engine!r}"))
     if cfg.final_wait <= 0:
         problems.append(("final_wait", f"must be above 0, got {cfg.final_wait}"))
     return problems

@@ -35,13 +35,21 @@ def install_signal_handlers(session) -> dict:
     return previous
 
 
+def found_kinds(results: dict | None) -> list[str]:
+    """Anomaly kinds with a count above 0 that fail the run (results.json)."""
+    if not results:
+        return []
+    return sorted(k for k, a in (results.get("anomalies") or {}).items()
+                  if a.get("count", 0) > 0 and a.get("fails_run", True))
+
+
 def finish_output(outcome) -> int:
     for problem in outcome.problems:
         click.echo(f"highwater: {problem}", err=True)
     if outcome.results is not None:
-        kinds = outcome.results.get("failing_kinds") or []
-        click.echo(f"highwater: verdict: {outcome.results.get('valid')}"
-                   + (f" ({', '.join(kinds)})" if kinds else ""), err=True)
+        kinds = found_kinds(outcome.results)
+        click.echo(f"highwater: verdict: valid={outcome.results.get('valid')}"
+                   + (f"; anomalies: {', '.join(kinds)}" if kinds else "; no anomalies"), err=True)
     click.echo(f"highwater: {_VERDICT.get(outcome.exit_code, outcome.exit_code)} (exit {outcome.exit_code}); "
                f"run directory {outcome.run_dir}", err=True)
     click.echo(str(outcome.report))
@@ -73,6 +81,7 @@ def finish_output(outcome) -> int:
 @click.option("--backend", "--cluster", "backend", default=None, help="cluster backend: local | docker | ssh [local]")
 @click.option("--results-dir", default=None, help="results directory [results]")
 @click.option("--final-wait", type=float, default=None, help="bound on the final phase's recovery wait, s [60]")
+@click.option("--checker", default=None, help="checker engine: spark | reference [spark]")
 @click.option("--plain", is_flag=True, default=False, help="plain progress lines even on a terminal")
 def run(test_file, plain, **flags) -> int:
     """Run a chaos test against a cluster of our broker and check it."""

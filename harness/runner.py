@@ -283,7 +283,7 @@ class RunSession:
         self.phase = "check"
         results = None
         if check:
-            results, problem = verdict.run_checker(self.run.path)
+            results, problem = verdict.run_checker(self.run.path, engine=self.cfg.checker.engine)
             if problem:
                 self.problem(problem)
         for problem in verdict.write_reports(self.run.path, Path(self.cfg.results_dir)):
