@@ -128,6 +128,7 @@ class _HistoryConverter:
         self.reads = _TableWriter(out / "reads", schemas["reads"])
         self.final_states: list[tuple[int, dict]] = []
         self.pending: dict[Any, tuple[int, int, str, int | None]] = {}  # process -> (index, time, f, partition)
+        self.sent: dict[int, dict[int, int]] = {}                       # partition -> value -> line of its send
         self.next_index = 0
 
     def convert_line(self, line: int, op: dict) -> None:
@@ -174,6 +175,12 @@ class _HistoryConverter:
                 row["invoke_index"], row["invoke_time"] = inv[0], inv[1]
             if f == "send":
                 row["value"] = _int(value, "value", path, line)
+                if typ == "invoke":
+                    seen = self.sent.setdefault(part, {})
+                    if row["value"] in seen:
+                        raise FormatError(path, line, f"field 'value.value' {row['value']} was already sent to partition "
+                                                      f"{part} at line {seen[row['value']]} (values are unique per partition)")
+                    seen[row["value"]] = line
                 if typ == "ok":
                     row["offset"] = _int(value, "offset", path, line)
                     row["epoch"] = _int(value, "epoch", path, line)

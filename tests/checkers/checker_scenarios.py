@@ -1,0 +1,257 @@
+"""Hand-built tiny runs, one per situation, each with the exact findings it must produce.
+
+Every scenario writes into one partition `p` with its own client processes, so several scenarios can
+share one run directory (the Spark test checks them all in one go). A scenario returns
+{"counts": {kind: n}, "examples": {kind: [example, ...]}, "unseen": n}; kinds not named must be 0.
+Times are the builder's: operation i happens at (i + 1) ms.
+"""
+from __future__ import annotations
+
+from checkers.simulate import Replica, RunBuilder
+
+MS = 1_000_000
+
+
+def T(i: int) -> int:
+    return (i + 1) * MS
+
+
+def _rep(values, epoch=1, hw=None):
+    recs = [(v, e) for v, e in values] if values and isinstance(values[0], tuple) else [(v, epoch) for v in values]
+    return Replica(recs, len(recs) if hw is None else hw)
+
+
+def _holds(log_nodes=("n1", "n2", "n3"), **where):
+    return {n: {"value_at": where.get(n)} for n in log_nodes}
+
+
+def clean(b: RunBuilder, p: int) -> dict:
+    P = 100 * p
+    for k in range(3):
+        b.send(P + 1, p, 10 + k, offset=k)
+    b.assign(P + 2, p, 0)
+    b.poll(P + 2, p, 0, [(0, 10), (1, 11)], hw=3)
+    b.poll(P + 2, p, 2, [(2, 12)], hw=3)
+    b.poll(P + 2, p, 3, [], hw=3)
+    b.final(p, [10, 11, 12], process=P + 9)
+    return {"counts": {}, "examples": {}}
+
+
+def tricky_clean(b: RunBuilder, p: int) -> dict:
+    """info present / absent, failed absent, an uncommitted offset truncated and rewritten (never acked),
+    and a new leader whose HW lags the old one's (cross-epoch, not failing)."""
+    P = 100 * p
+    b.send(P + 1, p, 1, offset=0)                      # ok at 0
+    b.send(P + 1, p, 2, outcome="info")                 # present at 1
+    b.send(P + 2, p, 3, outcome="info")                 # absent
+    b.send(P + 3, p, 4, outcome="fail")                 # absent
+    b.send(P + 4, p, 5, outcome="info")                 # was at 2 uncommitted, truncated
+    b.send(P + 5, p, 6, offset=2, epoch=2)              # 2 rewritten in epoch 2, acked
+    b.assign(P + 6, p, 0)
+    first = b.poll(P + 6, p, 0, [(0, 1), (1, 2)], hw=2, epoch=1)
+    lag = b.poll(P + 6, p, 2, [], hw=1, epoch=2)        # the new leader's HW lags
+    b.poll(P + 6, p, 2, [(2, 6)], hw=3, epoch=2)
+    b.final(p, [1, 2, 6], epoch=2, process=P + 9,
+            replicas={n: _rep([(1, 1), (2, 1), (6, 2)]) for n in ("n1", "n2", "n3")})
+    return {"counts": {"hw-regression-cross-epoch": 1}, "examples": {"hw-regression-cross-epoch": [
+        {"partition": p, "epoch": 2, "hw": 1, "index": lag, "time": T(lag), "process": str(P + 6),
+         "invoke_index": lag - 1, "f": "poll",
+         "previous": {"hw": 2, "index": first, "epoch": 1, "time": T(first), "process": str(P + 6)}}]}}
+
+
+def lost_write(b: RunBuilder, p: int) -> dict:
+    """v2 acked at 1 in epoch 1, truncated by a leader change, offset 1 rewritten with v3 (acked)."""
+    P = 100 * p
+    b.send(P + 1, p, 1, offset=0)
+    s2 = b.send(P + 1, p, 2, offset=1)
+    s3 = b.send(P + 2, p, 3, offset=1, epoch=2)
+    b.final(p, [1, 3], epoch=2, process=P + 9, chunk=5,
+            replicas={"n1": _rep([(1, 1), (3, 2)]), "n2": _rep([(1, 1), (3, 2)]), "n3": _rep([(1, 1), (3, 2)])})
+    fr = b.ops[-2]["index"]  # the final-read completion
+    at1 = {"value": 3, "epoch": 2, "crc_ok": True}
+    return {"counts": {"lost-write": 1, "inconsistent-offset": 1}, "examples": {
+        "lost-write": [{"partition": p, "value": 2, "offset": 1, "epoch": 1, "index": s2, "time": T(s2),
+                        "process": str(P + 1), "invoke_index": s2 - 1, "final_values_at_offset": [3],
+                        "replicas": {n: {"value_at": None, "at_offset": at1} for n in ("n1", "n2", "n3")}}],
+        "inconsistent-offset": [{"partition": p, "offset": 1, "values": [2, 3], "index": s2, "observations": [
+            {"source": "send", "value": 2, "index": s2, "time": T(s2), "process": str(P + 1)},
+            {"source": "send", "value": 3, "index": s3, "time": T(s3), "process": str(P + 2)},
+            {"source": "final-read", "value": 3, "index": fr, "time": T(fr), "process": str(P + 9)}],
+            "replicas": {n: at1 for n in ("n1", "n2", "n3")}}]}}
+
+
+def failed_present(b: RunBuilder, p: int) -> dict:
+    """A failed send whose value is in the final log, and a poll that read it (aborted read)."""
+    P = 100 * p
+    b.send(P + 1, p, 1, offset=0)
+    f = b.send(P + 1, p, 2, outcome="fail", error="NOT_ENOUGH_REPLICAS")
+    r = b.poll(P + 2, p, 0, [(0, 1), (1, 2)], hw=2)
+    b.final(p, [1, 2], process=P + 9)
+    return {"counts": {"failed-write-present": 1, "aborted-read": 1}, "examples": {
+        "failed-write-present": [{"partition": p, "value": 2, "index": f, "time": T(f), "process": str(P + 1),
+                                  "invoke_index": f - 1, "error": "NOT_ENOUGH_REPLICAS", "final_offsets": [1],
+                                  "replicas": _holds(n1=1, n2=1, n3=1)}],
+        "aborted-read": [{"partition": p, "value": 2, "offset": 1, "index": r, "time": T(r), "process": str(P + 2),
+                          "reads": 1, "send": {"type": "fail", "index": f, "offset": None},
+                          "error": "NOT_ENOUGH_REPLICAS", "replicas": _holds(n1=1, n2=1, n3=1)}]}}
+
+
+def unrecovered(b: RunBuilder, p: int) -> dict:
+    P = 100 * p
+    b.send(P + 1, p, 1, offset=0)
+    b.send(P + 1, p, 2, offset=1)
+    b.final(p, [1], recovered=False, process=P + 9)
+    return {"counts": {}, "examples": {}, "unseen": 2, "reason": "not recovered"}
+
+
+def final_gap(b: RunBuilder, p: int) -> dict:
+    """final-state says recovered, but the final reads miss offset 1: the partition is unseen, not lost."""
+    P = 100 * p
+    for k in range(3):
+        b.send(P + 1, p, k, offset=k)
+    b.poll(P + 9, p, 0, [(0, 0), (2, 2)], hw=3, f="final-read")
+    b.final(p, [0, 1, 2], process=P + 9, read=False)
+    return {"counts": {}, "examples": {}, "unseen": 3, "reason": "final reads do not cover [0, hw)"}
+
+
+def divergence_committed(b: RunBuilder, p: int) -> dict:
+    P = 100 * p
+    for k in range(3):
+        b.send(P + 1, p, k, offset=k)
+    log = [0, 1, 2]
+    b.final(p, log, process=P + 9, replicas={"n1": _rep(log), "n2": _rep(log),
+                                             "n3": _rep([(0, 1), (7, 2), (2, 1)], hw=3)})
+    rec = lambda v, e: {"record": {"value": v, "epoch": e, "crc_ok": True}, "hw": 3, "leo": 3}  # noqa: E731
+    return {"counts": {"divergence": 1}, "divergence": {"committed": 1, "residual": 0}, "examples": {"divergence": [
+        {"partition": p, "offset": 1, "committed": True,
+         "replicas": {"n1": rec(1, 1), "n2": rec(1, 1), "n3": rec(7, 2)}}]}}
+
+
+def divergence_residual(b: RunBuilder, p: int) -> dict:
+    """n3 disagrees at offset 2, beyond its own HW: residual divergence after the final heal."""
+    P = 100 * p
+    for k in range(3):
+        b.send(P + 1, p, k, offset=k)
+    log = [0, 1, 2]
+    b.final(p, log, process=P + 9, replicas={"n1": _rep(log), "n2": _rep(log),
+                                             "n3": _rep([(0, 1), (1, 1), (8, 1)], hw=2)})
+    return {"counts": {"divergence": 1}, "divergence": {"committed": 0, "residual": 1}, "examples": {"divergence": [
+        {"partition": p, "offset": 2, "committed": False,
+         "replicas": {"n1": {"record": {"value": 2, "epoch": 1, "crc_ok": True}, "hw": 3, "leo": 3},
+                      "n2": {"record": {"value": 2, "epoch": 1, "crc_ok": True}, "hw": 3, "leo": 3},
+                      "n3": {"record": {"value": 8, "epoch": 1, "crc_ok": True}, "hw": 2, "leo": 3}}}]}}
+
+
+def read_inconsistent(b: RunBuilder, p: int) -> dict:
+    """Two consumers read different values at offset 0; the second one's is not in the final log."""
+    P = 100 * p
+    s = b.send(P + 1, p, 1, offset=0)
+    i = b.send(P + 1, p, 9, outcome="info")
+    r1 = b.poll(P + 2, p, 0, [(0, 1)], hw=1)
+    r2 = b.poll(P + 3, p, 0, [(0, 9)], hw=1)
+    b.final(p, [1], process=P + 9)
+    fr = b.ops[-2]["index"]
+    at0 = {"value": 1, "epoch": 1, "crc_ok": True}
+    return {"counts": {"inconsistent-offset": 1, "dirty-read": 1}, "examples": {
+        "inconsistent-offset": [{"partition": p, "offset": 0, "values": [1, 9], "index": s, "observations": [
+            {"source": "send", "value": 1, "index": s, "time": T(s), "process": str(P + 1)},
+            {"source": "poll", "value": 1, "index": r1, "time": T(r1), "process": str(P + 2)},
+            {"source": "poll", "value": 9, "index": r2, "time": T(r2), "process": str(P + 3)},
+            {"source": "final-read", "value": 1, "index": fr, "time": T(fr), "process": str(P + 9)}],
+            "replicas": {n: at0 for n in ("n1", "n2", "n3")}}],
+        "dirty-read": [{"partition": p, "value": 9, "offset": 0, "index": r2, "time": T(r2), "process": str(P + 3),
+                        "reads": 1, "send": {"type": "info", "index": i, "offset": None},
+                        "replicas": _holds()}]}}
+
+
+def dirty_read(b: RunBuilder, p: int) -> dict:
+    """A value read twice by consumers, then truncated (info send, absent from the final log)."""
+    P = 100 * p
+    b.send(P + 1, p, 1, offset=0)
+    i = b.send(P + 1, p, 2, outcome="info")
+    r1 = b.poll(P + 2, p, 0, [(0, 1), (1, 2)], hw=2)
+    b.poll(P + 3, p, 1, [(1, 2)], hw=2)
+    s3 = b.send(P + 4, p, 3, offset=1, epoch=2)
+    b.final(p, [1, 3], epoch=2, process=P + 9, replicas={n: _rep([(1, 1), (3, 2)]) for n in ("n1", "n2", "n3")})
+    return {"counts": {"dirty-read": 2, "inconsistent-offset": 1}, "examples": {
+        "dirty-read": [{"partition": p, "value": 2, "offset": 1, "index": r1, "time": T(r1), "process": str(P + 2),
+                        "reads": 2, "send": {"type": "info", "index": i, "offset": None}, "replicas": _holds()}],
+        "inconsistent-offset": None}}  # None: count checked, example not spelled out here (see read_inconsistent)
+
+
+def duplicate(b: RunBuilder, p: int) -> dict:
+    P = 100 * p
+    s1 = b.send(P + 1, p, 1, offset=0)
+    b.send(P + 1, p, 2, offset=1)
+    b.final(p, [1, 2, 1], process=P + 9)
+    return {"counts": {"duplicate": 1}, "examples": {"duplicate": [
+        {"partition": p, "value": 1, "offsets": [0, 2], "count": 2, "index": s1,
+         "send": {"type": "ok", "index": s1, "offset": 0}, "replicas": _holds(n1=0, n2=0, n3=0)}]}}
+
+
+def nonmonotonic_send(b: RunBuilder, p: int) -> dict:
+    P = 100 * p
+    a = b.send(P + 1, p, 1, offset=1)
+    c = b.send(P + 1, p, 2, offset=0)
+    b.send(P + 1, p, 3, offset=2)
+    b.final(p, [2, 1, 3], process=P + 9)
+    return {"counts": {"nonmonotonic-send": 1}, "examples": {"nonmonotonic-send": [
+        {"partition": p, "process": str(P + 1), "index": c,
+         "earlier": {"index": a, "time": T(a), "value": 1, "offset": 1, "epoch": 1},
+         "later": {"index": c, "time": T(c), "value": 2, "offset": 0, "epoch": 1}}]}}
+
+
+def poll_skip(b: RunBuilder, p: int) -> dict:
+    """A poll that skips offset 2; a reassignment that legitimately jumps; an assign followed by a gap."""
+    P = 100 * p
+    for k in range(6):
+        b.send(P + 1, p, k, offset=k)
+    b.assign(P + 2, p, 0)
+    r1 = b.poll(P + 2, p, 0, [(0, 0), (1, 1)], hw=6)
+    r2 = b.poll(P + 2, p, 2, [(3, 3), (4, 4)], hw=6)
+    b.assign(P + 3, p, 0)
+    b.poll(P + 3, p, 0, [(0, 0), (1, 1)], hw=6)
+    b.assign(P + 3, p, 4)                               # reassignment: the jump is fine
+    b.poll(P + 3, p, 4, [(4, 4), (5, 5)], hw=6)
+    a = b.assign(P + 4, p, 1)
+    r3 = b.poll(P + 4, p, 1, [(3, 3)], hw=6)
+    b.final(p, list(range(6)), process=P + 9)
+    return {"counts": {"poll-skip": 2}, "examples": {"poll-skip": [
+        {"partition": p, "process": str(P + 2), "index": r2, "time": T(r2), "offset": 3, "value": 3, "gap": 1,
+         "previous": {"kind": "read", "index": r1, "time": T(r1), "offset": 1, "value": 1}},
+        {"partition": p, "process": str(P + 4), "index": r3, "time": T(r3), "offset": 3, "value": 3, "gap": 2,
+         "previous": {"kind": "assign", "index": a, "time": T(a), "offset": 1, "value": None}}]}}
+
+
+def nonmonotonic_poll(b: RunBuilder, p: int) -> dict:
+    P = 100 * p
+    for k in range(3):
+        b.send(P + 1, p, k, offset=k)
+    r1 = b.poll(P + 2, p, 0, [(0, 0), (1, 1)], hw=3)
+    r2 = b.poll(P + 2, p, 1, [(1, 1), (2, 2)], hw=3)
+    b.final(p, [0, 1, 2], process=P + 9)
+    return {"counts": {"nonmonotonic-poll": 1}, "examples": {"nonmonotonic-poll": [
+        {"partition": p, "process": str(P + 2), "index": r2, "time": T(r2), "offset": 1, "value": 1,
+         "previous": {"kind": "read", "index": r1, "time": T(r1), "offset": 1, "value": 1}}]}}
+
+
+def hw_regression(b: RunBuilder, p: int) -> dict:
+    """Same-epoch regression after a completed observation; overlapping polls are not compared."""
+    P = 100 * p
+    for k in range(10):
+        b.send(P + 1, p, k, offset=k)
+    a = b.poll(P + 2, p, 0, [], hw=5)
+    reg = b.poll(P + 3, p, 0, [], hw=3)                  # invoked after a completed: regression
+    b.op(P + 4, "invoke", "poll", {"partition": p, "offset": 0})     # C invoked ...
+    d = b.poll(P + 5, p, 0, [], hw=9)                   # ... D runs and completes meanwhile ...
+    b.op(P + 4, "ok", "poll", {"partition": p, "offset": 0, "records": [], "hw": 6, "epoch": 1})  # C: concurrent, fine
+    b.final(p, list(range(10)), process=P + 9)
+    return {"counts": {"hw-regression": 1}, "examples": {"hw-regression": [
+        {"partition": p, "epoch": 1, "hw": 3, "index": reg, "time": T(reg), "process": str(P + 3),
+         "invoke_index": reg - 1, "f": "poll",
+         "previous": {"hw": 5, "index": a, "epoch": 1, "time": T(a), "process": str(P + 2)}}]}}
+
+
+SCENARIOS = [clean, tricky_clean, lost_write, failed_present, unrecovered, final_gap, divergence_committed,
+             divergence_residual, read_inconsistent, dirty_read, duplicate, nonmonotonic_send, poll_skip,
+             nonmonotonic_poll, hw_regression]

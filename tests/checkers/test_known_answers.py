@@ -1,0 +1,63 @@
+"""Known-answer tests: each hand-built scenario must give exactly its findings, with both engines."""
+from __future__ import annotations
+
+import pytest
+
+from harness import runformat as rf
+from checkers.check import check_run
+from checkers.policy import DEFAULT_ALLOWED
+from checkers.simulate import RunBuilder
+import checker_scenarios as sc
+
+
+def build(tmp_path, chosen):
+    b = RunBuilder()
+    expected = [s(b, p) for p, s in enumerate(chosen)]
+    b.write(tmp_path)
+    return expected
+
+
+def assert_findings(res: dict, expected: list[dict]) -> None:
+    for kind in rf.ANOMALY_KINDS:
+        a = res["anomalies"][kind]
+        assert a["count"] == sum(e["counts"].get(kind, 0) for e in expected), kind
+        exs = [e["examples"].get(kind, []) for e in expected]
+        if all(x is not None for x in exs):
+            assert a["examples"] == [x for xs in exs for x in xs], kind
+    div = res["anomalies"]["divergence"]
+    assert div["committed"] == sum(e.get("divergence", {}).get("committed", 0) for e in expected)
+    assert div["residual"] == sum(e.get("divergence", {}).get("residual", 0) for e in expected)
+    assert res["unseen"]["count"] == sum(e.get("unseen", 0) for e in expected)
+    assert res["unseen"]["details"] == [{"partition": p, "reason": e["reason"], "acked": e["unseen"]}
+                                        for p, e in enumerate(expected) if "reason" in e]
+    failing = any(res["anomalies"][k]["count"] for k in rf.ANOMALY_KINDS if k not in DEFAULT_ALLOWED)
+    assert res["valid"] == (False if failing else "unknown" if res["unseen"]["count"] else True)
+
+
+@pytest.mark.parametrize("scenario", sc.SCENARIOS, ids=lambda s: s.__name__)
+def test_reference_known_answer(tmp_path, scenario):
+    expected = build(tmp_path, [scenario])
+    res = check_run(tmp_path, engine="reference")
+    assert_findings(res, expected)
+    assert (tmp_path / rf.RESULTS_JSON).exists()
+
+
+@pytest.mark.parametrize("scenario,valid", [(sc.clean, True), (sc.tricky_clean, True), (sc.lost_write, False),
+                                            (sc.unrecovered, "unknown"), (sc.final_gap, "unknown"),
+                                            (sc.duplicate, True), (sc.divergence_residual, False)],
+                         ids=lambda x: getattr(x, "__name__", str(x)))
+def test_reference_verdicts(tmp_path, scenario, valid):
+    build(tmp_path, [scenario])
+    assert check_run(tmp_path, engine="reference")["valid"] == valid
+
+
+@pytest.mark.spark
+def test_spark_known_answers_all_scenarios(tmp_path, spark):
+    expected = build(tmp_path, sc.SCENARIOS)
+    res = check_run(tmp_path, engine="spark", spark=spark)
+    assert_findings(res, expected)
+    ref = check_run(tmp_path, engine="reference", write=False)
+    for key in ("valid", "anomalies", "unseen", "partitions", "stats"):
+        assert res[key] == ref[key], key
+    assert res["valid"] is False
+    assert res["checker"]["engine"] == "spark"
