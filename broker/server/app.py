@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import signal
 import sys
 
@@ -26,10 +27,23 @@ from broker.server.timers import Timers
 EXIT_BAD_CONFIG = 2
 
 
+class StartupError(Exception):
+    """The node cannot start; `exit_status` 2 when a config key's value is the cause (file, port)."""
+
+    def __init__(self, message: str, exit_status: int):
+        super().__init__(message)
+        self.exit_status = exit_status
+
+
 class BrokerNode:
-    def __init__(self, config: BrokerConfig):
+    def __init__(self, config: BrokerConfig, config_path: str = "broker.json"):
         self.config = config
-        self.events = EventLog(config.log_file, config.node_name)
+        self.config_path = config_path
+        try:
+            self.events = EventLog(config.log_file, config.node_name)
+        except OSError as exc:
+            raise StartupError(f"{config_path}: key 'log_file': cannot open {config.log_file} "
+                               f"({_why(exc)})", EXIT_BAD_CONFIG) from None
         self.controller = None          # ControllerClient, made inside the event loop
         self.link: ControllerLink | None = None
         self.replicas: ReplicaManager | None = None
@@ -45,7 +59,13 @@ class BrokerNode:
             loop.add_signal_handler(sig, self._stop.set)
         self.controller = ControllerClient(cfg.controller_host, cfg.controller_port, timeout_s=2.0)
         self.replicas = ReplicaManager(cfg, self.events, self.controller)
-        self.replicas.open_existing()
+        try:
+            self.replicas.open_existing()
+        except OSError as exc:
+            raise StartupError(f"{self.config_path}: key 'data_dir': cannot use {cfg.data_dir} "
+                               f"({_why(exc)})", EXIT_BAD_CONFIG) from None
+        except (RuntimeError, ValueError) as exc:       # locked by another process, corrupt checkpoint
+            raise StartupError(f"{cfg.data_dir}: {exc}", 1) from None
         handlers = Handlers(self.replicas, cfg.node_id)
         self.rpc = RpcServer({
             apis.PRODUCE: handlers.produce,
@@ -54,7 +74,11 @@ class BrokerNode:
             apis.DESCRIBE_REPLICAS: handlers.describe_replicas,
             apis.PING: handlers.ping,
         })
-        host, port = await self.rpc.start(cfg.host, cfg.port)
+        try:
+            host, port = await self.rpc.start(cfg.host, cfg.port)
+        except OSError as exc:
+            raise StartupError(f"{self.config_path}: key 'port': cannot listen on {cfg.host}:{cfg.port} "
+                               f"({_why(exc)})", EXIT_BAD_CONFIG) from None
         self.address = (host, port)
         self.events.emit("start", host=host, port=port, truncation=cfg.truncation, flush=cfg.flush,
                          power_loss=cfg.power_loss, min_insync_replicas=cfg.min_insync_replicas)
@@ -96,6 +120,10 @@ class BrokerNode:
         self.events.close()
 
 
+def _why(exc: OSError) -> str:
+    return os.strerror(exc.errno) if exc.errno else str(exc)
+
+
 def main(config_path: str) -> int:
     try:
         config = load_broker_config(config_path)
@@ -105,9 +133,7 @@ def main(config_path: str) -> int:
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
                         format=f"%(asctime)s n{config.node_id} %(name)s %(levelname)s %(message)s")
     try:
-        import uvloop  # optional: faster event loop when installed
-        runner = uvloop.run
-    except ImportError:
-        runner = asyncio.run
-    node = BrokerNode(config)
-    return runner(node.run())
+        return asyncio.run(BrokerNode(config, config_path).run())
+    except StartupError as exc:
+        print(f"broker: {exc}", file=sys.stderr)
+        return exc.exit_status

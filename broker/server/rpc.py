@@ -85,6 +85,11 @@ class RpcServer:
             return {"error": "INVALID_REQUEST", "message": str(exc)}
         except (KeyError, TypeError, ValueError) as exc:
             return {"error": "INVALID_REQUEST", "message": f"{apis.NAMES.get(frame.api)}: {type(exc).__name__}: {exc}"}
+        except (asyncio.CancelledError, KeyboardInterrupt):
+            raise
+        except Exception as exc:     # a bug in a handler must not take the broker down: answer and log
+            log.exception("internal error serving %s", apis.NAMES.get(frame.api, frame.api))
+            return {"error": "INTERNAL_ERROR", "message": f"{type(exc).__name__}: {exc}"}
 
 
 async def read_request_frame(reader: asyncio.StreamReader) -> Frame | None:

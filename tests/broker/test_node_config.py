@@ -66,3 +66,25 @@ def test_node_exits_2_with_one_line(tmp_path):
     assert r.stderr.strip().splitlines() == [f"broker: {path}: key 'flush': must be one of 'always', 'interval', "
                                              f"'never', got 3"]
     assert r.stdout == ""
+
+
+def test_unusable_port_and_log_file_exit_2(tmp_path):
+    import socket
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        path = write(tmp_path, {**GOOD, "port": port, "data_dir": str(tmp_path / "d"),
+                                "log_file": str(tmp_path / "n.log")})
+        r = subprocess.run([sys.executable, "-m", "broker", "node", "--config", str(path)], cwd=REPO,
+                           capture_output=True, text=True, timeout=30)
+    assert r.returncode == 2
+    assert r.stderr.strip().splitlines() == [
+        f"broker: {path}: key 'port': cannot listen on 127.0.0.1:{port} (Address already in use)"]
+    (tmp_path / "file").write_text("")
+    path = write(tmp_path, {**GOOD, "data_dir": str(tmp_path / "d"), "log_file": str(tmp_path / "file" / "n.log")})
+    r = subprocess.run([sys.executable, "-m", "broker", "node", "--config", str(path)], cwd=REPO,
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 2
+    assert r.stderr.strip().splitlines() == [
+        f"broker: {path}: key 'log_file': cannot open {tmp_path / 'file' / 'n.log'} (File exists)"]
