@@ -6,7 +6,8 @@ clusters/addresses.py under the run registry's lock, so concurrent runs never co
 `broker.log` and `stdout.log`. Every process started is recorded in the registry (clusters/registry.py)
 so `highwater cleanup` can find it if the harness dies. Partitions are kernel packet drops between the
 run's addresses (clusters/local_firewall.py); the firewall object is created at the first drop and
-registered before it is installed.
+registered before it is installed. Node processes run under clusters/source_bind.py so their outgoing
+connections carry their own address as source (see there why).
 
     cluster = LocalCluster(ClusterSpec(run_id, run_dir, brokers=3, broker_settings={...},
                                        controller_settings={...}))
@@ -42,8 +43,11 @@ CommandFactory = Callable[[str, str, Path], list[str]]
 
 
 def broker_command(python: str = sys.executable) -> CommandFactory:
+    """`python -m broker ROLE --config F`, launched through clusters/source_bind.py so the node's outgoing
+    connections leave from its own address (which the partition rules match on)."""
     def command(node: str, role: str, config: Path) -> list[str]:
-        return [python, "-m", "broker", role, "--config", str(config)]
+        host = json.loads(Path(config).read_text())["host"]
+        return [python, "-m", "clusters.source_bind", host, "broker", role, "--config", str(config)]
     return command
 
 
