@@ -51,6 +51,7 @@ class BrokerNode:
         self.address: tuple[str, int] | None = None
         self._stop = asyncio.Event()
         self._tasks: list[asyncio.Task] = []
+        self._failed = False
 
     async def run(self) -> int:
         cfg = self.config
@@ -93,7 +94,7 @@ class BrokerNode:
             t.add_done_callback(self._task_died)
         await self._stop.wait()
         await self.shutdown()
-        return 0
+        return 1 if self._failed else 0
 
     def _task_died(self, task: asyncio.Task) -> None:
         if task.cancelled():
@@ -103,6 +104,7 @@ class BrokerNode:
             self.events.emit("internal-error", task=task.get_coro().__qualname__, error=repr(exc))
             print(f"broker n{self.config.node_id}: internal error in {task.get_coro().__qualname__}: {exc!r}",
                   file=sys.stderr, flush=True)
+            self._failed = True
             self._stop.set()
 
     async def shutdown(self) -> None:
@@ -115,7 +117,7 @@ class BrokerNode:
             await asyncio.wait_for(self.controller.close(), 1.0)
         except Exception:
             pass
-        self.events.emit("stop", reason="SIGTERM")
+        self.events.emit("stop", reason="internal-error" if self._failed else "signal")
         self.events.sync()
         self.events.close()
 
