@@ -36,7 +36,7 @@ def leader_info(admin, *, not_in=(), full=False):
 def test_errors_and_refresh_across_a_leader_change(tmp_path):
     with LocalCluster(tmp_path, brokers=3,
                       broker_settings={"min_insync_replicas": 2, "heartbeat_interval_ms": 200},
-                      controller_settings={"broker_session_timeout_ms": 1200},
+                      controller_settings={"broker_session_timeout_ms": 2000},
                       topics=[{"name": TOPIC, "partitions": 1, "replication_factor": 3}]) as c:
         admin = Admin(c.controller_address, timeout_s=1.0)
         first = wait_until(lambda: leader_info(admin, full=True), 20, "a full ISR")

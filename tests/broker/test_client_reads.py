@@ -23,7 +23,7 @@ TOPIC = "r"
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
     with LocalCluster(tmp_path_factory.mktemp("reads"), brokers=3,
-                      broker_settings={"min_insync_replicas": 2, "replica_fetch_wait_max_ms": 100},
+                      broker_settings={"min_insync_replicas": 2, "replica_fetch_wait_max_ms": 100, "replica_lag_time_max_ms": 5000},
                       topics=[{"name": TOPIC, "partitions": 2, "replication_factor": 3}]) as c:
         admin = Admin(c.controller_address)
         wait_until(lambda: all(p.leader is not None and len(p.isr) == 3 for p in admin.describe(TOPIC)),

@@ -19,9 +19,9 @@ from broker.client import Admin, ClientError, Consumer, Producer
 from broker.server.launch import LocalCluster, wait_until
 
 TOPIC = "t"
-BROKER = {"min_insync_replicas": 2, "heartbeat_interval_ms": 200, "replica_lag_time_max_ms": 2000,
+BROKER = {"min_insync_replicas": 2, "heartbeat_interval_ms": 200, "replica_lag_time_max_ms": 4000,
           "replica_fetch_wait_max_ms": 200, "hw_checkpoint_interval_ms": 100}
-CONTROLLER = {"broker_session_timeout_ms": 1500}
+CONTROLLER = {"broker_session_timeout_ms": 2500}
 
 
 def full_isr(admin: Admin):

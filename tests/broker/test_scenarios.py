@@ -9,7 +9,6 @@ import pytest
 
 from broker.replication.config import ReplicationConfig
 from broker.replication.epoch_cache import EpochEndOffset
-from broker.replication.events import Truncate
 from broker.replication.sim import Sim, SimError
 
 
