@@ -1,0 +1,133 @@
+"""Real-browser test: headless Chromium opens a valid run's report, an invalid run's report and the index.
+
+Checks the verdict, anomaly tables and plots in the live DOM, that no request left the page (every
+request the page made, recorded over the DevTools protocol, is the file itself or a data: URL), and
+saves screenshots to artifacts/screenshots/ for people to look at.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from report_cdp import Browser
+from report_fixtures import XSS, make_run
+
+from reports import write_index, write_report
+
+pytestmark = pytest.mark.browser
+
+SHOTS = Path(__file__).resolve().parents[2] / "artifacts" / "screenshots"
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory):
+    root = tmp_path_factory.mktemp("browser") / "results"
+    invalid = make_run(root, "invalid", timestamp="20261121T224501Z", test_name=f"hw-truncation {XSS}")
+    valid = make_run(root, "valid", timestamp="20261121T230000Z", start_offset_s=900)
+    unknown = make_run(root, "unknown", name="chaos", timestamp="20261121T231000Z", start_offset_s=1800)
+    for run in (invalid, valid, unknown):
+        write_report(run)
+    write_index(root)
+    return {"root": root, "invalid": invalid, "valid": valid}
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with Browser() as b:
+        yield b
+
+
+def open_page(browser, path: Path):
+    page = browser.new_page(width=1360, height=900)
+    url = path.resolve().as_uri()
+    page.navigate(url)
+    return page, url
+
+
+def assert_no_request_left(page, url):
+    urls = page.requested_urls()
+    assert url in urls  # the recorder saw the page itself, so it would see anything else
+    outside = [u for u in urls if not (u == url or u.startswith("data:"))]
+    assert outside == []
+
+
+def test_invalid_report_in_the_browser(browser, results):
+    page, url = open_page(browser, results["invalid"] / "report.html")
+    assert_no_request_left(page, url)
+    assert page.evaluate("document.querySelector('#verdict').dataset.verdict") == "invalid"
+    assert page.evaluate("document.querySelector('.verdict-word').textContent.trim()") == "INVALID"
+    assert page.evaluate("document.title") == f"INVALID · hw-truncation {XSS} · hw-truncation-20261121T224501Z-ab12"
+    assert page.evaluate("document.querySelectorAll('script').length") == 1  # the payload stayed text
+    tables = page.evaluate("Array.from(document.querySelectorAll('table.examples')).map("
+                           "t => [t.dataset.kind, t.tBodies[0].rows.length])")
+    assert tables == [["lost-write", 2], ["divergence", 2]]
+    plots = page.evaluate("Array.from(document.querySelectorAll('figure.plot svg')).map("
+                          "s => [s.closest('figure').id, Math.round(s.getBoundingClientRect().height)])")
+    ids = [p[0] for p in plots]
+    assert ids == ["plot-timeline", "plot-throughput", "plot-latency-send", "plot-latency-poll",
+                   "plot-latency-final-read", "plot-state-0", "plot-state-1"]
+    assert all(h > 150 for _id, h in plots)
+    assert page.evaluate("document.querySelectorAll('#plot-timeline rect.band').length") == 2
+    assert page.evaluate("document.querySelectorAll('table.logs tr.div').length") == 2
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(SHOTS / "report-invalid-top.png", full_page=False)
+    page.screenshot(SHOTS / "report-invalid-full.png")
+    # follow an example's link to the history entry it names
+    page.evaluate("document.querySelector('#kind-lost-write a.hlink').click()")
+    target = page.evaluate("location.hash")
+    assert target.startswith("#h-")
+    # (smooth scrolling: wait until the row is inside the viewport, at most 3 s)
+    visible = page.evaluate(
+        "new Promise(done => { const t0 = Date.now(); (function poll() {"
+        f" const r = document.getElementById('{target[1:]}').getBoundingClientRect();"
+        " if (r.top >= 0 && r.bottom <= innerHeight) return done(true);"
+        " if (Date.now() - t0 > 3000) return done(false); setTimeout(poll, 50); })(); })", await_promise=True)
+    assert visible is True
+    page.screenshot(SHOTS / "report-invalid-history-link.png", full_page=False)
+    assert_no_request_left(page, url)
+
+
+def test_valid_report_in_the_browser(browser, results):
+    page, url = open_page(browser, results["valid"] / "report.html")
+    assert_no_request_left(page, url)
+    assert page.evaluate("document.querySelector('#verdict').dataset.verdict") == "valid"
+    assert page.evaluate("document.querySelector('.verdict-word').textContent.trim()") == "VALID"
+    assert page.evaluate("document.querySelectorAll('table.examples').length") == 0
+    assert page.evaluate("document.querySelectorAll('.zero-kinds .zk').length") >= 11
+    assert page.evaluate("document.querySelectorAll('figure.plot svg').length") == 7
+    assert page.evaluate("document.querySelectorAll('table.logs tr.div').length") == 0
+    page.screenshot(SHOTS / "report-valid-top.png", full_page=False)
+    page.screenshot(SHOTS / "report-valid-full.png")
+
+
+def test_index_in_the_browser_filters_by_verdict_and_test(browser, results):
+    page, url = open_page(browser, results["root"] / "index.html")
+    assert_no_request_left(page, url)
+    visible = "Array.from(document.querySelectorAll('tr.run')).filter(r => !r.hidden).map(r => r.dataset.verdict)"
+    assert page.evaluate(visible) == ["unknown", "valid", "invalid"]
+    colours = page.evaluate("Array.from(document.querySelectorAll('tr.run .pill')).map("
+                            "p => getComputedStyle(p).color)")
+    assert len(set(colours)) == 3  # each verdict in its own colour
+    page.screenshot(SHOTS / "index.png", full_page=False)
+    page.evaluate("(() => { const s = document.getElementById('filter-verdict'); s.value = 'invalid';"
+                  " s.dispatchEvent(new Event('change')); })()")
+    assert page.evaluate(visible) == ["invalid"]
+    assert page.evaluate("document.getElementById('shown-count').textContent") == "1"
+    page.evaluate("(() => { const v = document.getElementById('filter-verdict'); v.value = '';"
+                  " v.dispatchEvent(new Event('change')); const t = document.getElementById('filter-test');"
+                  " t.value = 'leader-epoch'; t.dispatchEvent(new Event('change')); })()")
+    assert page.evaluate(visible) == ["valid"]
+    page.screenshot(SHOTS / "index-filtered.png", full_page=False)
+    href = page.evaluate("document.querySelector('tr.run:not([hidden]) a').getAttribute('href')")
+    assert href == "leader-epoch/20261121T230000Z/report.html"
+    assert_no_request_left(page, url)
+
+
+def test_the_request_recorder_does_see_outgoing_requests(browser, tmp_path):
+    """The negative control: a page that does fetch (from a closed loopback port) is caught."""
+    leaky = tmp_path / "leaky.html"
+    leaky.write_text('<!DOCTYPE html><html><body><img src="http://127.0.0.1:9/pixel.png"></body></html>')
+    page, url = open_page(browser, leaky)
+    assert "http://127.0.0.1:9/pixel.png" in page.requested_urls()
+    with pytest.raises(AssertionError):
+        assert_no_request_left(page, url)
