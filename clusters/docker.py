@@ -1,0 +1,173 @@
+"""The Docker backend: each node a container on the run's own network, driven over SSH like the SSH backend.
+
+    cluster = DockerCluster(ClusterSpec(run_id, run_dir, brokers=3, broker_settings={...}))
+    cluster.start()        # image (built if missing), network, containers, sshd, daemons READY
+    ...
+    cluster.stop_all(); cluster.collect(run_dir); cluster.teardown()
+
+Constructing the cluster fails at once with a one-line ClusterError when no Docker engine answers.
+The image is `highwater/node:<code hash>` (clusters/docker_image.py; `base_image` names an existing
+base image instead of the debootstrap one). Hosts, addresses and keys: clusters/docker_hosts.py. The
+controller c0 listens on <prefix>.2:9000, broker nK on <prefix>.(K+2):9092, reachable from the host.
+
+Faults (through clusters/ssh_cluster.py, the SSH backend's code path, except where noted):
+- kill: SIGKILL of the broker process (default), or, with `kill_mode="node"`, a whole-node crash:
+  `docker kill` of the container; restart then does `docker start` and starts the daemon again.
+  `crash(node)` does the node crash whatever the mode.
+- pause / resume: `docker pause` / `docker unpause` (the whole node freezes, sshd included).
+- partitions: iptables DROP rules inside the receiving container (NET_ADMIN).
+- power-loss: SIGKILL of a broker running with `power_loss = true`, as on the local backend.
+
+Teardown removes exactly the run's containers and network (images are a cache and stay); the same
+labels let `highwater cleanup` remove what a killed harness left (clusters/docker_leftovers.py).
+"""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from clusters.base import ClusterError, ClusterSpec, NodeAddress
+from clusters.docker_hosts import DockerHosts, engine
+from clusters.docker_image import CODE_DIR, ensure_node_image
+from clusters.ssh_cluster import BROKER_PORT, CONTROLLER, CONTROLLER_PORT, RemoteCluster
+from clusters.ssh_control import SshNode, SshTarget
+
+WORKDIR = "/var/lib/highwater"
+KILL_MODES = ("process", "node")
+
+
+class DockerCluster(RemoteCluster):
+    backend_name = "docker"
+
+    def __init__(self, spec: ClusterSpec, *, base_image: str | None = None, image: str | None = None,
+                 kill_mode: str = "process", client=None, ready_timeout_s: float = 30.0,
+                 stop_grace_s: float = 10.0, log=None):
+        super().__init__(spec, ready_timeout_s=ready_timeout_s, stop_grace_s=stop_grace_s)
+        if kill_mode not in KILL_MODES:
+            raise ClusterError(f"docker backend: kill_mode must be one of {', '.join(KILL_MODES)}, got {kill_mode!r}")
+        self.client = client or engine()
+        self.base_image = base_image
+        self.image = image
+        self.kill_mode = kill_mode
+        self.log = log or (lambda msg: None)
+        self.hosts: DockerHosts | None = None
+        self.timings: dict[str, float] = {}
+
+    # --- RemoteCluster hooks ---------------------------------------------------------------------------
+    def workdir(self, node: str) -> str:
+        return WORKDIR
+
+    def code_dir(self, node: str) -> str:
+        return CODE_DIR
+
+    def _provision(self) -> None:
+        t0 = time.monotonic()
+        if self.image is None:
+            self.image = ensure_node_image(self.client, base_image=self.base_image, log=self.log)
+        t1 = time.monotonic()
+        self.hosts = DockerHosts(self.client, self.spec.run_id, self._names(), self.image,
+                                 Path(self.spec.run_dir).resolve() / "ssh")
+        addresses = self.hosts.create()
+        t2 = time.monotonic()
+        for node, host in addresses.items():
+            port = CONTROLLER_PORT if node == CONTROLLER else BROKER_PORT
+            self._addresses[node] = NodeAddress(node, host, port)
+            self._ssh[node] = SshNode(SshTarget(node, host, 22, "root", str(self.hosts.key_file), agent=False),
+                                      known_hosts=self.hosts.known_hosts)
+        from clusters.ssh_cluster import parallel
+        parallel(lambda n: self._ssh[n].connect(), self._names(), what="connecting over SSH")
+        self.timings.update(image_s=t1 - t0, containers_s=t2 - t1, ssh_s=time.monotonic() - t2)
+
+    def _deprovision(self, errors: list[str]) -> None:
+        for ssh in self._ssh.values():
+            ssh.close()
+        hosts = self.hosts or DockerHosts(self.client, self.spec.run_id, self._names(), self.image or "",
+                                          Path(self.spec.run_dir).resolve() / "ssh")
+        try:
+            hosts.remove(errors)
+        except Exception as exc:  # noqa: BLE001 - reported, teardown goes on
+            errors.append(f"removing containers/network: {type(exc).__name__}: {exc}")
+        self._firewalls.clear()
+
+    def _reachable(self, node: str) -> None:
+        if self.hosts is None or node not in self.hosts.containers:
+            return
+        status = self.hosts.status(node)
+        if status == "paused":
+            self.hosts.unpause(node)
+        elif status != "running":
+            self._ssh[node].close()
+            self.hosts.start(node)
+            self._ssh[node].connect()
+            self._firewalls.pop(node, None)   # a restarted container has a fresh netns: no rules
+
+    def layout(self) -> dict:
+        out = super().layout()
+        if self.hosts is not None:
+            out.update(network=self.hosts.network_name, subnet=self.hosts.subnet, image=self.image,
+                       containers={n: self.hosts.container_name(n) for n in self._names()})
+        return out
+
+    def teardown(self) -> None:
+        with self._lock:
+            if self.hosts is not None:
+                for node in list(self.hosts.containers):
+                    try:
+                        if self.hosts.status(node) == "paused":
+                            self.hosts.unpause(node)
+                    except Exception:  # noqa: BLE001 - removal below forces it anyway
+                        pass
+            super().teardown()
+
+    # --- faults ---------------------------------------------------------------------------------------------
+    def kill(self, node: str) -> str:
+        if self.kill_mode == "node":
+            return self.crash(node)
+        return super().kill(node)
+
+    def crash(self, node: str) -> str:
+        """Whole-node crash: `docker kill` of the node's container (every process in it dies at once)."""
+        with self._lock:
+            self._check(node)
+            self.hosts.kill(node)
+            self._ssh[node].close()
+            self._firewalls.pop(node, None)
+            return f"docker kill {self.hosts.container_name(node)} ({node})"
+
+    def restart(self, node: str) -> str:
+        with self._lock:
+            self._check(node)
+            started = self.hosts.status(node) not in ("running", "paused")
+            what = super().restart(node)
+            return f"docker start {self.hosts.container_name(node)}; {what}" if started else what
+
+    def pause(self, node: str) -> str:
+        with self._lock:
+            self._check(node)
+            self.hosts.pause(node)
+            return f"docker pause {self.hosts.container_name(node)} ({node})"
+
+    def resume(self, node: str) -> str:
+        with self._lock:
+            self._check(node)
+            if self.hosts.status(node) != "paused":
+                return f"{node} not paused"
+            self.hosts.unpause(node)
+            return f"docker unpause {self.hosts.container_name(node)} ({node})"
+
+    def is_running(self, node: str) -> bool:
+        """True when the node's daemon runs (a paused container counts: its daemon is alive, frozen)."""
+        self._check(node)
+        status = self.hosts.status(node)
+        if status == "paused":
+            return True
+        if status != "running":
+            return False
+        return super().is_running(node)
+
+    def container_status(self, node: str) -> str:
+        self._check(node)
+        return self.hosts.status(node)
+
+    def check_faults(self, faults: list[str]) -> None:
+        """Every fault works in containers (NET_ADMIN gives iptables); nothing to check on the host."""
