@@ -63,7 +63,14 @@ class SimNode:
 
 class Sim:
     def __init__(self, nodes: Sequence[str] = ("A", "B"), config: ReplicationConfig | None = None, *,
-                 topic: str = "t", partition: int = 0, auto_checkpoint_hw: bool = True):
+                 topic: str = "t", partition: int = 0, auto_checkpoint_hw: bool = True,
+                 isr_decisions: str = "immediate"):
+        """isr_decisions: "immediate" (the controller answers an ISR proposal at once) or "queued"
+        (proposals wait in `queued_proposals` until `decide_isr()`, like an AlterPartition in flight)."""
+        if isr_decisions not in ("immediate", "queued"):
+            raise SimError(f"sim: isr_decisions must be 'immediate' or 'queued', got {isr_decisions!r}")
+        self.isr_decisions = isr_decisions
+        self.queued_proposals: list[IsrProposal] = []
         if len(set(nodes)) != len(nodes) or not nodes:
             raise SimError(f"sim: node names must be distinct and non-empty, got {list(nodes)}")
         self.config = config or ReplicationConfig()
@@ -198,7 +205,16 @@ class Sim:
         """The leader's ISR-shrink timer fires; an accepted proposal is applied at once."""
         proposal = self._leader_replica().maybe_shrink_isr(self.now_ms)
         if proposal is not None:
-            self._controller_decide(proposal)
+            self._submit(proposal)
+        self._after_step()
+        return proposal
+
+    def decide_isr(self) -> IsrProposal | None:
+        """The controller answers the oldest queued ISR proposal (accepts it if still current)."""
+        if not self.queued_proposals:
+            return None
+        proposal = self.queued_proposals.pop(0)
+        self._controller_decide(proposal)
         self._after_step()
         return proposal
 
@@ -321,21 +337,30 @@ class Sim:
         for i, v in enumerate(out.values):
             self.acked.append((v, out.base_offset + i))
 
+    def _submit(self, proposal: IsrProposal) -> None:
+        if self.isr_decisions == "queued":
+            self.queued_proposals.append(proposal)
+        else:
+            self._controller_decide(proposal)
+
     def _controller_decide(self, proposal: IsrProposal) -> None:
-        leader = self._leader_replica()
+        """Accept if the proposal is based on the current epoch and ISR version (AlterPartition)."""
+        proposer = self._by_id(proposal.leader_id)
         if proposal.leader_epoch != self.epoch or proposal.based_on_version != self.isr_version:
-            leader.on_isr_proposal_failed(proposal)
+            if proposer.up and proposer.replica is not None:
+                proposer.replica.on_isr_proposal_failed(proposal)
             return
         self.isr_version += 1
         self.isr = {self._by_id(i).name for i in proposal.isr}
-        leader.on_isr_changed(proposal.isr, self.isr_version, self.now_ms)
+        if proposer.up and proposer.replica is not None:      # else the answer is lost with it
+            proposer.replica.on_isr_changed(proposal.isr, self.isr_version, self.now_ms)
 
     def _after_step(self) -> None:
         if self.leader is not None and self.nodes[self.leader].up:
             lead = self._leader_replica()
             proposal = lead.take_isr_proposal()
             if proposal is not None:
-                self._controller_decide(proposal)
+                self._submit(proposal)
             for out in list(self._pending):
                 if out.node != self.leader:
                     continue
