@@ -384,8 +384,8 @@ class PartitionReplica:
         return True
 
     def append_as_follower(self, records: Sequence[Record], leader_hw: int) -> None:
-        """Append the leader's records (seed 000 二.1), add an epoch entry for each newer epoch, then
-        HW = min(leader HW, own LEO) (seed 000 三)."""
+        """Append the leader's records (seed 000 二.1), add an epoch entry for each epoch change (a
+        newer epoch: see `_note_epochs`), then HW = min(leader HW, own LEO) (seed 000 三)."""
         if self.role != FOLLOWER:
             raise ReplicationStateError(f"partition {self.partition}: append_as_follower while {self.role}")
         if records:
@@ -401,10 +401,14 @@ class PartitionReplica:
         return check_leader_epoch(current_leader_epoch, self.leader_epoch)
 
     def _note_epochs(self, records: Sequence[Record]) -> None:
+        """A record whose epoch differs from the latest entry's starts that epoch (Kafka assigns per
+        batch). Normally the epoch is newer; an older one happens only after a leader's empty epoch
+        (a KAFKA-7415 entry at our LEO) and then replaces that entry."""
+        latest = self.epoch_cache.latest_epoch()
         for r in records:
-            latest = self.epoch_cache.latest_epoch()
-            if latest is None or r.epoch > latest:
+            if r.epoch != latest:
                 self.epoch_cache.assign(r.epoch, r.offset)
+                latest = r.epoch
 
     def _maybe_increment_hw(self, now_ms: int) -> None:
         assert self._leader is not None

@@ -100,6 +100,23 @@ def test_fetch_answer_appends_adds_epochs_and_sets_hw():
     assert f.drain_events() == [HwChange(0, 2, 4), HwChange(0, 4, 6), HwChange(0, 6, 3)]
 
 
+def test_empty_epoch_entry_at_the_log_end_is_replaced_by_older_records():
+    # we led epoch 3 without writing (entry (3, 5) at our LEO); the new leader has epoch-2 records there
+    f = follower("leader-epoch", epochs=(0,) * 5, hw=5, entries=((0, 0),))
+    f.become_leader(3, [2], [1, 2], 1, now_ms=0)
+    assert f.epoch_cache.entries() == [(0, 0), (3, 5)]
+    f.become_follower(4, 1, now_ms=0)
+    req = f.next_follower_request()
+    assert req.requested_epoch == 3
+    f.on_epoch_response(req, EpochResponse(None, EpochEndOffset(2, 8), 4))      # we lack epoch 2
+    req = f.next_follower_request()
+    f.on_epoch_response(req, EpochResponse(None, EpochEndOffset(0, 5), 4))
+    assert (f.leo, f.follower_phase) == (5, "fetching")
+    f.on_fetch_response(f.next_follower_request(),
+                        FetchResponse(None, tuple(recs(2, 2, 2, 4, start=5)), 5, 4, 9))
+    assert f.epoch_cache.entries() == [(0, 0), (2, 5), (4, 8)]
+
+
 def test_fetch_out_of_range_cuts_to_the_leaders_end():
     f = follower("hw", hw=4)
     f.become_follower(1, 1, now_ms=0)
