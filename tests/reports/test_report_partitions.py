@@ -116,3 +116,24 @@ def test_bad_dumps_name_file_and_line(tmp_path):
     p.write_text('{"kind":"meta","node":"n1","partition":0,"log_start":0,"leo":2,"hw":2}\n{"kind":"record"}\n')
     with pytest.raises(FormatError, match=r"p0.jsonl:2: record without an integer 'offset'"):
         read_replica(p)
+
+
+def test_fast_and_line_by_line_readers_agree(tmp_path):
+    from reports.partitions import _read_replica_arrow, _read_replica_lines
+
+    p = dump(tmp_path / "replicas/n2/p4.jsonl", "n2", 4, [7, 8, 9, 10], hw=12, epochs_at=[0, 0, 2, 2], log_start=10)
+    text = p.read_text().replace('"offset": 12, "epoch": 2, "value": 9, "key": null, "timestamp": 0, "crc_ok": true',
+                                 '"offset": 12, "epoch": 2, "value": 9, "key": null, "timestamp": 0, "crc_ok": false')
+    p.write_text(text)
+    fast, slow = _read_replica_arrow(p), _read_replica_lines(p)
+    assert fast is not None
+    for r in (fast, slow):
+        assert (r.node, r.partition, r.log_start, r.leo, r.hw) == ("n2", 4, 10, 14, 12)
+        assert r.values == [7, 8, 9, 10] and r.epochs_at == [0, 0, 2, 2] and r.bad_crc == [12]
+    # a string value or a gap sends the fast reader back to the line-by-line one
+    p.write_text(text.replace('"value": 10', '"value": "ten"'))
+    assert _read_replica_arrow(p) is None and read_replica(p).values == [7, 8, 9, "ten"]
+    p.write_text(text.replace('"offset": 13', '"offset": 15'))
+    assert _read_replica_arrow(p) is None and read_replica(p).values == [7, 8, 9, None, None, 10]
+    p.write_text(text + '{"kind":"record","offset":14,"ep')  # torn tail
+    assert _read_replica_arrow(p) is None and read_replica(p).values == [7, 8, 9, 10]
