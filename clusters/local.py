@@ -117,6 +117,7 @@ class LocalCluster(Cluster):
                 env = dict(os.environ)
                 env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), env.get("PYTHONPATH")]))
                 env["PYTHONUNBUFFERED"] = "1"
+                env["PYTHONFAULTHANDLER"] = "1"   # SIGABRT of a hung node dumps its stacks (processes.py)
                 for node in self._names():
                     self._procs[node] = self._make_process(node, env)
                 self._spawn(CONTROLLER)

@@ -6,6 +6,7 @@ process wrote `READY host:port` to stdout after this spawn, and a TCP connect to
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -127,9 +128,17 @@ class NodeProcess:
             code = self.proc.wait(timeout=max(0.0, deadline - time.monotonic()))
             return f"{self.node} pid {pid} exited {code} after SIGTERM"
         except subprocess.TimeoutExpired:
-            os.kill(pid, signal.SIGKILL)
-            self.proc.wait(timeout=10)
-            return f"{self.node} pid {pid} SIGKILLed after the grace period"
+            # a hung node: SIGABRT first, so Python's faulthandler (PYTHONFAULTHANDLER=1 in the node's
+            # environment) writes every thread's stack to stdout.log, then SIGKILL
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGABRT)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(timeout=1.0)
+            if self.proc.poll() is None:
+                os.kill(pid, signal.SIGKILL)
+                self.proc.wait(timeout=10)
+            return (f"{self.node} pid {pid} SIGKILLed after the grace period (stacks dumped to "
+                    f"{self.stdout_path})")
 
     def terminate(self, grace_s: float) -> str:
         self.request_stop()

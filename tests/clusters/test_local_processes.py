@@ -141,14 +141,21 @@ def test_stop_all_sigkills_a_process_that_ignores_sigterm(tmp_path, registry):
         "real = signal.signal\n"
         "signal.signal = lambda s, h: None  # keep SIGTERM ignored\n"
         f"runpy.run_path({echo_server.__file__!r}, run_name='__main__')\n")
-    cmd = lambda node, role, cfg: [sys.executable, str(stubborn), role, "--config", str(cfg)]
+    def cmd(node, role, cfg):
+        if node == "n1":
+            return [sys.executable, str(stubborn), role, "--config", str(cfg)]
+        return echo_server.command(node, role, cfg)
     c = LocalCluster(ClusterSpec("stubborn", tmp_path / "run", brokers=1), registry=registry, command=cmd,
                      stop_grace_s=0.5)
     c.start()
     try:
-        pid = c.pid("n1")
+        pid, c0 = c.pid("n1"), c.pid("c0")
         c.stop_all()
-        assert f"n1 pid {pid} SIGKILLed after the grace period" in c.last_stop_report
+        assert c.last_stop_report == [f"n1 pid {pid} SIGKILLed after the grace period (stacks dumped to "
+                                      f"{tmp_path / 'run/nodes/n1/stdout.log'})",
+                                      f"c0 pid {c0} exited 0 after SIGTERM"]
+        dump = (tmp_path / "run/nodes/n1/stdout.log").read_text()
+        assert "Fatal Python error: Aborted" in dump and "in main" in dump
         assert proc_state(pid) is None
     finally:
         c.teardown()
