@@ -1,6 +1,9 @@
 """Leader-epoch cache and the pure truncation rules (broker/replication/epoch_cache.py, truncation.py)."""
 import pytest
+from hypothesis import given, settings, strategies as st
 
+from broker.records import MemoryLog, Record
+from broker.replication import PartitionReplica, ReplicationConfig
 from broker.replication.epoch_cache import UNDEFINED, EpochCache, EpochEndOffset
 from broker.replication.truncation import TruncationStep, after_epoch_answer, first_query_epoch
 
@@ -84,3 +87,43 @@ def test_kip279_answer_below_our_first_epoch_cuts_to_its_start():
     c = EpochCache([(3, 0)])                 # every record we have is from epoch 3
     assert after_epoch_answer("leader-epoch", c, leo=4, hw=4, answer=EpochEndOffset(1, 7)) == \
         TruncationStep(0, "leader-epoch", None)
+
+
+# --- against a brute-force model of a log's epochs ---------------------------------------------
+
+
+
+def epochs_of_a_log():
+    """Non-decreasing record epochs, as any replica's log has."""
+    return st.lists(st.integers(0, 3), max_size=12).map(lambda steps: [sum(steps[:i + 1]) for i in range(len(steps))])
+
+
+def brute_end_offset(epochs: list[int], requested: int) -> EpochEndOffset:
+    if not epochs:
+        return UNDEFINED
+    if requested > epochs[-1]:
+        return UNDEFINED
+    if requested == epochs[-1]:
+        return EpochEndOffset(requested, len(epochs))
+    floor = max((e for e in epochs if e <= requested), default=requested)
+    end = next(i for i, e in enumerate(epochs) if e > requested)
+    return EpochEndOffset(floor, end)
+
+
+def cache_from_log(epochs: list[int]) -> EpochCache:
+    log = MemoryLog([Record(i, e, b"x") for i, e in enumerate(epochs)])
+    return PartitionReplica("t", 0, 1, log, ReplicationConfig()).epoch_cache
+
+
+@settings(max_examples=200, deadline=None)
+@given(epochs_of_a_log(), st.integers(0, 40))
+def test_end_offset_for_matches_the_log(epochs, requested):
+    assert cache_from_log(epochs).end_offset_for(requested, len(epochs)) == brute_end_offset(epochs, requested)
+
+
+@settings(max_examples=200, deadline=None)
+@given(epochs_of_a_log(), st.integers(0, 12))
+def test_truncation_keeps_the_cache_of_the_prefix(epochs, cut):
+    cache = cache_from_log(epochs)
+    cache.truncate_from_end(cut)
+    assert cache.entries() == cache_from_log(epochs[:cut]).entries()
