@@ -12,7 +12,7 @@ import socket
 from dataclasses import dataclass
 
 from clusters.base import ClusterError
-from clusters.registry import Registry, RunEntry, now_wall, this_process_identity
+from clusters.registry import Registry, RunEntry, boot_id, now_wall, this_process_identity
 
 A_RANGE = range(64, 250)        # keeps clear of 127.0.0.0/16 (127.0.0.1, 127.0.0.53, 127.0.1.1)
 B_RANGE = range(0, 256)
@@ -69,7 +69,7 @@ def allocate(registry: Registry, run_id: str, count: int, *, rng: random.Random 
             if all(_bindable(alloc.host(i), alloc.port(i)) for i in range(count)):
                 registry.put(RunEntry(run_id=run_id, owner_pid=owner_pid, owner_start_time=owner_start,
                                       prefix=prefix, ports=ports, created_wall=now_wall(),
-                                      run_dir=run_dir))
+                                      run_dir=run_dir, boot_id=boot_id()))
                 return alloc
         raise ClusterError(f"no free loopback prefix/port block found for run {run_id!r} after "
                            f"{attempts} attempts (registry {registry.dir})")

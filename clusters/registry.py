@@ -27,6 +27,13 @@ def registry_dir() -> Path:
     return Path(f"/tmp/highwater-{os.getuid()}")
 
 
+def boot_id() -> str:
+    try:
+        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    except OSError:
+        return "unknown"
+
+
 def proc_start_time(pid: int) -> int | None:
     """The process's start time in clock ticks since boot (field 22 of /proc/<pid>/stat), None if gone."""
     try:
@@ -72,8 +79,11 @@ class RunEntry:
     processes: list[ProcessRecord] = field(default_factory=list)
     created_wall: float = 0.0
     run_dir: str | None = None          # node configs live in <run_dir>/nodes/<node>/
+    boot_id: str | None = None          # /proc/sys/kernel/random/boot_id when the run started
 
     def owner_alive(self) -> bool:
+        if self.boot_id is not None and self.boot_id != boot_id():
+            return False  # the machine rebooted since: pid and start time mean nothing any more
         return same_process(self.owner_pid, self.owner_start_time)
 
     @staticmethod
@@ -82,7 +92,8 @@ class RunEntry:
         return RunEntry(run_id=obj["run_id"], owner_pid=obj["owner_pid"],
                         owner_start_time=obj["owner_start_time"], prefix=obj["prefix"],
                         ports=list(obj["ports"]), firewall=obj.get("firewall"), processes=procs,
-                        created_wall=obj.get("created_wall", 0.0), run_dir=obj.get("run_dir"))
+                        created_wall=obj.get("created_wall", 0.0), run_dir=obj.get("run_dir"),
+                        boot_id=obj.get("boot_id"))
 
 
 class Registry:

@@ -1,8 +1,9 @@
-"""`highwater cleanup`: remove what a killed harness left behind (processes, firewall rules, registry entries,
-Docker containers and networks of dead runs).
+"""`highwater cleanup`: remove what a killed harness left behind (processes, firewall rules, registry
+entries of the local backend; containers, networks and run images of the Docker backend).
 
 Only runs whose owning harness process is gone are touched; a run in progress is left alone. The logic
-lives in clusters/leftovers.py; this module is the command line around it.
+lives in clusters/leftovers.py (local) and clusters/docker_leftovers.py (Docker); this module is the
+command line around them.
 """
 from __future__ import annotations
 
@@ -12,24 +13,33 @@ from clusters.leftovers import clean
 from clusters.registry import Registry
 
 
+def _docker_leftovers(dry_run: bool) -> tuple[list[str], list[str]]:
+    try:
+        from clusters.docker_leftovers import clean_if_engine
+    except ImportError:  # the Docker backend (or its SDK) is not installed: nothing of it to remove
+        return [], []
+    return clean_if_engine(dry_run=dry_run)
+
+
 @click.command("cleanup")
 @click.option("--dry-run", is_flag=True, help="Only list what would be removed.")
 @click.option("--registry", "registry_dir", type=click.Path(file_okay=False), default=None,
               help="Run registry directory (default /run/highwater as root, else /tmp/highwater-<uid>).")
-def cleanup(dry_run: bool, registry_dir: str | None) -> int:
-    """Stop leftover node processes of dead runs, remove highwater firewall chains/tables, stale
-    registry entries, and Docker containers/networks labelled with a dead run's id."""
+@click.option("--no-docker", is_flag=True, help="Skip Docker containers, networks and images.")
+def cleanup(dry_run: bool, registry_dir: str | None, no_docker: bool) -> int:
+    """Stop leftover node processes of dead runs, remove highwater firewall chains/tables, stale registry
+    entries and (unless --no-docker) Docker objects of dead runs."""
     registry = Registry(registry_dir) if registry_dir else Registry()
     report = clean(registry, dry_run=dry_run)
-    # Docker backend leftovers (containers/networks/images labelled with a dead run's id)
-    from clusters.docker_leftovers import clean_if_engine
-    docker_removed, docker_failed = clean_if_engine(dry_run=dry_run)
-    report.removed += docker_removed
-    report.failed += docker_failed
-    for line in report.removed:
+    removed, failed = list(report.removed), list(report.failed)
+    if not no_docker:
+        d_removed, d_failed = _docker_leftovers(dry_run)
+        removed += d_removed
+        failed += d_failed
+    for line in removed:
         click.echo(line)
-    for line in report.failed:
+    for line in failed:
         click.echo(f"highwater cleanup: could not remove {line}", err=True)
-    if not report.removed and not report.failed:
+    if not removed and not failed:
         click.echo("nothing to clean up")
-    return 255 if report.failed else 0
+    return 255 if failed else 0

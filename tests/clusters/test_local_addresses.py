@@ -62,6 +62,9 @@ def test_allocation_records_owner_and_rejects_a_duplicate_run_id(tmp_path):
     assert entry.owner_pid == os.getpid()
     assert entry.owner_start_time == proc_start_time(os.getpid())
     assert entry.owner_alive() is True
+    assert entry.boot_id == open("/proc/sys/kernel/random/boot_id").read().strip()
+    entry.boot_id = "another-boot"
+    assert entry.owner_alive() is False
     assert entry.run_dir == "/x/y"
     with pytest.raises(ClusterError, match="run id 'dup' is already registered"):
         allocate(reg, "dup", 2)
