@@ -1,0 +1,268 @@
+"""Running a suite: its configurations one after another, within an optional time budget, judged
+against their expectations, with the suite's artifacts written as it goes.
+
+    results/suites/<suite>/<timestamp>/
+      suite.json        the summary below (rewritten after every configuration, so a suite cut short
+                        still leaves a readable record; earlier ones feed the suite page's trend)
+      junit.xml         harness/junit.py
+      suite.html        reports/suite_page.py: the safety matrix, the configurations, the trend
+      index.html        the reports' index of this suite's runs
+      <configuration>/<timestamp>/   one run directory per repeat (docs/formats.md), with report.html
+    results/suites/<suite>/latest -> <timestamp>
+
+Each repeat is a whole `harness.runner.run_test` run. The budget is checked before each configuration:
+it starts only when all its repeats are expected to fit in what is left (time limit plus the checking and
+recovery overhead seen so far); otherwise it is reported as skipped. A run in progress is never cut.
+"""
+from __future__ import annotations
+
+import copy
+import datetime as _dt
+import fnmatch
+import os
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from harness import runformat, store
+from harness.suite_expect import RepeatResult, evaluate, repeat_from_results, suite_exit_code
+from harness.suite_file import Suite, SuiteConfig
+
+SUITES_DIR = "suites"
+SUMMARY_JSON = "suite.json"
+JUNIT_XML = "junit.xml"
+SUITE_HTML = "suite.html"
+FORMAT_VERSION = 1
+# first guess of what a run costs beyond its time limit (start-up, final phase, checker), by checker engine
+OVERHEAD_GUESS_S = {"reference": 20.0, "spark": 90.0}
+
+
+@dataclass
+class ConfigOutcome:
+    config: SuiteConfig
+    status: str = "pending"
+    message: str = "not run yet"
+    repeats: list[RepeatResult] = field(default_factory=list)
+    elapsed_s: float = 0.0
+    planned: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        c = self.config
+        return {"name": c.name, "test": c.test, "row": c.row, "column": c.column, "description": c.description,
+                "expect": c.expect.to_json(), "settings": _jsonable(c.settings), "repeats_planned": self.planned,
+                "time_limit": c.cfg.time_limit, "status": self.status, "message": self.message,
+                "elapsed_s": round(self.elapsed_s, 3), "repeats": [r.to_json() for r in self.repeats]}
+
+
+def _jsonable(settings: dict[str, Any]) -> dict[str, Any]:
+    return {k: (list(v) if isinstance(v, tuple) else v) for k, v in settings.items()}
+
+
+def select(configs: list[SuiteConfig], only: str | None) -> list[SuiteConfig]:
+    """Configurations whose name matches one of the comma-separated patterns (shell globs; a pattern
+    without glob characters matches names that contain it)."""
+    if not only:
+        return list(configs)
+    patterns = [p.strip() for p in only.split(",") if p.strip()]
+    globs = [p if any(ch in p for ch in "*?[") else f"*{p}*" for p in patterns]
+    return [c for c in configs if any(fnmatch.fnmatchcase(c.name, g) for g in globs)]
+
+
+def _iso(t: float) -> str:
+    return _dt.datetime.fromtimestamp(t, tz=_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class SuiteRun:
+    """One execution of a suite. `run_fn(cfg, session_hook=...)` is harness.runner.run_test."""
+
+    def __init__(self, suite: Suite, results_root: Path | str = "results", *, repeat: int | None = None,
+                 only: str | None = None, budget_s: float | None = None,
+                 run_fn: Callable[..., Any] | None = None, say: Callable[[str], None] = lambda _m: None,
+                 clock: Callable[[], float] = time.monotonic):
+        self.suite = suite
+        self.results_root = Path(results_root)
+        self.repeat, self.only, self.budget_s = repeat, only, budget_s
+        self.say, self.clock = say, clock
+        if run_fn is None:
+            from harness.runner import run_test
+            run_fn = run_test
+        self.run_fn = run_fn
+        self.selected = select(suite.configs, only)
+        self.outcomes = [ConfigOutcome(c, planned=repeat or c.repeats) for c in self.selected]
+        self.interrupt = threading.Event()
+        self.session = None                    # the run in progress (for interrupts)
+        self.overheads: dict[str, list[float]] = {}
+        self.problems: list[str] = []
+        self.dir: store.RunDir | None = None
+        self.started_wall = time.time()
+        self.started = clock()
+        self.finished_wall: float | None = None
+
+    # --- interrupts --------------------------------------------------------------------------------------
+    def request_interrupt(self, reason: str) -> None:
+        self.interrupt.set()
+        session = self.session
+        if session is not None:
+            session.request_interrupt(reason)
+
+    # --- budget --------------------------------------------------------------------------------------------
+    def estimate_run_s(self, c: SuiteConfig) -> float:
+        engine = c.cfg.checker.engine
+        seen = self.overheads.get(engine)
+        overhead = sum(seen) / len(seen) if seen else OVERHEAD_GUESS_S.get(engine, 60.0)
+        return c.cfg.time_limit + overhead
+
+    def left_s(self) -> float | None:
+        return None if self.budget_s is None else self.budget_s - (self.clock() - self.started)
+
+    # --- the whole suite ----------------------------------------------------------------------------------
+    @property
+    def path(self) -> Path:
+        assert self.dir is not None
+        return self.dir.path
+
+    def start(self) -> Path:
+        self.dir = store.create_run_dir(self.results_root / SUITES_DIR, self.suite.name)
+        self.write_artifacts(status="running")
+        return self.dir.path
+
+    def run(self) -> int:
+        if self.dir is None:
+            self.start()
+        total = len(self.outcomes)
+        for i, outcome in enumerate(self.outcomes, start=1):
+            c = outcome.config
+            if self.interrupt.is_set():
+                outcome.status, outcome.message = "skipped", "not run: the suite was interrupted"
+                continue
+            left = self.left_s()
+            need = outcome.planned * self.estimate_run_s(c)
+            if left is not None and need > left:
+                outcome.status = "skipped"
+                outcome.message = (f"not run: needs about {need:.0f}s ({outcome.planned} x {c.cfg.time_limit:g}s "
+                                   f"runs), {max(0.0, left):.0f}s of the {self.budget_s:g}s budget left")
+                self.say(f"[{i}/{total}] {c.name}: skipped ({outcome.message})")
+                self.write_artifacts(status="running")
+                continue
+            t0 = self.clock()
+            for k in range(1, outcome.planned + 1):
+                if self.interrupt.is_set():
+                    break
+                self.say(f"[{i}/{total}] {c.name}: repeat {k}/{outcome.planned} "
+                         f"({c.expect.describe()}, {c.column}, {c.cfg.time_limit:g}s)")
+                outcome.repeats.append(self.run_one(c, k))
+                r = outcome.repeats[-1]
+                self.say(f"[{i}/{total}] {c.name}: repeat {k}: valid={r.valid} "
+                         f"{', '.join(f'{kk}={v}' for kk, v in sorted(r.counts.items())) or 'no anomalies'} "
+                         f"({r.elapsed_s:.0f}s)")
+            outcome.elapsed_s = self.clock() - t0
+            if not outcome.repeats:
+                outcome.status, outcome.message = "skipped", "not run: the suite was interrupted"
+            else:
+                outcome.status, outcome.message = evaluate(c.expect, outcome.repeats)
+            self.say(f"[{i}/{total}] {c.name}: {outcome.status.upper()}: {outcome.message}")
+            self.write_artifacts(status="running")
+        self.finished_wall = time.time()
+        code = self.exit_code()
+        self.write_artifacts(status="interrupted" if self.interrupt.is_set() else "done")
+        return code
+
+    def exit_code(self) -> int:
+        return suite_exit_code([o.status for o in self.outcomes])
+
+    def run_one(self, c: SuiteConfig, k: int) -> RepeatResult:
+        cfg = copy.deepcopy(c.cfg)
+        cfg.name = c.name
+        cfg.results_dir = str(self.path)
+        if c.cfg.seed is not None:
+            cfg.seed = c.cfg.seed + k - 1
+        t0 = self.clock()
+
+        def hook(session):
+            self.session = session
+            if self.interrupt.is_set():
+                session.request_interrupt("suite interrupted")
+
+        try:
+            outcome = self.run_fn(cfg, session_hook=hook)
+        except Exception as exc:  # noqa: BLE001 - run_test cleans up itself; record and go on
+            self.problems.append(f"{c.name} repeat {k}: {type(exc).__name__}: {exc}")
+            return RepeatResult(index=k, exit_code=255, valid=None, seed=cfg.seed, elapsed_s=self.clock() - t0,
+                                problems=[f"internal error: {type(exc).__name__}: {exc}"])
+        finally:
+            self.session = None
+        elapsed = self.clock() - t0
+        if outcome.results is not None:
+            self.overheads.setdefault(cfg.checker.engine, []).append(max(0.0, elapsed - cfg.time_limit))
+        run_dir = Path(outcome.run_dir)
+        report = Path(outcome.report)
+        return repeat_from_results(
+            k, outcome.exit_code, outcome.results, run_dir=self._rel(run_dir),
+            report=self._rel(report) if report.exists() else None, seed=cfg.seed, elapsed_s=elapsed,
+            problems=list(outcome.problems))
+
+    def _rel(self, p: Path) -> str:
+        try:
+            return Path(p).resolve().relative_to(self.path.resolve()).as_posix()
+        except ValueError:
+            return str(p)
+
+    # --- artifacts ----------------------------------------------------------------------------------------
+    def summary(self, status: str) -> dict[str, Any]:
+        statuses = [o.status for o in self.outcomes]
+        return {
+            "format": FORMAT_VERSION,
+            "suite": self.suite.name,
+            "description": self.suite.description,
+            "file": str(self.suite.path),
+            "timestamp": self.dir.timestamp if self.dir else None,
+            "started_iso": _iso(self.started_wall),
+            "finished_iso": _iso(self.finished_wall) if self.finished_wall else None,
+            "elapsed_s": round(self.clock() - self.started, 3),
+            "budget_s": self.budget_s,
+            "repeat_override": self.repeat,
+            "only": self.only,
+            "results_dir": str(self.results_root),
+            "status": status,
+            "exit_code": suite_exit_code(statuses) if status != "running" else None,
+            "counts": {s: statuses.count(s) for s in ("passed", "failed", "error", "skipped", "pending")},
+            "problems": list(self.problems),
+            "configs": [o.to_json() for o in self.outcomes],
+        }
+
+    def write_artifacts(self, *, status: str) -> None:
+        """suite.json, junit.xml and suite.html; a page that fails to render is a problem, not a crash."""
+        from harness import junit
+        doc = self.summary(status)
+        runformat.write_json(self.path / SUMMARY_JSON, doc)
+        junit.write(doc, self.path / JUNIT_XML)
+        try:
+            from reports.suite_page import write_suite_page
+            write_suite_page(self.path)
+        except Exception as exc:  # noqa: BLE001
+            msg = f"suite page failed: {type(exc).__name__}: {exc}"
+            if msg not in self.problems:
+                self.problems.append(msg)
+                self.say(msg)
+        if status != "running" and self.dir is not None:
+            _point_latest(self.dir.root / self.suite.name / store.LATEST, self.dir.timestamp)
+
+
+def _point_latest(link: Path, target: str) -> None:
+    """Replace a relative symlink atomically (temp link + rename)."""
+    tmp = link.with_name(f".{link.name}.{os.getpid()}.tmp")
+    if tmp.is_symlink() or tmp.exists():
+        tmp.unlink()
+    os.symlink(target, tmp)
+    os.replace(tmp, link)
+
+
+def suite_runs(results_root: Path | str, suite_name: str) -> list[Path]:
+    """Earlier (and current) runs of a suite: their directories holding a suite.json, oldest first."""
+    base = Path(results_root) / SUITES_DIR / suite_name
+    if not base.is_dir():
+        return []
+    dirs = [d for d in base.iterdir() if d.is_dir() and not d.is_symlink() and (d / SUMMARY_JSON).exists()]
+    return sorted(dirs, key=lambda d: d.name)

@@ -1,0 +1,81 @@
+"""`highwater suite FILE`: run a suite of configurations and judge each against its expectation.
+
+    highwater suite suites/nightly.toml [--repeat N] [--only PATTERN] [--budget SECONDS] [--results-dir D]
+
+Progress goes to stderr, one line per run; the last line on stdout is the suite page's path. Artifacts
+(suite.json, junit.xml, suite.html, every run's directory and report) are in
+D/suites/<suite>/<timestamp>/ (docs/suites.md). SIGINT/SIGTERM stop the run in progress cleanly and
+report the remaining configurations as skipped.
+Exit codes: 0 every expectation held, 1 an expectation is broken, 2 nothing broken but a configuration
+was inconclusive or not run (budget, interrupt), 254 bad arguments or suite file, 255 internal error.
+"""
+from __future__ import annotations
+
+import signal
+import sys
+
+import click
+
+from harness.cli import EXIT_INTERNAL, EXIT_USAGE
+
+
+@click.command("suite", context_settings={"help_option_names": ["-h", "--help"]})
+@click.argument("suite_file", metavar="FILE", type=click.Path(dir_okay=False))
+@click.option("--repeat", type=click.IntRange(min=1), default=None,
+              help="runs per configuration, overriding the suite file's repeats")
+@click.option("--only", default=None, metavar="PATTERN",
+              help="run only configurations whose name matches (comma-separated shell globs; "
+                   "a plain word matches names containing it)")
+@click.option("--budget", type=click.FloatRange(min=0, min_open=True), default=None, metavar="SECONDS",
+              help="total time budget; configurations that would not fit are reported as skipped")
+@click.option("--results-dir", default="results", show_default=True,
+              help="results directory; the suite writes into RESULTS_DIR/suites/<suite>/<timestamp>/")
+def suite(suite_file, repeat, only, budget, results_dir) -> int:
+    """Run a suite of chaos-test configurations with expectations (safe / finds anomalies)."""
+    from harness.suite_file import SuiteError, load_suite
+    try:
+        s = load_suite(suite_file)
+    except SuiteError as exc:
+        click.echo(f"highwater: {exc}", err=True)
+        return EXIT_USAGE
+
+    from harness.suite import SuiteRun
+    say = lambda msg: click.echo(f"highwater suite: {msg}", err=True)  # noqa: E731
+    runner = SuiteRun(s, results_dir, repeat=repeat, only=only, budget_s=budget, say=say)
+    if not runner.selected:
+        names = ", ".join(c.name for c in s.configs)
+        click.echo(f"highwater: --only {only!r} matches no configuration of {suite_file} (it has: {names})",
+                   err=True)
+        return EXIT_USAGE
+
+    def handler(signum, _frame):
+        name = signal.Signals(signum).name
+        say(f"{name}: stopping the run in progress; remaining configurations will be skipped")
+        runner.request_interrupt(name)
+
+    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        path = runner.start()
+        planned = sum(o.planned for o in runner.outcomes)
+        say(f"{s.name}: {len(runner.selected)} configurations, {planned} runs, into {path}"
+            + (f", budget {budget:g}s" if budget else ""))
+        code = runner.run()
+    except Exception as exc:  # noqa: BLE001 - every run cleans up itself; this is a bug in the suite code
+        click.echo(f"highwater: internal error: {type(exc).__name__}: {exc}", err=True)
+        return EXIT_INTERNAL
+    finally:
+        for sig, h in previous.items():
+            signal.signal(sig, h)
+    counts = runner.summary("done")["counts"]
+    say(f"{s.name}: {counts['passed']} passed, {counts['failed']} failed, {counts['error']} inconclusive, "
+        f"{counts['skipped']} skipped (exit {code})")
+    for o in runner.outcomes:
+        if o.status != "passed":
+            say(f"  {o.status.upper()} {o.config.name}: {o.message}")
+    say(f"JUnit XML {runner.path / 'junit.xml'}")
+    click.echo(str(runner.path / "suite.html"))
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(suite.main(standalone_mode=False))

@@ -1,0 +1,119 @@
+"""Judging a configuration: its repeats' verdicts against its expectation (safe, or finds kinds).
+
+A repeat is what one run left behind (exit code, results.json's verdict and anomaly counts). The outcome
+of a configuration is one of:
+
+    passed    the expectation held: every repeat valid (safe), or one repeat showed every listed kind (finds)
+    failed    the expectation is broken: a repeat of a safe configuration found anomalies, or no repeat
+              of a finds configuration showed all the listed kinds although every repeat was checked
+    error     it could not be decided: a safe configuration with a repeat that was not checked or whose
+              verdict is unknown (e.g. a partition never recovered), or a finds configuration whose kinds
+              were not shown while some repeat went unchecked
+    skipped   not run (time budget exhausted, interrupted); never counted as passed
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness.suite_file import Expectation
+
+STATUSES = ("passed", "failed", "error", "skipped")
+
+
+@dataclass
+class RepeatResult:
+    index: int                              # 1-based
+    exit_code: int
+    valid: bool | str | None                # results.json "valid"; None when the run was not checked
+    counts: dict[str, int] = field(default_factory=dict)   # anomaly kind -> count, only counts above 0
+    unseen: int = 0
+    run_dir: str | None = None              # relative to the suite directory
+    report: str | None = None               # relative to the suite directory, when it exists
+    seed: int | None = None
+    elapsed_s: float = 0.0
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def found(self) -> set[str]:
+        return {k for k, c in self.counts.items() if c > 0}
+
+    @property
+    def checked(self) -> bool:
+        return self.valid in (True, False, "unknown")
+
+    def count(self, kind: str) -> int:
+        return int(self.counts.get(kind, 0))
+
+    def to_json(self) -> dict[str, Any]:
+        return {"index": self.index, "exit_code": self.exit_code, "valid": self.valid, "counts": dict(self.counts),
+                "unseen": self.unseen, "run_dir": self.run_dir, "report": self.report, "seed": self.seed,
+                "elapsed_s": round(self.elapsed_s, 3), "problems": list(self.problems)}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> "RepeatResult":
+        return cls(index=int(d.get("index", 0)), exit_code=int(d.get("exit_code", 255)), valid=d.get("valid"),
+                   counts={str(k): int(v) for k, v in (d.get("counts") or {}).items()},
+                   unseen=int(d.get("unseen") or 0), run_dir=d.get("run_dir"), report=d.get("report"),
+                   seed=d.get("seed"), elapsed_s=float(d.get("elapsed_s") or 0.0),
+                   problems=list(d.get("problems") or []))
+
+
+def repeat_from_results(index: int, exit_code: int, results: dict[str, Any] | None, **extra) -> RepeatResult:
+    """A RepeatResult from a run's exit code and its results.json document (None when not checked)."""
+    if results is None:
+        return RepeatResult(index=index, exit_code=exit_code, valid=None, **extra)
+    counts = {}
+    for kind, body in (results.get("anomalies") or {}).items():
+        n = body.get("count", 0) if isinstance(body, dict) else 0
+        if isinstance(n, int) and n > 0:
+            counts[str(kind)] = n
+    unseen = (results.get("unseen") or {}).get("count", 0) or 0
+    return RepeatResult(index=index, exit_code=exit_code, valid=results.get("valid"), counts=counts,
+                        unseen=int(unseen), **extra)
+
+
+def _kinds_text(r: RepeatResult, kinds: list[str] | None = None) -> str:
+    kinds = kinds if kinds is not None else sorted(r.found)
+    return ", ".join(f"{k} ({r.count(k)})" for k in kinds) or "nothing"
+
+
+def _why_unchecked(r: RepeatResult) -> str:
+    if r.valid == "unknown":
+        return f"verdict unknown ({r.unseen} acknowledged writes could not be checked)"
+    first = f": {r.problems[0]}" if r.problems else ""
+    return f"not checked (exit {r.exit_code}{first})"
+
+
+def evaluate(expect: Expectation, repeats: list[RepeatResult]) -> tuple[str, str]:
+    """(status, message) for a configuration; the message names the broken expectation."""
+    n = len(repeats)
+    if n == 0:
+        return "skipped", "not run"
+    if expect.safe:
+        bad = [r for r in repeats if r.valid is False]
+        if bad:
+            parts = "; ".join(f"repeat {r.index} found {_kinds_text(r)}" for r in bad)
+            return "failed", f"expected safe, but {len(bad)} of {n} repeats found anomalies: {parts}"
+        unclear = [r for r in repeats if r.valid is not True]
+        if unclear:
+            parts = "; ".join(f"repeat {r.index} {_why_unchecked(r)}" for r in unclear)
+            return "error", f"expected safe, not shown: {parts}"
+        return "passed", f"safe in {n} of {n} repeats"
+    wanted = list(expect.finds)
+    for r in repeats:
+        if set(wanted) <= r.found:
+            return "passed", f"repeat {r.index} of {n} found {_kinds_text(r, wanted)}"
+    summary = "; ".join(f"repeat {r.index} found {_kinds_text(r)}" if r.checked else
+                        f"repeat {r.index} {_why_unchecked(r)}" for r in repeats)
+    status = "failed" if all(r.checked for r in repeats) else "error"
+    return status, f"expected to find {', '.join(wanted)} in one repeat, but none did: {summary}"
+
+
+def suite_exit_code(statuses: list[str]) -> int:
+    """0 every expectation held; 1 one is broken; 2 none broken but something was not decided or not run."""
+    if "failed" in statuses:
+        return 1
+    if "error" in statuses or "skipped" in statuses:
+        return 2
+    return 0

@@ -1,0 +1,372 @@
+"""Suite files: parse and validate a TOML suite and expand its matrix into named configurations.
+
+A suite is a list of tests, each a set of test settings, an optional matrix of alternatives (expanded
+into one configuration per combination) and an expectation: `safe = true` (every repeat must be valid)
+or `finds = ["lost-write", ...]` (at least one repeat must show every listed anomaly kind). Layout
+(docs/suites.md):
+
+    name = "nightly"                # default: the file's stem
+    description = "..."
+    repeats = 1                     # runs per configuration (a test may say otherwise; --repeat wins)
+
+    [defaults]                      # settings every test starts from
+    time_limit = 60
+    checker = "spark"
+
+    [[test]]
+    name = "leader-epoch-safe"
+    truncation = "leader-epoch"     # a setting: a `highwater run` flag name (underscores) or a dotted
+    acks = "all"                    # key of a test file ("workload.rate", "broker.power_loss", ...)
+    safe = true
+    [test.matrix]
+    nemesis = ["kill", "pause", "partition"]    # one configuration per value: leader-epoch-safe-kill, ...
+
+Settings are applied on top of harness/config.py's defaults in the order defaults, test, matrix values,
+and validated there, so a suite accepts exactly what `highwater run` accepts. Every error is one line
+naming the file (and line when it can be found), the table or entry and the key.
+"""
+from __future__ import annotations
+
+import copy
+import itertools
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness import config as config_mod
+from harness.config import TestConfig
+from harness.runformat import ANOMALY_KINDS
+
+# short setting names: the flags of `highwater run` that make sense per configuration
+SHORT_KEYS = {k: v for k, v in config_mod.FLAG_KEYS.items() if k not in ("results_dir", "test_name")}
+ENTRY_KEYS = ("name", "description", "safe", "finds", "repeats", "matrix")
+TOP_KEYS = ("name", "description", "repeats", "defaults", "test")
+NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+
+
+class SuiteError(ValueError):
+    """A bad suite file. The message is one line: file[:line]: table or entry: key: problem."""
+
+
+@dataclass(frozen=True)
+class Expectation:
+    safe: bool = False
+    finds: tuple[str, ...] = ()
+
+    def describe(self) -> str:
+        return "safe" if self.safe else "finds " + ", ".join(self.finds)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"safe": True} if self.safe else {"finds": list(self.finds)}
+
+
+@dataclass
+class SuiteConfig:
+    """One expanded configuration of a suite: what to run, how often, and what must come out."""
+    name: str                       # unique in the suite; also the test name of its runs
+    test: str                       # the [[test]] entry it comes from
+    row: str                        # safety-matrix row: the test plus its non-nemesis matrix values
+    column: str                     # safety-matrix column: the fault set ("kill+power-loss", "none", ...)
+    settings: dict[str, Any]        # the settings as written (defaults, test, matrix), for display
+    cfg: TestConfig                 # validated; results_dir and name are set by the suite runner
+    expect: Expectation
+    repeats: int
+    description: str = ""
+    where: str = ""                 # file:line of the [[test]] entry
+
+
+@dataclass
+class Suite:
+    name: str
+    path: Path
+    description: str
+    configs: list[SuiteConfig] = field(default_factory=list)
+
+
+# --- locating keys in the text (for error messages) ------------------------------------------------
+
+_HEADER = re.compile(r"^\s*(\[\[?)\s*([A-Za-z0-9_.\"-]+)\s*\]\]?")
+
+
+def _locate(text: str, key: str, *, table: str = "", entry: int | None = None) -> int | None:
+    """1-based line of `key` in [table] (or the `entry`-th [[table]], 1-based, or a sub-table of it,
+    table "test.matrix"), or of the table header itself when key is ""."""
+    base, _, sub = table.partition(".")
+    current, count, in_target = "", 0, table == ""
+    for no, line in enumerate(text.splitlines(), start=1):
+        m = _HEADER.match(line)
+        if m:
+            name = m.group(2).replace('"', "")
+            if m.group(1) == "[[" and name == base:
+                count += 1
+            current = name
+            if entry is None:
+                in_target = name == table
+            else:
+                in_target = count == entry and name == table and (name == base or count > 0)
+            if in_target and key == "":
+                return no
+            continue
+        if in_target and key and re.match(rf'^\s*"?{re.escape(key)}"?\s*=', line):
+            return no
+    return None
+
+
+# --- values --------------------------------------------------------------------------------------
+
+def setting_path(key: str) -> str | None:
+    """The dotted TestConfig key a setting name stands for, or None when there is no such setting."""
+    if key in SHORT_KEYS:
+        return SHORT_KEYS[key]
+    if "." in key:
+        section, _, name = key.partition(".")
+        if section in config_mod.SECTIONS:
+            import dataclasses
+            if name in {f.name for f in dataclasses.fields(config_mod.SECTIONS[section])}:
+                return key
+    if key in ("final_wait", "time_limit", "seed"):
+        return key
+    return None
+
+
+def slug(key: str, value: Any) -> str:
+    """A value as part of a configuration name."""
+    if isinstance(value, bool):
+        word = key.rsplit(".", 1)[-1].replace("_", "-")
+        return word if value else f"no-{word}"
+    if isinstance(value, list):
+        return "_".join(slug(key, v) for v in value) or "none"
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    text = re.sub(r"[^A-Za-z0-9._-]+", "_", str(value)).strip("_")
+    if key in ("acks", "client.acks") and text:
+        text = f"acks{text}"
+    elif key in ("min_insync_replicas", "broker.min_insync_replicas"):
+        text = f"isr{text}"
+    return text or "x"
+
+
+def fault_label(cfg: TestConfig) -> str:
+    if cfg.nemesis.schedule_file:
+        return "schedule:" + Path(cfg.nemesis.schedule_file).stem
+    return "+".join(cfg.nemesis.faults) if cfg.nemesis.faults else "none"
+
+
+class _Ctx:
+    """Where we are in the file, to build error messages."""
+
+    def __init__(self, path: Path, text: str):
+        self.path, self.text = path, text
+
+    def error(self, what: str, key: str, problem: str, *, table: str = "", entry: int | None = None) -> SuiteError:
+        line = None
+        if key:
+            line = _locate(self.text, key, table=table, entry=entry)
+            if line is None and "." in key:  # written in a sub-table: [defaults.workload] rate = ...
+                section, _, name = key.partition(".")
+                line = _locate(self.text, name, table=f"{table}.{section}" if table else section, entry=entry)
+        if line is None and (table or entry is not None):
+            line = _locate(self.text, "", table=table, entry=entry)
+        where = f"{self.path}:{line}" if line else str(self.path)
+        keypart = f": key '{key}'" if key else ""
+        return SuiteError(f"{where}: {what}{keypart} {problem}")
+
+
+def _apply(cfg: TestConfig, key: str, value: Any, base_dir: Path) -> None:
+    """Apply one setting; raise ValueError (bad value) or KeyError (unknown setting)."""
+    dotted = setting_path(key)
+    if dotted is None:
+        raise KeyError(key)
+    if dotted == "nemesis.schedule_file" and isinstance(value, str) and value:
+        p = Path(value)
+        value = str(p if p.is_absolute() else (base_dir / p))
+    config_mod.set_key(cfg, dotted, value)
+
+
+def _known_settings() -> str:
+    return ", ".join(sorted(SHORT_KEYS)) + " or a dotted test-file key such as workload.rate"
+
+
+def _check_settings(ctx: _Ctx, settings: dict[str, Any], what: str, table: str, entry: int | None,
+                    base_dir: Path) -> None:
+    """Try every setting on a scratch config so a bad one is reported where it is written."""
+    for key, value in settings.items():
+        scratch = TestConfig()
+        try:
+            _apply(scratch, key, value, base_dir)
+        except KeyError:
+            raise ctx.error(what, key, f"is not a setting (known: {_known_settings()})",
+                            table=table, entry=entry) from None
+        except ValueError as exc:
+            raise ctx.error(what, key, str(exc), table=table, entry=entry) from None
+
+
+def _int_at_least_1(ctx: _Ctx, raw: Any, what: str, key: str, table: str, entry: int | None) -> int:
+    if isinstance(raw, bool) or not isinstance(raw, int) or raw < 1:
+        raise ctx.error(what, key, f"must be an integer of at least 1, got {raw!r}", table=table, entry=entry)
+    return raw
+
+
+def _expectation(ctx: _Ctx, raw: dict[str, Any], what: str, entry: int) -> Expectation:
+    safe, finds = raw.get("safe"), raw.get("finds")
+    if safe is None and finds is None:
+        raise ctx.error(what, "", "has no expectation: give safe = true or finds = [\"lost-write\", ...]",
+                        table="test", entry=entry)
+    if safe is not None and finds is not None:
+        raise ctx.error(what, "finds", "cannot be combined with safe (a test is either safe or finds anomalies)",
+                        table="test", entry=entry)
+    if safe is not None:
+        if safe is not True:
+            raise ctx.error(what, "safe", f"must be true (use finds = [...] for a test that must show "
+                                          f"anomalies), got {safe!r}", table="test", entry=entry)
+        return Expectation(safe=True)
+    if not isinstance(finds, list) or not finds or not all(isinstance(k, str) for k in finds):
+        raise ctx.error(what, "finds", f"must be a non-empty list of anomaly kinds, got {finds!r}",
+                        table="test", entry=entry)
+    for k in finds:
+        if k not in ANOMALY_KINDS:
+            raise ctx.error(what, "finds", f"names unknown anomaly kind {k!r} (known: {', '.join(ANOMALY_KINDS)})",
+                            table="test", entry=entry)
+    return Expectation(finds=tuple(dict.fromkeys(finds)))
+
+
+# --- loading -------------------------------------------------------------------------------------
+
+def load_suite(path: Path | str) -> Suite:
+    """Read, validate and expand a suite file. Raise SuiteError (one line) on any problem."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise SuiteError(f"{path}: cannot read suite file ({exc.strerror or exc})") from None
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise SuiteError(f"{path}: not valid TOML ({exc})") from None
+    return parse_suite(doc, path=path, text=text)
+
+
+def parse_suite(doc: dict[str, Any], *, path: Path, text: str = "") -> Suite:
+    ctx = _Ctx(path, text)
+    base_dir = path.parent
+    for key in doc:
+        if key not in TOP_KEYS:
+            raise ctx.error("top level", key, f"is unknown (known: {', '.join(TOP_KEYS)})")
+    name = doc.get("name", path.stem)
+    if not isinstance(name, str) or not NAME_RE.fullmatch(name):
+        raise ctx.error("top level", "name", f"must be letters, digits, '.', '_' or '-', got {name!r}")
+    description = doc.get("description", "")
+    if not isinstance(description, str):
+        raise ctx.error("top level", "description", f"must be a string, got {description!r}")
+    suite_repeats = _int_at_least_1(ctx, doc.get("repeats", 1), "top level", "repeats", "", None)
+    defaults = doc.get("defaults", {})
+    if not isinstance(defaults, dict):
+        raise ctx.error("top level", "defaults", "must be a table [defaults]")
+    defaults = _flatten(defaults)
+    _check_settings(ctx, defaults, "[defaults]", "defaults", None, base_dir)
+    tests = doc.get("test")
+    if not isinstance(tests, list) or not tests or not all(isinstance(t, dict) for t in tests):
+        raise ctx.error("top level", "test", "must be one or more [[test]] tables")
+
+    suite = Suite(name=name, path=path, description=description)
+    seen: dict[str, str] = {}
+    entry_names: set[str] = set()
+    for i, raw in enumerate(tests, start=1):
+        for cfg in _expand_entry(ctx, raw, i, defaults, suite_repeats, base_dir, entry_names):
+            if cfg.name in seen:
+                raise ctx.error(f"[[test]] #{i}", "name",
+                                f"expands to configuration {cfg.name!r}, already made by {seen[cfg.name]}",
+                                table="test", entry=i)
+            seen[cfg.name] = f"[[test]] {cfg.test!r}"
+            suite.configs.append(cfg)
+    return suite
+
+
+def _flatten(table: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """[defaults] may use sub-tables ([defaults.workload] rate = 50): flatten them to dotted keys."""
+    out: dict[str, Any] = {}
+    for k, v in table.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, dict) and k in config_mod.SECTIONS and not prefix:
+            out.update(_flatten(v, prefix=f"{k}."))
+        else:
+            out[key] = v
+    return out
+
+
+def _expand_entry(ctx: _Ctx, raw: dict[str, Any], i: int, defaults: dict[str, Any], suite_repeats: int,
+                  base_dir: Path, entry_names: set[str]) -> list[SuiteConfig]:
+    label = raw.get("name")
+    what = f"[[test]] #{i}" + (f" {label!r}" if isinstance(label, str) else "")
+    if "name" not in raw:
+        raise ctx.error(what, "", "has no name", table="test", entry=i)
+    if not isinstance(label, str) or not NAME_RE.fullmatch(label):
+        raise ctx.error(what, "name", f"must be letters, digits, '.', '_' or '-', got {label!r}",
+                        table="test", entry=i)
+    if label in entry_names:
+        raise ctx.error(what, "name", f"is used by an earlier [[test]]", table="test", entry=i)
+    entry_names.add(label)
+    description = raw.get("description", "")
+    if not isinstance(description, str):
+        raise ctx.error(what, "description", f"must be a string, got {description!r}", table="test", entry=i)
+    expect = _expectation(ctx, raw, what, i)
+    repeats = _int_at_least_1(ctx, raw.get("repeats", suite_repeats), what, "repeats", "test", i)
+    settings = _flatten({k: v for k, v in raw.items() if k not in ENTRY_KEYS})
+    _check_settings(ctx, settings, what, "test", i, base_dir)
+
+    matrix = raw.get("matrix", {})
+    if not isinstance(matrix, dict):
+        raise ctx.error(what, "matrix", "must be a table [test.matrix] of setting = [values]", table="test", entry=i)
+    axes: list[tuple[str, list[Any]]] = []
+    for key, values in matrix.items():
+        mwhat = f"{what} [test.matrix]"
+        if not isinstance(values, list) or not values:
+            raise ctx.error(mwhat, key, f"must be a non-empty list of alternatives, got {values!r}",
+                            table="test.matrix", entry=i)
+        if key in settings:
+            raise ctx.error(mwhat, key, "is also set in the test itself", table="test.matrix", entry=i)
+        for v in values:
+            try:
+                _apply(TestConfig(), key, v, base_dir)
+            except KeyError:
+                raise ctx.error(mwhat, key, f"is not a setting (known: {_known_settings()})",
+                                table="test.matrix", entry=i) from None
+            except ValueError as exc:
+                raise ctx.error(mwhat, key, f"value {v!r}: {exc}", table="test.matrix", entry=i) from None
+        axes.append((key, values))
+
+    where_line = _locate(ctx.text, "", table="test", entry=i)
+    where = f"{ctx.path}:{where_line}" if where_line else str(ctx.path)
+    out = []
+    for combo in itertools.product(*(values for _k, values in axes)) if axes else [()]:
+        chosen = dict(zip((k for k, _v in axes), combo))
+        all_settings = {**defaults, **settings, **chosen}
+        cfg = TestConfig()
+        for key, value in all_settings.items():
+            _apply(cfg, key, value, base_dir)
+        parts = [slug(k, v) for k, v in chosen.items()]
+        name = "-".join([label, *parts])
+        cfg.name = name
+        problems = config_mod.validate(cfg)
+        if problems:
+            key, problem = problems[0]
+            shown = _short_name(key)
+            table, entry = ("test.matrix", i) if shown in chosen else ("test", i)
+            if shown not in chosen and shown not in settings and shown in defaults:
+                table, entry = "defaults", None
+            raise ctx.error(f"{what} (configuration {name!r})", shown, problem, table=table, entry=entry)
+        row_parts = [slug(k, v) for k, v in chosen.items() if setting_path(k) != "nemesis.faults"]
+        out.append(SuiteConfig(
+            name=name, test=label, row="-".join([label, *row_parts]), column=fault_label(cfg),
+            settings=copy.deepcopy(all_settings), cfg=cfg, expect=expect, repeats=repeats,
+            description=description, where=where))
+    return out
+
+
+def _short_name(dotted: str) -> str:
+    for short, target in SHORT_KEYS.items():
+        if target == dotted:
+            return short
+    return dotted
