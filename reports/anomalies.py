@@ -48,8 +48,12 @@ EXPLANATIONS: dict[str, str] = {
         "A poll returned a value whose send failed definitely: a consumer saw a write its producer was told "
         "never happened."),
     "hw-regression": (
-        "The high watermark reported for a partition went backwards: data that had been committed (and could "
-        "have been consumed) became uncommitted again."),
+        "Within one leader epoch, the high watermark reported to a consumer went backwards: data that had been "
+        "committed (and could have been consumed) became uncommitted again."),
+    "hw-regression-cross-epoch": (
+        "The high watermark reported to a consumer went backwards across a leader change: a new leader's HW may "
+        "lag the old leader's until its followers catch up, so by default this is counted but does not fail "
+        "the run."),
 }
 
 PREFERRED = ("partition", "offset", "value", "index", "time", "committed")
@@ -60,19 +64,29 @@ def is_index_field(name: str) -> bool:
     return name == "index" or name.endswith("_index") or name == "indices" or name.endswith("_indices")
 
 
+def _walk_indexes(value: Any, key: str | None, out: dict[int, None], limit: int, depth: int = 0) -> None:
+    if len(out) >= limit or depth > 4:
+        return
+    if key is not None and is_index_field(key):
+        for i in (value if isinstance(value, list) else [value]):
+            if isinstance(i, int) and not isinstance(i, bool) and len(out) < limit:
+                out[i] = None
+        return
+    if isinstance(value, dict):
+        for k, v in value.items():
+            _walk_indexes(v, str(k), out, limit, depth + 1)
+    elif isinstance(value, list):
+        for v in value[:100]:
+            _walk_indexes(v, None, out, limit, depth + 1)
+
+
 def referenced_indexes(results: dict[str, Any] | None, limit: int = 600) -> list[int]:
-    """History indexes named by the examples (those shown), in order of first mention, at most `limit`."""
+    """History indexes named by the examples shown (at any depth), in order of first mention, at most `limit`."""
     out: dict[int, None] = {}
     for _kind, body in _kinds(results):
         for ex in (body.get("examples") or [])[:MAX_EXAMPLES_SHOWN]:
-            if not isinstance(ex, dict):
-                continue
-            for k, v in ex.items():
-                if not is_index_field(k):
-                    continue
-                for i in (v if isinstance(v, list) else [v]):
-                    if isinstance(i, int) and not isinstance(i, bool) and len(out) < limit:
-                        out[i] = None
+            if isinstance(ex, dict):
+                _walk_indexes(ex, None, out, limit)
     return list(out)
 
 
@@ -87,9 +101,13 @@ def _kinds(results: dict[str, Any] | None):
 
 @dataclass
 class ExampleCell:
-    text: str = ""
-    links: list[int] = field(default_factory=list)
+    """A table cell as tokens: ("text", s), ("key", name), ("link", history index), ("br", "")."""
+    parts: list[tuple[str, Any]] = field(default_factory=list)
     href: str = ""  # e.g. the offset's row in the replica logs
+
+    @property
+    def text(self) -> str:
+        return "".join(str(v) if k != "link" else f"#{v}" for k, v in self.parts if k != "br")
 
 
 @dataclass
@@ -104,23 +122,62 @@ class AnomalyKind:
     reported: bool = True
 
 
-def _cell(name: str, value: Any) -> ExampleCell:
-    if is_index_field(name):
-        items = value if isinstance(value, list) else [value]
-        links = [i for i in items if isinstance(i, int) and not isinstance(i, bool)]
-        rest = [i for i in items if not (isinstance(i, int) and not isinstance(i, bool))]
-        return ExampleCell(dumps_compact(rest) if rest else "", links)
-    if name == "time" and isinstance(value, int) and not isinstance(value, bool):
-        return ExampleCell(f"{value / 1e9:.3f} s")
+def _scalar(value: Any, key: str | None) -> str:
+    if key == "time" and isinstance(value, int) and not isinstance(value, bool):
+        return f"{value / 1e9:.3f} s"
     if value is None:
-        return ExampleCell("—")
-    if isinstance(value, str):
-        return ExampleCell(value)
+        return "—"
     if isinstance(value, bool):
-        return ExampleCell("yes" if value else "no")
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return value
     if isinstance(value, (int, float)):
-        return ExampleCell(str(value))
-    return ExampleCell(dumps_compact(value))
+        return str(value)
+    return dumps_compact(value)
+
+
+def _tokens(value: Any, key: str | None, depth: int) -> list[tuple[str, Any]]:
+    """Any JSON value as readable tokens: history indexes become links, nested dicts key=value lines."""
+    if key is not None and is_index_field(key):
+        items = value if isinstance(value, list) else [value]
+        out: list[tuple[str, Any]] = []
+        for i, item in enumerate(items):
+            if i:
+                out.append(("text", " "))
+            is_int = isinstance(item, int) and not isinstance(item, bool)
+            out.append(("link", item) if is_int else ("text", _scalar(item, None)))
+        return out
+    if depth > 3:
+        return [("text", dumps_compact(value))]
+    if isinstance(value, dict):
+        out = []
+        flat = all(not isinstance(v, (dict, list)) for v in value.values())
+        for n, (k, v) in enumerate(value.items()):
+            if depth == 0 and not flat:
+                if n:
+                    out.append(("br", ""))
+                out += [("key", f"{k}: ")] + _tokens(v, str(k), depth + 1)
+            else:
+                if n:
+                    out.append(("text", "  "))
+                out += [("key", f"{k}=")] + _tokens(v, str(k), depth + 1)
+        return out if depth <= 1 else [("text", "{")] + out + [("text", "}")]
+    if isinstance(value, list):
+        if all(not isinstance(v, (dict, list)) for v in value):
+            return [("text", "[" + ", ".join(_scalar(v, None) for v in value) + "]")]
+        out = []
+        for n, v in enumerate(value):
+            if n:
+                out.append(("br", "") if depth == 0 else ("text", "; "))
+            out += _tokens(v, None, depth + 1)
+        return out
+    return [("text", _scalar(value, key))]
+
+
+def _cell(name: str, value: Any) -> ExampleCell:
+    if isinstance(value, bool):
+        return ExampleCell([("text", "yes" if value else "no")])
+    return ExampleCell(_tokens(value, name, 0))
 
 
 def anomaly_kinds(results: dict[str, Any] | None, offset_anchors: set[tuple[int, int]] = frozenset()
@@ -146,7 +203,7 @@ def anomaly_kinds(results: dict[str, Any] | None, offset_anchors: set[tuple[int,
                     columns.append(k)
         rows = []
         for e in shown:
-            row = [_cell(c, e[c]) if c in e else ExampleCell("") for c in columns]
+            row = [_cell(c, e[c]) if c in e else ExampleCell() for c in columns]
             key = (e.get("partition"), e.get("offset"))
             if "offset" in columns and key in offset_anchors:
                 row[columns.index("offset")].href = f"#p{key[0]}-o{key[1]}"

@@ -1,0 +1,39 @@
+"""The report on the real checker's output: a simulated run, damaged with anomalies, checked by the
+reference checker (checkers.check_run), then rendered. Whatever the checker writes, the report must show
+the same verdict and counts, and every history link it makes must land on an entry in the page."""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from reports import write_report
+
+checkers_simulate = pytest.importorskip("checkers.simulate")
+checkers_check = pytest.importorskip("checkers.check")
+
+
+@pytest.mark.parametrize("seed, damage", [(3, 0), (11, 8), (29, 8)])
+def test_report_matches_reference_checker_results(tmp_path, seed, damage):
+    builder = checkers_simulate.simulate(seed)
+    if damage:
+        checkers_simulate.inject(builder, seed, n=damage)
+    run = builder.write(tmp_path / "run", name=f"sim-{seed}")
+    results = checkers_check.check_run(run, engine="reference")
+    html = write_report(run).read_text()
+
+    verdict = {True: "valid", False: "invalid"}.get(results["valid"], "unknown")
+    assert f'data-verdict="{verdict}"' in html and f">{verdict.upper()}<" in html
+    for kind, body in results["anomalies"].items():
+        if body["count"] == 0:
+            assert f'id="kind-{kind}"' not in html
+            continue
+        art = html[html.index(f'id="kind-{kind}"'):]
+        art = art[:art.index("</article>")]
+        assert re.search(rf'<span class="badge">{body["count"]:,}</span>'.replace(",", "\u202f"), art), kind
+        assert art.count('<tr id="ex-') == min(len(body["examples"]), 50)
+    ids = set(re.findall(r' id="([^"]+)"', html))
+    links = set(re.findall(r'href="#([^"]+)"', html))
+    assert sorted(links - ids) == []
+    if damage:
+        assert results["valid"] is not True  # the injected damage was found, and shown above
