@@ -1,7 +1,7 @@
 """The results index (results/index.html): every run under a results directory, newest first.
 
-A run is a directory <root>/<test>/<timestamp>/ with a history.jsonl or test.json (symlinks such as
-`latest` are skipped, so no run is listed twice). Each row shows the test, start time, a configuration
+A run is a directory with a history.jsonl or test.json, usually <root>/<test>/<timestamp>/ and deeper
+for suites (symlinks such as `latest` are skipped, so no run is listed twice). Each row shows the test, start time, a configuration
 summary, the verdict in colour, the anomaly counts and a link to the run's report. One unreadable run
 does not break the index: its row says what is wrong with it.
 """
@@ -36,19 +36,30 @@ class RunRow:
     problem: str = ""
 
 
+MAX_DEPTH = 6
+
+
 def find_runs(root: Path) -> list[Path]:
+    """Every run directory under root, at any depth up to MAX_DEPTH (suites nest theirs deeper):
+    a directory holding history.jsonl or test.json. Symlinks and hidden directories are not followed."""
     root = Path(root)
-    runs = []
-    if not root.is_dir():
-        return runs
-    for test_dir in sorted(root.iterdir()):
-        if test_dir.is_symlink() or not test_dir.is_dir() or test_dir.name.startswith("."):
-            continue
-        for run_dir in sorted(test_dir.iterdir()):
-            if run_dir.is_symlink() or not run_dir.is_dir() or run_dir.name.startswith("."):
+    runs: list[Path] = []
+
+    def walk(d: Path, depth: int) -> None:
+        try:
+            children = sorted(d.iterdir())
+        except OSError:
+            return
+        for c in children:
+            if c.is_symlink() or not c.is_dir() or c.name.startswith(".") or c.name == runformat.COLUMNAR_DIR:
                 continue
-            if (run_dir / runformat.HISTORY).exists() or (run_dir / runformat.TEST_JSON).exists():
-                runs.append(run_dir)
+            if (c / runformat.HISTORY).exists() or (c / runformat.TEST_JSON).exists():
+                runs.append(c)
+            elif depth < MAX_DEPTH:
+                walk(c, depth + 1)
+
+    if root.is_dir():
+        walk(root, 1)
     return runs
 
 

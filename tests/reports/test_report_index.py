@@ -76,6 +76,21 @@ def test_report_link_back_to_index_resolves(tmp_path):
     assert (runs["valid"] / "../../index.html").resolve() == (root / "index.html").resolve()
 
 
+def test_runs_nested_deeper_by_suites_are_listed(tmp_path):
+    root = tmp_path / "results"
+    build_results(root)
+    suite_run = make_run(root / "suites" / "safety" / "20261121T233000Z", "valid", name="acks-all",
+                         timestamp="20261121T233001Z", start_offset_s=3000)
+    write_report(suite_run)
+    html = write_index(root).read_text()
+    rows = rows_of(html)
+    assert len(rows) == 5 and rows[0][2] == "acks-all"
+    assert 'href="suites/safety/20261121T233000Z/acks-all/20261121T233001Z/report.html"' in rows[0][3]
+    # the suite's own index lists just its runs
+    suite_index = write_index(root / "suites" / "safety" / "20261121T233000Z").read_text()
+    assert [r[2] for r in rows_of(suite_index)] == ["acks-all"]
+
+
 def test_unreadable_run_gets_a_row_saying_why(tmp_path):
     root = tmp_path / "results"
     run = make_run(root, "valid")

@@ -228,7 +228,8 @@ def test_unknown_anomaly_kind_and_extra_fields_render_generically(tmp_path):
     run = make_run(tmp_path / "r", "invalid")
     results = json.loads((run / "results.json").read_text())
     results["anomalies"]["split-brain"] = {"count": 1, "fails_run": False, "examples": [
-        {"partition": 1, "leaders": ["n1", "n2"], "read_index": 3, "indices": [4, 5], "detail": {"a": XSS}}]}
+        {"partition": 1, "leaders": ["n1", "n2"], "read_index": 3, "indices": [4, 5], "detail": {"a": XSS},
+         "observations": [{"source": "poll", "index": 6, "time": 1_000_000}, {"source": "send", "index": 7}]}]}
     (run / "results.json").write_text(json.dumps(results))
     html = write_report(run).read_text()
     art = html[html.index('id="kind-split-brain"'):]
@@ -238,4 +239,8 @@ def test_unknown_anomaly_kind_and_extra_fields_render_generically(tmp_path):
         assert f"<th>{col}</th>" in art
     assert 'href="#h-3"' in art and 'href="#h-4"' in art and 'href="#h-5"' in art
     assert "h-3" in Page(html).ids
+    # nested history indexes are links too, and their entries are in the excerpt
+    assert 'index=</span><a class="hlink" href="#h-6">#6</a>' in art and 'href="#h-7"' in art
+    assert {"h-6", "h-7"} <= Page(html).ids
+    assert '<span class="k">time=</span>0.001 s' in art
     assert ESCAPED.replace("&lt;", "&lt;") in art and XSS not in art
