@@ -41,5 +41,17 @@ def backend_class(name: str) -> type[Cluster]:
     return cls
 
 
-def make_cluster(name: str, spec: ClusterSpec) -> Cluster:
-    return backend_class(name)(spec)
+def backend_options(name: str, cluster_cfg) -> dict:
+    """Constructor options of a backend from the [cluster] config section (harness/config.py)."""
+    if cluster_cfg is None:
+        return {}
+    if name == "ssh":
+        return {"nodes_file": cluster_cfg.nodes_file or None,
+                "accept_unknown_hosts": bool(cluster_cfg.ssh_accept_unknown_hosts)}
+    if name == "docker":
+        return {"base_image": cluster_cfg.base_image or None}
+    return {}
+
+
+def make_cluster(name: str, spec: ClusterSpec, cluster_cfg=None) -> Cluster:
+    return backend_class(name)(spec, **backend_options(name, cluster_cfg))

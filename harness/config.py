@@ -47,6 +47,9 @@ class ConfigError(ValueError):
 class ClusterConfig:
     backend: str = "local"
     nodes: int = 3
+    nodes_file: str = ""                   # ssh backend: the nodes file (clusters/ssh.py)
+    ssh_accept_unknown_hosts: bool = False  # ssh backend: accept host keys not in known_hosts
+    base_image: str = ""                   # docker backend: an existing base image instead of debootstrap
 
 
 @dataclass
@@ -159,6 +162,9 @@ SECTIONS = {"cluster": ClusterConfig, "topic": TopicConfig, "broker": BrokerConf
 FLAG_KEYS = {
     "nodes": "cluster.nodes",
     "backend": "cluster.backend",
+    "nodes_file": "cluster.nodes_file",
+    "ssh_accept_unknown_hosts": "cluster.ssh_accept_unknown_hosts",
+    "base_image": "cluster.base_image",
     "partitions": "topic.partitions",
     "replication_factor": "topic.replication_factor",
     "time_limit": "time_limit",

@@ -79,6 +79,10 @@ def finish_output(outcome) -> int:
               help="brokers emulate power loss: SIGKILL loses unflushed appends [off]")
 @click.option("--seed", type=int, default=None, help="random seed (default: a fresh one, recorded)")
 @click.option("--backend", "--cluster", "backend", default=None, help="cluster backend: local | docker | ssh [local]")
+@click.option("--nodes-file", default=None, help="ssh backend: TOML file listing the controller and brokers")
+@click.option("--ssh-accept-unknown-hosts", is_flag=True, default=None,
+              help="ssh backend: accept host keys missing from known_hosts [reject]")
+@click.option("--base-image", default=None, help="docker backend: existing base image instead of the debootstrap one")
 @click.option("--results-dir", default=None, help="results directory [results]")
 @click.option("--final-wait", type=float, default=None, help="bound on the final phase's recovery wait, s [60]")
 @click.option("--checker", default=None, help="checker engine: spark | reference [spark]")

@@ -144,7 +144,7 @@ class RunSession:
         spec = ClusterSpec(run_id=self.run.run_id, run_dir=self.run.path, brokers=self.cfg.cluster.nodes,
                            broker_settings=self.cfg.broker_settings(),
                            controller_settings=self.cfg.controller_settings())
-        self.cluster = backends.make_cluster(self.cfg.cluster.backend, spec)
+        self.cluster = backends.make_cluster(self.cfg.cluster.backend, spec, cluster_cfg=self.cfg.cluster)
         self.cluster.check_faults(list(faults))
 
     def start_cluster(self) -> None:
