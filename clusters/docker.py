@@ -23,6 +23,8 @@ labels let `highwater cleanup` remove what a killed harness left (clusters/docke
 """
 from __future__ import annotations
 
+import os
+import signal
 import time
 from pathlib import Path
 
@@ -30,6 +32,7 @@ from clusters.base import ClusterError, ClusterSpec, NodeAddress
 from clusters.docker_hosts import DockerHosts, engine
 from clusters.docker_image import CODE_DIR, ensure_node_image
 from clusters.ssh_cluster import BROKER_PORT, CONTROLLER, CONTROLLER_PORT, RemoteCluster
+from clusters.registry import proc_state as _state
 from clusters.ssh_control import SshNode, SshTarget
 
 WORKDIR = "/var/lib/highwater"
@@ -123,7 +126,30 @@ class DockerCluster(RemoteCluster):
     def kill(self, node: str) -> str:
         if self.kill_mode == "node":
             return self.crash(node)
-        return super().kill(node)
+        with self._lock:
+            self._check(node)
+            if self.hosts.status(node) == "paused":
+                return self._kill_frozen(node)
+            return super().kill(node)
+
+    def _kill_frozen(self, node: str) -> str:
+        """SIGKILL a daemon whose container is paused: signal its host pid while frozen, then thaw. The
+        kill is taken before the process runs again, as SIGKILL of a SIGSTOPped process is."""
+        container = self.hosts.containers[node]
+        top = container.top(ps_args="-eo pid,args")
+        rows = [dict(zip(top["Titles"], row)) for row in top.get("Processes") or []]
+        targets = [int(r["PID"]) for r in rows if " -m broker " in f" {r.get('COMMAND', r.get('ARGS', ''))} "]
+        for pid in targets:
+            os.kill(pid, signal.SIGKILL)
+        self.hosts.unpause(node)
+        deadline = time.monotonic() + 10
+        while any(Path(f"/proc/{pid}").exists() and _state(pid) not in (None, "Z") for pid in targets):
+            if time.monotonic() > deadline:
+                raise ClusterError(f"{node}: daemon (host pids {targets}) survived SIGKILL for 10s")
+            time.sleep(0.02)
+        if not targets:
+            return f"{node} was paused with no daemon running; unpaused"
+        return f"SIGKILL {node} (paused container, host pid {', '.join(map(str, targets))}), unpaused"
 
     def crash(self, node: str) -> str:
         """Whole-node crash: `docker kill` of the node's container (every process in it dies at once)."""

@@ -260,11 +260,18 @@ class RemoteCluster(Cluster):
         raise ClusterError(f"{node}: daemon did not become {what} within {timeout_s:.0f}s")
 
     def is_running(self, node: str) -> bool:
-        return self.pid(node) is not None
+        return self.remote_pid(node) is not None
 
-    def pid(self, node: str) -> int | None:
-        """The daemon's pid on its node, None when not running."""
+    def remote_pid(self, node: str) -> int | None:
+        """The daemon's pid on its node (not a local pid), None when not running."""
         return self.ssh(node).pid_of(self._pidfile(node))
+
+    def stop(self, node: str) -> str:
+        """Graceful stop of one node's daemon (SIGTERM, SIGKILL after the grace); restart() starts it."""
+        with self._lock:
+            self._check(node)
+            self._reachable(node)
+            return f"{node}: " + self._ssh[node].stop_daemon(self._pidfile(node), grace_s=self.stop_grace_s)
 
     def process_state(self, node: str) -> str | None:
         return self.ssh(node).process_state(self._pidfile(node))
