@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import shutil
+import sys
+from pathlib import Path
 import socket
 import subprocess
 
@@ -146,3 +148,25 @@ def test_cleanup_refuses_to_touch_a_chain_that_is_not_highwaters():
         local_firewall.remove_iptables_chain("DOCKER")
     with pytest.raises(ValueError, match="refusing to touch non-highwater table 'filter'"):
         local_firewall.remove_object({"kind": "nft", "family": "ip", "table": "filter"})
+
+
+@pytest.mark.root
+@pytest.mark.skipif(shutil.which("setpriv") is None, reason="needs setpriv (util-linux) to drop to uid nobody")
+def test_partition_preflight_as_a_real_unprivileged_user(tmp_path):
+    """The same check as above, for real: a process running as uid 65534 asks for a partition fault."""
+    code = ("import sys\n"
+            "from pathlib import Path\n"
+            "from clusters.base import ClusterSpec, ClusterError\n"
+            "from clusters.local import LocalCluster\n"
+            "from clusters.registry import Registry\n"
+            "c = LocalCluster(ClusterSpec('nobody', Path('/tmp'), brokers=1), registry=Registry('/tmp/hw-nobody-reg'))\n"
+            "try:\n"
+            "    c.check_faults(['partition-isolate'])\n"
+            "except ClusterError as e:\n"
+            "    print(e); sys.exit(3)\n")
+    repo = Path(__file__).resolve().parents[2]
+    r = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable, "-c", code],
+                       capture_output=True, text=True, cwd=repo, env={"PYTHONPATH": str(repo), "PATH": "/usr/sbin:/usr/bin:/bin"},
+                       timeout=60)
+    assert r.returncode == 3, r.stderr
+    assert r.stdout.strip() == "the partition fault needs root to install packet-drop rules (running as uid 65534)"
