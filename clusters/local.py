@@ -31,7 +31,7 @@ from typing import Callable
 
 from clusters.addresses import Allocation, allocate
 from clusters.base import Cluster, ClusterError, ClusterSpec, NodeAddress
-from clusters.local_firewall import Firewall, make_firewall, available_tool
+from clusters.local_firewall import Firewall, available_tool, make_firewall
 from clusters.processes import NodeProcess
 from clusters.registry import ProcessRecord, Registry
 
@@ -69,7 +69,7 @@ class LocalCluster(Cluster):
         self._procs: dict[str, NodeProcess] = {}
         self._firewall: Firewall | None = None
         self._lock = threading.RLock()
-        self._torn_down = False
+        self.last_stop_report: list[str] = []
 
     # --- preflight -----------------------------------------------------------------------------------
     def check_faults(self, faults: list[str]) -> None:
@@ -195,9 +195,8 @@ class LocalCluster(Cluster):
                     self._firewall = None
                 except Exception as exc:
                     errors.append(f"firewall: {exc}")
-            if not errors:
-                self.registry.remove(self.spec.run_id) if self._alloc else None
-            self._torn_down = True
+            if not errors and self._alloc is not None:
+                self.registry.remove(self.spec.run_id)  # kept on errors, so `highwater cleanup` finds it
             if errors:
                 raise ClusterError(f"teardown of {self.spec.run_id} incomplete: {'; '.join(errors)}")
 
