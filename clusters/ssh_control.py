@@ -75,6 +75,12 @@ class _ChannelNotOpened(Exception):
     pass
 
 
+class _AcceptUnknownForSession(paramiko.MissingHostKeyPolicy):
+    """Accept a key not in known_hosts for this connection only (never written back to the file)."""
+    def missing_host_key(self, client, hostname, key):
+        client.get_host_keys().add(hostname, key.get_name(), key)
+
+
 class _RejectUnknown(paramiko.MissingHostKeyPolicy):
     def missing_host_key(self, client, hostname, key):
         raise HostKeyRejected(f"host key of {hostname} ({key.get_name()}) is not in known_hosts")
@@ -100,7 +106,7 @@ class SshNode:
         path = self._known_hosts_path()
         if path.exists():
             client.load_host_keys(str(path))
-        client.set_missing_host_key_policy(paramiko.AutoAddPolicy() if self.accept_unknown_hosts
+        client.set_missing_host_key_policy(_AcceptUnknownForSession() if self.accept_unknown_hosts
                                            else _RejectUnknown())
         t = self.target
         key = str(Path(t.key_file).expanduser()) if t.key_file else None

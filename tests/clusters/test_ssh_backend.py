@@ -1,0 +1,182 @@
+"""clusters/ssh.py and clusters/ssh_control.py against real sshd: containers made by clusters/docker_hosts.py
+serve as the remote hosts, listed in a nodes file. Code upload over SFTP, daemons, SIGKILL/SIGSTOP,
+iptables, collect, teardown; host-key checking; errors naming the node and the command."""
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+
+from broker.client import Admin, Producer
+from clusters.base import ClusterSpec
+from clusters.docker_hosts import LABEL_RUN, DockerHosts, engine, new_ed25519
+from clusters.ssh_control import HostKeyRejected, SshError, SshNode, SshTarget
+
+pytestmark = pytest.mark.docker
+
+WORKDIR = "/var/tmp/hwssh"
+
+
+@pytest.fixture(scope="module")
+def hosts(tmp_path_factory):
+    d = tmp_path_factory.mktemp("sshhosts")
+    from clusters.docker_image import ensure_node_image
+    client = engine()
+    h = DockerHosts(client, f"sshtest-{d.name}", ["c0", "n1", "n2", "n3"], ensure_node_image(client), d / "ssh")
+    try:
+        h.create()
+        yield h
+    finally:
+        errors: list[str] = []
+        h.remove(errors)
+        assert errors == []
+        r = subprocess.run(["docker", "ps", "-aq", "--filter", f"label={LABEL_RUN}={h.run_id}"],
+                           capture_output=True, text=True, check=True)
+        assert r.stdout.split() == []
+
+
+def _nodes_file(path, hosts: DockerHosts, brokers=("n1", "n2", "n3")) -> str:
+    lines = [f'known_hosts = "{hosts.known_hosts}"', f'workdir = "{WORKDIR}"', "",
+             "[defaults]", 'user = "root"', f'key = "{hosts.key_file}"', "agent = false", "",
+             "[controller]", f'host = "{hosts.addresses["c0"]}"', ""]
+    for b in brokers:
+        lines += ["[[broker]]", f'host = "{hosts.addresses[b]}"', ""]
+    path.write_text("\n".join(lines))
+    return str(path)
+
+
+def _target(hosts: DockerHosts, node: str, port: int = 22) -> SshTarget:
+    return SshTarget(node, hosts.addresses[node], port, "root", str(hosts.key_file), agent=False)
+
+
+def test_ssh_cluster_on_real_sshd_hosts(hosts, tmp_path):
+    from clusters.ssh import SshCluster
+    nodes = _nodes_file(tmp_path / "nodes.toml", hosts)
+    spec = ClusterSpec(f"ssh-{tmp_path.name}", tmp_path / "run", brokers=3,
+                       broker_settings={"min_insync_replicas": 2},
+                       controller_settings={"broker_session_timeout_ms": 1500, "expected_brokers": 3,
+                                            "topics": [{"name": "hw", "partitions": 1, "replication_factor": 3}]})
+    c = SshCluster(spec, nodes_file=nodes)
+    try:
+        c.start()
+        assert c.controller().host == hosts.addresses["c0"] and c.controller().port == 9000
+        assert {n: a.host for n, a in c.brokers().items()} == {n: hosts.addresses[n] for n in ("n1", "n2", "n3")}
+        # our code went up over SFTP into a hash-named directory, marked complete
+        ssh = c.ssh("n1")
+        assert ssh.run(f"test -f {c.code_dir('n1')}/.complete && ls {c.code_dir('n1')}/broker/__main__.py").exit_status == 0
+        assert c.code_dir("n1").startswith(f"{WORKDIR}/code-")
+
+        admin = Admin(controller=(c.controller().host, 9000), timeout_s=2.0)
+        prod = Producer(controller=(c.controller().host, 9000), acks="all", timeout_s=3.0, retries=10)
+        try:
+            import time
+            deadline = time.monotonic() + 20
+            while time.monotonic() < deadline:
+                (p0,) = admin.describe("hw") or (None,)
+                if p0 is not None and p0.leader is not None and len(p0.isr) == 3:
+                    break
+                time.sleep(0.1)
+            assert prod.send("hw", 0, [b"1", b"2"]).offsets == [0, 1]
+
+            pid = c.remote_pid("n2")
+            assert c.kill("n2") == f"SIGKILL n2 pid {pid}"
+            assert c.is_running("n2") is False
+            assert c.restart("n2").startswith("restarted n2 as pid ")
+            assert c.pause("n3").startswith("SIGSTOP n3 pid ")
+            assert c.process_state("n3") == "T"
+            assert c.resume("n3").startswith("SIGCONT n3 pid ")
+            assert c.process_state("n3") in ("S", "R")
+
+            c.drop([("n1", "n3"), ("n2", "n3")])
+            assert c.drop_rules("n3") == [f"-A HW-{_short(spec.run_id)} -s {hosts.addresses['n1']}/32 -j DROP",
+                                          f"-A HW-{_short(spec.run_id)} -s {hosts.addresses['n2']}/32 -j DROP"]
+            probe = f"python3 -c \"import socket; socket.create_connection(('{hosts.addresses['n3']}', 9092), 1.0)\""
+            assert c.ssh("n1").run(probe, check=False).exit_status != 0
+            assert c.ssh("c0").run(probe, check=False).exit_status == 0
+            c.heal()
+            assert c.drop_rules("n3") == []
+            assert c.ssh("n1").run(probe, check=False).exit_status == 0
+            assert prod.send("hw", 0, [b"3"]).offsets == [2]
+        finally:
+            prod.close()
+            admin.close()
+        c.stop_all()
+        assert sorted(line.split(":")[0] for line in c.last_stop_report) == ["c0", "n1", "n2", "n3"]
+        c.collect(tmp_path / "run")
+        for node in ("n1", "n2", "n3"):
+            lines = (tmp_path / "run" / "replicas" / node / "p0.jsonl").read_text().splitlines()
+            assert json.loads(lines[0])["leo"] == 3
+            assert [json.loads(x)["value"] for x in lines[1:]] == [1, 2, 3]
+        assert "READY" in (tmp_path / "run" / "nodes" / "n2" / "stdout.prev.log").read_text()
+        assert (tmp_path / "run" / "nodes" / "c0" / "controller.json").exists()
+    finally:
+        c.teardown()
+    # teardown removed the run's directory and its iptables chain on every node, kept the code cache
+    for node in ("c0", "n1", "n2", "n3"):
+        probe = SshNode(_target(hosts, node), known_hosts=hosts.known_hosts)
+        try:
+            assert probe.run(f"test -e {WORKDIR}/runs/{spec.run_id}", check=False).exit_status == 1
+            assert f"HW-{_short(spec.run_id)}" not in probe.run("iptables -w -S").stdout
+            assert probe.run(f"ls -d {WORKDIR}/code-*").stdout.strip() == c.code_dir(node)
+        finally:
+            probe.close()
+
+
+def _short(run_id: str) -> str:
+    from clusters.local_firewall import short_id
+    return short_id(run_id)
+
+
+def test_unknown_host_key_rejected_unless_flag(hosts, tmp_path):
+    empty = tmp_path / "known_hosts"
+    empty.write_text("")
+    strict = SshNode(_target(hosts, "n1"), known_hosts=empty, connect_retry_s=2)
+    with pytest.raises(HostKeyRejected) as err:
+        strict.connect()
+    msg = str(err.value)
+    assert msg.startswith(f"n1 (root@{hosts.addresses['n1']}:22): connect: host key of {hosts.addresses['n1']}")
+    assert "not in known_hosts" in msg and "--ssh-accept-unknown-hosts" in msg
+    assert strict.connected() is False
+
+    lenient = SshNode(_target(hosts, "n1"), known_hosts=empty, accept_unknown_hosts=True)
+    try:
+        assert lenient.run("hostname").stdout.strip() == "n1"
+    finally:
+        lenient.close()
+    assert empty.read_text() == ""          # accepted for this session only, not written back
+
+    # a CHANGED key is rejected even with the flag
+    other = tmp_path / "known_hosts_other"
+    other.write_text(f"{hosts.addresses['n1']} {new_ed25519()[1]}\n")
+    changed = SshNode(_target(hosts, "n1"), known_hosts=other, accept_unknown_hosts=True, connect_retry_s=2)
+    with pytest.raises(HostKeyRejected, match=r"^n1 \(root@.*\): connect: host key CHANGED"):
+        changed.connect()
+
+
+def test_ssh_errors_name_node_and_command(hosts):
+    node = SshNode(_target(hosts, "n2"), known_hosts=hosts.known_hosts)
+    where = f"n2 (root@{hosts.addresses['n2']}:22)"
+    try:
+        with pytest.raises(SshError) as err:
+            node.run("echo out; echo 'no such thing' >&2; exit 3")
+        assert str(err.value) == f"{where}: `echo out; echo 'no such thing' >&2; exit 3` exited 3: no such thing"
+        with pytest.raises(SshError) as err:
+            node.run("sleep 5", timeout_s=1)
+        assert str(err.value) == f"{where}: `sleep 5`: timed out after 1s"
+        assert node.run("exit 4", check=False).exit_status == 4
+    finally:
+        node.close()
+    # nothing listens on 2222: connection set-up is retried, then the error names node and the command
+    refused = SshNode(_target(hosts, "n2", port=2222), known_hosts=hosts.known_hosts, connect_retry_s=1.5)
+    with pytest.raises(SshError) as err:
+        refused.run("true")
+    assert str(err.value).startswith(f"n2 (root@{hosts.addresses['n2']}:2222): `true`: cannot connect after 2s: ")
+    # a wrong key: authentication failure, not retried
+    wrong = tmp_path_key = hosts.ssh_dir / "wrong_key"
+    tmp_path_key.write_bytes(new_ed25519()[0])
+    tmp_path_key.chmod(0o600)
+    bad = SshNode(SshTarget("n2", hosts.addresses["n2"], 22, "root", str(wrong), agent=False),
+                  known_hosts=hosts.known_hosts)
+    with pytest.raises(SshError, match=rf"^n2 \(root@{hosts.addresses['n2']}:22\): `true`: authentication failed"):
+        bad.run("true")

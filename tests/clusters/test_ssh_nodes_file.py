@@ -1,0 +1,87 @@
+"""The SSH backend's nodes file: what it accepts, and one-line errors naming file, entry (line) and field."""
+from __future__ import annotations
+
+import pytest
+
+from clusters.base import ClusterSpec
+from clusters.ssh import NodesFileError, SshCluster, load_nodes_file
+
+
+def _write(tmp_path, text: str):
+    p = tmp_path / "nodes.toml"
+    p.write_text(text)
+    return p
+
+
+def test_full_nodes_file_with_defaults(tmp_path):
+    key = tmp_path / "id"
+    key.write_text("not read here")
+    p = _write(tmp_path, f"""
+known_hosts = "{tmp_path}/kh"
+workdir = "/srv/hw"
+[defaults]
+user = "ops"
+key = "{key}"
+[controller]
+host = "10.1.0.1"
+port = 2200
+[[broker]]
+host = "10.1.0.2"
+[[broker]]
+host = "10.1.0.3"
+user = "root"
+agent = true
+service_port = 19092
+""")
+    nf = load_nodes_file(p)
+    assert (nf.controller.target.name, nf.controller.target.host, nf.controller.target.port,
+            nf.controller.target.user, nf.controller.service_port) == ("c0", "10.1.0.1", 2200, "ops", 9000)
+    assert [(b.target.name, b.target.host, b.target.port, b.target.user, b.target.agent, b.service_port)
+            for b in nf.brokers] == [("n1", "10.1.0.2", 22, "ops", False, 9092),
+                                     ("n2", "10.1.0.3", 22, "root", True, 19092)]
+    assert nf.brokers[0].target.key_file == str(key)
+    assert (nf.workdir, nf.known_hosts, nf.python) == ("/srv/hw", tmp_path / "kh", "python3")
+
+
+@pytest.mark.parametrize("body, message", [
+    ('[[broker]]\nhost = "b"\n', "missing [controller] table"),
+    ('[controller]\nhost = "a"\n', "needs at least one [[broker]] entry"),
+    ('[controller]\nhost = "a"\n\n[[broker]]\nhost = "b"\n\n[[broker]]\nport = 22\n',
+     "[[broker]] #2 (line 7): field 'host' is missing or not a string"),
+    ('[controller]\nhost = "a"\nport = 70000\n[[broker]]\nhost = "b"\n',
+     "[controller] (line 1): field 'port' must be a port number 1..65535, got 70000"),
+    ('[controller]\nhost = "a"\nkey = "/nonexistent/key"\n[[broker]]\nhost = "b"\n',
+     "[controller] (line 1): field 'key': no such file /nonexistent/key"),
+    ('[controller]\nhost = "a"\nagent = false\n[[broker]]\nhost = "b"\n',
+     "[controller] (line 1): no way to authenticate (give 'key' or agent = true)"),
+    ('[controller]\nhost = "a"\n[[broker]]\nhost = "b"\npasword = "x"\n',
+     "[[broker]] #1 (line 3): unknown field 'pasword'"),
+    ('hosts = 1\n', "unknown key 'hosts'"),
+    ('workdir = "relative"\n[controller]\nhost = "a"\n[[broker]]\nhost = "b"\n',
+     "field 'workdir' must be an absolute path, got 'relative'"),
+    ('[controller\n', "not valid TOML"),
+])
+def test_bad_nodes_file_names_file_entry_and_field(tmp_path, body, message):
+    p = _write(tmp_path, body)
+    with pytest.raises(NodesFileError) as err:
+        load_nodes_file(p)
+    text = str(err.value)
+    assert text.startswith(f"nodes file {p}: ")
+    assert message in text
+    assert "\n" not in text
+
+
+def test_missing_file_and_too_few_brokers(tmp_path):
+    with pytest.raises(NodesFileError, match=r"^nodes file .*/absent.toml: cannot read: No such file"):
+        load_nodes_file(tmp_path / "absent.toml")
+    p = _write(tmp_path, '[controller]\nhost = "a"\n[[broker]]\nhost = "b"\n')
+    with pytest.raises(NodesFileError, match=r"lists 1 brokers but the test needs 3$"):
+        SshCluster(ClusterSpec("r", tmp_path, brokers=3), nodes_file=p)
+
+
+def test_ssh_backend_without_nodes_file_says_so(tmp_path, monkeypatch):
+    from harness import backends
+    monkeypatch.delenv("HIGHWATER_NODES_FILE", raising=False)
+    with pytest.raises(Exception) as err:
+        backends.make_cluster("ssh", ClusterSpec("r", tmp_path, brokers=1))
+    assert str(err.value) == "the ssh backend needs a nodes file (--nodes-file FILE)"
