@@ -15,9 +15,22 @@ from typing import Any
 from harness import runformat
 from reports.jsonfast import DecodeError, loads
 
-TABLE_EVENTS = ("leader-change", "isr-change", "truncate", "role", "fenced")
+TABLE_EVENTS = ("leader-change", "isr-change", "truncate", "role", "fenced", "unfenced", "start", "stop",
+                "recovered", "registered")
+CONTROLLER_EVENTS = ("fenced", "unfenced", "topic-created")  # a node logging these is the controller
 MAX_TABLE_ROWS = 400
 HW_SLOTS = 600
+
+
+def node_name(member: Any) -> Any:
+    """Brokers are numbered in the wire protocol and named in the run: broker N is node "nN"."""
+    if isinstance(member, int) and not isinstance(member, bool):
+        return f"n{member}"
+    return member
+
+
+def _names(members: Any) -> list:
+    return [node_name(m) for m in members] if isinstance(members, list) else []
 
 
 @dataclass
@@ -25,6 +38,9 @@ class PartitionEvents:
     partition: int
     leaders: list[tuple[float, Any, Any, list]] = field(default_factory=list)   # t, leader, epoch, isr
     isr: list[tuple[float, list, Any]] = field(default_factory=list)            # t, isr, version
+    # the same from the controller's own log, preferred when there is one (brokers learn it later)
+    controller_leaders: list[tuple[float, Any, Any, list]] = field(default_factory=list)
+    controller_isr: list[tuple[float, list, Any]] = field(default_factory=list)
     truncations: list[tuple[float, str, Any, Any, Any]] = field(default_factory=list)  # t, node, from, to, why
     roles: list[tuple[float, str, Any, Any]] = field(default_factory=list)      # t, node, role, epoch
     hw: dict[str, list[tuple[float, int]]] = field(default_factory=dict)        # node -> (t, hw)
@@ -34,6 +50,7 @@ class PartitionEvents:
 @dataclass
 class BrokerEvents:
     nodes: list[str] = field(default_factory=list)
+    controllers: list[str] = field(default_factory=list)
     logs: list[tuple[str, str]] = field(default_factory=list)  # (node, relative path) of every node log
     partitions: dict[int, PartitionEvents] = field(default_factory=dict)
     fenced: list[tuple[float, str, Any]] = field(default_factory=list)          # t, reporting node, broker
@@ -70,6 +87,9 @@ def read_broker_events(run_dir: Path, start_wall_ns: int | None, duration_s: flo
         log = node_dir / runformat.BROKER_LOG
         if not log.is_file():
             continue
+        is_controller = _is_controller_log(log)
+        if is_controller:
+            ev.controllers.append(node)
         with log.open("rb") as fh:
             for raw in fh:
                 try:
@@ -102,11 +122,13 @@ def read_broker_events(run_dir: Path, start_wall_ns: int | None, duration_s: flo
                 if kind == "leader-change":
                     pe = _part(ev, p)
                     if pe is not None:
-                        pe.leaders.append((t, obj.get("leader"), obj.get("epoch"), obj.get("isr") or []))
+                        item = (t, node_name(obj.get("leader")), obj.get("epoch"), _names(obj.get("isr")))
+                        (pe.controller_leaders if is_controller else pe.leaders).append(item)
                 elif kind == "isr-change":
                     pe = _part(ev, p)
                     if pe is not None:
-                        pe.isr.append((t, obj.get("isr") or [], obj.get("version")))
+                        item2 = (t, _names(obj.get("isr")), obj.get("version"))
+                        (pe.controller_isr if is_controller else pe.isr).append(item2)
                 elif kind == "truncate":
                     pe = _part(ev, p)
                     if pe is not None:
@@ -116,13 +138,22 @@ def read_broker_events(run_dir: Path, start_wall_ns: int | None, duration_s: flo
                     if pe is not None:
                         pe.roles.append((t, who, obj.get("role"), obj.get("epoch")))
                 elif kind == "fenced":
-                    ev.fenced.append((t, who, obj.get("broker")))
+                    ev.fenced.append((t, who, node_name(obj.get("broker"))))
                 if kind in TABLE_EVENTS:
                     fields = {k: v for k, v in obj.items() if k not in ("ts", "node", "event", "partition")}
+                    for key in ("leader", "broker"):
+                        if key in fields:
+                            fields[key] = node_name(fields[key])
+                    if isinstance(fields.get("isr"), list):
+                        fields["isr"] = _names(fields["isr"])
                     table.append({"t": t, "node": who, "event": kind, "partition": p, "fields": fields})
     for (p, who), (_s, t, hw) in hw_last.items():
         ev.partitions[p].hw.setdefault(who, []).append((t, hw))
     for pe in ev.partitions.values():
+        if pe.controller_leaders:
+            pe.leaders = pe.controller_leaders
+        if pe.controller_isr or pe.controller_leaders:
+            pe.isr = pe.controller_isr
         pe.leaders = _dedupe_leaders(pe.leaders)
         pe.isr = _dedupe_isr(pe.isr)
         pe.truncations.sort(key=lambda x: x[0])
@@ -135,6 +166,18 @@ def read_broker_events(run_dir: Path, start_wall_ns: int | None, duration_s: flo
     ev.table_total = len(table)
     ev.table = table[:MAX_TABLE_ROWS]
     return ev
+
+
+def _is_controller_log(path: Path, probe_lines: int = 200) -> bool:
+    """Whether a node's event log is the controller's (it fences, unfences or creates topics)."""
+    with path.open("rb") as fh:
+        for i, raw in enumerate(fh):
+            if i >= probe_lines:
+                break
+            for kind in CONTROLLER_EVENTS:
+                if f'"event":"{kind}"'.encode() in raw or f'"event": "{kind}"'.encode() in raw:
+                    return True
+    return False
 
 
 def _dedupe_leaders(items: list) -> list:

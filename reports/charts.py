@@ -6,6 +6,8 @@ their hover title). Colours are CSS classes defined in the report's stylesheet.
 """
 from __future__ import annotations
 
+import re
+
 from reports.broker_events import PartitionEvents
 from reports.history_scan import FaultWindow, HistorySummary
 from reports.svg import Frame, Linear, Log, esc, fmt_count, fmt_seconds, polyline_path, r1
@@ -239,8 +241,9 @@ def partition_state(pe: PartitionEvents, nodes: list[str], faults: list[FaultWin
 
 
 def node_classes(nodes: list[str]) -> dict[str, str]:
-    """A colour class per node, brokers first (so n1, n2, n3 get the first colours), the controller last."""
-    ordered = [n for n in nodes if n != "controller"] + [n for n in nodes if n == "controller"]
+    """A colour class per node, brokers ("n1", "n2", ...) first so they get the first colours, then others."""
+    brokers = [n for n in nodes if re.fullmatch(r"n\d+", n)]
+    ordered = brokers + [n for n in nodes if n not in brokers]
     return {n: f"n{i % 8}" for i, n in enumerate(ordered)}
 
 

@@ -1,9 +1,9 @@
 """The results index (results/index.html): every run under a results directory, newest first.
 
 A run is a directory with a history.jsonl or test.json, usually <root>/<test>/<timestamp>/ and deeper
-for suites (symlinks such as `latest` are skipped, so no run is listed twice). Each row shows the test, start time, a configuration
-summary, the verdict in colour, the anomaly counts and a link to the run's report. One unreadable run
-does not break the index: its row says what is wrong with it.
+for suites (symlinks such as `latest` are skipped, so no run is listed twice). Each row shows the test,
+start time, a configuration summary, the verdict in colour, the anomaly counts and a link to the run's
+report. One unreadable run does not break the index: its row says what is wrong with it.
 """
 from __future__ import annotations
 

@@ -2,8 +2,9 @@
 
 For each partition the report shows one column per replica and one row per offset. Small logs are shown
 whole; large ones only in windows around the interesting offsets (divergent runs, the checker's anomaly
-examples, each replica's HW / LEO / log start), with a gap row saying how many offsets were left out and
-how many of those diverge. Cells carry what the template needs to colour them: epoch, above-HW, lost.
+examples, each replica's HW / LEO / log start and where each leader epoch starts), with a gap row saying
+how many offsets were left out and how many of those diverge. Cells carry what the template needs to
+colour them: epoch, above-HW, lost.
 """
 from __future__ import annotations
 
@@ -289,6 +290,9 @@ def build_view(partition: int, reps: list[ReplicaLog], anomaly_offsets: list[tup
         priority[1].extend(off for off, _ in anomaly_offsets)
         for r in reps:
             priority[2].extend(x for x in (r.log_start, r.hw, r.leo) if isinstance(x, int))
+            # where each leader epoch starts: the rows where logs written by different leaders meet
+            priority[2].extend(e[1] for e in r.epochs[:50] if isinstance(e, list) and len(e) == 2
+                               and isinstance(e[1], int) and e[1] > r.log_start)
         priority[2].append(hi)
         for keys in priority:
             for k in sorted(set(keys)):

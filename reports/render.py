@@ -116,7 +116,7 @@ def partition_rows(final_states: list, checked: list) -> list[dict[str, Any]]:
     return [{k: r.get(k, "") for k in keys} for _p, r in sorted(rows.items(), key=lambda kv: str(kv[0]).zfill(9))]
 
 
-def partition_nodes(pe, nodes: list[str]) -> list[str]:
+def partition_nodes(pe, nodes: list[str], controllers: set[str]) -> list[str]:
     """The nodes that hold a replica of this partition according to its events (else every broker)."""
     seen = set(pe.hw) | {t[1] for t in pe.truncations}
     for _t, isr, _v in pe.isr:
@@ -125,8 +125,8 @@ def partition_nodes(pe, nodes: list[str]) -> list[str]:
         seen.update(map(str, isr))
         if leader is not None:
             seen.add(str(leader))
-    picked = [n for n in nodes if n in seen]
-    return picked or [n for n in nodes if n != "controller"]
+    picked = [n for n in nodes if n in seen and n not in controllers]
+    return picked or [n for n in nodes if n not in controllers]
 
 
 def context(run: Run) -> dict[str, Any]:
@@ -135,6 +135,7 @@ def context(run: Run) -> dict[str, Any]:
     nodes = sorted({n for p in run.partitions for n in p.nodes} | set(run.broker.nodes)
                    | set(((test.get("cluster") or {}).get("nodes") or {}).keys()))
     node_class = charts.node_classes(nodes)
+    controllers = set(run.broker.controllers) | {"controller"}
     markers = example_times(run.results, h.op_times)
     latency_fs = [f for f in LATENCY_ORDER if f in h.latency] + sorted(
         f for f in h.latency if f not in LATENCY_ORDER and f != "assign")
@@ -180,9 +181,10 @@ def context(run: Run) -> dict[str, Any]:
         "markers": len(markers),
         "partitions": run.partitions,
         "node_class": node_class,
+        "broker_nodes": [n for n in node_class if n not in controllers],
         "partition_rows": partition_rows(final_states, (run.results or {}).get("partitions") or []),
         "broker": run.broker,
-        "replication": [(p, Markup(charts.partition_state(pe, partition_nodes(pe, nodes), h.faults, h.duration_s,
+        "replication": [(p, Markup(charts.partition_state(pe, partition_nodes(pe, nodes, controllers), h.faults, h.duration_s,
                                                           node_class)))
                         for p, pe in run.broker.partitions.items()],
         "excerpt": excerpt_rows(run),

@@ -145,14 +145,14 @@ def make_run(results_root: Path, kind: str = "invalid", *, name: str | None = No
         _dump(run, n, 1, p1, 6, [[0, 0]])
 
     # broker event logs
-    _events(run, "controller", [
-        (0.05, "leader-change", {"partition": 0, "leader": "n1", "epoch": 0, "isr": ["n1", "n2", "n3"]}),
-        (0.05, "leader-change", {"partition": 1, "leader": "n2", "epoch": 0, "isr": ["n1", "n2", "n3"]}),
-        (3.4, "fenced", {"broker": "n1"}),
-        (3.4, "leader-change", {"partition": 0, "leader": "n2", "epoch": 1, "isr": ["n2", "n3"]}),
-        (5.6, "isr-change", {"partition": 0, "isr": ["n1", "n2", "n3"], "version": 3}),
-        (6.6, "isr-change", {"partition": 0, "isr": ["n1", "n2"], "version": 4}),
-        (8.0, "isr-change", {"partition": 0, "isr": ["n1", "n2", "n3"], "version": 5}),
+    _events(run, "controller", [  # the controller names brokers by number, as the real one does
+        (0.05, "leader-change", {"partition": 0, "leader": 1, "epoch": 0, "isr": [1, 2, 3]}),
+        (0.05, "leader-change", {"partition": 1, "leader": 2, "epoch": 0, "isr": [2, 3, 1]}),
+        (3.4, "fenced", {"broker": 1}),
+        (3.4, "leader-change", {"partition": 0, "leader": 2, "epoch": 1, "isr": [2, 3]}),
+        (5.6, "isr-change", {"partition": 0, "isr": [1, 2, 3], "version": 3}),
+        (6.6, "isr-change", {"partition": 0, "isr": [1, 2], "version": 4}),
+        (8.0, "isr-change", {"partition": 0, "isr": [1, 2, 3], "version": 5}),
     ])
     n1_events = [(0.06, "role", {"partition": 0, "role": "leader", "epoch": 0})]
     n1_events += [(0.1 + 0.35 * v + 0.01, "hw-change", {"partition": 0, "old": v, "new": v + 1}) for v in range(7)]
@@ -160,6 +160,7 @@ def make_run(results_root: Path, kind: str = "invalid", *, name: str | None = No
                   (5.3, "role", {"partition": 0, "role": "follower", "epoch": 1})]
     _events(run, "n1", n1_events)
     _events(run, "n2", [(3.45, "role", {"partition": 0, "role": "leader", "epoch": 1}),
+                        (3.46, "leader-change", {"partition": 0, "leader": 2, "epoch": 1, "isr": [2, 3]}),
                         (4.5, "hw-change", {"partition": 0, "old": 7, "new": 8}),
                         (4.7, "hw-change", {"partition": 0, "old": 8, "new": 10}),
                         (6.2, "hw-change", {"partition": 1, "old": 0, "new": 6})])

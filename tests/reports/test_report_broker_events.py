@@ -23,9 +23,12 @@ def test_fixture_events_per_partition(tmp_path):
     assert p0.hw["n2"] == [(4.5, 8), (4.7, 10)]
     assert p0.hw["n1"][-1] == (pytest.approx(2.21), 7)
     assert ev.fenced == [(3.4, "controller", "n1")]
+    assert ev.controllers == ["controller"]
     assert ev.counts["hw-change"] == 11
     assert [r["event"] for r in ev.table][:3] == ["leader-change", "leader-change", "role"]
-    assert ev.table_total == 12
+    assert ev.table_total == 13
+    fenced_row = next(r for r in ev.table if r["event"] == "fenced")
+    assert fenced_row["fields"] == {"broker": "n1"}  # broker numbers shown as node names
 
 
 def test_same_election_logged_twice_is_shown_once(tmp_path):
