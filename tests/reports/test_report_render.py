@@ -177,9 +177,20 @@ def test_valid_run(tmp_path):
     run = make_run(tmp_path / "results", "valid")
     html = write_report(run).read_text()
     assert Page(html).attrs_by_id["verdict"]["data-verdict"] == "valid"
-    assert ">VALID<" in html and "No anomalies found: every acknowledged write" in html
+    assert ">VALID<" in html and "No anomalies found: no acknowledged write was lost and the replicas agree." in html
+    assert "All 11 anomaly kinds checked: 0." in html
     assert 'class="anomaly' not in html
-    assert "0 divergent" not in html and html.count("replicas agree") == 2
+    assert "divergent</span>" not in html and html.count('<span class="badge good">replicas agree</span>') == 2
+
+
+def test_valid_run_with_allowed_anomalies_says_so(tmp_path):
+    run = make_run(tmp_path / "results", "valid")
+    results = json.loads((run / "results.json").read_text())
+    results["anomalies"]["duplicate"] = {"count": 3, "fails_run": False, "examples": [{"partition": 0, "value": 5}]}
+    (run / "results.json").write_text(json.dumps(results))
+    html = write_report(run).read_text()
+    assert ">VALID<" in html and "No anomalies that fail the run; counted but allowed: duplicate 3." in html
+    assert 'class="chip soft"' in html and 'id="kind-duplicate"' in html and "does not fail the run" in html
 
 
 def test_unknown_and_unchecked_runs(tmp_path):
