@@ -96,3 +96,24 @@ def test_batches_are_atomic_and_contiguous(cluster):
     for r, vals in results:
         assert r.offsets == list(range(r.offsets[0], r.offsets[0] + 40))
         assert [got[o] for o in r.offsets] == vals
+
+
+def test_acks_0_and_create_topic(cluster):
+    admin = Admin(cluster.controller_address)
+    admin.create_topic("fresh", 1, 3)
+    admin.create_topic("fresh", 1, 3)          # idempotent
+    info = wait_until(lambda: (lambda d: d if d and d[0].leader is not None and len(d[0].isr) == 3 else None)(
+        admin.describe("fresh")), 20, "the new topic's leader")[0]
+    assert (info.partition, sorted(info.replicas)) == (0, [1, 2, 3])
+    fire_and_forget = Producer(cluster.controller_address, acks=0)
+    r = fire_and_forget.send("fresh", 0, [b"x", b"y"])
+    assert (r.offsets, r.epoch) == ([], None)
+    consumer = Consumer(cluster.controller_address)
+    f = wait_until(lambda: (lambda f: f if len(f.records) == 2 else None)(
+        consumer.fetch("fresh", 0, 0, max_wait_ms=500)), 10, "the acks=0 records committed")
+    assert [(o, v) for o, _e, v in f.records] == [(0, b"x"), (1, b"y")] and f.hw == 2
+    with pytest.raises(ClientError) as err:
+        consumer.fetch("missing", 0, 0)
+    assert (err.value.code, err.value.definite) == ("UNKNOWN_PARTITION", True)
+    for cl in (admin, fire_and_forget, consumer):
+        cl.close()
