@@ -139,12 +139,12 @@ def trend(suite_dir: Path, summary: dict[str, Any], last: int = TREND_RUNS) -> T
     suite_dir = Path(suite_dir)
     siblings = [d for d in suite_dir.parent.iterdir()
                 if d.is_dir() and not d.is_symlink() and (d / SUMMARY_JSON).exists()] if suite_dir.parent.is_dir() else []
-    earlier = sorted((d for d in siblings if d.name < suite_dir.name), key=lambda d: d.name)[-(last - 1):] if last > 1 else []
     docs: list[tuple[Path, dict[str, Any]]] = []
-    for d in earlier:
+    for d in sorted((d for d in siblings if d.name < suite_dir.name), key=lambda d: d.name):
         doc = _load(d / SUMMARY_JSON)
         if doc is not None and doc.get("suite") == summary.get("suite"):
             docs.append((d, doc))
+    docs = docs[-(last - 1):] if last > 1 else []
     docs.append((suite_dir, summary))
     runs = [TrendRun(timestamp=str(doc.get("timestamp") or d.name),
                      href=None if d == suite_dir else f"../{d.name}/{SUITE_HTML}",
