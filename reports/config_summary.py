@@ -12,9 +12,12 @@ from reports.jsonfast import dumps_compact
 
 KEY_SETTINGS = (
     "truncation", "acks", "min_insync_replicas", "min.insync.replicas", "unclean_leader_election",
-    "unclean.leader.election.enable", "replication_factor", "partitions", "nodes", "workers", "concurrency",
-    "faults", "duration_s", "time_limit_s", "time_limit", "flush", "power_loss", "backend", "workload",
+    "unclean.leader.election.enable", "faults", "flush", "power_loss", "time_limit", "time_limit_s", "duration_s",
+    "replication_factor", "partitions", "nodes", "concurrency", "workers", "backend",
 )
+SHORT = {"min_insync_replicas": "min ISR", "min.insync.replicas": "min ISR", "unclean_leader_election": "unclean",
+         "unclean.leader.election.enable": "unclean", "replication_factor": "RF", "time_limit": "time limit",
+         "time_limit_s": "time limit", "duration_s": "duration", "power_loss": "power loss"}
 
 
 def flatten(config: Any, prefix: str = "") -> list[tuple[str, Any]]:
@@ -51,9 +54,9 @@ def summary(config: Any, limit: int = 8) -> list[tuple[str, str]]:
     for name in KEY_SETTINGS:
         for key, value in flat:
             leaf = key.rsplit(".", 1)[-1]
-            if leaf == name and leaf not in seen:
-                seen.add(leaf)
-                picked.append((leaf, show(value)))
+            if leaf == name and SHORT.get(leaf, leaf) not in seen and not (isinstance(value, dict) and value):
+                seen.add(SHORT.get(leaf, leaf))
+                picked.append((SHORT.get(leaf, leaf), show(value)))
     if not picked:
         picked = [(k, show(v)) for k, v in flat if not isinstance(v, (dict, list))][:limit]
     return picked[:limit]

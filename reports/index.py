@@ -31,7 +31,7 @@ class RunRow:
     report_href: str | None
     verdict: str
     checked: bool
-    anomalies: list[tuple[str, int]] = field(default_factory=list)
+    anomalies: list[tuple[str, int, bool]] = field(default_factory=list)  # kind, count, fails the run
     config: list[tuple[str, str]] = field(default_factory=list)
     problem: str = ""
 
@@ -95,13 +95,14 @@ def read_row(root: Path, run_dir: Path) -> RunRow:
     anomalies = []
     for kind, body in ((results or {}).get("anomalies") or {}).items():
         if isinstance(body, dict) and isinstance(body.get("count"), int) and body["count"] > 0:
-            anomalies.append((str(kind), body["count"]))
+            anomalies.append((str(kind), body["count"], bool(body.get("fails_run", True))))
+    anomalies.sort(key=lambda a: (not a[2], a[0]))
     report = run_dir / runformat.REPORT_HTML
     return RunRow(test=str(test.get("name") or run_dir.parent.name), timestamp=str(test.get("timestamp") or run_dir.name),
                   started=started, sort_key=sort_key, run_href=rel + "/",
                   report_href=f"{rel}/{runformat.REPORT_HTML}" if report.exists() else None,
                   verdict=verdict_of(results), checked=results is not None, anomalies=anomalies,
-                  config=summary(test.get("config") or {}, limit=7), problem=problem)
+                  config=summary(test.get("config") or {}, limit=8), problem=problem)
 
 
 def render_index(root: Path) -> str:

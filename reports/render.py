@@ -171,7 +171,7 @@ def context(run: Run) -> dict[str, Any]:
         "checked": run.results is not None,
         "kinds": kinds,
         "failing": [k for k in kinds if k.count > 0],
-        "config_summary": summary(test.get("config") or {}),
+        "config_summary": summary(test.get("config") or {}, limit=12),
         "config_flat": [(k, show(v)) for k, v in flatten(test.get("config") or {})] if test.get("config") else [],
         "versions": test.get("versions") or {},
         "backend": (test.get("cluster") or {}).get("backend", "unknown"),

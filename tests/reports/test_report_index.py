@@ -101,6 +101,19 @@ def test_unreadable_run_gets_a_row_saying_why(tmp_path):
     assert "results.json:1: not valid JSON" in row[3]
 
 
+def test_allowed_anomalies_are_muted_in_the_index(tmp_path):
+    import json
+
+    root = tmp_path / "results"
+    run = make_run(root, "valid")
+    results = json.loads((run / "results.json").read_text())
+    results["anomalies"]["duplicate"] = {"count": 4, "fails_run": False, "examples": []}
+    (run / "results.json").write_text(json.dumps(results))
+    (row,) = rows_of(write_index(root).read_text())
+    assert row[1] == "valid"
+    assert '<span class="acount soft" title="counted, does not fail the run"><b>4</b> duplicate</span>' in row[3]
+
+
 def test_empty_results_directory(tmp_path):
     html = write_index(tmp_path / "results").read_text()
     assert "No runs yet" in html and "0 valid" in html
