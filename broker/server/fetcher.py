@@ -113,9 +113,9 @@ class Fetcher:
                         int(body.get("leo", 0)), int(body.get("log_start", 0))))
             except PeerError as exc:
                 log.debug("fetcher %s/%s: %s", part.topic, part.partition, exc)
-                self.manager._after(part)
+                self.manager.after_change(part)
                 await self._idle(BACKOFF_S)
                 continue
-            self.manager._after(part)
+            self.manager.after_change(part)
             if err is not None:
                 await self._idle(BACKOFF_S)

@@ -3,7 +3,7 @@ replication state machine (broker/replication.PartitionReplica) of each.
 
 For each partition it owns the disk store (broker/storage.PartitionStore), the state machine, the
 parked produces and fetches (produce.py) and the follower fetcher task (fetcher.py). After every call
-into a state machine, `_after(part)` carries out what it asks for: log its events to the event log,
+into a state machine, `after_change(part)` carries out what it asks for: log its events to the event log,
 persist a changed leader-epoch cache (before any answer goes out), send an ISR proposal to the
 controller, wake parked fetches (appends, HW moves) and re-check parked produces.
 
@@ -21,7 +21,7 @@ from broker.config import BrokerConfig
 from broker.controller.client import ControllerClient, ControllerError
 from broker.controller.messages import Metadata, PartitionState
 from broker.eventlog import EventLog
-from broker.replication import ErrorCode, IsrProposal, PartitionReplica, ReplicationConfig
+from broker.replication import IsrProposal, PartitionReplica, ReplicationConfig
 from broker.server.fetcher import Fetcher
 from broker.server.produce import TIMED_OUT, ProducePurgatory, Signal
 from broker.storage import PartitionStore, init_data_dir, list_partitions
@@ -61,7 +61,6 @@ class ReplicaManager:
         self.controller = controller
         self.repl_config = ReplicationConfig.from_broker_config(config)
         self.partitions: dict[tuple[str, int], Partition] = {}
-        self.link = None                  # ControllerLink, set by the app (broker addresses, epoch)
         self.metadata: Metadata | None = None
         self._isr_tasks: set[asyncio.Task] = set()
         self._closing = False
@@ -88,14 +87,14 @@ class ReplicaManager:
         self.partitions[(topic, p)] = part
         self.events.emit("recovered", partition=p, topic=topic, leo=replica.leo, hw=replica.hw,
                          checkpoint_hw=hw, epochs=replica.epoch_cache.entries())
-        self._after(part)
+        self.after_change(part)
         return part
 
     def get(self, topic: str, p: int) -> Partition | None:
         return self.partitions.get((topic, p))
 
     # --- carrying out what the state machine asks for ------------------------------------------
-    def _after(self, part: Partition) -> None:
+    def after_change(self, part: Partition) -> None:
         r = part.replica
         for ev in r.drain_events():
             self.events.emit(ev.name, **ev.fields())
@@ -146,7 +145,7 @@ class ReplicaManager:
             err = None
         if err is not None:
             log.debug("stale metadata for %s/%s: %s", ps.topic, ps.partition, err)
-        self._after(part)
+        self.after_change(part)
         if r.role == "follower":
             if part.fetcher is None:
                 part.fetcher = Fetcher(self, part)
@@ -178,7 +177,7 @@ class ReplicaManager:
             r.on_isr_proposal_failed(proposal)
             self.events.emit("isr-proposal-failed", partition=proposal.partition, isr=list(proposal.isr),
                              kind=proposal.kind, error=exc.code)
-            self._after(part)
+            self.after_change(part)
             return
         if res.error == "NONE":
             r.on_isr_changed(res.isr, res.isr_version, now_ms())
@@ -189,7 +188,7 @@ class ReplicaManager:
             if (res.leader == self.config.node_id and res.leader_epoch == r.leader_epoch
                     and self.config.node_id in res.isr):
                 r.on_isr_changed(res.isr, res.isr_version, now_ms())   # a newer ISR we had not seen yet
-        self._after(part)
+        self.after_change(part)
 
     def check_isr(self) -> None:
         t = now_ms()
@@ -199,7 +198,7 @@ class ReplicaManager:
             proposal = part.replica.maybe_shrink_isr(t)
             if proposal is not None:
                 self._send_proposal(part, proposal)
-            self._after(part)
+            self.after_change(part)
 
     # --- durability ---------------------------------------------------------------------------
     def checkpoint_all(self) -> None:
@@ -238,7 +237,7 @@ class ReplicaManager:
             return {"error": "UNKNOWN_PARTITION", "base_offset": -1, "leader_epoch": -1}
         r = part.replica
         res = r.produce(values, acks=acks, now_ms=now_ms(), timestamp_ms=int(time.time() * 1000))
-        self._after(part)
+        self.after_change(part)
         if res.error is not None or res.complete:
             return {"error": _code(res.error), "base_offset": res.base_offset, "leader_epoch": res.epoch}
         outcome = await part.purgatory.park(res.last_offset, res.epoch, timeout_ms / 1000.0)
@@ -257,11 +256,11 @@ class ReplicaManager:
     async def _follower_fetch(self, part, replica_id, offset, cle, max_records, max_wait_ms) -> dict[str, Any]:
         r = part.replica
         resp = r.handle_fetch(replica_id, offset, cle, now_ms(), max_records)
-        self._after(part)
+        self.after_change(part)
         if resp.error is None and not resp.records and max_wait_ms > 0:
             if await part.appended.wait(max_wait_ms / 1000.0):
                 resp = r.handle_fetch(replica_id, offset, cle, now_ms(), max_records)
-                self._after(part)
+                self.after_change(part)
         return {"error": _code(resp.error),
                 "records": [[rec.offset, rec.epoch, rec.value, rec.timestamp] for rec in resp.records],
                 "hw": resp.high_watermark, "leader_epoch": resp.leader_epoch, "log_start": resp.log_start,
@@ -300,5 +299,3 @@ def _status(r: PartitionReplica, last: int, epoch: int) -> tuple[str, str | None
     st = r.produce_status(last, epoch)
     return st.state, (None if st.error is None else str(st.error))
 
-
-__all__ = ["ReplicaManager", "Partition", "ErrorCode"]

@@ -14,7 +14,7 @@ import pytest
 
 from broker.client.connection import Connection
 from broker.protocol import apis
-from broker.protocol.framing import HEADER_SIZE, MAGIC, PROTOCOL_VERSION, REQUEST, RESPONSE, Frame, encode, \
+from broker.protocol.framing import HEADER_SIZE, MAGIC, PROTOCOL_VERSION, REQUEST, RESPONSE, Frame, \
     read_frame_blocking
 from broker.server.launch import LocalCluster
 
