@@ -8,6 +8,7 @@ report. One unreadable run does not break the index: its row says what is wrong 
 from __future__ import annotations
 
 import datetime as _dt
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -122,7 +123,7 @@ def write_index(results_root: Path) -> Path:
     root = Path(results_root)
     root.mkdir(parents=True, exist_ok=True)
     out = root / INDEX_HTML
-    tmp = root / (INDEX_HTML + ".tmp")
+    tmp = root / f".{INDEX_HTML}.{os.getpid()}.tmp"  # runs finishing together each write their own
     tmp.write_text(render_index(root), encoding="utf-8")
     tmp.replace(out)
     return out

@@ -211,7 +211,7 @@ def write_report(run_dir: Path) -> Path:
     run = load_run(run_dir)
     html = render_report(run)
     out = run_dir / runformat.REPORT_HTML
-    tmp = out.with_suffix(".html.tmp")
+    tmp = run_dir / f".{runformat.REPORT_HTML}.{os.getpid()}.tmp"
     tmp.write_text(html, encoding="utf-8")
     tmp.replace(out)
     return out

@@ -213,6 +213,16 @@ def test_crashed_run_with_only_a_history(tmp_path):
     assert "ends in a torn line (line 3)" in html
 
 
+def test_empty_history(tmp_path):
+    run = tmp_path / "empty"
+    run.mkdir()
+    (run / "history.jsonl").write_text("")
+    html = write_report(run).read_text()
+    assert ">UNKNOWN<" in html and 'id="plot-timeline"' in html and 'id="plot-throughput"' in html
+    assert "0 lines" in html
+    assert sorted(p.name for p in run.iterdir()) == ["history.jsonl", "report.html"]  # no temp file left behind
+
+
 def test_bad_input_is_named(tmp_path):
     run = make_run(tmp_path / "r", "invalid")
     results = json.loads((run / "results.json").read_text())
