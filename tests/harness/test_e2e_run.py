@@ -1,0 +1,108 @@
+"""End to end on real processes: `highwater run` with kill and partition faults.
+
+- a 30 s run in leader-epoch mode with the safe configuration (acks=all, min.insync.replicas=2, no
+  unclean election) is valid, and every partition recovers in the final phase;
+- a run interrupted by SIGINT or SIGTERM heals and stops everything it started (no processes, no
+  firewall chain left) and keeps a parseable history whose operations all completed.
+"""
+from __future__ import annotations
+
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from harness import runformat
+from e2e_helpers import (REPO, env, firewall_leftovers, found_kinds, highwater_argv, load_json,
+                                       processes_mentioning, run_dir_from_stdout, run_highwater)
+
+
+def check_history(path: Path) -> list[dict]:
+    ops = [line.obj for line in runformat.iter_jsonl(path)]
+    for i, op in enumerate(ops):
+        runformat.validate_op(op, path, i + 1)
+        assert op["index"] == i
+    open_ops = {}
+    for op in ops:
+        if op["process"] in (runformat.HARNESS_PROCESS,):
+            continue
+        key = op["process"]
+        if op["type"] == "invoke":
+            assert key not in open_ops, f"process {key} has two operations in flight"
+            open_ops[key] = op
+        else:
+            if key == runformat.NEMESIS_PROCESS:
+                open_ops.pop(key, None)
+                continue
+            assert key in open_ops and open_ops.pop(key)["f"] == op["f"]
+    assert [k for k in open_ops if k != runformat.NEMESIS_PROCESS] == []
+    return ops
+
+
+@pytest.mark.slow
+@pytest.mark.root
+@pytest.mark.spark
+def test_safe_leader_epoch_chaos_run_is_valid(tmp_path):
+    r = run_highwater("run", "--time-limit", "30", "--nemesis", "kill,partition", "--nemesis-interval", "4",
+                      "--truncation", "leader-epoch", "--acks", "all", "--min-insync-replicas", "2",
+                      "--no-unclean-election", "--seed", "11", "--results-dir", str(tmp_path), "--plain",
+                      timeout=600)
+    run_dir = run_dir_from_stdout(r.stdout)
+    assert r.returncode == 0, r.stderr
+    results = load_json(run_dir / runformat.RESULTS_JSON)
+    assert results["valid"] is True and found_kinds(results) == []
+    final = load_json(run_dir / runformat.FINAL_JSON)
+    assert final["timed_out"] is False
+    assert [p["recovered"] for p in final["partitions"]] == [True, True, True]
+    ops = check_history(run_dir / runformat.HISTORY)
+    sends_ok = [o for o in ops if o["f"] == "send" and o["type"] == "ok"]
+    assert len(sends_ok) > 500
+    faults = {o["value"]["fault"] for o in ops if o["process"] == "nemesis"}
+    assert faults, "the nemesis injected no fault in 30 s"
+    test = load_json(run_dir / runformat.TEST_JSON)
+    assert test["seed"] == 11 and test["config"]["broker"]["truncation"] == "leader-epoch"
+    assert (tmp_path / "latest").resolve() == run_dir.resolve()
+    assert processes_mentioning(str(run_dir)) == []
+    assert firewall_leftovers(test["run_id"]) == []
+
+
+@pytest.mark.slow
+@pytest.mark.root
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_interrupted_run_leaves_nothing_behind(tmp_path, sig):
+    proc = subprocess.Popen(highwater_argv("run", "--time-limit", "120", "--nemesis", "partition,kill",
+                                           "--nemesis-interval", "1.5", "--results-dir", str(tmp_path),
+                                           "--checker", "reference", "--plain"),
+                            cwd=REPO, env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        history = None
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:           # until the run is well under way, with a fault
+            found = list(tmp_path.glob("chaos/*/nemesis.jsonl"))
+            if found and found[0].stat().st_size > 0:
+                history = found[0].parent / runformat.HISTORY
+                break
+            time.sleep(0.2)
+        assert history is not None, "the run never injected a fault"
+        time.sleep(1.0)
+        proc.send_signal(sig)
+        stdout, stderr = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 2, stderr
+    assert f"{signal.Signals(sig).name}: stopping the run" in stderr
+    run_dir = run_dir_from_stdout(stdout)
+    assert run_dir == history.parent
+    ops = check_history(history)
+    assert any(o["f"] == "send" and o["type"] == "ok" for o in ops)
+    nemesis = [o for o in ops if o["process"] == "nemesis" and o["type"] == "info"]
+    starts = {o["value"]["id"] for o in nemesis if o["value"]["phase"] == "start"}
+    stops = {o["value"]["id"] for o in nemesis if o["value"]["phase"] == "stop"}
+    assert starts == stops, "a fault was left without its stop"
+    test = load_json(run_dir / runformat.TEST_JSON)
+    assert processes_mentioning(str(run_dir)) == []
+    assert firewall_leftovers(test["run_id"]) == []
