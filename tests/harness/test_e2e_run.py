@@ -96,7 +96,7 @@ def test_interrupted_run_leaves_nothing_behind(tmp_path, sig):
     assert proc.returncode == 2, stderr
     assert f"{signal.Signals(sig).name}: stopping the run" in stderr
     run_dir = run_dir_from_stdout(stdout)
-    assert run_dir == history.parent
+    assert run_dir.resolve() == history.parent.resolve()
     ops = check_history(history)
     assert any(o["f"] == "send" and o["type"] == "ok" for o in ops)
     nemesis = [o for o in ops if o["process"] == "nemesis" and o["type"] == "info"]
