@@ -14,10 +14,10 @@ from reports.jsonfast import dumps_compact
 
 EXPLANATIONS: dict[str, str] = {
     "lost-write": (
-        "A send was acknowledged (ok): the producer was told the record was durable at an offset. Yet the "
-        "value is missing from the partition's final log. This is the failure pre-0.11 high-watermark "
-        "truncation allows: a follower that restarts truncates to its own HW, becomes leader, and the "
-        "acknowledged records beyond that point are overwritten on every replica."),
+        "A send was acknowledged (ok): the producer was told the record was stored at an offset. Yet the value "
+        "is missing from the partition's final log. Typical causes: acks=1 and the leader fails before its "
+        "followers copied the record; or pre-0.11 high-watermark truncation, where a restarted follower cuts "
+        "its log back to its own HW, becomes leader, and overwrites acknowledged records on every replica."),
     "failed-write-present": (
         "A send failed definitely (fail), so the producer was told the record was NOT written, yet the "
         "value is in the final log. A producer that retries after a definite failure then creates a "
