@@ -24,6 +24,7 @@ from reports.svg import fmt_count, fmt_seconds
 
 TEMPLATES = Path(__file__).parent / "templates"
 LATENCY_ORDER = ("send", "poll", "final-read")
+QUICK_FILES = (runformat.HISTORY, runformat.RESULTS_JSON, runformat.TEST_JSON, runformat.NEMESIS, runformat.FINAL_JSON)
 
 
 def environment() -> Environment:
@@ -194,6 +195,8 @@ def context(run: Run) -> dict[str, Any]:
                         for p, pe in run.broker.partitions.items()],
         "excerpt": excerpt_rows(run),
         "files": run.files,
+        "quick_files": [f for f in QUICK_FILES if f in {rel for rel, _size in run.files}],
+        "node_logs": [(node, rel) for node, rel in run.broker.logs if rel.endswith("/" + runformat.BROKER_LOG)],
         "index_link": index_link,
         "css": asset("report.css"),
         "js": asset("report.js"),

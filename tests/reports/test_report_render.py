@@ -113,6 +113,10 @@ def test_every_in_page_link_has_a_target_and_every_file_link_a_file(invalid_repo
     for needed in ("history.jsonl", "results.json", "test.json", "nodes/n1/broker.log", "nodes/n2/stdout.log",
                    "replicas/n3/p0.jsonl", "../../index.html"):
         assert needed in files
+    head = html[:html.index('id="verdict"')]  # the main files are linked right under the title
+    assert re.findall(r'<a href="([^"#]+)" class="mono">', head) == [
+        "history.jsonl", "results.json", "test.json", "nemesis.jsonl", "final.json", "nodes/controller/broker.log",
+        "nodes/n1/broker.log", "nodes/n2/broker.log", "nodes/n3/broker.log"]
     for h in files:
         if h == "../../index.html":
             continue  # written by write_index, tested there
