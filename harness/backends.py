@@ -49,7 +49,7 @@ def backend_options(name: str, cluster_cfg) -> dict:
         return {"nodes_file": cluster_cfg.nodes_file or None,
                 "accept_unknown_hosts": bool(cluster_cfg.ssh_accept_unknown_hosts)}
     if name == "docker":
-        return {"base_image": cluster_cfg.base_image or None}
+        return {"base_image": cluster_cfg.base_image or None, "kill_mode": cluster_cfg.docker_kill}
     return {}
 
 

@@ -50,6 +50,7 @@ class ClusterConfig:
     nodes_file: str = ""                   # ssh backend: the nodes file (clusters/ssh.py)
     ssh_accept_unknown_hosts: bool = False  # ssh backend: accept host keys not in known_hosts
     base_image: str = ""                   # docker backend: an existing base image instead of debootstrap
+    docker_kill: str = "process"           # docker backend: kill = SIGKILL of the process, or "node" (docker kill)
 
 
 @dataclass
