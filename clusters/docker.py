@@ -47,7 +47,8 @@ class DockerCluster(RemoteCluster):
                  stop_grace_s: float = 10.0, log=None):
         super().__init__(spec, ready_timeout_s=ready_timeout_s, stop_grace_s=stop_grace_s)
         if kill_mode not in KILL_MODES:
-            raise ClusterError(f"docker backend: kill_mode must be one of {', '.join(KILL_MODES)}, got {kill_mode!r}")
+            raise ClusterError(f"docker backend: kill mode (cluster.docker_kill) must be one of "
+                               f"{', '.join(KILL_MODES)}, got {kill_mode!r}")
         self.client = client or engine()
         self.base_image = base_image
         self.image = image
@@ -86,11 +87,14 @@ class DockerCluster(RemoteCluster):
             ssh.close()
         hosts = self.hosts or DockerHosts(self.client, self.spec.run_id, self._names(), self.image or "",
                                           Path(self.spec.run_dir).resolve() / "ssh")
+        before = len(errors)
         try:
             hosts.remove(errors)
         except Exception as exc:  # noqa: BLE001 - reported, teardown goes on
             errors.append(f"removing containers/network: {type(exc).__name__}: {exc}")
         self._firewalls.clear()
+        if len(errors) == before:
+            hosts.key_file.unlink(missing_ok=True)   # the run's client key opens nothing any more
 
     def _reachable(self, node: str) -> None:
         if self.hosts is None or node not in self.hosts.containers:
