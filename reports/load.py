@@ -77,7 +77,7 @@ def _check_results(results: dict[str, Any], path: Path) -> None:
             raise FormatError(path, None, f"field 'anomalies.{kind}.examples' must be a list")
 
 
-def list_files(run_dir: Path, limit: int = 400) -> list[tuple[str, int]]:
+def list_files(run_dir: Path, limit: int = 20000) -> list[tuple[str, int]]:
     """Files of the run (not the report itself, not the columnar cache), relative paths, sorted."""
     out = []
     for p in sorted(run_dir.rglob("*")):

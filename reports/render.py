@@ -111,6 +111,28 @@ def results_root_of(run_dir: Path) -> Path | None:
     return None
 
 
+def file_groups(files: list[tuple[str, int]]) -> list[tuple[str, list[dict[str, Any]]]]:
+    """The run's files grouped for the Files section: the run's own files, each node's logs, the replica
+    dumps; anything deeper (a broker's data directory) is one line per directory with its count and size."""
+    groups: dict[str, list[dict[str, Any]]] = {}
+    dirs: dict[str, dict[str, Any]] = {}
+    for rel, size in files:
+        parts = rel.split("/")
+        group = "run" if len(parts) == 1 else parts[0]
+        if len(parts) <= 3:
+            groups.setdefault(group, []).append({"href": rel, "label": rel, "size": size, "files": 1})
+            continue
+        key = "/".join(parts[:3]) + "/"
+        d = dirs.get(key)
+        if d is None:
+            d = dirs[key] = {"href": key, "label": key, "size": 0, "files": 0}
+            groups.setdefault(group, []).append(d)
+        d["size"] += size
+        d["files"] += 1
+    order = ["run", runformat.NODES_DIR, runformat.REPLICAS_DIR]
+    return [(g, groups[g]) for g in order + sorted(set(groups) - set(order)) if g in groups]
+
+
 def partition_rows(final_states: list, checked: list) -> list[dict[str, Any]]:
     """One row per partition: the harness's final state joined with the checker's per-partition counts."""
     rows: dict[Any, dict[str, Any]] = {}
@@ -195,6 +217,7 @@ def context(run: Run) -> dict[str, Any]:
                         for p, pe in run.broker.partitions.items()],
         "excerpt": excerpt_rows(run),
         "files": run.files,
+        "file_groups": file_groups(run.files),
         "quick_files": [f for f in QUICK_FILES if f in {rel for rel, _size in run.files}],
         "node_logs": [(node, rel) for node, rel in run.broker.logs if rel.endswith("/" + runformat.BROKER_LOG)],
         "index_link": index_link,

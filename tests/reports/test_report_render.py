@@ -120,7 +120,21 @@ def test_every_in_page_link_has_a_target_and_every_file_link_a_file(invalid_repo
     for h in files:
         if h == "../../index.html":
             continue  # written by write_index, tested there
-        assert (run / h).is_file(), h
+        assert (run / h).exists(), h
+
+
+def test_files_grouped_and_deep_directories_summarised(tmp_path):
+    run = make_run(tmp_path / "results", "valid")
+    data = run / "nodes" / "n1" / "data" / "hw-0"
+    data.mkdir(parents=True)
+    for k in range(3):
+        (data / f"{k:020d}.log").write_bytes(b"x" * 1024)
+    html = write_report(run).read_text()
+    files = section(html, "files")
+    assert [g for g in re.findall(r"<h3>(\w+)</h3>", files)] == ["run", "nodes", "replicas"]
+    assert '<a href="nodes/n1/data/" class="mono">nodes/n1/data/</a> <span class="quiet">3 files, 3.0 KB</span>' in files
+    assert "00000000000000000000.log" not in files
+    assert '<a href="replicas/n3/p1.jsonl" class="mono">' in files
 
 
 def test_plots_present_with_fault_bands(invalid_report):
