@@ -58,6 +58,8 @@ EXPLANATIONS: dict[str, str] = {
 
 PREFERRED = ("partition", "offset", "value", "index", "time", "committed")
 MAX_EXAMPLES_SHOWN = 50
+MAX_LIST_ITEMS = 12   # nested list entries shown in one cell
+MAX_SCALARS = 40      # numbers shown in one cell's list
 
 
 def is_index_field(name: str) -> bool:
@@ -164,12 +166,15 @@ def _tokens(value: Any, key: str | None, depth: int) -> list[tuple[str, Any]]:
         return out if depth <= 1 else [("text", "{")] + out + [("text", "}")]
     if isinstance(value, list):
         if all(not isinstance(v, (dict, list)) for v in value):
-            return [("text", "[" + ", ".join(_scalar(v, None) for v in value) + "]")]
+            more = f", … {len(value) - MAX_SCALARS} more" if len(value) > MAX_SCALARS else ""
+            return [("text", "[" + ", ".join(_scalar(v, None) for v in value[:MAX_SCALARS]) + more + "]")]
         out = []
-        for n, v in enumerate(value):
+        for n, v in enumerate(value[:MAX_LIST_ITEMS]):
             if n:
                 out.append(("br", "") if depth == 0 else ("text", "; "))
             out += _tokens(v, None, depth + 1)
+        if len(value) > MAX_LIST_ITEMS:
+            out += [("br", "") if depth == 0 else ("text", "; "), ("text", f"… {len(value) - MAX_LIST_ITEMS} more")]
         return out
     return [("text", _scalar(value, key))]
 

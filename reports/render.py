@@ -24,6 +24,7 @@ from reports.svg import fmt_count, fmt_seconds
 
 TEMPLATES = Path(__file__).parent / "templates"
 LATENCY_ORDER = ("send", "poll", "final-read")
+MAX_VALUE_CHARS = 600  # of one history entry's value in the excerpt
 QUICK_FILES = (runformat.HISTORY, runformat.RESULTS_JSON, runformat.TEST_JSON, runformat.NEMESIS, runformat.FINAL_JSON)
 
 
@@ -95,10 +96,12 @@ def excerpt_rows(run: Run) -> list[dict[str, Any]]:
         if prev is not None and idx > prev + 1:
             rows.append({"gap": idx - prev - 1})
         prev = idx
-        value = op.get("value")
+        value = dumps_compact(op["value"]) if op.get("value") is not None else ""
+        if len(value) > MAX_VALUE_CHARS:  # a poll of a thousand records: the start is enough, the file has all
+            value = value[:MAX_VALUE_CHARS] + f" … ({len(value) - MAX_VALUE_CHARS:,} more characters)"
         rows.append({"gap": 0, "index": idx, "time": op.get("time", 0) / 1e9, "process": op.get("process"),
                      "type": op.get("type"), "f": op.get("f"),
-                     "value": dumps_compact(value) if value is not None else "",
+                     "value": value,
                      "error": op.get("error") or "", "referenced": idx in referenced})
     return rows
 

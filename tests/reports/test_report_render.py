@@ -231,6 +231,27 @@ def test_crashed_run_with_only_a_history(tmp_path):
     assert "ends in a torn line (line 3)" in html
 
 
+def test_huge_values_are_cut_in_the_excerpt_and_examples(tmp_path):
+    run = tmp_path / "big"
+    run.mkdir()
+    records = [[o, o] for o in range(5000)]
+    ops = [{"index": 0, "time": 1, "process": 0, "type": "invoke", "f": "poll", "value": {"partition": 0, "offset": 0}},
+           {"index": 1, "time": 2, "process": 0, "type": "ok", "f": "poll",
+            "value": {"partition": 0, "offset": 0, "records": records, "hw": 5000, "epoch": 0}}]
+    (run / "history.jsonl").write_text("".join(json.dumps(o) + "\n" for o in ops))
+    (run / "results.json").write_text(json.dumps({"valid": False, "anomalies": {"poll-skip": {
+        "count": 1, "fails_run": True, "examples": [{"partition": 0, "index": 1, "offsets": list(range(5000)),
+                                                     "reads": [{"index": 1, "offset": o} for o in range(100)]}]}}}))
+    html = write_report(run).read_text()
+    assert len(html) < 150_000
+    row = html[html.index('id="h-1"'):]
+    row = row[:row.index("</tr>")]
+    assert "more characters)" in row and len(row) < 1500
+    art = html[html.index('id="kind-poll-skip"'):]
+    art = art[:art.index("</article>")]
+    assert ", … 4960 more]" in art and "… 88 more" in art
+
+
 def test_empty_history(tmp_path):
     run = tmp_path / "empty"
     run.mkdir()
