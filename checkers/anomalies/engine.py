@@ -60,8 +60,8 @@ def _analyze(t: Tables, N: int, say, persisted: list[DataFrame]) -> dict[str, An
     partitions = set(st["partitions"]) | set(final_state) | set(nodes_by_part)
 
     say("offsets and final logs")
-    bad_offsets, cover = offsets.analyze(t, fs_rows)
-    persisted.append(bad_offsets)
+    flagged, cover = offsets.analyze(t, fs_rows)
+    persisted.append(flagged)
     reason: dict[int, str | None] = {}
     for p in sorted(partitions):
         fs = final_state.get(p)
@@ -78,27 +78,27 @@ def _analyze(t: Tables, N: int, say, persisted: list[DataFrame]) -> dict[str, An
 
     counts: dict[str, int] = {}
     top: dict[str, list[dict]] = {}
-
-    say("acknowledged, failed and read values")
-    flagged = values.analyze(t, recovered)
-    persisted.append(flagged)
-    per_part = rows(flagged.groupBy("partition").agg(
-        F.sum(F.col("lost").cast("long")).alias("lost"),
-        F.sum(F.col("failed_present").cast("long")).alias("failed_present"),
-        F.sum(F.col("duplicate").cast("long")).alias("duplicate"),
-        F.sum(F.when(F.col("dirty"), F.col("reads")).otherwise(0)).alias("dirty"),
-        F.sum(F.when(F.col("aborted"), F.col("reads")).otherwise(0)).alias("aborted")))
-    lost_by_part = {r["partition"]: r["lost"] or 0 for r in per_part}
-    for kind, col, order in (("lost-write", "lost", ["partition", "sindex"]),
-                             ("failed-write-present", "failed_present", ["partition", "sindex"]),
-                             ("duplicate", "duplicate", ["partition", "value"]),
-                             ("dirty-read", "dirty", ["partition", "rkey"]),
-                             ("aborted-read", "aborted", ["partition", "rkey"])):
-        counts[kind] = sum((r[col] or 0) for r in per_part)
-        top[kind] = _top(flagged.filter(F.col(col)), order, N) if counts[kind] else []
-
+    bad_offsets = flagged.filter(F.col("inconsistent")).select("partition", "offset")
     counts["inconsistent-offset"] = bad_offsets.count()
     top["inconsistent-offset"] = _top(bad_offsets, ["partition", "offset"], N) if counts["inconsistent-offset"] else []
+
+    say("acknowledged, failed and read values")
+    found = values.analyze(t, flagged, recovered, persisted)
+    lost_by_part: dict[int, int] = {}
+    for kind, order in (("lost-write", ["partition", "sindex"]), ("failed-write-present", ["partition", "sindex"]),
+                        ("duplicate", ["partition", "value"]), ("dirty-read", ["partition", "rkey"]),
+                        ("aborted-read", ["partition", "rkey"])):
+        df = found.get(kind)
+        if df is None:
+            counts[kind], top[kind] = 0, []
+            continue
+        if kind in ("dirty-read", "aborted-read"):
+            counts[kind] = rows(df.agg(F.coalesce(F.sum("reads"), F.lit(0)).alias("n")))[0]["n"]
+        else:
+            counts[kind] = df.count()
+        if kind == "lost-write" and counts[kind]:
+            lost_by_part = {r["partition"]: r["count"] for r in rows(df.groupBy("partition").count())}
+        top[kind] = _top(df, order, N) if counts[kind] else []
 
     say("producer and consumer order")
     nm = ordering.nonmonotonic_send(t)

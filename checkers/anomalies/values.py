@@ -1,16 +1,18 @@
-"""Per (partition, value): lost-write, failed-write-present, duplicate, dirty-read, aborted-read.
+"""Value-level anomalies: lost-write, failed-write-present, duplicate, dirty-read, aborted-read.
 
-One aggregation over the send completions, the final committed log (final reads below the final HW of
-partitions with a complete final log) and the records read by polls. Values are unique per partition
-(ingest enforces it), so each value has at most one send completion. Flags, for a partition whose final
-log exists ("recovered"):
-  lost-write            the send ended ok and the value is not in the final log
-  failed-write-present  the send failed and the value is in the final log
-  duplicate             the value is at more than one offset of the final log
-  dirty-read            a poll read the value and it is not in the final log (counted per read)
+In a partition whose final committed log exists ("recovered"):
+  lost-write            an acknowledged (ok) send whose value is not in the final log
+  failed-write-present  a failed send whose value is in the final log
+  duplicate             a value at more than one offset of the final log
+  dirty-read            a poll read a value that is not in the final log (counted per read)
 and in any partition:
-  aborted-read          a poll read the value and its send failed (counted per read)
-Only flagged values are kept (persisted); counts and examples come from that small set.
+  aborted-read          a poll read a value whose send failed (counted per read)
+Values are unique per partition (ingest enforces it), so a value has at most one send completion.
+
+Only candidates are examined (see offsets.py for why that is complete): acknowledged sends and poll
+reads at flagged offsets, values of the final log at flagged offsets, and the failed sends. Their
+presence in the final log is decided by one scan of the final reads filtered by the candidate values.
+Small candidate sets are broadcast, so the big tables are scanned, never shuffled.
 """
 from __future__ import annotations
 
@@ -18,46 +20,91 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from checkers.anomalies.tables import POS_BITS, Tables, is_client, type_code
+from checkers.anomalies.tables import POS_BITS, Tables, is_client, rows, type_code
+
+BROADCAST_ROWS = 2_000_000
 
 
-def analyze(t: Tables, recovered: DataFrame) -> DataFrame:
-    """`recovered`: (partition, fs_hw) of partitions with a final log. Returns the flagged values."""
+def _small(df: DataFrame, n: int) -> DataFrame:
+    return F.broadcast(df) if n <= BROADCAST_ROWS else df
+
+
+def _persist(df: DataFrame, keep: list[DataFrame]) -> tuple[DataFrame, int]:
+    df = df.persist(StorageLevel.MEMORY_AND_DISK)
+    keep.append(df)
+    return df, df.count()
+
+
+def analyze(t: Tables, flagged: DataFrame, recovered: DataFrame, keep: list[DataFrame]) -> dict[str, DataFrame]:
+    """`flagged`: offsets.analyze's flagged offsets; `recovered`: (partition, fs_hw) of partitions with a
+    final log. Returns persisted DataFrames per kind (columns documented in engine.py)."""
     L = F.lit
+    rec_b = F.broadcast(recovered)
+    final_log = (t.reads.filter(F.col("f") == "final-read").join(rec_b, "partition")
+                 .filter((F.col("offset") >= 0) & (F.col("offset") < F.col("fs_hw")))
+                 .select("partition", "offset", "value"))
+    flagged_rec = flagged.join(F.broadcast(recovered.select("partition")), "partition")
+    lost_off, n_lo = _persist(flagged_rec.filter(F.col("lost_cand")).select("partition", "offset"), keep)
+    dirty_off, n_do = _persist(flagged_rec.filter(F.col("dirty_cand")).select("partition", "offset"), keep)
+    dup_off, n_dup = _persist(flagged_rec.filter(F.col("dup_cand")).select("partition", "offset", "multi_final", "f_min"), keep)
+
     sends = (t.ops.filter(is_client() & (F.col("f") == "send") & (F.col("type") != "invoke"))
-             .select("partition", "value", L(0).alias("src"), type_code().alias("stype"),
-                     F.col("index").alias("sindex"), F.col("offset"), L(None).cast("long").alias("rkey")))
-    final = (t.reads.filter(F.col("f") == "final-read").join(F.broadcast(recovered), "partition")
-             .filter((F.col("offset") >= 0) & (F.col("offset") < F.col("fs_hw")))
-             .select("partition", "value", L(1).alias("src"), L(None).cast("int").alias("stype"),
-                     L(None).cast("long").alias("sindex"), "offset", L(None).cast("long").alias("rkey")))
+             .select("partition", "value", type_code().alias("stype"), F.col("index").alias("sindex"),
+                     F.col("offset").alias("soffset")))
+    acks = sends.filter(F.col("stype") == 0)
     polls = (t.reads.filter(F.col("f") == "poll")
-             .select("partition", "value", L(2).alias("src"), L(None).cast("int").alias("stype"),
-                     L(None).cast("long").alias("sindex"), L(None).cast("long").alias("offset"),
-                     (F.col("index") * (1 << POS_BITS) + F.col("pos")).alias("rkey")))
-    src = F.col("src")
-    agg = (sends.unionByName(final).unionByName(polls).groupBy("partition", "value").agg(
-        F.max(F.when(src == 0, F.col("stype"))).alias("stype"),
-        F.max(F.when(src == 0, F.col("sindex"))).alias("sindex"),
-        F.max(F.when(src == 0, F.col("offset"))).alias("soffset"),
-        F.count(F.when(src == 1, 1)).alias("final_n"),
-        F.min(F.when(src == 1, F.col("offset"))).alias("fmin"),
-        F.max(F.when(src == 1, F.col("offset"))).alias("fmax"),
-        F.count(F.when(src == 2, 1)).alias("reads"),
-        F.min(F.when(src == 2, F.col("rkey"))).alias("rkey"),
-    ))
-    rec = recovered.select("partition", L(True).alias("rec"))
-    j = agg.join(F.broadcast(rec), "partition", "left")
-    r = F.coalesce(F.col("rec"), L(False))
-    flags = j.select(
-        "partition", "value", "stype", "sindex", "soffset", "final_n", "reads", "rkey",
-        (r & (F.col("stype") == 0) & (F.col("final_n") == 0)).alias("lost"),
-        (r & (F.col("stype") == 1) & (F.col("final_n") > 0)).alias("failed_present"),
-        (r & (F.col("fmin") != F.col("fmax"))).alias("duplicate"),
-        (r & (F.col("reads") > 0) & (F.col("final_n") == 0)).alias("dirty"),
-        (F.coalesce(F.col("stype") == 1, L(False)) & (F.col("reads") > 0)).alias("aborted"),
-    )
-    flagged = flags.filter(F.coalesce(F.col("lost"), L(False)) | F.coalesce(F.col("failed_present"), L(False))
-                           | F.coalesce(F.col("duplicate"), L(False)) | F.coalesce(F.col("dirty"), L(False))
-                           | F.col("aborted"))
-    return flagged.persist(StorageLevel.MEMORY_AND_DISK)
+             .select("partition", "value", "offset", (F.col("index") * (1 << POS_BITS) + F.col("pos")).alias("rkey")))
+
+    # candidates
+    lost_c, _ = _persist(acks.join(_small(lost_off.withColumnRenamed("offset", "soffset"), n_lo),
+                                   ["partition", "soffset"]), keep) if n_lo else (None, 0)
+    dirty_c, _ = _persist(polls.join(_small(dirty_off, n_do), ["partition", "offset"]), keep) if n_do else (None, 0)
+    failed, n_f = _persist(sends.filter(F.col("stype") == 1), keep)
+    dup_vals = None
+    if n_dup:
+        multi = dup_off.filter(F.col("multi_final")).count()
+        dup_vals = dup_off.filter(~F.col("multi_final")).select("partition", F.col("f_min").alias("value"))
+        if multi:  # several values at one final offset: take them all from the final log
+            dup_vals = dup_vals.unionByName(final_log.join(_small(dup_off.filter(F.col("multi_final")), multi),
+                                                           ["partition", "offset"]).select("partition", "value"))
+    parts = [df.select("partition", "value") for df in (lost_c, dirty_c, failed, dup_vals) if df is not None]
+    out: dict[str, DataFrame] = {}
+    if not parts:
+        return out
+    cand = parts[0]
+    for p in parts[1:]:
+        cand = cand.unionByName(p)
+    cand, n_c = _persist(cand.distinct(), keep)
+    # every final-log occurrence of a candidate value (few), by one filtered scan of the final reads
+    occ, _ = _persist(final_log.join(_small(cand, n_c), ["partition", "value"]).distinct(), keep)
+    present = occ.select("partition", "value").distinct()
+
+    if lost_c is not None:
+        out["lost-write"] = lost_c.join(present, ["partition", "value"], "left_anti").select(
+            "partition", "value", "sindex", "soffset", "stype")
+    if n_f:
+        out["failed-write-present"] = failed.join(present, ["partition", "value"], "left_semi").select(
+            "partition", "value", "sindex", "soffset", "stype")
+    def with_send(small: DataFrame) -> DataFrame:
+        """small + its send completion's (stype, sindex, soffset), null when never completed."""
+        small, n = _persist(small, keep)
+        matched = sends.join(_small(small.select("partition", "value"), n), ["partition", "value"])
+        return small.join(matched, ["partition", "value"], "left")
+
+    if dup_vals is not None:
+        out["duplicate"] = with_send(occ.join(dup_vals.distinct(), ["partition", "value"], "left_semi")
+                                     .groupBy("partition", "value").agg(F.count("*").alias("n"))
+                                     .filter(F.col("n") > 1).select("partition", "value"))
+    if dirty_c is not None:
+        out["dirty-read"] = with_send(dirty_c.join(present, ["partition", "value"], "left_anti")
+                                      .groupBy("partition", "value")
+                                      .agg(F.count("*").alias("reads"), F.min("rkey").alias("rkey")))
+    if n_f:
+        out["aborted-read"] = (polls.join(_small(failed.select("partition", "value", "sindex", "soffset", "stype"), n_f),
+                                          ["partition", "value"])
+                               .groupBy("partition", "value", "sindex", "soffset", "stype")
+                               .agg(F.count("*").alias("reads"), F.min("rkey").alias("rkey")))
+    for k in list(out):
+        out[k] = out[k].persist(StorageLevel.MEMORY_AND_DISK)
+        keep.append(out[k])
+    return out

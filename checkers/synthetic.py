@@ -1,0 +1,384 @@
+"""Synthetic run directories of any size, written straight to columnar (Parquet), with known anomalies.
+
+`generate(run_dir, sends=N)` writes RUN_DIR/test.json and RUN_DIR/columnar/{ops,reads,replicas,
+replica_meta,final_state}/ the way ingest would, for a run of N sends over P partitions and three
+replicas: producers (one per partition, a new process id after each `info`), fault windows every other
+chunk of sends, one consumer per partition polling the whole log in chunks of 500 after an assign to 0,
+final reads in chunks of 1000, and every replica holding the final log. Outcomes: ~0.5% fail, ~0.5%
+info that ended present, ~0.5% info that ended absent, the rest ok.
+
+Then `k` anomalies of every kind are injected at spread-out offsets, each with a known effect, and the
+expected counts are returned (and stored in the columnar manifest under "expected"):
+  lost-write         an acked value's offset holds an absent info-send's value instead (+1 inconsistent-offset)
+  failed-write-present  a failed send's value replaces a present info send (+1 aborted-read: the consumer reads it)
+  divergence         replica n3 differs below its HW (committed), and k offsets beyond n3's HW (residual)
+  duplicate          an acked value also replaces the next (info-present) offset
+  nonmonotonic-send  two consecutive acked sends of one producer land swapped
+  poll-skip / nonmonotonic-poll   the consumer misses one record / reads one twice
+  dirty-read         the consumer reads an absent info-send's value (+1 inconsistent-offset)
+  hw-regression      a poll reports HW-1 in the same epoch; hw-regression-cross-epoch: HW-2 in epoch 2
+Memory is bounded by one partition's log (8 bytes per record) plus one chunk of operations.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from harness import runformat as rf
+
+OK, FAIL, INFO_PRESENT, INFO_ABSENT = 0, 1, 2, 3
+POLL_CHUNK = 500
+FINAL_CHUNK = 1000
+NODES = ("n1", "n2", "n3")
+DT = 1000  # ns between history lines
+CONSUMER_BASE = 10**9
+FINAL_BASE = 2 * 10**9
+INJECTED = ("lost-write", "failed-write-present", "divergence", "duplicate", "nonmonotonic-send", "poll-skip",
+            "nonmonotonic-poll", "dirty-read", "hw-regression", "hw-regression-cross-epoch")
+
+
+@dataclass
+class _Plan:
+    log_set: dict[int, dict[int, int]] = field(default_factory=dict)      # p -> offset -> value (final, replicas, reads)
+    ack_offset: dict[int, int] = field(default_factory=dict)              # send i -> acked offset
+    n3_set: dict[int, dict[int, int]] = field(default_factory=dict)       # p -> offset -> value on n3 only
+    n3_hw: dict[int, int] = field(default_factory=dict)                   # p -> n3 checkpointed hw
+    read_drop: dict[int, set] = field(default_factory=dict)               # p -> offsets the consumer misses
+    read_twice: dict[int, set] = field(default_factory=dict)              # p -> offsets read twice
+    read_value: dict[int, dict[int, int]] = field(default_factory=dict)   # p -> offset -> value the consumer reads
+    poll_hw: dict[tuple[int, int], tuple[int, int]] = field(default_factory=dict)  # (p, poll no) -> (hw delta, epoch)
+
+
+def _outcomes(n: int, rng: np.random.Generator) -> np.ndarray:
+    r = rng.random(n, dtype=np.float32)
+    out = np.zeros(n, dtype=np.uint8)
+    out[r < 0.015] = INFO_ABSENT
+    out[r < 0.010] = INFO_PRESENT
+    out[r < 0.005] = FAIL
+    return out
+
+
+def _log(outcome: np.ndarray, p: int, P: int) -> tuple[np.ndarray, np.ndarray]:
+    """(send indices of partition p, outcome of each); the log is the present ones in order."""
+    idx = np.arange(p, len(outcome), P, dtype=np.int64)
+    return idx, outcome[p::P]
+
+
+def _plan(outcome: np.ndarray, P: int, k: int, rng: np.random.Generator) -> tuple[_Plan, dict[str, int]]:
+    plan = _Plan()
+    kinds = ["lost-write", "failed-write-present", "divergence", "duplicate", "nonmonotonic-send", "poll-skip",
+             "nonmonotonic-poll", "dirty-read", "hw-regression", "hw-regression-cross-epoch"]
+    slots = [(kind, j) for j in range(k) for kind in kinds]
+    per_part = -(-len(slots) // P)
+    logs = {}
+    for p in range(P):
+        idx, oc = _log(outcome, p, P)
+        present = (oc == OK) | (oc == INFO_PRESENT)
+        logs[p] = (idx, oc, idx[present], oc[present])
+    min_len = min(len(v[2]) for v in logs.values())
+    stride = int(min_len * 0.8) // max(per_part, 1)
+    if k and stride < 2 * POLL_CHUNK + 50:
+        raise ValueError(f"too few sends for {k} anomalies of each kind over {P} partitions")
+    expected = {kind: 0 for kind in rf.ANOMALY_KINDS}
+    expected["divergence_committed"] = 0
+    spare_absent = {p: list(logs[p][0][logs[p][1] == INFO_ABSENT]) for p in range(P)}
+    spare_failed = {p: list(logs[p][0][logs[p][1] == FAIL]) for p in range(P)}
+    neg = [-1]
+
+    def fresh() -> int:
+        neg[0] -= 1
+        return neg[0]
+
+    for n, (kind, _) in enumerate(slots):
+        p, region = n % P, n // P
+        idx, oc, lvals, loc = logs[p]
+        lo, hi = max(region * stride, 2 * POLL_CHUNK) + 2, (region + 1) * stride - 2
+        o = lo
+        def ok_at(x): return loc[x] == OK  # noqa: E301,E704
+        while o < hi:
+            if kind in ("lost-write", "divergence", "poll-skip", "nonmonotonic-poll", "dirty-read",
+                        "hw-regression", "hw-regression-cross-epoch") and ok_at(o) \
+                    and (p, o // POLL_CHUNK) not in plan.poll_hw:
+                break
+            if kind == "failed-write-present" and loc[o] == INFO_PRESENT:
+                break
+            if kind == "duplicate" and loc[o] == INFO_PRESENT and ok_at(o - 1):
+                break
+            if kind == "nonmonotonic-send" and ok_at(o) and ok_at(o + 1) and lvals[o + 1] == lvals[o] + P:
+                break
+            o += 1
+        else:
+            raise ValueError(f"no place for {kind} in partition {p} region {region}")
+        ls = plan.log_set.setdefault(p, {})
+        if kind == "lost-write":
+            ls[o] = int(spare_absent[p].pop())
+            expected["inconsistent-offset"] += 1
+        elif kind == "failed-write-present":
+            ls[o] = int(spare_failed[p].pop())
+            expected["aborted-read"] += 1
+        elif kind == "divergence":
+            plan.n3_set.setdefault(p, {})[o] = fresh()
+            expected["divergence_committed"] += 1
+        elif kind == "duplicate":
+            ls[o] = int(lvals[o - 1])
+        elif kind == "nonmonotonic-send":
+            a, b = int(lvals[o]), int(lvals[o + 1])
+            ls[o], ls[o + 1] = b, a
+            plan.ack_offset[a], plan.ack_offset[b] = o + 1, o
+        elif kind == "poll-skip":
+            plan.read_drop.setdefault(p, set()).add(o)
+        elif kind == "nonmonotonic-poll":
+            plan.read_twice.setdefault(p, set()).add(o)
+        elif kind == "dirty-read":
+            plan.read_value.setdefault(p, {})[o] = int(spare_absent[p].pop())
+            expected["inconsistent-offset"] += 1
+        elif kind == "hw-regression":
+            plan.poll_hw[(p, o // POLL_CHUNK)] = (1, 1)
+        elif kind == "hw-regression-cross-epoch":
+            plan.poll_hw[(p, o // POLL_CHUNK)] = (2, 2)
+        expected[kind] += 1
+    if k:  # residual divergence: n3 of partition 0 disagrees on k offsets at and beyond its own HW
+        L = len(logs[0][2])
+        plan.n3_hw[0] = L - k - 1
+        for j in range(k):
+            plan.n3_set.setdefault(0, {})[L - k - 1 + j] = fresh()
+        expected["divergence"] += k
+    return plan, expected
+
+
+class _Writer:
+    def __init__(self, directory: Path, schema: pa.Schema):
+        directory.mkdir(parents=True, exist_ok=True)
+        self.w = pq.ParquetWriter(directory / "part-0.parquet", schema, compression="snappy")
+        self.schema = schema
+
+    def write(self, cols: dict[str, Any]) -> None:
+        n = next(len(v[0]) if isinstance(v, tuple) else len(v)
+                 for v in cols.values() if not isinstance(v, (str, int, type(None))))
+        arrays = []
+        for f in self.schema:
+            v = cols.get(f.name)
+            if v is None:
+                arrays.append(pa.nulls(n, f.type))
+            elif isinstance(v, (str, int, bool)):
+                arrays.append(pa.array([v], f.type).take(pa.array(np.zeros(n, dtype=np.int32))))
+            elif isinstance(v, tuple):  # (numpy values, numpy null mask)
+                arrays.append(pa.array(v[0], f.type, mask=v[1]))
+            elif isinstance(v, pa.Array):
+                arrays.append(v.cast(f.type))
+            else:
+                arrays.append(pa.array(v, f.type))
+        self.w.write_table(pa.Table.from_arrays(arrays, schema=self.schema), row_group_size=1 << 20)
+
+    def close(self) -> None:
+        self.w.close()
+
+
+def _as_str(a: np.ndarray) -> pa.Array:
+    return pc.cast(pa.array(a, pa.int64()), pa.string())
+
+
+def _choice(codes: np.ndarray, names: list[str]) -> pa.Array:
+    return pa.DictionaryArray.from_arrays(pa.array(codes.astype(np.int32)), pa.array(names)).cast(pa.string())
+
+
+def generate(run_dir: Path | str, sends: int, *, partitions: int = 8, k: int = 5, seed: int = 1,
+             chunk: int = 1_000_000, config: dict | None = None) -> dict[str, int]:
+    """Write a synthetic run; returns the expected anomaly counts (and `divergence_committed`)."""
+    run_dir = Path(run_dir)
+    P = partitions
+    rng = np.random.default_rng(seed)
+    outcome = _outcomes(sends, rng)
+    plan, expected = _plan(outcome, P, k, rng)
+    col = run_dir / rf.COLUMNAR_DIR
+    shutil.rmtree(col, ignore_errors=True)
+    schemas = rf.arrow_schemas()
+    W = {t: _Writer(col / t, schemas[t]) for t in rf.COLUMNAR_TABLES}
+    # ---- phase A: sends in chunks, a fault window over every other chunk ----------------------------
+    info_count = np.zeros(P, dtype=np.int64)   # per partition: infos so far (-> producer process id)
+    next_offset = np.zeros(P, dtype=np.int64)
+    index = 0
+    windows = 0
+    open_window = None
+    for c0 in range(0, sends, chunk):
+        if open_window is None:
+            open_window = windows
+            windows += 1
+            phase = "start"
+        else:
+            phase = "stop"
+        fid = open_window
+        W["ops"].write({"index": np.array([index, index + 1]), "time": np.array([index, index + 1]) * DT,
+                        "process": rf.NEMESIS_PROCESS, "type": _choice(np.array([0, 1]), ["invoke", "info"]),
+                        "f": "kill" if phase == "start" else "restart", "fault": "kill", "phase": phase,
+                        "fault_id": fid})
+        index += 2
+        if phase == "stop":
+            open_window = None
+        c1 = min(sends, c0 + chunk)
+        n = c1 - c0
+        i = np.arange(c0, c1, dtype=np.int64)
+        part = (i % P).astype(np.int32)
+        oc = outcome[c0:c1]
+        is_info = (oc == INFO_PRESENT) | (oc == INFO_ABSENT)
+        present = (oc == OK) | (oc == INFO_PRESENT)
+        proc = np.empty(n, dtype=np.int64)
+        offs = np.empty(n, dtype=np.int64)
+        for p in range(P):
+            m = part == p
+            infos_before = np.cumsum(is_info[m]) - is_info[m]
+            proc[m] = p + P * (info_count[p] + infos_before)
+            info_count[p] += int(is_info[m].sum())
+            pres = present[m]
+            offs[m] = next_offset[p] + np.cumsum(pres) - 1
+            next_offset[p] += int(pres.sum())
+        for a, o in plan.ack_offset.items():
+            if c0 <= a < c1:
+                offs[a - c0] = o
+        base = index
+        inv_idx = base + 2 * np.arange(n, dtype=np.int64)
+        rows = 2 * n
+        col_index = np.arange(base, base + rows, dtype=np.int64)
+        proc2 = np.repeat(proc, 2)
+        part2 = np.repeat(part, 2)
+        val2 = np.repeat(i, 2)
+        tcode = np.empty(rows, dtype=np.int32)
+        tcode[0::2] = 0
+        tcode[1::2] = np.where(oc == OK, 1, np.where(oc == FAIL, 2, 3))
+        is_ok = np.zeros(rows, dtype=bool)
+        is_ok[1::2] = oc == OK
+        offset2 = np.zeros(rows, dtype=np.int64)
+        offset2[1::2] = offs
+        ecode = np.zeros(rows, dtype=np.int32)
+        ecode[1::2] = np.where(oc == FAIL, 1, np.where(is_info, 2, 0))
+        comp = np.zeros(rows, dtype=bool)
+        comp[1::2] = True
+        invi = np.zeros(rows, dtype=np.int64)
+        invi[1::2] = inv_idx
+        W["ops"].write({
+            "index": col_index, "time": col_index * DT, "process": _as_str(proc2),
+            "type": _choice(tcode, ["invoke", "ok", "fail", "info"]), "f": "send", "partition": part2,
+            "value": val2, "offset": (offset2, ~is_ok), "epoch": (np.ones(rows, dtype=np.int32), ~is_ok),
+            "error": pa.DictionaryArray.from_arrays(pa.array(ecode, mask=ecode == 0),
+                                                    pa.array(["", "NOT_ENOUGH_REPLICAS", "timeout"])).cast(pa.string()),
+            "invoke_index": (invi, ~comp), "invoke_time": (invi * DT, ~comp)})
+        index += rows
+    if open_window is not None:
+        W["ops"].write({"index": np.array([index, index + 1]), "time": np.array([index, index + 1]) * DT,
+                        "process": rf.NEMESIS_PROCESS, "type": _choice(np.array([0, 1]), ["invoke", "info"]),
+                        "f": "restart", "fault": "kill", "phase": "stop", "fault_id": open_window})
+        index += 2
+    # ---- phases B and C, per partition: consumer polls, final reads, replicas ----------------------
+    finals = []
+    for p in range(P):
+        idx, oc = _log(outcome, p, P)
+        log = idx[(oc == OK) | (oc == INFO_PRESENT)].copy()
+        for o, v in plan.log_set.get(p, {}).items():
+            log[o] = v
+        L = len(log)
+        cproc = str(CONSUMER_BASE + p)
+        # assign to 0
+        W["ops"].write({"index": np.array([index, index + 1]), "time": np.array([index, index + 1]) * DT,
+                        "process": cproc, "type": _choice(np.array([0, 1]), ["invoke", "ok"]), "f": "assign",
+                        "partition": np.array([p, p]), "offset": np.array([0, 0]),
+                        "invoke_index": (np.array([0, index]), np.array([True, False])),
+                        "invoke_time": (np.array([0, index * DT]), np.array([True, False]))})
+        index += 2
+        index = _reads(W, p, log, L, index, cproc, "poll", POLL_CHUNK, plan)
+        index = _reads(W, p, log, L, index, str(FINAL_BASE + p), "final-read", FINAL_CHUNK, None)
+        for node in NODES:
+            vals = log
+            hw = L
+            if node == "n3" and (p in plan.n3_set or p in plan.n3_hw):
+                vals = log.copy()
+                for o, v in plan.n3_set.get(p, {}).items():
+                    vals[o] = v
+                hw = plan.n3_hw.get(p, L)
+            W["replicas"].write({"node": node, "partition": np.full(L, p, dtype=np.int32),
+                                 "offset": np.arange(L, dtype=np.int64), "epoch": np.ones(L, dtype=np.int32),
+                                 "value": vals, "crc_ok": np.ones(L, dtype=bool)})
+            W["replica_meta"].write({"node": [node], "partition": [p], "leo": [L], "hw": [hw], "log_start": [0],
+                                     "epochs": ["[[1, 0]]"], "torn_bytes": [0]})
+        finals.append((p, L, {n: {"leo": L, "hw": plan.n3_hw.get(p, L) if n == "n3" else L} for n in NODES}))
+    for p, L, reps in finals:
+        W["ops"].write({"index": np.array([index]), "time": np.array([index * DT]), "process": rf.HARNESS_PROCESS,
+                        "type": ["info"], "f": [rf.FINAL_STATE_F], "partition": np.array([p]), "hw": np.array([L]),
+                        "epoch": np.array([1])})
+        W["final_state"].write({"partition": [p], "recovered": [True], "hw": [L], "leader": ["n1"], "epoch": [1],
+                                "isr": [json.dumps(list(NODES))], "replicas": [json.dumps(reps, sort_keys=True)]})
+        index += 1
+    for w in W.values():
+        w.close()
+    expected = {k2: v for k2, v in expected.items()}
+    manifest = {"synthetic": True, "sends": sends, "partitions": P, "k": k, "seed": seed, "history_lines": index,
+                "expected": expected, "skipped": {}, "torn": {}}
+    (col / rf.COLUMNAR_MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+    rf.write_json(run_dir / rf.TEST_JSON, {
+        "name": "synthetic", "run_id": f"synthetic-{sends}-{seed}", "timestamp": "20261121T000000Z",
+        "start_wall_ns": 0, "seed": seed, "config": config or {"producer": {"idempotent": False}},
+        "versions": {}, "cluster": {"backend": "synthetic", "nodes": {n: {} for n in NODES}}})
+    return expected
+
+
+def _reads(W: dict, p: int, log: np.ndarray, L: int, index: int, proc: str, f: str, size: int,
+           plan: _Plan | None) -> int:
+    """Write the polls (or final reads) of one partition's whole log; returns the next history index."""
+    n_ops = max(1, -(-L // size))
+    starts = np.arange(n_ops, dtype=np.int64) * size
+    inv = index + 2 * np.arange(n_ops, dtype=np.int64)
+    okx = inv + 1
+    hw = np.full(n_ops, L, dtype=np.int64)
+    epoch = np.ones(n_ops, dtype=np.int32)
+    if plan is not None:
+        for (pp, no), (delta, ep) in plan.poll_hw.items():
+            if pp == p:
+                hw[no] -= delta
+                epoch[no] = ep
+    rows = 2 * n_ops
+    idx = np.empty(rows, dtype=np.int64)
+    idx[0::2], idx[1::2] = inv, okx
+    tcode = np.tile(np.array([0, 1], dtype=np.int32), n_ops)
+    comp = tcode == 1
+    hw2 = np.repeat(hw, 2)
+    ep2 = np.repeat(epoch, 2)
+    invi = np.repeat(inv, 2)
+    W["ops"].write({"index": idx, "time": idx * DT, "process": proc, "type": _choice(tcode, ["invoke", "ok"]),
+                    "f": f, "partition": np.full(rows, p, dtype=np.int32), "offset": np.repeat(starts, 2),
+                    "hw": (hw2, ~comp), "epoch": (ep2, ~comp), "invoke_index": (invi, ~comp),
+                    "invoke_time": (invi * DT, ~comp)})
+    # one row per record read; the consumer's damage is applied here
+    offsets = np.arange(L, dtype=np.int64)
+    values = log
+    if plan is not None:
+        values = log.copy()
+        for o, v in plan.read_value.get(p, {}).items():
+            values[o] = v
+        keep = np.ones(L, dtype=bool)
+        for o in plan.read_drop.get(p, ()):
+            keep[o] = False
+        reps = np.ones(L, dtype=np.int64)
+        for o in plan.read_twice.get(p, ()):
+            reps[o] = 2
+        reps[~keep] = 0
+        offsets = np.repeat(offsets, reps)
+        values = np.repeat(values, reps)
+    op_no = offsets // size
+    # position within the poll: running count within each op
+    first = np.searchsorted(op_no, op_no, side="left")
+    pos = (np.arange(len(offsets)) - first).astype(np.int32)
+    ok_index = okx[op_no]
+    step = 1 << 22
+    for s in range(0, len(offsets), step):
+        e = min(len(offsets), s + step)
+        W["reads"].write({"index": ok_index[s:e], "process": proc, "f": f,
+                          "partition": np.full(e - s, p, dtype=np.int32), "offset": offsets[s:e], "value": values[s:e],
+                          "time": ok_index[s:e] * DT, "pos": pos[s:e]})
+    return index + rows
