@@ -159,9 +159,21 @@ def latency(summary: HistorySummary, f: str) -> str:
     return frame.render()
 
 
+def thin(series: list, max_points: int) -> list:
+    """Every k-th point of a step series, always keeping the last one."""
+    if len(series) <= max_points:
+        return series
+    k = -(-len(series) // max_points)
+    out = series[::k]
+    if out[-1] is not series[-1]:
+        out.append(series[-1])
+    return out
+
+
 def partition_state(pe: PartitionEvents, nodes: list[str], faults: list[FaultWindow], duration_s: float,
-                    node_class: dict[str, str]) -> str:
-    """Leader (with epoch) and ISR membership lanes, truncations, and each replica's HW over time."""
+                    node_class: dict[str, str], max_points: int = 600) -> str:
+    """Leader (with epoch) and ISR membership lanes, truncations, and each replica's HW over time
+    (at most `max_points` HW points per replica: many partitions share the page's size budget)."""
     lane_h = 16
     lanes = ["leader"] + nodes
     hw_h = 130
@@ -222,6 +234,7 @@ def partition_state(pe: PartitionEvents, nodes: list[str], faults: list[FaultWin
     frame.parts.extend(sub.parts)
     lines = ['<g class="hw">']
     for node, series in sorted(pe.hw.items()):
+        series = thin(series, max_points)
         d = []
         prev_y = None
         for t, v in series:

@@ -20,6 +20,8 @@ from reports.jsonfast import DecodeError, loads
 CONTEXT = 3            # rows shown either side of an interesting offset
 FULL_LOG_ROWS = 120    # a partition with at most this many offsets is shown whole
 MAX_ROWS = 260         # rows per partition at most (windows beyond this are dropped, and said so)
+MAX_TOTAL_ROWS = 4000  # over all partitions: many partitions get fewer rows each (the page stays small)
+MIN_ROWS = 40
 MAX_DIVERGENT_RUNS = 40
 
 
@@ -240,7 +242,7 @@ def _runs(offsets: list[int]) -> list[tuple[int, int]]:
 
 
 def build_view(partition: int, reps: list[ReplicaLog], anomaly_offsets: list[tuple[int, str]],
-               lost_writes: list[dict[str, Any]]) -> PartitionView:
+               lost_writes: list[dict[str, Any]], max_rows: int = MAX_ROWS) -> PartitionView:
     """The side-by-side view of one partition.
 
     anomaly_offsets: (offset, label) from the checker's examples of this partition.
@@ -275,7 +277,7 @@ def build_view(partition: int, reps: list[ReplicaLog], anomaly_offsets: list[tup
         notes_at.setdefault(off, []).append("lost write " + ", ".join(str(v) for v in vals[:5]) + " was acked here")
 
     total = hi - lo + 1  # offsets plus the LEO row
-    whole = total <= FULL_LOG_ROWS
+    whole = total <= min(FULL_LOG_ROWS, max_rows)
     shown: set[int] = set()
     dropped = 0
     if whole:
@@ -297,7 +299,7 @@ def build_view(partition: int, reps: list[ReplicaLog], anomaly_offsets: list[tup
         for keys in priority:
             for k in sorted(set(keys)):
                 window = set(range(max(lo, k - CONTEXT), min(hi, k + CONTEXT) + 1))
-                if len(shown | window) > MAX_ROWS:
+                if len(shown | window) > max_rows:
                     dropped += 1
                     continue
                 shown |= window
@@ -367,5 +369,6 @@ def build_views(run_dir: Path, results: dict[str, Any] | None) -> list[Partition
                     continue
                 if isinstance(ex.get("offset"), int):
                     anomaly_offsets.setdefault(p, []).append((ex["offset"], kind))
-    return [build_view(p, reps, anomaly_offsets.get(p, []), lost.get(p, []))
+    per_partition = max(MIN_ROWS, min(MAX_ROWS, MAX_TOTAL_ROWS // max(1, len(by_partition))))
+    return [build_view(p, reps, anomaly_offsets.get(p, []), lost.get(p, []), per_partition)
             for p, reps in by_partition.items()]

@@ -167,6 +167,7 @@ def context(run: Run) -> dict[str, Any]:
                    | set(((test.get("cluster") or {}).get("nodes") or {}).keys()))
     node_class = charts.node_classes(nodes)
     controllers = set(run.broker.controllers) | {"controller"}
+    hw_points = max(60, 2400 // max(1, len(run.broker.partitions)))  # HW points per replica and partition
     markers = example_times(run.results, h.op_times)
     latency_fs = [f for f in LATENCY_ORDER if f in h.latency] + sorted(
         f for f in h.latency if f not in LATENCY_ORDER and f != "assign")
@@ -215,8 +216,8 @@ def context(run: Run) -> dict[str, Any]:
         "broker_nodes": [n for n in node_class if n not in controllers],
         "partition_rows": partition_rows(final_states, (run.results or {}).get("partitions") or []),
         "broker": run.broker,
-        "replication": [(p, Markup(charts.partition_state(pe, partition_nodes(pe, nodes, controllers), h.faults, h.duration_s,
-                                                          node_class)))
+        "replication": [(p, Markup(charts.partition_state(pe, partition_nodes(pe, nodes, controllers), h.faults,
+                                                          h.duration_s, node_class, hw_points)))
                         for p, pe in run.broker.partitions.items()],
         "excerpt": excerpt_rows(run),
         "files": run.files,

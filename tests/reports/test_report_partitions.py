@@ -137,3 +137,29 @@ def test_fast_and_line_by_line_readers_agree(tmp_path):
     assert _read_replica_arrow(p) is None and read_replica(p).values == [7, 8, 9, None, None, 10]
     p.write_text(text + '{"kind":"record","offset":14,"ep')  # torn tail
     assert _read_replica_arrow(p) is None and read_replica(p).values == [7, 8, 9, 10]
+
+
+def test_many_partitions_share_a_row_budget(tmp_path):
+    from reports.partitions import MAX_TOTAL_ROWS, MIN_ROWS
+
+    n_partitions, n = 60, 500
+    for p in range(n_partitions):
+        a = list(range(n))
+        b = [v if v % 7 else -1 - v for v in a]  # divergent every 7 offsets
+        dump(tmp_path / f"replicas/n1/p{p}.jsonl", "n1", p, a, hw=n)
+        dump(tmp_path / f"replicas/n2/p{p}.jsonl", "n2", p, b, hw=n)
+    views = build_views(tmp_path, None)
+    assert len(views) == n_partitions
+    per = max(MIN_ROWS, MAX_TOTAL_ROWS // n_partitions)
+    rows = [sum(1 for r in v.rows if isinstance(r, Row)) for v in views]
+    assert max(rows) <= per and sum(rows) <= max(MAX_TOTAL_ROWS, MIN_ROWS * n_partitions)
+    assert all(v.divergent_count == 72 for v in views)
+
+
+def test_thin_keeps_the_last_point():
+    from reports.charts import thin
+
+    series = [(t, t) for t in range(1000)]
+    out = thin(series, 100)
+    assert len(out) <= 101 and out[0] == (0, 0) and out[-1] == (999, 999)
+    assert thin(series[:50], 100) == series[:50]
