@@ -20,6 +20,7 @@ import argparse
 import copy
 import json
 import logging
+import signal
 import sys
 import time
 from pathlib import Path
@@ -44,12 +45,33 @@ def safe_variant(cfg: TestConfig) -> TestConfig:
     return safe
 
 
+class Stop:
+    """SIGINT/SIGTERM: end the run in progress cleanly (heal, stop its processes) and start no other."""
+
+    def __init__(self):
+        self.requested, self.session = False, None
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, self.handle)
+
+    def handle(self, signum, _frame):
+        self.requested = True
+        print(f"detection_power: {signal.Signals(signum).name}: stopping after the run in progress", flush=True)
+        if self.session is not None:
+            self.session.request_interrupt(signal.Signals(signum).name)
+
+    def hook(self, session):
+        self.session = session
+
+
+STOP: Stop | None = None
+
+
 def one_run(cfg: TestConfig, name: str, duration: float, seed: int, results_dir: Path, checker: str) -> dict:
     cfg = copy.deepcopy(cfg)
     cfg.name, cfg.time_limit, cfg.seed = name, float(duration), seed
     cfg.results_dir, cfg.checker.engine = str(results_dir), checker
     t0 = time.monotonic()
-    outcome = run_test(cfg)
+    outcome = run_test(cfg, session_hook=STOP.hook if STOP else None)
     res = outcome.results or {}
     counts = {k: v.get("count", 0) for k, v in (res.get("anomalies") or {}).items()
               if isinstance(v, dict) and v.get("count", 0)}
@@ -71,7 +93,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed-base", type=int, default=1000, help="run i uses seed seed-base + i [1000]")
     ap.add_argument("--only", choices=("hw", "safe"), default=None, help="measure one side only")
     args = ap.parse_args(argv)
-    logging.basicConfig(level=logging.WARNING)
+    logging.basicConfig(level=logging.ERROR)
+    global STOP
+    STOP = Stop()
 
     suite = load_suite(args.suite)
     match = [c for c in suite.configs if c.name == args.config]
@@ -92,8 +116,12 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for duration in durations:
         for i in range(args.runs):
+            if STOP.requested:
+                break
             seed = args.seed_base + i
             for side, cfg in sides:
+                if STOP.requested:
+                    break
                 r = one_run(cfg, f"detect-{side}", duration, seed, results_dir, args.checker)
                 rows.append({**r, "side": side})
                 print(f"{side:4} {duration:4.0f}s run {i + 1:2}/{args.runs} seed {seed}: valid={r['valid']} "
