@@ -69,9 +69,10 @@ class Display:
             self._live.start()
 
     def _render(self):
+        from rich.markup import escape
         from rich.table import Table
         p = self.source()
-        t = Table(title=f"highwater {p.get('name', '')} [{p.get('phase', '?')}]", show_header=True)
+        t = Table(title=escape(f"highwater {p.get('name', '')} [{p.get('phase', '?')}]"), show_header=True)
         t.add_column("op")
         for col in ("ok", "fail", "info"):
             t.add_column(col, justify="right")
@@ -80,7 +81,7 @@ class Display:
         remaining = p.get("remaining")
         t.caption = (f"elapsed {p.get('elapsed', 0):.1f}s"
                      + (f"  remaining {remaining:.1f}s" if remaining is not None else "")
-                     + f"  faults: {', '.join(p.get('faults') or []) or 'none'}")
+                     + escape(f"  faults: {', '.join(p.get('faults') or []) or 'none'}"))
         return t
 
     def update(self, force: bool = False) -> None:
