@@ -59,7 +59,7 @@ class Display:
         self.stream = stream or sys.stderr
         self.interval_s = interval_s
         self.plain = force_plain or not getattr(self.stream, "isatty", lambda: False)()
-        self._last = 0.0
+        self._last = float("-inf")
         self._live = None
         if not self.plain:
             from rich.console import Console
