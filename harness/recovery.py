@@ -67,7 +67,8 @@ class WaitOutcome:
 
 def wait_recovered(describe: Callable[[], list[Any]], partitions: list[int], *, timeout_s: float,
                    poll_s: float = 0.25, clock: Callable[[], float] = time.monotonic,
-                   sleep: Callable[[float], None] = time.sleep) -> WaitOutcome:
+                   sleep: Callable[[float], None] = time.sleep,
+                   should_stop: Callable[[], bool] = lambda: False) -> WaitOutcome:
     start = clock()
     states: dict[int, PartitionState] = {}
     error = None
@@ -82,6 +83,8 @@ def wait_recovered(describe: Callable[[], list[Any]], partitions: list[int], *, 
             return WaitOutcome(states, clock() - start, False)
         if clock() - start >= timeout_s:
             return WaitOutcome(states, clock() - start, True, error)
+        if should_stop():
+            return WaitOutcome(states, clock() - start, True, "interrupted")
         sleep(poll_s)
 
 

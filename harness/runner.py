@@ -226,13 +226,15 @@ class RunSession:
                 interrupted = self.interrupt
                 outcome = recovery.wait_recovered(
                     lambda: admin.describe(topic), parts, timeout_s=self.cfg.final_wait,
-                    sleep=lambda s: interrupted.wait(s))
+                    sleep=lambda s: interrupted.wait(s), should_stop=interrupted.is_set)
                 if outcome.timed_out:
                     bad = {p: (outcome.states[p].problem() if p in outcome.states else "not described")
                            for p in parts if p not in outcome.states or not outcome.states[p].healthy}
                     self.problem(f"final wait timed out after {outcome.waited_s:.1f}s: {bad}")
                 from workloads.final_read import final_reads
                 targets = {p: s.hw for p, s in outcome.states.items() if s.healthy}
+                if self.interrupt.is_set():
+                    raise RuntimeError("interrupted during the final wait")
                 reads_done = final_reads(self.history, self.make_consumer, topic, parts,
                                          chunk=self.cfg.workload.final_read_chunk, targets=targets,
                                          deadline=time.monotonic() + max(30.0, self.cfg.final_wait))

@@ -51,3 +51,10 @@ def test_wait_times_out_and_final_state_says_so():
     assert v == {"partition": 0, "recovered": False, "hw": 3, "leader": "n2", "epoch": 4, "isr": ["n2"],
                  "replicas": {"n1": None, "n2": {"leo": 5, "hw": 3}, "n3": None}, "read_to": 3}
     assert recovery.final_state_value(1, None, read_to=None, read_covered=False)["recovered"] is False
+
+
+def test_wait_stops_when_told():
+    calls = []
+    out = recovery.wait_recovered(lambda: calls.append(1) or [info(0, None, [1], HEALTHY)], [0], timeout_s=100,
+                                  sleep=lambda s: None, should_stop=lambda: len(calls) >= 3)
+    assert (out.timed_out, out.error, len(calls)) == (True, "interrupted", 3)
