@@ -26,18 +26,19 @@ from reports.render import write_report  # noqa: E402
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--ops", type=int, default=1_000_000, help="history lines (operations) in the run")
+    ap.add_argument("--partitions", type=int, default=4, help="partitions (three replicas each)")
     ap.add_argument("--dir", type=Path, default=HERE.parent / ".bench", help="where the synthetic run is kept")
     ap.add_argument("--rebuild", action="store_true", help="build the synthetic run again")
     ap.add_argument("--repeat", type=int, default=3, help="report generations to time (the best is printed)")
     args = ap.parse_args()
 
-    run = args.dir / f"report-{args.ops}"
+    run = args.dir / f"report-{args.ops}" if args.partitions == 4 else args.dir / f"report-{args.ops}-p{args.partitions}"
     marker = run / "history.jsonl"
     if args.rebuild and run.exists():
         shutil.rmtree(run)
     if not marker.exists():
         t0 = time.perf_counter()
-        build_run(run, ops=args.ops)
+        build_run(run, ops=args.ops, partitions=args.partitions)
         print(f"built synthetic run {run} in {time.perf_counter() - t0:.1f} s")
     lines = sum(1 for _ in marker.open("rb"))
     sizes = {p.relative_to(run).parts[0]: 0 for p in run.iterdir()}

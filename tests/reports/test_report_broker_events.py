@@ -71,3 +71,30 @@ def test_without_start_time_events_are_relative_to_the_first(tmp_path):
 def test_no_nodes_directory(tmp_path):
     ev = read_broker_events(tmp_path, START_WALL_NS, 1.0)
     assert ev.partitions == {} and ev.nodes == []
+
+
+def test_torn_line_from_a_killed_broker_is_skipped_and_the_rest_read(tmp_path):
+    d = tmp_path / "nodes" / "n2"
+    d.mkdir(parents=True)
+    line = lambda t, new: json.dumps({"ts": START_WALL_NS + int(t * 1e9), "node": "n2", "event": "hw-change",  # noqa: E731
+                                      "partition": 0, "old": new - 1, "new": new})
+    torn = line(1.0, 5)[:40]  # SIGKILL mid-write, then the restarted broker appends
+    (d / "broker.log").write_text("\n".join([line(0.5, 4), torn + line(2.0, 6), line(3.0, 7)]) + "\n"
+                                  + '{"ts":1,"node":"n2","event":"hw-change","partition":0,"ne')
+    ev = read_broker_events(tmp_path, START_WALL_NS, 10.0)
+    assert ev.partitions[0].hw["n2"] == [(0.5, 4), (3.0, 7)]
+    assert ev.bad_lines == 2 and ev.counts["hw-change"] == 2
+
+
+def test_pyarrow_and_line_by_line_hw_readers_agree(tmp_path):
+    from reports.broker_events import BrokerEvents, _hw_series
+
+    lines = [json.dumps({"ts": START_WALL_NS + k * 10_000_000, "event": "hw-change", "partition": k % 2,
+                         "old": k, "new": k + 1}).encode() + b"\n" for k in range(500)]
+    fast, slow = BrokerEvents(), BrokerEvents()
+    _hw_series(fast, [("n1", lines)], START_WALL_NS, 0.2)
+    _hw_series(slow, [("n1", lines + [b'{"ts": 5, "partition": 0, "new": "x"}\n'])], START_WALL_NS, 0.2)
+    assert fast.counts == slow.counts == {"hw-change": 500}
+    for p in (0, 1):
+        assert sorted(fast.partitions[p].hw["n1"]) == sorted(slow.partitions[p].hw["n1"])
+        assert len(fast.partitions[p].hw["n1"]) == 25  # 5 s in 0.2 s slots
