@@ -148,9 +148,12 @@ class RunSession:
         self.cluster.check_faults(list(faults))
 
     def start_cluster(self) -> None:
+        log.info("run %s: starting the %s cluster (%d brokers)", self.run.run_id, self.cfg.cluster.backend,
+                 self.cfg.cluster.nodes)
         self.cluster.start()
         self._write_test_json()
         self.wait_topic_ready(READY_TIMEOUT_S)
+        log.info("cluster up, topic %r ready", self.cfg.topic.name)
 
     def wait_topic_ready(self, timeout_s: float) -> None:
         """Every partition of the test topic has a leader (the controller creates the topic at start-up)."""
@@ -253,6 +256,8 @@ class RunSession:
                 self.history.complete(runformat.HARNESS_PROCESS, "info", runformat.FINAL_STATE_F, value)
             except Exception as exc:  # noqa: BLE001
                 self.problem("could not record final-state", exc)
+        log.info("final phase: waited %.1fs (timed out: %s); final reads: %s", outcome.waited_s, outcome.timed_out,
+                 {p: (r.read_to, r.covered) for p, r in reads_done.items()})
         self.final = {"partitions": partitions, "waited_s": round(outcome.waited_s, 3),
                       "timed_out": bool(outcome.timed_out), "skipped": not reads or self.interrupt.is_set()}
         runformat.write_json(self.run.path / runformat.FINAL_JSON, self.final)
