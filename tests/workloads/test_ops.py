@@ -220,3 +220,29 @@ def test_rate_limiter_spaces_slots():
     for _ in range(3):
         rl.acquire()
     assert slept == [0.1, 0.2]
+
+
+def test_producer_consumer_splits_partitions_among_consumers(tmp_path):
+    h = History(tmp_path / "h.jsonl")
+
+    class Idle:
+        def send(self, topic, partition, values):
+            return SendResult([0], 0)
+
+        def fetch(self, topic, partition, offset, max_records=1000, max_wait_ms=0):
+            return FetchResult([], 0, 0)
+
+        def close(self):
+            pass
+
+    wl = Workload("producer-consumer", history=h, topic="hw", partitions=5, rate=10.0, concurrency=2,
+                  consumers=2, seed=1, make_producer=Idle, make_consumer=Idle)
+    consumers = [w for w in wl.workers if isinstance(w, ConsumerWorker)]
+    assert [c.partitions for c in consumers] == [[0, 2, 4], [1, 3]]
+    assert len(wl.workers) == 4
+    wl.start()
+    threading.Event().wait(0.3)
+    assert wl.stop() == []
+    h.close()
+    assigns = sorted(o["value"]["partition"] for o in ops(tmp_path / "h.jsonl") if o["f"] == "assign" and o["type"] == "ok")
+    assert assigns == [0, 1, 2, 3, 4]
