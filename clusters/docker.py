@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import time
 from pathlib import Path
 
@@ -33,7 +34,7 @@ from clusters.docker_hosts import DockerHosts, engine
 from clusters.docker_image import CODE_DIR, ensure_node_image
 from clusters.ssh_cluster import BROKER_PORT, CONTROLLER, CONTROLLER_PORT, RemoteCluster
 from clusters.registry import proc_state as _state
-from clusters.ssh_control import SshNode, SshTarget
+from clusters.ssh_control import RemoteResult, SshError, SshNode, SshTarget
 
 WORKDIR = "/var/lib/highwater"
 KILL_MODES = ("process", "node")
@@ -106,7 +107,13 @@ class DockerCluster(RemoteCluster):
             self._ssh[node].close()
             self.hosts.start(node)
             self._ssh[node].connect()
-            self._firewalls.pop(node, None)   # a restarted container has a fresh netns: no rules
+            # a restarted container has a fresh network namespace: put back the drops still in force
+            old = self._firewalls.pop(node, None)
+            if old is not None and old.sources:
+                self._firewall(node).drop_from(old.sources)
+
+    def _firewall_shell(self, node: str) -> "ContainerNetShell":
+        return ContainerNetShell(self._ssh[node], self.hosts, node)
 
     def layout(self) -> dict:
         out = super().layout()
@@ -161,7 +168,6 @@ class DockerCluster(RemoteCluster):
             self._check(node)
             self.hosts.kill(node)
             self._ssh[node].close()
-            self._firewalls.pop(node, None)
             return f"docker kill {self.hosts.container_name(node)} ({node})"
 
     def restart(self, node: str) -> str:
@@ -195,9 +201,62 @@ class DockerCluster(RemoteCluster):
             return False
         return super().is_running(node)
 
+    def _down(self, node: str) -> bool:
+        return self.hosts.status(node) not in ("running", "paused")
+
+    def drop(self, pairs: list[tuple[str, str]]) -> str:
+        """As on every backend; a drop into a crashed (not running) node is remembered and installed
+        when its container starts again (its network namespace does not exist meanwhile)."""
+        with self._lock:
+            for s, d in pairs:
+                self._check(s)
+                self._check(d)
+            live = [(s, d) for s, d in pairs if not self._down(d)]
+            for s, d in pairs:
+                if (s, d) not in live:
+                    self._firewall(d).sources.append(self._addresses[s].host)
+            if live:
+                super().drop(live)
+            return "dropping " + ", ".join(f"{s}->{d}" for s, d in pairs) if pairs else "nothing to drop"
+
+    def heal(self) -> str:
+        with self._lock:
+            for node, fw in self._firewalls.items():
+                if self._down(node):         # its rules died with the container's network namespace
+                    fw.sources, fw.installed = [], False
+            return super().heal()
+
     def container_status(self, node: str) -> str:
         self._check(node)
         return self.hosts.status(node)
 
     def check_faults(self, faults: list[str]) -> None:
         """Every fault works in containers (NET_ADMIN gives iptables); nothing to check on the host."""
+
+
+class ContainerNetShell:
+    """Runs a node's firewall commands: over SSH normally, but inside a PAUSED container (where sshd is
+    frozen) with `nsenter` from the host into the container's network namespace, so partitions can be
+    installed and healed on a frozen node."""
+
+    def __init__(self, ssh: SshNode, hosts, node: str):
+        self.ssh, self.hosts, self.node = ssh, hosts, node
+        self.target = ssh.target
+
+    def run(self, command: str, *, timeout_s: float | None = None, check: bool = True, stdin=None) -> RemoteResult:
+        status = self.hosts.status(self.node)
+        if status == "running":
+            return self.ssh.run(command, timeout_s=timeout_s, check=check, stdin=stdin)
+        if status != "paused":
+            raise SshError(f"{self.target.where()}: `{command}`: container {status}, not running")
+        pid = self.hosts.containers[self.node].attrs["State"]["Pid"]
+        argv = ["nsenter", "-t", str(pid), "-n", "sh", "-c", command]
+        try:
+            r = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s or 60)
+        except subprocess.TimeoutExpired:
+            raise SshError(f"{self.target.where()} (paused; via nsenter): `{command}`: timed out") from None
+        result = RemoteResult(command, r.returncode, r.stdout, r.stderr)
+        if check and r.returncode != 0:
+            detail = (r.stderr.strip() or r.stdout.strip()).splitlines()[-1:] or ["no output"]
+            raise SshError(f"{self.target.where()} (paused; via nsenter): `{command}` exited {r.returncode}: {detail[0]}")
+        return result

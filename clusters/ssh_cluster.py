@@ -277,9 +277,14 @@ class RemoteCluster(Cluster):
         return self.ssh(node).process_state(self._pidfile(node))
 
     # --- network faults ------------------------------------------------------------------------------------
+    def _firewall_shell(self, node: str):
+        """What runs the node's iptables commands (an SshNode; the Docker backend may reach a frozen
+        container's network namespace from the host instead)."""
+        return self._ssh[node]
+
     def _firewall(self, node: str) -> RemoteFirewall:
         if node not in self._firewalls:
-            self._firewalls[node] = RemoteFirewall(self._ssh[node], self.spec.run_id)
+            self._firewalls[node] = RemoteFirewall(self._firewall_shell(node), self.spec.run_id)
         return self._firewalls[node]
 
     def drop(self, pairs: list[tuple[str, str]]) -> str:

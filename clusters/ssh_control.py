@@ -397,6 +397,7 @@ class RemoteFirewall:
         self.comment = f"{COMMENT_PREFIX}{run_id}"[:250]
         self.tool: str | None = None
         self.installed = False
+        self.sources: list[str] = []       # addresses currently dropped (so a rebooted node can get them back)
 
     def _pick_tool(self) -> str:
         if self.tool is None:
@@ -423,10 +424,12 @@ class RemoteFirewall:
             self.install()
         t, c = self._pick_tool(), shlex.quote(self.chain)
         self.node.run(" && ".join(f"{t} -w -A {c} -s {shlex.quote(s)}/32 -j DROP" for s in sources))
+        self.sources += sources
 
     def heal(self) -> None:
         if self.installed:
             self.node.run(f"{self._pick_tool()} -w -F {shlex.quote(self.chain)}")
+        self.sources = []
 
     def rules(self) -> list[str]:
         r = self.node.run(f"{self._pick_tool()} -w -S {shlex.quote(self.chain)}", check=False)
@@ -439,3 +442,4 @@ class RemoteFirewall:
         self.node.run(f"while {t} -w -D {jump} 2>/dev/null; do :; done; "
                       f"{t} -w -F {c} 2>/dev/null; {t} -w -X {c} 2>/dev/null; true")
         self.installed = False
+        self.sources = []

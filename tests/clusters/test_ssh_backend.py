@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import time
 
 import pytest
 
@@ -70,7 +71,6 @@ def test_ssh_cluster_on_real_sshd_hosts(hosts, tmp_path):
         admin = Admin(controller=(c.controller().host, 9000), timeout_s=2.0)
         prod = Producer(controller=(c.controller().host, 9000), acks="all", timeout_s=3.0, retries=10)
         try:
-            import time
             deadline = time.monotonic() + 20
             while time.monotonic() < deadline:
                 (p0,) = admin.describe("hw") or (None,)
@@ -91,13 +91,28 @@ def test_ssh_cluster_on_real_sshd_hosts(hosts, tmp_path):
             c.drop([("n1", "n3"), ("n2", "n3")])
             assert c.drop_rules("n3") == [f"-A HW-{_short(spec.run_id)} -s {hosts.addresses['n1']}/32 -j DROP",
                                           f"-A HW-{_short(spec.run_id)} -s {hosts.addresses['n2']}/32 -j DROP"]
-            probe = f"python3 -c \"import socket; socket.create_connection(('{hosts.addresses['n3']}', 9092), 1.0)\""
-            assert c.ssh("n1").run(probe, check=False).exit_status != 0
-            assert c.ssh("c0").run(probe, check=False).exit_status == 0
+            def reach(src: str, tries: int) -> int:   # up to `tries` 2-second connects from src to n3:9092
+                code = ("import socket, sys\n"
+                        f"for _ in range({tries}):\n"
+                        "    try:\n"
+                        f"        socket.create_connection(('{hosts.addresses['n3']}', 9092), 2.0).close(); sys.exit(0)\n"
+                        "    except OSError:\n"
+                        "        pass\n"
+                        "sys.exit(7)\n")
+                return c.ssh(src).run("python3 -", check=False, stdin=code.encode()).exit_status
+            assert reach("n1", 1) == 7
+            assert reach("c0", 3) == 0
             c.heal()
             assert c.drop_rules("n3") == []
-            assert c.ssh("n1").run(probe, check=False).exit_status == 0
+            assert reach("n1", 3) == 0
             assert prod.send("hw", 0, [b"3"]).offsets == [2]
+            deadline = time.monotonic() + 20      # n3 catches up after the partition
+            while time.monotonic() < deadline:
+                (p0,) = admin.describe("hw")
+                if sorted(p0.replica_state.items()) == [(1, (3, 3)), (2, (3, 3)), (3, (3, 3))]:
+                    break
+                time.sleep(0.1)
+            assert sorted(p0.replica_state.items()) == [(1, (3, 3)), (2, (3, 3)), (3, (3, 3))]
         finally:
             prod.close()
             admin.close()
