@@ -252,6 +252,27 @@ def test_huge_values_are_cut_in_the_excerpt_and_examples(tmp_path):
     assert ", … 4960 more]" in art and "… 88 more" in art
 
 
+def test_many_partitions_healthy_ones_collapsed_with_chips(tmp_path):
+    run = tmp_path / "six"
+    run.mkdir()
+    (run / "history.jsonl").write_text("")
+    for p in range(6):
+        for node in ("n1", "n2"):
+            d = run / "replicas" / node
+            d.mkdir(parents=True, exist_ok=True)
+            values = [0, 1, 2] if not (p == 4 and node == "n2") else [0, 9, 2]
+            lines = [json.dumps({"kind": "meta", "node": node, "partition": p, "log_start": 0, "leo": 3, "hw": 3,
+                                 "epochs": [[0, 0]]})]
+            lines += [json.dumps({"kind": "record", "offset": o, "epoch": 0, "value": v}) for o, v in enumerate(values)]
+            (d / f"p{p}.jsonl").write_text("\n".join(lines) + "\n")
+    html = write_report(run).read_text()
+    assert re.findall(r'<a class="pchip (\w+)" href="#p-(\d)"', html) == [
+        ("good", "0"), ("good", "1"), ("good", "2"), ("good", "3"), ("bad", "4"), ("good", "5")]
+    assert html.count('<details class="pbody">') == 5 and html.count('<details class="pbody" open>') == 1
+    art = html[html.index('id="p-4"'):]
+    assert art.index('<details class="pbody" open>') < art.index("</article>")
+
+
 def test_empty_history(tmp_path):
     run = tmp_path / "empty"
     run.mkdir()
