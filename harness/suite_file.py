@@ -28,6 +28,7 @@ naming the file (and line when it can be found), the table or entry and the key.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import itertools
 import re
 import tomllib
@@ -123,11 +124,8 @@ def setting_path(key: str) -> str | None:
     if "." in key:
         section, _, name = key.partition(".")
         if section in config_mod.SECTIONS:
-            import dataclasses
             if name in {f.name for f in dataclasses.fields(config_mod.SECTIONS[section])}:
                 return key
-    if key in ("final_wait", "time_limit", "seed"):
-        return key
     return None
 
 

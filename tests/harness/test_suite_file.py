@@ -96,7 +96,7 @@ def test_shipped_suites_parse():
     names = [c.name for c in nightly.configs]
     assert "hw-truncation" in names and "leader-epoch-safe-kill" in names
     assert {c.column for c in nightly.configs if c.row == "leader-epoch-safe"} == {
-        "kill", "pause", "partition", "power-loss"}
+        "kill", "pause", "partition", "power-loss", "kill+partition-leader"}
     smoke = load_suite(REPO / "suites" / "smoke.toml")
     assert smoke.name == "smoke"
     assert any(c.expect.safe for c in smoke.configs) and any(c.expect.finds for c in smoke.configs)
