@@ -147,6 +147,16 @@ def partition_rows(final_states: list, checked: list) -> list[dict[str, Any]]:
     return [{k: r.get(k, "") for k in keys} for _p, r in sorted(rows.items(), key=lambda kv: str(kv[0]).zfill(9))]
 
 
+def hot_partitions(run: Run) -> set[int]:
+    """Partitions with something to look at: divergence, lost writes, or any anomaly example."""
+    hot = {pv.partition for pv in run.partitions if pv.divergent_count or pv.lost}
+    for body in ((run.results or {}).get("anomalies") or {}).values():
+        for ex in (body.get("examples") or []) if isinstance(body, dict) else []:
+            if isinstance(ex, dict) and isinstance(ex.get("partition"), int):
+                hot.add(ex["partition"])
+    return hot
+
+
 def partition_nodes(pe, nodes: list[str], controllers: set[str]) -> list[str]:
     """The nodes that hold a replica of this partition according to its events (else every broker)."""
     seen = set(pe.hw) | {t[1] for t in pe.truncations}
@@ -212,6 +222,7 @@ def context(run: Run) -> dict[str, Any]:
         "fault_kinds": charts.legend_items(h.faults),
         "markers": len(markers),
         "partitions": run.partitions,
+        "hot_partitions": hot_partitions(run),
         "node_class": node_class,
         "broker_nodes": [n for n in node_class if n not in controllers],
         "partition_rows": partition_rows(final_states, (run.results or {}).get("partitions") or []),
