@@ -171,6 +171,12 @@ class SshCluster(RemoteCluster):
         self.accept_unknown_hosts = accept_unknown_hosts
         self.command_timeout_s = command_timeout_s
         self._code_dir = posixpath.join(self.nodes.workdir, f"code-{code_hash()[:16]}")
+        self._need_firewall = False
+
+    def check_faults(self, faults: list[str]) -> None:
+        """Partitions need a working iptables (root or CAP_NET_ADMIN) on every node; that can only be
+        checked once connected, so start() checks it on each node and fails naming the node."""
+        self._need_firewall = any(f.startswith("partition") for f in faults)
 
     def _entries(self) -> dict[str, NodeEntry]:
         return {CONTROLLER: self.nodes.controller,
@@ -206,6 +212,8 @@ class SshCluster(RemoteCluster):
                                    f"(Debian: apt-get install {NEEDED_PACKAGES}) or log in as root with apt-get")
             ssh.run(f"DEBIAN_FRONTEND=noninteractive apt-get update -q && "
                     f"DEBIAN_FRONTEND=noninteractive apt-get install -y -q {NEEDED_PACKAGES}", timeout_s=900)
+        if self._need_firewall:
+            self._firewall(node)._pick_tool()    # raises naming the node when iptables cannot be used
         self._upload_code(ssh)
 
     def _upload_code(self, ssh: SshNode) -> None:

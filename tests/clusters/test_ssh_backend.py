@@ -195,3 +195,42 @@ def test_ssh_errors_name_node_and_command(hosts):
                   known_hosts=hosts.known_hosts)
     with pytest.raises(SshError, match=rf"^n2 \(root@{hosts.addresses['n2']}:22\): `true`: authentication failed"):
         bad.run("true")
+
+
+def test_ssh_backend_names_what_a_non_root_node_lacks(hosts, tmp_path):
+    from clusters.base import ClusterError
+    from clusters.ssh import SshCluster
+    for node in ("c0", "n1"):             # a non-root login "hw" with the run's key
+        root = SshNode(_target(hosts, node), known_hosts=hosts.known_hosts)
+        try:
+            root.run("id hw >/dev/null 2>&1 || useradd -m -s /bin/sh -p '*' hw; mkdir -p ~hw/.ssh && "
+                     "cp /root/.ssh/authorized_keys ~hw/.ssh/ && chown -R hw ~hw/.ssh")
+        finally:
+            root.close()
+    where = f"n1 (hw@{hosts.addresses['n1']}:22)"
+    nodes = tmp_path / "nodes.toml"
+    _nodes_file(nodes, hosts, brokers=("n1",))
+    body = (nodes.read_text().replace('user = "root"', 'user = "hw"')
+            .replace(f'workdir = "{WORKDIR}"', 'workdir = "/tmp/hwuser"\npython = "python3-absent"'))
+    nodes.write_text(body)
+    spec = ClusterSpec(f"ssh-user-{tmp_path.name}", tmp_path / "run", brokers=1)
+    c = SshCluster(spec, nodes_file=nodes)
+    with pytest.raises(ClusterError) as err:
+        c.start()
+    assert (f"{where}: missing python3 python3-msgpack; install them (Debian: apt-get install python3 "
+            "python3-msgpack iptables procps) or log in as root with apt-get") in str(err.value)
+
+    nodes.write_text(body.replace('python = "python3-absent"\n', ""))
+    c = SshCluster(spec, nodes_file=nodes)
+    c.check_faults(["partition-halves"])
+    with pytest.raises(ClusterError) as err:
+        c.start()
+    assert f"{where}: no working iptables (tried iptables, iptables-legacy" in str(err.value)
+
+    c = SshCluster(spec, nodes_file=nodes)   # without partitions a non-root node is fine
+    try:
+        c.start()
+        assert c.is_running("n1") and c.ssh("n1").run("id -un").stdout.strip() == "hw"
+        assert c.remote_dir("n1") == f"/tmp/hwuser/runs/{spec.run_id}/n1"
+    finally:
+        c.teardown()
