@@ -55,6 +55,7 @@ class BrokerEvents:
     logs: list[tuple[str, str]] = field(default_factory=list)  # (node, relative path) of every node log
     partitions: dict[int, PartitionEvents] = field(default_factory=dict)
     fenced: list[tuple[float, str, Any]] = field(default_factory=list)          # t, reporting node, broker
+    lifecycle: list[tuple[float, str, str]] = field(default_factory=list)       # t, node, "start" / "stop"
     table: list[dict[str, Any]] = field(default_factory=list)                   # leadership/ISR/truncation rows
     table_total: int = 0
     counts: dict[str, int] = field(default_factory=dict)
@@ -136,6 +137,8 @@ def read_broker_events(run_dir: Path, start_wall_ns: int | None, duration_s: flo
                         pe.roles.append((t, who, obj.get("role"), obj.get("epoch")))
                 elif kind == "fenced":
                     ev.fenced.append((t, who, node_name(obj.get("broker"))))
+                elif kind in ("start", "stop"):
+                    ev.lifecycle.append((t, who, kind))
                 if kind in TABLE_EVENTS:
                     fields = {k: v for k, v in obj.items() if k not in ("ts", "node", "event", "partition")}
                     for key in ("leader", "broker"):
@@ -161,6 +164,7 @@ def read_broker_events(run_dir: Path, start_wall_ns: int | None, duration_s: flo
             series.sort()
     ev.partitions = dict(sorted(ev.partitions.items()))
     ev.fenced.sort(key=lambda x: x[0])
+    ev.lifecycle.sort(key=lambda x: x[0])
     table.sort(key=lambda r: r["t"])
     ev.table_total = len(table)
     ev.table = table[:MAX_TABLE_ROWS]

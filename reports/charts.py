@@ -171,7 +171,8 @@ def thin(series: list, max_points: int) -> list:
 
 
 def partition_state(pe: PartitionEvents, nodes: list[str], faults: list[FaultWindow], duration_s: float,
-                    node_class: dict[str, str], max_points: int = 600) -> str:
+                    node_class: dict[str, str], max_points: int = 600,
+                    lifecycle: list[tuple[float, str, str]] = ()) -> str:
     """Leader (with epoch) and ISR membership lanes, truncations, and each replica's HW over time
     (at most `max_points` HW points per replica: many partitions share the page's size budget)."""
     lane_h = 16
@@ -215,6 +216,13 @@ def partition_state(pe: PartitionEvents, nodes: list[str], faults: list[FaultWin
             out.append(f'<rect class="seg {node_class.get(node, "nx")} isr" x="{r1(x(t))}" y="{r1(ly + 4)}" '
                        f'width="{r1(max(x(t_end) - x(t), 1))}" height="{lane_h - 8}"><title>'
                        f'{esc(f"{node} in ISR {sorted(map(str, isr))} from {t:.3f} s")}</title></rect>')
+        for t, who, kind in lifecycle:
+            if who != node or not 0 <= t <= end_s:
+                continue
+            tx = r1(x(t))
+            shape = f"M{tx} {r1(ly + 3)}l4 6h-8z" if kind == "start" else f"M{r1(x(t) - 3)} {r1(ly + 4)}h6v6h-6z"
+            out.append(f'<path class="life {esc(kind)}" d="{shape}"><title>'
+                       f'{esc(f"{node} process {kind} at {t:.3f} s")}</title></path>')
         for t, who, frm, to, why in pe.truncations:
             if who != node:
                 continue

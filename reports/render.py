@@ -228,7 +228,8 @@ def context(run: Run) -> dict[str, Any]:
         "partition_rows": partition_rows(final_states, (run.results or {}).get("partitions") or []),
         "broker": run.broker,
         "replication": [(p, Markup(charts.partition_state(pe, partition_nodes(pe, nodes, controllers), h.faults,
-                                                          h.duration_s, node_class, hw_points)))
+                                                          h.duration_s, node_class, hw_points,
+                                                          run.broker.lifecycle)))
                         for p, pe in run.broker.partitions.items()],
         "excerpt": excerpt_rows(run),
         "files": run.files,

@@ -156,7 +156,8 @@ def make_run(results_root: Path, kind: str = "invalid", *, name: str | None = No
     ])
     n1_events = [(0.06, "role", {"partition": 0, "role": "leader", "epoch": 0})]
     n1_events += [(0.1 + 0.35 * v + 0.01, "hw-change", {"partition": 0, "old": v, "new": v + 1}) for v in range(7)]
-    n1_events += [(5.2, "truncate", {"partition": 0, "from": 9, "to": 7, "why": "hw" if lossy else "leader-epoch"}),
+    n1_events += [(0.01, "start", {"host": "127.71.0.2", "port": 9092}), (5.1, "start", {"host": "127.71.0.2"}),
+                  (5.2, "truncate", {"partition": 0, "from": 9, "to": 7, "why": "hw" if lossy else "leader-epoch"}),
                   (5.3, "role", {"partition": 0, "role": "follower", "epoch": 1})]
     _events(run, "n1", n1_events)
     _events(run, "n2", [(3.45, "role", {"partition": 0, "role": "leader", "epoch": 1}),

@@ -25,8 +25,9 @@ def test_fixture_events_per_partition(tmp_path):
     assert ev.fenced == [(3.4, "controller", "n1")]
     assert ev.controllers == ["controller"]
     assert ev.counts["hw-change"] == 11
-    assert [r["event"] for r in ev.table][:3] == ["leader-change", "leader-change", "role"]
-    assert ev.table_total == 13
+    assert [r["event"] for r in ev.table][:4] == ["start", "leader-change", "leader-change", "role"]
+    assert ev.table_total == 15
+    assert ev.lifecycle == [(0.01, "n1", "start"), (5.1, "n1", "start")]
     fenced_row = next(r for r in ev.table if r["event"] == "fenced")
     assert fenced_row["fields"] == {"broker": "n1"}  # broker numbers shown as node names
 

@@ -155,6 +155,7 @@ def test_plots_present_with_fault_bands(invalid_report):
     state = state[:state.index("</figure>")]
     assert ">n1 e0<" in state and ">n2 e1<" in state  # leaders with epochs
     assert state.count('class="trunc"') == 2
+    assert state.count('class="life start"') == 2  # n1's process starting, twice
 
 
 def test_replica_logs_side_by_side(invalid_report):
