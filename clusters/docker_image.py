@@ -17,6 +17,7 @@ code and the base image id, so unchanged code reuses it. Every image carries the
 """
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import io
 import os
@@ -142,10 +143,21 @@ def image_exists(client, tag: str) -> bool:
 
 
 def ensure_base_image(client, *, version: str = BASE_VERSION, rebuild: bool = False, log=print) -> str:
-    """The base image tag, importing (and if needed debootstrapping) it when missing."""
+    """The base image tag, importing (and if needed debootstrapping) it when missing. Concurrent
+    callers on one machine wait for each other (a lock file in the cache directory) instead of
+    building twice."""
     tag = base_tag(version)
     if image_exists(client, tag) and not rebuild:
         return tag
+    cache_dir().mkdir(parents=True, exist_ok=True)
+    with open(cache_dir() / f"node-base-{version}.lock", "a+") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if image_exists(client, tag) and not rebuild:
+            return tag                      # another process built it while we waited
+        return _import_base(client, tag, version, rebuild, log)
+
+
+def _import_base(client, tag: str, version: str, rebuild: bool, log) -> str:
     tarball = cache_dir() / f"node-base-{SUITE}-{version}.tar"
     if rebuild or not tarball.exists():
         started = time.monotonic()
