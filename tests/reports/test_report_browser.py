@@ -9,10 +9,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from report_cdp import Browser
-from report_fixtures import XSS, make_run
 
-from reports import write_index, write_report
+pytest.importorskip("websocket", reason="websocket-client (a test dependency in pyproject.toml) is not installed")
+
+from report_cdp import Browser  # noqa: E402
+from report_fixtures import XSS, make_run  # noqa: E402
+
+from reports import write_index, write_report  # noqa: E402
 
 pytestmark = pytest.mark.browser
 
