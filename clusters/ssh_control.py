@@ -223,6 +223,8 @@ class SshNode:
                         chunk = chan.recv(65536)
                         if chunk:
                             out += chunk
+                        else:
+                            time.sleep(0.005)     # stdout at EOF, exit status not here yet
                     except socket.timeout:
                         pass
             status = chan.recv_exit_status()

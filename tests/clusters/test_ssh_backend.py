@@ -234,3 +234,24 @@ def test_ssh_backend_names_what_a_non_root_node_lacks(hosts, tmp_path):
         assert c.remote_dir("n1") == f"/tmp/hwuser/runs/{spec.run_id}/n1"
     finally:
         c.teardown()
+
+
+def test_connection_setup_is_retried_until_sshd_answers(hosts, tmp_path):
+    """A second sshd on port 2200 of n3 starts 2 s after we begin connecting: tenacity retries the
+    refused connection until it answers (host key still checked: known_hosts has [addr]:2200)."""
+    addr = hosts.addresses["n3"]
+    root = SshNode(_target(hosts, "n3"), known_hosts=hosts.known_hosts)
+    known = tmp_path / "known_hosts"
+    key = root.run("cat /etc/ssh/ssh_host_ed25519_key.pub").stdout.split()
+    known.write_text(f"[{addr}]:2200 {key[0]} {key[1]}\n")
+    root.run("rm -f /run/sshd2200.pid; (sleep 2; /usr/sbin/sshd -p 2200 -h /etc/ssh/ssh_host_ed25519_key "
+             "-o PidFile=/run/sshd2200.pid) >/dev/null 2>&1 </dev/null &")
+    late = SshNode(_target(hosts, "n3", port=2200), known_hosts=known, connect_retry_s=20)
+    started = time.monotonic()
+    try:
+        assert late.run("echo up").stdout == "up\n"
+        assert time.monotonic() - started >= 1.5
+    finally:
+        late.close()
+        root.run("kill $(cat /run/sshd2200.pid)")
+        root.close()
