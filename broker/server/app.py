@@ -18,6 +18,7 @@ from broker.config import BrokerConfig, ConfigError, load_broker_config
 from broker.controller.client import ControllerClient
 from broker.eventlog import EventLog
 from broker.protocol import apis
+from broker.server.aio import cancel_and_wait, run
 from broker.server.controller_link import ControllerLink
 from broker.server.handlers import Handlers
 from broker.server.partitions import ReplicaManager
@@ -107,9 +108,7 @@ class BrokerNode:
             self._stop.set()
 
     async def shutdown(self) -> None:
-        for t in self._tasks:
-            t.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await cancel_and_wait(self._tasks)
         await self.rpc.close()
         await self.replicas.shutdown()
         try:
@@ -134,7 +133,7 @@ def main(config_path: str) -> int:
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
                         format=f"%(asctime)s n{config.node_id} %(name)s %(levelname)s %(message)s")
     try:
-        return asyncio.run(BrokerNode(config, config_path).run())
+        return run(BrokerNode(config, config_path).run())
     except StartupError as exc:
         print(f"broker: {exc}", file=sys.stderr)
         return exc.exit_status

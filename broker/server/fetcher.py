@@ -8,7 +8,9 @@ Loop: `req = replica.next_follower_request()`:
   - None (not a follower, or fenced: our epoch is stale): sleep until the metadata loop wakes us.
 In "hw" mode the truncation to the HW happened inside become_follower, so the first request is a fetch.
 FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH / NOT_LEADER answers and connection errors back off
-briefly (the metadata loop meanwhile learns the new leader or epoch) and retry.
+briefly (the metadata loop meanwhile learns the new leader or epoch) and retry. When the metadata names
+a new leader or epoch while a request is in flight to the old one (possibly paused: it would hold us
+for the whole RPC timeout), that request is abandoned at once.
 """
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ from broker.protocol import apis
 from broker.records import Record
 from broker.replication import EpochRequest, EpochResponse, ErrorCode, FetchRequest, FetchResponse
 from broker.replication.epoch_cache import EpochEndOffset
+from broker.server.aio import cancel_and_wait
 from broker.server.peer import PeerConnection, PeerError
 
 log = logging.getLogger(__name__)
@@ -44,20 +47,24 @@ class Fetcher:
         self._wake = asyncio.Event()
         self._task: asyncio.Task | None = None
         self._conn: PeerConnection | None = None
+        self._inflight: tuple[object, asyncio.Task] | None = None   # (request, task awaiting its answer)
 
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._run())
 
     def wake(self) -> None:
+        """Called after metadata changed this partition: re-check, and drop a request to a deposed leader."""
         self._wake.set()
+        if self._inflight is not None:
+            req, task = self._inflight
+            r = self.part.replica
+            if not task.done() and (r.role != "follower" or r.leader_id != req.leader_id
+                                    or r.leader_epoch != req.current_leader_epoch):
+                task.cancel()
 
     async def stop(self) -> None:
         if self._task is not None:
-            self._task.cancel()
-            try:
-                await self._task
-            except (asyncio.CancelledError, Exception):
-                pass
+            await cancel_and_wait([self._task])
         if self._conn is not None:
             self._conn.close()
 
@@ -80,8 +87,9 @@ class Fetcher:
 
     async def _run(self) -> None:
         part, r = self.part, self.part.replica
-        cfg = self.manager.config
         while True:
+            if asyncio.current_task().cancelling():    # a cancellation swallowed by wait_for (3.11)
+                raise asyncio.CancelledError
             req = r.next_follower_request()
             if req is None:
                 await self._idle(IDLE_S)
@@ -90,32 +98,47 @@ class Fetcher:
             if conn is None:
                 await self._idle(BACKOFF_S)
                 continue
+            exchange = asyncio.ensure_future(self._exchange(conn, req))
+            self._inflight = (req, exchange)
             try:
-                if isinstance(req, EpochRequest):
-                    body = await conn.request(apis.OFFSETS_FOR_LEADER_EPOCH, {
-                        "topic": part.topic, "partition": part.partition, "leader_epoch": req.requested_epoch,
-                        "current_leader_epoch": req.current_leader_epoch}, RPC_MARGIN_S)
-                    err = _error(body.get("error"))
-                    end = None if err is not None else EpochEndOffset(int(body["leader_epoch"]), int(body["end_offset"]))
-                    r.on_epoch_response(req, EpochResponse(err, end, req.current_leader_epoch))
-                else:
-                    assert isinstance(req, FetchRequest)
-                    body = await conn.request(apis.FETCH, {
-                        "topic": part.topic, "partition": part.partition, "offset": req.fetch_offset,
-                        "max_records": req.max_records, "max_wait_ms": cfg.replica_fetch_wait_max_ms,
-                        "replica_id": req.replica_id, "current_leader_epoch": req.current_leader_epoch},
-                        cfg.replica_fetch_wait_max_ms / 1000.0 + RPC_MARGIN_S)
-                    err = _error(body.get("error"))
-                    records = tuple(Record(o, e, v, None, ts) for o, e, v, ts in body.get("records", ())) \
-                        if err is None else ()
-                    r.on_fetch_response(req, FetchResponse(
-                        err, records, int(body.get("hw", 0)), int(body.get("leader_epoch", -1)),
-                        int(body.get("leo", 0)), int(body.get("log_start", 0))))
+                err = await exchange
+            except asyncio.CancelledError:
+                if asyncio.current_task().cancelling():
+                    raise                      # the fetcher itself is stopping
+                conn.close()                   # abandoned: the leader changed under it
+                continue
             except PeerError as exc:
                 log.debug("fetcher %s/%s: %s", part.topic, part.partition, exc)
                 self.manager.after_change(part)
                 await self._idle(BACKOFF_S)
                 continue
+            finally:
+                self._inflight = None
             self.manager.after_change(part)
             if err is not None:
                 await self._idle(BACKOFF_S)
+
+    async def _exchange(self, conn: PeerConnection, req) -> ErrorCode | None:
+        """Send one follower request, hand the answer to the state machine; return its error."""
+        part, r = self.part, self.part.replica
+        cfg = self.manager.config
+        if isinstance(req, EpochRequest):
+            body = await conn.request(apis.OFFSETS_FOR_LEADER_EPOCH, {
+                "topic": part.topic, "partition": part.partition, "leader_epoch": req.requested_epoch,
+                "current_leader_epoch": req.current_leader_epoch}, RPC_MARGIN_S)
+            err = _error(body.get("error"))
+            end = None if err is not None else EpochEndOffset(int(body["leader_epoch"]), int(body["end_offset"]))
+            r.on_epoch_response(req, EpochResponse(err, end, req.current_leader_epoch))
+            return err
+        assert isinstance(req, FetchRequest)
+        body = await conn.request(apis.FETCH, {
+            "topic": part.topic, "partition": part.partition, "offset": req.fetch_offset,
+            "max_records": req.max_records, "max_wait_ms": cfg.replica_fetch_wait_max_ms,
+            "replica_id": req.replica_id, "current_leader_epoch": req.current_leader_epoch},
+            cfg.replica_fetch_wait_max_ms / 1000.0 + RPC_MARGIN_S)
+        err = _error(body.get("error"))
+        records = tuple(Record(o, e, v, None, ts) for o, e, v, ts in body.get("records", ())) if err is None else ()
+        r.on_fetch_response(req, FetchResponse(
+            err, records, int(body.get("hw", 0)), int(body.get("leader_epoch", -1)),
+            int(body.get("leo", 0)), int(body.get("log_start", 0))))
+        return err

@@ -22,6 +22,7 @@ from broker.controller.client import ControllerClient, ControllerError
 from broker.controller.messages import Metadata, PartitionState
 from broker.eventlog import EventLog
 from broker.replication import IsrProposal, PartitionReplica, ReplicationConfig
+from broker.server.aio import cancel_and_wait
 from broker.server.fetcher import Fetcher
 from broker.server.produce import TIMED_OUT, ProducePurgatory, Signal
 from broker.storage import PartitionStore, init_data_dir, list_partitions
@@ -221,9 +222,7 @@ class ReplicaManager:
             if part.fetcher is not None:
                 await part.fetcher.stop()
             part.purgatory.fail_all(TIMED_OUT)
-        for task in list(self._isr_tasks):
-            task.cancel()
-        await asyncio.gather(*self._isr_tasks, return_exceptions=True)
+        await cancel_and_wait(list(self._isr_tasks))
         for part in self.partitions.values():
             part.store.log.flush()
         self.checkpoint_all()
