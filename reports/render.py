@@ -25,6 +25,7 @@ from reports.svg import fmt_count, fmt_seconds
 TEMPLATES = Path(__file__).parent / "templates"
 LATENCY_ORDER = ("send", "poll", "final-read")
 MAX_VALUE_CHARS = 600  # of one history entry's value in the excerpt
+MIN_LATENCY_CHART = 10  # completions of one kind needed for its latency chart
 QUICK_FILES = (runformat.HISTORY, runformat.RESULTS_JSON, runformat.TEST_JSON, runformat.NEMESIS, runformat.FINAL_JSON)
 
 
@@ -37,6 +38,7 @@ def environment() -> Environment:
     env.filters["json"] = dumps_compact
     env.filters["show"] = show
     env.filters["bytes"] = human_bytes
+    env.filters["pct"] = lambda v: f"{v * 100:.1f}%" if isinstance(v, (int, float)) and not isinstance(v, bool) else "—"
     return env
 
 
@@ -179,8 +181,10 @@ def context(run: Run) -> dict[str, Any]:
     controllers = set(run.broker.controllers) | {"controller"}
     hw_points = max(60, 2400 // max(1, len(run.broker.partitions)))  # HW points per replica and partition
     markers = example_times(run.results, h.op_times)
-    latency_fs = [f for f in LATENCY_ORDER if f in h.latency] + sorted(
-        f for f in h.latency if f not in LATENCY_ORDER and f != "assign")
+    # a chart per operation kind with enough completions to draw a line (the table has every kind)
+    enough = {f for f, per in h.totals.items() if sum(per.values()) >= MIN_LATENCY_CHART}
+    latency_fs = [f for f in LATENCY_ORDER if f in h.latency and f in enough] + sorted(
+        f for f in h.latency if f not in LATENCY_ORDER and f != "assign" and f in enough)
     anchors = {(pv.partition, row.offset) for pv in run.partitions for row in pv.rows
                if getattr(row, "anchor", False)}
     kinds = anomaly_kinds(run.results, anchors)

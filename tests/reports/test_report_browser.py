@@ -67,8 +67,7 @@ def test_invalid_report_in_the_browser(browser, results):
     plots = page.evaluate("Array.from(document.querySelectorAll('figure.plot svg')).map("
                           "s => [s.closest('figure').id, Math.round(s.getBoundingClientRect().height)])")
     ids = [p[0] for p in plots]
-    assert ids == ["plot-timeline", "plot-throughput", "plot-latency-send", "plot-latency-poll",
-                   "plot-latency-final-read", "plot-state-0", "plot-state-1"]
+    assert ids == ["plot-timeline", "plot-throughput", "plot-latency-send", "plot-state-0", "plot-state-1"]
     assert all(h > 150 for _id, h in plots)
     assert page.evaluate("document.querySelectorAll('#plot-timeline rect.band').length") == 2
     assert page.evaluate("document.querySelectorAll('table.logs tr.div').length") == 2
@@ -97,7 +96,7 @@ def test_valid_report_in_the_browser(browser, results):
     assert page.evaluate("document.querySelector('.verdict-word').textContent.trim()") == "VALID"
     assert page.evaluate("document.querySelectorAll('table.examples').length") == 0
     assert page.evaluate("document.querySelectorAll('.zero-kinds .zk').length") >= 11
-    assert page.evaluate("document.querySelectorAll('figure.plot svg').length") == 7
+    assert page.evaluate("document.querySelectorAll('figure.plot svg').length") == 5
     assert page.evaluate("document.querySelectorAll('table.logs tr.div').length") == 0
     page.screenshot(SHOTS / "report-valid-top.png", full_page=False)
     page.screenshot(SHOTS / "report-valid-full.png")
