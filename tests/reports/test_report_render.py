@@ -140,6 +140,8 @@ def test_files_grouped_and_deep_directories_summarised(tmp_path):
 def test_plots_present_with_fault_bands(invalid_report):
     _run, html = invalid_report
     page = Page(html)
+    assert "in faults 70.0%, outside faults 100.0%." in html
+    assert re.search(r'<td class="mono">poll</td><td class="r">7</td>', html)  # every kind in the totals table
     assert "plot-latency-poll" not in page.ids  # 7 polls: too few for a chart, the table has them
     assert "plot-latency-final-read" not in page.ids
     for ident in ("plot-timeline", "plot-throughput", "plot-latency-send", "plot-state-0", "plot-state-1"):
