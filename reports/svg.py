@@ -5,9 +5,13 @@ inject markup. The charts themselves are in `reports/charts.py`.
 """
 from __future__ import annotations
 
+import itertools
 import math
 from html import escape as _html_escape
 from typing import Callable, Iterable
+
+
+_FRAME_IDS = itertools.count(1)
 
 
 def esc(value: object) -> str:
@@ -129,6 +133,7 @@ class Frame:
         self.right_x, self.bottom_y = width - right, height - bottom
         self.label, self.css_class = label, css_class
         self.parts: list[str] = []
+        self._clip = f"clip{next(_FRAME_IDS)}"
 
     @property
     def plot_w(self) -> float:
@@ -142,7 +147,8 @@ class Frame:
         self.parts.append(part)
 
     def clip_id(self) -> str:
-        return f"clip{id(self) % 1_000_000}"
+        """This chart's own clipPath id (unique in the page: every frame gets the next number)."""
+        return self._clip
 
     def render(self) -> str:
         cid = self.clip_id()

@@ -161,6 +161,13 @@ def test_plots_present_with_fault_bands(invalid_report):
     assert state.count('class="life start"') == 2  # n1's process starting, twice
 
 
+def test_element_ids_are_unique(invalid_report):
+    _run, html = invalid_report
+    ids = re.findall(r' id="([^"]+)"', html)
+    assert len(ids) == len(set(ids))
+    assert len([i for i in ids if i.startswith("clip")]) == html.count("<svg ")
+
+
 def test_replica_logs_side_by_side(invalid_report):
     _run, html = invalid_report
     logs = section(html, "partitions")
