@@ -71,12 +71,17 @@ def verdict_line(run: Run) -> str:
     failing = [(k, b.get("count", 0)) for k, b in anomalies.items()
                if isinstance(b, dict) and b.get("fails_run", True) and (b.get("count") or 0) > 0]
     if v == "invalid":
-        total = sum(c for _k, c in failing)
+        total = sum(c for _k, c in failing if isinstance(c, int))
+        if not total:
+            return "The checker found this run invalid."
         return (f"{total:,} anomal{'y' if total == 1 else 'ies'} of {len(failing)} kind"
                 f"{'' if len(failing) == 1 else 's'} that fail the run.")
     if v == "unknown":
-        unseen = (run.results.get("unseen") or {}).get("count", 0)
-        parts = run.results.get("unseen", {}).get("partitions") or []
+        unseen_doc = run.results.get("unseen") if isinstance(run.results.get("unseen"), dict) else {}
+        unseen = unseen_doc.get("count") if isinstance(unseen_doc.get("count"), int) else 0
+        parts = unseen_doc.get("partitions") if isinstance(unseen_doc.get("partitions"), list) else []
+        if not unseen:
+            return "The checker could not decide: its verdict is unknown."
         return (f"No anomalies found, but {unseen:,} acknowledged write(s) could not be checked"
                 + (f" (partition{'s' if len(parts) > 1 else ''} {', '.join(map(str, parts))} did not recover)."
                    if parts else "."))
