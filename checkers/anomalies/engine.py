@@ -60,8 +60,10 @@ def _analyze(t: Tables, N: int, say, persisted: list[DataFrame]) -> dict[str, An
     partitions = set(st["partitions"]) | set(final_state) | set(nodes_by_part)
 
     say("offsets and final logs")
-    flagged, cover = offsets.analyze(t, fs_rows)
+    flagged, osum = offsets.analyze(t, fs_rows)
     persisted.append(flagged)
+    cover = {p: c["n_cover"] for p, c in osum.items()}
+    ocount = {k: sum(c[k] for c in osum.values()) for k in ("n_inconsistent", "n_lost", "n_dirty", "n_dup", "n_multi")}
     reason: dict[int, str | None] = {}
     for p in sorted(partitions):
         fs = final_state.get(p)
@@ -79,11 +81,12 @@ def _analyze(t: Tables, N: int, say, persisted: list[DataFrame]) -> dict[str, An
     counts: dict[str, int] = {}
     top: dict[str, list[dict]] = {}
     bad_offsets = flagged.filter(F.col("inconsistent")).select("partition", "offset")
-    counts["inconsistent-offset"] = bad_offsets.count()
+    counts["inconsistent-offset"] = ocount["n_inconsistent"]
     top["inconsistent-offset"] = _top(bad_offsets, ["partition", "offset"], N) if counts["inconsistent-offset"] else []
 
     say("acknowledged, failed and read values")
-    found = values.analyze(t, flagged, recovered, persisted)
+    n_failed = st["ops"].get("send", {}).get("fail", 0)
+    found = values.analyze(t, flagged, recovered, persisted, ocount, n_failed)
     lost_by_part: dict[int, int] = {}
     for kind, order in (("lost-write", ["partition", "sindex"]), ("failed-write-present", ["partition", "sindex"]),
                         ("duplicate", ["partition", "value"]), ("dirty-read", ["partition", "rkey"]),
@@ -105,6 +108,12 @@ def _analyze(t: Tables, N: int, say, persisted: list[DataFrame]) -> dict[str, An
     persisted.append(nm)
     counts["nonmonotonic-send"] = nm.count()
     top["nonmonotonic-send"] = _top(nm, ["partition", "index"], N) if counts["nonmonotonic-send"] else []
+    if top["nonmonotonic-send"]:
+        want = sorted({r[k] for r in top["nonmonotonic-send"] for k in ("index", "p_index")})
+        det = {r["index"]: r for r in rows(t.ops.filter(F.col("index").isin(want))
+                                           .select("index", "time", "value", "offset", "epoch"))}
+        for r in top["nonmonotonic-send"]:
+            r["earlier"], r["later"] = det[r["p_index"]], det[r["index"]]
     po = ordering.poll_order(t)
     persisted.append(po)
     po_counts = {r["kind"]: r["count"] for r in rows(po.groupBy("kind").count())}
@@ -246,11 +255,8 @@ def _examples(t: Tables, top: dict[str, list[dict]], final_state: dict, reason: 
             "partition": r["partition"], "offset": r["offset"], "values": sorted({x[3] for x in o})[:10],
             "index": o[0][0],
             "observations": [{"source": x[2], "value": x[3], "index": x[0], "time": x[4], "process": x[5]} for x in o[:10]]})
-    ex["nonmonotonic-send"] = [{
-        "partition": r["partition"], "process": r["process"], "index": r["index"],
-        "earlier": {"index": r["p_index"], "time": r["p_time"], "value": r["p_value"], "offset": r["p_offset"], "epoch": r["p_epoch"]},
-        "later": {"index": r["index"], "time": r["time"], "value": r["value"], "offset": r["offset"], "epoch": r["epoch"]}}
-        for r in top["nonmonotonic-send"]]
+    ex["nonmonotonic-send"] = [{"partition": r["partition"], "process": r["process"], "index": r["index"],
+                                "earlier": r["earlier"], "later": r["later"]} for r in top["nonmonotonic-send"]]
     for kind in ("poll-skip", "nonmonotonic-poll"):
         ex[kind] = []
         for r in top[kind]:

@@ -24,8 +24,9 @@ from pyspark.sql import functions as F
 from checkers.anomalies.tables import Tables, is_client, rows
 
 
-def analyze(t: Tables, fs_rows: list[dict[str, Any]]) -> tuple[DataFrame, dict[int, int]]:
-    """Returns (persisted flagged offsets, {partition: covered offsets below hw}).
+def analyze(t: Tables, fs_rows: list[dict[str, Any]]) -> tuple[DataFrame, dict[int, dict[str, int]]]:
+    """Returns (persisted flagged offsets, per partition counts: n_cover (offsets in [0, hw) covered by
+    final reads), n_inconsistent, n_lost, n_dirty, n_dup, n_multi (flagged offsets of each sort)).
 
     Flagged columns: partition, offset, inconsistent, lost_cand, dirty_cand, dup_cand, multi_final, f_min.
     """
@@ -35,7 +36,8 @@ def analyze(t: Tables, fs_rows: list[dict[str, Any]]) -> tuple[DataFrame, dict[i
     read = t.reads.select("partition", "offset", "value",
                           F.when(F.col("f") == "final-read", L(2)).otherwise(L(1)).alias("src"))
     src, v = F.col("src"), F.col("value")
-    agg = acked.unionByName(read).groupBy("partition", "offset").agg(
+    # repartition first: the shuffle carries the narrow input rows, not wide partial aggregates
+    agg = acked.unionByName(read).repartition("partition", "offset").groupBy("partition", "offset").agg(
         F.min("value").alias("vmin"), F.max("value").alias("vmax"),
         F.min(F.when(src == 0, v)).alias("a_min"), F.max(F.when(src == 0, v)).alias("a_max"),
         F.count(F.when(src == 1, 1)).alias("r_n"),
@@ -56,12 +58,18 @@ def analyze(t: Tables, fs_rows: list[dict[str, Any]]) -> tuple[DataFrame, dict[i
                      dirty_cand.alias("dirty_cand"), dup_cand.alias("dup_cand"),
                      (in_final & ~single_final).alias("multi_final"), "f_min", in_final.alias("in_final"))
     flagged = flags.filter(F.col("inconsistent") | F.col("lost_cand") | F.col("dirty_cand") | F.col("dup_cand"))
-    summary = (flags.filter(F.col("in_final")).groupBy("partition").agg(F.count("*").alias("n"))
-               .select("partition", L(None).cast("long").alias("offset"), L(None).cast("boolean").alias("inconsistent"),
-                       L(None).cast("boolean").alias("lost_cand"), L(None).cast("boolean").alias("dirty_cand"),
-                       L(None).cast("boolean").alias("dup_cand"), L(None).cast("boolean").alias("multi_final"),
-                       F.col("n").alias("f_min")))
+    n = lambda c: F.sum(F.col(c).cast("long"))  # noqa: E731
+    summary = (flags.groupBy("partition")
+               .agg(n("in_final").alias("n_cover"), n("inconsistent").alias("n_inconsistent"),
+                    n("lost_cand").alias("n_lost"), n("dirty_cand").alias("n_dirty"), n("dup_cand").alias("n_dup"),
+                    n("multi_final").alias("n_multi")))
+    flag_cols = ["offset", "inconsistent", "lost_cand", "dirty_cand", "dup_cand", "multi_final", "f_min"]
+    sum_cols = ["n_cover", "n_inconsistent", "n_lost", "n_dirty", "n_dup", "n_multi"]
+    flag_types = dict(flags.dtypes)
     # both from one pass over the input: the two branches reuse the aggregation's shuffle
-    both = flagged.drop("in_final").unionByName(summary).persist(StorageLevel.MEMORY_AND_DISK)
-    cover = {r["partition"]: r["f_min"] for r in rows(both.filter(F.col("offset").isNull()))}
-    return both.filter(F.col("offset").isNotNull()), cover
+    both = (flagged.select("partition", *flag_cols, *[L(None).cast("long").alias(c) for c in sum_cols])
+            .unionByName(summary.select("partition", *[L(None).cast(flag_types[c]).alias(c) for c in flag_cols],
+                                        *sum_cols))
+            .persist(StorageLevel.MEMORY_AND_DISK))
+    summary_rows = {r["partition"]: {c: r[c] or 0 for c in sum_cols} for r in rows(both.filter(F.col("offset").isNull()))}
+    return both.filter(F.col("offset").isNotNull()).select("partition", *flag_cols), summary_rows

@@ -2,45 +2,85 @@
 
 nonmonotonic-send: for one producer process and partition, consecutive acknowledged sends (in history
 order) where the later one's offset is below the earlier one's.
+
 poll-skip / nonmonotonic-poll: for one consumer process and partition, the records its polls returned,
 in history order (then position in the poll), with its `assign`s interleaved. Each record is compared
 with the element just before it: after a record at offset o the next is expected at o + 1; after an
 assign to offset a the next record is expected at a. A record beyond the expected offset is a
 `poll-skip` (gap = how many offsets were skipped), at or below the previous record a `nonmonotonic-poll`.
+
+The poll check never sorts every record: each poll is summarised by one aggregation keyed by its
+history index (its records are adjacent in the input, so this barely shuffles): first and last record,
+and whether offset - position is constant over positions 0..n-1, which makes every pair inside the
+poll consecutive. Only polls that are not so are compared record by record; the comparisons across
+polls (first record against the previous poll's last record or the assign before it) run on the
+summaries, one row per poll.
 """
 from __future__ import annotations
 
 from pyspark import StorageLevel
-from pyspark.sql import DataFrame, Window
+from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from checkers.anomalies.tables import Tables, is_client
 
 
 def nonmonotonic_send(t: Tables) -> DataFrame:
+    """Later acks below the earlier ack of the same (process, partition); details fetched by the engine."""
     acked = (t.ops.filter(is_client() & (F.col("f") == "send") & (F.col("type") == "ok"))
-             .select("process", "partition", "index", "time", "value", "offset", "epoch"))
+             .select("process", "partition", "index", "offset"))
     w = Window.partitionBy("process", "partition").orderBy("index")
-    prev = {c: F.lag(c).over(w) for c in ("index", "time", "value", "offset", "epoch")}
-    out = acked.select("*", *[prev[c].alias("p_" + c) for c in prev])
+    out = acked.select("*", F.lag("index").over(w).alias("p_index"), F.lag("offset").over(w).alias("p_offset"))
     return out.filter(F.col("offset") < F.col("p_offset")).persist(StorageLevel.MEMORY_AND_DISK)
+
+
+def _judge(df: DataFrame, offset: Column, base: Column) -> DataFrame:
+    kind = (F.when(offset > base + 1, F.lit("poll-skip")).when(offset <= base, F.lit("nonmonotonic-poll")))
+    return df.select("*", kind.alias("kind"), (offset - base - 1).alias("gap")).filter(F.col("kind").isNotNull())
+
+
+COLS = ["process", "partition", "index", "pos", "time", "offset", "value",
+        "p_is_assign", "p_index", "p_time", "p_offset", "p_value", "kind", "gap"]
 
 
 def poll_order(t: Tables) -> DataFrame:
     """Records out of order; column `kind` is 'poll-skip' or 'nonmonotonic-poll'."""
     L = F.lit
+    reads = t.reads.filter(F.col("f") == "poll").select("process", "partition", "index", "pos", "offset", "value", "time")
+    d = F.col("offset") - F.col("pos")
+    polls = reads.groupBy("index", "process", "partition").agg(
+        F.count("*").alias("n"), F.min("pos").alias("min_pos"), F.max("pos").alias("max_pos"),
+        F.min(d).alias("min_d"), F.max(d).alias("max_d"), F.min("time").alias("time"),
+        F.min_by("offset", "pos").alias("first_off"), F.min_by("value", "pos").alias("first_val"),
+        F.max_by("offset", "pos").alias("last_off"), F.max_by("value", "pos").alias("last_val"))
+    polls = polls.persist(StorageLevel.MEMORY_AND_DISK)
+    clean = ((F.col("min_d") == F.col("max_d")) & (F.col("min_pos") == 0)
+             & (F.col("max_pos") - F.col("min_pos") + 1 == F.col("n")))
+    # inside the polls that are not plainly consecutive: record by record
+    odd = polls.filter(~clean).select("index")
+    w_in = Window.partitionBy("index").orderBy("pos")
+    inner = (reads.join(F.broadcast(odd), "index")
+             .select("*", *[F.lag(c).over(w_in).alias("p_" + c) for c in ("offset", "value", "time", "index")],
+                     L(False).alias("p_is_assign"))
+             .filter(F.col("p_index").isNotNull()))
+    inner = _judge(inner, F.col("offset"), F.col("p_offset")).select(*COLS)
+    # across polls and assigns: one row per poll or assign
     assigns = (t.ops.filter(is_client() & (F.col("f") == "assign") & (F.col("type") == "ok"))
-               .select("process", "partition", "index", L(-1).alias("pos"), "offset",
-                       L(None).cast("long").alias("value"), "time", L(True).alias("is_assign")))
-    reads = (t.reads.filter(F.col("f") == "poll")
-             .select("process", "partition", "index", "pos", "offset", "value", "time", L(False).alias("is_assign")))
-    w = Window.partitionBy("process", "partition").orderBy("index", "pos")
-    seq = assigns.unionByName(reads).select(
-        "*", *[F.lag(c).over(w).alias("p_" + c) for c in ("index", "offset", "value", "time", "is_assign")])
-    base = F.when(F.col("p_is_assign"), F.col("p_offset") - 1).otherwise(F.col("p_offset"))
-    kind = (F.when(F.col("offset") > base + 1, L("poll-skip"))
-            .when(F.col("offset") <= base, L("nonmonotonic-poll")))
-    out = (seq.filter(~F.col("is_assign") & F.col("p_index").isNotNull())
-           .select("*", kind.alias("kind"), (F.col("offset") - base - 1).alias("gap"))
-           .filter(F.col("kind").isNotNull()))
-    return out.persist(StorageLevel.MEMORY_AND_DISK)
+               .select("process", "partition", "index", F.col("offset").alias("first_off"),
+                       L(None).cast("long").alias("first_val"), F.col("offset").alias("last_off"),
+                       L(None).cast("long").alias("last_val"), "time", L(True).alias("is_assign"),
+                       L(None).cast("int").alias("min_pos")))
+    seq = assigns.unionByName(polls.select("process", "partition", "index", "first_off", "first_val", "last_off",
+                                           "last_val", "time", L(False).alias("is_assign"), "min_pos"))
+    w = Window.partitionBy("process", "partition").orderBy("index")
+    seq = seq.select("*", *[F.lag(c).over(w).alias("p_" + c) for c in ("index", "last_off", "last_val", "time", "is_assign")])
+    cross = seq.filter(~F.col("is_assign") & F.col("p_index").isNotNull())
+    base = F.when(F.col("p_is_assign"), F.col("p_last_off") - 1).otherwise(F.col("p_last_off"))
+    cross = _judge(cross, F.col("first_off"), base).select(
+        "process", "partition", "index", F.col("min_pos").alias("pos"), "time", F.col("first_off").alias("offset"),
+        F.col("first_val").alias("value"), "p_is_assign", "p_index", "p_time", F.col("p_last_off").alias("p_offset"),
+        F.col("p_last_val").alias("p_value"), "kind", "gap")
+    out = inner.unionByName(cross).persist(StorageLevel.MEMORY_AND_DISK)
+    out.count()
+    polls.unpersist()
+    return out

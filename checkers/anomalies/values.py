@@ -35,18 +35,21 @@ def _persist(df: DataFrame, keep: list[DataFrame]) -> tuple[DataFrame, int]:
     return df, df.count()
 
 
-def analyze(t: Tables, flagged: DataFrame, recovered: DataFrame, keep: list[DataFrame]) -> dict[str, DataFrame]:
-    """`flagged`: offsets.analyze's flagged offsets; `recovered`: (partition, fs_hw) of partitions with a
-    final log. Returns persisted DataFrames per kind (columns documented in engine.py)."""
+def analyze(t: Tables, flagged: DataFrame, recovered: DataFrame, keep: list[DataFrame], ocount: dict[str, int],
+            n_failed: int) -> dict[str, DataFrame]:
+    """`flagged`: offsets.analyze's flagged offsets and `ocount` its counts (upper bounds here: they
+    include partitions that turned out not recovered); `recovered`: (partition, fs_hw) of partitions with
+    a final log; `n_failed`: failed sends. Returns persisted DataFrames per kind found."""
     L = F.lit
     rec_b = F.broadcast(recovered)
     final_log = (t.reads.filter(F.col("f") == "final-read").join(rec_b, "partition")
                  .filter((F.col("offset") >= 0) & (F.col("offset") < F.col("fs_hw")))
                  .select("partition", "offset", "value"))
     flagged_rec = flagged.join(F.broadcast(recovered.select("partition")), "partition")
-    lost_off, n_lo = _persist(flagged_rec.filter(F.col("lost_cand")).select("partition", "offset"), keep)
-    dirty_off, n_do = _persist(flagged_rec.filter(F.col("dirty_cand")).select("partition", "offset"), keep)
-    dup_off, n_dup = _persist(flagged_rec.filter(F.col("dup_cand")).select("partition", "offset", "multi_final", "f_min"), keep)
+    n_lo, n_do, n_dup = ocount["n_lost"], ocount["n_dirty"], ocount["n_dup"]
+    lost_off = flagged_rec.filter(F.col("lost_cand")).select("partition", "offset")
+    dirty_off = flagged_rec.filter(F.col("dirty_cand")).select("partition", "offset")
+    dup_off = flagged_rec.filter(F.col("dup_cand")).select("partition", "offset", "multi_final", "f_min")
 
     sends = (t.ops.filter(is_client() & (F.col("f") == "send") & (F.col("type") != "invoke"))
              .select("partition", "value", type_code().alias("stype"), F.col("index").alias("sindex"),
@@ -59,10 +62,13 @@ def analyze(t: Tables, flagged: DataFrame, recovered: DataFrame, keep: list[Data
     lost_c, _ = _persist(acks.join(_small(lost_off.withColumnRenamed("offset", "soffset"), n_lo),
                                    ["partition", "soffset"]), keep) if n_lo else (None, 0)
     dirty_c, _ = _persist(polls.join(_small(dirty_off, n_do), ["partition", "offset"]), keep) if n_do else (None, 0)
-    failed, n_f = _persist(sends.filter(F.col("stype") == 1), keep)
+    n_f = n_failed
+    failed = sends.filter(F.col("stype") == 1).persist(StorageLevel.MEMORY_AND_DISK) if n_f else None
+    if failed is not None:
+        keep.append(failed)
     dup_vals = None
     if n_dup:
-        multi = dup_off.filter(F.col("multi_final")).count()
+        multi = ocount["n_multi"]
         dup_vals = dup_off.filter(~F.col("multi_final")).select("partition", F.col("f_min").alias("value"))
         if multi:  # several values at one final offset: take them all from the final log
             dup_vals = dup_vals.unionByName(final_log.join(_small(dup_off.filter(F.col("multi_final")), multi),
@@ -74,9 +80,11 @@ def analyze(t: Tables, flagged: DataFrame, recovered: DataFrame, keep: list[Data
     cand = parts[0]
     for p in parts[1:]:
         cand = cand.unionByName(p)
-    cand, n_c = _persist(cand.distinct(), keep)
+    cand = cand.distinct()
+    n_c = n_lo + n_do + n_f + n_dup * 4
     # every final-log occurrence of a candidate value (few), by one filtered scan of the final reads
-    occ, _ = _persist(final_log.join(_small(cand, n_c), ["partition", "value"]).distinct(), keep)
+    occ = final_log.join(_small(cand, n_c), ["partition", "value"]).distinct().persist(StorageLevel.MEMORY_AND_DISK)
+    keep.append(occ)
     present = occ.select("partition", "value").distinct()
 
     if lost_c is not None:
@@ -85,20 +93,21 @@ def analyze(t: Tables, flagged: DataFrame, recovered: DataFrame, keep: list[Data
     if n_f:
         out["failed-write-present"] = failed.join(present, ["partition", "value"], "left_semi").select(
             "partition", "value", "sindex", "soffset", "stype")
-    def with_send(small: DataFrame) -> DataFrame:
+    def with_send(small: DataFrame, n: int) -> DataFrame:
         """small + its send completion's (stype, sindex, soffset), null when never completed."""
-        small, n = _persist(small, keep)
+        small = small.persist(StorageLevel.MEMORY_AND_DISK)
+        keep.append(small)
         matched = sends.join(_small(small.select("partition", "value"), n), ["partition", "value"])
         return small.join(matched, ["partition", "value"], "left")
 
     if dup_vals is not None:
         out["duplicate"] = with_send(occ.join(dup_vals.distinct(), ["partition", "value"], "left_semi")
                                      .groupBy("partition", "value").agg(F.count("*").alias("n"))
-                                     .filter(F.col("n") > 1).select("partition", "value"))
+                                     .filter(F.col("n") > 1).select("partition", "value"), n_dup * 4)
     if dirty_c is not None:
         out["dirty-read"] = with_send(dirty_c.join(present, ["partition", "value"], "left_anti")
                                       .groupBy("partition", "value")
-                                      .agg(F.count("*").alias("reads"), F.min("rkey").alias("rkey")))
+                                      .agg(F.count("*").alias("reads"), F.min("rkey").alias("rkey")), n_do)
     if n_f:
         out["aborted-read"] = (polls.join(_small(failed.select("partition", "value", "sindex", "soffset", "stype"), n_f),
                                           ["partition", "value"])
