@@ -212,6 +212,7 @@ class RemoteCluster(Cluster):
             self._deprovision(errors)
             for ssh in self._ssh.values():
                 ssh.close()
+            self._started.clear()        # a second teardown has no daemon left to stop
             if errors:
                 raise ClusterError(f"teardown of {self.spec.run_id} incomplete: {'; '.join(errors)}")
 

@@ -49,6 +49,9 @@ def cluster(tmp_path):
     yield c, admin
     admin.close()
     c.teardown()
+    started = time.monotonic()
+    c.teardown()                        # idempotent, and quick: nothing is left to stop
+    assert time.monotonic() - started < 5
     assert _labelled("container", run_id) == []
     assert _labelled("network", run_id) == []
 
