@@ -85,3 +85,17 @@ def test_ssh_backend_without_nodes_file_says_so(tmp_path, monkeypatch):
     with pytest.raises(Exception) as err:
         backends.make_cluster("ssh", ClusterSpec("r", tmp_path, brokers=1))
     assert str(err.value) == "the ssh backend needs a nodes file (--nodes-file FILE)"
+
+
+def test_run_flags_reach_the_backends(tmp_path):
+    from harness import backends, config
+    cfg = config.build(None, {"backend": "ssh", "nodes_file": str(tmp_path / "n.toml"),
+                              "ssh_accept_unknown_hosts": True})
+    assert backends.backend_options("ssh", cfg.cluster) == {"nodes_file": str(tmp_path / "n.toml"),
+                                                           "accept_unknown_hosts": True}
+    cfg = config.build(None, {"backend": "docker", "base_image": "debian-py:12"})
+    assert backends.backend_options("docker", cfg.cluster) == {"base_image": "debian-py:12", "kill_mode": "process"}
+    f = tmp_path / "t.toml"
+    f.write_text('[cluster]\nbackend = "docker"\ndocker_kill = "node"\n')
+    assert backends.backend_options("docker", config.build(f, {}).cluster) == {"base_image": None, "kill_mode": "node"}
+    assert backends.backend_options("local", cfg.cluster) == {}
