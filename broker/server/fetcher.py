@@ -115,6 +115,13 @@ class Fetcher:
             finally:
                 self._inflight = None
             self.manager.after_change(part)
+            if self.manager.commit is not None:
+                try:
+                    await self.manager.commit.durable(part)   # flushed before the next fetch reports our LEO
+                except OSError as exc:
+                    log.error("fetcher %s/%s: flush failed: %s", part.topic, part.partition, exc)
+                    await self._idle(BACKOFF_S)
+                    continue
             if err is not None:
                 await self._idle(BACKOFF_S)
 

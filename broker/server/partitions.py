@@ -23,6 +23,7 @@ from broker.controller.messages import Metadata, PartitionState
 from broker.eventlog import EventLog
 from broker.replication import IsrProposal, PartitionReplica, ReplicationConfig
 from broker.server.aio import cancel_and_wait
+from broker.server.commit import GroupCommit
 from broker.server.fetcher import Fetcher
 from broker.server.produce import TIMED_OUT, ProducePurgatory, Signal
 from broker.storage import PartitionStore, init_data_dir, list_partitions
@@ -65,6 +66,8 @@ class ReplicaManager:
         self.metadata: Metadata | None = None
         self._isr_tasks: set[asyncio.Task] = set()
         self._closing = False
+        # flush="always": this layer flushes (group commit) instead of the storage doing one fsync per append
+        self.commit = GroupCommit() if config.flush == "always" else None
 
     # --- opening ------------------------------------------------------------------------------
     def open_existing(self) -> None:
@@ -75,7 +78,8 @@ class ReplicaManager:
     def _open(self, topic: str, p: int) -> Partition:
         cfg = self.config
         store = PartitionStore.open(cfg.data_dir, topic, p, power_loss=cfg.power_loss,
-                                    segment_records=cfg.segment_records, flush_policy=cfg.flush)
+                                    segment_records=cfg.segment_records,
+                                    flush_policy="never" if cfg.flush == "always" else cfg.flush)
         rec = store.recovery
         if rec.cut:
             self.events.emit("truncate", partition=p, topic=topic, **{"from": None}, to=rec.cut_offset,
@@ -106,6 +110,8 @@ class ReplicaManager:
         if proposal is not None:
             self._send_proposal(part, proposal)
         leo, hw = r.leo, r.hw
+        if self.commit is not None and part.store.log.flushed_offset() < leo:
+            self.commit.mark(part)
         if leo != part.last_leo:
             part.last_leo = leo
             part.appended.fire()
@@ -237,6 +243,8 @@ class ReplicaManager:
         r = part.replica
         res = r.produce(values, acks=acks, now_ms=now_ms(), timestamp_ms=int(time.time() * 1000))
         self.after_change(part)
+        if self.commit is not None and res.base_offset >= 0:
+            await self.commit.durable(part)        # flush="always": nothing is acknowledged unflushed
         if res.error is not None or res.complete:
             return {"error": _code(res.error), "base_offset": res.base_offset, "leader_epoch": res.epoch}
         outcome = await part.purgatory.park(res.last_offset, res.epoch, timeout_ms / 1000.0)

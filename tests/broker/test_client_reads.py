@@ -26,8 +26,8 @@ def cluster(tmp_path_factory):
                       broker_settings={"min_insync_replicas": 2, "replica_fetch_wait_max_ms": 100, "replica_lag_time_max_ms": 5000},
                       topics=[{"name": TOPIC, "partitions": 2, "replication_factor": 3}]) as c:
         admin = Admin(c.controller_address)
-        wait_until(lambda: all(p.leader is not None and len(p.isr) == 3 for p in admin.describe(TOPIC)),
-                   20, "full ISRs")
+        wait_until(lambda: (lambda d: len(d) == 2 and all(p.leader is not None and len(p.isr) == 3 for p in d))(
+            admin.describe(TOPIC)), 20, "full ISRs")
         admin.close()
         yield c
 

@@ -32,8 +32,8 @@ def test_chaos_keeps_acked_writes_and_replicas_identical(tmp_path):
                       controller_settings={"broker_session_timeout_ms": 1500},
                       topics=[{"name": TOPIC, "partitions": PARTITIONS, "replication_factor": 3}]) as c:
         admin = Admin(c.controller_address, timeout_s=1.0)
-        wait_until(lambda: all(p.leader is not None and len(p.isr) == 3 for p in admin.describe(TOPIC)),
-                   30, "full ISRs")
+        wait_until(lambda: (lambda d: len(d) == PARTITIONS and all(p.leader is not None and len(p.isr) == 3
+                                                                   for p in d))(admin.describe(TOPIC)), 30, "full ISRs")
         acked: dict[tuple[int, int], bytes] = {}
         outcomes = {"ok": 0, "fail": 0, "info": 0}
         lock = threading.Lock()
@@ -88,7 +88,7 @@ def test_chaos_keeps_acked_writes_and_replicas_identical(tmp_path):
 
         def settled():
             d = admin.describe(TOPIC)
-            ok = all(p.leader is not None and sorted(p.isr) == [1, 2, 3]
+            ok = len(d) == PARTITIONS and all(p.leader is not None and sorted(p.isr) == [1, 2, 3]
                      and len(set(p.replica_state.values())) == 1 and None not in p.replica_state.values()
                      for p in d)
             return d if ok else None
