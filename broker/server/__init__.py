@@ -3,9 +3,10 @@
 Modules: app.py (process life cycle, `main(config_path)`), rpc.py (TCP front end, frame errors),
 handlers.py (data-plane request fields), partitions.py (replica manager: store + state machine per
 partition, and carrying out what the state machine asks for), fetcher.py (follower fetch loop),
-produce.py (parked acks=all produces and long-poll fetches), controller_link.py (register, heartbeat,
-metadata long-poll), timers.py (ISR shrink checks, checkpoints, interval flushes), peer.py (async
-broker-to-broker connections), launch.py (local real-process clusters for tests and benchmarks).
+produce.py (parked acks=all produces and long-poll fetches), commit.py (group commit for flush="always"),
+controller_link.py (register, heartbeat, metadata long-poll), timers.py (ISR shrink checks, checkpoints,
+interval flushes), peer.py (async broker-to-broker connections), aio.py (bounded task shutdown),
+launch.py (local real-process clusters for tests and benchmarks).
 
 Data plane (msgpack bodies; error codes are strings):
     PRODUCE {topic, partition, acks (0|1|-1), timeout_ms, values} -> {error, base_offset, leader_epoch}
