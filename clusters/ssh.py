@@ -163,14 +163,14 @@ class SshCluster(RemoteCluster):
         nodes_file = nodes_file or os.environ.get("HIGHWATER_NODES_FILE")
         if not nodes_file:
             raise ClusterError("the ssh backend needs a nodes file (--nodes-file FILE)")
-        self.nodes = load_nodes_file(nodes_file)
-        if spec.brokers > len(self.nodes.brokers):
-            raise NodesFileError(f"nodes file {self.nodes.path}: lists {len(self.nodes.brokers)} brokers "
+        self.inventory = load_nodes_file(nodes_file)
+        if spec.brokers > len(self.inventory.brokers):
+            raise NodesFileError(f"nodes file {self.inventory.path}: lists {len(self.inventory.brokers)} brokers "
                                  f"but the test needs {spec.brokers}")
-        self.python = self.nodes.python
+        self.python = self.inventory.python
         self.accept_unknown_hosts = accept_unknown_hosts
         self.command_timeout_s = command_timeout_s
-        self._code_dir = posixpath.join(self.nodes.workdir, f"code-{code_hash()[:16]}")
+        self._code_dir = posixpath.join(self.inventory.workdir, f"code-{code_hash()[:16]}")
         self._need_firewall = False
 
     def check_faults(self, faults: list[str]) -> None:
@@ -179,11 +179,11 @@ class SshCluster(RemoteCluster):
         self._need_firewall = any(f.startswith("partition") for f in faults)
 
     def _entries(self) -> dict[str, NodeEntry]:
-        return {CONTROLLER: self.nodes.controller,
-                **{f"n{i}": self.nodes.brokers[i - 1] for i in range(1, self.spec.brokers + 1)}}
+        return {CONTROLLER: self.inventory.controller,
+                **{f"n{i}": self.inventory.brokers[i - 1] for i in range(1, self.spec.brokers + 1)}}
 
     def workdir(self, node: str) -> str:
-        return self.nodes.workdir
+        return self.inventory.workdir
 
     def code_dir(self, node: str) -> str:
         return self._code_dir
@@ -191,7 +191,7 @@ class SshCluster(RemoteCluster):
     def _provision(self) -> None:
         for node, e in self._entries().items():
             self._addresses[node] = NodeAddress(node, e.target.host, e.service_port)
-            self._ssh[node] = SshNode(e.target, known_hosts=self.nodes.known_hosts,
+            self._ssh[node] = SshNode(e.target, known_hosts=self.inventory.known_hosts,
                                       accept_unknown_hosts=self.accept_unknown_hosts,
                                       command_timeout_s=self.command_timeout_s)
         parallel(self._setup_node, self._names(), what="setting up nodes")
@@ -229,7 +229,7 @@ class SshCluster(RemoteCluster):
     def _deprovision(self, errors: list[str]) -> None:
         def clean(node: str) -> None:
             ssh = self._ssh[node]
-            ssh.run(f"rm -rf {shlex.quote(posixpath.join(self.nodes.workdir, 'runs', self.spec.run_id))}")
+            ssh.run(f"rm -rf {shlex.quote(posixpath.join(self.inventory.workdir, 'runs', self.spec.run_id))}")
         for node in list(self._ssh):
             try:
                 if node in self._started or self._ssh[node].connected():

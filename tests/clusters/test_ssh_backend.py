@@ -255,3 +255,38 @@ def test_connection_setup_is_retried_until_sshd_answers(hosts, tmp_path):
         late.close()
         root.run("kill $(cat /run/sshd2200.pid)")
         root.close()
+
+
+@pytest.mark.slow
+def test_chaos_run_on_the_ssh_backend_is_valid(hosts, tmp_path):
+    """`highwater run --cluster ssh --nodes-file ...` end to end: kill, pause and partition faults on sshd
+    hosts, a valid verdict in leader-epoch mode, ground truth collected, nothing left on the nodes."""
+    from harness.cli import main
+    nodes = _nodes_file(tmp_path / "nodes.toml", hosts)
+    results = tmp_path / "results"
+    schedule = tmp_path / "schedule.toml"
+    schedule.write_text('[[step]]\nat = 2.0\nfault = "kill"\ntargets = ["n2"]\nduration = 3.0\n\n'
+                        '[[step]]\nat = 6.0\nfault = "pause"\ntargets = ["n3"]\nduration = 2.0\n\n'
+                        '[[step]]\nat = 9.0\nfault = "partition"\nshape = "halves"\nduration = 3.0\n')
+    rc = main(["run", "--cluster", "ssh", "--nodes-file", nodes, "--time-limit", "15", "--nemesis",
+               "kill,pause,partition", "--nemesis-schedule", str(schedule), "--seed", "3", "--checker", "reference",
+               "--rate", "40", "--concurrency", "2", "--plain", "--results-dir", str(results)])
+    (run_dir,) = [p.parent for p in results.glob("chaos/*/test.json") if not p.parent.is_symlink()]
+    problems = [line for line in (run_dir / "harness.log").read_text().splitlines() if " ERROR " in line]
+    assert rc == 0, problems
+    assert problems == []
+    ops = [json.loads(line) for line in (run_dir / "history.jsonl").read_text().splitlines() if line.strip()]
+    faults = {op["value"]["fault"] for op in ops if op["process"] == "nemesis" and op["type"] == "info"
+              and op["value"].get("phase") == "start"}
+    assert faults == {"kill", "pause", "partition"}
+    test = json.loads((run_dir / "test.json").read_text())
+    assert test["cluster"]["backend"] == "ssh"
+    assert test["cluster"]["nodes"]["n1"] == {"host": hosts.addresses["n1"], "port": 9092}
+    for node in ("n1", "n2", "n3"):
+        assert (run_dir / "replicas" / node / "p0.jsonl").exists()
+    probe = SshNode(_target(hosts, "n1"), known_hosts=hosts.known_hosts)
+    try:
+        assert probe.run(f"ls {WORKDIR}/runs").stdout.strip() == ""
+        assert "HW-" not in probe.run("iptables -w -S").stdout
+    finally:
+        probe.close()
