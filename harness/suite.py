@@ -194,7 +194,7 @@ class SuiteRun:
         finally:
             self.session = None
         elapsed = self.clock() - t0
-        if outcome.results is not None:
+        if not getattr(outcome, "interrupted", False):  # what a run costs beyond its time limit, checked or not
             self.overheads.setdefault(cfg.checker.engine, []).append(max(0.0, elapsed - cfg.time_limit))
         run_dir = Path(outcome.run_dir)
         report = Path(outcome.report)
