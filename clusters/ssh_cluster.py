@@ -27,7 +27,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from clusters.base import Cluster, ClusterError, ClusterSpec, NodeAddress
-from clusters.ssh_control import RemoteFirewall, SshError, SshNode
+from clusters.ssh_control import RemoteFirewall, SshNode
 
 CONTROLLER = "c0"
 CONTROLLER_PORT = 9000

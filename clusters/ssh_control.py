@@ -404,18 +404,18 @@ class RemoteFirewall:
     def _pick_tool(self) -> str:
         if self.tool is None:
             r = self.node.run("PATH=$PATH:/usr/sbin:/sbin; for t in iptables iptables-legacy; do command -v $t >/dev/null && "
-                              "$t -w -n -L INPUT >/dev/null 2>&1 && { echo $t; exit 0; }; done; exit 1",
+                              "$t -w -n -L INPUT >/dev/null 2>&1 && { command -v $t; exit 0; }; done; exit 1",
                               check=False)
             if r.exit_status != 0:
                 raise SshError(f"{self.node.target.where()}: no working iptables (tried iptables, "
                                "iptables-legacy; the node needs the 'iptables' package and root or NET_ADMIN)")
-            self.tool = r.stdout.strip()
+            self.tool = r.stdout.strip()        # absolute path: later commands need no PATH
         return self.tool
 
     def install(self) -> None:
         t, c = self._pick_tool(), shlex.quote(self.chain)
         jump = f"INPUT -m comment --comment {shlex.quote(self.comment)} -j {c}"
-        self.node.run(f"PATH=$PATH:/usr/sbin:/sbin; {t} -w -n -L {c} >/dev/null 2>&1 || {t} -w -N {c}; "
+        self.node.run(f"{t} -w -n -L {c} >/dev/null 2>&1 || {t} -w -N {c}; "
                       f"{t} -w -C {jump} 2>/dev/null || {t} -w -I {jump.replace('INPUT', 'INPUT 1', 1)}")
         self.installed = True
 

@@ -9,7 +9,7 @@ import time
 import pytest
 
 from broker.client import Admin, Producer
-from clusters.base import ClusterError, ClusterSpec
+from clusters.base import ClusterSpec
 from clusters.docker_hosts import LABEL_RUN
 
 pytestmark = pytest.mark.docker

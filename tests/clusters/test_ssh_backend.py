@@ -188,9 +188,9 @@ def test_ssh_errors_name_node_and_command(hosts):
         refused.run("true")
     assert str(err.value).startswith(f"n2 (root@{hosts.addresses['n2']}:2222): `true`: cannot connect after 2s: ")
     # a wrong key: authentication failure, not retried
-    wrong = tmp_path_key = hosts.ssh_dir / "wrong_key"
-    tmp_path_key.write_bytes(new_ed25519()[0])
-    tmp_path_key.chmod(0o600)
+    wrong = hosts.ssh_dir / "wrong_key"
+    wrong.write_bytes(new_ed25519()[0])
+    wrong.chmod(0o600)
     bad = SshNode(SshTarget("n2", hosts.addresses["n2"], 22, "root", str(wrong), agent=False),
                   known_hosts=hosts.known_hosts)
     with pytest.raises(SshError, match=rf"^n2 \(root@{hosts.addresses['n2']}:22\): `true`: authentication failed"):
