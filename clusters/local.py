@@ -6,8 +6,9 @@ clusters/addresses.py under the run registry's lock, so concurrent runs never co
 `broker.log` and `stdout.log`. Every process started is recorded in the registry (clusters/registry.py)
 so `highwater cleanup` can find it if the harness dies. Partitions are kernel packet drops between the
 run's addresses (clusters/local_firewall.py); the firewall object is created at the first drop and
-registered before it is installed. Node processes run under clusters/source_bind.py so their outgoing
-connections carry their own address as source (see there why).
+registered before it is installed. Partitions match on source addresses: the broker binds its outgoing
+connections to its own host (broker/controller/client.open_connection_from), so they carry the node's
+address, not 127.0.0.1.
 
     cluster = LocalCluster(ClusterSpec(run_id, run_dir, brokers=3, broker_settings={...},
                                        controller_settings={...}))
@@ -43,11 +44,10 @@ CommandFactory = Callable[[str, str, Path], list[str]]
 
 
 def broker_command(python: str = sys.executable) -> CommandFactory:
-    """`python -m broker ROLE --config F`, launched through clusters/source_bind.py so the node's outgoing
-    connections leave from its own address (which the partition rules match on)."""
+    """`python -m broker ROLE --config F` (the broker itself makes its outgoing connections leave from
+    its configured host, which the partition rules match on)."""
     def command(node: str, role: str, config: Path) -> list[str]:
-        host = json.loads(Path(config).read_text())["host"]
-        return [python, "-m", "clusters.source_bind", host, "broker", role, "--config", str(config)]
+        return [python, "-m", "broker", role, "--config", str(config)]
     return command
 
 

@@ -5,6 +5,11 @@ alter_isr, all multiplexed over one connection by correlation id (a long-poll do
 `ControllerSyncClient` (blocking sockets with timeouts) is what the synchronous client library and tests
 use: metadata(), create_topics(), and the same broker-side calls.
 
+A broker's outgoing connections (to the controller and to other brokers) leave from the broker's own
+host: `open_connection_from(source_host, host, port)` binds the socket to (source_host, 0) before
+connecting. Without it the kernel picks the route's preferred source (127.0.0.1 on loopback), and
+partitions that match on (source, destination) addresses could not tell the nodes apart.
+
 Both raise `ControllerUnavailable` (code CONTROLLER_NOT_AVAILABLE) when the controller cannot be reached or
 does not answer in time (the connection is then dropped and the next call reconnects), and
 `ControllerError(code, message)` for an error answer where the call has no natural result value
@@ -33,6 +38,21 @@ class ControllerError(Exception):
 class ControllerUnavailable(ControllerError):
     def __init__(self, message: str):
         super().__init__(m.CONTROLLER_NOT_AVAILABLE, message)
+
+
+WILDCARD_HOSTS = frozenset({"", "0.0.0.0", "::", "*"})
+
+
+def source_address(source_host: str | None) -> tuple[str, int] | None:
+    """`local_addr` for a connection leaving from `source_host` (None: let the kernel choose)."""
+    if source_host is None or source_host in WILDCARD_HOSTS:
+        return None
+    return (source_host, 0)
+
+
+async def open_connection_from(source_host: str | None, host: str, port: int, **kwargs):
+    """asyncio.open_connection(host, port) from `source_host` (a node's own listening host)."""
+    return await asyncio.open_connection(host, port, local_addr=source_address(source_host), **kwargs)
 
 
 def _specs(topics: Iterable) -> m.CreateTopics:
@@ -65,8 +85,9 @@ def _create_topics_result(body: dict) -> dict[str, str]:
 class ControllerClient:
     """Asyncio control-plane client for broker processes. Create it inside the event loop that uses it."""
 
-    def __init__(self, host: str, port: int, *, timeout_s: float = 2.0):
+    def __init__(self, host: str, port: int, *, timeout_s: float = 2.0, source_host: str | None = None):
         self.host, self.port, self.timeout_s = host, port, timeout_s
+        self.source_host = source_host          # the broker's own host: connections leave from it
         self._corr = itertools.count(1)
         self._connect_lock = asyncio.Lock()
         self._writer: asyncio.StreamWriter | None = None
@@ -140,7 +161,7 @@ class ControllerClient:
                 return self._writer
             try:
                 reader, writer = await asyncio.wait_for(
-                    asyncio.open_connection(self.host, self.port), self.timeout_s)
+                    open_connection_from(self.source_host, self.host, self.port), self.timeout_s)
             except (OSError, asyncio.TimeoutError) as exc:
                 raise ControllerUnavailable(
                     f"cannot connect to the controller at {self.host}:{self.port}: {exc or 'timeout'}") from None

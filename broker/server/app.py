@@ -59,7 +59,8 @@ class BrokerNode:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, self._stop.set)
-        self.controller = ControllerClient(cfg.controller_host, cfg.controller_port, timeout_s=2.0)
+        self.controller = ControllerClient(cfg.controller_host, cfg.controller_port, timeout_s=2.0,
+                                           source_host=cfg.host)   # leave from our own address
         self.replicas = ReplicaManager(cfg, self.events, self.controller)
         try:
             self.replicas.open_existing()

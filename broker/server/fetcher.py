@@ -82,7 +82,7 @@ class Fetcher:
         if self._conn is None or self._conn.address != addr:
             if self._conn is not None:
                 self._conn.close()
-            self._conn = PeerConnection(*addr)
+            self._conn = PeerConnection(*addr, source_host=self.manager.config.host)
         return self._conn
 
     async def _run(self) -> None:

@@ -3,7 +3,8 @@
 `PeerConnection.request(api, body, timeout_s)` sends one request and awaits its response; one request at
 a time per connection (callers that long-poll in parallel use separate connections). Any failure
 (connect refused, timeout, closed connection, undecodable answer) raises PeerError and drops the socket;
-the next request reconnects.
+the next request reconnects. The connection leaves from `source_host` (the broker's own host, see
+broker/controller/client.open_connection_from).
 """
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import asyncio
 import itertools
 from typing import Any
 
+from broker.controller.client import open_connection_from
 from broker.protocol import apis
 from broker.protocol.framing import REQUEST, RESPONSE, Frame, FrameError, encode, read_frame
 
@@ -20,9 +22,10 @@ class PeerError(Exception):
 
 
 class PeerConnection:
-    def __init__(self, host: str, port: int, *, connect_timeout_s: float = 1.0):
+    def __init__(self, host: str, port: int, *, source_host: str | None = None, connect_timeout_s: float = 1.0):
         self.host = host
         self.port = port
+        self.source_host = source_host
         self.connect_timeout_s = connect_timeout_s
         self._reader: asyncio.StreamReader | None = None
         self._writer: asyncio.StreamWriter | None = None
@@ -38,7 +41,8 @@ class PeerConnection:
             self.close()
             try:
                 self._reader, self._writer = await asyncio.wait_for(
-                    asyncio.open_connection(self.host, self.port, limit=1 << 22), self.connect_timeout_s)
+                    open_connection_from(self.source_host, self.host, self.port, limit=1 << 22),
+                    self.connect_timeout_s)
             except (OSError, asyncio.TimeoutError) as exc:
                 raise PeerError(f"connect to {self.host}:{self.port}: {exc!r}") from None
         return self._reader, self._writer
