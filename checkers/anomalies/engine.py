@@ -7,15 +7,18 @@ need are fetched with selective filters and attached.
 """
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any, Callable
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark import StorageLevel
+from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
+from harness import runformat as rf
 from checkers import explain
 from checkers.anomalies import divergence, offsets, ordering, stats, values, watermarks
-from checkers.anomalies.tables import POS_BITS, TYPE_NAME, Tables, is_client, key_filter, load, rows
+from checkers.anomalies.tables import POS_BITS, TYPE_NAME, Tables, finding, is_client, key_filter, load, rows
 
 POS_MASK = (1 << POS_BITS) - 1
 
@@ -78,64 +81,43 @@ def _analyze(t: Tables, N: int, say, persisted: list[DataFrame]) -> dict[str, An
     rec_rows = [(p, final_state[p]["hw"]) for p in sorted(partitions) if reason[p] is None]
     recovered = spark.createDataFrame(rec_rows, "partition int, fs_hw long")
 
-    counts: dict[str, int] = {}
-    top: dict[str, list[dict]] = {}
-    bad_offsets = flagged.filter(F.col("inconsistent")).select("partition", "offset")
-    counts["inconsistent-offset"] = ocount["n_inconsistent"]
-    top["inconsistent-offset"] = _top(bad_offsets, ["partition", "offset"], N) if counts["inconsistent-offset"] else []
-
-    say("acknowledged, failed and read values")
+    say("anomalies")
     n_failed = st["ops"].get("send", {}).get("fail", 0)
-    found = values.analyze(t, flagged, recovered, persisted, ocount, n_failed)
+    findings = [finding(flagged.filter(F.col("inconsistent")), "inconsistent-offset", ["offset"], k1=F.col("offset"))]
+    findings += values.analyze(t, flagged, recovered, persisted, ocount, n_failed)
+    findings.append(ordering.nonmonotonic_send(t))
+    findings.append(ordering.poll_order(t))
+    findings.append(watermarks.analyze(t))
+    findings.append(divergence.analyze(t))
+    allf = findings[0]
+    for df in findings[1:]:
+        allf = allf.unionByName(df)
+    allf = allf.persist(StorageLevel.MEMORY_AND_DISK)
+    persisted.append(allf)
+    # job 1: counts per kind, partition and flag; job 2: the first N of each kind in example order
+    counts: dict[str, int] = {}
     lost_by_part: dict[int, int] = {}
-    for kind, order in (("lost-write", ["partition", "sindex"]), ("failed-write-present", ["partition", "sindex"]),
-                        ("duplicate", ["partition", "value"]), ("dirty-read", ["partition", "rkey"]),
-                        ("aborted-read", ["partition", "rkey"])):
-        df = found.get(kind)
-        if df is None:
-            counts[kind], top[kind] = 0, []
-            continue
-        if kind in ("dirty-read", "aborted-read"):
-            counts[kind] = rows(df.agg(F.coalesce(F.sum("reads"), F.lit(0)).alias("n")))[0]["n"]
-        else:
-            counts[kind] = df.count()
-        if kind == "lost-write" and counts[kind]:
-            lost_by_part = {r["partition"]: r["count"] for r in rows(df.groupBy("partition").count())}
-        top[kind] = _top(df, order, N) if counts[kind] else []
-
-    say("producer and consumer order")
-    nm = ordering.nonmonotonic_send(t)
-    persisted.append(nm)
-    counts["nonmonotonic-send"] = nm.count()
-    top["nonmonotonic-send"] = _top(nm, ["partition", "index"], N) if counts["nonmonotonic-send"] else []
+    committed_n = 0
+    for r in rows(allf.groupBy("kind", "partition", "flag").agg(F.sum("weight").alias("n"))):
+        counts[r["kind"]] = counts.get(r["kind"], 0) + r["n"]
+        if r["kind"] == "lost-write":
+            lost_by_part[r["partition"]] = lost_by_part.get(r["partition"], 0) + r["n"]
+        if r["kind"] == "divergence" and r["flag"]:
+            committed_n += r["n"]
+    top: dict[str, list[dict]] = {k: [] for k in rf.ANOMALY_KINDS}
+    if counts and N > 0:
+        w = Window.partitionBy("kind").orderBy("partition", "k1", "k2")
+        first = allf.select("*", F.row_number().over(w).alias("rn")).filter(F.col("rn") <= N)
+        for r in sorted(rows(first), key=lambda r: (r["kind"], r["rn"])):
+            top[r["kind"]].append(dict(json.loads(r["payload"]), partition=r["partition"]))
+    for k in rf.ANOMALY_KINDS:
+        counts.setdefault(k, 0)
     if top["nonmonotonic-send"]:
         want = sorted({r[k] for r in top["nonmonotonic-send"] for k in ("index", "p_index")})
         det = {r["index"]: r for r in rows(t.ops.filter(F.col("index").isin(want))
                                            .select("index", "time", "value", "offset", "epoch"))}
         for r in top["nonmonotonic-send"]:
             r["earlier"], r["later"] = det[r["p_index"]], det[r["index"]]
-    po = ordering.poll_order(t)
-    persisted.append(po)
-    po_counts = {r["kind"]: r["count"] for r in rows(po.groupBy("kind").count())}
-    for kind in ("poll-skip", "nonmonotonic-poll"):
-        counts[kind] = po_counts.get(kind, 0)
-        top[kind] = _top(po.filter(F.col("kind") == kind), ["partition", "index", "pos"], N) if counts[kind] else []
-
-    say("high watermarks")
-    hw = watermarks.analyze(t)
-    persisted.append(hw)
-    hw_counts = {r["kind"]: r["count"] for r in rows(hw.groupBy("kind").count())}
-    for kind in ("hw-regression", "hw-regression-cross-epoch"):
-        counts[kind] = hw_counts.get(kind, 0)
-        top[kind] = _top(hw.filter(F.col("kind") == kind), ["partition", "index"], N) if counts[kind] else []
-
-    say("replica divergence")
-    dv = divergence.analyze(t)
-    persisted.append(dv)
-    dv_counts = rows(dv.agg(F.count("*").alias("n"), F.sum(F.col("committed").cast("long")).alias("c")))[0]
-    counts["divergence"] = dv_counts["n"]
-    committed_n = dv_counts["c"] or 0
-    top["divergence"] = _top(dv, ["partition", "offset"], N) if counts["divergence"] else []
 
     say("explaining examples")
     examples = _examples(t, top, final_state, reason)

@@ -18,11 +18,10 @@ summaries, one row per poll.
 """
 from __future__ import annotations
 
-from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from checkers.anomalies.tables import Tables, is_client
+from checkers.anomalies.tables import Tables, finding, is_client
 
 
 def nonmonotonic_send(t: Tables) -> DataFrame:
@@ -31,7 +30,8 @@ def nonmonotonic_send(t: Tables) -> DataFrame:
              .select("process", "partition", "index", "offset"))
     w = Window.partitionBy("process", "partition").orderBy("index")
     out = acked.select("*", F.lag("index").over(w).alias("p_index"), F.lag("offset").over(w).alias("p_offset"))
-    return out.filter(F.col("offset") < F.col("p_offset")).persist(StorageLevel.MEMORY_AND_DISK)
+    bad = out.filter(F.col("offset") < F.col("p_offset"))
+    return finding(bad, "nonmonotonic-send", ["process", "index", "p_index"], k1=F.col("index"))
 
 
 def _judge(df: DataFrame, offset: Column, base: Column) -> DataFrame:
@@ -53,7 +53,6 @@ def poll_order(t: Tables) -> DataFrame:
         F.min(d).alias("min_d"), F.max(d).alias("max_d"), F.min("time").alias("time"),
         F.min_by("offset", "pos").alias("first_off"), F.min_by("value", "pos").alias("first_val"),
         F.max_by("offset", "pos").alias("last_off"), F.max_by("value", "pos").alias("last_val"))
-    polls = polls.persist(StorageLevel.MEMORY_AND_DISK)
     clean = ((F.col("min_d") == F.col("max_d")) & (F.col("min_pos") == 0)
              & (F.col("max_pos") - F.col("min_pos") + 1 == F.col("n")))
     # inside the polls that are not plainly consecutive: record by record
@@ -80,7 +79,6 @@ def poll_order(t: Tables) -> DataFrame:
         "process", "partition", "index", F.col("min_pos").alias("pos"), "time", F.col("first_off").alias("offset"),
         F.col("first_val").alias("value"), "p_is_assign", "p_index", "p_time", F.col("p_last_off").alias("p_offset"),
         F.col("p_last_val").alias("p_value"), "kind", "gap")
-    out = inner.unionByName(cross).persist(StorageLevel.MEMORY_AND_DISK)
-    out.count()
-    polls.unpersist()
-    return out
+    out = inner.unionByName(cross)
+    return finding(out, F.col("kind"), [c for c in COLS if c not in ("partition", "kind")],
+                   k1=F.col("index"), k2=F.col("pos"))

@@ -63,3 +63,22 @@ def key_filter(cols: tuple[str, str], keys: Iterable[tuple[int, Any]]) -> Column
 
 def rows(df: DataFrame) -> list[dict[str, Any]]:
     return [r.asDict(recursive=True) for r in df.collect()]
+
+
+# --- findings: every family's flagged rows in one shape, so counts and examples take two Spark jobs --
+FINDING_COLS = ("kind", "partition", "k1", "k2", "weight", "flag", "payload")
+
+
+def finding(df: DataFrame, kind: str | Column, payload: list[str | Column], k1: Column, k2: Column | None = None,
+            weight: Column | None = None, flag: Column | None = None) -> DataFrame:
+    """Rows of `df` as findings: sort keys (partition, k1, k2), count contribution `weight` (default 1),
+    a boolean `flag` (divergence: committed) and the example's fields as JSON text."""
+    return df.select(
+        (F.lit(kind) if isinstance(kind, str) else kind).alias("kind"),
+        F.col("partition").cast("int").alias("partition"),
+        k1.cast("long").alias("k1"),
+        (k2 if k2 is not None else F.lit(0)).cast("long").alias("k2"),
+        (weight if weight is not None else F.lit(1)).cast("long").alias("weight"),
+        (flag if flag is not None else F.lit(False)).cast("boolean").alias("flag"),
+        F.to_json(F.struct(*[F.col(c) if isinstance(c, str) else c for c in payload]),
+                  {"ignoreNullFields": "false"}).alias("payload"))

@@ -20,7 +20,7 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from checkers.anomalies.tables import POS_BITS, Tables, is_client, rows, type_code
+from checkers.anomalies.tables import POS_BITS, Tables, finding, is_client, type_code
 
 BROADCAST_ROWS = 2_000_000
 
@@ -29,17 +29,17 @@ def _small(df: DataFrame, n: int) -> DataFrame:
     return F.broadcast(df) if n <= BROADCAST_ROWS else df
 
 
-def _persist(df: DataFrame, keep: list[DataFrame]) -> tuple[DataFrame, int]:
+def _persist(df: DataFrame, keep: list[DataFrame]) -> DataFrame:
     df = df.persist(StorageLevel.MEMORY_AND_DISK)
     keep.append(df)
-    return df, df.count()
+    return df
 
 
 def analyze(t: Tables, flagged: DataFrame, recovered: DataFrame, keep: list[DataFrame], ocount: dict[str, int],
-            n_failed: int) -> dict[str, DataFrame]:
+            n_failed: int) -> list[DataFrame]:
     """`flagged`: offsets.analyze's flagged offsets and `ocount` its counts (upper bounds here: they
     include partitions that turned out not recovered); `recovered`: (partition, fs_hw) of partitions with
-    a final log; `n_failed`: failed sends. Returns persisted DataFrames per kind found."""
+    a final log; `n_failed`: failed sends. Returns findings (tables.finding)."""
     L = F.lit
     rec_b = F.broadcast(recovered)
     final_log = (t.reads.filter(F.col("f") == "final-read").join(rec_b, "partition")
@@ -59,9 +59,9 @@ def analyze(t: Tables, flagged: DataFrame, recovered: DataFrame, keep: list[Data
              .select("partition", "value", "offset", (F.col("index") * (1 << POS_BITS) + F.col("pos")).alias("rkey")))
 
     # candidates
-    lost_c, _ = _persist(acks.join(_small(lost_off.withColumnRenamed("offset", "soffset"), n_lo),
-                                   ["partition", "soffset"]), keep) if n_lo else (None, 0)
-    dirty_c, _ = _persist(polls.join(_small(dirty_off, n_do), ["partition", "offset"]), keep) if n_do else (None, 0)
+    lost_c = _persist(acks.join(_small(lost_off.withColumnRenamed("offset", "soffset"), n_lo),
+                                ["partition", "soffset"]), keep) if n_lo else None
+    dirty_c = _persist(polls.join(_small(dirty_off, n_do), ["partition", "offset"]), keep) if n_do else None
     n_f = n_failed
     failed = sends.filter(F.col("stype") == 1).persist(StorageLevel.MEMORY_AND_DISK) if n_f else None
     if failed is not None:
@@ -76,7 +76,7 @@ def analyze(t: Tables, flagged: DataFrame, recovered: DataFrame, keep: list[Data
     parts = [df.select("partition", "value") for df in (lost_c, dirty_c, failed, dup_vals) if df is not None]
     out: dict[str, DataFrame] = {}
     if not parts:
-        return out
+        return []
     cand = parts[0]
     for p in parts[1:]:
         cand = cand.unionByName(p)
@@ -113,7 +113,12 @@ def analyze(t: Tables, flagged: DataFrame, recovered: DataFrame, keep: list[Data
                                           ["partition", "value"])
                                .groupBy("partition", "value", "sindex", "soffset", "stype")
                                .agg(F.count("*").alias("reads"), F.min("rkey").alias("rkey")))
-    for k in list(out):
-        out[k] = out[k].persist(StorageLevel.MEMORY_AND_DISK)
-        keep.append(out[k])
-    return out
+    send_cols = ["value", "sindex", "soffset", "stype"]
+    keys = {"lost-write": ("sindex", None), "failed-write-present": ("sindex", None), "duplicate": ("value", None),
+            "dirty-read": ("rkey", "reads"), "aborted-read": ("rkey", "reads")}
+    found = []
+    for kind, df in out.items():
+        k1, w = keys[kind]
+        cols = send_cols + (["reads", "rkey"] if w else [])
+        found.append(finding(df, kind, cols, k1=F.col(k1), weight=F.col(w) if w else None))
+    return found

@@ -10,11 +10,10 @@ highest index).
 """
 from __future__ import annotations
 
-from pyspark import StorageLevel
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from checkers.anomalies.tables import Tables, is_client
+from checkers.anomalies.tables import Tables, finding, is_client
 
 
 def analyze(t: Tables) -> DataFrame:
@@ -41,4 +40,5 @@ def analyze(t: Tables) -> DataFrame:
     prev = F.when(F.col("prev_same.hw") > F.col("hw"), F.col("prev_same")).otherwise(F.col("prev_any"))
     out = j.select("partition", "epoch", "hw", "index", "time", "process", "invoke_index", "f",
                    kind.alias("kind"), prev.alias("prev")).filter(F.col("kind").isNotNull())
-    return out.persist(StorageLevel.MEMORY_AND_DISK)
+    return finding(out, F.col("kind"), ["epoch", "hw", "index", "time", "process", "invoke_index", "f", "prev"],
+                   k1=F.col("index"))
