@@ -18,7 +18,7 @@ from broker.config import BrokerConfig, ConfigError, load_broker_config
 from broker.controller.client import ControllerClient
 from broker.eventlog import EventLog
 from broker.protocol import apis
-from broker.server.aio import cancel_and_wait, run
+from broker.server.aio import bounded, cancel_and_wait, run
 from broker.server.controller_link import ControllerLink
 from broker.server.handlers import Handlers
 from broker.server.partitions import ReplicaManager
@@ -26,6 +26,7 @@ from broker.server.rpc import RpcServer
 from broker.server.timers import Timers
 
 EXIT_BAD_CONFIG = 2
+SHUTDOWN_STEP_S = 2.0     # deadline of each shutdown step
 
 
 class StartupError(Exception):
@@ -109,14 +110,18 @@ class BrokerNode:
             self._stop.set()
 
     async def shutdown(self) -> None:
-        await cancel_and_wait(self._tasks)
-        await self.rpc.close()
-        await self.replicas.shutdown()
+        """Bounded: every step has a deadline (aio.bounded / cancel_and_wait), so a task stuck on a peer or
+        the controller that is shutting down too, or one that swallowed its cancellation, cannot hold the
+        process; the flush and the checkpoints always run."""
+        stuck = await cancel_and_wait(self._tasks, SHUTDOWN_STEP_S)
         try:
-            await asyncio.wait_for(self.controller.close(), 1.0)
-        except Exception:
-            pass
-        self.events.emit("stop", reason="internal-error" if self._failed else "signal")
+            await bounded(self.rpc.close(), SHUTDOWN_STEP_S, "closing the RPC server")
+            await bounded(self.replicas.quiesce(), SHUTDOWN_STEP_S, "stopping fetchers and ISR proposals")
+        finally:
+            self.replicas.close_storage()          # flush every log, write HW and epoch checkpoints
+        await bounded(self.controller.close(), 1.0, "closing the controller connection")
+        fields = {"stuck_tasks": sorted(t.get_coro().__qualname__ for t in stuck)} if stuck else {}
+        self.events.emit("stop", reason="internal-error" if self._failed else "signal", **fields)
         self.events.sync()
         self.events.close()
 

@@ -222,18 +222,41 @@ class ReplicaManager:
         for part in self.partitions.values():
             part.store.log.flush()
 
-    async def shutdown(self) -> None:
+    async def quiesce(self) -> None:
+        """First half of shutdown: no more ISR proposals, fetchers stopped (all at once), parked produces
+        answered REQUEST_TIMED_OUT."""
         self._closing = True
+        fetchers = [part.fetcher for part in self.partitions.values() if part.fetcher is not None]
         for part in self.partitions.values():
-            if part.fetcher is not None:
-                await part.fetcher.stop()
             part.purgatory.fail_all(TIMED_OUT)
+        await asyncio.gather(*(f.stop() for f in fetchers), return_exceptions=True)
         await cancel_and_wait(list(self._isr_tasks))
+
+    def close_storage(self) -> None:
+        """Second half (synchronous, so nothing can interleave): flush every log, write the HW and epoch
+        checkpoints, close the stores. A failure on one partition does not skip the others."""
+        self._closing = True
+        errors = []
         for part in self.partitions.values():
-            part.store.log.flush()
-        self.checkpoint_all()
+            try:
+                part.store.log.flush()
+            except OSError as exc:
+                errors.append(f"{part.topic}/{part.partition}: flush: {exc}")
+        try:
+            self.checkpoint_all()
+        except OSError as exc:
+            errors.append(f"checkpoint: {exc}")
         for part in self.partitions.values():
-            part.store.close()
+            try:
+                part.store.close()
+            except OSError as exc:
+                errors.append(f"{part.topic}/{part.partition}: close: {exc}")
+        if errors:
+            log.error("shutdown: %s", "; ".join(errors))
+
+    async def shutdown(self) -> None:
+        await self.quiesce()
+        self.close_storage()
 
     # --- requests -----------------------------------------------------------------------------
     async def produce(self, topic: str, p: int, acks: int, timeout_ms: int, values: list[bytes]) -> dict[str, Any]:

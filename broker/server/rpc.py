@@ -15,6 +15,7 @@ from typing import Any, Awaitable, Callable
 
 from broker.protocol import apis
 from broker.protocol.framing import (MAX_FRAME, REQUEST, RESPONSE, Frame, FrameError, decode_payload, encode)
+from broker.server.aio import cancel_and_wait
 
 log = logging.getLogger(__name__)
 
@@ -32,25 +33,26 @@ class RpcServer:
         self.handlers = handlers
         self._server: asyncio.base_events.Server | None = None
         self._writers: set[asyncio.StreamWriter] = set()
+        self._conn_tasks: set[asyncio.Task] = set()
 
     async def start(self, host: str, port: int) -> tuple[str, int]:
         self._server = await asyncio.start_server(self._serve, host, port, limit=1 << 20, backlog=256)
         sockname = self._server.sockets[0].getsockname()
         return sockname[0], sockname[1]
 
-    async def close(self) -> None:
+    async def close(self, timeout_s: float = 1.0) -> None:
+        """Stop listening, close every connection and cancel the requests still being served (a parked
+        produce, a long-poll), so none of them touches the partitions after the shutdown's final flush."""
         if self._server is not None:
             self._server.close()
         for w in list(self._writers):
             w.close()
-        if self._server is not None:
-            try:
-                await asyncio.wait_for(self._server.wait_closed(), 1.0)
-            except (asyncio.TimeoutError, Exception):
-                pass
+        await cancel_and_wait(list(self._conn_tasks), timeout_s)
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self._writers.add(writer)
+        me = asyncio.current_task()
+        self._conn_tasks.add(me)
         try:
             while True:
                 try:
@@ -73,6 +75,7 @@ class RpcServer:
             raise
         finally:
             self._writers.discard(writer)
+            self._conn_tasks.discard(me)
             writer.close()
 
     async def _dispatch(self, frame: Frame) -> dict[str, Any] | None:

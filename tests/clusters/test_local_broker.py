@@ -103,7 +103,9 @@ def test_partition_isolating_a_real_broker_fences_it_and_heal_brings_it_back(clu
 
 def test_stop_all_is_graceful_and_collect_dumps_every_replica(cluster, tmp_path):
     c, admin = cluster
-    _until(lambda: len(_leader(admin).isr) == 3, what="full ISR")
+    # every broker has opened its replica (the controller's ISR alone is set before the brokers act on it)
+    _until(lambda: (lambda p: len(p.isr) == 3 and all(v is not None for v in p.replica_state.values()))(
+        _leader(admin)), what="full ISR, every replica open")
     c.stop_all()
     assert all(line.endswith("exited 0 after SIGTERM") for line in c.last_stop_report), c.last_stop_report
     c.collect(tmp_path / "run")
