@@ -201,7 +201,7 @@ class SuiteRun:
         return repeat_from_results(
             k, outcome.exit_code, outcome.results, run_dir=self._rel(run_dir),
             report=self._rel(report) if report.exists() else None, seed=cfg.seed, elapsed_s=elapsed,
-            problems=list(outcome.problems))
+            problems=(["interrupted"] if getattr(outcome, "interrupted", False) else []) + list(outcome.problems))
 
     def _rel(self, p: Path) -> str:
         try:
