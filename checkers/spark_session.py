@@ -17,7 +17,10 @@ DEFAULT_MASTER = "local[2]"
 def local_conf() -> dict[str, str]:
     return {
         "spark.driver.memory": os.environ.get("HIGHWATER_SPARK_DRIVER_MEMORY", "3g"),
-        "spark.sql.shuffle.partitions": os.environ.get("HIGHWATER_SPARK_SHUFFLE_PARTITIONS", "4"),
+        # many small shuffle partitions keep every aggregation's hash map in memory; adaptive execution
+        # coalesces them back to a few for small inputs
+        "spark.sql.shuffle.partitions": os.environ.get("HIGHWATER_SPARK_SHUFFLE_PARTITIONS", "48"),
+        "spark.sql.adaptive.advisoryPartitionSizeInBytes": str(32 * 1024 * 1024),
         "spark.default.parallelism": "2",
         "spark.sql.adaptive.enabled": "true",
         "spark.sql.adaptive.coalescePartitions.enabled": "true",

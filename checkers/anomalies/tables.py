@@ -44,7 +44,8 @@ def load(spark: SparkSession, col_dir: Path | str) -> Tables:
 
 
 def is_client() -> Column:
-    return ~F.col("process").isin(rf.NEMESIS_PROCESS, rf.HARNESS_PROCESS) & F.col("f").isin(*rf.CLIENT_FS)
+    """Client operations: their `f` is a client kind (nemesis and harness operations never use those)."""
+    return F.col("f").isin(*rf.CLIENT_FS)
 
 
 def type_code(col: str = "type") -> Column:

@@ -1,0 +1,121 @@
+"""`highwater check`: exit codes, the one-line verdict and errors; which kinds fail a run."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness import runformat as rf
+from checkers.check import check_run
+from checkers.policy import PolicyError, failing_kinds
+from checkers.simulate import RunBuilder
+
+import checker_scenarios as sc
+
+HIGHWATER = [str(Path(sys.executable).with_name("highwater"))]
+
+
+def _run(tmp_path, *scenarios, config=None):
+    b = RunBuilder(config=config)
+    for p, s in enumerate(scenarios):
+        s(b, p)
+    return b.write(tmp_path)
+
+
+def _check(*args):
+    return subprocess.run(HIGHWATER + ["check", *map(str, args)], capture_output=True, text=True, timeout=600,
+                          env=dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2])))
+
+
+@pytest.mark.parametrize("scenario,code,head", [(sc.clean, 0, "VALID: no anomalies"),
+                                                (sc.lost_write, 1, "INVALID: lost-write=1!, inconsistent-offset=1!"),
+                                                (sc.unrecovered, 2, "UNKNOWN: unseen=2 (partitions [0])")])
+def test_exit_codes_and_verdict_line(tmp_path, scenario, code, head):
+    run = _run(tmp_path, scenario)
+    r = _check(run, "--engine", "reference")
+    assert r.returncode == code, r.stderr
+    assert r.stdout.startswith(head), r.stdout
+    assert json.loads((run / rf.RESULTS_JSON).read_text())["valid"] == {0: True, 1: False, 2: "unknown"}[code]
+
+
+def test_bad_input_is_one_line_exit_254(tmp_path):
+    run = _run(tmp_path, sc.clean)
+    lines = (run / rf.HISTORY).read_text().splitlines(keepends=True)
+    assert '"type": "ok"' in lines[5]
+    lines[5] = lines[5].replace('"type": "ok"', '"type": "okay"')
+    (run / rf.HISTORY).write_text("".join(lines))
+    r = _check(run, "--engine", "reference")
+    assert r.returncode == 254
+    assert r.stderr == (f"highwater check: {run / rf.HISTORY}:6: field 'type' must be one of invoke, ok, fail, "
+                        f"info, got 'okay'\n")
+    r = _check(run, "--engine", "reference", "--lenient")
+    assert r.returncode == 0 and "(1 malformed lines skipped)" in r.stdout
+
+
+def test_unknown_kind_is_a_usage_error(tmp_path):
+    r = _check(_run(tmp_path, sc.clean), "--engine", "reference", "--allow", "lost-writes")
+    assert r.returncode == 254
+    assert r.stderr.startswith("highwater check: --allow: unknown anomaly kind 'lost-writes'")
+
+
+def test_allow_and_fail_on(tmp_path):
+    run = _run(tmp_path, sc.duplicate)
+    assert check_run(run, engine="reference")["valid"] is True
+    res = check_run(run, engine="reference", fail_on=["duplicate"])
+    assert res["valid"] is False and res["failed_kinds"] == ["duplicate"]
+    run2 = _run(tmp_path / "b", sc.lost_write)
+    res = check_run(run2, engine="reference", allow=["lost-write", "inconsistent-offset"])
+    assert res["valid"] is True and res["anomalies"]["lost-write"]["count"] == 1
+    assert res["anomalies"]["lost-write"]["fails_run"] is False
+
+
+def test_config_checker_allow_and_idempotence(tmp_path):
+    run = _run(tmp_path, sc.duplicate, config={"producer": {"idempotent": True}})
+    assert check_run(run, engine="reference")["valid"] is False
+    run = _run(tmp_path / "b", sc.lost_write, config={"checker": {"allow": ["lost-write", "inconsistent-offset"]}})
+    assert check_run(run, engine="reference")["valid"] is True
+
+
+def test_failing_kinds_defaults():
+    kinds = failing_kinds({})
+    assert "duplicate" not in kinds and "hw-regression-cross-epoch" not in kinds
+    assert set(kinds) == set(rf.ANOMALY_KINDS) - {"duplicate", "hw-regression-cross-epoch"}
+    assert "duplicate" in failing_kinds({"idempotent": True})
+    with pytest.raises(PolicyError, match="config.checker.allow: unknown anomaly kind 'nope'"):
+        failing_kinds({"checker": {"allow": ["nope"]}})
+
+
+def test_statistics_and_availability(tmp_path):
+    b = RunBuilder()
+    b.send(1, 0, 1, offset=0)                          # outside
+    fid = b.fault("start")
+    b.send(1, 0, 2, outcome="fail")                    # inside
+    b.send(1, 0, 3, offset=1)                          # inside
+    b.fault("stop", fid)
+    b.send(1, 0, 4, outcome="info")                    # outside
+    b.poll(2, 0, 0, [(0, 1), (1, 3)], hw=2)            # outside
+    b.final(0, [1, 3])
+    res = check_run(b.write(tmp_path), engine="reference")
+    assert res["stats"]["ops"] == {"final-read": {"ok": 1, "fail": 0, "info": 0},
+                                   "poll": {"ok": 1, "fail": 0, "info": 0},
+                                   "send": {"ok": 2, "fail": 1, "info": 1}}
+    assert res["stats"]["availability"]["in_fault"] == 0.5
+    assert res["stats"]["availability"]["outside_fault"] == round(2 / 3, 6)
+    assert res["stats"]["availability"]["fault_windows"] == 1
+    assert res["partitions"] == [{"partition": 0, "recovered": True, "reason": None, "hw": 2, "leader": "n1",
+                                  "epoch": 1, "acked": 2, "committed": 2, "lost": 0}]
+
+
+@pytest.mark.spark
+def test_highwater_check_with_spark_end_to_end(tmp_path):
+    run = _run(tmp_path, sc.clean, sc.lost_write, sc.poll_skip)
+    r = _check(run, "--examples", "3")
+    assert r.returncode == 1, r.stderr
+    assert r.stdout.startswith("INVALID: lost-write=1!, inconsistent-offset=1!, poll-skip=2! [spark "), r.stdout
+    doc = json.loads((run / rf.RESULTS_JSON).read_text())
+    assert doc["checker"]["engine"] == "spark" and doc["checker"]["master"] == "local[2]"
+    assert doc["anomalies"]["lost-write"]["examples"][0]["value"] == 2

@@ -1,0 +1,126 @@
+"""Malformed input: one-line errors naming file, line and field; --lenient counts; torn tails; the cache."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from harness import runformat as rf
+from harness.runformat import FormatError
+from checkers import ingest
+from checkers.check import check_run
+from checkers.simulate import RunBuilder
+
+import checker_scenarios as sc
+
+
+def _run(tmp_path, scenario=sc.clean):
+    b = RunBuilder()
+    scenario(b, 0)
+    b.write(tmp_path)
+    return tmp_path
+
+
+def _lines(path):
+    return path.read_text().splitlines(keepends=True)
+
+
+def test_bad_json_line_names_file_and_line(tmp_path):
+    run = _run(tmp_path)
+    lines = _lines(run / rf.HISTORY)
+    lines[2] = '{"index": 2, "time": \n'
+    (run / rf.HISTORY).write_text("".join(lines))
+    with pytest.raises(FormatError) as e:
+        ingest.ingest(run)
+    assert str(e.value).startswith(f"{run / rf.HISTORY}:3: not valid JSON")
+    assert "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize("mutate,message", [
+    (lambda o: o.pop("time"), "missing field 'time'"),
+    (lambda o: o["value"].pop("offset"), "missing field 'value.offset'"),
+    (lambda o: o["value"].__setitem__("offset", "seven"), "field 'value.offset' must be an integer, got 'seven'"),
+    (lambda o: o.__setitem__("type", "done"), "field 'type' must be one of invoke, ok, fail, info, got 'done'"),
+    (lambda o: o.__setitem__("index", 9), "field 'index' is 9, expected 1 (indexes are dense)"),
+])
+def test_bad_field_names_line_and_field(tmp_path, mutate, message):
+    run = _run(tmp_path)
+    lines = _lines(run / rf.HISTORY)
+    op = json.loads(lines[1])            # the ok completion of the first send
+    mutate(op)
+    lines[1] = json.dumps(op) + "\n"
+    (run / rf.HISTORY).write_text("".join(lines))
+    with pytest.raises(FormatError) as e:
+        ingest.ingest(run)
+    assert str(e.value) == f"{run / rf.HISTORY}:2: {message}"
+
+
+def test_completion_without_invoke(tmp_path):
+    run = _run(tmp_path)
+    lines = _lines(run / rf.HISTORY)
+    del lines[0]
+    fixed = [json.dumps(dict(json.loads(l), index=i)) + "\n" for i, l in enumerate(lines)]
+    (run / rf.HISTORY).write_text("".join(fixed))
+    with pytest.raises(FormatError, match=r"history.jsonl:1: 'ok' completion of process 1 without a pending invoke"):
+        ingest.ingest(run)
+
+
+def test_reused_value_is_rejected(tmp_path):
+    b = RunBuilder()
+    b.send(1, 0, 5, offset=0)
+    b.send(1, 0, 5, offset=1)
+    b.write(tmp_path)
+    with pytest.raises(FormatError, match=r"history.jsonl:3: field 'value.value' 5 was already sent to partition 0 at line 1"):
+        ingest.ingest(tmp_path)
+
+
+def test_missing_replica_dump(tmp_path):
+    run = _run(tmp_path)
+    (run / "replicas" / "n2" / "p0.jsonl").unlink()
+    with pytest.raises(FormatError) as e:
+        ingest.ingest(run)
+    assert str(e.value).startswith(f"{run}/replicas/n2/p0.jsonl: file is missing (final-state of partition 0 at history.jsonl:")
+    r = check_run(run, engine="reference", lenient=True)
+    assert r["input"]["missing_dumps"] == ["replicas/n2/p0.jsonl"]
+
+
+def test_bad_replica_dump_line(tmp_path):
+    run = _run(tmp_path)
+    path = run / "replicas" / "n3" / "p0.jsonl"
+    lines = _lines(path)
+    rec = json.loads(lines[2])
+    del rec["epoch"]
+    lines[2] = json.dumps(rec) + "\n"
+    path.write_text("".join(lines))
+    with pytest.raises(FormatError, match=r"replicas/n3/p0.jsonl:3: missing field 'epoch'"):
+        ingest.ingest(run)
+
+
+def test_lenient_counts_skipped_lines_and_torn_tail(tmp_path):
+    run = _run(tmp_path)
+    lines = _lines(run / rf.HISTORY)
+    lines.insert(3, "garbage\n")
+    lines.append('{"index": 99, "ti')                 # torn last line, no newline: always skipped
+    (run / rf.HISTORY).write_text("".join(lines))
+    with pytest.raises(FormatError, match=r"history.jsonl:4: not valid JSON"):
+        ingest.ingest(run)
+    r = check_run(run, engine="reference", lenient=True)
+    assert r["input"]["skipped_lines"] == {"history.jsonl": 1}
+    assert r["input"]["torn_lines"] == {"history.jsonl": 1}
+    assert r["valid"] is True
+    assert r["stats"]["ops"]["send"] == {"ok": 3, "fail": 0, "info": 0}
+
+
+def test_columnar_cache_is_reused_and_refreshed(tmp_path):
+    run = _run(tmp_path)
+    assert ingest.ingest(run).converted is True
+    assert ingest.ingest(run).converted is False
+    with (run / rf.HISTORY).open("a") as fh:
+        fh.write(json.dumps({"index": len(_lines(run / rf.HISTORY)), "time": 10**12, "process": 77, "type": "invoke",
+                             "f": "send", "value": {"partition": 0, "value": 999}}) + "\n")
+    assert ingest.ingest(run).converted is True
+
+
+def test_missing_history(tmp_path):
+    with pytest.raises(FormatError, match="history.jsonl: file is missing"):
+        ingest.ingest(tmp_path)
