@@ -1,7 +1,7 @@
 """Consumer: FETCH from a partition's leader; never sees records at or above the high watermark.
 
-A fetch is a read, so after NOT_LEADER or a connection failure it is tried once more with fresh
-metadata before the ClientError reaches the caller.
+A fetch is a read, so after NOT_LEADER, a connection failure or a timeout (errors.REFRESH_METADATA) it
+is tried once more with fresh metadata from the controller before the ClientError reaches the caller.
 """
 from __future__ import annotations
 

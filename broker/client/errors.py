@@ -19,10 +19,13 @@ DEFINITE_BROKER_ERRORS = frozenset({
     "FENCED_LEADER_EPOCH", "UNKNOWN_LEADER_EPOCH", "OFFSET_OUT_OF_RANGE", "BROKER_NOT_AVAILABLE",
     "INVALID_UPDATE_VERSION", "LEADER_NOT_AVAILABLE", "CONTROLLER_NOT_AVAILABLE",
 })
-# the client's metadata may be stale after these: refresh it from the controller
+# the client's metadata may be stale after these: refresh it from the controller before the next request.
+# Timeouts count too: a leader cut off from the controller and its followers still answers clients, but
+# its acks=all produces end REQUEST_TIMED_OUT, while the controller has fenced it and elected a new leader.
 REFRESH_METADATA = frozenset({
     "NOT_LEADER", "UNKNOWN_PARTITION", "FENCED_LEADER_EPOCH", "UNKNOWN_LEADER_EPOCH",
-    "BROKER_NOT_AVAILABLE", "LEADER_NOT_AVAILABLE", "TIMEOUT", "CONNECTION_LOST",
+    "BROKER_NOT_AVAILABLE", "LEADER_NOT_AVAILABLE", "TIMEOUT", "CONNECTION_LOST", "INVALID_RESPONSE",
+    "REQUEST_TIMED_OUT", "NOT_ENOUGH_REPLICAS", "NOT_ENOUGH_REPLICAS_AFTER_APPEND",
 })
 
 

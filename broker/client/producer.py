@@ -2,6 +2,9 @@
 
 Definite failures (ClientError.definite) are retried up to `retries` times with tenacity, refreshing the
 metadata in between; indefinite ones (the write may have happened) are never retried.
+After a failure that may mean the leader moved (errors.REFRESH_METADATA: NOT_LEADER, connection errors,
+TIMEOUT, REQUEST_TIMED_OUT, ...) the cached metadata is dropped, so the next send asks the controller
+for the current leader.
 """
 from __future__ import annotations
 
