@@ -1,6 +1,13 @@
 """Admin: the controller's view of partitions and brokers, plus each replica's own LEO/HW
-(DESCRIBE_REPLICAS on every replica broker; None for a broker that cannot be asked)."""
+(DESCRIBE_REPLICAS on every replica broker; None for a broker that cannot be asked).
+
+`describe` asks the replica brokers in parallel, each under its own deadline (`broker_timeout_s`,
+default the client's timeout_s), so a paused or partitioned broker costs one deadline, not one per broker,
+and the answer is partial (None for that broker) rather than an error.
+"""
 from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
 
 from broker.client.errors import ClientError, broker_error
 from broker.client.metadata import ClientBase
@@ -13,15 +20,12 @@ class Admin(ClientBase):
         with self._lock:
             return dict(self.refresh_metadata().brokers)
 
-    def describe(self, topic: str) -> list[PartitionInfo]:
+    def describe(self, topic: str, broker_timeout_s: float | None = None) -> list[PartitionInfo]:
         with self._lock:
             md = self.refresh_metadata()
             parts = sorted((pm for (t, _p), pm in md.partitions.items() if t == topic), key=lambda p: p.partition)
-            reports: dict[int, dict | None] = {}
-            for pm in parts:
-                for b in pm.replicas:
-                    if b not in reports:
-                        reports[b] = self._describe_broker(b)
+            wanted = sorted({b for pm in parts for b in pm.replicas})
+            reports = self._describe_brokers(wanted, self.timeout_s if broker_timeout_s is None else broker_timeout_s)
             out = []
             for pm in parts:
                 state = {}
@@ -38,13 +42,30 @@ class Admin(ClientBase):
         with self._lock:
             return self._describe_broker(broker_id)
 
+    def _describe_brokers(self, broker_ids: list[int], timeout_s: float) -> dict[int, dict | None]:
+        """DESCRIBE_REPLICAS on every broker at once (each thread uses only its own broker's connection)."""
+        conns: dict[int, object] = {}
+        for b in broker_ids:
+            try:
+                conns[b] = self.broker_connection(b)
+            except ClientError:
+                conns[b] = None
+        asked = [b for b in broker_ids if conns[b] is not None]
+        out: dict[int, dict | None] = {b: None for b in broker_ids}
+        if len(asked) == 1:
+            out[asked[0]] = _ask(conns[asked[0]], timeout_s)
+        elif asked:
+            with ThreadPoolExecutor(max_workers=len(asked), thread_name_prefix="describe") as pool:
+                futures = {b: pool.submit(_ask, conns[b], timeout_s) for b in asked}
+                out.update({b: f.result() for b, f in futures.items()})
+        return out
+
     def _describe_broker(self, broker_id: int) -> dict[tuple[str, int], dict] | None:
         try:
             conn = self.broker_connection(broker_id)
-            resp = conn.request(apis.DESCRIBE_REPLICAS, {}, self.timeout_s)
         except ClientError:
             return None
-        return {(p["topic"], int(p["partition"])): p for p in resp.get("partitions", [])}
+        return _ask(conn, self.timeout_s)
 
     def create_topic(self, name: str, partitions: int, replication_factor: int) -> None:
         with self._lock:
@@ -58,3 +79,12 @@ class Admin(ClientBase):
             if resp.get("error", "NONE") != "NONE":
                 raise broker_error(str(resp["error"]), f"CREATE_TOPICS {name}")
             self.invalidate()
+
+
+def _ask(conn, timeout_s: float) -> dict[tuple[str, int], dict] | None:
+    """One broker's DESCRIBE_REPLICAS keyed by (topic, partition); None if it does not answer in time."""
+    try:
+        resp = conn.request(apis.DESCRIBE_REPLICAS, {}, timeout_s)
+        return {(p["topic"], int(p["partition"])): p for p in resp.get("partitions", [])}
+    except (ClientError, KeyError, TypeError, ValueError):
+        return None
