@@ -203,7 +203,11 @@ class DockerHosts:
         return c.status
 
     def kill(self, node: str) -> None:
-        self.containers[node].kill()
+        """`docker kill`, returning once the engine reports the container stopped (the kill request
+        itself returns before that, and a `docker start` in between would be a no-op)."""
+        c = self.containers[node]
+        c.kill()
+        c.wait(timeout=30, condition="not-running")
 
     def start(self, node: str) -> None:
         self.containers[node].start()
