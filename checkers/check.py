@@ -32,7 +32,7 @@ def _config(run_dir: Path) -> dict[str, Any]:
 def check_run(run_dir: Path | str, *, engine: str = "spark", spark_master: str | None = None,
               lenient: bool = False, examples: int = 10, fail_on: tuple[str, ...] | list[str] = (),
               allow: tuple[str, ...] | list[str] = (), write: bool = True, spark: Any = None,
-              step: Callable[[str], None] | None = None) -> dict[str, Any]:
+              step: Callable[[str], None] | None = None, output: Path | str | None = None) -> dict[str, Any]:
     """Check one run directory and return (and by default write) its results.json document.
 
     Raises FormatError for malformed input and policy.PolicyError for unknown anomaly kinds.
@@ -66,5 +66,5 @@ def check_run(run_dir: Path | str, *, engine: str = "spark", spark_master: str |
     info.update(elapsed_s=round(time.monotonic() - t0, 3), version=VERSION, examples=examples)
     doc = results.build(findings, failing=failing, checker=info, input_info=ing.as_json())
     if write:
-        rf.write_json(run_dir / rf.RESULTS_JSON, doc)
+        rf.write_json(Path(output) if output else run_dir / rf.RESULTS_JSON, doc)
     return doc

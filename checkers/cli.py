@@ -39,9 +39,11 @@ def exit_code(doc: dict) -> int:
               help="Examples kept per anomaly kind.")
 @click.option("--fail-on", "fail_on", multiple=True, metavar="KIND", help="Make KIND fail the run (repeatable).")
 @click.option("--allow", multiple=True, metavar="KIND", help="Do not fail the run on KIND (repeatable).")
+@click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Write the results here instead of RUN_DIR/results.json.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress output.")
 def check(run_dir: Path, spark_master: str | None, engine: str, lenient: bool, examples: int,
-          fail_on: tuple[str, ...], allow: tuple[str, ...], quiet: bool) -> int:
+          fail_on: tuple[str, ...], allow: tuple[str, ...], output: Path | None, quiet: bool) -> int:
     """Check RUN_DIR (history + replica dumps) and write RUN_DIR/results.json."""
     progress = None
     if not quiet and sys.stderr.isatty():
@@ -52,7 +54,7 @@ def check(run_dir: Path, spark_master: str | None, engine: str, lenient: bool, e
     step = (lambda msg: progress.update(f"checking {run_dir.name}: {msg}")) if progress else None
     try:
         doc = check_run(run_dir, engine=engine, spark_master=spark_master, lenient=lenient, examples=examples,
-                        fail_on=fail_on, allow=allow, step=step)
+                        fail_on=fail_on, allow=allow, step=step, output=output)
     except (rf.FormatError, PolicyError) as exc:
         click.echo(f"highwater check: {exc}", err=True)
         sys.exit(EXIT_USAGE)

@@ -39,6 +39,7 @@ def analyze(spark: SparkSession, col_dir: Path | str, examples: int = 10,
     N = examples
     t = load(spark, col_dir)
     persisted: list[DataFrame] = []
+    persisted.append(t.sends)
     try:
         return _analyze(t, N, say, persisted)
     finally:

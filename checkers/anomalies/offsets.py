@@ -28,11 +28,11 @@ def analyze(t: Tables, fs_rows: list[dict[str, Any]]) -> tuple[DataFrame, dict[i
     """Returns (persisted flagged offsets, per partition counts: n_cover (offsets in [0, hw) covered by
     final reads), n_inconsistent, n_lost, n_dirty, n_dup, n_multi (flagged offsets of each sort)).
 
-    Flagged columns: partition, offset, inconsistent, lost_cand, dirty_cand, dup_cand, multi_final, f_min.
+    Flagged columns: partition, offset, inconsistent, lost_cand, dirty_cand, dup_cand, multi_final, f_min,
+    f_extra (final reads of the offset beyond the first).
     """
     L = F.lit
-    acked = (t.ops.filter(is_client() & (F.col("f") == "send") & (F.col("type") == "ok"))
-             .select("partition", "offset", "value", L(0).alias("src")))
+    acked = t.acks().select("partition", "offset", "value", L(0).alias("src"))
     read = t.reads.select("partition", "offset", "value",
                           F.when(F.col("f") == "final-read", L(2)).otherwise(L(1)).alias("src"))
     src, v = F.col("src"), F.col("value")
@@ -41,7 +41,8 @@ def analyze(t: Tables, fs_rows: list[dict[str, Any]]) -> tuple[DataFrame, dict[i
         F.min("value").alias("vmin"), F.max("value").alias("vmax"),
         F.min(F.when(src == 0, v)).alias("a_min"), F.max(F.when(src == 0, v)).alias("a_max"),
         F.count(F.when(src == 1, 1)).alias("r_n"),
-        F.min(F.when(src == 2, v)).alias("f_min"), F.max(F.when(src == 2, v)).alias("f_max"))
+        F.min(F.when(src == 2, v)).alias("f_min"), F.max(F.when(src == 2, v)).alias("f_max"),
+        F.count(F.when(src == 2, 1)).alias("f_n"))
     fs = t.spark.createDataFrame([(r["partition"], r["hw"], bool(r["recovered"])) for r in fs_rows],
                                  "partition int, fs_hw long, fs_rec boolean")
     j = agg.join(F.broadcast(fs), "partition", "left")
@@ -54,22 +55,25 @@ def analyze(t: Tables, fs_rows: list[dict[str, Any]]) -> tuple[DataFrame, dict[i
     dirty_cand = rec & (F.col("r_n") > 0) & ~(single_final & (F.col("vmin") == F.col("vmax")))
     dup_cand = rec & in_final & ~(single_final & has_ack & (F.col("a_min") == F.col("f_min"))
                                   & (F.col("a_max") == F.col("f_min")))
+    # final reads of one offset beyond the first (overlapping chunks): coverage = rows - extra rows
+    f_extra = F.when(in_final & (F.col("f_n") > 1), F.col("f_n") - 1).otherwise(L(0))
     flags = j.select("partition", "offset", inconsistent.alias("inconsistent"), lost_cand.alias("lost_cand"),
                      dirty_cand.alias("dirty_cand"), dup_cand.alias("dup_cand"),
-                     (in_final & ~single_final).alias("multi_final"), "f_min", in_final.alias("in_final"))
-    flagged = flags.filter(F.col("inconsistent") | F.col("lost_cand") | F.col("dirty_cand") | F.col("dup_cand"))
+                     (in_final & ~single_final).alias("multi_final"), "f_min", f_extra.alias("f_extra"))
+    flagged = (flags.filter(F.col("inconsistent") | F.col("lost_cand") | F.col("dirty_cand") | F.col("dup_cand")
+                            | (F.col("f_extra") > 0))
+               .persist(StorageLevel.MEMORY_AND_DISK))
     n = lambda c: F.sum(F.col(c).cast("long"))  # noqa: E731
-    summary = (flags.groupBy("partition")
-               .agg(n("in_final").alias("n_cover"), n("inconsistent").alias("n_inconsistent"),
-                    n("lost_cand").alias("n_lost"), n("dirty_cand").alias("n_dirty"), n("dup_cand").alias("n_dup"),
-                    n("multi_final").alias("n_multi")))
-    flag_cols = ["offset", "inconsistent", "lost_cand", "dirty_cand", "dup_cand", "multi_final", "f_min"]
-    sum_cols = ["n_cover", "n_inconsistent", "n_lost", "n_dirty", "n_dup", "n_multi"]
-    flag_types = dict(flags.dtypes)
-    # both from one pass over the input: the two branches reuse the aggregation's shuffle
-    both = (flagged.select("partition", *flag_cols, *[L(None).cast("long").alias(c) for c in sum_cols])
-            .unionByName(summary.select("partition", *[L(None).cast(flag_types[c]).alias(c) for c in flag_cols],
-                                        *sum_cols))
-            .persist(StorageLevel.MEMORY_AND_DISK))
-    summary_rows = {r["partition"]: {c: r[c] or 0 for c in sum_cols} for r in rows(both.filter(F.col("offset").isNull()))}
-    return both.filter(F.col("offset").isNotNull()).select("partition", *flag_cols), summary_rows
+    counts = {r["partition"]: r for r in rows(flagged.groupBy("partition").agg(
+        n("f_extra").alias("f_extra"), n("inconsistent").alias("n_inconsistent"), n("lost_cand").alias("n_lost"),
+        n("dirty_cand").alias("n_dirty"), n("dup_cand").alias("n_dup"), n("multi_final").alias("n_multi")))}
+    final_rows = {r["partition"]: r["n"] for r in rows(
+        t.reads.filter(F.col("f") == "final-read").join(F.broadcast(fs), "partition")
+        .filter((F.col("offset") >= 0) & (F.col("offset") < F.col("fs_hw")))
+        .groupBy("partition").agg(F.count("*").alias("n")))}
+    summary = {}
+    for p in set(counts) | set(final_rows):
+        c = counts.get(p) or {}
+        summary[p] = {k: c[k] or 0 if c else 0 for k in ("n_inconsistent", "n_lost", "n_dirty", "n_dup", "n_multi")}
+        summary[p]["n_cover"] = final_rows.get(p, 0) - ((c["f_extra"] or 0) if c else 0)
+    return flagged, summary

@@ -26,8 +26,7 @@ from checkers.anomalies.tables import Tables, finding, is_client
 
 def nonmonotonic_send(t: Tables) -> DataFrame:
     """Later acks below the earlier ack of the same (process, partition); details fetched by the engine."""
-    acked = (t.ops.filter(is_client() & (F.col("f") == "send") & (F.col("type") == "ok"))
-             .select("process", "partition", "index", "offset"))
+    acked = t.acks().select("process", "partition", "index", "offset")
     w = Window.partitionBy("process", "partition").orderBy("index")
     out = acked.select("*", F.lag("index").over(w).alias("p_index"), F.lag("offset").over(w).alias("p_offset"))
     bad = out.filter(F.col("offset") < F.col("p_offset"))

@@ -10,6 +10,7 @@ from functools import reduce
 from pathlib import Path
 from typing import Any, Iterable
 
+from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -29,6 +30,11 @@ class Tables:
     replicas: DataFrame
     replica_meta: DataFrame
     final_state: DataFrame
+    sends: DataFrame     # send completions, compact and cached: read by several families
+
+    def acks(self) -> DataFrame:
+        """Acknowledged sends: partition, value, stype (0), index, offset, process."""
+        return self.sends.filter(F.col("stype") == 0)
 
 
 def load(spark: SparkSession, col_dir: Path | str) -> Tables:
@@ -40,7 +46,11 @@ def load(spark: SparkSession, col_dir: Path | str) -> Tables:
         df = spark.read.parquet(path)
         return df.select(*schemas[name].names)
 
-    return Tables(spark, read("ops"), read("reads"), read("replicas"), read("replica_meta"), read("final_state"))
+    ops = read("ops")
+    sends = (ops.filter((F.col("f") == "send") & (F.col("type") != "invoke"))
+             .select("partition", "value", type_code().alias("stype"), "index", "offset", "process")
+             .persist(StorageLevel.MEMORY_AND_DISK))
+    return Tables(spark, ops, read("reads"), read("replicas"), read("replica_meta"), read("final_state"), sends)
 
 
 def is_client() -> Column:

@@ -51,9 +51,8 @@ def analyze(t: Tables, flagged: DataFrame, recovered: DataFrame, keep: list[Data
     dirty_off = flagged_rec.filter(F.col("dirty_cand")).select("partition", "offset")
     dup_off = flagged_rec.filter(F.col("dup_cand")).select("partition", "offset", "multi_final", "f_min")
 
-    sends = (t.ops.filter(is_client() & (F.col("f") == "send") & (F.col("type") != "invoke"))
-             .select("partition", "value", type_code().alias("stype"), F.col("index").alias("sindex"),
-                     F.col("offset").alias("soffset")))
+    sends = t.sends.select("partition", "value", "stype", F.col("index").alias("sindex"),
+                           F.col("offset").alias("soffset"))
     acks = sends.filter(F.col("stype") == 0)
     polls = (t.reads.filter(F.col("f") == "poll")
              .select("partition", "value", "offset", (F.col("index") * (1 << POS_BITS) + F.col("pos")).alias("rkey")))

@@ -1,0 +1,156 @@
+"""Benchmark of `highwater check`: wall time and peak memory for 1M, 10M and 100M sends (three replicas).
+
+For each size a synthetic run directory (checkers/synthetic.py, Parquet written directly, 5 injected
+anomalies of every kind) is generated once into the cache directory (default .bench/, git-ignored), then
+`highwater check RUN_DIR` runs end to end as a subprocess (Spark local mode, JVM start-up included) and
+so does `highwater check --engine reference` (the single-process reference) where it fits in memory.
+Printed per run: wall time, peak RSS of the whole process tree (driver JVM + Python, sampled every
+0.1 s from /proc), CPU seconds used, the machine's load average (other work on the machine slows the
+wall time down), and whether the findings equal the injected set and the reference's findings.
+
+    .venv/bin/python benchmarks/checker_bench.py [--sizes 1000000,10000000,100000000] [--cache .bench]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from harness import runformat as rf  # noqa: E402
+from checkers import synthetic  # noqa: E402
+
+PAGE = os.sysconf("SC_PAGE_SIZE")
+TICK = os.sysconf("SC_CLK_TCK")
+COMPARED = ("valid", "anomalies", "unseen", "partitions", "stats")
+
+
+def _tree(pid: int) -> list[int]:
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        try:
+            with open(f"/proc/{p}/task/{p}/children") as fh:
+                todo.extend(int(c) for c in fh.read().split())
+        except OSError:
+            pass
+    return out
+
+
+def _sample(pid: int) -> tuple[int, dict[int, float]]:
+    rss, cpu = 0, {}
+    for p in _tree(pid):
+        try:
+            with open(f"/proc/{p}/statm") as fh:
+                rss += int(fh.read().split()[1]) * PAGE
+            with open(f"/proc/{p}/stat") as fh:
+                f = fh.read().rsplit(")", 1)[1].split()
+                cpu[p] = (int(f[11]) + int(f[12])) / TICK
+        except (OSError, IndexError, ValueError):
+            pass
+    return rss, cpu
+
+
+def measure(cmd: list[str]) -> dict:
+    load0 = os.getloadavg()[0]
+    t0 = time.monotonic()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    peak, cpu = 0, {}
+    done = threading.Event()
+
+    def watch() -> None:
+        nonlocal peak
+        while not done.is_set():
+            rss, c = _sample(proc.pid)
+            peak = max(peak, rss)
+            cpu.update(c)
+            time.sleep(0.1)
+
+    th = threading.Thread(target=watch, daemon=True)
+    th.start()
+    out, err = proc.communicate()
+    wall = time.monotonic() - t0
+    done.set()
+    th.join()
+    return {"rc": proc.returncode, "wall_s": round(wall, 1), "peak_rss_gib": round(peak / 2**30, 2),
+            "cpu_s": round(sum(cpu.values()), 1), "load_before": round(load0, 1),
+            "load_after": round(os.getloadavg()[0], 1), "stdout": out.strip(), "stderr": err.strip()[-500:]}
+
+
+def ensure_run(cache: Path, sends: int, k: int) -> tuple[Path, dict]:
+    run = cache / f"synthetic-{sends}"
+    manifest = run / rf.COLUMNAR_DIR / rf.COLUMNAR_MANIFEST
+    if manifest.exists():
+        m = json.loads(manifest.read_text())
+        if m.get("sends") == sends and m.get("k") == k and m.get("seed") == 1:
+            return run, m["expected"]
+    t = time.monotonic()
+    expected = synthetic.generate(run, sends, k=k, seed=1)
+    print(f"  generated {run} in {time.monotonic() - t:.0f} s", flush=True)
+    return run, expected
+
+
+def findings(path: Path) -> dict:
+    doc = json.loads(path.read_text())
+    return {k: doc[k] for k in COMPARED}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", default="1000000,10000000,100000000")
+    ap.add_argument("--cache", default=str(ROOT / ".bench"))
+    ap.add_argument("--k", type=int, default=5, help="anomalies injected per kind")
+    ap.add_argument("--reference-max", type=int, default=10_000_000,
+                    help="largest size the in-memory reference is run at (it needs ~1 KB per send)")
+    ap.add_argument("--spark-master", default=None)
+    args = ap.parse_args()
+    cache = Path(args.cache)
+    cache.mkdir(parents=True, exist_ok=True)
+    highwater = str(Path(sys.executable).with_name("highwater"))
+    rows = []
+    for sends in [int(s) for s in args.sizes.split(",")]:
+        print(f"== {sends:,} sends", flush=True)
+        run, expected = ensure_run(cache, sends, args.k)
+        out_spark = run / "results-spark.json"
+        cmd = [highwater, "check", str(run), "--quiet", "--output", str(out_spark)]
+        if args.spark_master:
+            cmd += ["--spark-master", args.spark_master]
+        s = measure(cmd)
+        print(f"  spark:     rc={s['rc']} wall={s['wall_s']} s peak={s['peak_rss_gib']} GiB cpu={s['cpu_s']} s "
+              f"load={s['load_before']}->{s['load_after']} | {s['stdout'] or s['stderr']}", flush=True)
+        row = {"sends": sends, "spark": s}
+        if s["rc"] in (0, 1, 2):
+            got = findings(out_spark)
+            counts = {k: got["anomalies"][k]["count"] for k in rf.ANOMALY_KINDS}
+            want = {k: expected[k] for k in rf.ANOMALY_KINDS}
+            row["spark_matches_injected"] = counts == want and \
+                got["anomalies"]["divergence"]["committed"] == expected["divergence_committed"]
+            print(f"  spark findings == injected set: {row['spark_matches_injected']}", flush=True)
+        if sends <= args.reference_max:
+            out_ref = run / "results-reference.json"
+            r = measure([highwater, "check", str(run), "--quiet", "--engine", "reference", "--output", str(out_ref)])
+            print(f"  reference: rc={r['rc']} wall={r['wall_s']} s peak={r['peak_rss_gib']} GiB cpu={r['cpu_s']} s "
+                  f"load={r['load_before']}->{r['load_after']} | {r['stdout'] or r['stderr']}", flush=True)
+            row["reference"] = r
+            if r["rc"] in (0, 1, 2) and s["rc"] in (0, 1, 2):
+                row["identical_to_reference"] = findings(out_spark) == findings(out_ref)
+                print(f"  spark findings identical to reference (counts, examples, stats): "
+                      f"{row['identical_to_reference']}", flush=True)
+        else:
+            print(f"  reference: skipped above {args.reference_max:,} sends (in-memory: ~1 KB per send, "
+                  f"about {sends * 1000 / 2**30:.0f} GiB here)", flush=True)
+        rows.append(row)
+    print(json.dumps(rows, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
