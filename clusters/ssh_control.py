@@ -12,8 +12,8 @@ nodes the same way.
 - Every remote command has a timeout. Every final error is an `SshError` naming the node, its address and
   the command.
 
-Daemons run under `nohup` with their pid in a pid file; readiness is the `READY host:port` line the
-broker prints. Packet drops use the same rule model as the local backend (clusters/local_firewall.py):
+Daemons run under `nohup` with their pid and start time in a pid file (so a reused pid is never
+mistaken for them); readiness is the `READY host:port` line the broker prints. Packet drops use the same rule model as the local backend (clusters/local_firewall.py):
 a chain `HW-<8 hex>` owned by the run, jumped to from the top of INPUT with the comment
 `highwater:<run id>`, holding one `-s SRC/32 -j DROP` per dropped source; heal flushes it.
 """
@@ -322,16 +322,28 @@ class SshNode:
         return got
 
     # --- daemons -----------------------------------------------------------------------------------------
+    # A pid file holds "<pid> <start time>" (field 22 of /proc/<pid>/stat): a pid reused by another
+    # process (certain after a container restart, where pids start again from 1) never matches.
+    @staticmethod
+    def _ident(pidfile: str) -> str:
+        """Shell test setting $p to the daemon's pid when the pid file names a live process (not a zombie)
+        with the recorded start time."""
+        q = shlex.quote(pidfile)
+        return (f"read p t < {q} 2>/dev/null && [ -n \"$t\" ] && "
+                f"[ \"$(sed 's/.*) //' /proc/$p/stat 2>/dev/null | cut -d' ' -f20)\" = \"$t\" ] && "
+                f"[ \"$(sed 's/.*) //' /proc/$p/stat 2>/dev/null | cut -d' ' -f1)\" != Z ]")
+
     def start_daemon(self, argv: list[str], *, cwd: str, env: dict[str, str], stdout: str, pidfile: str) -> int:
         """Start argv in the background (nohup, detached from the session); returns its pid."""
         exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
-        cmd = (f"cd {shlex.quote(cwd)} && rm -f {shlex.quote(pidfile)} && "
+        q = shlex.quote(pidfile)
+        cmd = (f"cd {shlex.quote(cwd)} && rm -f {q} && "
                f"(env {exports} nohup {' '.join(shlex.quote(a) for a in argv)} "
-               f"> {shlex.quote(stdout)} 2>&1 < /dev/null & echo $! > {shlex.quote(pidfile)}) && "
-               f"cat {shlex.quote(pidfile)}")
+               f"> {shlex.quote(stdout)} 2>&1 < /dev/null & p=$!; "
+               f"echo \"$p $(sed 's/.*) //' /proc/$p/stat | cut -d' ' -f20)\" > {q}) && cat {q}")
         r = self.run(cmd)
         try:
-            return int(r.stdout.strip().splitlines()[-1])
+            return int(r.stdout.split()[0])
         except (ValueError, IndexError):
             raise SshError(f"{self.target.where()}: `{cmd}`: no pid printed (got {r.stdout!r})") from None
 
@@ -339,10 +351,10 @@ class SshNode:
         """Wait (on the node, one command) for the daemon's READY line; returns it. Raises naming the
         node with the daemon's last output when it exits or does not become ready in time."""
         steps = max(1, int(timeout_s / 0.05))
-        q_out, q_pid = shlex.quote(stdout), shlex.quote(pidfile)
+        q_out = shlex.quote(stdout)
         cmd = (f"i=0; while [ $i -lt {steps} ]; do "
                f"if grep -m1 '^READY ' {q_out} 2>/dev/null; then exit 0; fi; "
-               f"kill -0 $(cat {q_pid}) 2>/dev/null || exit 3; sleep 0.05; i=$((i+1)); done; exit 4")
+               f"{self._ident(pidfile)} || exit 3; sleep 0.05; i=$((i+1)); done; exit 4")
         r = self.run(cmd, timeout_s=timeout_s + 15, check=False)
         if r.exit_status == 0:
             return r.stdout.strip().splitlines()[0]
@@ -351,28 +363,25 @@ class SshNode:
         raise SshError(f"{self.target.where()}: daemon {why}; last output: {tail or '(none)'}")
 
     def pid_of(self, pidfile: str) -> int | None:
-        """The daemon's pid if it is alive (a zombie counts as dead), else None."""
-        q = shlex.quote(pidfile)
-        r = self.run(f"p=$(cat {q} 2>/dev/null) && [ -n \"$p\" ] && kill -0 $p 2>/dev/null && "
-                     f"s=$(awk '{{print $3}}' /proc/$p/stat 2>/dev/null) && [ \"$s\" != Z ] && echo $p",
-                     check=False)
+        """The daemon's pid if it is alive (a zombie or a reused pid counts as gone), else None."""
+        r = self.run(f"{self._ident(pidfile)} && echo $p", check=False)
         out = r.stdout.strip()
         return int(out) if r.exit_status == 0 and out.isdigit() else None
 
     def process_state(self, pidfile: str) -> str | None:
         """Kernel state letter of the daemon (T = stopped), None when not running."""
-        q = shlex.quote(pidfile)
-        r = self.run(f"p=$(cat {q} 2>/dev/null) && awk '{{print $3}}' /proc/$p/stat", check=False)
+        r = self.run(f"{self._ident(pidfile)} && sed 's/.*) //' /proc/$p/stat | cut -d' ' -f1", check=False)
         s = r.stdout.strip()
-        return s if r.exit_status == 0 and s and s != "Z" else None
+        return s if r.exit_status == 0 and s else None
 
     def signal(self, pidfile: str, sig: str) -> int:
         """Send SIG (e.g. "KILL", "STOP", "CONT", "TERM") to the daemon; returns its pid."""
-        pid = self.pid_of(pidfile)
-        if pid is None:
+        r = self.run(f"{self._ident(pidfile)} || exit 9; kill -{sig} $p && echo $p", check=False)
+        if r.exit_status == 9:
             raise SshError(f"{self.target.where()}: kill -{sig}: daemon not running (pid file {pidfile})")
-        self.run(f"kill -{sig} {pid}")
-        return pid
+        if r.exit_status != 0:
+            raise SshError(f"{self.target.where()}: kill -{sig}: exited {r.exit_status}: {r.stderr.strip()}")
+        return int(r.stdout.strip())
 
     def stop_daemon(self, pidfile: str, *, grace_s: float = 10.0) -> str:
         """SIGTERM (and SIGCONT, in case it is stopped), then SIGKILL after the grace; waits for exit."""
@@ -380,7 +389,7 @@ class SshNode:
         if pid is None:
             return "not running"
         steps = max(1, int(grace_s / 0.05))
-        alive = f"kill -0 {pid} 2>/dev/null && [ \"$(awk '{{print $3}}' /proc/{pid}/stat 2>/dev/null)\" != Z ]"
+        alive = self._ident(pidfile)
         r = self.run(f"kill -TERM {pid}; kill -CONT {pid}; i=0; while [ $i -lt {steps} ]; do "
                      f"{alive} || exit 0; sleep 0.05; i=$((i+1)); done; kill -KILL {pid}; "
                      f"j=0; while [ $j -lt 100 ]; do {alive} || exit 5; sleep 0.05; j=$((j+1)); done; exit 6",

@@ -290,3 +290,25 @@ def test_chaos_run_on_the_ssh_backend_is_valid(hosts, tmp_path):
         assert "HW-" not in probe.run("iptables -w -S").stdout
     finally:
         probe.close()
+
+
+def test_pid_file_names_pid_and_start_time(hosts):
+    """A pid file naming a live process with another start time (a reused pid) is not the daemon."""
+    node = SshNode(_target(hosts, "n2"), known_hosts=hosts.known_hosts)
+    try:
+        node.run("mkdir -p /tmp/pidtest && echo '1 999999' > /tmp/pidtest/d.pid")
+        assert node.pid_of("/tmp/pidtest/d.pid") is None                     # pid 1 lives, but not since 999999
+        with pytest.raises(SshError, match=r"kill -KILL: daemon not running \(pid file /tmp/pidtest/d.pid\)$"):
+            node.signal("/tmp/pidtest/d.pid", "KILL")
+        assert node.run("kill -0 1").exit_status == 0                          # and pid 1 was not touched
+        pid = node.start_daemon(["sleep", "60"], cwd="/tmp/pidtest", env={}, stdout="/tmp/pidtest/out",
+                                pidfile="/tmp/pidtest/d.pid")
+        assert node.pid_of("/tmp/pidtest/d.pid") == pid
+        assert node.signal("/tmp/pidtest/d.pid", "STOP") == pid
+        assert node.process_state("/tmp/pidtest/d.pid") == "T"
+        assert node.stop_daemon("/tmp/pidtest/d.pid", grace_s=5) == f"pid {pid} stopped by SIGTERM"
+        assert node.pid_of("/tmp/pidtest/d.pid") is None
+        assert node.stop_daemon("/tmp/pidtest/d.pid") == "not running"
+    finally:
+        node.run("rm -rf /tmp/pidtest", check=False)
+        node.close()
