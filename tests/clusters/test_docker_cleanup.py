@@ -3,6 +3,7 @@ was SIGKILLed) are removed by label; those of a live run (this process) are left
 lists the labelled images."""
 from __future__ import annotations
 
+import secrets
 import subprocess
 
 import pytest
@@ -56,11 +57,11 @@ def test_cleanup_removes_a_killed_harness_containers_and_network_only(tmp_path, 
     client = engine()
     image = ensure_node_image(client)
     repo = str(Path(__file__).resolve().parents[2])
-    dead_id = f"dead-{tmp_path.name}"
+    dead_id = f"dead-{tmp_path.name}-{secrets.token_hex(3)}"
     child = subprocess.Popen([sys.executable, "-c", CREATOR.format(repo=repo, run_id=dead_id,
                                                                    ssh=str(tmp_path / "dead"))],
                              stdout=subprocess.PIPE, text=True)
-    live = DockerHosts(client, f"live-{tmp_path.name}", ["c0"], image, tmp_path / "live")
+    live = DockerHosts(client, f"live-{tmp_path.name}-{secrets.token_hex(3)}", ["c0"], image, tmp_path / "live")
     dead = DockerHosts(client, dead_id, ["c0", "n1"], image, tmp_path / "unused")   # names only
     try:
         assert child.stdout.readline().strip() == "CREATED"

@@ -3,6 +3,7 @@ iptables inside the containers, replica dumps collected over SFTP, and teardown 
 from __future__ import annotations
 
 import json
+import secrets
 import subprocess
 import time
 
@@ -38,7 +39,7 @@ def _labelled(kind: str, run_id: str) -> list[str]:
 @pytest.fixture
 def cluster(tmp_path):
     from clusters.docker import DockerCluster
-    run_id = f"dk-{tmp_path.name}"[-60:]
+    run_id = f"dk-{tmp_path.name[-40:]}-{secrets.token_hex(3)}"
     spec = ClusterSpec(run_id, tmp_path / "run", brokers=3,
                        broker_settings={"min_insync_replicas": 2, "replica_lag_time_max_ms": 1500},
                        controller_settings={"broker_session_timeout_ms": 1500, "expected_brokers": 3,

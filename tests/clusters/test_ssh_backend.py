@@ -4,6 +4,7 @@ iptables, collect, teardown; host-key checking; errors naming the node and the c
 from __future__ import annotations
 
 import json
+import secrets
 import subprocess
 import time
 
@@ -24,7 +25,7 @@ def hosts(tmp_path_factory):
     d = tmp_path_factory.mktemp("sshhosts")
     from clusters.docker_image import ensure_node_image
     client = engine()
-    h = DockerHosts(client, f"sshtest-{d.name}", ["c0", "n1", "n2", "n3"], ensure_node_image(client), d / "ssh")
+    h = DockerHosts(client, f"sshtest-{d.name}-{secrets.token_hex(3)}", ["c0", "n1", "n2", "n3"], ensure_node_image(client), d / "ssh")
     try:
         h.create()
         yield h
@@ -54,7 +55,7 @@ def _target(hosts: DockerHosts, node: str, port: int = 22) -> SshTarget:
 def test_ssh_cluster_on_real_sshd_hosts(hosts, tmp_path):
     from clusters.ssh import SshCluster
     nodes = _nodes_file(tmp_path / "nodes.toml", hosts)
-    spec = ClusterSpec(f"ssh-{tmp_path.name}", tmp_path / "run", brokers=3,
+    spec = ClusterSpec(f"ssh-{tmp_path.name}-{secrets.token_hex(3)}", tmp_path / "run", brokers=3,
                        broker_settings={"min_insync_replicas": 2},
                        controller_settings={"broker_session_timeout_ms": 1500, "expected_brokers": 3,
                                             "topics": [{"name": "hw", "partitions": 1, "replication_factor": 3}]})
@@ -213,7 +214,7 @@ def test_ssh_backend_names_what_a_non_root_node_lacks(hosts, tmp_path):
     body = (nodes.read_text().replace('user = "root"', 'user = "hw"')
             .replace(f'workdir = "{WORKDIR}"', 'workdir = "/tmp/hwuser"\npython = "python3-absent"'))
     nodes.write_text(body)
-    spec = ClusterSpec(f"ssh-user-{tmp_path.name}", tmp_path / "run", brokers=1)
+    spec = ClusterSpec(f"ssh-user-{tmp_path.name}-{secrets.token_hex(3)}", tmp_path / "run", brokers=1)
     c = SshCluster(spec, nodes_file=nodes)
     with pytest.raises(ClusterError) as err:
         c.start()
