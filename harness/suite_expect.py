@@ -33,6 +33,7 @@ class RepeatResult:
     seed: int | None = None
     elapsed_s: float = 0.0
     problems: list[str] = field(default_factory=list)
+    allowed: list[str] = field(default_factory=list)       # kinds counted but not failing the run (policy)
 
     @property
     def found(self) -> set[str]:
@@ -48,7 +49,7 @@ class RepeatResult:
     def to_json(self) -> dict[str, Any]:
         return {"index": self.index, "exit_code": self.exit_code, "valid": self.valid, "counts": dict(self.counts),
                 "unseen": self.unseen, "run_dir": self.run_dir, "report": self.report, "seed": self.seed,
-                "elapsed_s": round(self.elapsed_s, 3), "problems": list(self.problems)}
+                "elapsed_s": round(self.elapsed_s, 3), "problems": list(self.problems), "allowed": list(self.allowed)}
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> "RepeatResult":
@@ -56,21 +57,23 @@ class RepeatResult:
                    counts={str(k): int(v) for k, v in (d.get("counts") or {}).items()},
                    unseen=int(d.get("unseen") or 0), run_dir=d.get("run_dir"), report=d.get("report"),
                    seed=d.get("seed"), elapsed_s=float(d.get("elapsed_s") or 0.0),
-                   problems=list(d.get("problems") or []))
+                   problems=list(d.get("problems") or []), allowed=list(d.get("allowed") or []))
 
 
 def repeat_from_results(index: int, exit_code: int, results: dict[str, Any] | None, **extra) -> RepeatResult:
     """A RepeatResult from a run's exit code and its results.json document (None when not checked)."""
     if results is None:
         return RepeatResult(index=index, exit_code=exit_code, valid=None, **extra)
-    counts = {}
+    counts, allowed = {}, []
     for kind, body in (results.get("anomalies") or {}).items():
         n = body.get("count", 0) if isinstance(body, dict) else 0
         if isinstance(n, int) and n > 0:
             counts[str(kind)] = n
+            if body.get("fails_run") is False:
+                allowed.append(str(kind))
     unseen = (results.get("unseen") or {}).get("count", 0) or 0
     return RepeatResult(index=index, exit_code=exit_code, valid=results.get("valid"), counts=counts,
-                        unseen=int(unseen), **extra)
+                        unseen=int(unseen), allowed=sorted(allowed), **extra)
 
 
 def _kinds_text(r: RepeatResult, kinds: list[str] | None = None) -> str:

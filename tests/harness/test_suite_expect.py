@@ -23,6 +23,10 @@ def test_repeat_from_results_keeps_only_counts_above_zero():
     r = repeat_from_results(2, 1, results(False, lost_write=3), run_dir="x/1", seed=7)
     assert r.counts == {"lost-write": 3} and r.found == {"lost-write"} and r.valid is False
     assert (r.index, r.exit_code, r.run_dir, r.seed, r.checked) == (2, 1, "x/1", 7, True)
+    doc = results(False, lost_write=3)
+    doc["anomalies"]["duplicate"].update(count=2, fails_run=False)
+    r2 = repeat_from_results(1, 1, doc)
+    assert r2.counts == {"lost-write": 3, "duplicate": 2} and r2.allowed == ["duplicate"]
     unchecked = repeat_from_results(1, 255, None, problems=["run failed: boom"])
     assert unchecked.valid is None and not unchecked.checked and unchecked.counts == {}
     assert RepeatResult.from_json(r.to_json()) == r

@@ -33,7 +33,8 @@ def summary(ts, configs, exit_code=1):
 CURRENT = [
     conf("hw-kill", "hw", "kill", "passed", {"finds": ["lost-write"]},
          [rep(1, {"lost-write": 3, "divergence": 1}, False), rep(2, {"lost-write": 2, "duplicate": 4}, False)]),
-    conf("hw-pause", "hw", "pause", "failed", {"finds": ["lost-write"]}, [rep(1, {}, True)]),
+    conf("hw-pause", "hw", "pause", "failed", {"finds": ["lost-write"]},
+         [{**rep(1, {"hw-regression-cross-epoch": 6}, True), "allowed": ["hw-regression-cross-epoch"]}]),
     conf("safe-kill", "safe", "kill", "failed", {"safe": True}, [rep(1, {}, True), rep(2, {"divergence": 2}, False)]),
     conf("safe-partition", "safe", "partition", "skipped", {"safe": True}, [], planned=2),
     conf("safe-pause", "safe", "pause", "error", {"safe": True}, [rep(1, {}, "unknown", report=False)]),
@@ -51,6 +52,7 @@ def test_matrix_rows_columns_and_cells():
     assert hw_kill.links == [("r1", "x/r1/report.html"), ("r2", "x/r2/report.html")]
     # a finds configuration that found nothing is red although nothing was lost
     assert (m.cell("hw", "pause").css, m.cell("hw", "pause").lost) == ("broken", 0)
+    assert m.cell("hw", "pause").others == []   # a kind the policy allows is not listed
     safe_kill = m.cell("safe", "kill")
     assert (safe_kill.css, safe_kill.lost, safe_kill.divergent, safe_kill.expect) == ("broken", 0, 2, "safe")
     skipped = m.cell("safe", "partition")
