@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import signal
 import sys
+from pathlib import Path
 
 import click
 
@@ -52,7 +53,10 @@ def finish_output(outcome) -> int:
                    + (f"; anomalies: {', '.join(kinds)}" if kinds else "; no anomalies"), err=True)
     click.echo(f"highwater: {_VERDICT.get(outcome.exit_code, outcome.exit_code)} (exit {outcome.exit_code}); "
                f"run directory {outcome.run_dir}", err=True)
-    click.echo(str(outcome.report))
+    # the last stdout line is the report when one was written (an interrupted run skips the checker and
+    # may have none), else the run directory, which still holds a checkable history
+    report = outcome.report if outcome.report and Path(outcome.report).exists() else outcome.run_dir
+    click.echo(str(report))
     return outcome.exit_code
 
 
