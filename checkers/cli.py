@@ -16,6 +16,7 @@ from harness.cli import EXIT_INTERNAL, EXIT_INVALID, EXIT_UNKNOWN, EXIT_USAGE, E
 from checkers import results as results_mod
 from checkers.check import check_run
 from checkers.policy import PolicyError
+from checkers.spark_session import SparkSetupError
 
 
 def exit_code(doc: dict) -> int:
@@ -55,7 +56,7 @@ def check(run_dir: Path, spark_master: str | None, engine: str, lenient: bool, e
     try:
         doc = check_run(run_dir, engine=engine, spark_master=spark_master, lenient=lenient, examples=examples,
                         fail_on=fail_on, allow=allow, step=step, output=output)
-    except (rf.FormatError, PolicyError) as exc:
+    except (rf.FormatError, PolicyError, SparkSetupError) as exc:
         click.echo(f"highwater check: {exc}", err=True)
         sys.exit(EXIT_USAGE)
     except Exception as exc:  # noqa: BLE001 - anything else is our bug: one line, details with HIGHWATER_DEBUG

@@ -3,7 +3,8 @@
 - no master: `local[2]`, 3 GiB driver heap, few shuffle partitions, adaptive execution, no UI;
 - `spark://...`, `yarn`, `k8s://...`, `local[N]`: the same job on that master (classic Spark);
 - `sc://host:port`: Spark Connect (needs the pyspark connect client extras), the job uses DataFrame APIs only.
-Environment overrides: HIGHWATER_SPARK_DRIVER_MEMORY, HIGHWATER_SPARK_SHUFFLE_PARTITIONS.
+Environment overrides: HIGHWATER_SPARK_DRIVER_MEMORY, HIGHWATER_SPARK_SHUFFLE_PARTITIONS,
+HIGHWATER_SPARK_JAVA_OPTS (driver JVM options).
 On a cluster the run directory must be readable by the executors (a shared file system).
 """
 from __future__ import annotations
@@ -12,6 +13,10 @@ import os
 from typing import Any
 
 DEFAULT_MASTER = "local[2]"
+
+
+class SparkSetupError(ValueError):
+    """The requested Spark master cannot be used from here; the message says why and what to do."""
 
 
 def local_conf() -> dict[str, str]:
@@ -28,8 +33,10 @@ def local_conf() -> dict[str, str]:
         "spark.ui.showConsoleProgress": "false",
         "spark.sql.files.maxPartitionBytes": str(256 * 1024 * 1024),
         "spark.sql.autoBroadcastJoinThreshold": str(32 * 1024 * 1024),
-        "spark.driver.extraJavaOptions": "-XX:+UseParallelGC -Dlog4j2.level=error",
+        "spark.driver.extraJavaOptions": os.environ.get(
+            "HIGHWATER_SPARK_JAVA_OPTS", "-XX:+UseParallelGC -XX:ParallelGCThreads=2 -Dlog4j2.level=error"),
         "spark.sql.session.timeZone": "UTC",
+        "spark.sql.constraintPropagation.enabled": "false",
         "spark.sql.ansi.enabled": "false",
         "spark.memory.fraction": "0.7",
         "spark.local.dir": os.environ.get("HIGHWATER_SPARK_LOCAL_DIR", "/tmp"),
@@ -40,6 +47,11 @@ def get_session(master: str | None = None, app_name: str = "highwater-check") ->
     from pyspark.sql import SparkSession
 
     if master and master.startswith("sc://"):
+        try:
+            import grpc  # noqa: F401 - the Spark Connect client's transport
+        except ImportError:
+            raise SparkSetupError(f"--spark-master {master}: Spark Connect needs the pyspark connect client "
+                                  "(pip install 'pyspark[connect]')") from None
         return SparkSession.builder.remote(master).appName(app_name).getOrCreate()
     builder = SparkSession.builder.appName(app_name).master(master or DEFAULT_MASTER)
     conf = local_conf()

@@ -37,6 +37,7 @@ def analyze(spark: SparkSession, col_dir: Path | str, examples: int = 10,
             step: Callable[[str], None] | None = None) -> dict[str, Any]:
     say = step or (lambda _m: None)
     N = examples
+    _size_shuffles(spark, Path(col_dir))
     t = load(spark, col_dir)
     persisted: list[DataFrame] = []
     persisted.append(t.sends)
@@ -149,6 +150,28 @@ def _analyze(t: Tables, N: int, say, persisted: list[DataFrame]) -> dict[str, An
         "partitions": parts_out,
         "stats": {"ops": st["ops"], "availability": st["availability"], "fault_windows": st["fault_windows"]},
     }
+
+
+ROWS_PER_SHUFFLE_PARTITION = 1_500_000
+
+
+def _size_shuffles(spark: SparkSession, col_dir: Path) -> None:
+    """Local mode: as many shuffle partitions as the input needs (each task's hash maps fit in memory),
+    and no more (every partition of every shuffle costs a task, which dominates small runs)."""
+    import os
+
+    if os.environ.get("HIGHWATER_SPARK_SHUFFLE_PARTITIONS"):
+        return
+    try:
+        if not str(spark.conf.get("spark.master", "")).startswith("local"):
+            return
+        import pyarrow.dataset as pads
+
+        n = sum(pads.dataset(str(col_dir / name), format="parquet").count_rows()
+                for name in ("ops", "reads", "replicas"))
+    except Exception:  # noqa: BLE001 - keep the session's setting
+        return
+    spark.conf.set("spark.sql.shuffle.partitions", str(max(4, min(128, n // ROWS_PER_SHUFFLE_PARTITION))))
 
 
 def _or(a, b):
