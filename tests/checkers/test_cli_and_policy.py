@@ -119,3 +119,16 @@ def test_highwater_check_with_spark_end_to_end(tmp_path):
     doc = json.loads((run / rf.RESULTS_JSON).read_text())
     assert doc["checker"]["engine"] == "spark" and doc["checker"]["master"] == "local[2]"
     assert doc["anomalies"]["lost-write"]["examples"][0]["value"] == 2
+
+
+def test_spark_connect_without_client_is_a_clear_error(tmp_path):
+    pytest.importorskip("pyspark")
+    try:
+        import grpc  # noqa: F401
+        pytest.skip("the Spark Connect client is installed here")
+    except ImportError:
+        pass
+    r = _check(_run(tmp_path, sc.clean), "--spark-master", "sc://127.0.0.1:15002")
+    assert r.returncode == 254
+    assert r.stderr == ("highwater check: --spark-master sc://127.0.0.1:15002: Spark Connect needs the pyspark "
+                        "connect client (pip install 'pyspark[connect]')\n")
