@@ -212,7 +212,10 @@ class SshNode:
                 while chan.recv_stderr_ready():
                     err += chan.recv_stderr(65536)
                     progressed = True
-                if chan.exit_status_ready() and not chan.recv_ready() and not chan.recv_stderr_ready():
+                # done once the exit status is in and the channel's EOF too: sshd may send the exit
+                # status before the last stderr bytes, and the EOF comes after all of the data
+                if (chan.exit_status_ready() and (chan.eof_received or chan.closed)
+                        and not chan.recv_ready() and not chan.recv_stderr_ready()):
                     break
                 if time.monotonic() > deadline:
                     raise SshError(f"{self.target.where()}: `{command}`: timed out after {timeout:.0f}s")
