@@ -60,7 +60,10 @@ class Sender(threading.Thread):
 
 
 def _full(admin):
-    (p,) = admin.describe(TOPIC)
+    parts = admin.describe(TOPIC)
+    if len(parts) != 1:          # the controller has not created the topic yet
+        return None
+    (p,) = parts
     ok = p.leader is not None and len(p.isr) == 3 and all(v is not None for v in p.replica_state.values())
     return p if ok else None
 
