@@ -5,7 +5,7 @@ is tried once more with fresh metadata from the controller before the ClientErro
 """
 from __future__ import annotations
 
-from broker.client.errors import REFRESH_METADATA, ClientError, broker_error
+from broker.client.errors import REFRESH_METADATA, ClientError
 from broker.client.metadata import ClientBase
 from broker.client.results import FetchResult
 from broker.protocol import apis
@@ -28,18 +28,8 @@ class Consumer(ClientBase):
     def _fetch_once(self, topic, partition, offset, max_records, max_wait_ms) -> FetchResult:
         body = {"topic": topic, "partition": partition, "offset": int(offset), "max_records": int(max_records),
                 "max_wait_ms": int(max_wait_ms), "replica_id": -1, "current_leader_epoch": -1}
-        try:
-            _pm, conn = self.leader_connection(topic, partition)
-            resp = conn.request(apis.FETCH, body, self.timeout_s + max_wait_ms / 1000.0)
-        except ClientError as exc:
-            if exc.code in REFRESH_METADATA:
-                self.invalidate()
-            raise
-        error = resp.get("error", "INVALID_RESPONSE")
-        if error != "NONE":
-            if error in REFRESH_METADATA:
-                self.invalidate()
-            raise broker_error(str(error), f"FETCH {topic}/{partition} at {offset}")
+        resp = self.leader_request(apis.FETCH, topic, partition, body, self.timeout_s + max_wait_ms / 1000.0,
+                                   f"FETCH {topic}/{partition} at {offset}")
         records = [(int(o), int(e), v) for o, e, v in resp.get("records", [])]
         return FetchResult(records, int(resp["hw"]), int(resp.get("leader_epoch", -1)),
                            int(resp.get("log_start", 0)))

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from broker.client.connection import Connection
-from broker.client.errors import ClientError
+from broker.client.errors import REFRESH_METADATA, ClientError, broker_error
 from broker.protocol import apis
 
 
@@ -92,6 +92,25 @@ class ClientBase:
             if pm.leader is None:
                 raise ClientError("LEADER_NOT_AVAILABLE", True, f"{topic}/{partition} has no leader")
         return pm, self.broker_connection(pm.leader)
+
+    def leader_request(self, api: int, topic: str, partition: int, body: dict[str, Any], timeout_s: float,
+                       what: str) -> dict[str, Any]:
+        """Send `body` to the partition's leader and return its answer. Any error (a ClientError raised on
+        the way, or a broker error code in the answer) that may mean the leader moved drops the cached
+        metadata first (errors.REFRESH_METADATA), so the next call asks the controller again."""
+        try:
+            _pm, conn = self.leader_connection(topic, partition)
+            resp = conn.request(api, body, timeout_s)
+        except ClientError as exc:
+            if exc.code in REFRESH_METADATA:
+                self.invalidate()
+            raise
+        error = resp.get("error", "INVALID_RESPONSE")
+        if error != "NONE":
+            if error in REFRESH_METADATA:
+                self.invalidate()
+            raise broker_error(str(error), what)
+        return resp
 
     def broker_connection(self, broker_id: int) -> Connection:
         conn = self._conns.get(broker_id)

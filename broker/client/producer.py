@@ -12,7 +12,7 @@ from typing import Iterable
 
 from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential
 
-from broker.client.errors import REFRESH_METADATA, ClientError, broker_error
+from broker.client.errors import REFRESH_METADATA, ClientError
 from broker.client.metadata import ClientBase
 from broker.client.results import SendResult
 from broker.protocol import apis
@@ -58,21 +58,17 @@ class Producer(ClientBase):
     def _send_once(self, topic: str, partition: int, batch: list[bytes]) -> SendResult:
         body = {"topic": topic, "partition": partition, "acks": self.acks,
                 "timeout_ms": int(self.timeout_s * 1000), "values": batch}
-        try:
-            _pm, conn = self.leader_connection(topic, partition)
-            if self.acks == 0:
+        if self.acks == 0:
+            try:
+                _pm, conn = self.leader_connection(topic, partition)
                 conn.send_only(apis.PRODUCE, body, self.timeout_s)
-                return SendResult([], None)
-            # the broker answers REQUEST_TIMED_OUT at timeout_ms; the socket waits a little longer for it
-            resp = conn.request(apis.PRODUCE, body, self.timeout_s + 1.0)
-        except ClientError as exc:
-            if exc.code in REFRESH_METADATA:
-                self.invalidate()
-            raise
-        error = resp.get("error", "INVALID_RESPONSE")
-        if error != "NONE":
-            if error in REFRESH_METADATA:
-                self.invalidate()
-            raise broker_error(str(error), f"PRODUCE {topic}/{partition}")
+            except ClientError as exc:
+                if exc.code in REFRESH_METADATA:
+                    self.invalidate()
+                raise
+            return SendResult([], None)
+        # the broker answers REQUEST_TIMED_OUT at timeout_ms; the socket waits a little longer for it
+        resp = self.leader_request(apis.PRODUCE, topic, partition, body, self.timeout_s + 1.0,
+                                   f"PRODUCE {topic}/{partition}")
         base = int(resp["base_offset"])
         return SendResult(list(range(base, base + len(batch))), int(resp["leader_epoch"]))
