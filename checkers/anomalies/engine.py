@@ -21,6 +21,7 @@ from checkers.anomalies import divergence, offsets, ordering, stats, values, wat
 from checkers.anomalies.tables import POS_BITS, TYPE_NAME, Tables, finding, is_client, key_filter, load, rows
 
 POS_MASK = (1 << POS_BITS) - 1
+FINDING_TASKS = 4
 
 
 def _top(df: DataFrame, order: list[str], n: int) -> list[dict]:
@@ -94,7 +95,9 @@ def _analyze(t: Tables, N: int, say, persisted: list[DataFrame]) -> dict[str, An
     allf = findings[0]
     for df in findings[1:]:
         allf = allf.unionByName(df)
-    allf = allf.persist(StorageLevel.MEMORY_AND_DISK)
+    # the union has one partition per shuffle partition of every family (hundreds at 10M sends) but holds
+    # only flagged rows: fewer, larger tasks read it (the families' last steps still run on every core)
+    allf = allf.coalesce(FINDING_TASKS).persist(StorageLevel.MEMORY_AND_DISK)
     persisted.append(allf)
     # job 1: counts per kind, partition and flag; job 2: the first N of each kind in example order
     counts: dict[str, int] = {}

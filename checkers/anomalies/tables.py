@@ -13,6 +13,7 @@ from typing import Any, Iterable
 from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import from_arrow_schema
 
 from harness import runformat as rf
 
@@ -43,7 +44,8 @@ def load(spark: SparkSession, col_dir: Path | str) -> Tables:
 
     def read(name: str) -> DataFrame:
         path = str((col_dir / name).resolve())
-        df = spark.read.parquet(path)
+        # the schema is known (ingest writes it): giving it skips Spark's schema-inference job per table
+        df = spark.read.schema(from_arrow_schema(schemas[name])).parquet(path)
         return df.select(*schemas[name].names)
 
     ops = read("ops")
