@@ -79,7 +79,7 @@ class SuiteRun:
 
     def __init__(self, suite: Suite, results_root: Path | str = "results", *, repeat: int | None = None,
                  only: str | None = None, budget_s: float | None = None,
-                 run_fn: Callable[..., Any] | None = None, say: Callable[[str], None] = lambda _m: None,
+                 run_fn: Callable[..., Any] | None = None, scenario_fn: Callable[..., Any] | None = None, say: Callable[[str], None] = lambda _m: None,
                  clock: Callable[[], float] = time.monotonic):
         self.suite = suite
         self.results_root = Path(results_root)
@@ -89,6 +89,7 @@ class SuiteRun:
             from harness.runner import run_test
             run_fn = run_test
         self.run_fn = run_fn
+        self.scenario_fn = scenario_fn or run_suite_scenario
         self.selected = select(suite.configs, only)
         self.outcomes = [ConfigOutcome(c, planned=repeat or c.repeats) for c in self.selected]
         self.interrupt = threading.Event()
@@ -186,7 +187,10 @@ class SuiteRun:
                 session.request_interrupt("suite interrupted")
 
         try:
-            outcome = self.run_fn(cfg, session_hook=hook)
+            if c.scenario is not None:
+                outcome = self.scenario_fn(c.scenario, cfg, session_hook=hook)
+            else:
+                outcome = self.run_fn(cfg, session_hook=hook)
         except Exception as exc:  # noqa: BLE001 - run_test cleans up itself; record and go on
             self.problems.append(f"{c.name} repeat {k}: {type(exc).__name__}: {exc}")
             return RepeatResult(index=k, exit_code=255, valid=None, seed=cfg.seed, elapsed_s=self.clock() - t0,
@@ -248,6 +252,20 @@ class SuiteRun:
                 self.say(msg)
         if status != "running" and self.dir is not None:
             _point_latest(self.dir.root / self.suite.name / store.LATEST, self.dir.timestamp)
+
+
+def run_suite_scenario(path: Path, cfg, *, session_hook=None):
+    """Replay the scenario file `path` for a suite configuration: the scenario's own settings, with the
+    configuration's truncation mode, checker engine, name and results directory. Returns a RunOutcome."""
+    from harness import scenario as scenario_mod
+    from harness.scenario_command import run_scenario
+
+    sc = scenario_mod.load(path, truncation=cfg.broker.truncation)
+    sc.config.name = cfg.name
+    sc.config.results_dir = cfg.results_dir
+    sc.config.checker.engine = cfg.checker.engine
+    outcome, _runner = run_scenario(sc, session_hook=session_hook)
+    return outcome
 
 
 def _point_latest(link: Path, target: str) -> None:

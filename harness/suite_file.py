@@ -42,7 +42,7 @@ from harness.runformat import ANOMALY_KINDS
 
 # short setting names: the flags of `highwater run` that make sense per configuration
 SHORT_KEYS = {k: v for k, v in config_mod.FLAG_KEYS.items() if k not in ("results_dir", "test_name")}
-ENTRY_KEYS = ("name", "description", "safe", "finds", "repeats", "matrix")
+ENTRY_KEYS = ("name", "description", "safe", "finds", "repeats", "matrix", "scenario")
 TOP_KEYS = ("name", "description", "repeats", "defaults", "test")
 NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 
@@ -76,6 +76,7 @@ class SuiteConfig:
     repeats: int
     description: str = ""
     where: str = ""                 # file:line of the [[test]] entry
+    scenario: Path | None = None    # replay this scenario file (harness/scenario.py) instead of a random run
 
 
 @dataclass
@@ -311,6 +312,7 @@ def _expand_entry(ctx: _Ctx, raw: dict[str, Any], i: int, defaults: dict[str, An
         raise ctx.error(what, "description", f"must be a string, got {description!r}", table="test", entry=i)
     expect = _expectation(ctx, raw, what, i)
     repeats = _int_at_least_1(ctx, raw.get("repeats", suite_repeats), what, "repeats", "test", i)
+    scenario = _scenario_path(ctx, raw, what, i, base_dir)
     settings = _flatten({k: v for k, v in raw.items() if k not in ENTRY_KEYS})
     _check_settings(ctx, settings, what, "test", i, base_dir)
 
@@ -356,11 +358,29 @@ def _expand_entry(ctx: _Ctx, raw: dict[str, Any], i: int, defaults: dict[str, An
                 table, entry = "defaults", None
             raise ctx.error(f"{what} (configuration {name!r})", shown, problem, table=table, entry=entry)
         row_parts = [slug(k, v) for k, v in chosen.items() if setting_path(k) != "nemesis.faults"]
+        column = f"scenario:{scenario.stem}" if scenario else fault_label(cfg)
         out.append(SuiteConfig(
-            name=name, test=label, row="-".join([label, *row_parts]), column=fault_label(cfg),
+            name=name, test=label, row="-".join([label, *row_parts]), column=column,
             settings=copy.deepcopy(all_settings), cfg=cfg, expect=expect, repeats=repeats,
-            description=description, where=where))
+            description=description, where=where, scenario=scenario))
     return out
+
+
+def _scenario_path(ctx: _Ctx, raw: dict[str, Any], what: str, i: int, base_dir: Path) -> Path | None:
+    """`scenario = "../scenarios/x.toml"` (relative to the suite file): the file must load as a scenario.
+    Its own settings apply; the entry's `truncation` (and checker) override them when given."""
+    if "scenario" not in raw:
+        return None
+    value = raw["scenario"]
+    if not isinstance(value, str) or not value:
+        raise ctx.error(what, "scenario", f"must be a path to a scenario file, got {value!r}", table="test", entry=i)
+    path = Path(value) if Path(value).is_absolute() else base_dir / value
+    from harness import scenario as scenario_mod
+    try:
+        scenario_mod.load(path)
+    except scenario_mod.ScenarioError as exc:
+        raise ctx.error(what, "scenario", f"does not load: {exc}", table="test", entry=i) from None
+    return path
 
 
 def _short_name(dotted: str) -> str:
