@@ -15,6 +15,11 @@ findings equal to the injected set at every size:
   1M sends:   Spark 48-68 s wall, 2.8-2.9 GiB peak, ~75 CPU s; reference 110 s, 3.8 GiB, identical findings
   10M sends:  Spark 116-118 s wall, 2.8-2.9 GiB peak, ~165 CPU s; reference killed by the kernel at 20 GiB
   100M sends: Spark 652 s wall, 3.8 GiB peak, 782 CPU s; reference not run (about 370 GiB)
+After the findings union was coalesced to 4 tasks (same day, same findings, results.json identical):
+  1M sends:   Spark 41 s wall at load 1.7-2.2; 54 s, 2.91 GiB peak, 76 CPU s at load 3.3-4.2
+  10M sends:  Spark 75 s wall at load 2.2-3.0 (105 s before, load 2.7); 91-102 s, 2.95 GiB, 157-159 CPU s
+              at load 3.3-4.2. Only ~74 of those CPU s are inside Spark tasks; the rest is JVM start-up, JIT,
+              query planning and AQE re-planning, so 45 s on 2 cores needs fewer, simpler query plans.
 """
 from __future__ import annotations
 
