@@ -4,7 +4,7 @@
 - `spark://...`, `yarn`, `k8s://...`, `local[N]`: the same job on that master (classic Spark);
 - `sc://host:port`: Spark Connect (needs the pyspark connect client extras), the job uses DataFrame APIs only.
 Environment overrides: HIGHWATER_SPARK_DRIVER_MEMORY, HIGHWATER_SPARK_SHUFFLE_PARTITIONS,
-HIGHWATER_SPARK_JAVA_OPTS (driver JVM options).
+HIGHWATER_SPARK_JAVA_OPTS (driver JVM options), HIGHWATER_SPARK_SHUFFLE_COMPRESS (local: false by default).
 On a cluster the run directory must be readable by the executors (a shared file system).
 """
 from __future__ import annotations
@@ -32,6 +32,10 @@ def local_conf() -> dict[str, str]:
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
         "spark.sql.files.maxPartitionBytes": str(256 * 1024 * 1024),
+        # local shuffle files stay on this machine's disk (page cache): compressing them cost ~10% of the
+        # CPU at 10M sends (157 -> 143 CPU s) for no I/O saving; 100M sends may write ~10-20 GB to spark.local.dir
+        "spark.shuffle.compress": os.environ.get("HIGHWATER_SPARK_SHUFFLE_COMPRESS", "false"),
+        "spark.shuffle.spill.compress": os.environ.get("HIGHWATER_SPARK_SHUFFLE_COMPRESS", "false"),
         "spark.sql.autoBroadcastJoinThreshold": str(32 * 1024 * 1024),
         "spark.driver.extraJavaOptions": os.environ.get(
             "HIGHWATER_SPARK_JAVA_OPTS", "-XX:+UseParallelGC -XX:ParallelGCThreads=2 -Dlog4j2.level=error"),
@@ -59,6 +63,8 @@ def get_session(master: str | None = None, app_name: str = "highwater-check") ->
         conf.pop("spark.driver.memory")       # the cluster's own settings decide
         conf.pop("spark.default.parallelism")
         conf.pop("spark.local.dir")
+        conf.pop("spark.shuffle.compress")   # shuffles cross the network there
+        conf.pop("spark.shuffle.spill.compress")
         conf["spark.sql.shuffle.partitions"] = os.environ.get("HIGHWATER_SPARK_SHUFFLE_PARTITIONS", "64")
     for k, v in conf.items():
         builder = builder.config(k, v)
