@@ -4,6 +4,7 @@ refresh metadata after REQUEST_TIMED_OUT), the isolated leader must never acknow
 it keeps acknowledging acks=1 writes, which are lost when it rejoins (Kafka's acks=1 trade-off)."""
 from __future__ import annotations
 
+import functools
 import threading
 import time
 
@@ -13,24 +14,14 @@ from broker.client import Admin, ClientError, Consumer, Producer
 from clusters.base import ClusterSpec
 from clusters.local import LocalCluster
 from clusters.registry import Registry
+from polling import wait_until
 
 TOPIC = "hw"
 SESSION_MS = 1500
 SEND_TIMEOUT_S = 1.0
 
 
-def _until(predicate, timeout=30.0, what="condition"):
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        try:
-            last = predicate()
-            if last:
-                return last
-        except ClientError as exc:       # the cluster is changing under us
-            last = exc
-        time.sleep(0.05)
-    raise AssertionError(f"{what} not reached within {timeout}s (last: {last!r})")
+_until = functools.partial(wait_until, timeout=30.0, interval=0.05, retry_on=(ClientError,))
 
 
 class Sender(threading.Thread):

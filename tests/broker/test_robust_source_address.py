@@ -2,6 +2,7 @@
 fetches) leave from their own address, with no launcher shim: seen from the accepting side with `ss`."""
 from __future__ import annotations
 
+import functools
 import subprocess
 import sys
 import time
@@ -11,24 +12,14 @@ from broker.client import Admin
 from clusters.base import ClusterSpec
 from clusters.local import LocalCluster
 from clusters.registry import Registry
+from polling import wait_until
 
 
 def plain_broker_command(node: str, role: str, config: Path) -> list[str]:
     return [sys.executable, "-m", "broker", role, "--config", str(config)]
 
 
-def _until(predicate, timeout=30.0, what="condition"):
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        try:
-            last = predicate()
-            if last:
-                return last
-        except Exception as exc:  # the cluster is still settling
-            last = exc
-        time.sleep(0.1)
-    raise AssertionError(f"{what} not reached within {timeout}s (last: {last!r})")
+_until = functools.partial(wait_until, timeout=30.0)
 
 
 def accepted_peers(host: str, port: int) -> set[str]:

@@ -2,6 +2,7 @@
 iptables inside the containers, replica dumps collected over SFTP, and teardown by label."""
 from __future__ import annotations
 
+import functools
 import json
 import secrets
 import subprocess
@@ -12,22 +13,12 @@ import pytest
 from broker.client import Admin, Producer
 from clusters.base import ClusterSpec
 from clusters.docker_hosts import LABEL_RUN
+from polling import wait_until
 
 pytestmark = pytest.mark.docker
 
 
-def _until(predicate, timeout=20.0, what="condition"):
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        try:
-            last = predicate()
-            if last:
-                return last
-        except Exception as exc:  # the cluster is changing under us: retry until the deadline
-            last = exc
-        time.sleep(0.1)
-    raise AssertionError(f"{what} not reached within {timeout}s (last: {last!r})")
+_until = functools.partial(wait_until, timeout=20.0)
 
 
 def _labelled(kind: str, run_id: str) -> list[str]:

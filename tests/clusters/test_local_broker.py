@@ -1,10 +1,10 @@
 """clusters/local.py with the real broker: a controller and three brokers as `python -m broker` processes."""
 from __future__ import annotations
 
+import functools
 import json
 import re
 import subprocess
-import time
 
 import pytest
 
@@ -12,20 +12,10 @@ from broker.client import Admin
 from clusters.base import ClusterSpec
 from clusters.local import LocalCluster
 from clusters.registry import Registry, proc_state
+from polling import wait_until
 
 
-def _until(predicate, timeout=15.0, what="condition"):
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        try:
-            last = predicate()
-            if last:
-                return last
-        except Exception as exc:  # the cluster is changing under us: retry until the deadline
-            last = exc
-        time.sleep(0.1)
-    raise AssertionError(f"{what} not reached within {timeout}s (last: {last!r})")
+_until = functools.partial(wait_until, timeout=15.0)
 
 
 @pytest.fixture
