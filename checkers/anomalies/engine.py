@@ -17,8 +17,8 @@ from pyspark.sql import functions as F
 
 from harness import runformat as rf
 from checkers import explain
-from checkers.anomalies import divergence, offsets, ordering, stats, values, watermarks
-from checkers.anomalies.tables import POS_BITS, TYPE_NAME, Tables, finding, is_client, key_filter, load, rows
+from checkers.anomalies import digests, divergence, offsets, ordering, stats, values, watermarks
+from checkers.anomalies.tables import POS_BITS, TYPE_CODE, TYPE_NAME, Tables, finding, is_client, key_filter, load, rows
 
 POS_MASK = (1 << POS_BITS) - 1
 FINDING_TASKS = 4
@@ -41,7 +41,6 @@ def analyze(spark: SparkSession, col_dir: Path | str, examples: int = 10,
     _size_shuffles(spark, Path(col_dir))
     t = load(spark, col_dir)
     persisted: list[DataFrame] = []
-    persisted.append(t.sends)
     try:
         return _analyze(t, N, say, persisted)
     finally:
@@ -65,10 +64,15 @@ def _analyze(t: Tables, N: int, say, persisted: list[DataFrame]) -> dict[str, An
     st = stats.analyze(t)
     partitions = set(st["partitions"]) | set(final_state) | set(nodes_by_part)
 
+    say("block digests")
+    bits = digests.BLOCK_BITS
+    blocks = digests.summarize(t, fs_rows, bits)
     say("offsets and final logs")
-    flagged, osum = offsets.analyze(t, fs_rows)
+    flagged, osum = offsets.analyze(t, fs_rows, digests.unclean_blocks(t, blocks), bits)
     persisted.append(flagged)
     cover = {p: c["n_cover"] for p, c in osum.items()}
+    for b in blocks:
+        cover[b["partition"]] = cover.get(b["partition"], 0) + b["covered"]
     ocount = {k: sum(c[k] for c in osum.values()) for k in ("n_inconsistent", "n_lost", "n_dirty", "n_dup", "n_multi")}
     reason: dict[int, str | None] = {}
     for p in sorted(partitions):
@@ -87,7 +91,8 @@ def _analyze(t: Tables, N: int, say, persisted: list[DataFrame]) -> dict[str, An
     say("anomalies")
     n_failed = st["ops"].get("send", {}).get("fail", 0)
     findings = [finding(flagged.filter(F.col("inconsistent")), "inconsistent-offset", ["offset"], k1=F.col("offset"))]
-    findings += values.analyze(t, flagged, recovered, persisted, ocount, n_failed)
+    n_info = st["ops"].get("send", {}).get("info", 0)
+    findings += values.analyze(t, flagged, recovered, persisted, ocount, n_failed, n_info)
     findings.append(ordering.nonmonotonic_send(t))
     findings.append(ordering.poll_order(t))
     findings.append(watermarks.analyze(t))
@@ -117,12 +122,6 @@ def _analyze(t: Tables, N: int, say, persisted: list[DataFrame]) -> dict[str, An
             top[r["kind"]].append(dict(json.loads(r["payload"]), partition=r["partition"]))
     for k in rf.ANOMALY_KINDS:
         counts.setdefault(k, 0)
-    if top["nonmonotonic-send"]:
-        want = sorted({r[k] for r in top["nonmonotonic-send"] for k in ("index", "p_index")})
-        det = {r["index"]: r for r in rows(t.ops.filter(F.col("index").isin(want))
-                                           .select("index", "time", "value", "offset", "epoch"))}
-        for r in top["nonmonotonic-send"]:
-            r["earlier"], r["later"] = det[r["p_index"]], det[r["index"]]
 
     say("explaining examples")
     examples = _examples(t, top, final_state, reason)
@@ -177,6 +176,17 @@ def _size_shuffles(spark: SparkSession, col_dir: Path) -> None:
     spark.conf.set("spark.sql.shuffle.partitions", str(max(4, min(128, n // ROWS_PER_SHUFFLE_PARTITION))))
 
 
+def _and(a, b):
+    return None if b is None else a & b
+
+
+def _or_all(conds: list) -> Any:
+    out = None
+    for c in conds:
+        out = _or(out, c)
+    return out
+
+
 def _or(a, b):
     if a is None:
         return b
@@ -187,44 +197,62 @@ def _or(a, b):
 
 def _examples(t: Tables, top: dict[str, list[dict]], final_state: dict, reason: dict) -> dict[str, list[dict]]:
     """Turn the collected top rows into the examples of docs/formats.md, fetching the details they need."""
-    # history lines by index (sends of value anomalies)
-    idx = set()
-    for kind in ("lost-write", "failed-write-present", "aborted-read"):
-        idx.update(r["sindex"] for r in top[kind] if r["sindex"] is not None)
-    ops_by_index = {}
-    if idx:
-        ops_by_index = {r["index"]: r for r in rows(t.ops.filter(F.col("index").isin(sorted(idx)))
-                                                    .select("index", "time", "process", "epoch", "invoke_index", "error"))}
-    # first reads of dirty / aborted values
+    # one filtered scan of the history: the lines the examples cite by index, the acks at inconsistent
+    # offsets and the sends of duplicated values
+    idx = {r["sindex"] for kind in ("lost-write", "failed-write-present", "aborted-read")
+           for r in top[kind] if r["sindex"] is not None}
+    idx |= {r[k] for r in top["nonmonotonic-send"] for k in ("index", "p_index")}
+    keys = {(r["partition"], r["offset"]) for r in top["inconsistent-offset"]}
+    dup_keys = {(r["partition"], r["value"]) for r in top["duplicate"]}
+    sent = (F.col("f") == "send") & is_client()
+    conds = [F.col("index").isin(sorted(idx)) if idx else None,
+             sent & (F.col("type") == "ok") & key_filter(("partition", "offset"), keys) if keys else None,
+             sent & (F.col("type") != "invoke") & key_filter(("partition", "value"), dup_keys) if dup_keys else None]
+    ops_by_index, obs, dup_send = {}, {}, {}
+    cond = _or_all(conds)
+    if cond is not None:
+        for r in rows(t.ops.filter(cond).select("index", "time", "process", "epoch", "invoke_index", "error", "f",
+                                                "type", "partition", "offset", "value")):
+            ops_by_index[r["index"]] = r
+            if r["f"] != "send" or r["type"] == "invoke":
+                continue
+            if r["type"] == "ok" and (r["partition"], r["offset"]) in keys:
+                obs.setdefault((r["partition"], r["offset"]), []).append(
+                    (r["index"], -1, "send", r["value"], r["time"], r["process"]))
+            if (r["partition"], r["value"]) in dup_keys:
+                dup_send[(r["partition"], r["value"])] = r
+    for r in top["nonmonotonic-send"]:
+        r["earlier"], r["later"] = ({k: ops_by_index[i][k] for k in ("index", "time", "value", "offset", "epoch")}
+                                    for i in (r["p_index"], r["index"]))
+    for r in top["duplicate"]:
+        d = dup_send.get((r["partition"], r["value"]))
+        if d is not None:
+            r["stype"], r["sindex"], r["soffset"] = TYPE_CODE[d["type"]], d["index"], d["offset"]
+    # one filtered scan of the reads: first reads of dirty / aborted values, the final committed log at
+    # the offsets / of the values the examples need, and every read at inconsistent offsets
     ridx = {r["rkey"] >> POS_BITS for kind in ("dirty-read", "aborted-read") for r in top[kind]}
-    reads_by_key = {}
-    if ridx:
-        for r in rows(t.reads.filter((F.col("f") == "poll") & F.col("index").isin(sorted(ridx)))
-                      .select("index", "pos", "partition", "offset", "time", "process")):
-            reads_by_key[(r["partition"], (r["index"] << POS_BITS) + r["pos"])] = r
-    # the final committed log at the offsets / of the values the examples need
     f_offs = {(r["partition"], r["soffset"]) for r in top["lost-write"]}
     f_vals = {(r["partition"], r["value"]) for k in ("failed-write-present", "duplicate") for r in top[k]}
+    is_final = F.col("f") == "final-read"
+    conds = [(F.col("f") == "poll") & F.col("index").isin(sorted(ridx)) if ridx else None,
+             _and(is_final, key_filter(("partition", "offset"), f_offs)),
+             _and(is_final, key_filter(("partition", "value"), f_vals)),
+             key_filter(("partition", "offset"), keys)]
+    reads_by_key: dict[tuple, dict] = {}
     final_at: dict[tuple, set] = {}
     final_of: dict[tuple, set] = {}
-    cond = _or(key_filter(("partition", "offset"), f_offs), key_filter(("partition", "value"), f_vals))
+    cond = _or_all(conds)
     if cond is not None:
-        for r in rows(t.reads.filter((F.col("f") == "final-read") & cond).select("partition", "offset", "value")):
-            p = r["partition"]
-            if reason.get(p, "?") is not None or not 0 <= r["offset"] < final_state[p]["hw"]:
-                continue
-            final_at.setdefault((p, r["offset"]), set()).add(r["value"])
-            final_of.setdefault((p, r["value"]), set()).add(r["offset"])
-    # every observation at inconsistent offsets
-    obs: dict[tuple, list] = {}
-    keys = {(r["partition"], r["offset"]) for r in top["inconsistent-offset"]}
-    if keys:
-        kf = key_filter(("partition", "offset"), keys)
-        for r in rows(t.ops.filter(is_client() & (F.col("f") == "send") & (F.col("type") == "ok") & kf)
-                      .select("partition", "offset", "value", "index", "time", "process")):
-            obs.setdefault((r["partition"], r["offset"]), []).append((r["index"], -1, "send", r["value"], r["time"], r["process"]))
-        for r in rows(t.reads.filter(kf).select("partition", "offset", "value", "index", "pos", "time", "process", "f")):
-            obs.setdefault((r["partition"], r["offset"]), []).append((r["index"], r["pos"], r["f"], r["value"], r["time"], r["process"]))
+        for r in rows(t.reads.filter(cond).select("index", "pos", "partition", "offset", "value", "time", "process", "f")):
+            p, o, v = r["partition"], r["offset"], r["value"]
+            if r["f"] == "poll" and r["index"] in ridx:
+                reads_by_key[(p, (r["index"] << POS_BITS) + r["pos"])] = r
+            if r["f"] == "final-read" and reason.get(p, "?") is None and 0 <= o < final_state[p]["hw"]:
+                if (p, o) in f_offs or (p, v) in f_vals:
+                    final_at.setdefault((p, o), set()).add(v)
+                    final_of.setdefault((p, v), set()).add(o)
+            if (p, o) in keys:
+                obs.setdefault((p, o), []).append((r["index"], r["pos"], r["f"], v, r["time"], r["process"]))
 
     ex: dict[str, list[dict]] = {}
     ex["lost-write"] = []

@@ -21,12 +21,16 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from checkers.anomalies.tables import Tables, is_client, rows
+from checkers.anomalies import digests
+from checkers.anomalies.tables import Tables, rows
 
 
-def analyze(t: Tables, fs_rows: list[dict[str, Any]]) -> tuple[DataFrame, dict[int, dict[str, int]]]:
+def analyze(t: Tables, fs_rows: list[dict[str, Any]], blocks: DataFrame | None = None,
+            bits: int = 0) -> tuple[DataFrame, dict[int, dict[str, int]]]:
     """Returns (persisted flagged offsets, per partition counts: n_cover (offsets in [0, hw) covered by
     final reads), n_inconsistent, n_lost, n_dirty, n_dup, n_multi (flagged offsets of each sort)).
+    With `blocks` (partition, block: offset >> bits), only the records of those blocks are looked at
+    (digests.py shows the others clean) and the counts cover those blocks only.
 
     Flagged columns: partition, offset, inconsistent, lost_cand, dirty_cand, dup_cand, multi_final, f_min,
     f_extra (final reads of the offset beyond the first).
@@ -36,6 +40,12 @@ def analyze(t: Tables, fs_rows: list[dict[str, Any]]) -> tuple[DataFrame, dict[i
     read = t.reads.select("partition", "offset", "value",
                           F.when(F.col("f") == "final-read", L(2)).otherwise(L(1)).alias("src"))
     src, v = F.col("src"), F.col("value")
+    final_reads = t.reads.filter(F.col("f") == "final-read")
+    if blocks is not None:
+        def only(df: DataFrame) -> DataFrame:
+            keyed = df.withColumn("block", digests.block_of(F.col("offset"), bits))
+            return keyed.join(F.broadcast(blocks), ["partition", "block"], "left_semi").drop("block")
+        acked, read, final_reads = only(acked), only(read), only(final_reads)
     # repartition first: the shuffle carries the narrow input rows, not wide partial aggregates
     agg = acked.unionByName(read).repartition("partition", "offset").groupBy("partition", "offset").agg(
         F.min("value").alias("vmin"), F.max("value").alias("vmax"),
@@ -68,7 +78,7 @@ def analyze(t: Tables, fs_rows: list[dict[str, Any]]) -> tuple[DataFrame, dict[i
         n("f_extra").alias("f_extra"), n("inconsistent").alias("n_inconsistent"), n("lost_cand").alias("n_lost"),
         n("dirty_cand").alias("n_dirty"), n("dup_cand").alias("n_dup"), n("multi_final").alias("n_multi")))}
     final_rows = {r["partition"]: r["n"] for r in rows(
-        t.reads.filter(F.col("f") == "final-read").join(F.broadcast(fs), "partition")
+        final_reads.join(F.broadcast(fs), "partition")
         .filter((F.col("offset") >= 0) & (F.col("offset") < F.col("fs_hw")))
         .groupBy("partition").agg(F.count("*").alias("n")))}
     summary = {}

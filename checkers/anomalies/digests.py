@@ -1,0 +1,107 @@
+"""Block digests: prove most of the log consistent without shuffling every record.
+
+The exact per-offset pass (offsets.py) shuffles every acknowledged send, poll record and final-read
+record by (partition, offset); at 10M sends that is ~30M rows and was most of the checker's time. In a
+healthy stretch of a log every observation of an offset agrees, and that can be shown per block of
+2^BLOCK_BITS offsets with sums that Spark combines before its shuffle (one small row per block and
+input task). For a block of a partition whose final-state says recovered, with R = the block's offsets
+inside [0, hw):
+  final     final-read records at offsets in R: count n_f, record digest D_f = sum of h(offset, value),
+            offset digest G = sum of g(offset); and the count of final reads in the block outside R
+  final-ok  the same records without those whose value belongs to a send that ended fail or info
+            ("non-ok" values): n_fok, D_fok
+  acks      acknowledged sends at offsets in the block: n_a, D_a
+  polls     records returned by polls at offsets in the block: n_r, D_r
+The block is *clean* when
+  1. the final reads hold each offset of R exactly once and nothing else: n_f = |R|, G = g-sum of R,
+     and no final read of the block lies outside [0, hw);
+  2. the acknowledged sends are exactly the ok-valued final records: (n_a, D_a) = (n_fok, D_fok);
+  3. the polls read the block's final log a whole number m >= 0 of times: n_r = m n_f, D_r = m D_f.
+In a clean block every acknowledged send and every poll record agrees with the final log at its
+offset, the final log has one record per offset, and every final record not acknowledged at its offset
+carries a non-ok value. So offsets.py would flag nothing there but those non-ok records as duplicate
+candidates, and values.py checks every non-ok value for duplicates anyway. Only unclean blocks, and
+every block of a partition without a final log, go through the exact pass.
+
+h and g are pairs of sums of independent hashes (a 40-bit slice of xxhash64 and 32-bit murmur3), so an
+unclean block passes as clean only if both sums collide (about 2^-70 per block); sums stay far from
+overflow (a block with 2^22 or more poll records is simply not clean).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from checkers.anomalies.tables import Tables, rows
+
+BLOCK_BITS = 12
+MAX_POLL_RECORDS = 1 << 22
+
+
+def block_of(offset: Column, bits: int) -> Column:
+    return F.shiftright(offset, bits)
+
+
+def _h(*cols: Column) -> tuple[Column, Column]:
+    return F.shiftright(F.xxhash64(*cols), 24), F.hash(*cols).cast("long")
+
+
+def summarize(t: Tables, fs_rows: list[dict[str, Any]], bits: int = BLOCK_BITS) -> list[dict[str, Any]]:
+    """One row per (partition, block) holding any record: partition, block, clean, covered (|R| when
+    clean, else 0). Partitions without a recovered final-state have no clean block."""
+    L = F.lit
+    o, v = F.col("offset"), F.col("value")
+    fs = t.spark.createDataFrame([(r["partition"], r["hw"], bool(r["recovered"])) for r in fs_rows],
+                                 "partition int, fs_hw long, fs_rec boolean")
+    h1, h2 = _h(o, v)
+    g1, g2 = _h(o)
+    zero = L(0).cast("long")
+    names = ("n_a", "a1", "a2", "n_r", "r1", "r2", "n_f", "f1", "f2", "n_fok", "fok1", "fok2", "g1", "g2", "n_out")
+
+    def source(df: DataFrame, **cols: Column) -> DataFrame:
+        """One input's rows as (partition, block, every summed column; those it does not feed are 0)."""
+        return df.select("partition", block_of(o, bits).alias("block"),
+                         *[cols.get(n, zero).cast("long").alias(n) for n in names])
+
+    # each input computes only its own columns, so the aggregation below is plain sums
+    acks = source(t.acks(), n_a=L(1), a1=h1, a2=h2)
+    polls = source(t.reads.filter(F.col("f") == "poll"), n_r=L(1), r1=h1, r2=h2)
+    nonok = t.sends.filter(F.col("stype") != 0).select("partition", "value", L(True).alias("nonok"))
+    final = (t.reads.filter(F.col("f") == "final-read").select("partition", "offset", "value")
+             .join(F.broadcast(fs), "partition", "left")
+             .join(F.broadcast(nonok), ["partition", "value"], "left"))
+    in_r = F.coalesce((o >= 0) & (o < F.col("fs_hw")), L(False))
+    ok = in_r & F.col("nonok").isNull()
+    one = lambda cond, x=L(1): F.when(cond, x).otherwise(zero)  # noqa: E731
+    final = source(final, n_f=one(in_r), f1=one(in_r, h1), f2=one(in_r, h2), n_fok=one(ok), fok1=one(ok, h1),
+                   fok2=one(ok, h2), g1=one(in_r, g1), g2=one(in_r, g2), n_out=one(~in_r))
+    blocks = (acks.unionByName(polls).unionByName(final).groupBy("partition", "block")
+              .agg(*[F.sum(n).alias(n) for n in names])
+              .join(F.broadcast(fs), "partition", "left"))
+    # R = [lo, hi): the block's offsets inside [0, hw), and its offset digest
+    c = F.col
+    lo = F.greatest(F.shiftleft(c("block"), bits), L(0).cast("long"))
+    hi = F.least(F.shiftleft(c("block") + 1, bits), F.coalesce(c("fs_hw"), L(0).cast("long")))
+    n_range = F.greatest(hi - lo, L(0).cast("long"))
+    blocks = blocks.select("*", lo.alias("lo"), hi.alias("hi"), n_range.alias("n_range"))
+    seq = F.when(c("n_range") > 0, F.sequence(c("lo"), c("hi") - 1)).otherwise(F.array().cast("array<long>"))
+    e1 = F.aggregate(seq, zero, lambda acc, x: acc + F.shiftright(F.xxhash64(x), 24))
+    e2 = F.aggregate(seq, zero, lambda acc, x: acc + F.hash(x).cast("long"))
+    m = F.when(c("n_f") > 0, F.floor(c("n_r") / c("n_f"))).otherwise(L(0)).cast("long")
+    polls_ok = (c("n_r") < MAX_POLL_RECORDS) & F.when(
+        c("n_f") == 0, c("n_r") == 0).otherwise((c("n_r") == m * c("n_f")) & (c("r1") == m * c("f1"))
+                                                & (c("r2") == m * c("f2")))
+    clean = (F.coalesce(c("fs_rec"), L(False)) & (c("n_out") == 0) & (c("n_f") == c("n_range"))
+             & (c("g1") == e1) & (c("g2") == e2)
+             & (c("n_a") == c("n_fok")) & (c("a1") == c("fok1")) & (c("a2") == c("fok2")) & polls_ok)
+    out = blocks.select("partition", "block", clean.alias("clean"), "n_range")
+    return [{"partition": r["partition"], "block": r["block"], "clean": bool(r["clean"]),
+             "covered": r["n_range"] if r["clean"] else 0} for r in rows(out)]
+
+
+def unclean_blocks(t: Tables, summary: list[dict[str, Any]]) -> DataFrame:
+    """The blocks the exact pass must look at, as a small DataFrame (partition, block)."""
+    return t.spark.createDataFrame([(r["partition"], r["block"]) for r in summary if not r["clean"]],
+                                   "partition int, block long")
