@@ -17,15 +17,11 @@ from pyspark.sql import functions as F
 
 from harness import runformat as rf
 from checkers import explain
-from checkers.anomalies import digests, divergence, offsets, ordering, stats, values, watermarks
-from checkers.anomalies.tables import POS_BITS, TYPE_CODE, TYPE_NAME, Tables, finding, is_client, key_filter, load, rows
+from checkers.anomalies import digests, divergence, lookup, offsets, ordering, stats, values, watermarks
+from checkers.anomalies.tables import POS_BITS, TYPE_CODE, TYPE_NAME, Tables, finding, load, rows
 
 POS_MASK = (1 << POS_BITS) - 1
 FINDING_TASKS = 4
-
-
-def _top(df: DataFrame, order: list[str], n: int) -> list[dict]:
-    return rows(df.orderBy(*order).limit(n)) if n > 0 else []
 
 
 def _send(stype, sindex, soffset) -> dict | None:
@@ -42,13 +38,13 @@ def analyze(spark: SparkSession, col_dir: Path | str, examples: int = 10,
     t = load(spark, col_dir)
     persisted: list[DataFrame] = []
     try:
-        return _analyze(t, N, say, persisted)
+        return _analyze(t, Path(col_dir), N, say, persisted)
     finally:
         for df in persisted:
             df.unpersist()
 
 
-def _analyze(t: Tables, N: int, say, persisted: list[DataFrame]) -> dict[str, Any]:
+def _analyze(t: Tables, col_dir: Path, N: int, say, persisted: list[DataFrame]) -> dict[str, Any]:
     spark = t.spark
     fs_rows = rows(t.final_state)
     final_state = {r["partition"]: r for r in fs_rows}
@@ -124,13 +120,13 @@ def _analyze(t: Tables, N: int, say, persisted: list[DataFrame]) -> dict[str, An
         counts.setdefault(k, 0)
 
     say("explaining examples")
-    examples = _examples(t, top, final_state, reason)
+    examples = _examples(col_dir, top, final_state, reason)
     offs, vals = explain.wanted_keys(examples)
     rep_rows: list[tuple] = []
-    cond = _or(key_filter(("partition", "offset"), offs), key_filter(("partition", "value"), vals))
-    if cond is not None:
-        rep_rows = [(r["node"], r["partition"], r["offset"], r["epoch"], r["value"], r["crc_ok"])
-                    for r in rows(t.replicas.filter(cond))]
+    where = lookup.any_of(lookup.keyed(("partition", "offset"), offs), lookup.keyed(("partition", "value"), vals))
+    rep_rows = [(r["node"], r["partition"], r["offset"], r["epoch"], r["value"], r["crc_ok"])
+                for r in lookup.fetch(col_dir, "replicas", where,
+                                      ["node", "partition", "offset", "epoch", "value", "crc_ok"])]
     explain.attach(examples, explain.ReplicaIndex(rep_rows, nodes_by_part, meta))
 
     anomalies = {kind: {"count": counts[kind], "examples": examples.get(kind, [])} for kind in counts}
@@ -180,22 +176,7 @@ def _and(a, b):
     return None if b is None else a & b
 
 
-def _or_all(conds: list) -> Any:
-    out = None
-    for c in conds:
-        out = _or(out, c)
-    return out
-
-
-def _or(a, b):
-    if a is None:
-        return b
-    if b is None:
-        return a
-    return a | b
-
-
-def _examples(t: Tables, top: dict[str, list[dict]], final_state: dict, reason: dict) -> dict[str, list[dict]]:
+def _examples(col_dir: Path, top: dict[str, list[dict]], final_state: dict, reason: dict) -> dict[str, list[dict]]:
     """Turn the collected top rows into the examples of docs/formats.md, fetching the details they need."""
     # one filtered scan of the history: the lines the examples cite by index, the acks at inconsistent
     # offsets and the sends of duplicated values
@@ -204,15 +185,16 @@ def _examples(t: Tables, top: dict[str, list[dict]], final_state: dict, reason: 
     idx |= {r[k] for r in top["nonmonotonic-send"] for k in ("index", "p_index")}
     keys = {(r["partition"], r["offset"]) for r in top["inconsistent-offset"]}
     dup_keys = {(r["partition"], r["value"]) for r in top["duplicate"]}
-    sent = (F.col("f") == "send") & is_client()
-    conds = [F.col("index").isin(sorted(idx)) if idx else None,
-             sent & (F.col("type") == "ok") & key_filter(("partition", "offset"), keys) if keys else None,
-             sent & (F.col("type") != "invoke") & key_filter(("partition", "value"), dup_keys) if dup_keys else None]
+    fld = lookup.field
+    sent = (fld("f") == "send") & lookup.is_client()
+    where = lookup.any_of(fld("index").isin(sorted(idx)) if idx else None,
+                          sent & (fld("type") == "ok") & lookup.keyed(("partition", "offset"), keys) if keys else None,
+                          sent & (fld("type") != "invoke") & lookup.keyed(("partition", "value"), dup_keys)
+                          if dup_keys else None)
     ops_by_index, obs, dup_send = {}, {}, {}
-    cond = _or_all(conds)
-    if cond is not None:
-        for r in rows(t.ops.filter(cond).select("index", "time", "process", "epoch", "invoke_index", "error", "f",
-                                                "type", "partition", "offset", "value")):
+    if where is not None:
+        for r in lookup.fetch(col_dir, "ops", where, ["index", "time", "process", "epoch", "invoke_index", "error",
+                                                      "f", "type", "partition", "offset", "value"]):
             ops_by_index[r["index"]] = r
             if r["f"] != "send" or r["type"] == "invoke":
                 continue
@@ -233,17 +215,17 @@ def _examples(t: Tables, top: dict[str, list[dict]], final_state: dict, reason: 
     ridx = {r["rkey"] >> POS_BITS for kind in ("dirty-read", "aborted-read") for r in top[kind]}
     f_offs = {(r["partition"], r["soffset"]) for r in top["lost-write"]}
     f_vals = {(r["partition"], r["value"]) for k in ("failed-write-present", "duplicate") for r in top[k]}
-    is_final = F.col("f") == "final-read"
-    conds = [(F.col("f") == "poll") & F.col("index").isin(sorted(ridx)) if ridx else None,
-             _and(is_final, key_filter(("partition", "offset"), f_offs)),
-             _and(is_final, key_filter(("partition", "value"), f_vals)),
-             key_filter(("partition", "offset"), keys)]
+    is_final = fld("f") == "final-read"
+    where = lookup.any_of((fld("f") == "poll") & fld("index").isin(sorted(ridx)) if ridx else None,
+                          _and(is_final, lookup.keyed(("partition", "offset"), f_offs)),
+                          _and(is_final, lookup.keyed(("partition", "value"), f_vals)),
+                          lookup.keyed(("partition", "offset"), keys))
     reads_by_key: dict[tuple, dict] = {}
     final_at: dict[tuple, set] = {}
     final_of: dict[tuple, set] = {}
-    cond = _or_all(conds)
-    if cond is not None:
-        for r in rows(t.reads.filter(cond).select("index", "pos", "partition", "offset", "value", "time", "process", "f")):
+    if where is not None:
+        for r in lookup.fetch(col_dir, "reads", where, ["index", "pos", "partition", "offset", "value", "time",
+                                                        "process", "f"]):
             p, o, v = r["partition"], r["offset"], r["value"]
             if r["f"] == "poll" and r["index"] in ridx:
                 reads_by_key[(p, (r["index"] << POS_BITS) + r["pos"])] = r

@@ -6,11 +6,9 @@ over Spark Connect.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import reduce
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
-from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
@@ -63,15 +61,6 @@ def is_client() -> Column:
 def type_code(col: str = "type") -> Column:
     c = F.col(col)
     return F.when(c == "ok", 0).when(c == "fail", 1).when(c == "info", 2)
-
-
-def key_filter(cols: tuple[str, str], keys: Iterable[tuple[int, Any]]) -> Column | None:
-    """(partition = p AND other IN (...)) OR ... for a small set of (partition, other) keys."""
-    by_part: dict[int, set] = {}
-    for p, x in keys:
-        by_part.setdefault(p, set()).add(x)
-    conds = [(F.col(cols[0]) == p) & F.col(cols[1]).isin(sorted(xs)) for p, xs in sorted(by_part.items())]
-    return reduce(lambda a, b: a | b, conds) if conds else None
 
 
 def rows(df: DataFrame) -> list[dict[str, Any]]:

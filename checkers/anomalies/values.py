@@ -20,7 +20,7 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from checkers.anomalies.tables import POS_BITS, Tables, finding, is_client, type_code
+from checkers.anomalies.tables import POS_BITS, Tables, finding
 
 BROADCAST_ROWS = 2_000_000
 

@@ -1,0 +1,48 @@
+"""Point lookups for the examples: the few history lines, reads and replica records they cite.
+
+Counting and flagging run in Spark; once the first N findings of each kind are known, their details are
+a handful of rows looked up by key. Those lookups read the columnar tables on the driver with pyarrow
+(the driver always has them: ingest wrote them there), which prunes row groups by their statistics and
+filters the rest in vectorised C++, where each as a Spark job cost seconds of scanning on a small
+machine. Memory stays bounded: the dataset is filtered batch by batch and only matching rows are kept.
+"""
+from __future__ import annotations
+
+from functools import reduce
+from pathlib import Path
+from typing import Any, Iterable
+
+import pyarrow.compute as pc
+import pyarrow.dataset as pads
+
+from harness import runformat as rf
+
+
+def field(name: str) -> pc.Expression:
+    return pc.field(name)
+
+
+def any_of(*exprs: pc.Expression | None) -> pc.Expression | None:
+    """OR of the given conditions, None when there are none."""
+    present = [e for e in exprs if e is not None]
+    return reduce(lambda a, b: a | b, present) if present else None
+
+
+def keyed(cols: tuple[str, str], keys: Iterable[tuple[int, Any]]) -> pc.Expression | None:
+    """(partition = p AND other IN (...)) OR ... for a small set of (partition, other) keys."""
+    by_part: dict[int, set] = {}
+    for p, x in keys:
+        by_part.setdefault(p, set()).add(x)
+    return any_of(*[(field(cols[0]) == p) & field(cols[1]).isin(sorted(xs)) for p, xs in sorted(by_part.items())])
+
+
+def is_client() -> pc.Expression:
+    return field("f").isin(list(rf.CLIENT_FS))
+
+
+def fetch(col_dir: Path | str, table: str, where: pc.Expression | None, columns: list[str]) -> list[dict[str, Any]]:
+    """The rows of `table` matching `where` (none when `where` is None), as dicts of `columns`."""
+    if where is None:
+        return []
+    data = pads.dataset(str(Path(col_dir) / table), format="parquet")
+    return data.to_table(columns=columns, filter=where).to_pylist()
