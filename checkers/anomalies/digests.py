@@ -101,7 +101,36 @@ def summarize(t: Tables, fs_rows: list[dict[str, Any]], bits: int = BLOCK_BITS) 
              "covered": r["n_range"] if r["clean"] else 0} for r in rows(out)]
 
 
-def unclean_blocks(t: Tables, summary: list[dict[str, Any]]) -> DataFrame:
-    """The blocks the exact pass must look at, as a small DataFrame (partition, block)."""
-    return t.spark.createDataFrame([(r["partition"], r["block"]) for r in summary if not r["clean"]],
-                                   "partition int, block long")
+MAX_RANGES = 256
+
+
+def restrict(df: DataFrame, blocks: list[tuple[int, int]], bits: int) -> DataFrame:
+    """The rows of `df` (columns partition, offset) inside the given (partition, block)s.
+
+    Runs of adjacent blocks become offset ranges: as a plain filter (up to MAX_RANGES ranges) Parquet
+    skips the row groups whose offset statistics miss every range; more ranges are matched by a
+    broadcast join instead."""
+    ranges: list[list[int]] = []
+    for p, b in sorted(set(blocks)):
+        if ranges and ranges[-1][0] == p and ranges[-1][2] == b:
+            ranges[-1][2] = b + 1
+        else:
+            ranges.append([p, b, b + 1])
+    if not ranges:
+        return df.limit(0)
+    o = F.col("offset")
+    if len(ranges) <= MAX_RANGES:
+        conds = [(F.col("partition") == p) & (o >= (lo << bits)) & (o < (hi << bits)) for p, lo, hi in ranges]
+        cond = conds[0]
+        for c in conds[1:]:
+            cond = cond | c
+        return df.filter(cond)
+    spark = df.sparkSession
+    keys = spark.createDataFrame(sorted(set(blocks)), "partition int, block long")
+    return (df.withColumn("block", block_of(o, bits)).join(F.broadcast(keys), ["partition", "block"], "left_semi")
+            .drop("block"))
+
+
+def unclean_blocks(summary: list[dict[str, Any]]) -> list[tuple[int, int]]:
+    """The (partition, block)s the exact pass must look at."""
+    return [(r["partition"], r["block"]) for r in summary if not r["clean"]]

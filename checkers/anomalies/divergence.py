@@ -17,7 +17,8 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from checkers.anomalies.tables import Tables, finding
+from checkers.anomalies import digests
+from checkers.anomalies.tables import Tables, finding, rows
 
 
 def _differ(prefix: str) -> Column:
@@ -28,27 +29,27 @@ def _differ(prefix: str) -> Column:
             | F.coalesce(c("cmin") != c("cmax"), F.lit(False)))
 
 
-BLOCK = 4096
+BLOCK_BITS = 12
 
 
 def suspicious_blocks(t: Tables) -> DataFrame:
     rec = [F.col("offset"), F.col("value"), F.col("epoch"), F.col("crc_ok")]
-    digests = (t.replicas.withColumn("block", F.floor(F.col("offset") / BLOCK).cast("long"))
+    per_node = (t.replicas.withColumn("block", digests.block_of(F.col("offset"), BLOCK_BITS))
                .groupBy("node", "partition", "block")
                .agg(F.count("*").alias("n"), F.sum(F.shiftright(F.xxhash64(*rec), 20)).alias("d1"),
                     F.sum(F.hash(*rec).cast("long")).alias("d2")))
-    per_block = digests.groupBy("partition", "block").agg(
+    per_block = per_node.groupBy("partition", "block").agg(
         *[F.min(c).alias(c + "_min") for c in ("n", "d1", "d2")], *[F.max(c).alias(c + "_max") for c in ("n", "d1", "d2")])
     differ = (F.col("n_min") != F.col("n_max")) | (F.col("d1_min") != F.col("d1_max")) | (F.col("d2_min") != F.col("d2_max"))
     return per_block.filter(differ).select("partition", "block")
 
 
 def analyze(t: Tables) -> DataFrame:
-    blocks = suspicious_blocks(t)  # at most one row per 4096 offsets: always small enough to broadcast
+    # the blocks are few (at most one per 4096 offsets): collected, they become offset ranges that let
+    # Parquet skip the rest of the replica dumps
+    blocks = [(r["partition"], r["block"]) for r in rows(suspicious_blocks(t))]
     meta = t.replica_meta.select("node", "partition", F.col("hw").alias("rhw"))
-    r = (t.replicas.withColumn("block", F.floor(F.col("offset") / BLOCK).cast("long"))
-         .join(F.broadcast(blocks), ["partition", "block"])
-         .join(F.broadcast(meta), ["node", "partition"], "left"))
+    r = digests.restrict(t.replicas, blocks, BLOCK_BITS).join(F.broadcast(meta), ["node", "partition"], "left")
     crc = F.col("crc_ok").cast("int")
     committed = F.coalesce(F.col("rhw") > F.col("offset"), F.lit(False))
 

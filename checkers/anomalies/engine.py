@@ -3,7 +3,9 @@
 Heavy work (aggregations and windows over the whole history and the replica dumps) stays in Spark and
 only flagged rows are kept; counts and the first N examples of each kind (in a fixed order, the same as
 the reference's) are collected, then the few history lines, reads and replica records the examples
-need are fetched with selective filters and attached.
+need are looked up on the driver (lookup.py) and attached. Order of work: statistics; block digests
+(digests.py) and the exact per-offset pass on the blocks they cannot vouch for (offsets.py); the value,
+order, watermark and divergence families as one union of flagged rows; two small jobs over that union.
 """
 from __future__ import annotations
 
@@ -64,7 +66,7 @@ def _analyze(t: Tables, col_dir: Path, N: int, say, persisted: list[DataFrame]) 
     bits = digests.BLOCK_BITS
     blocks = digests.summarize(t, fs_rows, bits)
     say("offsets and final logs")
-    flagged, osum = offsets.analyze(t, fs_rows, digests.unclean_blocks(t, blocks), bits)
+    flagged, osum = offsets.analyze(t, fs_rows, digests.unclean_blocks(blocks), bits)
     persisted.append(flagged)
     cover = {p: c["n_cover"] for p, c in osum.items()}
     for b in blocks:

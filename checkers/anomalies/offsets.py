@@ -1,7 +1,8 @@
-"""The central pass, per (partition, offset): inconsistent-offset, final-log coverage, and candidates.
+"""The exact pass, per (partition, offset): inconsistent-offset, final-log coverage, and candidates.
 
-One aggregation over every acknowledged send (offset, value), every record read by polls and every
-record of the final reads. Per offset it keeps min/max of each source's values, so that:
+One aggregation over the acknowledged sends (offset, value), the records read by polls and the records
+of the final reads, in the blocks that the block digests (digests.py) could not show clean (every block,
+when called without a block list). Per offset it keeps min/max of each source's values, so that:
 - an offset where the acknowledged and read values are not all equal is an `inconsistent-offset`;
 - the number of offsets in [0, hw) covered by final reads decides whether a partition's final committed
   log exists (final-state recovered and the final reads cover all of [0, hw); otherwise its
@@ -11,7 +12,9 @@ record of the final reads. Per offset it keeps min/max of each source's values, 
   does not hold exactly that value in the final log (lost-write / dirty-read candidates), and a final
   log value not explained by an acknowledgement of the same value at that offset (duplicate
   candidates). Everywhere else every value at the offset is the final log's value there, which proves
-  it present, so only the flagged offsets (few in a healthy run) go on to the next checks.
+  it present, so only the flagged offsets (few in a healthy run) go on to the next checks. (In clean
+  blocks the same holds by the digests' argument, except that final records of sends that ended fail
+  or info are not flagged as duplicate candidates: values.py checks all of those values.)
 """
 from __future__ import annotations
 
@@ -25,11 +28,11 @@ from checkers.anomalies import digests
 from checkers.anomalies.tables import Tables, rows
 
 
-def analyze(t: Tables, fs_rows: list[dict[str, Any]], blocks: DataFrame | None = None,
+def analyze(t: Tables, fs_rows: list[dict[str, Any]], blocks: list[tuple[int, int]] | None = None,
             bits: int = 0) -> tuple[DataFrame, dict[int, dict[str, int]]]:
     """Returns (persisted flagged offsets, per partition counts: n_cover (offsets in [0, hw) covered by
     final reads), n_inconsistent, n_lost, n_dirty, n_dup, n_multi (flagged offsets of each sort)).
-    With `blocks` (partition, block: offset >> bits), only the records of those blocks are looked at
+    With `blocks` [(partition, block: offset >> bits)], only the records of those blocks are looked at
     (digests.py shows the others clean) and the counts cover those blocks only.
 
     Flagged columns: partition, offset, inconsistent, lost_cand, dirty_cand, dup_cand, multi_final, f_min,
@@ -43,8 +46,7 @@ def analyze(t: Tables, fs_rows: list[dict[str, Any]], blocks: DataFrame | None =
     final_reads = t.reads.filter(F.col("f") == "final-read")
     if blocks is not None:
         def only(df: DataFrame) -> DataFrame:
-            keyed = df.withColumn("block", digests.block_of(F.col("offset"), bits))
-            return keyed.join(F.broadcast(blocks), ["partition", "block"], "left_semi").drop("block")
+            return digests.restrict(df, blocks, bits)
         acked, read, final_reads = only(acked), only(read), only(final_reads)
     # repartition first: the shuffle carries the narrow input rows, not wide partial aggregates
     agg = acked.unionByName(read).repartition("partition", "offset").groupBy("partition", "offset").agg(

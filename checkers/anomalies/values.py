@@ -9,9 +9,10 @@ and in any partition:
   aborted-read          a poll read a value whose send failed (counted per read)
 Values are unique per partition (ingest enforces it), so a value has at most one send completion.
 
-Only candidates are examined (see offsets.py for why that is complete): acknowledged sends and poll
-reads at flagged offsets, values of the final log at flagged offsets, and the failed sends. Their
-presence in the final log is decided by one scan of the final reads filtered by the candidate values.
+Only candidates are examined (see offsets.py and digests.py for why that is complete): acknowledged
+sends and poll reads at flagged offsets, values of the final log at flagged offsets, and every send
+that ended fail or info. One scan of the sends, one of the poll records and one of the final reads
+(filtered by the candidate values, which decides their presence in the final log) find them all.
 Small candidate sets are broadcast, so the big tables are scanned, never shuffled.
 """
 from __future__ import annotations

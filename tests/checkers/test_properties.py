@@ -49,6 +49,26 @@ def test_spark_agrees_with_reference_on_random_damaged_histories(tmp_path, spark
 
 
 @pytest.mark.spark
+@pytest.mark.parametrize("bits,max_ranges", [(2, 256), (3, 1)])
+def test_spark_agrees_with_reference_with_small_digest_blocks(tmp_path, spark, monkeypatch, bits, max_ranges):
+    """Blocks of 4-8 offsets: clean and unclean blocks interleave, so the block digests, the exact pass
+    restricted to unclean blocks (as offset ranges, or by a join when there are too many ranges) and the
+    duplicate check of non-ok values are all exercised; findings must equal the reference's."""
+    from checkers.anomalies import digests
+
+    monkeypatch.setattr(digests, "BLOCK_BITS", bits)
+    monkeypatch.setattr(digests, "MAX_RANGES", max_ranges)
+    b = simulate.simulate(404 + bits, partitions=3, steps=600)
+    done = simulate.inject(b, 404 + bits, n=25)
+    run = b.write(tmp_path)
+    got = check_run(run, engine="spark", spark=spark, examples=50)
+    want = check_run(run, engine="reference", examples=50, write=False)
+    for key in COMPARED:
+        assert got[key] == want[key], (key, done)
+    assert sum(a["count"] for a in got["anomalies"].values()) > 0
+
+
+@pytest.mark.spark
 def test_spark_valid_random_history_is_valid(tmp_path, spark):
     run = simulate.simulate(7, partitions=4, steps=800).write(tmp_path)
     got = check_run(run, engine="spark", spark=spark)
