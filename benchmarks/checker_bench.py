@@ -23,6 +23,12 @@ After the findings union was coalesced to 4 tasks (same day, same findings, resu
 And with uncompressed local shuffle files (spark_session.py):
   1M sends:   Spark 42.5 s wall, 3.1 GiB peak, 74 CPU s at load 2.9-3.1
   10M sends:  Spark 74.8 s wall, 2.95 GiB peak, 137 CPU s at load 2.9-3.2
+Second session (2026-11-22, idle machine, same 10M run; the old code re-measured that day for comparison):
+  old code (b990631): 86 s wall, 158 CPU s, 2.96 GiB
+  block digests + driver-side example lookups: 90-99 s wall, 163-182 CPU s, 3.4-3.7 GiB; the exact pass
+  shuffles 306k rows instead of 29.65M (25 of 2,424 blocks unclean) but per-query code generation, JIT
+  warm-up and planning dominate at this size (the same restricted pass: 10.8 s first, 4.0 s second time
+  in one JVM), so 10M is not faster yet. 100M not re-measured.
 """
 from __future__ import annotations
 
