@@ -22,7 +22,6 @@ from checkers import explain
 from checkers.anomalies import digests, divergence, lookup, offsets, ordering, stats, values, watermarks
 from checkers.anomalies.tables import POS_BITS, TYPE_CODE, TYPE_NAME, Tables, finding, load, rows
 
-POS_MASK = (1 << POS_BITS) - 1
 FINDING_TASKS = 4
 
 

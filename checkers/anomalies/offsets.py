@@ -45,9 +45,7 @@ def analyze(t: Tables, fs_rows: list[dict[str, Any]], blocks: list[tuple[int, in
     src, v = F.col("src"), F.col("value")
     final_reads = t.reads.filter(F.col("f") == "final-read")
     if blocks is not None:
-        def only(df: DataFrame) -> DataFrame:
-            return digests.restrict(df, blocks, bits)
-        acked, read, final_reads = only(acked), only(read), only(final_reads)
+        acked, read, final_reads = (digests.restrict(df, blocks, bits) for df in (acked, read, final_reads))
     # repartition first: the shuffle carries the narrow input rows, not wide partial aggregates
     agg = acked.unionByName(read).repartition("partition", "offset").groupBy("partition", "offset").agg(
         F.min("value").alias("vmin"), F.max("value").alias("vmax"),

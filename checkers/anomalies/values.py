@@ -69,11 +69,12 @@ def analyze(t: Tables, flagged: DataFrame, recovered: DataFrame, keep: list[Data
     # one scan of the poll records: those at dirty-read candidate offsets and those of failed values
     polls_c = None
     if n_do or n_failed:
-        pc = polls
-        pc = pc.join(_small(dirty_off.select("partition", "offset", L(True).alias("dirty_key")), n_do),
-                     ["partition", "offset"], "left") if n_do else pc.withColumn("dirty_key", L(None).cast("boolean"))
-        pc = pc.join(_small(failed.select("partition", "value", L(True).alias("failed_key")), n_failed),
-                     ["partition", "value"], "left") if n_failed else pc.withColumn("failed_key", L(None).cast("boolean"))
+        def mark(df: DataFrame, keys: DataFrame | None, on: str, name: str, n: int) -> DataFrame:
+            """df + a column `name`: true where (partition, on) is among `keys`, else null."""
+            if keys is None or not n:
+                return df.withColumn(name, L(None).cast("boolean"))
+            return df.join(_small(keys.select("partition", on, L(True).alias(name)), n), ["partition", on], "left")
+        pc = mark(mark(polls, dirty_off, "offset", "dirty_key", n_do), failed, "value", "failed_key", n_failed)
         polls_c = _persist(pc.filter(F.col("dirty_key").isNotNull() | F.col("failed_key").isNotNull()), keep)
     dirty_c = polls_c.filter(F.col("dirty_key").isNotNull()) if n_do else None
     # duplicate candidates: every value of a send that ended fail or info (block digests do not vouch for
