@@ -48,9 +48,11 @@ def _h(*cols: Column) -> tuple[Column, Column]:
     return F.shiftright(F.xxhash64(*cols), 24), F.hash(*cols).cast("long")
 
 
-def summarize(t: Tables, fs_rows: list[dict[str, Any]], bits: int = BLOCK_BITS) -> list[dict[str, Any]]:
+def summarize(t: Tables, fs_rows: list[dict[str, Any]], nonok: DataFrame, bits: int = BLOCK_BITS
+              ) -> list[dict[str, Any]]:
     """One row per (partition, block) holding any record: partition, block, clean, covered (|R| when
-    clean, else 0). Partitions without a recovered final-state have no clean block."""
+    clean, else 0), final (final-read records in R). Partitions without a recovered final-state have no
+    clean block. `nonok`: the sends that ended fail or info (columns partition, value)."""
     L = F.lit
     o, v = F.col("offset"), F.col("value")
     fs = t.spark.createDataFrame([(r["partition"], r["hw"], bool(r["recovered"])) for r in fs_rows],
@@ -68,7 +70,7 @@ def summarize(t: Tables, fs_rows: list[dict[str, Any]], bits: int = BLOCK_BITS) 
     # each input computes only its own columns, so the aggregation below is plain sums
     acks = source(t.acks(), n_a=L(1), a1=h1, a2=h2)
     polls = source(t.reads.filter(F.col("f") == "poll"), n_r=L(1), r1=h1, r2=h2)
-    nonok = t.sends.filter(F.col("stype") != 0).select("partition", "value", L(True).alias("nonok"))
+    nonok = nonok.select("partition", "value", L(True).alias("nonok"))
     final = (t.reads.filter(F.col("f") == "final-read").select("partition", "offset", "value")
              .join(F.broadcast(fs), "partition", "left")
              .join(F.broadcast(nonok), ["partition", "value"], "left"))
@@ -96,9 +98,9 @@ def summarize(t: Tables, fs_rows: list[dict[str, Any]], bits: int = BLOCK_BITS) 
     clean = (F.coalesce(c("fs_rec"), L(False)) & (c("n_out") == 0) & (c("n_f") == c("n_range"))
              & (c("g1") == e1) & (c("g2") == e2)
              & (c("n_a") == c("n_fok")) & (c("a1") == c("fok1")) & (c("a2") == c("fok2")) & polls_ok)
-    out = blocks.select("partition", "block", clean.alias("clean"), "n_range")
+    out = blocks.select("partition", "block", clean.alias("clean"), "n_range", "n_f")
     return [{"partition": r["partition"], "block": r["block"], "clean": bool(r["clean"]),
-             "covered": r["n_range"] if r["clean"] else 0} for r in rows(out)]
+             "covered": r["n_range"] if r["clean"] else 0, "final": r["n_f"]} for r in rows(out)]
 
 
 MAX_RANGES = 256
@@ -130,7 +132,3 @@ def restrict(df: DataFrame, blocks: list[tuple[int, int]], bits: int) -> DataFra
     return (df.withColumn("block", block_of(o, bits)).join(F.broadcast(keys), ["partition", "block"], "left_semi")
             .drop("block"))
 
-
-def unclean_blocks(summary: list[dict[str, Any]]) -> list[tuple[int, int]]:
-    """The (partition, block)s the exact pass must look at."""
-    return [(r["partition"], r["block"]) for r in summary if not r["clean"]]

@@ -61,12 +61,23 @@ def _analyze(t: Tables, col_dir: Path, N: int, say, persisted: list[DataFrame]) 
     st = stats.analyze(t)
     partitions = set(st["partitions"]) | set(final_state) | set(nodes_by_part)
 
+    # the sends that ended fail or info (few): the digests set their values aside, values.py checks them
+    nonok = (t.sends.filter(F.col("stype") != 0).select("partition", "value", "stype", "index", "offset")
+             .persist(StorageLevel.MEMORY_AND_DISK))
+    persisted.append(nonok)
+    n_nonok = sum(c.get("fail", 0) + c.get("info", 0) for f, c in st["ops"].items() if f == "send")
+
     say("block digests")
     bits = digests.BLOCK_BITS
-    blocks = digests.summarize(t, fs_rows, bits)
+    blocks = digests.summarize(t, fs_rows, nonok, bits)
     say("offsets and final logs")
-    flagged, osum = offsets.analyze(t, fs_rows, digests.unclean_blocks(blocks), bits)
-    persisted.append(flagged)
+    unclean = [b for b in blocks if not b["clean"]]
+    final_rows: dict[int, int] = {}
+    for b in unclean:
+        final_rows[b["partition"]] = final_rows.get(b["partition"], 0) + b["final"]
+    flagged, recs, osum = offsets.analyze(t, fs_rows, [(b["partition"], b["block"]) for b in unclean], bits,
+                                          final_rows=final_rows)
+    persisted += [flagged, recs]
     cover = {p: c["n_cover"] for p, c in osum.items()}
     for b in blocks:
         cover[b["partition"]] = cover.get(b["partition"], 0) + b["covered"]
@@ -86,10 +97,8 @@ def _analyze(t: Tables, col_dir: Path, N: int, say, persisted: list[DataFrame]) 
     recovered = spark.createDataFrame(rec_rows, "partition int, fs_hw long")
 
     say("anomalies")
-    n_failed = st["ops"].get("send", {}).get("fail", 0)
     findings = [finding(flagged.filter(F.col("inconsistent")), "inconsistent-offset", ["offset"], k1=F.col("offset"))]
-    n_info = st["ops"].get("send", {}).get("info", 0)
-    findings += values.analyze(t, flagged, recovered, persisted, ocount, n_failed, n_info)
+    findings.append(values.analyze(t, flagged, recs, recovered, nonok, ocount, n_nonok))
     findings.append(ordering.nonmonotonic_send(t))
     findings.append(ordering.poll_order(t))
     findings.append(watermarks.analyze(t))

@@ -25,29 +25,36 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from checkers.anomalies import digests
-from checkers.anomalies.tables import Tables, rows
+from checkers.anomalies.tables import POS_BITS, Tables, rows
 
 
 def analyze(t: Tables, fs_rows: list[dict[str, Any]], blocks: list[tuple[int, int]] | None = None,
-            bits: int = 0) -> tuple[DataFrame, dict[int, dict[str, int]]]:
-    """Returns (persisted flagged offsets, per partition counts: n_cover (offsets in [0, hw) covered by
-    final reads), n_inconsistent, n_lost, n_dirty, n_dup, n_multi (flagged offsets of each sort)).
-    With `blocks` [(partition, block: offset >> bits)], only the records of those blocks are looked at
-    (digests.py shows the others clean) and the counts cover those blocks only.
+            bits: int = 0, final_rows: dict[int, int] | None = None
+            ) -> tuple[DataFrame, DataFrame, dict[int, dict[str, int]]]:
+    """Returns (persisted flagged offsets, persisted input records, per partition counts: n_cover
+    (offsets in [0, hw) covered by final reads), n_inconsistent, n_lost, n_dirty, n_dup, n_multi (flagged
+    offsets of each sort)). With `blocks` [(partition, block: offset >> bits)], only the records of those
+    blocks are looked at (digests.py shows the others clean) and the counts cover those blocks only.
+    `final_rows`: final-read records in [0, hw) per partition when already known (the digests count
+    them), else counted here.
 
     Flagged columns: partition, offset, inconsistent, lost_cand, dirty_cand, dup_cand, multi_final, f_min,
-    f_extra (final reads of the offset beyond the first).
+    f_extra (final reads of the offset beyond the first). Input records (what values.py needs of the
+    candidates): partition, offset, value, src (0 ack, 1 poll record, 2 final-read record), key (the
+    ack's history index, the poll record's index * 2^POS_BITS + position; 0 for final reads).
     """
     L = F.lit
-    acked = t.acks().select("partition", "offset", "value", L(0).alias("src"))
-    read = t.reads.select("partition", "offset", "value",
-                          F.when(F.col("f") == "final-read", L(2)).otherwise(L(1)).alias("src"))
+    acked = t.acks().select("partition", "offset", "value", L(0).alias("src"), F.col("index").alias("key"))
+    is_final = F.col("f") == "final-read"
+    read = t.reads.select("partition", "offset", "value", F.when(is_final, L(2)).otherwise(L(1)).alias("src"),
+                          F.when(is_final, L(0).cast("long"))
+                          .otherwise(F.col("index") * (1 << POS_BITS) + F.col("pos")).alias("key"))
     src, v = F.col("src"), F.col("value")
-    final_reads = t.reads.filter(F.col("f") == "final-read")
     if blocks is not None:
-        acked, read, final_reads = (digests.restrict(df, blocks, bits) for df in (acked, read, final_reads))
+        acked, read = (digests.restrict(df, blocks, bits) for df in (acked, read))
+    recs = acked.unionByName(read).persist(StorageLevel.MEMORY_AND_DISK)
     # repartition first: the shuffle carries the narrow input rows, not wide partial aggregates
-    agg = acked.unionByName(read).repartition("partition", "offset").groupBy("partition", "offset").agg(
+    agg = recs.repartition("partition", "offset").groupBy("partition", "offset").agg(
         F.min("value").alias("vmin"), F.max("value").alias("vmax"),
         F.min(F.when(src == 0, v)).alias("a_min"), F.max(F.when(src == 0, v)).alias("a_max"),
         F.count(F.when(src == 1, 1)).alias("r_n"),
@@ -77,13 +84,14 @@ def analyze(t: Tables, fs_rows: list[dict[str, Any]], blocks: list[tuple[int, in
     counts = {r["partition"]: r for r in rows(flagged.groupBy("partition").agg(
         n("f_extra").alias("f_extra"), n("inconsistent").alias("n_inconsistent"), n("lost_cand").alias("n_lost"),
         n("dirty_cand").alias("n_dirty"), n("dup_cand").alias("n_dup"), n("multi_final").alias("n_multi")))}
-    final_rows = {r["partition"]: r["n"] for r in rows(
-        final_reads.join(F.broadcast(fs), "partition")
-        .filter((F.col("offset") >= 0) & (F.col("offset") < F.col("fs_hw")))
-        .groupBy("partition").agg(F.count("*").alias("n")))}
+    if final_rows is None:
+        final_rows = {r["partition"]: r["n"] for r in rows(
+            t.reads.filter(is_final).join(F.broadcast(fs), "partition")
+            .filter((F.col("offset") >= 0) & (F.col("offset") < F.col("fs_hw")))
+            .groupBy("partition").agg(F.count("*").alias("n")))}
     summary = {}
     for p in set(counts) | set(final_rows):
         c = counts.get(p) or {}
         summary[p] = {k: c[k] or 0 if c else 0 for k in ("n_inconsistent", "n_lost", "n_dirty", "n_dup", "n_multi")}
         summary[p]["n_cover"] = final_rows.get(p, 0) - ((c["f_extra"] or 0) if c else 0)
-    return flagged, summary
+    return flagged, recs, summary

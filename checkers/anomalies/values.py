@@ -9,16 +9,15 @@ and in any partition:
   aborted-read          a poll read a value whose send failed (counted per read)
 Values are unique per partition (ingest enforces it), so a value has at most one send completion.
 
-Only candidates are examined (see offsets.py and digests.py for why that is complete): acknowledged
-sends and poll reads at flagged offsets, values of the final log at flagged offsets, and every send
-that ended fail or info. One scan of the sends, one of the poll records and one of the final reads
-(filtered by the candidate values, which decides their presence in the final log) find them all.
-Small candidate sets are broadcast, so the big tables are scanned, never shuffled.
+Only candidates are examined (see offsets.py and digests.py for why that is complete): the acks and
+poll records at flagged offsets (taken from the exact pass's own input records, no new scan), the final
+log's values at flagged offsets, and every send that ended fail or info. One filtered scan of the reads
+finds the final-log occurrences of all candidate values and the poll records of failed values; then a
+single aggregation per (partition, value) over those few rows decides every kind at once.
 """
 from __future__ import annotations
 
-from pyspark import StorageLevel
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from checkers.anomalies.tables import POS_BITS, Tables, finding
@@ -30,99 +29,81 @@ def _small(df: DataFrame, n: int) -> DataFrame:
     return F.broadcast(df) if n <= BROADCAST_ROWS else df
 
 
-def _persist(df: DataFrame, keep: list[DataFrame]) -> DataFrame:
-    df = df.persist(StorageLevel.MEMORY_AND_DISK)
-    keep.append(df)
-    return df
+# the columns of every candidate row; a row only fills its own
+_COLS = {"stype": "int", "sindex": "long", "soffset": "long", "lost_key": "boolean", "dup_key": "boolean",
+         "foff": "long", "dirty_rkey": "long", "failed_rkey": "long"}
 
 
-def analyze(t: Tables, flagged: DataFrame, recovered: DataFrame, keep: list[DataFrame], ocount: dict[str, int],
-            n_failed: int, n_info: int = 0) -> list[DataFrame]:
-    """`flagged`: offsets.analyze's flagged offsets and `ocount` its counts (upper bounds here: they
-    include partitions that turned out not recovered); `recovered`: (partition, fs_hw) of partitions with
-    a final log; `n_failed`, `n_info`: sends that ended fail, info. Returns findings (tables.finding)."""
-    L = F.lit
-    rec_b = F.broadcast(recovered)
-    final_log = (t.reads.filter(F.col("f") == "final-read").join(rec_b, "partition")
-                 .filter((F.col("offset") >= 0) & (F.col("offset") < F.col("fs_hw")))
-                 .select("partition", "offset", "value"))
+def _rows(df: DataFrame, **cols: Column) -> DataFrame:
+    return df.select("partition", "value", *[cols.get(n, F.lit(None)).cast(t).alias(n) for n, t in _COLS.items()])
+
+
+def analyze(t: Tables, flagged: DataFrame, recs: DataFrame, recovered: DataFrame, nonok: DataFrame,
+            ocount: dict[str, int], n_nonok: int) -> DataFrame:
+    """`flagged`, `recs`: offsets.analyze's flagged offsets and input records, `ocount` its counts (upper
+    bounds here: they include partitions that turned out not recovered); `recovered`: (partition, fs_hw)
+    of partitions with a final log; `nonok`: the sends that ended fail or info (partition, value, stype,
+    index, offset), `n_nonok` how many. Returns the findings of every kind (tables.finding)."""
+    L, c = F.lit, F.col
+    T = L(True)
+    n_lo, n_do, n_dup = ocount["n_lost"], ocount["n_dirty"], ocount["n_dup"]
     flagged_rec = flagged.join(F.broadcast(recovered.select("partition")), "partition")
-    n_lo, n_do = ocount["n_lost"], ocount["n_dirty"]
-    n_dup = ocount["n_dup"] + n_failed + n_info  # candidate values for duplicates (upper bound)
-    lost_off = flagged_rec.filter(F.col("lost_cand")).select("partition", "offset")
-    dirty_off = flagged_rec.filter(F.col("dirty_cand")).select("partition", "offset")
-    dup_off = flagged_rec.filter(F.col("dup_cand")).select("partition", "offset", "multi_final", "f_min")
+    at = lambda cond, n: _small(flagged_rec.filter(cond).select("partition", "offset"), n)  # noqa: E731
 
-    sends = t.sends.select("partition", "value", "stype", F.col("index").alias("sindex"),
-                           F.col("offset").alias("soffset"))
-    polls = (t.reads.filter(F.col("f") == "poll")
-             .select("partition", "value", "offset", (F.col("index") * (1 << POS_BITS) + F.col("pos")).alias("rkey")))
+    # candidates from the exact pass: acks at lost-write candidate offsets (the send of every dirty-read
+    # value is among them: an acked value absent from the final log makes its own offset a lost-write
+    # candidate), poll records at dirty-read candidate offsets, final values at duplicate candidate offsets
+    parts = [_rows(nonok, stype=c("stype"), sindex=c("index"), soffset=c("offset"), dup_key=T)]
+    if n_lo:
+        acks = recs.filter(c("src") == 0).join(at(c("lost_cand"), n_lo), ["partition", "offset"], "left_semi")
+        parts.append(_rows(acks, stype=L(0), sindex=c("key"), soffset=c("offset"), lost_key=T))
+    if n_do:
+        polls = recs.filter(c("src") == 1).join(at(c("dirty_cand"), n_do), ["partition", "offset"], "left_semi")
+        parts.append(_rows(polls, dirty_rkey=c("key")))
+    if n_dup:
+        finals = (recs.filter(c("src") == 2).join(F.broadcast(recovered), "partition")
+                  .filter((c("offset") >= 0) & (c("offset") < c("fs_hw")))
+                  .join(at(c("dup_cand"), n_dup), ["partition", "offset"], "left_semi"))
+        parts.append(_rows(finals, dup_key=T))
+    cand = parts[0]
+    for df in parts[1:]:
+        cand = cand.unionByName(df)
+    # one filtered scan of the reads: every final-log occurrence of a candidate value, and every poll
+    # record of a failed value
+    n_cand = n_nonok + n_lo + n_do * 4 + n_dup * 4
+    keys = (cand.groupBy("partition", "value")
+            .agg(F.max(F.coalesce(c("stype") == 1, L(False))).alias("failed")))
+    hit = t.reads.select("partition", "value", "offset", "f", "index", "pos").join(
+        _small(keys, n_cand), ["partition", "value"])
+    final = (hit.filter(c("f") == "final-read").join(F.broadcast(recovered), "partition")
+             .filter((c("offset") >= 0) & (c("offset") < c("fs_hw"))))
+    failed_polls = hit.filter((c("f") == "poll") & c("failed"))
+    found = cand.unionByName(_rows(final, foff=c("offset"))).unionByName(
+        _rows(failed_polls, failed_rkey=c("index") * (1 << POS_BITS) + c("pos")))
 
-    # one scan of the sends: those that ended fail or info, and the acks at lost-write candidate offsets
-    # (the send of every dirty-read value is among them: an acked value absent from the final log makes
-    # its own offset a lost-write candidate)
-    lost_key = lost_off.select("partition", F.col("offset").alias("soffset"), L(True).alias("lost_key"))
-    cand_sends = _persist(sends.join(_small(lost_key, n_lo), ["partition", "soffset"], "left")
-                          .filter((F.col("stype") != 0) | F.col("lost_key").isNotNull()).drop("lost_key"), keep)
-    lost_c = cand_sends.filter(F.col("stype") == 0) if n_lo else None
-    failed = cand_sends.filter(F.col("stype") == 1) if n_failed else None
-    # one scan of the poll records: those at dirty-read candidate offsets and those of failed values
-    polls_c = None
-    if n_do or n_failed:
-        def mark(df: DataFrame, keys: DataFrame | None, on: str, name: str, n: int) -> DataFrame:
-            """df + a column `name`: true where (partition, on) is among `keys`, else null."""
-            if keys is None or not n:
-                return df.withColumn(name, L(None).cast("boolean"))
-            return df.join(_small(keys.select("partition", on, L(True).alias(name)), n), ["partition", on], "left")
-        pc = mark(mark(polls, dirty_off, "offset", "dirty_key", n_do), failed, "value", "failed_key", n_failed)
-        polls_c = _persist(pc.filter(F.col("dirty_key").isNotNull() | F.col("failed_key").isNotNull()), keep)
-    dirty_c = polls_c.filter(F.col("dirty_key").isNotNull()) if n_do else None
-    # duplicate candidates: every value of a send that ended fail or info (block digests do not vouch for
-    # those), and the final values at flagged offsets that no acknowledgement explains
-    dup_vals = cand_sends.filter(F.col("stype") != 0).select("partition", "value")
-    if ocount["n_dup"]:
-        multi = ocount["n_multi"]
-        dup_vals = dup_vals.unionByName(dup_off.filter(~F.col("multi_final")).select("partition", F.col("f_min").alias("value")))
-        if multi:  # several values at one final offset: take them all from the final log
-            dup_vals = dup_vals.unionByName(final_log.join(_small(dup_off.filter(F.col("multi_final")), multi),
-                                                           ["partition", "offset"]).select("partition", "value"))
-    cand = dup_vals
-    for df in (lost_c, dirty_c):
-        if df is not None:
-            cand = cand.unionByName(df.select("partition", "value"))
-    cand = cand.distinct()
-    n_c = n_lo + n_do + n_dup * 4
-    # every final-log occurrence of a candidate value (few), by one filtered scan of the final reads
-    occ = _persist(final_log.join(_small(cand, n_c), ["partition", "value"]).distinct(), keep)
-    present = occ.select("partition", "value").distinct()
-    send_info = cand_sends.select("partition", "value", "sindex", "soffset", "stype")
-
-    out: dict[str, DataFrame] = {}
-    if lost_c is not None:
-        out["lost-write"] = lost_c.join(present, ["partition", "value"], "left_anti").select(
-            "partition", "value", "sindex", "soffset", "stype")
-    if failed is not None:
-        out["failed-write-present"] = failed.join(present, ["partition", "value"], "left_semi").select(
-            "partition", "value", "sindex", "soffset", "stype")
-    # the send of a duplicated value is looked up for the examples only (engine._examples)
-    out["duplicate"] = (occ.join(dup_vals.distinct(), ["partition", "value"], "left_semi")
-                        .groupBy("partition", "value").agg(F.count("*").alias("n")).filter(F.col("n") > 1)
-                        .select("partition", "value", *[L(None).cast("long").alias(c) for c in ("sindex", "soffset")],
-                                L(None).cast("int").alias("stype")))
-    if dirty_c is not None:
-        out["dirty-read"] = (dirty_c.join(present, ["partition", "value"], "left_anti").groupBy("partition", "value")
-                             .agg(F.count("*").alias("reads"), F.min("rkey").alias("rkey"))
-                             .join(send_info, ["partition", "value"], "left"))
-    if failed is not None:
-        out["aborted-read"] = (polls_c.filter(F.col("failed_key").isNotNull()).groupBy("partition", "value")
-                               .agg(F.count("*").alias("reads"), F.min("rkey").alias("rkey"))
-                               .join(send_info.filter(F.col("stype") == 1), ["partition", "value"]))
-    send_cols = ["value", "sindex", "soffset", "stype"]
-    keys = {"lost-write": ("sindex", None), "failed-write-present": ("sindex", None), "duplicate": ("value", None),
-            "dirty-read": ("rkey", "reads"), "aborted-read": ("rkey", "reads")}
-    found = []
-    for kind, df in out.items():
-        k1, w = keys[kind]
-        cols = send_cols + (["reads", "rkey"] if w else [])
-        found.append(finding(df, kind, cols, k1=F.col(k1), weight=F.col(w) if w else None))
-    return found
+    per_value = found.groupBy("partition", "value").agg(
+        F.max("stype").alias("stype"), F.max("sindex").alias("sindex"), F.max("soffset").alias("soffset"),
+        F.max(F.coalesce(c("lost_key"), L(False))).alias("lost"), F.max(F.coalesce(c("dup_key"), L(False))).alias("dup"),
+        F.count("foff").alias("n_final"), F.min("foff").alias("foff_min"), F.max("foff").alias("foff_max"),
+        F.count("dirty_rkey").alias("dirty_n"), F.min("dirty_rkey").alias("dirty_rkey"),
+        F.count("failed_rkey").alias("failed_n"), F.min("failed_rkey").alias("failed_rkey"))
+    v = per_value.join(F.broadcast(recovered.select("partition", T.alias("rec"))), "partition", "left")
+    rec = F.coalesce(c("rec"), L(False))
+    present = c("n_final") > 0
+    kind = F.array_compact(F.array(
+        F.when(rec & c("lost") & (c("stype") == 0) & ~present, L("lost-write")),
+        F.when(rec & (c("stype") == 1) & present, L("failed-write-present")),
+        F.when(rec & c("dup") & (c("foff_min") != c("foff_max")), L("duplicate")),
+        F.when(rec & (c("dirty_n") > 0) & ~present, L("dirty-read")),
+        F.when((c("stype") == 1) & (c("failed_n") > 0), L("aborted-read"))))
+    out = v.select("*", F.explode(kind).alias("kind"))
+    k = c("kind")
+    is_dirty, is_aborted = k == "dirty-read", k == "aborted-read"
+    reads = F.when(is_dirty, c("dirty_n")).when(is_aborted, c("failed_n"))
+    rkey = F.when(is_dirty, c("dirty_rkey")).when(is_aborted, c("failed_rkey"))
+    # a duplicate's send is looked up for its example only (engine._examples)
+    send = lambda col: F.when(k != "duplicate", c(col))  # noqa: E731
+    k1 = F.when(k == "duplicate", c("value")).when(is_dirty | is_aborted, rkey).otherwise(c("sindex"))
+    return finding(out, k, ["value", send("sindex").alias("sindex"), send("soffset").alias("soffset"),
+                            send("stype").alias("stype"), reads.alias("reads"), rkey.alias("rkey")],
+                   k1=k1, weight=F.coalesce(reads, L(1)))
