@@ -10,6 +10,7 @@ order, watermark and divergence families as one union of flagged rows; two small
 from __future__ import annotations
 
 import json
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable
 
@@ -47,9 +48,10 @@ def analyze(spark: SparkSession, col_dir: Path | str, examples: int = 10,
 
 def _analyze(t: Tables, col_dir: Path, N: int, say, persisted: list[DataFrame]) -> dict[str, Any]:
     spark = t.spark
-    fs_rows = rows(t.final_state)
+    # the small tables are read on the driver: as Spark jobs they cost seconds on a cold JVM
+    fs_rows = lookup.read_all(col_dir, "final_state", rf.arrow_schemas()["final_state"].names)
     final_state = {r["partition"]: r for r in fs_rows}
-    meta_rows = rows(t.replica_meta.select("node", "partition", "leo", "hw"))
+    meta_rows = lookup.read_all(col_dir, "replica_meta", ["node", "partition", "leo", "hw"])
     meta = {(r["node"], r["partition"]): {"leo": r["leo"], "hw": r["hw"]} for r in meta_rows}
     nodes_by_part: dict[int, list[str]] = {}
     for r in meta_rows:
@@ -130,13 +132,17 @@ def _analyze(t: Tables, col_dir: Path, N: int, say, persisted: list[DataFrame]) 
         counts.setdefault(k, 0)
 
     say("explaining examples")
-    examples = _examples(col_dir, top, final_state, reason)
-    offs, vals = explain.wanted_keys(examples)
-    rep_rows: list[tuple] = []
-    where = lookup.any_of(lookup.keyed(("partition", "offset"), offs), lookup.keyed(("partition", "value"), vals))
-    rep_rows = [(r["node"], r["partition"], r["offset"], r["epoch"], r["value"], r["crc_ok"])
-                for r in lookup.fetch(col_dir, "replicas", where,
-                                      ["node", "partition", "offset", "epoch", "value", "crc_ok"])]
+    # the replica records every example needs, keyed as the examples will be (a lost write's offset is
+    # its send's); fetched alongside the history lines and reads that _examples looks up
+    offs, vals = explain.wanted_keys({k: [dict(r, offset=r["soffset"]) for r in rs] if k == "lost-write" else rs
+                                      for k, rs in top.items()})
+    rep_where = lookup.any_of(lookup.keyed(("partition", "offset"), offs), lookup.keyed(("partition", "value"), vals))
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        reps = pool.submit(lookup.fetch, col_dir, "replicas", rep_where,
+                           ["node", "partition", "offset", "epoch", "value", "crc_ok"])
+        examples = _examples(col_dir, top, final_state, reason, pool)
+        rep_rows = [(r["node"], r["partition"], r["offset"], r["epoch"], r["value"], r["crc_ok"])
+                    for r in reps.result()]
     explain.attach(examples, explain.ReplicaIndex(rep_rows, nodes_by_part, meta))
 
     anomalies = {kind: {"count": counts[kind], "examples": examples.get(kind, [])} for kind in counts}
@@ -186,8 +192,10 @@ def _and(a, b):
     return None if b is None else a & b
 
 
-def _examples(col_dir: Path, top: dict[str, list[dict]], final_state: dict, reason: dict) -> dict[str, list[dict]]:
-    """Turn the collected top rows into the examples of docs/formats.md, fetching the details they need."""
+def _examples(col_dir: Path, top: dict[str, list[dict]], final_state: dict, reason: dict,
+              pool: ThreadPoolExecutor) -> dict[str, list[dict]]:
+    """Turn the collected top rows into the examples of docs/formats.md, fetching the details they need
+    (the history lines and the reads concurrently, in `pool`)."""
     # one filtered scan of the history: the lines the examples cite by index, the acks at inconsistent
     # offsets and the sends of duplicated values
     idx = {r["sindex"] for kind in ("lost-write", "failed-write-present", "aborted-read")
@@ -197,22 +205,34 @@ def _examples(col_dir: Path, top: dict[str, list[dict]], final_state: dict, reas
     dup_keys = {(r["partition"], r["value"]) for r in top["duplicate"]}
     fld = lookup.field
     sent = (fld("f") == "send") & lookup.is_client()
-    where = lookup.any_of(fld("index").isin(sorted(idx)) if idx else None,
+    where = lookup.any_of(lookup.one_of("index", idx),
                           sent & (fld("type") == "ok") & lookup.keyed(("partition", "offset"), keys) if keys else None,
                           sent & (fld("type") != "invoke") & lookup.keyed(("partition", "value"), dup_keys)
                           if dup_keys else None)
+    ops = pool.submit(lookup.fetch, col_dir, "ops", where, ["index", "time", "process", "epoch", "invoke_index",
+                                                           "error", "f", "type", "partition", "offset", "value"])
+    # one filtered scan of the reads: first reads of dirty / aborted values, the final committed log at
+    # the offsets / of the values the examples need, and every read at inconsistent offsets
+    ridx = {r["rkey"] >> POS_BITS for kind in ("dirty-read", "aborted-read") for r in top[kind]}
+    f_offs = {(r["partition"], r["soffset"]) for r in top["lost-write"]}
+    f_vals = {(r["partition"], r["value"]) for k in ("failed-write-present", "duplicate") for r in top[k]}
+    is_final = fld("f") == "final-read"
+    where = lookup.any_of(_and(fld("f") == "poll", lookup.one_of("index", ridx)),
+                          _and(is_final, lookup.keyed(("partition", "offset"), f_offs)),
+                          _and(is_final, lookup.keyed(("partition", "value"), f_vals)),
+                          lookup.keyed(("partition", "offset"), keys))
+    reads = pool.submit(lookup.fetch, col_dir, "reads", where, ["index", "pos", "partition", "offset", "value",
+                                                               "time", "process", "f"])
     ops_by_index, obs, dup_send = {}, {}, {}
-    if where is not None:
-        for r in lookup.fetch(col_dir, "ops", where, ["index", "time", "process", "epoch", "invoke_index", "error",
-                                                      "f", "type", "partition", "offset", "value"]):
-            ops_by_index[r["index"]] = r
-            if r["f"] != "send" or r["type"] == "invoke":
-                continue
-            if r["type"] == "ok" and (r["partition"], r["offset"]) in keys:
-                obs.setdefault((r["partition"], r["offset"]), []).append(
-                    (r["index"], -1, "send", r["value"], r["time"], r["process"]))
-            if (r["partition"], r["value"]) in dup_keys:
-                dup_send[(r["partition"], r["value"])] = r
+    for r in ops.result():
+        ops_by_index[r["index"]] = r
+        if r["f"] != "send" or r["type"] == "invoke":
+            continue
+        if r["type"] == "ok" and (r["partition"], r["offset"]) in keys:
+            obs.setdefault((r["partition"], r["offset"]), []).append(
+                (r["index"], -1, "send", r["value"], r["time"], r["process"]))
+        if (r["partition"], r["value"]) in dup_keys:
+            dup_send[(r["partition"], r["value"])] = r
     for r in top["nonmonotonic-send"]:
         r["earlier"], r["later"] = ({k: ops_by_index[i][k] for k in ("index", "time", "value", "offset", "epoch")}
                                     for i in (r["p_index"], r["index"]))
@@ -220,31 +240,19 @@ def _examples(col_dir: Path, top: dict[str, list[dict]], final_state: dict, reas
         d = dup_send.get((r["partition"], r["value"]))
         if d is not None:
             r["stype"], r["sindex"], r["soffset"] = TYPE_CODE[d["type"]], d["index"], d["offset"]
-    # one filtered scan of the reads: first reads of dirty / aborted values, the final committed log at
-    # the offsets / of the values the examples need, and every read at inconsistent offsets
-    ridx = {r["rkey"] >> POS_BITS for kind in ("dirty-read", "aborted-read") for r in top[kind]}
-    f_offs = {(r["partition"], r["soffset"]) for r in top["lost-write"]}
-    f_vals = {(r["partition"], r["value"]) for k in ("failed-write-present", "duplicate") for r in top[k]}
-    is_final = fld("f") == "final-read"
-    where = lookup.any_of((fld("f") == "poll") & fld("index").isin(sorted(ridx)) if ridx else None,
-                          _and(is_final, lookup.keyed(("partition", "offset"), f_offs)),
-                          _and(is_final, lookup.keyed(("partition", "value"), f_vals)),
-                          lookup.keyed(("partition", "offset"), keys))
     reads_by_key: dict[tuple, dict] = {}
     final_at: dict[tuple, set] = {}
     final_of: dict[tuple, set] = {}
-    if where is not None:
-        for r in lookup.fetch(col_dir, "reads", where, ["index", "pos", "partition", "offset", "value", "time",
-                                                        "process", "f"]):
-            p, o, v = r["partition"], r["offset"], r["value"]
-            if r["f"] == "poll" and r["index"] in ridx:
-                reads_by_key[(p, (r["index"] << POS_BITS) + r["pos"])] = r
-            if r["f"] == "final-read" and reason.get(p, "?") is None and 0 <= o < final_state[p]["hw"]:
-                if (p, o) in f_offs or (p, v) in f_vals:
-                    final_at.setdefault((p, o), set()).add(v)
-                    final_of.setdefault((p, v), set()).add(o)
-            if (p, o) in keys:
-                obs.setdefault((p, o), []).append((r["index"], r["pos"], r["f"], v, r["time"], r["process"]))
+    for r in reads.result():
+        p, o, v = r["partition"], r["offset"], r["value"]
+        if r["f"] == "poll" and r["index"] in ridx:
+            reads_by_key[(p, (r["index"] << POS_BITS) + r["pos"])] = r
+        if r["f"] == "final-read" and reason.get(p, "?") is None and 0 <= o < final_state[p]["hw"]:
+            if (p, o) in f_offs or (p, v) in f_vals:
+                final_at.setdefault((p, o), set()).add(v)
+                final_of.setdefault((p, v), set()).add(o)
+        if (p, o) in keys:
+            obs.setdefault((p, o), []).append((r["index"], r["pos"], r["f"], v, r["time"], r["process"]))
 
     ex: dict[str, list[dict]] = {}
     ex["lost-write"] = []

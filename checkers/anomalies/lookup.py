@@ -28,6 +28,20 @@ def any_of(*exprs: pc.Expression | None) -> pc.Expression | None:
     return reduce(lambda a, b: a | b, present) if present else None
 
 
+EQUALITIES = 256
+
+
+def one_of(name: str, values: Iterable[Any]) -> pc.Expression | None:
+    """`name` is one of `values` (None when there are none). A few values become separate equalities,
+    which prune row groups by their statistics one by one (an IN list is not pruned that way)."""
+    vs = sorted(set(values))
+    if not vs:
+        return None
+    if len(vs) > EQUALITIES:
+        return field(name).isin(vs)
+    return any_of(*[field(name) == v for v in vs])
+
+
 def keyed(cols: tuple[str, str], keys: Iterable[tuple[int, Any]]) -> pc.Expression | None:
     """(partition = p AND other IN (...)) OR ... for a small set of (partition, other) keys."""
     by_part: dict[int, set] = {}
@@ -48,3 +62,8 @@ def fetch(col_dir: Path | str, table: str, where: pc.Expression | None, columns:
     # little read-ahead: the driver's memory stays near one batch per thread, not a file's worth
     scan = data.scanner(columns=columns, filter=where, batch_readahead=2, fragment_readahead=1)
     return scan.to_table().to_pylist()
+
+
+def read_all(col_dir: Path | str, table: str, columns: list[str]) -> list[dict[str, Any]]:
+    """Every row of a small table (final_state, replica_meta: one row per partition or replica)."""
+    return pads.dataset(str(Path(col_dir) / table), format="parquet").to_table(columns=columns).to_pylist()

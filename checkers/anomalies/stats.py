@@ -3,8 +3,8 @@
 A fault window runs from a nemesis `start` completion to the `stop` completion with the same id (no
 stop: to the end of the history). Availability is the fraction of `send` and `poll` completions that
 were `ok`, split by whether the completion's time lies inside some fault window (bounds included).
-Windows are merged on the driver (they are few) and matched to operations with a broadcast join on a
-time bucket, so each operation is matched once.
+Windows are merged on the driver (they are few); an operation's time is tested against each merged
+window, or, beyond CASE_WINDOWS of them, matched with a broadcast join on a time bucket.
 """
 from __future__ import annotations
 
@@ -13,18 +13,21 @@ from typing import Any
 from pyspark.sql import functions as F
 
 from harness import runformat as rf
+from checkers.anomalies import lookup
 from checkers.anomalies.tables import Tables, is_client, rows
 
 BUCKETS = 4096
+CASE_WINDOWS = 64  # up to this many (merged) windows are tested one by one; more are matched by a join
 
 
 def fault_windows(t: Tables) -> list[tuple[int, float]]:
-    """[(start, stop)] as the history defines them (stop = inf while open), in fault-id order of first start."""
-    nem = (t.ops.filter((F.col("process") == rf.NEMESIS_PROCESS) & (F.col("type") != "invoke")
-                        & F.col("fault_id").isNotNull())
-           .select("index", "time", "phase", "fault_id").orderBy("index"))
+    """[(start, stop)] as the history defines them (stop = inf while open), in fault-id order of first start.
+    The nemesis's few lines are read on the driver (lookup.py): a Spark job would scan the same column."""
+    fld = lookup.field
+    nem = lookup.fetch(t.col_dir, "ops", (fld("process") == rf.NEMESIS_PROCESS) & (fld("type") != "invoke")
+                       & fld("fault_id").is_valid(), ["index", "time", "phase", "fault_id"])
     windows: dict[int, list] = {}
-    for r in rows(nem):
+    for r in sorted(nem, key=lambda r: r["index"]):
         w = windows.setdefault(r["fault_id"], [None, None])
         if r["phase"] == "start" and w[0] is None:
             w[0] = r["time"]
@@ -50,7 +53,10 @@ def analyze(t: Tables) -> dict[str, Any]:
     open_from = min((s for s, e in merged if e == float("inf")), default=None)
     ops = t.ops.filter(is_client()).select("partition", "f", "type", "time")
     in_fault = F.lit(False)
-    if closed:
+    if 0 < len(closed) <= CASE_WINDOWS:
+        for s, e in closed:
+            in_fault = in_fault | F.col("time").between(s, e)
+    elif closed:
         lo, hi = closed[0][0], closed[-1][1]
         width = max(1, (hi - lo) // BUCKETS + 1)
         brows = []

@@ -30,6 +30,7 @@ class Tables:
     replica_meta: DataFrame
     final_state: DataFrame
     sends: DataFrame     # send completions (a narrow projection of ops, read by several families)
+    col_dir: Path        # where the tables are (the driver reads small ones and point lookups itself)
 
     def acks(self) -> DataFrame:
         """Acknowledged sends: partition, value, stype (0), index, offset, process."""
@@ -50,7 +51,8 @@ def load(spark: SparkSession, col_dir: Path | str) -> Tables:
     sends = (ops.filter((F.col("f") == "send") & (F.col("type") != "invoke"))
              .select("partition", "value", type_code().alias("stype"), "index", "offset", "process"))
     # not cached: building the in-memory cache of 10M sends took ~6 s, rescanning the Parquet columns ~0.6 s
-    return Tables(spark, ops, read("reads"), read("replicas"), read("replica_meta"), read("final_state"), sends)
+    return Tables(spark, ops, read("reads"), read("replicas"), read("replica_meta"), read("final_state"), sends,
+                  col_dir)
 
 
 def is_client() -> Column:

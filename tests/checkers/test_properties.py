@@ -49,15 +49,18 @@ def test_spark_agrees_with_reference_on_random_damaged_histories(tmp_path, spark
 
 
 @pytest.mark.spark
-@pytest.mark.parametrize("bits,max_ranges", [(2, 256), (3, 1)])
-def test_spark_agrees_with_reference_with_small_digest_blocks(tmp_path, spark, monkeypatch, bits, max_ranges):
+@pytest.mark.parametrize("bits,max_ranges,case_windows", [(2, 256, 64), (3, 1, 0)])
+def test_spark_agrees_with_reference_with_small_digest_blocks(tmp_path, spark, monkeypatch, bits, max_ranges,
+                                                              case_windows):
     """Blocks of 4-8 offsets: clean and unclean blocks interleave, so the block digests, the exact pass
     restricted to unclean blocks (as offset ranges, or by a join when there are too many ranges) and the
-    duplicate check of non-ok values are all exercised; findings must equal the reference's."""
-    from checkers.anomalies import digests
+    duplicate check of non-ok values are all exercised; fault windows are tested one by one or matched by
+    a join; findings and statistics must equal the reference's."""
+    from checkers.anomalies import digests, stats
 
     monkeypatch.setattr(digests, "BLOCK_BITS", bits)
     monkeypatch.setattr(digests, "MAX_RANGES", max_ranges)
+    monkeypatch.setattr(stats, "CASE_WINDOWS", case_windows)
     b = simulate.simulate(404 + bits, partitions=3, steps=600)
     done = simulate.inject(b, 404 + bits, n=25)
     run = b.write(tmp_path)
@@ -66,6 +69,8 @@ def test_spark_agrees_with_reference_with_small_digest_blocks(tmp_path, spark, m
     for key in COMPARED:
         assert got[key] == want[key], (key, done)
     assert sum(a["count"] for a in got["anomalies"].values()) > 0
+    avail = got["stats"]["availability"]
+    assert avail["fault_windows"] > 0 and avail["counts"]["in_fault"]["total"] > 0
 
 
 @pytest.mark.spark
