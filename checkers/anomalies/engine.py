@@ -10,7 +10,6 @@ order, watermark and divergence families as one union of flagged rows; two small
 from __future__ import annotations
 
 import json
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable
 
@@ -133,16 +132,14 @@ def _analyze(t: Tables, col_dir: Path, N: int, say, persisted: list[DataFrame]) 
 
     say("explaining examples")
     # the replica records every example needs, keyed as the examples will be (a lost write's offset is
-    # its send's); fetched alongside the history lines and reads that _examples looks up
+    # its send's)
     offs, vals = explain.wanted_keys({k: [dict(r, offset=r["soffset"]) for r in rs] if k == "lost-write" else rs
                                       for k, rs in top.items()})
     rep_where = lookup.any_of(lookup.keyed(("partition", "offset"), offs), lookup.keyed(("partition", "value"), vals))
-    with ThreadPoolExecutor(max_workers=3) as pool:
-        reps = pool.submit(lookup.fetch, col_dir, "replicas", rep_where,
-                           ["node", "partition", "offset", "epoch", "value", "crc_ok"])
-        examples = _examples(col_dir, top, final_state, reason, pool)
-        rep_rows = [(r["node"], r["partition"], r["offset"], r["epoch"], r["value"], r["crc_ok"])
-                    for r in reps.result()]
+    examples = _examples(col_dir, top, final_state, reason)
+    rep_rows = [(r["node"], r["partition"], r["offset"], r["epoch"], r["value"], r["crc_ok"])
+                for r in lookup.fetch(col_dir, "replicas", rep_where,
+                                      ["node", "partition", "offset", "epoch", "value", "crc_ok"])]
     explain.attach(examples, explain.ReplicaIndex(rep_rows, nodes_by_part, meta))
 
     anomalies = {kind: {"count": counts[kind], "examples": examples.get(kind, [])} for kind in counts}
@@ -192,10 +189,8 @@ def _and(a, b):
     return None if b is None else a & b
 
 
-def _examples(col_dir: Path, top: dict[str, list[dict]], final_state: dict, reason: dict,
-              pool: ThreadPoolExecutor) -> dict[str, list[dict]]:
-    """Turn the collected top rows into the examples of docs/formats.md, fetching the details they need
-    (the history lines and the reads concurrently, in `pool`)."""
+def _examples(col_dir: Path, top: dict[str, list[dict]], final_state: dict, reason: dict) -> dict[str, list[dict]]:
+    """Turn the collected top rows into the examples of docs/formats.md, fetching the details they need."""
     # one filtered scan of the history: the lines the examples cite by index, the acks at inconsistent
     # offsets and the sends of duplicated values
     idx = {r["sindex"] for kind in ("lost-write", "failed-write-present", "aborted-read")
@@ -209,8 +204,8 @@ def _examples(col_dir: Path, top: dict[str, list[dict]], final_state: dict, reas
                           sent & (fld("type") == "ok") & lookup.keyed(("partition", "offset"), keys) if keys else None,
                           sent & (fld("type") != "invoke") & lookup.keyed(("partition", "value"), dup_keys)
                           if dup_keys else None)
-    ops = pool.submit(lookup.fetch, col_dir, "ops", where, ["index", "time", "process", "epoch", "invoke_index",
-                                                           "error", "f", "type", "partition", "offset", "value"])
+    ops = lookup.fetch(col_dir, "ops", where, ["index", "time", "process", "epoch", "invoke_index", "error", "f",
+                                               "type", "partition", "offset", "value"])
     # one filtered scan of the reads: first reads of dirty / aborted values, the final committed log at
     # the offsets / of the values the examples need, and every read at inconsistent offsets
     ridx = {r["rkey"] >> POS_BITS for kind in ("dirty-read", "aborted-read") for r in top[kind]}
@@ -221,10 +216,10 @@ def _examples(col_dir: Path, top: dict[str, list[dict]], final_state: dict, reas
                           _and(is_final, lookup.keyed(("partition", "offset"), f_offs)),
                           _and(is_final, lookup.keyed(("partition", "value"), f_vals)),
                           lookup.keyed(("partition", "offset"), keys))
-    reads = pool.submit(lookup.fetch, col_dir, "reads", where, ["index", "pos", "partition", "offset", "value",
-                                                               "time", "process", "f"])
+    reads = lookup.fetch(col_dir, "reads", where, ["index", "pos", "partition", "offset", "value", "time",
+                                                   "process", "f"])
     ops_by_index, obs, dup_send = {}, {}, {}
-    for r in ops.result():
+    for r in ops:
         ops_by_index[r["index"]] = r
         if r["f"] != "send" or r["type"] == "invoke":
             continue
@@ -243,7 +238,7 @@ def _examples(col_dir: Path, top: dict[str, list[dict]], final_state: dict, reas
     reads_by_key: dict[tuple, dict] = {}
     final_at: dict[tuple, set] = {}
     final_of: dict[tuple, set] = {}
-    for r in reads.result():
+    for r in reads:
         p, o, v = r["partition"], r["offset"], r["value"]
         if r["f"] == "poll" and r["index"] in ridx:
             reads_by_key[(p, (r["index"] << POS_BITS) + r["pos"])] = r
