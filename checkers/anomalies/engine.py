@@ -101,8 +101,8 @@ def _analyze(t: Tables, col_dir: Path, N: int, say, persisted: list[DataFrame]) 
     findings = [finding(flagged.filter(F.col("inconsistent")), "inconsistent-offset", ["offset"], k1=F.col("offset"))]
     findings.append(values.analyze(t, flagged, recs, recovered, nonok, ocount, n_nonok))
     findings.append(ordering.nonmonotonic_send(t))
-    findings.append(ordering.poll_order(t))
-    findings.append(watermarks.analyze(t))
+    findings.append(ordering.poll_order(t, persisted))
+    findings.append(watermarks.analyze(t, persisted))
     findings.append(divergence.analyze(t))
     allf = findings[0]
     for df in findings[1:]:

@@ -18,10 +18,13 @@ summaries, one row per poll.
 """
 from __future__ import annotations
 
+from functools import reduce
+
+from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from checkers.anomalies.tables import Tables, finding, is_client
+from checkers.anomalies.tables import Tables, finding, is_client, rows
 
 
 def nonmonotonic_send(t: Tables) -> DataFrame:
@@ -42,8 +45,12 @@ COLS = ["process", "partition", "index", "pos", "time", "offset", "value",
         "p_is_assign", "p_index", "p_time", "p_offset", "p_value", "kind", "gap"]
 
 
-def poll_order(t: Tables) -> DataFrame:
-    """Records out of order; column `kind` is 'poll-skip' or 'nonmonotonic-poll'."""
+ODD_POLLS_AS_FILTER = 256
+
+
+def poll_order(t: Tables, keep: list[DataFrame]) -> DataFrame:
+    """Records out of order; column `kind` is 'poll-skip' or 'nonmonotonic-poll'. The per-poll summaries
+    (one row per poll: few) are persisted and appended to `keep` for the caller to unpersist."""
     L = F.lit
     reads = t.reads.filter(F.col("f") == "poll").select("process", "partition", "index", "pos", "offset", "value", "time")
     d = F.col("offset") - F.col("pos")
@@ -54,10 +61,17 @@ def poll_order(t: Tables) -> DataFrame:
         F.max_by("offset", "pos").alias("last_off"), F.max_by("value", "pos").alias("last_val"))
     clean = ((F.col("min_d") == F.col("max_d")) & (F.col("min_pos") == 0)
              & (F.col("max_pos") - F.col("min_pos") + 1 == F.col("n")))
-    # inside the polls that are not plainly consecutive: record by record
-    odd = polls.filter(~clean).select("index")
+    polls = polls.select("*", clean.alias("clean")).persist(StorageLevel.MEMORY_AND_DISK)
+    keep.append(polls)
+    # inside the polls that are not plainly consecutive (few): record by record; a few are picked out
+    # of the reads by index (row groups are skipped by their statistics), many by a join
+    odd = [r["index"] for r in rows(polls.filter(~F.col("clean")).select("index"))]
+    if len(odd) <= ODD_POLLS_AS_FILTER:
+        odd_reads = reads.filter(reduce(lambda a, b: a | b, [F.col("index") == i for i in odd], L(False)))
+    else:
+        odd_reads = reads.join(F.broadcast(polls.filter(~F.col("clean")).select("index")), "index")
     w_in = Window.partitionBy("index").orderBy("pos")
-    inner = (reads.join(F.broadcast(odd), "index")
+    inner = (odd_reads
              .select("*", *[F.lag(c).over(w_in).alias("p_" + c) for c in ("offset", "value", "time", "index")],
                      L(False).alias("p_is_assign"))
              .filter(F.col("p_index").isNotNull()))

@@ -10,35 +10,41 @@ highest index).
 """
 from __future__ import annotations
 
+from pyspark import StorageLevel
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from checkers.anomalies.tables import Tables, finding, is_client
 
 
-def analyze(t: Tables) -> DataFrame:
+def analyze(t: Tables, keep: list[DataFrame]) -> DataFrame:
+    """Findings of both kinds; the observations (one per ok poll / final-read: few) are persisted, and
+    their DataFrame appended to `keep` for the caller to unpersist."""
     L = F.lit
+    cols = ["partition", "epoch", "hw", "index", "time", "process", "invoke_index", "f"]
     obs = (t.ops.filter(is_client() & F.col("f").isin("poll", "final-read") & (F.col("type") == "ok")
                         & F.col("hw").isNotNull())
-           .select("partition", "epoch", "hw", "index", "time", "process", "invoke_index", "f"))
+           .select(*cols).persist(StorageLevel.MEMORY_AND_DISK))
+    keep.append(obs)
     mark = F.struct(F.col("hw"), F.col("index"), F.col("epoch"), F.col("time"), F.col("process"))
+    me = F.struct(*[F.col(c) for c in cols])
+    # each observation twice: as a completion (its mark, at its completion index) and as a query (itself,
+    # at its invoke index), so a query sees exactly the completions before its invocation
+    me_type = obs.select(me.alias("me")).schema["me"].dataType
     completions = obs.select("partition", "epoch", F.col("index").alias("key"), mark.alias("mark"),
-                             L(None).cast("long").alias("q_index"))
+                             L(None).cast(me_type).alias("me"))
     queries = obs.select("partition", "epoch", F.col("invoke_index").alias("key"),
-                         F.lit(None).cast(completions.schema["mark"].dataType).alias("mark"),
-                         F.col("index").alias("q_index"))
+                         L(None).cast(completions.schema["mark"].dataType).alias("mark"), me.alias("me"))
     ev = completions.unionByName(queries)
     before = Window.unboundedPreceding
     w_epoch = Window.partitionBy("partition", "epoch").orderBy("key").rowsBetween(before, -1)
     w_part = Window.partitionBy("partition").orderBy("key").rowsBetween(before, -1)
     ev = ev.select("*", F.max("mark").over(w_epoch).alias("prev_same"))
     ev = ev.select("*", F.max("mark").over(w_part).alias("prev_any"))
-    q = ev.filter(F.col("q_index").isNotNull()).select("partition", "q_index", "prev_same", "prev_any")
-    j = obs.join(q, (obs["partition"] == q["partition"]) & (obs["index"] == q["q_index"])).drop(q["partition"])
+    q = ev.filter(F.col("me").isNotNull()).select("me.*", "prev_same", "prev_any")
     kind = (F.when(F.col("prev_same.hw") > F.col("hw"), L("hw-regression"))
             .when(F.col("prev_any.hw") > F.col("hw"), L("hw-regression-cross-epoch")))
     prev = F.when(F.col("prev_same.hw") > F.col("hw"), F.col("prev_same")).otherwise(F.col("prev_any"))
-    out = j.select("partition", "epoch", "hw", "index", "time", "process", "invoke_index", "f",
-                   kind.alias("kind"), prev.alias("prev")).filter(F.col("kind").isNotNull())
+    out = q.select(*cols, kind.alias("kind"), prev.alias("prev")).filter(F.col("kind").isNotNull())
     return finding(out, F.col("kind"), ["epoch", "hw", "index", "time", "process", "invoke_index", "f", "prev"],
                    k1=F.col("index"))

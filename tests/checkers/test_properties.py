@@ -49,18 +49,19 @@ def test_spark_agrees_with_reference_on_random_damaged_histories(tmp_path, spark
 
 
 @pytest.mark.spark
-@pytest.mark.parametrize("bits,max_ranges,case_windows", [(2, 256, 64), (3, 1, 0)])
-def test_spark_agrees_with_reference_with_small_digest_blocks(tmp_path, spark, monkeypatch, bits, max_ranges,
-                                                              case_windows):
+@pytest.mark.parametrize("bits,max_ranges,few", [(2, 256, 64), (3, 1, 0)])
+def test_spark_agrees_with_reference_with_small_digest_blocks(tmp_path, spark, monkeypatch, bits, max_ranges, few):
     """Blocks of 4-8 offsets: clean and unclean blocks interleave, so the block digests, the exact pass
     restricted to unclean blocks (as offset ranges, or by a join when there are too many ranges) and the
-    duplicate check of non-ok values are all exercised; fault windows are tested one by one or matched by
-    a join; findings and statistics must equal the reference's."""
-    from checkers.anomalies import digests, stats
+    duplicate check of non-ok values are all exercised; fault windows, and polls whose records are not
+    plainly consecutive, are picked out one by one (`few` of them at most) or matched by a join; findings
+    and statistics must equal the reference's."""
+    from checkers.anomalies import digests, ordering, stats
 
     monkeypatch.setattr(digests, "BLOCK_BITS", bits)
     monkeypatch.setattr(digests, "MAX_RANGES", max_ranges)
-    monkeypatch.setattr(stats, "CASE_WINDOWS", case_windows)
+    monkeypatch.setattr(stats, "CASE_WINDOWS", few)
+    monkeypatch.setattr(ordering, "ODD_POLLS_AS_FILTER", few)
     b = simulate.simulate(404 + bits, partitions=3, steps=600)
     done = simulate.inject(b, 404 + bits, n=25)
     run = b.write(tmp_path)
@@ -71,6 +72,7 @@ def test_spark_agrees_with_reference_with_small_digest_blocks(tmp_path, spark, m
     assert sum(a["count"] for a in got["anomalies"].values()) > 0
     avail = got["stats"]["availability"]
     assert avail["fault_windows"] > 0 and avail["counts"]["in_fault"]["total"] > 0
+    assert got["anomalies"]["poll-skip"]["count"] + got["anomalies"]["nonmonotonic-poll"]["count"] > 0
 
 
 @pytest.mark.spark
