@@ -26,7 +26,7 @@ from harness import runformat as rf
 from harness.runformat import FormatError
 
 CONVERTER_VERSION = 3
-BATCH_ROWS = 200_000
+BATCH_ROWS = rf.ROW_GROUP_ROWS
 
 
 @dataclass
@@ -67,7 +67,7 @@ class _TableWriter:
         table = pa.table({n: pa.array(self.cols[n], type=self.schema.field(n).type) for n in self.names},
                          schema=self.schema)
         if self.writer is None:
-            self.writer = pq.ParquetWriter(self.directory / "part-0.parquet", self.schema)
+            self.writer = rf.parquet_writer(self.directory / "part-0.parquet", self.schema)
         self.writer.write_table(table)
         self.cols = {n: [] for n in self.names}
 

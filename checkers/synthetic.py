@@ -30,7 +30,6 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from harness import runformat as rf
 
@@ -157,7 +156,7 @@ def _plan(outcome: np.ndarray, P: int, k: int, rng: np.random.Generator) -> tupl
 class _Writer:
     def __init__(self, directory: Path, schema: pa.Schema):
         directory.mkdir(parents=True, exist_ok=True)
-        self.w = pq.ParquetWriter(directory / "part-0.parquet", schema, compression="snappy")
+        self.w = rf.parquet_writer(directory / "part-0.parquet", schema)
         self.schema = schema
 
     def write(self, cols: dict[str, Any]) -> None:
@@ -176,7 +175,7 @@ class _Writer:
                 arrays.append(v.cast(f.type))
             else:
                 arrays.append(pa.array(v, f.type))
-        self.w.write_table(pa.Table.from_arrays(arrays, schema=self.schema), row_group_size=1 << 20)
+        self.w.write_table(pa.Table.from_arrays(arrays, schema=self.schema), row_group_size=rf.ROW_GROUP_ROWS)
 
     def close(self) -> None:
         self.w.close()

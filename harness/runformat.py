@@ -167,6 +167,24 @@ def write_json(path: Path, obj: Any) -> None:
 
 # --- columnar schemas (pyarrow imported lazily: the broker nodes do not need it) -----------------
 
+# Parquet layout of the columnar tables. Row groups are small enough that the checker's range filters
+# and point lookups skip most of a table by the groups' min/max statistics (at 10M sends, 128Ki rows
+# per group instead of 1Mi took the exact per-offset pass from ~9 s to ~6 s and the example lookups
+# from ~8 s to ~4 s); only string columns are dictionary-encoded (the integer columns are nearly
+# unique, where a dictionary is larger than the plain values).
+ROW_GROUP_ROWS = 128 * 1024
+
+
+def parquet_writer(path: Path, schema: Any) -> Any:
+    """A ParquetWriter with the layout above; write tables of at most ROW_GROUP_ROWS rows, or pass
+    row_group_size=ROW_GROUP_ROWS."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    strings = [f.name for f in schema if pa.types.is_string(f.type)]
+    return pq.ParquetWriter(path, schema, compression="snappy", use_dictionary=strings)
+
+
 def arrow_schemas() -> dict[str, Any]:
     import pyarrow as pa
 
