@@ -136,7 +136,15 @@ def _analyze(t: Tables, col_dir: Path, N: int, say, persisted: list[DataFrame]) 
     offs, vals = explain.wanted_keys({k: [dict(r, offset=r["soffset"]) for r in rs] if k == "lost-write" else rs
                                       for k, rs in top.items()})
     rep_where = lookup.any_of(lookup.keyed(("partition", "offset"), offs), lookup.keyed(("partition", "value"), vals))
-    examples = _examples(col_dir, top, final_state, reason)
+    # the acks at inconsistent offsets are among the exact pass's records (such offsets are never in a
+    # clean block): their history indices come from there, and the lookup below goes by index
+    inc = sorted({(r["partition"], r["offset"]) for r in top["inconsistent-offset"]})
+    inc_acks = set()
+    if inc:
+        at = spark.createDataFrame(inc, "partition int, offset long")
+        inc_acks = {r["key"] for r in rows(recs.filter(F.col("src") == 0)
+                                           .join(F.broadcast(at), ["partition", "offset"], "left_semi").select("key"))}
+    examples = _examples(col_dir, top, final_state, reason, inc_acks)
     rep_rows = [(r["node"], r["partition"], r["offset"], r["epoch"], r["value"], r["crc_ok"])
                 for r in lookup.fetch(col_dir, "replicas", rep_where,
                                       ["node", "partition", "offset", "epoch", "value", "crc_ok"])]
@@ -189,10 +197,12 @@ def _and(a, b):
     return None if b is None else a & b
 
 
-def _examples(col_dir: Path, top: dict[str, list[dict]], final_state: dict, reason: dict) -> dict[str, list[dict]]:
-    """Turn the collected top rows into the examples of docs/formats.md, fetching the details they need."""
-    # one filtered scan of the history: the lines the examples cite by index, the acks at inconsistent
-    # offsets and the sends of duplicated values
+def _examples(col_dir: Path, top: dict[str, list[dict]], final_state: dict, reason: dict,
+              inc_acks: set[int]) -> dict[str, list[dict]]:
+    """Turn the collected top rows into the examples of docs/formats.md, fetching the details they need.
+    `inc_acks`: the history indices of the acks at the inconsistent offsets in `top`."""
+    # one filtered scan of the history: the lines the examples cite by index (with the acks at
+    # inconsistent offsets) and the sends of duplicated values
     idx = {r["sindex"] for kind in ("lost-write", "failed-write-present", "aborted-read")
            for r in top[kind] if r["sindex"] is not None}
     idx |= {r[k] for r in top["nonmonotonic-send"] for k in ("index", "p_index")}
@@ -200,8 +210,7 @@ def _examples(col_dir: Path, top: dict[str, list[dict]], final_state: dict, reas
     dup_keys = {(r["partition"], r["value"]) for r in top["duplicate"]}
     fld = lookup.field
     sent = (fld("f") == "send") & lookup.is_client()
-    where = lookup.any_of(lookup.one_of("index", idx),
-                          sent & (fld("type") == "ok") & lookup.keyed(("partition", "offset"), keys) if keys else None,
+    where = lookup.any_of(lookup.one_of("index", idx | inc_acks),
                           sent & (fld("type") != "invoke") & lookup.keyed(("partition", "value"), dup_keys)
                           if dup_keys else None)
     ops = lookup.fetch(col_dir, "ops", where, ["index", "time", "process", "epoch", "invoke_index", "error", "f",
