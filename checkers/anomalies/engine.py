@@ -3,9 +3,13 @@
 Heavy work (aggregations and windows over the whole history and the replica dumps) stays in Spark and
 only flagged rows are kept; counts and the first N examples of each kind (in a fixed order, the same as
 the reference's) are collected, then the few history lines, reads and replica records the examples
-need are looked up on the driver (lookup.py) and attached. Order of work: statistics; block digests
-(digests.py) and the exact per-offset pass on the blocks they cannot vouch for (offsets.py); the value,
-order, watermark and divergence families as one union of flagged rows; two small jobs over that union.
+need are looked up on the driver (lookup.py) and attached. Order of work: the small tables, read on
+the driver; statistics; the sends that ended fail or info (persisted: few); block digests (digests.py)
+and the exact per-offset pass on the blocks they cannot vouch for (offsets.py, whose input records are
+persisted for values.py); the value, order, watermark and divergence families as one union of flagged
+rows; two small jobs over that union. At 10M sends on 2 cores the cost is mostly per query (code
+generation, JIT warm-up, planning) and per full scan, so each table is scanned as few times as the
+dependencies allow and small intermediate results are persisted rather than recomputed.
 """
 from __future__ import annotations
 
