@@ -29,6 +29,13 @@ Second session (2026-11-22, idle machine, same 10M run; the old code re-measured
   shuffles 306k rows instead of 29.65M (25 of 2,424 blocks unclean) but per-query code generation, JIT
   warm-up and planning dominate at this size (the same restricted pass: 10.8 s first, 4.0 s second time
   in one JVM), so 10M is not faster yet. 100M not re-measured.
+Third session (2026-11-22; the machine's speed drifted by up to 30% between runs of the same code that
+day, so old and new code were compared in alternation, 2 rounds each on the same 10M run):
+  old code (9ae3d3b): 89.7 and 99.8 s; with the value checks fused and fewer scans: 78.7 and 84.9 s
+  with 128Ki-row row groups as well (regenerated runs, findings equal to the injected set at every size):
+  1M sends:   Spark 39.8 s wall, 2.46 GiB peak, 69 CPU s
+  10M sends:  Spark 73.0 and 73.5 s wall, 3.08-3.2 GiB peak, 132-134 CPU s (target 45 s: not met)
+  100M sends: Spark 289.8 s wall, 3.41 GiB peak, 513 CPU s (652 s in the first session)
 """
 from __future__ import annotations
 
