@@ -70,7 +70,8 @@ def _analyze(t: Tables, col_dir: Path, N: int, say, persisted: list[DataFrame]) 
     nonok = (t.sends.filter(F.col("stype") != 0).select("partition", "value", "stype", "index", "offset")
              .persist(StorageLevel.MEMORY_AND_DISK))
     persisted.append(nonok)
-    n_nonok = sum(c.get("fail", 0) + c.get("info", 0) for f, c in st["ops"].items() if f == "send")
+    sends = st["ops"].get("send", {})
+    n_nonok = sends.get("fail", 0) + sends.get("info", 0)
 
     say("block digests")
     bits = digests.BLOCK_BITS
@@ -81,7 +82,7 @@ def _analyze(t: Tables, col_dir: Path, N: int, say, persisted: list[DataFrame]) 
     for b in unclean:
         final_rows[b["partition"]] = final_rows.get(b["partition"], 0) + b["final"]
     flagged, recs, osum = offsets.analyze(t, fs_rows, [(b["partition"], b["block"]) for b in unclean], bits,
-                                          final_rows=final_rows)
+                                          final_rows)
     persisted += [flagged, recs]
     cover = {p: c["n_cover"] for p, c in osum.items()}
     for b in blocks:
@@ -135,11 +136,6 @@ def _analyze(t: Tables, col_dir: Path, N: int, say, persisted: list[DataFrame]) 
         counts.setdefault(k, 0)
 
     say("explaining examples")
-    # the replica records every example needs, keyed as the examples will be (a lost write's offset is
-    # its send's)
-    offs, vals = explain.wanted_keys({k: [dict(r, offset=r["soffset"]) for r in rs] if k == "lost-write" else rs
-                                      for k, rs in top.items()})
-    rep_where = lookup.any_of(lookup.keyed(("partition", "offset"), offs), lookup.keyed(("partition", "value"), vals))
     # the acks at inconsistent offsets are among the exact pass's records (such offsets are never in a
     # clean block): their history indices come from there, and the lookup below goes by index
     inc = sorted({(r["partition"], r["offset"]) for r in top["inconsistent-offset"]})
@@ -149,8 +145,10 @@ def _analyze(t: Tables, col_dir: Path, N: int, say, persisted: list[DataFrame]) 
         inc_acks = {r["key"] for r in rows(recs.filter(F.col("src") == 0)
                                            .join(F.broadcast(at), ["partition", "offset"], "left_semi").select("key"))}
     examples = _examples(col_dir, top, final_state, reason, inc_acks)
+    offs, vals = explain.wanted_keys(examples)
+    where = lookup.any_of(lookup.keyed(("partition", "offset"), offs), lookup.keyed(("partition", "value"), vals))
     rep_rows = [(r["node"], r["partition"], r["offset"], r["epoch"], r["value"], r["crc_ok"])
-                for r in lookup.fetch(col_dir, "replicas", rep_where,
+                for r in lookup.fetch(col_dir, "replicas", where,
                                       ["node", "partition", "offset", "epoch", "value", "crc_ok"])]
     explain.attach(examples, explain.ReplicaIndex(rep_rows, nodes_by_part, meta))
 

@@ -1,8 +1,7 @@
 """The exact pass, per (partition, offset): inconsistent-offset, final-log coverage, and candidates.
 
 One aggregation over the acknowledged sends (offset, value), the records read by polls and the records
-of the final reads, in the blocks that the block digests (digests.py) could not show clean (every block,
-when called without a block list). Per offset it keeps min/max of each source's values, so that:
+of the final reads, in the blocks that the block digests (digests.py) could not show clean. Per offset it keeps min/max of each source's values, so that:
 - an offset where the acknowledged and read values are not all equal is an `inconsistent-offset`;
 - the number of offsets in [0, hw) covered by final reads decides whether a partition's final committed
   log exists (final-state recovered and the final reads cover all of [0, hw); otherwise its
@@ -28,15 +27,13 @@ from checkers.anomalies import digests
 from checkers.anomalies.tables import POS_BITS, Tables, rows
 
 
-def analyze(t: Tables, fs_rows: list[dict[str, Any]], blocks: list[tuple[int, int]] | None = None,
-            bits: int = 0, final_rows: dict[int, int] | None = None
-            ) -> tuple[DataFrame, DataFrame, dict[int, dict[str, int]]]:
+def analyze(t: Tables, fs_rows: list[dict[str, Any]], blocks: list[tuple[int, int]], bits: int,
+            final_rows: dict[int, int]) -> tuple[DataFrame, DataFrame, dict[int, dict[str, int]]]:
     """Returns (persisted flagged offsets, persisted input records, per partition counts: n_cover
     (offsets in [0, hw) covered by final reads), n_inconsistent, n_lost, n_dirty, n_dup, n_multi (flagged
-    offsets of each sort)). With `blocks` [(partition, block: offset >> bits)], only the records of those
-    blocks are looked at (digests.py shows the others clean) and the counts cover those blocks only.
-    `final_rows`: final-read records in [0, hw) per partition when already known (the digests count
-    them), else counted here.
+    offsets of each sort)). Only the records of `blocks` [(partition, block: offset >> bits)] are looked
+    at (digests.py shows the others clean) and the counts cover those blocks only; `final_rows` is the
+    number of final-read records in [0, hw) in those blocks per partition (the digests count them).
 
     Flagged columns: partition, offset, inconsistent, lost_cand, dirty_cand, dup_cand, multi_final, f_min,
     f_extra (final reads of the offset beyond the first). Input records (what values.py needs of the
@@ -50,8 +47,7 @@ def analyze(t: Tables, fs_rows: list[dict[str, Any]], blocks: list[tuple[int, in
                           F.when(is_final, L(0).cast("long"))
                           .otherwise(F.col("index") * (1 << POS_BITS) + F.col("pos")).alias("key"))
     src, v = F.col("src"), F.col("value")
-    if blocks is not None:
-        acked, read = (digests.restrict(df, blocks, bits) for df in (acked, read))
+    acked, read = (digests.restrict(df, blocks, bits) for df in (acked, read))
     recs = acked.unionByName(read).persist(StorageLevel.MEMORY_AND_DISK)
     # repartition first: the shuffle carries the narrow input rows, not wide partial aggregates
     agg = recs.repartition("partition", "offset").groupBy("partition", "offset").agg(
@@ -84,11 +80,6 @@ def analyze(t: Tables, fs_rows: list[dict[str, Any]], blocks: list[tuple[int, in
     counts = {r["partition"]: r for r in rows(flagged.groupBy("partition").agg(
         n("f_extra").alias("f_extra"), n("inconsistent").alias("n_inconsistent"), n("lost_cand").alias("n_lost"),
         n("dirty_cand").alias("n_dirty"), n("dup_cand").alias("n_dup"), n("multi_final").alias("n_multi")))}
-    if final_rows is None:
-        final_rows = {r["partition"]: r["n"] for r in rows(
-            t.reads.filter(is_final).join(F.broadcast(fs), "partition")
-            .filter((F.col("offset") >= 0) & (F.col("offset") < F.col("fs_hw")))
-            .groupBy("partition").agg(F.count("*").alias("n")))}
     summary = {}
     for p in set(counts) | set(final_rows):
         c = counts.get(p) or {}

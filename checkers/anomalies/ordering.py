@@ -65,11 +65,12 @@ def poll_order(t: Tables, keep: list[DataFrame]) -> DataFrame:
     keep.append(polls)
     # inside the polls that are not plainly consecutive (few): record by record; a few are picked out
     # of the reads by index (row groups are skipped by their statistics), many by a join
-    odd = [r["index"] for r in rows(polls.filter(~F.col("clean")).select("index"))]
+    odd_polls = polls.filter(~F.col("clean")).select("index")
+    odd = [r["index"] for r in rows(odd_polls)]
     if len(odd) <= ODD_POLLS_AS_FILTER:
         odd_reads = reads.filter(reduce(lambda a, b: a | b, [F.col("index") == i for i in odd], L(False)))
     else:
-        odd_reads = reads.join(F.broadcast(polls.filter(~F.col("clean")).select("index")), "index")
+        odd_reads = reads.join(F.broadcast(odd_polls), "index")
     w_in = Window.partitionBy("index").orderBy("pos")
     inner = (odd_reads
              .select("*", *[F.lag(c).over(w_in).alias("p_" + c) for c in ("offset", "value", "time", "index")],

@@ -28,7 +28,6 @@ class Tables:
     reads: DataFrame
     replicas: DataFrame
     replica_meta: DataFrame
-    final_state: DataFrame
     sends: DataFrame     # send completions (a narrow projection of ops, read by several families)
     col_dir: Path        # where the tables are (the driver reads small ones and point lookups itself)
 
@@ -51,8 +50,7 @@ def load(spark: SparkSession, col_dir: Path | str) -> Tables:
     sends = (ops.filter((F.col("f") == "send") & (F.col("type") != "invoke"))
              .select("partition", "value", type_code().alias("stype"), "index", "offset", "process"))
     # not cached: building the in-memory cache of 10M sends took ~6 s, rescanning the Parquet columns ~0.6 s
-    return Tables(spark, ops, read("reads"), read("replicas"), read("replica_meta"), read("final_state"), sends,
-                  col_dir)
+    return Tables(spark, ops, read("reads"), read("replicas"), read("replica_meta"), sends, col_dir)
 
 
 def is_client() -> Column:
