@@ -1,6 +1,7 @@
 """Getting a SparkSession for the checker: local mode tuned for a small machine, or a real cluster.
 
-- no master: `local[2]`, 3 GiB driver heap, few shuffle partitions, adaptive execution, no UI;
+- no master: `local[2]`, 3 GiB driver heap, few shuffle partitions, adaptive execution, no UI, and the
+  install's class-data-sharing archive for a faster JVM start (jvm_archive.py);
 - `spark://...`, `yarn`, `k8s://...`, `local[N]`: the same job on that master (classic Spark);
 - `sc://host:port`: Spark Connect (needs the pyspark connect client extras), the job uses DataFrame APIs only.
 Environment overrides: HIGHWATER_SPARK_DRIVER_MEMORY, HIGHWATER_SPARK_SHUFFLE_PARTITIONS,
@@ -12,7 +13,10 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from checkers import jvm_archive
+
 DEFAULT_MASTER = "local[2]"
+DEFAULT_JAVA_OPTS = "-XX:+UseParallelGC -XX:ParallelGCThreads=2 -Dlog4j2.level=error"
 
 
 class SparkSetupError(ValueError):
@@ -37,8 +41,8 @@ def local_conf() -> dict[str, str]:
         "spark.shuffle.compress": os.environ.get("HIGHWATER_SPARK_SHUFFLE_COMPRESS", "false"),
         "spark.shuffle.spill.compress": os.environ.get("HIGHWATER_SPARK_SHUFFLE_COMPRESS", "false"),
         "spark.sql.autoBroadcastJoinThreshold": str(32 * 1024 * 1024),
-        "spark.driver.extraJavaOptions": os.environ.get(
-            "HIGHWATER_SPARK_JAVA_OPTS", "-XX:+UseParallelGC -XX:ParallelGCThreads=2 -Dlog4j2.level=error"),
+        "spark.driver.extraJavaOptions": " ".join([os.environ.get("HIGHWATER_SPARK_JAVA_OPTS", DEFAULT_JAVA_OPTS)]
+                                                  + jvm_archive.java_options()),
         "spark.sql.session.timeZone": "UTC",
         "spark.sql.constraintPropagation.enabled": "false",
         "spark.sql.ansi.enabled": "false",

@@ -24,6 +24,7 @@ COMMANDS: dict[str, str] = {
     "cleanup": "harness.cleanup_command:cleanup",
     "suite": "harness.suite_command:suite",
     "check": "checkers.cli:check",
+    "jvm-archive": "checkers.cli:jvm_archive",
     "report": "reports.cli:report",
     "serve": "reports.cli:serve",
     "images": "clusters.docker_cli:images",
