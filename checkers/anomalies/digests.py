@@ -34,7 +34,7 @@ from typing import Any
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from checkers.anomalies.tables import Tables, join_by_value, rows
+from checkers.anomalies.tables import Tables, rows
 
 BLOCK_BITS = 12
 MAX_POLL_RECORDS = 1 << 22
@@ -73,7 +73,7 @@ def summarize(t: Tables, fs_rows: list[dict[str, Any]], nonok: DataFrame, bits: 
     nonok = nonok.select("partition", "value", L(True).alias("nonok"))
     final = (t.reads.filter(F.col("f") == "final-read").select("partition", "offset", "value")
              .join(F.broadcast(fs), "partition", "left")
-             .transform(lambda df: join_by_value(df, nonok, "left")))
+             .join(F.broadcast(nonok), ["partition", "value"], "left"))
     in_r = F.coalesce((o >= 0) & (o < F.col("fs_hw")), L(False))
     ok = in_r & F.col("nonok").isNull()
     one = lambda cond, x=L(1): F.when(cond, x).otherwise(zero)  # noqa: E731

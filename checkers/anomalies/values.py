@@ -20,7 +20,7 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from checkers.anomalies.tables import POS_BITS, Tables, finding, join_by_value
+from checkers.anomalies.tables import POS_BITS, Tables, finding
 
 BROADCAST_ROWS = 2_000_000
 
@@ -73,8 +73,8 @@ def analyze(t: Tables, flagged: DataFrame, recs: DataFrame, recovered: DataFrame
     n_cand = n_nonok + n_lo + n_do * 4 + n_dup * 4
     keys = (cand.groupBy("partition", "value")
             .agg(F.max(F.coalesce(c("stype") == 1, L(False))).alias("failed")))
-    hit = join_by_value(t.reads.select("partition", "value", "offset", "f", "index", "pos"), keys,
-                        broadcast=n_cand <= BROADCAST_ROWS)
+    hit = t.reads.select("partition", "value", "offset", "f", "index", "pos").join(
+        _small(keys, n_cand), ["partition", "value"])
     final = (hit.filter(c("f") == "final-read").join(F.broadcast(recovered), "partition")
              .filter((c("offset") >= 0) & (c("offset") < c("fs_hw"))))
     failed_polls = hit.filter((c("f") == "poll") & c("failed"))
