@@ -36,6 +36,12 @@ day, so old and new code were compared in alternation, 2 rounds each on the same
   1M sends:   Spark 39.8 s wall, 2.46 GiB peak, 69 CPU s
   10M sends:  Spark 73.0 and 73.5 s wall, 3.08-3.2 GiB peak, 132-134 CPU s (target 45 s: not met)
   100M sends: Spark 289.8 s wall, 3.41 GiB peak, 513 CPU s (652 s in the first session)
+Fourth session (2026-11-22), the JVM class archive (checkers/jvm_archive.py) on and off in alternation:
+  1M sends:   on 37.1 and 38.9 s wall (65-70 CPU s, 2.5-2.6 GiB); off 40.3 and 45.0 s (68-78 CPU s)
+  10M sends:  on 60.2, 66.9 and 68.6 s (124-126 CPU s, 2.85-2.89 GiB); off 66.8 and 66.8 s (120-121 CPU s):
+              the ~4 s it saves at start-up is inside the drift between runs at this size.
+  JIT compilation (-XX:+CITime) is ~84 of ~155 CPU s at 10M; raising the C2 thresholds 10x or 40x,
+  transparent huge pages, and a single-long-key join for (partition, value) gave nothing measurable.
 """
 from __future__ import annotations
 
