@@ -92,37 +92,51 @@ class ArchiveError(RuntimeError):
     """The archive could not be made; the message says why."""
 
 
+def _child(script: str, archive: str, java_opts: list[str]) -> subprocess.CompletedProcess:
+    """`script` in a child Python with this checkout importable, HIGHWATER_SPARK_CDS=`archive` and these
+    driver JVM options, run in (and given) a scratch directory: a JVM that crashes leaves its hs_err log there."""
+    root = Path(__file__).resolve().parent.parent
+    env = dict(os.environ, **{ENV: archive, "HIGHWATER_SPARK_JAVA_OPTS": " ".join(java_opts)},
+               PYTHONPATH=os.pathsep.join(p for p in (str(root), os.environ.get("PYTHONPATH", "")) if p))
+    with tempfile.TemporaryDirectory(prefix="highwater-cds-") as work:
+        return subprocess.run([sys.executable, "-c", script, work], env=env, capture_output=True,
+                              text=True, cwd=work)
+
+
+def _java_opts() -> list[str]:
+    from checkers import spark_session
+
+    return [o for o in spark_session.base_java_options().split()
+            if not o.startswith(("-XX:SharedArchiveFile", "-Xshare", "-Xlog:cds"))]
+
+
+def probe(archive: Path) -> str | None:
+    """Start a Spark driver that must map `archive` (-Xshare:on makes failing to map it fatal) and run
+    one job: None if that works, else what went wrong."""
+    proc = _child(_PROBE, str(archive), _java_opts() + ["-Xshare:on"])
+    if proc.returncode == 0 and proc.stdout.split()[-1:] == ["1000"]:
+        return None
+    return f"exit {proc.returncode}: " + " | ".join(proc.stderr.strip().splitlines()[-3:])
+
+
 def build(target: Path | None = None) -> Path:
     """Make the archive by running a small synthetic check in a child process; returns its path."""
     target = target or path() or default_path()
     target.parent.mkdir(parents=True, exist_ok=True)
     partial = target.with_name(target.name + ".partial")
     partial.unlink(missing_ok=True)
-    from checkers import spark_session
-
-    opts = spark_session.local_conf()["spark.driver.extraJavaOptions"].split()
-    opts = [o for o in opts if not o.startswith(("-XX:SharedArchiveFile", "-Xshare", "-Xlog:cds"))]
-    env = dict(os.environ, **{ENV: "off",
-                              "HIGHWATER_SPARK_JAVA_OPTS": " ".join(opts + [f"-XX:ArchiveClassesAtExit={partial}"])})
-    root = Path(__file__).resolve().parent.parent
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(root), env.get("PYTHONPATH", "")) if p)
-    with tempfile.TemporaryDirectory(prefix="highwater-cds-") as work:
-        proc = subprocess.run([sys.executable, "-c", _BUILDER, work], env=env, capture_output=True, text=True,
-                              cwd=work)
+    proc = _child(_BUILDER, "off", _java_opts() + [f"-XX:ArchiveClassesAtExit={partial}"])
     if proc.returncode != 0 or not partial.is_file():
         last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
         partial.unlink(missing_ok=True)
         raise ArchiveError(f"making the JVM class archive failed (exit {proc.returncode}): {last}")
-    # a session that must map the archive (-Xshare:on) before it is published
-    env = dict(os.environ, **{ENV: str(partial), "HIGHWATER_SPARK_JAVA_OPTS": " ".join(opts + ["-Xshare:on"])},
-               PYTHONPATH=env["PYTHONPATH"])
+    # published only once a driver has mapped it
     _stamp(partial).write_text(json.dumps({"size": partial.stat().st_size}))
-    with tempfile.TemporaryDirectory(prefix="highwater-cds-") as work:
-        ok = subprocess.run([sys.executable, "-c", _PROBE], env=env, capture_output=True, text=True, cwd=work)
-    if ok.returncode != 0 or ok.stdout.split()[-1:] != ["1000"]:
+    failure = probe(partial)
+    if failure is not None:
         partial.unlink(missing_ok=True)
         _stamp(partial).unlink(missing_ok=True)
-        raise ArchiveError("the made JVM class archive does not load; not using it")
+        raise ArchiveError(f"the made JVM class archive does not load ({failure}); not using it")
     os.replace(_stamp(partial), _stamp(target))
     os.replace(partial, target)
     return target

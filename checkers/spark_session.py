@@ -23,6 +23,11 @@ class SparkSetupError(ValueError):
     """The requested Spark master cannot be used from here; the message says why and what to do."""
 
 
+def base_java_options() -> str:
+    """The driver JVM's options before the class archive's (jvm_archive.py) are added."""
+    return os.environ.get("HIGHWATER_SPARK_JAVA_OPTS", DEFAULT_JAVA_OPTS)
+
+
 def local_conf() -> dict[str, str]:
     return {
         "spark.driver.memory": os.environ.get("HIGHWATER_SPARK_DRIVER_MEMORY", "3g"),
@@ -41,8 +46,7 @@ def local_conf() -> dict[str, str]:
         "spark.shuffle.compress": os.environ.get("HIGHWATER_SPARK_SHUFFLE_COMPRESS", "false"),
         "spark.shuffle.spill.compress": os.environ.get("HIGHWATER_SPARK_SHUFFLE_COMPRESS", "false"),
         "spark.sql.autoBroadcastJoinThreshold": str(32 * 1024 * 1024),
-        "spark.driver.extraJavaOptions": " ".join([os.environ.get("HIGHWATER_SPARK_JAVA_OPTS", DEFAULT_JAVA_OPTS)]
-                                                  + jvm_archive.java_options()),
+        "spark.driver.extraJavaOptions": " ".join([base_java_options()] + jvm_archive.java_options()),
         "spark.sql.session.timeZone": "UTC",
         "spark.sql.constraintPropagation.enabled": "false",
         "spark.sql.ansi.enabled": "false",
