@@ -42,6 +42,23 @@ Fourth session (2026-11-22), the JVM class archive (checkers/jvm_archive.py) on 
               the ~4 s it saves at start-up is inside the drift between runs at this size.
   JIT compilation (-XX:+CITime) is ~84 of ~155 CPU s at 10M; raising the C2 thresholds 10x or 40x,
   transparent huge pages, and a single-long-key join for (partition, value) gave nothing measurable.
+Fifth session (2026-11-22), with the JVM's CPU split by thread role (printed since then):
+  10M sends:  68.7 s wall, 125.6 CPU s, 2.85 GiB: JIT compiler threads 44.1 (C2 34.8, C1 9.3), executor
+              tasks 52.1, GC 4.8, driver and other threads 21.4 (query planning, code generation, py4j)
+  1M sends:   34.6-36.9 s wall, 60-66 CPU s: JIT 26-29, tasks 13-15, other 16-18
+  100M sends: 315.3 s wall, 554 CPU s, 3.51 GiB: tasks 416.7, JIT 75.9, other 48.7, GC 9.8
+  (findings equal to the injected set at every size)
+  Cutting CPU did not cut wall time: C2 thresholds x10 took C2 from ~21 to 13 CPU s at 1M and left the
+  wall at 35.9 s (35.7-36.9 without). Measured in alternation at 10M, none of these beat the drift
+  between identical runs (60-75 s that day): one fused aggregation over the ops table for statistics,
+  non-ok sends, ack digests and watermark observations (slower: 13.2 s against 12.7 s for the separate
+  queries, 27-32 s when a string max made it a sort aggregate); statistics and non-ok sends fused (slower);
+  integer f/type codes instead of strings (same scan time); nonmonotonic-send by mapInArrow over
+  file-ordered splits (14.7-16.5 s against 11-15 s for the window); a hash-prefixed window sort; AQE off;
+  C1 only (worse, 77-80 s); inlining and escape-analysis limits; the independent families in a side thread
+  (worse: 64-68 s against 61-62 s, 10% more CPU); 32Ki-row row groups; narrow per-source digest
+  aggregations. No code generation at all: 157 s. Java 25 (Temurin, on this machine): no faster alone;
+  with an AOT cache (JEP 483/515) trained on a small check, 5-9% faster (59-68 s against 64-76 s).
 """
 from __future__ import annotations
 
@@ -92,19 +109,51 @@ def _sample(pid: int) -> tuple[int, dict[int, float]]:
     return rss, cpu
 
 
+# JVM threads by role, by the start of their name (/proc/PID/task/TID/comm, cut to 15 characters)
+THREAD_ROLES = (("C2 Compiler", "jit_c2"), ("C1 Compiler", "jit_c1"), ("GC Thread", "gc"), ("VM Thread", "gc"),
+                ("Executor task", "tasks"))
+
+
+def _threads(pids: list[int], seen: dict[int, tuple[str, float]]) -> None:
+    """Record every thread's CPU seconds so far and role in `seen` (tid -> (role, cpu)); a thread that
+    has ended keeps its last reading."""
+    for pid in pids:
+        try:
+            tids = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            continue
+        if len(tids) < 8:  # not the JVM
+            continue
+        for tid in tids:
+            try:
+                with open(f"/proc/{pid}/task/{tid}/comm") as fh:
+                    name = fh.read().strip()
+                with open(f"/proc/{pid}/task/{tid}/stat") as fh:
+                    f = fh.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            role = next((r for prefix, r in THREAD_ROLES if name.startswith(prefix)), "other")
+            seen[int(tid)] = (role, (int(f[11]) + int(f[12])) / TICK)
+
+
 def measure(cmd: list[str]) -> dict:
     load0 = os.getloadavg()[0]
     t0 = time.monotonic()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
     peak, cpu = 0, {}
+    threads: dict[int, tuple[str, float]] = {}
     done = threading.Event()
 
     def watch() -> None:
         nonlocal peak
+        n = 0
         while not done.is_set():
             rss, c = _sample(proc.pid)
             peak = max(peak, rss)
             cpu.update(c)
+            if n % 5 == 0:  # every 0.5 s: reading ~100 threads' files costs the machine being measured
+                _threads(list(c), threads)
+            n += 1
             time.sleep(0.1)
 
     th = threading.Thread(target=watch, daemon=True)
@@ -113,8 +162,11 @@ def measure(cmd: list[str]) -> dict:
     wall = time.monotonic() - t0
     done.set()
     th.join()
+    by_role: dict[str, float] = {}
+    for role, secs in threads.values():
+        by_role[role] = by_role.get(role, 0.0) + secs
     return {"rc": proc.returncode, "wall_s": round(wall, 1), "peak_rss_gib": round(peak / 2**30, 2),
-            "cpu_s": round(sum(cpu.values()), 1), "load_before": round(load0, 1),
+            "cpu_s": round(sum(cpu.values()), 1), "jvm_threads_cpu_s": {r: round(v, 1) for r, v in sorted(by_role.items())}, "load_before": round(load0, 1),
             "load_after": round(os.getloadavg()[0], 1), "stdout": out.strip(), "stderr": err.strip()[-500:]}
 
 
@@ -161,6 +213,7 @@ def main() -> int:
         s = measure(cmd)
         print(f"  spark:     rc={s['rc']} wall={s['wall_s']} s peak={s['peak_rss_gib']} GiB cpu={s['cpu_s']} s "
               f"load={s['load_before']}->{s['load_after']} | {s['stdout'] or s['stderr']}", flush=True)
+        print(f"  spark JVM CPU by thread role (s; seen at 0.5 s intervals): {s['jvm_threads_cpu_s']}", flush=True)
         row = {"sends": sends, "spark": s}
         if s["rc"] in (0, 1, 2):
             got = findings(out_spark)
