@@ -115,14 +115,15 @@ THREAD_ROLES = (("C2 Compiler", "jit_c2"), ("C1 Compiler", "jit_c1"), ("GC Threa
 
 
 def _threads(pids: list[int], seen: dict[int, tuple[str, float]]) -> None:
-    """Record every thread's CPU seconds so far and role in `seen` (tid -> (role, cpu)); a thread that
-    has ended keeps its last reading."""
+    """Record the CPU seconds so far and role of every thread of the JVM among `pids` in `seen` (tid ->
+    (role, cpu)); a thread that has ended keeps its last reading."""
     for pid in pids:
         try:
+            with open(f"/proc/{pid}/comm") as fh:
+                if fh.read().strip() != "java":
+                    continue
             tids = os.listdir(f"/proc/{pid}/task")
         except OSError:
-            continue
-        if len(tids) < 8:  # not the JVM
             continue
         for tid in tids:
             try:
@@ -166,7 +167,8 @@ def measure(cmd: list[str]) -> dict:
     for role, secs in threads.values():
         by_role[role] = by_role.get(role, 0.0) + secs
     return {"rc": proc.returncode, "wall_s": round(wall, 1), "peak_rss_gib": round(peak / 2**30, 2),
-            "cpu_s": round(sum(cpu.values()), 1), "jvm_threads_cpu_s": {r: round(v, 1) for r, v in sorted(by_role.items())}, "load_before": round(load0, 1),
+            "cpu_s": round(sum(cpu.values()), 1),
+            "jvm_threads_cpu_s": {r: round(v, 1) for r, v in sorted(by_role.items())}, "load_before": round(load0, 1),
             "load_after": round(os.getloadavg()[0], 1), "stdout": out.strip(), "stderr": err.strip()[-500:]}
 
 
