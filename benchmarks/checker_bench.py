@@ -95,15 +95,20 @@ def _tree(pid: int) -> list[int]:
     return out
 
 
+def _cpu_seconds(stat_file: str) -> float:
+    """User + system CPU seconds of a process or thread, from its /proc .../stat file."""
+    with open(stat_file) as fh:
+        f = fh.read().rsplit(")", 1)[1].split()
+    return (int(f[11]) + int(f[12])) / TICK
+
+
 def _sample(pid: int) -> tuple[int, dict[int, float]]:
     rss, cpu = 0, {}
     for p in _tree(pid):
         try:
             with open(f"/proc/{p}/statm") as fh:
                 rss += int(fh.read().split()[1]) * PAGE
-            with open(f"/proc/{p}/stat") as fh:
-                f = fh.read().rsplit(")", 1)[1].split()
-                cpu[p] = (int(f[11]) + int(f[12])) / TICK
+            cpu[p] = _cpu_seconds(f"/proc/{p}/stat")
         except (OSError, IndexError, ValueError):
             pass
     return rss, cpu
@@ -129,12 +134,11 @@ def _threads(pids: list[int], seen: dict[int, tuple[str, float]]) -> None:
             try:
                 with open(f"/proc/{pid}/task/{tid}/comm") as fh:
                     name = fh.read().strip()
-                with open(f"/proc/{pid}/task/{tid}/stat") as fh:
-                    f = fh.read().rsplit(")", 1)[1].split()
-            except OSError:
+                secs = _cpu_seconds(f"/proc/{pid}/task/{tid}/stat")
+            except (OSError, IndexError, ValueError):  # the thread ended meanwhile
                 continue
             role = next((r for prefix, r in THREAD_ROLES if name.startswith(prefix)), "other")
-            seen[int(tid)] = (role, (int(f[11]) + int(f[12])) / TICK)
+            seen[int(tid)] = (role, secs)
 
 
 def measure(cmd: list[str]) -> dict:
