@@ -7,7 +7,11 @@ A run directory that has no history.jsonl but a columnar manifest (the synthetic
 writes Parquet directly) is used as it is.
 
 Every malformed line raises FormatError naming file, line and field; with `lenient` the line is skipped
-and counted instead. A torn last line (what a crashed writer leaves) is always skipped and counted.
+and counted instead, and history lines that depend on a lost one are kept where they still say something
+(an acknowledged send whose invoke was lost is still recorded, so its loss is checked). A torn last line
+(what a crashed writer leaves) is always skipped, and a missing replicas/ directory (what a run that
+crashed before its dumps leaves) is accepted. Each of these is recorded as a problem naming file and
+line: the verdict then cannot be valid (results.py).
 """
 from __future__ import annotations
 
@@ -25,8 +29,11 @@ import pyarrow.parquet as pq
 from harness import runformat as rf
 from harness.runformat import FormatError
 
-CONVERTER_VERSION = 3
+CONVERTER_VERSION = 4
 BATCH_ROWS = rf.ROW_GROUP_ROWS
+MAX_PROBLEMS = 100   # problems named one by one (the rest are counted)
+# problems only --lenient accepts: a strict check does not reuse tables converted with any of them
+LENIENT_PROBLEMS = ("skipped", "missing-dump", "index-gap", "no-invoke", "no-completion")
 
 
 @dataclass
@@ -36,10 +43,33 @@ class IngestResult:
     torn: dict[str, int] = field(default_factory=dict)      # file -> torn last lines skipped
     missing_dumps: list[str] = field(default_factory=list)  # lenient: replica dumps listed but absent
     converted: bool = False
+    problems: list[dict] = field(default_factory=list)      # the first MAX_PROBLEMS input problems
+    problem_count: int = 0
+    needs_lenient: bool = False                             # some problem is one only --lenient accepts
+
+    def problem(self, file: str, line: int | None, kind: str, message: str) -> None:
+        """Record input that could not be checked: `file` relative to the run directory, 1-based `line`."""
+        self.problem_count += 1
+        self.needs_lenient = self.needs_lenient or kind in LENIENT_PROBLEMS
+        if len(self.problems) < MAX_PROBLEMS:
+            self.problems.append({"file": file, "line": line, "kind": kind, "message": message})
+
+    def skip(self, label: str, err: FormatError) -> None:
+        """A malformed line skipped under --lenient: counted per file and recorded with its error."""
+        self.skipped[label] = self.skipped.get(label, 0) + 1
+        self.problem(label, err.line, "skipped", f"malformed line skipped: {_what(err)}")
 
     def as_json(self) -> dict[str, Any]:
         return {"skipped_lines": self.skipped, "torn_lines": self.torn,
-                "missing_dumps": self.missing_dumps, "converted": self.converted}
+                "missing_dumps": self.missing_dumps, "converted": self.converted,
+                "problems": self.problems, "problem_count": self.problem_count}
+
+
+def _what(err: FormatError) -> str:
+    """A FormatError's message without the file and line in front of it."""
+    text = str(err)
+    where = f"{err.path}:{err.line}: " if err.line is not None else f"{err.path}: "
+    return text[len(where):] if text.startswith(where) else text
 
 
 # --- table writers ---------------------------------------------------------------------------------
@@ -94,8 +124,9 @@ def _opt_int(obj: dict, key: str, path: Path, line: int, prefix: str = "value.")
     return _int(obj, key, path, line, prefix)
 
 
-def _lines(path: Path, torn: dict[str, int], label: str):
-    """(line_no, parsed object or the exception) for each non-blank line; a torn tail is dropped."""
+def _lines(path: Path, result: IngestResult, label: str):
+    """(line_no, parsed object or the exception) for each non-blank line; a torn tail is dropped and
+    recorded as a problem of `result`."""
     with path.open("rb") as fh:
         data = fh.read()
     ends_with_newline = data.endswith(b"\n")
@@ -108,7 +139,8 @@ def _lines(path: Path, torn: dict[str, int], label: str):
             obj = orjson.loads(raw)
         except orjson.JSONDecodeError as exc:
             if no == last_no and not ends_with_newline:
-                torn[label] = torn.get(label, 0) + 1
+                result.torn[label] = result.torn.get(label, 0) + 1
+                result.problem(label, no, "torn", "torn last line ignored (no newline at the end, not valid JSON)")
                 continue
             yield no, FormatError(path, no, f"not valid JSON ({str(exc).split(':')[0]})")
             continue
@@ -121,9 +153,12 @@ def _lines(path: Path, torn: dict[str, int], label: str):
 # --- history ---------------------------------------------------------------------------------------
 
 class _HistoryConverter:
-    def __init__(self, path: Path, out: Path, schemas: dict[str, pa.Schema], lenient: bool = False):
+    def __init__(self, path: Path, out: Path, schemas: dict[str, pa.Schema], lenient: bool = False,
+                 result: IngestResult | None = None):
         self.path = path
         self.lenient = lenient
+        self.result = result if result is not None else IngestResult(out)
+        self.lost_lines = 0   # lines skipped since the last one kept (they explain a gap in the indexes)
         self.ops = _TableWriter(out / "ops", schemas["ops"])
         self.reads = _TableWriter(out / "reads", schemas["reads"])
         self.final_states: list[tuple[int, dict]] = []
@@ -136,6 +171,11 @@ class _HistoryConverter:
         rf.validate_op(op, path, line)
         if op["index"] != self.next_index and not (self.lenient and op["index"] > self.next_index):
             raise FormatError(path, line, f"field 'index' is {op['index']}, expected {self.next_index} (indexes are dense)")
+        notes: list[tuple[str, str]] = []   # (kind, message): problems recorded once the line is kept
+        if op["index"] - self.next_index > self.lost_lines:
+            gap = (f"index {self.next_index} is" if op["index"] - self.next_index == 1
+                   else f"indexes {self.next_index}..{op['index'] - 1} are")
+            notes.append(("index-gap", f"{gap} missing from the history (lines lost before this one)"))
         process, typ, f = op["process"], op["type"], op["f"]
         value = op.get("value") or {}
         error = op.get("error")
@@ -162,19 +202,36 @@ class _HistoryConverter:
             row["partition"] = part
             if typ == "invoke":
                 if process in self.pending:
-                    raise FormatError(path, line, f"process {process!r} invoked while its operation at index "
+                    err = FormatError(path, line, f"process {process!r} invoked while its operation at index "
                                                   f"{self.pending[process][0]} is still in flight")
+                    if not self.lenient:
+                        raise err
+                    # lenient: the operation in flight lost its completion line; this one is kept
+                    notes.append(("no-completion", f"process {process!r} invoked again: its operation invoked at "
+                                                   f"index {self.pending[process][0]} has no completion"))
                 self.pending[process] = (op["index"], op["time"], f, part)
             else:
                 inv = self.pending.pop(process, None)
-                if inv is None:
-                    raise FormatError(path, line, f"'{typ}' completion of process {process!r} without a pending invoke")
-                if inv[2] != f or inv[3] != part:
-                    raise FormatError(path, line, f"completion f={f!r} partition={part} does not match its invoke "
+                if inv is not None and (inv[2] != f or inv[3] != part):
+                    err = FormatError(path, line, f"completion f={f!r} partition={part} does not match its invoke "
                                                   f"(index {inv[0]}: f={inv[2]!r} partition={inv[3]})")
-                row["invoke_index"], row["invoke_time"] = inv[0], inv[1]
+                    if not (self.lenient and f == "send"):
+                        raise err
+                    notes.append(("no-completion", f"the operation invoked at index {inv[0]} by process {process!r} "
+                                                   f"has no completion"))
+                    inv = None
+                if inv is None:
+                    if not (self.lenient and f == "send"):
+                        raise FormatError(path, line, f"'{typ}' completion of process {process!r} without a pending invoke")
+                    # lenient: its invoke line was lost; an acknowledged send is still checked for loss
+                    notes.append(("no-invoke", f"'{typ}' send completion of process {process!r} has no invoke "
+                                               f"(kept without it)"))
+                else:
+                    row["invoke_index"], row["invoke_time"] = inv[0], inv[1]
             if f == "send":
                 row["value"] = _int(value, "value", path, line)
+                if typ != "invoke" and row.get("invoke_index") is None:
+                    self.sent.setdefault(part, {}).setdefault(row["value"], line)
                 if typ == "invoke":
                     seen = self.sent.setdefault(part, {})
                     if row["value"] in seen:
@@ -201,6 +258,9 @@ class _HistoryConverter:
             elif f == "assign":
                 row["offset"] = _int(value, "offset", path, line)
         # all checks passed: commit the line
+        for kind, message in notes:
+            self.result.problem(rf.HISTORY, line, kind, message)
+        self.lost_lines = 0
         self.next_index = op["index"] + 1
         self.ops.add(row)
         for r in reads:
@@ -233,7 +293,7 @@ def _final_state_row(value: dict) -> dict:
 def _convert_dump(path: Path, node: str, partition: int, replicas: _TableWriter, meta_rows: list[dict],
                   lenient: bool, result: IngestResult, label: str) -> None:
     meta: dict | None = None
-    for line, obj in _lines(path, result.torn, label):
+    for line, obj in _lines(path, result, label):
         try:
             if isinstance(obj, FormatError):
                 raise obj
@@ -262,15 +322,15 @@ def _convert_dump(path: Path, node: str, partition: int, replicas: _TableWriter,
             crc = obj.get("crc_ok", True)
             replicas.add({"node": node, "partition": partition, "offset": offset, "epoch": epoch,
                           "value": v, "crc_ok": bool(crc)})
-        except FormatError:
+        except FormatError as err:
             if not lenient:
                 raise
-            result.skipped[label] = result.skipped.get(label, 0) + 1
+            result.skip(label, err)
     if meta is None:
         err = FormatError(path, None, "empty replica dump (no meta line)")
         if not lenient:
             raise err
-        result.skipped[label] = result.skipped.get(label, 0) + 1
+        result.skip(label, err)
 
 
 def _dump_files(run_dir: Path) -> list[tuple[str, int, Path]]:
@@ -319,15 +379,18 @@ def ingest(run_dir: Path | str, *, lenient: bool = False, force: bool = False, p
             manifest = None
     if not history.exists():
         if manifest is not None and manifest.get("synthetic"):
-            return IngestResult(col, manifest.get("skipped", {}), manifest.get("torn", {}))
+            return _from_manifest(col, manifest)
         raise FormatError(history, None, "file is missing")
     sources = _sources(run_dir)
     if (manifest is not None and not force and manifest.get("version") == CONVERTER_VERSION
-            and manifest.get("sources") == sources
-            and (not sum(manifest.get("skipped", {}).values()) or lenient)):
-        return IngestResult(col, manifest.get("skipped", {}), manifest.get("torn", {}),
-                            manifest.get("missing_dumps", []))
+            and manifest.get("sources") == sources and (lenient or not manifest.get("needs_lenient"))):
+        return _from_manifest(col, manifest)
     return _convert(run_dir, sources, lenient=lenient, progress=progress)
+
+
+def _from_manifest(col: Path, manifest: dict) -> IngestResult:
+    return IngestResult(col, manifest.get("skipped", {}), manifest.get("torn", {}), manifest.get("missing_dumps", []),
+                        problems=manifest.get("problems", []), problem_count=manifest.get("problem_count", 0))
 
 
 def _convert(run_dir: Path, sources: dict, *, lenient: bool, progress) -> IngestResult:
@@ -339,16 +402,17 @@ def _convert(run_dir: Path, sources: dict, *, lenient: bool, progress) -> Ingest
     result = IngestResult(col, converted=True)
     try:
         history = run_dir / rf.HISTORY
-        conv = _HistoryConverter(history, tmp, schemas, lenient)
-        for line, obj in _lines(history, result.torn, rf.HISTORY):
+        conv = _HistoryConverter(history, tmp, schemas, lenient, result)
+        for line, obj in _lines(history, result, rf.HISTORY):
             try:
                 if isinstance(obj, FormatError):
                     raise obj
                 conv.convert_line(line, obj)
-            except FormatError:
+            except FormatError as err:
                 if not lenient:
                     raise
-                result.skipped[rf.HISTORY] = result.skipped.get(rf.HISTORY, 0) + 1
+                result.skip(rf.HISTORY, err)
+                conv.lost_lines += 1
             if progress is not None and line % 100_000 == 0:
                 progress(line)
         conv.close()
@@ -374,15 +438,25 @@ def _convert(run_dir: Path, sources: dict, *, lenient: bool, progress) -> Ingest
         # replica dumps
         dumps = _dump_files(run_dir)
         have = {(node, part) for node, part, _ in dumps}
-        for line, v in conv.final_states:
+        have_dir = (run_dir / rf.REPLICAS_DIR).is_dir()
+        if not have_dir:
+            # what a run that crashed before its dumps leaves: checked without them, and said so
+            result.problem(rf.REPLICAS_DIR + "/", None, "no-replicas",
+                           "directory is missing: no replica dump was checked (divergence, replica details)")
+        for line, v in (conv.final_states if have_dir else []):
             for node in sorted((v.get("replicas") or {})):
                 if (node, v["partition"]) not in have:
                     missing = rf.replica_dump_path(run_dir, node, v["partition"])
+                    where = f"{rf.HISTORY}:{line}" if line is not None else rf.FINAL_JSON
                     err = FormatError(missing, None, f"file is missing (final-state of partition {v['partition']} "
-                                                     f"at {rf.HISTORY}:{line} lists replica {node})")
+                                                     f"at {where} lists replica {node})")
                     if not lenient:
                         raise err
-                    result.missing_dumps.append(str(missing.relative_to(run_dir)))
+                    label = str(missing.relative_to(run_dir))
+                    result.missing_dumps.append(label)
+                    result.problem(label, None, "missing-dump", f"replica dump is missing (final-state of partition "
+                                                               f"{v['partition']} at {where} lists replica {node}): "
+                                                               f"not checked")
         rep_writer = _TableWriter(tmp / "replicas", schemas["replicas"])
         meta_rows: list[dict] = []
         for node, part, path in dumps:
@@ -394,7 +468,9 @@ def _convert(run_dir: Path, sources: dict, *, lenient: bool, progress) -> Ingest
             meta_writer.add(r)
         meta_writer.close()
         manifest = {"version": CONVERTER_VERSION, "sources": sources, "skipped": result.skipped,
-                    "torn": result.torn, "missing_dumps": result.missing_dumps, "lenient": lenient}
+                    "torn": result.torn, "missing_dumps": result.missing_dumps, "lenient": lenient,
+                    "problems": result.problems, "problem_count": result.problem_count,
+                    "needs_lenient": result.needs_lenient}
         (tmp / rf.COLUMNAR_MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
         shutil.rmtree(col, ignore_errors=True)
         os.replace(tmp, col)

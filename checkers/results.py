@@ -7,6 +7,11 @@ Both engines (Spark and the reference) return the same `findings` structure:
    "stats": {"ops": {f: {"ok": n, "fail": n, "info": n}},
              "availability": {"in_fault": {"ok": n, "total": n}, "outside_fault": {...}}, "fault_windows": n}}
 and this module turns it into the document described in docs/formats.md.
+
+The verdict is honest about its input: whatever could not be checked (partitions without a final
+committed log, history lines skipped or torn, replica dumps missing: ingest's `problems`) is listed in
+`unknown_reasons`, and a run with any such reason is never valid: `unknown`, or `false` when anomalies
+that fail the run were found anyway (those are real).
 """
 from __future__ import annotations
 
@@ -19,12 +24,39 @@ def _ratio(c: dict[str, int]) -> float | None:
     return round(c["ok"] / c["total"], 6) if c.get("total") else None
 
 
-def verdict(anomalies: dict[str, dict], unseen_count: int) -> bool | str:
+def verdict(anomalies: dict[str, dict], unseen_count: int, reasons: list[dict] | None = None) -> bool | str:
     if any(a["fails_run"] and a["count"] > 0 for a in anomalies.values()):
         return False
-    if unseen_count > 0:
+    if unseen_count > 0 or reasons:
         return "unknown"
     return True
+
+
+def unknown_reasons(unseen: dict[str, Any], input_info: dict[str, Any]) -> list[dict[str, Any]]:
+    """What could not be checked, one entry each: {file, line, partition, reason} (null where not known).
+    Input problems first (in the order ingest met them), then the partitions without a final log."""
+    out: list[dict[str, Any]] = []
+    problems = input_info.get("problems") or []
+    for pr in problems:
+        out.append({"file": pr.get("file"), "line": pr.get("line"), "partition": None, "reason": pr.get("message")})
+    more = (input_info.get("problem_count") or 0) - len(problems)
+    if more > 0:
+        out.append({"file": None, "line": None, "partition": None,
+                    "reason": f"{more} more input problems (not listed one by one)"})
+    for d in unseen.get("details") or []:
+        out.append({"file": None, "line": None, "partition": d["partition"],
+                    "reason": f"{d['reason']}: {d['acked']} acknowledged sends not checked"})
+    return out
+
+
+def reason_text(r: dict[str, Any]) -> str:
+    """One unknown reason as text: `file:line: reason`, `partition p: reason` or the reason alone."""
+    if r.get("file") is not None:
+        where = f"{r['file']}:{r['line']}" if r.get("line") is not None else r["file"]
+        return f"{where}: {r['reason']}"
+    if r.get("partition") is not None:
+        return f"partition {r['partition']}: {r['reason']}"
+    return str(r.get("reason"))
 
 
 def build(findings: dict[str, Any], *, failing: list[str], checker: dict[str, Any],
@@ -35,6 +67,7 @@ def build(findings: dict[str, Any], *, failing: list[str], checker: dict[str, An
         a["fails_run"] = kind in failing
         anomalies[kind] = a
     unseen = findings["unseen"]
+    reasons = unknown_reasons(unseen, input_info or {})
     stats = findings["stats"]
     avail = stats.get("availability", {})
     out_stats = {
@@ -47,7 +80,8 @@ def build(findings: dict[str, Any], *, failing: list[str], checker: dict[str, An
         },
     }
     return {
-        "valid": verdict(anomalies, unseen["count"]),
+        "valid": verdict(anomalies, unseen["count"], reasons),
+        "unknown_reasons": reasons,                          # what could not be checked (never valid then)
         "failing_kinds": list(failing),                      # kinds that fail a run (configured)
         "failed_kinds": [k for k in failing if anomalies[k]["count"] > 0],  # ... and were found
         "anomalies": anomalies,
@@ -59,8 +93,12 @@ def build(findings: dict[str, Any], *, failing: list[str], checker: dict[str, An
     }
 
 
+SUMMARY_REASONS = 3
+
+
 def summary_line(results: dict[str, Any]) -> str:
-    """One line: verdict, then the kinds with findings (failing ones marked with '!')."""
+    """One line: verdict, then the kinds with findings (failing ones marked with '!'), then what could
+    not be checked (the first SUMMARY_REASONS reasons)."""
     v = results["valid"]
     head = {True: "VALID", False: "INVALID"}.get(v, "UNKNOWN") if isinstance(v, bool) else "UNKNOWN"
     parts = []
@@ -69,6 +107,12 @@ def summary_line(results: dict[str, Any]) -> str:
             parts.append(f"{kind}={a['count']}{'!' if a['fails_run'] else ''}")
     if results["unseen"]["count"]:
         parts.append(f"unseen={results['unseen']['count']} (partitions {results['unseen']['partitions']})")
+    reasons = results.get("unknown_reasons") or []
+    unchecked = ""
+    if reasons:
+        unchecked = "; not checked: " + "; ".join(reason_text(r) for r in reasons[:SUMMARY_REASONS])
+        if len(reasons) > SUMMARY_REASONS:
+            unchecked += f"; and {len(reasons) - SUMMARY_REASONS} more (results.json unknown_reasons)"
     ck = results.get("checker", {})
     tail = f" [{ck.get('engine')} {ck.get('elapsed_s')}s]" if ck else ""
-    return f"{head}: " + (", ".join(parts) if parts else "no anomalies") + tail
+    return f"{head}: " + (", ".join(parts) if parts else "no anomalies") + unchecked + tail

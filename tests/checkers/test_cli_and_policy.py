@@ -52,8 +52,11 @@ def test_bad_input_is_one_line_exit_254(tmp_path):
     assert r.returncode == 254
     assert r.stderr == (f"highwater check: {run / rf.HISTORY}:6: field 'type' must be one of invoke, ok, fail, "
                         f"info, got 'okay'\n")
-    r = _check(run, "--engine", "reference", "--lenient")
-    assert r.returncode == 0 and "(1 malformed lines skipped)" in r.stdout
+    r = _check(run, "--engine", "reference", "--lenient")     # skipped input: unknown, and says where
+    assert r.returncode == 2, r.stderr
+    assert r.stdout.startswith("UNKNOWN: no anomalies; not checked: history.jsonl:6: malformed line skipped: "
+                               "field 'type' must be one of invoke, ok, fail, info, got 'okay' [reference "), r.stdout
+    assert r.stdout.endswith(" (1 malformed lines skipped)\n"), r.stdout
 
 
 def test_unknown_kind_is_a_usage_error(tmp_path):

@@ -107,7 +107,12 @@ def test_lenient_counts_skipped_lines_and_torn_tail(tmp_path):
     r = check_run(run, engine="reference", lenient=True)
     assert r["input"]["skipped_lines"] == {"history.jsonl": 1}
     assert r["input"]["torn_lines"] == {"history.jsonl": 1}
-    assert r["valid"] is True
+    assert r["input"]["problems"] == [
+        {"file": "history.jsonl", "line": 4, "kind": "skipped",
+         "message": "malformed line skipped: not valid JSON (unexpected character, expected a JSON value)"},
+        {"file": "history.jsonl", "line": len(lines), "kind": "torn",
+         "message": "torn last line ignored (no newline at the end, not valid JSON)"}]
+    assert r["valid"] == "unknown"                     # skipped input is never valid
     assert r["stats"]["ops"]["send"] == {"ok": 3, "fail": 0, "info": 0}
 
 

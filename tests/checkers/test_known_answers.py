@@ -30,6 +30,9 @@ def assert_findings(res: dict, expected: list[dict]) -> None:
     assert res["unseen"]["count"] == sum(e.get("unseen", 0) for e in expected)
     assert res["unseen"]["details"] == [{"partition": p, "reason": e["reason"], "acked": e["unseen"]}
                                         for p, e in enumerate(expected) if "reason" in e]
+    assert res["unknown_reasons"] == [{"file": None, "line": None, "partition": p,
+                                       "reason": f"{e['reason']}: {e['unseen']} acknowledged sends not checked"}
+                                      for p, e in enumerate(expected) if "reason" in e]
     failing = any(res["anomalies"][k]["count"] for k in rf.ANOMALY_KINDS if k not in DEFAULT_ALLOWED)
     assert res["valid"] == (False if failing else "unknown" if res["unseen"]["count"] else True)
 
