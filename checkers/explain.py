@@ -1,12 +1,16 @@
-"""Explaining findings with the replica dumps: which replica holds what, shared by both engines.
+"""Explaining findings, shared by both engines: which replica holds what; what a poll skipped.
 
 Each engine fetches the few replica records an example needs (by partition and offset or value) and
 these functions turn them into the example's `replicas` field, so the Spark checker and the reference
-describe a finding identically.
+describe a finding identically. Likewise each engine looks up the final committed log at the offsets a
+poll-skip skipped, and `skipped` turns those into the example's `skipped` field.
 """
 from __future__ import annotations
 
 from typing import Any, Iterable
+
+SKIPPED_SHOWN = 10        # skipped offsets named per poll-skip example
+UNSEEN_VALUES_SHOWN = 10  # acknowledged values named per unseen partition, and in all
 
 # a replica record as fetched: (node, partition, offset, epoch, value, crc_ok)
 ReplicaRow = tuple[str, int, int, int, Any, bool]
@@ -79,3 +83,23 @@ def attach(examples: dict[str, list[dict]], idx: ReplicaIndex) -> None:
                 e["replicas"] = idx.at_offset(p, e["offset"], with_meta=True)
             elif kind == "inconsistent-offset":
                 e["replicas"] = idx.at_offset(p, e["offset"])
+
+
+def skipped_offsets(offset: int, gap: int) -> range:
+    """The first SKIPPED_SHOWN offsets a poll-skip with this `offset` and `gap` skipped, in order."""
+    start = offset - gap
+    return range(start, min(offset, start + SKIPPED_SHOWN))
+
+
+def skipped(offset: int, gap: int, final_at: dict[int, set]) -> list[dict[str, Any]]:
+    """A poll-skip's `skipped` field: each skipped offset with its value in the final committed log
+    (`final_at`: offset -> values read there; the smallest if final reads disagree, null if none)."""
+    return [{"offset": o, "value": min(final_at[o]) if final_at.get(o) else None}
+            for o in skipped_offsets(offset, gap)]
+
+
+def unseen_values(shown: dict[int, list]) -> list[dict[str, Any]]:
+    """`unseen.values`: the first UNSEEN_VALUES_SHOWN acknowledged (partition, value) pairs in that order,
+    from each unseen partition's first sorted values (`shown`: partition -> sorted values)."""
+    pairs = [{"partition": p, "value": v} for p in sorted(shown) for v in shown[p]]
+    return pairs[:UNSEEN_VALUES_SHOWN]

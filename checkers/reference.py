@@ -141,6 +141,7 @@ def analyze(col_dir: Path | str, examples: int = 10) -> dict[str, Any]:
 
     # ---- lost-write / failed-write-present / unseen ---------------------------------------------
     unseen_by_part: dict[int, int] = defaultdict(int)
+    unseen_values: dict[int, list] = defaultdict(list)
     acked_by_part: dict[int, int] = defaultdict(int)
     lost_by_part: dict[int, int] = defaultdict(int)
     for (p, v), s in sends.items():
@@ -149,6 +150,7 @@ def analyze(col_dir: Path | str, examples: int = 10) -> dict[str, Any]:
         if p not in final_log:
             if s["type"] == "ok":
                 unseen_by_part[p] += 1
+                unseen_values[p].append(v)
             continue
         present = v in final_values[p]
         if s["type"] == "ok" and not present:
@@ -281,6 +283,8 @@ def analyze(col_dir: Path | str, examples: int = 10) -> dict[str, Any]:
 
     # ---- examples, explained ----------------------------------------------------------------------
     examples = {kind: _top(items, N) for kind, items in found.items()}
+    for e in examples.get("poll-skip", []):
+        e["skipped"] = explain.skipped(e["offset"], e["gap"], final_log.get(e["partition"], {}))
     offsets, values = explain.wanted_keys(examples)
     rows = []
     if offsets or values:
@@ -312,11 +316,13 @@ def analyze(col_dir: Path | str, examples: int = 10) -> dict[str, Any]:
                           "committed": len(final_log[p]) if p in final_log else None,
                           "lost": lost_by_part.get(p, 0)})
     unseen_parts = sorted(p for p in partitions if reason[p] is not None)
+    shown = {p: sorted(unseen_values.get(p, []))[:explain.UNSEEN_VALUES_SHOWN] for p in unseen_parts}
     return {
         "anomalies": anomalies,
         "unseen": {"count": sum(unseen_by_part.values()), "partitions": unseen_parts,
-                   "details": [{"partition": p, "reason": reason[p], "acked": unseen_by_part.get(p, 0)}
-                               for p in unseen_parts]},
+                   "values": explain.unseen_values(shown),
+                   "details": [{"partition": p, "reason": reason[p], "acked": unseen_by_part.get(p, 0),
+                                "values": shown[p]} for p in unseen_parts]},
         "partitions": parts_out,
         "stats": {"ops": {f: op_counts[f] for f in sorted(op_counts)}, "availability": avail,
                   "fault_windows": len(intervals)},

@@ -164,13 +164,30 @@ def _analyze(t: Tables, col_dir: Path, N: int, say, persisted: list[DataFrame]) 
                           "acked": acked.get(p, 0), "committed": cover.get(p, 0) if reason[p] is None else None,
                           "lost": lost_by_part.get(p, 0)})
     unseen_parts = sorted(p for p in partitions if reason[p] is not None)
+    shown = _unseen_values(t, [p for p in unseen_parts if acked.get(p, 0)])
+    shown = {p: shown.get(p, []) for p in unseen_parts}
     return {
         "anomalies": anomalies,
         "unseen": {"count": sum(acked.get(p, 0) for p in unseen_parts), "partitions": unseen_parts,
-                   "details": [{"partition": p, "reason": reason[p], "acked": acked.get(p, 0)} for p in unseen_parts]},
+                   "values": explain.unseen_values(shown),
+                   "details": [{"partition": p, "reason": reason[p], "acked": acked.get(p, 0), "values": shown[p]}
+                               for p in unseen_parts]},
         "partitions": parts_out,
         "stats": {"ops": st["ops"], "availability": st["availability"], "fault_windows": st["fault_windows"]},
     }
+
+
+def _unseen_values(t: Tables, parts: list[int]) -> dict[int, list]:
+    """partition -> its first UNSEEN_VALUES_SHOWN acknowledged values, sorted (one job; none without parts)."""
+    if not parts:
+        return {}
+    w = Window.partitionBy("partition").orderBy("value")
+    first = (t.acks().filter(F.col("partition").isin(parts)).select("partition", "value")
+             .select("*", F.row_number().over(w).alias("rn")).filter(F.col("rn") <= explain.UNSEEN_VALUES_SHOWN))
+    out: dict[int, list] = {}
+    for r in sorted(rows(first), key=lambda r: (r["partition"], r["value"])):
+        out.setdefault(r["partition"], []).append(r["value"])
+    return out
 
 
 ROWS_PER_SHUFFLE_PARTITION = 1_500_000
@@ -222,9 +239,10 @@ def _examples(col_dir: Path, top: dict[str, list[dict]], final_state: dict, reas
     ridx = {r["rkey"] >> POS_BITS for kind in ("dirty-read", "aborted-read") for r in top[kind]}
     f_offs = {(r["partition"], r["soffset"]) for r in top["lost-write"]}
     f_vals = {(r["partition"], r["value"]) for k in ("failed-write-present", "duplicate") for r in top[k]}
+    skip_offs = {(r["partition"], o) for r in top["poll-skip"] for o in explain.skipped_offsets(r["offset"], r["gap"])}
     is_final = fld("f") == "final-read"
     where = lookup.any_of(_and(fld("f") == "poll", lookup.one_of("index", ridx)),
-                          _and(is_final, lookup.keyed(("partition", "offset"), f_offs)),
+                          _and(is_final, lookup.keyed(("partition", "offset"), f_offs | skip_offs)),
                           _and(is_final, lookup.keyed(("partition", "value"), f_vals)),
                           lookup.keyed(("partition", "offset"), keys))
     reads = lookup.fetch(col_dir, "reads", where, ["index", "pos", "partition", "offset", "value", "time",
@@ -249,11 +267,14 @@ def _examples(col_dir: Path, top: dict[str, list[dict]], final_state: dict, reas
     reads_by_key: dict[tuple, dict] = {}
     final_at: dict[tuple, set] = {}
     final_of: dict[tuple, set] = {}
+    skip_at: dict[int, dict[int, set]] = {}   # partition -> skipped offset -> values in the final log
     for r in reads:
         p, o, v = r["partition"], r["offset"], r["value"]
         if r["f"] == "poll" and r["index"] in ridx:
             reads_by_key[(p, (r["index"] << POS_BITS) + r["pos"])] = r
         if r["f"] == "final-read" and reason.get(p, "?") is None and 0 <= o < final_state[p]["hw"]:
+            if (p, o) in skip_offs:
+                skip_at.setdefault(p, {}).setdefault(o, set()).add(v)
             if (p, o) in f_offs or (p, v) in f_vals:
                 final_at.setdefault((p, o), set()).add(v)
                 final_of.setdefault((p, v), set()).add(o)
@@ -309,6 +330,7 @@ def _examples(col_dir: Path, top: dict[str, list[dict]], final_state: dict, reas
                               "offset": r["p_offset"], "value": r["p_value"]}}
             if kind == "poll-skip":
                 e["gap"] = r["gap"]
+                e["skipped"] = explain.skipped(r["offset"], r["gap"], skip_at.get(r["partition"], {}))
             ex[kind].append(e)
     for kind in ("hw-regression", "hw-regression-cross-epoch"):
         ex[kind] = [{"partition": r["partition"], "epoch": r["epoch"], "hw": r["hw"], "index": r["index"],

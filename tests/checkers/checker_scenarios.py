@@ -2,7 +2,8 @@
 
 Every scenario writes into one partition `p` with its own client processes, so several scenarios can
 share one run directory (the Spark test checks them all in one go). A scenario returns
-{"counts": {kind: n}, "examples": {kind: [example, ...]}, "unseen": n}; kinds not named must be 0.
+{"counts": {kind: n}, "examples": {kind: [example, ...]}, "unseen": n, "reason": why, "unseen_values": [v, ...]};
+kinds not named must be 0.
 Times are the builder's: operation i happens at (i + 1) ms.
 """
 from __future__ import annotations
@@ -101,7 +102,7 @@ def unrecovered(b: RunBuilder, p: int) -> dict:
     b.send(P + 1, p, 1, offset=0)
     b.send(P + 1, p, 2, offset=1)
     b.final(p, [1], recovered=False, process=P + 9)
-    return {"counts": {}, "examples": {}, "unseen": 2, "reason": "not recovered"}
+    return {"counts": {}, "examples": {}, "unseen": 2, "reason": "not recovered", "unseen_values": [1, 2]}
 
 
 def final_gap(b: RunBuilder, p: int) -> dict:
@@ -111,7 +112,8 @@ def final_gap(b: RunBuilder, p: int) -> dict:
         b.send(P + 1, p, k, offset=k)
     b.poll(P + 9, p, 0, [(0, 0), (2, 2)], hw=3, f="final-read")
     b.final(p, [0, 1, 2], process=P + 9, read=False)
-    return {"counts": {}, "examples": {}, "unseen": 3, "reason": "final reads do not cover [0, hw)"}
+    return {"counts": {}, "examples": {}, "unseen": 3, "reason": "final reads do not cover [0, hw)",
+            "unseen_values": [0, 1, 2]}
 
 
 def divergence_committed(b: RunBuilder, p: int) -> dict:
@@ -218,9 +220,11 @@ def poll_skip(b: RunBuilder, p: int) -> dict:
     b.final(p, list(range(6)), process=P + 9)
     return {"counts": {"poll-skip": 2}, "examples": {"poll-skip": [
         {"partition": p, "process": str(P + 2), "index": r2, "time": T(r2), "offset": 3, "value": 3, "gap": 1,
-         "previous": {"kind": "read", "index": r1, "time": T(r1), "offset": 1, "value": 1}},
+         "previous": {"kind": "read", "index": r1, "time": T(r1), "offset": 1, "value": 1},
+         "skipped": [{"offset": 2, "value": 2}]},
         {"partition": p, "process": str(P + 4), "index": r3, "time": T(r3), "offset": 3, "value": 3, "gap": 2,
-         "previous": {"kind": "assign", "index": a, "time": T(a), "offset": 1, "value": None}}]}}
+         "previous": {"kind": "assign", "index": a, "time": T(a), "offset": 1, "value": None},
+         "skipped": [{"offset": 1, "value": 1}, {"offset": 2, "value": 2}]}]}}
 
 
 def nonmonotonic_poll(b: RunBuilder, p: int) -> dict:

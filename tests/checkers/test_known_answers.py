@@ -28,8 +28,11 @@ def assert_findings(res: dict, expected: list[dict]) -> None:
     assert div["committed"] == sum(e.get("divergence", {}).get("committed", 0) for e in expected)
     assert div["residual"] == sum(e.get("divergence", {}).get("residual", 0) for e in expected)
     assert res["unseen"]["count"] == sum(e.get("unseen", 0) for e in expected)
-    assert res["unseen"]["details"] == [{"partition": p, "reason": e["reason"], "acked": e["unseen"]}
+    assert res["unseen"]["details"] == [{"partition": p, "reason": e["reason"], "acked": e["unseen"],
+                                         "values": e["unseen_values"]}
                                         for p, e in enumerate(expected) if "reason" in e]
+    assert res["unseen"]["values"] == [{"partition": p, "value": v} for p, e in enumerate(expected)
+                                       for v in e.get("unseen_values", [])][:10]
     assert res["unknown_reasons"] == [{"file": None, "line": None, "partition": p,
                                        "reason": f"{e['reason']}: {e['unseen']} acknowledged sends not checked"}
                                       for p, e in enumerate(expected) if "reason" in e]
