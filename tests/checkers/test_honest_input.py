@@ -1,0 +1,288 @@
+"""Honest input handling: what could not be checked is named, and never turns into a valid verdict.
+
+Skipped lines (--lenient), torn last lines, a missing replicas/ directory: the verdict is unknown (or
+invalid when anomalies were found anyway) and results.json's `unknown_reasons` names file and line. An
+acknowledged send whose invoke line was lost is still checked for loss. Poll-skip examples name the
+skipped offsets with their final values, and `unseen` names the acknowledged values it could not check.
+Known answers throughout; the engine-side parts run on the reference and on Spark.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from harness import runformat as rf
+from harness.runformat import FormatError
+from checkers import ingest
+from checkers.check import check_run
+from checkers.results import summary_line
+from checkers.simulate import RunBuilder
+
+import checker_scenarios as sc
+from checker_scenarios import T
+
+COMPARED = ("valid", "anomalies", "unseen", "partitions", "stats", "unknown_reasons")
+
+
+def _lines(path):
+    return path.read_text().splitlines(keepends=True)
+
+
+def _write_lines(path, lines):
+    path.write_text("".join(lines))
+
+
+def _clean_run(tmp_path):
+    b = RunBuilder()
+    sc.clean(b, 0)
+    return b.write(tmp_path), b
+
+
+def _reason(file, line, reason, partition=None):
+    return {"file": file, "line": line, "partition": partition, "reason": reason}
+
+
+# --- skipped history lines ------------------------------------------------------------------------
+
+def test_lenient_skipped_history_line_is_unknown_and_named(tmp_path):
+    run, b = _clean_run(tmp_path)
+    lines = _lines(run / rf.HISTORY)
+    last_poll = max(o["index"] for o in b.ops if o["f"] == "poll")   # the consumer's last poll completion
+    lines[last_poll] = lines[last_poll].replace('"type": "ok"', '"type": "okay"')
+    _write_lines(run / rf.HISTORY, lines)
+    with pytest.raises(FormatError, match=rf"history.jsonl:{last_poll + 1}: field 'type' must be one of"):
+        check_run(run, engine="reference")
+    res = check_run(run, engine="reference", lenient=True)
+    message = "malformed line skipped: field 'type' must be one of invoke, ok, fail, info, got 'okay'"
+    assert res["valid"] == "unknown"
+    assert res["unknown_reasons"] == [_reason("history.jsonl", last_poll + 1, message)]
+    assert res["input"]["problems"] == [{"file": "history.jsonl", "line": last_poll + 1, "kind": "skipped",
+                                         "message": message}]
+    assert all(a["count"] == 0 for a in res["anomalies"].values())
+    assert summary_line(res).startswith(f"UNKNOWN: no anomalies; not checked: history.jsonl:{last_poll + 1}: {message} [")
+    # a strict check does not reuse the tables the lenient one converted: it stops at the line again
+    with pytest.raises(FormatError, match=rf"history.jsonl:{last_poll + 1}: "):
+        check_run(run, engine="reference")
+
+
+def test_lenient_lost_history_lines_are_named(tmp_path):
+    """A line missing altogether (indexes jump) is named at the line after the gap."""
+    run, b = _clean_run(tmp_path)
+    lines = _lines(run / rf.HISTORY)
+    last_poll = max(o["index"] for o in b.ops if o["f"] == "poll")
+    del lines[last_poll]
+    _write_lines(run / rf.HISTORY, lines)
+    with pytest.raises(FormatError, match=rf"history.jsonl:{last_poll + 1}: field 'index' is {last_poll + 1}, "
+                                          rf"expected {last_poll}"):
+        check_run(run, engine="reference")
+    res = check_run(run, engine="reference", lenient=True)
+    assert res["valid"] == "unknown"
+    assert res["unknown_reasons"] == [_reason("history.jsonl", last_poll + 1, f"index {last_poll} is missing from "
+                                              f"the history (lines lost before this one)")]
+
+
+def _lost_write(b: RunBuilder) -> int:
+    """v2 is acknowledged at offset 1 but the final log holds only v1: a lost write. Returns the index
+    of v2's ok completion."""
+    b.send(1, 0, 1, offset=0)
+    s2 = b.send(1, 0, 2, offset=1)
+    b.final(0, [1], process=9)
+    return s2
+
+
+def _tear(run, index):
+    """Cut the history line of operation `index` in half (a torn line in the middle of the file)."""
+    lines = _lines(run / rf.HISTORY)
+    lines[index] = lines[index][: len(lines[index]) // 2] + "\n"
+    _write_lines(run / rf.HISTORY, lines)
+
+
+def _torn_invoke_run(tmp_path):
+    b = RunBuilder()
+    s2 = _lost_write(b)
+    run = b.write(tmp_path)
+    _tear(run, s2 - 1)                             # the invoke of v2; its ok completion follows
+    return run, s2
+
+
+def _torn_invoke_expected(s2):
+    lost = {"partition": 0, "value": 2, "offset": 1, "epoch": 1, "index": s2, "time": T(s2), "process": "1",
+            "invoke_index": None, "final_values_at_offset": [],
+            "replicas": {n: {"value_at": None, "at_offset": None} for n in ("n1", "n2", "n3")}}
+    reasons = [_reason("history.jsonl", s2, "malformed line skipped: not valid JSON (unexpected end of data)"),
+               _reason("history.jsonl", s2 + 1, "'ok' send completion of process 1 has no invoke (kept without it)")]
+    return lost, reasons
+
+
+def test_torn_send_invoke_ack_is_still_checked_for_loss(tmp_path):
+    run, s2 = _torn_invoke_run(tmp_path)
+    with pytest.raises(FormatError, match=rf"history.jsonl:{s2}: not valid JSON"):
+        check_run(run, engine="reference")
+    res = check_run(run, engine="reference", lenient=True)
+    lost, reasons = _torn_invoke_expected(s2)
+    assert res["anomalies"]["lost-write"]["count"] == 1
+    assert res["anomalies"]["lost-write"]["examples"] == [lost]
+    assert res["valid"] is False                   # the loss is real, whatever else could not be checked
+    assert res["unknown_reasons"] == reasons
+    assert res["stats"]["ops"]["send"] == {"ok": 2, "fail": 0, "info": 0}
+    assert res["partitions"][0]["acked"] == 2 and res["partitions"][0]["lost"] == 1
+
+
+def test_completion_without_invoke_other_than_send_is_skipped(tmp_path):
+    """Only sends are kept without their invoke (their loss matters); other completions are skipped."""
+    run, b = _clean_run(tmp_path)
+    last_poll = max(o["index"] for o in b.ops if o["f"] == "poll")   # an empty poll: no records lost
+    _tear(run, last_poll - 1)
+    res = check_run(run, engine="reference", lenient=True)
+    assert res["valid"] == "unknown"
+    assert [r["line"] for r in res["unknown_reasons"]] == [last_poll, last_poll + 1]
+    assert res["unknown_reasons"][1]["reason"] == ("malformed line skipped: 'ok' completion of process 2 without "
+                                                   "a pending invoke")
+
+
+# --- replica dumps --------------------------------------------------------------------------------
+
+NO_REPLICAS = _reason("replicas/", None, "directory is missing: no replica dump was checked (divergence, "
+                                         "replica details)")
+
+
+def test_missing_replicas_dir_is_unknown_not_valid(tmp_path):
+    run, _ = _clean_run(tmp_path)
+    shutil.rmtree(run / rf.REPLICAS_DIR)
+    for lenient in (False, True):
+        res = check_run(run, engine="reference", lenient=lenient)
+        assert res["valid"] == "unknown", lenient
+        assert res["unknown_reasons"] == [NO_REPLICAS], lenient
+        assert all(a["count"] == 0 for a in res["anomalies"].values())
+
+
+def test_missing_replica_dump_lenient_is_unknown(tmp_path):
+    run, b = _clean_run(tmp_path)
+    (run / "replicas" / "n2" / "p0.jsonl").unlink()
+    line = len(b.ops)                              # the final-state is the last line
+    res = check_run(run, engine="reference", lenient=True)
+    assert res["valid"] == "unknown"
+    assert res["unknown_reasons"] == [_reason("replicas/n2/p0.jsonl", None, "replica dump is missing (final-state "
+                                              f"of partition 0 at history.jsonl:{line} lists replica n2): not checked")]
+
+
+# --- torn last lines ------------------------------------------------------------------------------
+
+TORN = "torn last line ignored (no newline at the end, not valid JSON)"
+
+
+@pytest.mark.parametrize("scenario,valid", [(sc.clean, "unknown"), (sc.lost_write, False)],
+                         ids=["clean", "lost_write"])
+def test_torn_last_line_is_never_valid(tmp_path, scenario, valid):
+    b = RunBuilder()
+    scenario(b, 0)
+    run = b.write(tmp_path)
+    with (run / rf.HISTORY).open("a") as fh:
+        fh.write('{"index": 999, "time": 5, "pro')   # what a writer killed mid-line leaves
+    res = check_run(run, engine="reference")       # not even --lenient: a torn tail is always skipped
+    assert res["valid"] == valid
+    assert res["unknown_reasons"] == [_reason("history.jsonl", len(b.ops) + 1, TORN)]
+    assert res["input"]["torn_lines"] == {"history.jsonl": 1}
+
+
+def test_torn_replica_dump_is_unknown(tmp_path):
+    run, _ = _clean_run(tmp_path)
+    path = run / "replicas" / "n3" / "p0.jsonl"
+    n = len(_lines(path))
+    with path.open("a") as fh:
+        fh.write('{"kind": "record", "offs')
+    res = check_run(run, engine="reference")
+    assert res["valid"] == "unknown"
+    assert res["unknown_reasons"] == [_reason("replicas/n3/p0.jsonl", n + 1, TORN)]
+
+
+# --- poll-skip `skipped` and unseen values (engine-side) -------------------------------------------
+
+def _skips_and_unseen(b: RunBuilder) -> dict:
+    """Partition 0 (recovered): a poll jumps from offset 0 to 12 (gap 11: the first 10 skipped offsets
+    are named with their final values). Partition 1 (not recovered): a poll skips offset 1 (no final
+    log: value null); its 12 acknowledged values are unseen (the first 10 named)."""
+    for k in range(13):
+        b.send(1, 0, 100 + k, offset=k)
+    b.assign(2, 0, 0)
+    r1 = b.poll(2, 0, 0, [(0, 100)], hw=13)
+    r2 = b.poll(2, 0, 1, [(12, 112)], hw=13)
+    b.final(0, [100 + k for k in range(13)], process=9)
+    for k in range(12):
+        b.send(11, 1, 200 + k, offset=k)
+    q1 = b.poll(12, 1, 0, [(0, 200)], hw=12)
+    q2 = b.poll(12, 1, 1, [(2, 202)], hw=12)
+    b.final(1, [200 + k for k in range(12)], recovered=False, process=19)
+    return {"poll-skip": [
+        {"partition": 0, "process": "2", "index": r2, "time": T(r2), "offset": 12, "value": 112, "gap": 11,
+         "previous": {"kind": "read", "index": r1, "time": T(r1), "offset": 0, "value": 100},
+         "skipped": [{"offset": o, "value": 100 + o} for o in range(1, 11)]},
+        {"partition": 1, "process": "12", "index": q2, "time": T(q2), "offset": 2, "value": 202, "gap": 1,
+         "previous": {"kind": "read", "index": q1, "time": T(q1), "offset": 0, "value": 200},
+         "skipped": [{"offset": 1, "value": None}]}],
+        "unseen": {"count": 12, "partitions": [1],
+                   "values": [{"partition": 1, "value": 200 + k} for k in range(10)],
+                   "details": [{"partition": 1, "reason": "not recovered", "acked": 12,
+                                "values": [200 + k for k in range(10)]}]}}
+
+
+def _assert_skips_and_unseen(res, want):
+    assert res["anomalies"]["poll-skip"]["count"] == 2
+    assert res["anomalies"]["poll-skip"]["examples"] == want["poll-skip"]
+    assert {k for k, a in res["anomalies"].items() if a["count"]} == {"poll-skip"}
+    assert res["unseen"] == want["unseen"]
+    assert res["unknown_reasons"] == [_reason(None, None, "not recovered: 12 acknowledged sends not checked", 1)]
+    assert res["valid"] is False
+
+
+def test_poll_skip_names_skipped_offsets_and_unseen_values_reference(tmp_path):
+    b = RunBuilder()
+    want = _skips_and_unseen(b)
+    res = check_run(b.write(tmp_path), engine="reference")
+    _assert_skips_and_unseen(res, want)
+
+
+# --- the same on Spark ----------------------------------------------------------------------------
+
+@pytest.mark.spark
+def test_poll_skip_names_skipped_offsets_and_unseen_values_spark(tmp_path, spark):
+    b = RunBuilder()
+    want = _skips_and_unseen(b)
+    run = b.write(tmp_path)
+    res = check_run(run, engine="spark", spark=spark)
+    _assert_skips_and_unseen(res, want)
+    ref = check_run(run, engine="reference", write=False)
+    for key in COMPARED:
+        assert res[key] == ref[key], key
+
+
+def _spark_case(tmp_path, case):
+    if case == "torn-invoke":
+        run, s2 = _torn_invoke_run(tmp_path)
+        lost, reasons = _torn_invoke_expected(s2)
+        return run, True, False, reasons, {"lost-write": [lost]}
+    if case == "no-replicas":
+        b = RunBuilder()
+        sc.clean(b, 0)
+        run = b.write(tmp_path)
+        shutil.rmtree(run / rf.REPLICAS_DIR)
+        return run, False, "unknown", [NO_REPLICAS], {}
+    raise AssertionError(case)
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("case", ["torn-invoke", "no-replicas"])
+def test_spark_damaged_input_agrees_with_reference(tmp_path, spark, case):
+    run, lenient, valid, reasons, examples = _spark_case(tmp_path, case)
+    res = check_run(run, engine="spark", spark=spark, lenient=lenient)
+    assert res["valid"] == valid
+    assert res["unknown_reasons"] == reasons
+    for kind, exs in examples.items():
+        assert res["anomalies"][kind]["examples"] == exs, kind
+    ref = check_run(run, engine="reference", lenient=lenient, write=False)
+    for key in COMPARED:
+        assert res[key] == ref[key], key
+    assert json.loads((run / rf.RESULTS_JSON).read_text())["unknown_reasons"] == reasons
+    assert ingest.ingest(run, lenient=lenient).converted is False   # the tables were reused
