@@ -2,7 +2,7 @@
 
 `StandaloneCluster(base_dir, workers=2).start()` launches `bin/spark-class ...Master` and `...Worker` (each in
 its own process group, SPARK_LOCAL_IP=127.0.0.1, free ports picked now, conf/work/log directories under
-`base_dir`) and waits, bounded, until the master's JSON page lists every worker ALIVE. `stop()` ends the
+`base_dir`, a spark-defaults.conf there that drivers started with `client_env()` read too) and waits, bounded, until the master's JSON page lists every worker ALIVE. `stop()` ends the
 process groups it started (SIGTERM, then SIGKILL) and returns every process still carrying the cluster's
 marker variable (HIGHWATER_TEST_SPARK_CLUSTER=<id>, inherited by executors, Python daemons and drivers
 started with `client_env()`), after SIGKILLing those by PID: an empty list means nothing was left behind.

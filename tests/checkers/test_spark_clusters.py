@@ -2,8 +2,9 @@
 loopback, tests/spark_cluster.py) gives the same results.json as the local default, apart from `checker`.
 
 Each run directory is ingested once beforehand, so both checks read the same columnar tables and report
-the same `input` block; each check writes its own results file (--output). The cluster fixture stops every
-process it started and fails if any process carrying its marker is left.
+the same `input` block; each check writes its own results file (--output). The local check runs its own
+in-process driver (HIGHWATER_SPARK_SERVICE=off: no shared driver outside the test's process accounting).
+The cluster fixture stops every process it started and fails if any process carrying its marker is left.
 """
 from __future__ import annotations
 
@@ -65,7 +66,7 @@ RUNS = {
 
 
 def _check(cluster: StandaloneCluster, run_dir: Path, output: Path, *master: str) -> tuple[dict, float]:
-    env = {**cluster.client_env(), "PYTHONPATH": str(REPO)}
+    env = {**cluster.client_env(), "PYTHONPATH": str(REPO), "HIGHWATER_SPARK_SERVICE": "off"}
     t0 = time.monotonic()
     r = subprocess.run([HIGHWATER, "check", str(run_dir), "--quiet", "--output", str(output), *master],
                        capture_output=True, text=True, timeout=CHECK_TIMEOUT, env=env, cwd=REPO)
