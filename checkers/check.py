@@ -5,6 +5,8 @@ the PySpark checker; `engine="reference"` runs the single-process reference (tes
 """
 from __future__ import annotations
 
+import logging
+import threading
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -14,6 +16,7 @@ from checkers import ingest as ingest_mod
 from checkers import policy, results
 
 VERSION = "0.1.0"
+log = logging.getLogger("checkers.spark")
 
 
 def _config(run_dir: Path) -> dict[str, Any]:
@@ -29,6 +32,27 @@ def _config(run_dir: Path) -> dict[str, Any]:
     return cfg
 
 
+def prepare(*, engine: str = "spark", spark_master: str | None = None) -> threading.Thread | None:
+    """Start the shared Spark driver in a background thread if a later check will use it (a run calls
+    this before its workload, so the check finds the driver up). Returns the thread, or None."""
+    if engine != "spark":
+        return None
+    from checkers import spark_service, spark_session
+
+    if not spark_session.uses_service(spark_master):
+        return None
+
+    def start() -> None:
+        try:
+            spark_service.ensure()
+        except spark_service.ServiceError as exc:  # the check will start it again and report
+            log.warning("starting the shared Spark driver failed: %s", exc)
+
+    thread = threading.Thread(target=start, name="spark-service-start", daemon=True)
+    thread.start()
+    return thread
+
+
 def check_run(run_dir: Path | str, *, engine: str = "spark", spark_master: str | None = None,
               lenient: bool = False, examples: int = 10, fail_on: tuple[str, ...] | list[str] = (),
               allow: tuple[str, ...] | list[str] = (), write: bool = True, spark: Any = None,
@@ -36,7 +60,9 @@ def check_run(run_dir: Path | str, *, engine: str = "spark", spark_master: str |
     """Check one run directory and return (and by default write) its results.json document.
 
     Raises FormatError for malformed input and policy.PolicyError for unknown anomaly kinds.
-    `spark` may be an existing SparkSession (tests share one); `step` is told each phase's name.
+    `spark` may be an existing SparkSession (tests share one); `step` is told each phase's name. What the
+    Spark driver logs meanwhile is passed to the `checkers.spark` logger (a run's harness.log), never
+    printed.
     """
     t0 = time.monotonic()
     run_dir = Path(run_dir)
@@ -54,13 +80,16 @@ def check_run(run_dir: Path | str, *, engine: str = "spark", spark_master: str |
         from checkers import spark_session
         from checkers.anomalies import engine as spark_engine
         own = spark is None
-        session = spark if spark is not None else spark_session.get_session(spark_master)
-        try:
-            findings = spark_engine.analyze(session, ing.columnar_dir, examples=examples, step=say)
-        finally:
-            if own:
-                spark_session.stop(session)
-        info = {"engine": "spark", "master": spark_session.describe(session, spark_master)}
+        if own:
+            say("starting Spark" if not spark_session.uses_service(spark_master) else "connecting to Spark")
+        with spark_session.driver_log_to(log):
+            session = spark if spark is not None else spark_session.get_session(spark_master)
+            try:
+                info = {"engine": "spark", "master": spark_session.describe(session, spark_master)}
+                findings = spark_engine.analyze(session, ing.columnar_dir, examples=examples, step=say)
+            finally:
+                if own:
+                    spark_session.stop(session)
     else:
         raise ValueError(f"unknown engine {engine!r}")
     info.update(elapsed_s=round(time.monotonic() - t0, 3), version=VERSION, examples=examples)

@@ -68,7 +68,7 @@ from checkers.check import check_run
 
 work = Path(sys.argv[1])
 synthetic.generate(work / "run", sends=50000, k=2, seed=7)
-spark = spark_session.get_session()
+spark = spark_session.get_session(spark_session.DEFAULT_MASTER)
 gateway = spark.sparkContext._gateway
 check_run(work / "run", spark=spark, write=False)
 spark.stop()
@@ -82,7 +82,7 @@ if proc is not None:
 
 _PROBE = """
 from checkers import spark_session
-s = spark_session.get_session()
+s = spark_session.get_session(spark_session.DEFAULT_MASTER)
 print(s.range(1000).count())
 s.stop()
 """

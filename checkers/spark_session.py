@@ -1,22 +1,32 @@
-"""Getting a SparkSession for the checker: local mode tuned for a small machine, or a real cluster.
+"""Getting a SparkSession for the checker: the shared local driver, a private one, or a real cluster.
 
-- no master: `local[2]`, 3 GiB driver heap, few shuffle partitions, adaptive execution, no UI, and the
+- no master (or `service`): a client session of the shared local driver (spark_service.py: a Spark
+  Connect server started on demand and stopped when idle), unless HIGHWATER_SPARK_SERVICE=off;
+- `local[N]`: a private in-process driver with these settings: `local[2]`, 3 GiB driver heap, few shuffle partitions, adaptive execution, no UI, and the
   install's class-data-sharing archive for a faster JVM start (jvm_archive.py);
 - `spark://...`, `yarn`, `k8s://...`, `local[N]`: the same job on that master (classic Spark);
 - `sc://host:port`: Spark Connect (needs the pyspark connect client extras), the job uses DataFrame APIs only.
-Environment overrides: HIGHWATER_SPARK_DRIVER_MEMORY, HIGHWATER_SPARK_SHUFFLE_PARTITIONS,
+The driver JVM logs to a file, never to the terminal (spark-log4j2.properties; HIGHWATER_SPARK_LOG,
+default `<venv>/var/highwater/spark-driver.log`; the shared driver's is its service directory's
+server.log). Environment overrides: HIGHWATER_SPARK_DRIVER_MEMORY, HIGHWATER_SPARK_SHUFFLE_PARTITIONS,
 HIGHWATER_SPARK_JAVA_OPTS (driver JVM options), HIGHWATER_SPARK_SHUFFLE_COMPRESS (local: false by default).
 On a cluster the run directory must be readable by the executors (a shared file system).
 """
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
-from typing import Any
+import sys
+from pathlib import Path
+from typing import Any, Iterator
 
 from checkers import jvm_archive
 
 DEFAULT_MASTER = "local[2]"
-DEFAULT_JAVA_OPTS = "-XX:+UseParallelGC -XX:ParallelGCThreads=2 -Dlog4j2.level=error"
+DEFAULT_JAVA_OPTS = "-XX:+UseParallelGC -XX:ParallelGCThreads=2"
+SERVICE = "service"
+LOG_CONFIG = Path(__file__).resolve().with_name("spark-log4j2.properties")
 
 
 class SparkSetupError(ValueError):
@@ -28,7 +38,52 @@ def base_java_options() -> str:
     return os.environ.get("HIGHWATER_SPARK_JAVA_OPTS", DEFAULT_JAVA_OPTS)
 
 
-def local_conf() -> dict[str, str]:
+def log_path() -> Path:
+    """Where a private driver JVM started by this process logs."""
+    setting = os.environ.get("HIGHWATER_SPARK_LOG")
+    return Path(setting) if setting else Path(sys.prefix) / "var" / "highwater" / "spark-driver.log"
+
+
+def log_options(path: Path) -> list[str]:
+    """JVM options that send the driver's log4j output to `path` (and nothing to the terminal)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return [f"-Dlog4j2.configurationFile=file:{LOG_CONFIG}", f"-Dhighwater.spark.log={path}"]
+
+
+MAX_LOG_LINES = 2000
+
+
+@contextlib.contextmanager
+def driver_log_to(logger: logging.Logger) -> Iterator[None]:
+    """Pass what the local driver JVMs (private or shared) log while the block runs to `logger`, at INFO
+    (a run's harness.log keeps it; a bare `highwater check` prints none of it)."""
+    from checkers import spark_service
+
+    files = [log_path(), spark_service.directory() / "server.log"]
+    start = {}
+    for f in files:
+        try:
+            start[f] = f.stat().st_size
+        except OSError:
+            start[f] = 0
+    try:
+        yield
+    finally:
+        for f in files:
+            try:
+                with f.open("rb") as fh:
+                    fh.seek(start[f])
+                    lines = fh.read().decode("utf-8", "replace").splitlines()
+            except OSError:
+                continue
+            for line in lines[:MAX_LOG_LINES]:
+                if line.strip():
+                    logger.info("spark driver: %s", line)
+            if len(lines) > MAX_LOG_LINES:
+                logger.info("spark driver: ... %d more lines in %s", len(lines) - MAX_LOG_LINES, f)
+
+
+def local_conf(log: Path | None = None) -> dict[str, str]:
     return {
         "spark.driver.memory": os.environ.get("HIGHWATER_SPARK_DRIVER_MEMORY", "3g"),
         # many small shuffle partitions keep every aggregation's hash map in memory; adaptive execution
@@ -46,7 +101,8 @@ def local_conf() -> dict[str, str]:
         "spark.shuffle.compress": os.environ.get("HIGHWATER_SPARK_SHUFFLE_COMPRESS", "false"),
         "spark.shuffle.spill.compress": os.environ.get("HIGHWATER_SPARK_SHUFFLE_COMPRESS", "false"),
         "spark.sql.autoBroadcastJoinThreshold": str(32 * 1024 * 1024),
-        "spark.driver.extraJavaOptions": " ".join([base_java_options()] + jvm_archive.java_options()),
+        "spark.driver.extraJavaOptions": " ".join([base_java_options(), *log_options(log or log_path()),
+                                                   *jvm_archive.java_options()]),
         "spark.sql.session.timeZone": "UTC",
         "spark.sql.constraintPropagation.enabled": "false",
         "spark.sql.ansi.enabled": "false",
@@ -55,19 +111,91 @@ def local_conf() -> dict[str, str]:
     }
 
 
-def get_session(master: str | None = None, app_name: str = "highwater-check") -> Any:
+_leases: dict[int, Any] = {}
+
+
+def uses_service(master: str | None) -> bool:
+    """The checker's default (`master` None or "service") goes to the shared local driver."""
+    from checkers import spark_service
+
+    return master == SERVICE or (not master and spark_service.enabled())
+
+
+_connect_used = False
+
+
+def _connect_client(master: str):
+    global _connect_used
+    try:
+        import grpc  # noqa: F401 - the Spark Connect client's transport
+    except ImportError:
+        raise SparkSetupError(f"--spark-master {master}: Spark Connect needs the pyspark connect client "
+                              "(pip install 'pyspark[connect]')") from None
     from pyspark.sql import SparkSession
 
-    if master and master.startswith("sc://"):
+    _connect_used = True
+    return SparkSession.builder.remote(master)
+
+
+def _reachable(master: str, timeout: float = 10.0) -> None:
+    """Fail fast on a Spark Connect URL nobody answers at (the client would retry for minutes)."""
+    import socket
+    from urllib.parse import urlparse
+
+    try:
+        url = urlparse(master.split(";", 1)[0])
+        host, port = url.hostname, url.port or 15002
+    except ValueError as exc:
+        raise SparkSetupError(f"--spark-master {master}: not a Spark Connect URL ({exc})") from None
+    if not host:
+        raise SparkSetupError(f"--spark-master {master}: no host (expected sc://HOST:PORT)")
+    try:
+        socket.create_connection((host, port), timeout=timeout).close()
+    except OSError as exc:
+        raise SparkSetupError(f"--spark-master {master}: no Spark Connect server answers at {host}:{port} "
+                              f"({exc.strerror or exc})") from None
+
+
+def _classic_allowed(master: str) -> None:
+    """PySpark marks a process that made a Spark Connect session as Connect-only (an environment
+    variable, which child processes inherit): clear an inherited mark; refuse after our own."""
+    if "SPARK_CONNECT_MODE_ENABLED" not in os.environ:
+        return
+    if _connect_used:
+        raise SparkSetupError(f"--spark-master {master}: this process already used Spark Connect, and PySpark "
+                              "cannot start a local driver after that; check in a new process")
+    del os.environ["SPARK_CONNECT_MODE_ENABLED"]
+
+
+def get_session(master: str | None = None, app_name: str = "highwater-check") -> Any:
+    """A session for `master` (module docstring); give it back with stop()."""
+    from pyspark.sql import SparkSession
+
+    if uses_service(master):
+        from checkers import spark_service
+
         try:
-            import grpc  # noqa: F401 - the Spark Connect client's transport
-        except ImportError:
-            raise SparkSetupError(f"--spark-master {master}: Spark Connect needs the pyspark connect client "
-                                  "(pip install 'pyspark[connect]')") from None
-        return SparkSession.builder.remote(master).appName(app_name).getOrCreate()
-    builder = SparkSession.builder.appName(app_name).master(master or DEFAULT_MASTER)
+            svc = spark_service.ensure()
+        except spark_service.ServiceError as exc:
+            raise SparkSetupError(f"the shared Spark driver: {exc}") from None
+        lease = spark_service.Lease(svc.directory)
+        try:
+            session = _connect_client(svc.url).create()
+        except BaseException:
+            lease.release()
+            raise
+        _leases[id(session)] = (lease, svc)
+        return session
+    if master and master.startswith("sc://"):
+        _reachable(master)
+        return _connect_client(master).appName(app_name).getOrCreate()
+    master = master or DEFAULT_MASTER
+    _classic_allowed(master)
+    if master.startswith("local"):
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # the driver listens on loopback only
+    builder = SparkSession.builder.appName(app_name).master(master)
     conf = local_conf()
-    if master and not master.startswith("local"):
+    if not master.startswith("local"):
         conf.pop("spark.driver.memory")       # the cluster's own settings decide
         conf.pop("spark.default.parallelism")
         conf.pop("spark.local.dir")
@@ -76,15 +204,19 @@ def get_session(master: str | None = None, app_name: str = "highwater-check") ->
         conf["spark.sql.shuffle.partitions"] = os.environ.get("HIGHWATER_SPARK_SHUFFLE_PARTITIONS", "64")
     for k, v in conf.items():
         builder = builder.config(k, v)
-    session = builder.getOrCreate()
-    try:
-        session.sparkContext.setLogLevel("ERROR")
-    except Exception:  # noqa: BLE001 - Spark Connect sessions have no SparkContext
-        pass
-    return session
+    return builder.getOrCreate()
+
+
+def service_of(session: Any):
+    """The spark_service.Service a session is a client of, or None."""
+    held = _leases.get(id(session))
+    return held[1] if held else None
 
 
 def describe(session: Any, master: str | None) -> str:
+    svc = service_of(session)
+    if svc is not None:
+        return f"{DEFAULT_MASTER} (shared driver {svc.url})"
     if master and master.startswith("sc://"):
         return master
     try:
@@ -94,4 +226,9 @@ def describe(session: Any, master: str | None) -> str:
 
 
 def stop(session: Any) -> None:
-    session.stop()
+    held = _leases.pop(id(session), None)
+    try:
+        session.stop()
+    finally:
+        if held is not None:
+            held[0].release()

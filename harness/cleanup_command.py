@@ -26,9 +26,11 @@ def _docker_leftovers(dry_run: bool) -> tuple[list[str], list[str]]:
 @click.option("--registry", "registry_dir", type=click.Path(file_okay=False), default=None,
               help="Run registry directory (default /run/highwater as root, else /tmp/highwater-<uid>).")
 @click.option("--no-docker", is_flag=True, help="Skip Docker containers, networks and images.")
-def cleanup(dry_run: bool, registry_dir: str | None, no_docker: bool) -> int:
+@click.option("--keep-spark", is_flag=True, help="Leave the shared Spark driver running.")
+def cleanup(dry_run: bool, registry_dir: str | None, no_docker: bool, keep_spark: bool) -> int:
     """Stop leftover node processes of dead runs, remove highwater firewall chains/tables, stale registry
-    entries and (unless --no-docker) Docker objects of dead runs."""
+    entries, (unless --no-docker) Docker objects of dead runs and (unless --keep-spark) the shared Spark
+    driver when no check is using it."""
     registry = Registry(registry_dir) if registry_dir else Registry()
     report = clean(registry, dry_run=dry_run)
     removed, failed = list(report.removed), list(report.failed)
@@ -36,6 +38,10 @@ def cleanup(dry_run: bool, registry_dir: str | None, no_docker: bool) -> int:
         d_removed, d_failed = _docker_leftovers(dry_run)
         removed += d_removed
         failed += d_failed
+    if not keep_spark:
+        from checkers import spark_service
+
+        removed += spark_service.clean(dry_run=dry_run)
     for line in removed:
         click.echo(line)
     for line in failed:

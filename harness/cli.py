@@ -25,6 +25,7 @@ COMMANDS: dict[str, str] = {
     "suite": "harness.suite_command:suite",
     "check": "checkers.cli:check",
     "jvm-archive": "checkers.cli:jvm_archive",
+    "spark": "checkers.service_cli:spark",
     "report": "reports.cli:report",
     "serve": "reports.cli:serve",
     "images": "clusters.docker_cli:images",

@@ -141,6 +141,8 @@ class RunSession:
     # --- provisioning ------------------------------------------------------------------------------------
     def provision(self, faults: list[str]) -> None:
         self.phase = "provision"
+        # the checker's driver starts (in the background) while the cluster and the workload run
+        verdict.prepare_checker(engine=self.cfg.checker.engine)
         spec = ClusterSpec(run_id=self.run.run_id, run_dir=self.run.path, brokers=self.cfg.cluster.nodes,
                            broker_settings=self.cfg.broker_settings(),
                            controller_settings=self.cfg.controller_settings())

@@ -47,6 +47,18 @@ def run_checker(run_dir: Path, **options) -> tuple[dict[str, Any] | None, str | 
         return None, f"checker failed: {type(exc).__name__}: {exc}"
 
 
+def prepare_checker(**options) -> None:
+    """Let the checker get ready for a check that will come later (it starts its Spark driver in the
+    background); a checker without `prepare`, or one that fails here, is simply not prepared."""
+    prepare = find(CHECKER_MODULES, "prepare")
+    if prepare is None:
+        return
+    try:
+        prepare(**options)
+    except Exception:  # noqa: BLE001 - the check itself will say what is wrong
+        log.exception("preparing the checker failed")
+
+
 def write_reports(run_dir: Path, results_root: Path) -> list[str]:
     problems = []
     for modules, attr, arg in ((REPORT_MODULES, "write_report", run_dir), (INDEX_MODULES, "write_index", results_root)):

@@ -33,3 +33,27 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.skip(reason="browser test skipped: Debian package 'chromium' not installed"))
         if "root" in item.keywords and os.geteuid() != 0:
             item.add_marker(pytest.mark.skip(reason="needs root (iptables / network namespaces)"))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def shared_spark_driver(tmp_path_factory):
+    """The test run's own shared Spark driver (checkers/spark_service.py), in a directory of its own: every
+    Spark test, and every `highwater` command the tests start, uses it (warm after the first check), and
+    none touches the user's. It starts only when a test first needs it and is stopped when the tests end;
+    nothing of it may outlive them."""
+    from checkers import spark_service
+
+    d = tmp_path_factory.mktemp("spark-service")
+    old = os.environ.get(spark_service.ENV_DIR)
+    os.environ[spark_service.ENV_DIR] = str(d)
+    try:
+        yield d
+    finally:
+        state = spark_service._read_state(d) or {}
+        spark_service.stop(d)
+        if old is None:
+            os.environ.pop(spark_service.ENV_DIR, None)
+        else:
+            os.environ[spark_service.ENV_DIR] = old
+        left = [p for p in (state.get("pid"), state.get("jvm_pid")) if isinstance(p, int) and spark_service._alive(p)]
+        assert not left, f"the test run's shared Spark driver outlived it: pids {left}"

@@ -1,4 +1,5 @@
-"""Checker test fixtures: one SparkSession shared by every Spark test of the session."""
+"""Checker test fixtures: one Spark session shared by every Spark test of the test run (a client of the
+run's shared driver, tests/conftest.py)."""
 from __future__ import annotations
 
 import pytest

@@ -22,7 +22,8 @@ def test_options_name_an_existing_archive(tmp_path, monkeypatch):
     java = spark_session.local_conf()["spark.driver.extraJavaOptions"]
     assert java.startswith(spark_session.DEFAULT_JAVA_OPTS) and java.endswith(" ".join(opts))
     monkeypatch.setenv("HIGHWATER_SPARK_JAVA_OPTS", "-Xss4m")
-    assert spark_session.local_conf()["spark.driver.extraJavaOptions"] == " ".join(["-Xss4m", *opts])
+    logs = spark_session.log_options(spark_session.log_path())
+    assert spark_session.local_conf()["spark.driver.extraJavaOptions"] == " ".join(["-Xss4m", *logs, *opts])
 
 
 def test_off_disables_it(monkeypatch):

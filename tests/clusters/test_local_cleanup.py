@@ -50,7 +50,7 @@ def _spawn_owner(tmp_path: Path, run_id: str, partition: bool) -> tuple[subproce
 
 
 def _cli_cleanup(registry: Path, *extra: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "harness.cli", "cleanup", "--no-docker", "--registry", str(registry),
+    return subprocess.run([sys.executable, "-m", "harness.cli", "cleanup", "--no-docker", "--keep-spark", "--registry", str(registry),
                            *extra],
                           capture_output=True, text=True, cwd=REPO, timeout=120)
 

@@ -1,0 +1,394 @@
+"""The shared local Spark driver: one Spark Connect server per install, started on demand, stopped when idle.
+
+A cold Spark driver costs a `highwater check` of a small run most of its time (JVM start, class loading,
+JIT warm-up of Spark's planner and of the generated code). Runs, scenarios, suites, `highwater check`
+and the test suite therefore share one long-lived local driver: a Spark Connect server launched from
+the installed pyspark's own jars (`SparkConnectServer`, local[2], the settings of spark_session.py),
+listening on 127.0.0.1 only. Each check is a Connect client session of its own.
+
+Lifecycle (all of it in the service directory, `<venv>/var/highwater/spark-service` unless
+HIGHWATER_SPARK_SERVICE_DIR says otherwise):
+- `ensure()` starts it if it is not running: a detached supervisor process (`python -m
+  checkers.spark_service serve`) launches the JVM, writes `state.json` (pids, port, URL) once the
+  server accepts connections, and sends the JVM's output to `server.log`. Starters are serialised by
+  `start.lock`, so concurrent checks never start two servers.
+- a client holds a shared lock on `in-use.lock` for as long as it uses the server (`lease()`);
+- the supervisor stops the server once no client holds the lock and the last use is more than the idle
+  time ago (HIGHWATER_SPARK_SERVICE_IDLE seconds, default 300), or when told to (`stop()`, SIGTERM),
+  or when the JVM dies; then it removes `state.json` and exits;
+- a server started with other settings (another pyspark, other JVM options) is replaced;
+- `highwater spark status|start|stop` and `highwater cleanup` drive it by hand.
+
+HIGHWATER_SPARK_SERVICE=off makes the default checker start a private in-process driver instead.
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+ENV_DIR = "HIGHWATER_SPARK_SERVICE_DIR"
+ENV_IDLE = "HIGHWATER_SPARK_SERVICE_IDLE"
+ENV_SWITCH = "HIGHWATER_SPARK_SERVICE"
+DEFAULT_IDLE_S = 300.0
+START_TIMEOUT_S = 180.0
+SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
+APP_NAME = "highwater-checker"
+
+
+class ServiceError(RuntimeError):
+    """The service could not be started or reached; the message says why and where its log is."""
+
+
+@dataclass(frozen=True)
+class Service:
+    directory: Path
+    url: str           # sc://127.0.0.1:PORT
+    pid: int           # the supervisor
+    jvm_pid: int
+    key: str           # what the server was started with (a digest of its command line)
+    started: float     # time.time() when it became ready
+
+    @property
+    def log(self) -> Path:
+        return self.directory / "server.log"
+
+
+def enabled() -> bool:
+    return os.environ.get(ENV_SWITCH, "on").lower() not in ("off", "0", "false", "no")
+
+
+def directory() -> Path:
+    setting = os.environ.get(ENV_DIR)
+    return Path(setting) if setting else Path(sys.prefix) / "var" / "highwater" / "spark-service"
+
+
+def idle_seconds() -> float:
+    raw = os.environ.get(ENV_IDLE, "")
+    try:
+        return float(raw) if raw else DEFAULT_IDLE_S
+    except ValueError:
+        raise ServiceError(f"{ENV_IDLE}={raw!r}: expected a number of seconds") from None
+
+
+# --- the server's command line ----------------------------------------------------------------------
+
+def spark_home() -> Path:
+    import pyspark
+
+    return Path(pyspark.__file__).resolve().parent
+
+
+def command(port: int, d: Path) -> list[str]:
+    """spark-submit arguments that start the Connect server with the checker's local settings."""
+    from checkers import spark_session
+
+    conf = spark_session.local_conf(log=d / "server.log")
+    memory = conf.pop("spark.driver.memory")
+    java_opts = conf.pop("spark.driver.extraJavaOptions")
+    cmd = [str(spark_home() / "bin" / "spark-submit"), "--class", SERVER_CLASS, "--name", APP_NAME,
+           "--master", spark_session.DEFAULT_MASTER, "--driver-memory", memory,
+           "--driver-java-options", java_opts]
+    conf.update({"spark.connect.grpc.binding.address": "127.0.0.1", "spark.connect.grpc.binding.port": str(port),
+                 "spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1"})
+    for k, v in sorted(conf.items()):
+        cmd += ["--conf", f"{k}={v}"]
+    return cmd
+
+
+def expected_key(d: Path) -> str:
+    """A digest of everything the server is started with except its port."""
+    import pyspark
+
+    cmd = command(0, d)
+    return hashlib.sha256(json.dumps([pyspark.__version__, cmd[1:]]).encode()).hexdigest()[:16]
+
+
+# --- state ------------------------------------------------------------------------------------------
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:  # a zombie (exited, not yet reaped by its parent) is not alive
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return True
+
+
+def _read_state(d: Path) -> dict | None:
+    try:
+        data = json.loads((d / "state.json").read_text())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def status(d: Path | None = None) -> Service | None:
+    """The running service of directory `d`, or None (not started, still starting, or dead)."""
+    d = d or directory()
+    s = _read_state(d)
+    if not s or not s.get("ready"):
+        return None
+    try:
+        svc = Service(d, s["url"], int(s["pid"]), int(s["jvm_pid"]), s["key"], float(s["started"]))
+    except (KeyError, TypeError, ValueError):
+        return None
+    if not (_alive(svc.pid) and _alive(svc.jvm_pid)):
+        return None
+    return svc
+
+
+@contextlib.contextmanager
+def _flock(path: Path, mode: int) -> Iterator[None]:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a+") as fh:
+        fcntl.flock(fh, mode)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def _touch(d: Path) -> None:
+    (d / "last-used").touch()
+
+
+# --- clients ----------------------------------------------------------------------------------------
+
+def ensure(d: Path | None = None, timeout: float = START_TIMEOUT_S) -> Service:
+    """The running service, started (and waited for) if there is none or it has other settings."""
+    d = d or directory()
+    d.mkdir(parents=True, exist_ok=True)
+    key = expected_key(d)
+    with _flock(d / "start.lock", fcntl.LOCK_EX):
+        svc = status(d)
+        if svc is not None and svc.key == key:
+            _touch(d)
+            return svc
+        if svc is not None or _read_state(d) is not None:
+            stop(d)  # other settings, or a dead or half-started one
+        return _start(d, timeout)
+
+
+def _start(d: Path, timeout: float) -> Service:
+    (d / "state.json").unlink(missing_ok=True)
+    _touch(d)
+    with open(d / "supervisor.log", "ab") as log:
+        proc = subprocess.Popen([sys.executable, "-m", "checkers.spark_service", "serve", "--dir", str(d)],
+                                stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
+                                cwd=str(d), env=_child_env())
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        svc = status(d)
+        if svc is not None:
+            return svc
+        if proc.poll() is not None:
+            raise ServiceError(f"the Spark service stopped while starting (exit {proc.returncode}): "
+                               f"{_last_line(d)}; see {d / 'server.log'}")
+        time.sleep(0.2)
+    stop(d)
+    raise ServiceError(f"the Spark service did not start within {timeout:.0f} s; see {d / 'server.log'}")
+
+
+def _child_env() -> dict[str, str]:
+    root = str(Path(__file__).resolve().parent.parent)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH", "")) if p))
+    env.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    env["SPARK_HOME"] = str(spark_home())
+    return env
+
+
+def _last_line(d: Path) -> str:
+    for name in ("supervisor.log", "server.log"):
+        try:
+            lines = [ln for ln in (d / name).read_text(errors="replace").splitlines() if ln.strip()]
+        except OSError:
+            continue
+        if lines:
+            return lines[-1][-300:]
+    return "no output"
+
+
+@contextlib.contextmanager
+def lease(d: Path | None = None) -> Iterator[None]:
+    """Hold the service in use (it is not stopped for idleness meanwhile)."""
+    d = d or directory()
+    _touch(d)
+    with _flock(d / "in-use.lock", fcntl.LOCK_SH):
+        try:
+            yield
+        finally:
+            _touch(d)
+
+
+class Lease:
+    """A lease that is taken now and given back by `release()` (for sessions that outlive a `with`)."""
+
+    def __init__(self, d: Path | None = None):
+        self._cm = lease(d)
+        self._cm.__enter__()
+        self._held = True
+
+    def release(self) -> None:
+        if self._held:
+            self._held = False
+            self._cm.__exit__(None, None, None)
+
+
+def stop(d: Path | None = None, timeout: float = 30.0) -> bool:
+    """Stop the service of directory `d` (whatever its state); True if something was running."""
+    d = d or directory()
+    s = _read_state(d) or {}
+    pids = [int(p) for p in (s.get("pid"), s.get("jvm_pid")) if isinstance(p, int)]
+    running = [p for p in pids if _alive(p)]
+    if running and _alive(pids[0]):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pids[0], signal.SIGTERM)  # the supervisor stops the JVM and removes the state
+    deadline = time.monotonic() + timeout
+    while any(_alive(p) for p in running) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    for p in running:  # anything that did not stop in time: its whole process group
+        if _alive(p):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(os.getpgid(p), signal.SIGKILL)
+    (d / "state.json").unlink(missing_ok=True)
+    return bool(running)
+
+
+def clean(d: Path | None = None, *, dry_run: bool = False) -> list[str]:
+    """`highwater cleanup`'s part: stop the service unless a check is using it; say what was done."""
+    d = d or directory()
+    s = _read_state(d)
+    if s is None:
+        return []
+    what = f"shared Spark driver {s.get('url', '?')} (supervisor pid {s.get('pid')}, JVM pid {s.get('jvm_pid')})"
+    if d.joinpath("in-use.lock").exists() and not _unused(d):
+        return [f"left {what}: a check is using it"]
+    if dry_run:
+        return [f"would stop {what}"]
+    return [f"stopped {what}" if stop(d) else f"removed the state of a dead {what}"]
+
+
+# --- the supervisor ---------------------------------------------------------------------------------
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _accepts(port: int) -> bool:
+    with socket.socket() as s:
+        s.settimeout(0.5)
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+def _write_state(d: Path, state: dict) -> None:
+    tmp = d / "state.json.tmp"
+    tmp.write_text(json.dumps(state, indent=2) + "\n")
+    os.replace(tmp, d / "state.json")
+
+
+def _idle_for(d: Path) -> float:
+    try:
+        return time.time() - (d / "last-used").stat().st_mtime
+    except OSError:
+        return float("inf")
+
+
+def _unused(d: Path) -> bool:
+    """No client holds the service (tried without waiting)."""
+    with open(d / "in-use.lock", "a+") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        fcntl.flock(fh, fcntl.LOCK_UN)
+        return True
+
+
+def serve(d: Path) -> int:
+    """The supervisor's main loop (runs detached, in its own session)."""
+    idle = idle_seconds()
+    stopping = False
+
+    def on_signal(_sig, _frame):
+        nonlocal stopping
+        stopping = True
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    port = _free_port()
+    cmd = command(port, d)
+    state = {"pid": os.getpid(), "port": port, "url": f"sc://127.0.0.1:{port}", "key": expected_key(d),
+             "idle_s": idle, "ready": False}
+    with open(d / "server.log", "ab") as log:
+        jvm = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=log, cwd=str(d))
+    state["jvm_pid"] = jvm.pid
+    _write_state(d, state)
+    try:
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while not stopping and jvm.poll() is None and not _accepts(port):
+            if time.monotonic() > deadline:
+                print(f"server did not listen on port {port} within {START_TIMEOUT_S:.0f} s", flush=True)
+                return 1
+            time.sleep(0.2)
+        if stopping or jvm.poll() is not None:
+            print(f"server exited while starting (exit {jvm.returncode})", flush=True)
+            return 1
+        state.update(ready=True, started=time.time())
+        _write_state(d, state)
+        _touch(d)
+        print(f"serving {state['url']} (JVM pid {jvm.pid}, idle stop after {idle:.0f} s)", flush=True)
+        while not stopping and jvm.poll() is None:
+            if _idle_for(d) > idle and _unused(d):
+                print(f"idle for {idle:.0f} s: stopping", flush=True)
+                break
+            time.sleep(1.0)
+        return 0
+    finally:
+        _stop_jvm(jvm)
+        s = _read_state(d)
+        if s is not None and s.get("pid") == os.getpid():
+            (d / "state.json").unlink(missing_ok=True)
+
+
+def _stop_jvm(jvm: subprocess.Popen) -> None:
+    if jvm.poll() is not None:
+        return
+    jvm.terminate()
+    try:
+        jvm.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        jvm.kill()
+        jvm.wait()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m checkers.spark_service")
+    sub = parser.add_subparsers(dest="cmd", required=True)
+    p = sub.add_parser("serve", help="run the supervisor in the foreground (ensure() starts it detached)")
+    p.add_argument("--dir", type=Path, default=None)
+    args = parser.parse_args(argv)
+    d = args.dir or directory()
+    d.mkdir(parents=True, exist_ok=True)
+    return serve(d)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
