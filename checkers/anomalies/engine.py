@@ -39,7 +39,7 @@ def analyze(spark: SparkSession, col_dir: Path | str, examples: int = 10,
             step: Callable[[str], None] | None = None) -> dict[str, Any]:
     say = step or (lambda _m: None)
     N = examples
-    _size_shuffles(spark, Path(col_dir))
+    _tune(spark, Path(col_dir))
     t = load(spark, col_dir)
     persisted: list[DataFrame] = []
     try:
@@ -191,15 +191,20 @@ def _unseen_values(t: Tables, parts: list[int]) -> dict[int, list]:
 
 
 ROWS_PER_SHUFFLE_PARTITION = 1_500_000
+SMALL_ROWS = 300_000
 
 
-def _size_shuffles(spark: SparkSession, col_dir: Path) -> None:
-    """Local mode: as many shuffle partitions as the input needs (each task's hash maps fit in memory),
-    and no more (every partition of every shuffle costs a task, which dominates small runs)."""
+def _tune(spark: SparkSession, col_dir: Path) -> None:
+    """Local mode: settings for the input's size, set both ways (a shared session serves many checks).
+
+    Small inputs (a demo run has ~10k rows): one shuffle partition, no adaptive execution and no
+    whole-stage code generation. There each query's cost is planning and compiling, not rows: adaptive
+    execution turns every shuffle into a job of its own and re-plans after each, and generated code is
+    compiled anew whenever a plan differs, while the interpreted operators are already warm in a shared
+    driver. Larger inputs: adaptive execution, code generation, and as many shuffle partitions as the
+    input needs (each task's hash maps fit in memory) and no more (every partition costs a task)."""
     import os
 
-    if os.environ.get("HIGHWATER_SPARK_SHUFFLE_PARTITIONS"):
-        return
     try:
         if not str(spark.conf.get("spark.master", "")).startswith("local"):
             return
@@ -207,9 +212,14 @@ def _size_shuffles(spark: SparkSession, col_dir: Path) -> None:
 
         n = sum(pads.dataset(str(col_dir / name), format="parquet").count_rows()
                 for name in ("ops", "reads", "replicas"))
-    except Exception:  # noqa: BLE001 - keep the session's setting
+    except Exception:  # noqa: BLE001 - keep the session's settings
         return
-    spark.conf.set("spark.sql.shuffle.partitions", str(max(4, min(128, n // ROWS_PER_SHUFFLE_PARTITION))))
+    small = n <= int(os.environ.get("HIGHWATER_SPARK_SMALL_ROWS", SMALL_ROWS))
+    spark.conf.set("spark.sql.adaptive.enabled", "false" if small else "true")
+    spark.conf.set("spark.sql.codegen.wholeStage", "false" if small else "true")
+    if not os.environ.get("HIGHWATER_SPARK_SHUFFLE_PARTITIONS"):
+        parts = 1 if small else max(4, min(128, n // ROWS_PER_SHUFFLE_PARTITION))
+        spark.conf.set("spark.sql.shuffle.partitions", str(parts))
 
 
 def _and(a, b):
