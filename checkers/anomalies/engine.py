@@ -39,17 +39,17 @@ def analyze(spark: SparkSession, col_dir: Path | str, examples: int = 10,
             step: Callable[[str], None] | None = None) -> dict[str, Any]:
     say = step or (lambda _m: None)
     N = examples
-    _tune(spark, Path(col_dir))
+    small = _tune(spark, Path(col_dir))
     t = load(spark, col_dir)
     persisted: list[DataFrame] = []
     try:
-        return _analyze(t, Path(col_dir), N, say, persisted)
+        return _analyze(t, Path(col_dir), N, say, persisted, small)
     finally:
         for df in persisted:
             df.unpersist()
 
 
-def _analyze(t: Tables, col_dir: Path, N: int, say, persisted: list[DataFrame]) -> dict[str, Any]:
+def _analyze(t: Tables, col_dir: Path, N: int, say, persisted: list[DataFrame], small: bool) -> dict[str, Any]:
     spark = t.spark
     # the small tables are read on the driver: as Spark jobs they cost seconds on a cold JVM
     fs_rows = lookup.read_all(col_dir, "final_state", rf.arrow_schemas()["final_state"].names)
@@ -112,26 +112,19 @@ def _analyze(t: Tables, col_dir: Path, N: int, say, persisted: list[DataFrame]) 
     allf = findings[0]
     for df in findings[1:]:
         allf = allf.unionByName(df)
-    # the union has one partition per shuffle partition of every family (hundreds at 10M sends) but holds
-    # only flagged rows: fewer, larger tasks read it (the families' last steps still run on every core)
-    allf = allf.coalesce(FINDING_TASKS).persist(StorageLevel.MEMORY_AND_DISK)
-    persisted.append(allf)
-    # job 1: counts per kind, partition and flag; job 2: the first N of each kind in example order
+    count_rows, top_rows = _count_and_first(allf, N, small, persisted)
     counts: dict[str, int] = {}
     lost_by_part: dict[int, int] = {}
     committed_n = 0
-    for r in rows(allf.groupBy("kind", "partition", "flag").agg(F.sum("weight").alias("n"))):
+    for r in count_rows:
         counts[r["kind"]] = counts.get(r["kind"], 0) + r["n"]
         if r["kind"] == "lost-write":
             lost_by_part[r["partition"]] = lost_by_part.get(r["partition"], 0) + r["n"]
         if r["kind"] == "divergence" and r["flag"]:
             committed_n += r["n"]
     top: dict[str, list[dict]] = {k: [] for k in rf.ANOMALY_KINDS}
-    if counts and N > 0:
-        w = Window.partitionBy("kind").orderBy("partition", "k1", "k2")
-        first = allf.select("*", F.row_number().over(w).alias("rn")).filter(F.col("rn") <= N)
-        for r in sorted(rows(first), key=lambda r: (r["kind"], r["rn"])):
-            top[r["kind"]].append(dict(json.loads(r["payload"]), partition=r["partition"]))
+    for r in top_rows:
+        top[r["kind"]].append(dict(json.loads(r["payload"]), partition=r["partition"]))
     for k in rf.ANOMALY_KINDS:
         counts.setdefault(k, 0)
 
@@ -190,11 +183,42 @@ def _unseen_values(t: Tables, parts: list[int]) -> dict[int, list]:
     return out
 
 
+def _count_and_first(allf: DataFrame, N: int, small: bool, persisted: list[DataFrame]) -> tuple[list, list]:
+    """Counts per (kind, partition, flag) and the first N findings of each kind in example order
+    (partition, k1, k2). Small inputs have few findings: one job collects them all and the driver
+    counts and orders them. Otherwise two Spark jobs over the persisted union."""
+    order = ("partition", "k1", "k2", "payload")
+    if small:
+        found = rows(allf)
+        sums: dict[tuple, int] = {}
+        for r in found:
+            key = (r["kind"], r["partition"], r["flag"])
+            sums[key] = sums.get(key, 0) + r["weight"]
+        count_rows = [{"kind": k, "partition": p, "flag": f, "n": n} for (k, p, f), n in sums.items()]
+        taken: dict[str, int] = {}
+        top_rows = []
+        for r in sorted(found, key=lambda r: (r["kind"], *(r[c] for c in order))):
+            if taken.get(r["kind"], 0) < N:
+                taken[r["kind"]] = taken.get(r["kind"], 0) + 1
+                top_rows.append(r)
+        return count_rows, top_rows
+    # the union has one partition per shuffle partition of every family (hundreds at 10M sends) but holds
+    # only flagged rows: fewer, larger tasks read it (the families' last steps still run on every core)
+    allf = allf.coalesce(FINDING_TASKS).persist(StorageLevel.MEMORY_AND_DISK)
+    persisted.append(allf)
+    count_rows = rows(allf.groupBy("kind", "partition", "flag").agg(F.sum("weight").alias("n")))
+    if not count_rows or N <= 0:
+        return count_rows, []
+    w = Window.partitionBy("kind").orderBy(*order)
+    first = allf.select("*", F.row_number().over(w).alias("rn")).filter(F.col("rn") <= N)
+    return count_rows, sorted(rows(first), key=lambda r: (r["kind"], r["rn"]))
+
+
 ROWS_PER_SHUFFLE_PARTITION = 1_500_000
 SMALL_ROWS = 300_000
 
 
-def _tune(spark: SparkSession, col_dir: Path) -> None:
+def _tune(spark: SparkSession, col_dir: Path) -> bool:
     """Local mode: settings for the input's size, set both ways (a shared session serves many checks).
 
     Small inputs (a demo run has ~10k rows): one shuffle partition, no adaptive execution and no
@@ -207,19 +231,20 @@ def _tune(spark: SparkSession, col_dir: Path) -> None:
 
     try:
         if not str(spark.conf.get("spark.master", "")).startswith("local"):
-            return
+            return False
         import pyarrow.dataset as pads
 
         n = sum(pads.dataset(str(col_dir / name), format="parquet").count_rows()
                 for name in ("ops", "reads", "replicas"))
     except Exception:  # noqa: BLE001 - keep the session's settings
-        return
+        return False
     small = n <= int(os.environ.get("HIGHWATER_SPARK_SMALL_ROWS", SMALL_ROWS))
     spark.conf.set("spark.sql.adaptive.enabled", "false" if small else "true")
     spark.conf.set("spark.sql.codegen.wholeStage", "false" if small else "true")
     if not os.environ.get("HIGHWATER_SPARK_SHUFFLE_PARTITIONS"):
         parts = 1 if small else max(4, min(128, n // ROWS_PER_SHUFFLE_PARTITION))
         spark.conf.set("spark.sql.shuffle.partitions", str(parts))
+    return small
 
 
 def _and(a, b):
