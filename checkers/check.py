@@ -39,6 +39,7 @@ def prepare(*, engine: str = "spark", spark_master: str | None = None) -> thread
         return None
     from checkers import spark_service, spark_session
 
+    spark_session.mark_driver_logs()
     if not spark_session.uses_service(spark_master):
         return None
 

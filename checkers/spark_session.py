@@ -53,19 +53,37 @@ def log_options(path: Path) -> list[str]:
 MAX_LOG_LINES = 2000
 
 
-@contextlib.contextmanager
-def driver_log_to(logger: logging.Logger) -> Iterator[None]:
-    """Pass what the local driver JVMs (private or shared) log while the block runs to `logger`, at INFO
-    (a run's harness.log keeps it; a bare `highwater check` prints none of it)."""
+_log_marks: dict[Path, int] = {}
+
+
+def _driver_logs() -> list[Path]:
     from checkers import spark_service
 
-    files = [log_path(), spark_service.directory() / "server.log"]
-    start = {}
-    for f in files:
-        try:
-            start[f] = f.stat().st_size
-        except OSError:
-            start[f] = 0
+    return [log_path(), spark_service.directory() / "server.log"]
+
+
+def _size(f: Path) -> int:
+    try:
+        return f.stat().st_size
+    except OSError:
+        return 0
+
+
+def mark_driver_logs() -> None:
+    """Remember where the driver logs end now: the next driver_log_to() passes on everything after
+    this point (a run marks them before it starts the shared driver, so its start-up is included)."""
+    for f in _driver_logs():
+        _log_marks[f] = _size(f)
+
+
+@contextlib.contextmanager
+def driver_log_to(logger: logging.Logger) -> Iterator[None]:
+    """Pass what the local driver JVMs (private or shared) log while the block runs (or since
+    mark_driver_logs()) to `logger`, at INFO: a run's harness.log keeps it; a bare `highwater check`
+    prints none of it."""
+    files = _driver_logs()
+    start = {f: _log_marks.pop(f, None) for f in files}
+    start = {f: (_size(f) if n is None else n) for f, n in start.items()}
     try:
         yield
     finally:
@@ -204,7 +222,28 @@ def get_session(master: str | None = None, app_name: str = "highwater-check") ->
         conf["spark.sql.shuffle.partitions"] = os.environ.get("HIGHWATER_SPARK_SHUFFLE_PARTITIONS", "64")
     for k, v in conf.items():
         builder = builder.config(k, v)
+    _launch_jvm_quietly(conf, master, app_name)
     return builder.getOrCreate()
+
+
+_jvm_output = None
+
+
+def _launch_jvm_quietly(conf: dict[str, str], master: str, app_name: str) -> None:
+    """Start this process's driver JVM with its stdout and stderr in the driver log (PySpark would let
+    it print on the terminal: the JVM's own warnings, the launcher's messages)."""
+    global _jvm_output
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+
+    if SparkContext._gateway is not None:
+        return
+    sconf = SparkConf().setAll(list(conf.items())).setMaster(master).setAppName(app_name)
+    path = log_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    _jvm_output = open(path, "ab")  # noqa: SIM115 - the JVM writes to it for as long as this process lives
+    gateway = launch_gateway(sconf, popen_kwargs={"stdout": _jvm_output, "stderr": _jvm_output})
+    SparkContext._ensure_initialized(gateway=gateway)
 
 
 def service_of(session: Any):
