@@ -28,8 +28,8 @@ def _gone(state: dict) -> bool:
     return not any(spark_service._alive(state[k]) for k in ("pid", "jvm_pid"))
 
 
-def _cli(d: Path, *args: str) -> subprocess.CompletedProcess:
-    env = dict(os.environ, **{spark_service.ENV_DIR: str(d)})
+def _cli(d: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    env = dict(os.environ, **{spark_service.ENV_DIR: str(d)}, **(env or {}))
     return subprocess.run([sys.executable, "-m", "harness.cli", *args], capture_output=True, text=True,
                           cwd=REPO, env=env, timeout=300)
 
@@ -78,10 +78,17 @@ def test_check_through_service_equals_private_driver(service_dir, tmp_path):
     assert r.returncode == 1, r.stdout + r.stderr
     private = json.loads((tmp_path / "p.json").read_text())
     assert private["checker"]["master"] == "local[1]"
-    for doc in (via_service, private):
+    # the same server named explicitly, as a Spark Connect URL, by a process that does not use the service
+    url = spark_service.status(service_dir).url
+    r = _cli(service_dir, "check", str(tmp_path / "run"), "--spark-master", url, "-o", str(tmp_path / "c.json"),
+             env={spark_service.ENV_SWITCH: "off"})
+    assert r.returncode == 1, r.stdout + r.stderr
+    connect = json.loads((tmp_path / "c.json").read_text())
+    assert connect["checker"]["master"] == url
+    for doc in (via_service, private, connect):
         doc.pop("checker")
         doc["input"].pop("converted")  # the first check converted the history, the second reused it
-    assert via_service == private
+    assert via_service == private == connect
     assert via_service["anomalies"]["lost-write"]["count"] == expected["counts"]["lost-write"] > 0
 
 
