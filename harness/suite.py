@@ -36,7 +36,7 @@ JUNIT_XML = "junit.xml"
 SUITE_HTML = "suite.html"
 FORMAT_VERSION = 1
 # first guess of what a run costs beyond its time limit (start-up, final phase, checker), by checker engine
-OVERHEAD_GUESS_S = {"reference": 20.0, "spark": 90.0}
+OVERHEAD_GUESS_S = {"reference": 20.0, "spark": 30.0}
 
 
 @dataclass
