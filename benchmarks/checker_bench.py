@@ -141,10 +141,25 @@ def _threads(pids: list[int], seen: dict[int, tuple[str, float]]) -> None:
             seen[int(tid)] = (role, secs)
 
 
-def measure(cmd: list[str]) -> dict:
+def _service_pids() -> list[int]:
+    from checkers import spark_service
+
+    svc = spark_service.status()
+    return _tree(svc.pid) if svc else []
+
+
+def measure(cmd: list[str], env: dict | None = None, shared: bool = False) -> dict:
+    """Run `cmd`, sampling its process tree (and with `shared` the shared driver's: its CPU counted from
+    now, its whole RSS in the peak)."""
     load0 = os.getloadavg()[0]
+    base = {}
+    for p in _service_pids() if shared else []:
+        try:
+            base[p] = _cpu_seconds(f"/proc/{p}/stat")
+        except (OSError, IndexError, ValueError):
+            pass
     t0 = time.monotonic()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT, env=env)
     peak, cpu = 0, {}
     threads: dict[int, tuple[str, float]] = {}
     done = threading.Event()
@@ -154,9 +169,13 @@ def measure(cmd: list[str]) -> dict:
         n = 0
         while not done.is_set():
             rss, c = _sample(proc.pid)
+            for p in _service_pids() if shared else []:
+                r2, c2 = _sample(p)
+                rss += r2
+                c.update({q: v - base.get(q, 0.0) for q, v in c2.items()})
             peak = max(peak, rss)
             cpu.update(c)
-            if n % 5 == 0:  # every 0.5 s: reading ~100 threads' files costs the machine being measured
+            if n % 5 == 0 and not shared:  # every 0.5 s (reading ~100 threads' files costs the machine)
                 _threads(list(c), threads)
             n += 1
             time.sleep(0.1)
@@ -204,6 +223,10 @@ def main() -> int:
                          "peaked at 3.8 GiB, 10M sends were killed by the kernel at 20 GiB on a 24 GiB machine)")
     ap.add_argument("--no-reference", action="store_true", help="run only the Spark checker")
     ap.add_argument("--spark-master", default=None)
+    ap.add_argument("--drivers", default="private,shared",
+                    help="private: a driver of the check's own (HIGHWATER_SPARK_SERVICE=off, all cold); shared: "
+                         "the shared driver, stopped first, so its first check starts it and the second finds it "
+                         "running (both printed)")
     args = ap.parse_args()
     cache = Path(args.cache)
     cache.mkdir(parents=True, exist_ok=True)
@@ -216,10 +239,26 @@ def main() -> int:
         cmd = [highwater, "check", str(run), "--quiet", "--output", str(out_spark)]
         if args.spark_master:
             cmd += ["--spark-master", args.spark_master]
-        s = measure(cmd)
-        print(f"  spark:     rc={s['rc']} wall={s['wall_s']} s peak={s['peak_rss_gib']} GiB cpu={s['cpu_s']} s "
-              f"load={s['load_before']}->{s['load_after']} | {s['stdout'] or s['stderr']}", flush=True)
-        print(f"  spark JVM CPU by thread role (s; seen at 0.5 s intervals): {s['jvm_threads_cpu_s']}", flush=True)
+        tries = []
+        for driver in args.drivers.split(","):
+            if driver == "private":
+                tries.append(("private", measure(cmd, env=dict(os.environ, HIGHWATER_SPARK_SERVICE="off"))))
+            elif driver == "shared":
+                from checkers import spark_service
+
+                spark_service.stop()
+                tries.append(("shared, starting it", measure(cmd, shared=True)))
+                tries.append(("shared, running", measure(cmd, shared=True)))
+            else:
+                raise SystemExit(f"--drivers: unknown driver {driver!r} (private, shared)")
+        for label, s in tries:
+            print(f"  spark ({label}): rc={s['rc']} wall={s['wall_s']} s peak={s['peak_rss_gib']} GiB "
+                  f"cpu={s['cpu_s']} s load={s['load_before']}->{s['load_after']} | {s['stdout'] or s['stderr']}",
+                  flush=True)
+            if s["jvm_threads_cpu_s"]:
+                print(f"  spark JVM CPU by thread role (s; seen at 0.5 s intervals): {s['jvm_threads_cpu_s']}",
+                      flush=True)
+        s = tries[-1][1]
         row = {"sends": sends, "spark": s}
         if s["rc"] in (0, 1, 2):
             got = findings(out_spark)
