@@ -45,7 +45,7 @@ def prepare(*, engine: str = "spark", spark_master: str | None = None) -> thread
 
     def start() -> None:
         try:
-            spark_service.ensure()
+            spark_service.ensure(warm_up=True)
         except spark_service.ServiceError as exc:  # the check will start it again and report
             log.warning("starting the shared Spark driver failed: %s", exc)
 

@@ -37,9 +37,10 @@ def status() -> None:
 
 @spark.command("start")
 def start() -> None:
-    """Start the shared driver now (a no-op if it runs) and wait until it accepts checks."""
+    """Start the shared driver now (a no-op if it runs) and wait until it accepts checks; it then warms
+    itself up with a few small checks in the background."""
     try:
-        svc = spark_service.ensure()
+        svc = spark_service.ensure(warm_up=True)
     except spark_service.ServiceError as exc:
         click.echo(f"highwater spark start: {exc}", err=True)
         sys.exit(EXIT_INTERNAL)

@@ -16,10 +16,11 @@ HIGHWATER_SPARK_SERVICE_DIR says otherwise):
 - the supervisor stops the server once no client holds the lock and the last use is more than the idle
   time ago (HIGHWATER_SPARK_SERVICE_IDLE seconds, default 300), or when told to (`stop()`, SIGTERM),
   or when the JVM dies; then it removes `state.json` and exits;
-- once up, the supervisor warms it with a few checks of a small synthetic run (HIGHWATER_SPARK_SERVICE_WARMUP
-  checks, default 3; 0 for none): a run starts the service before its workload, so its own check finds
-  Spark's planner and generated code already compiled. The JVM runs at niceness 10, so the warm-up
-  yields the CPU to the cluster under test;
+- started ahead of need (a run starts it before its workload; `highwater spark start`), the supervisor
+  warms it with a few checks of a small synthetic run (HIGHWATER_SPARK_SERVICE_WARMUP checks, default 3;
+  0 for none), so the run's own check finds Spark's planner and generated code compiled; a check that
+  comes meanwhile stops the warm-up (it would compete). The JVM runs at niceness 10, so it yields the CPU
+  to the cluster under test;
 - a server started with other settings (another pyspark, other JVM options) is replaced;
 - `highwater spark status|start|stop` and `highwater cleanup` drive it by hand.
 
@@ -177,8 +178,10 @@ def _touch(d: Path) -> None:
 
 # --- clients ----------------------------------------------------------------------------------------
 
-def ensure(d: Path | None = None, timeout: float = START_TIMEOUT_S) -> Service:
-    """The running service, started (and waited for) if there is none or it has other settings."""
+def ensure(d: Path | None = None, timeout: float = START_TIMEOUT_S, *, warm_up: bool = False) -> Service:
+    """The running service, started (and waited for) if there is none or it has other settings.
+    `warm_up`: a new one warms itself up (for starts ahead of need: a check waiting for it would only
+    compete with its warm-up)."""
     d = d or directory()
     d.mkdir(parents=True, exist_ok=True)
     key = expected_key(d)
@@ -189,14 +192,15 @@ def ensure(d: Path | None = None, timeout: float = START_TIMEOUT_S) -> Service:
             return svc
         if svc is not None or _read_state(d) is not None:
             stop(d)  # other settings, or a dead or half-started one
-        return _start(d, timeout)
+        return _start(d, timeout, warm_up)
 
 
-def _start(d: Path, timeout: float) -> Service:
+def _start(d: Path, timeout: float, warm_up: bool) -> Service:
     (d / "state.json").unlink(missing_ok=True)
     _touch(d)
     with open(d / "supervisor.log", "ab") as log:
-        proc = subprocess.Popen([sys.executable, "-m", "checkers.spark_service", "serve", "--dir", str(d)],
+        proc = subprocess.Popen([sys.executable, "-m", "checkers.spark_service", "serve", "--dir", str(d),
+                                 "--warm-up" if warm_up else "--no-warm-up"],
                                 stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
                                 cwd=str(d), env=_child_env())
     deadline = time.monotonic() + timeout
@@ -329,7 +333,7 @@ def _unused(d: Path) -> bool:
         return True
 
 
-def serve(d: Path) -> int:
+def serve(d: Path, warm_up: bool = False) -> int:
     """The supervisor's main loop (runs detached, in its own session)."""
     idle = idle_seconds()
     stopping = False
@@ -364,10 +368,15 @@ def serve(d: Path) -> int:
         _write_state(d, state)
         _touch(d)
         print(f"serving {state['url']} (JVM pid {jvm.pid}, idle stop after {idle:.0f} s)", flush=True)
-        warmer = _warm_up(d, state["url"])
+        warmer = _warm_up(d, state["url"]) if warm_up else None
         while not stopping and jvm.poll() is None:
             if warmer is not None and warmer.poll() is not None:
                 print(f"warm-up done (exit {warmer.returncode})", flush=True)
+                warmer = None
+            elif warmer is not None and not _unused(d):  # a check wants the driver: it goes first
+                warmer.kill()
+                warmer.wait()
+                print("warm-up stopped: a check is using the driver", flush=True)
                 warmer = None
             if _idle_for(d) > idle and _unused(d):
                 print(f"idle for {idle:.0f} s: stopping", flush=True)
@@ -428,10 +437,12 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="cmd", required=True)
     p = sub.add_parser("serve", help="run the supervisor in the foreground (ensure() starts it detached)")
     p.add_argument("--dir", type=Path, default=None)
+    p.add_argument("--warm-up", action=argparse.BooleanOptionalAction, default=False,
+                   help="warm the server up with a few small checks once it is up")
     args = parser.parse_args(argv)
     d = args.dir or directory()
     d.mkdir(parents=True, exist_ok=True)
-    return serve(d)
+    return serve(d, args.warm_up)
 
 
 if __name__ == "__main__":
