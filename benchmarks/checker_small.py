@@ -8,7 +8,9 @@ Printed, each Spark figure beside the reference engine's from the same invocatio
    (all cold), with it running (as after any earlier check), with a private driver
    (HIGHWATER_SPARK_SERVICE=off, the old default), and with the reference engine;
 3. the known-answer cases (tests/checkers/checker_scenarios.py), each its own run directory checked
-   by its own `highwater check` process, shared driver stopped at the start: total time per engine.
+   by its own `highwater check` process, shared driver stopped at the start: total time per engine;
+4. with --suite FILE [--only PATTERN]: that suite's wall time and the share of it its runs spent in
+   the checker (results.json checker.elapsed_s: ingest and check).
 The shared driver used is the install's (checkers/spark_service.py); it is stopped at the start and
 left running at the end (it stops itself when idle).
 
@@ -122,6 +124,26 @@ def known_answer_cases(work: Path) -> None:
           f"reference {totals['reference']:.1f} s")
 
 
+def suite_share(suite: str, only: str | None, store: Path) -> None:
+    print(f"== highwater suite {suite}" + (f" --only {only}" if only else ""))
+    args = [*HIGHWATER, "suite", suite, "--results-dir", str(store)] + (["--only", only] if only else [])
+    wall, proc = _timed(args)
+    summaries = list(store.glob("suites/*/*/suite.json"))
+    if not summaries:
+        raise SystemExit(f"the suite wrote no suite.json ({proc.returncode}): {proc.stderr[-400:]}")
+    doc = json.loads(summaries[0].read_text())
+    checking, runs = 0.0, 0
+    for cfg in doc.get("configs", []):
+        for rep in cfg.get("repeats", []):
+            if rep.get("run_dir"):
+                res = summaries[0].parent / rep["run_dir"] / "results.json"
+                if res.exists():
+                    checking += json.loads(res.read_text())["checker"]["elapsed_s"]
+                    runs += 1
+    print(f"suite exit {proc.returncode}, {runs} runs, wall {wall:.0f} s; checking {checking:.0f} s "
+          f"= {100 * checking / wall:.1f}% of the wall time")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--runs", type=int, default=5)
@@ -129,6 +151,8 @@ def main() -> None:
     ap.add_argument("--run-dir", type=Path, default=None, help="check this run instead of making new ones")
     ap.add_argument("--skip-runs", action="store_true")
     ap.add_argument("--skip-cases", action="store_true")
+    ap.add_argument("--suite", default=None, help="also run this suite file and print its checking share")
+    ap.add_argument("--only", default=None, help="with --suite: only these configurations")
     args = ap.parse_args()
     print(f"load average {os.getloadavg()[0]:.2f}, shared driver directory {spark_service.directory()}")
     with tempfile.TemporaryDirectory(prefix="hw-bench-") as tmp:
@@ -139,6 +163,8 @@ def main() -> None:
             cold_checks(run_dir)
         if not args.skip_cases:
             known_answer_cases(Path(tmp) / "cases")
+        if args.suite:
+            suite_share(args.suite, args.only, Path(tmp) / "suite-results")
     print(f"load average {os.getloadavg()[0]:.2f}")
 
 

@@ -32,6 +32,24 @@ def _config(run_dir: Path) -> dict[str, Any]:
     return cfg
 
 
+class _Phases:
+    """Tells `step` each phase's name as it starts and keeps how long each took."""
+
+    def __init__(self, step: Callable[[str], None] | None):
+        self.step = step
+        self.seconds: dict[str, float] = {}
+        self._name: str | None = None
+        self._since = time.monotonic()
+
+    def start(self, name: str | None) -> None:
+        now = time.monotonic()
+        if self._name is not None:
+            self.seconds[self._name] = round(self.seconds.get(self._name, 0.0) + now - self._since, 3)
+        self._name, self._since = name, now
+        if name is not None and self.step is not None:
+            self.step(name)
+
+
 def prepare(*, engine: str = "spark", spark_master: str | None = None) -> threading.Thread | None:
     """Start the shared Spark driver in a background thread if a later check will use it (a run calls
     this before its workload, so the check finds the driver up). Returns the thread, or None."""
@@ -46,6 +64,9 @@ def prepare(*, engine: str = "spark", spark_master: str | None = None) -> thread
     def start() -> None:
         try:
             spark_service.ensure(warm_up=True)
+            # the Connect client's modules, so the check does not wait for them either (~0.6 s)
+            import pyspark.sql.connect.functions  # noqa: F401
+            import pyspark.sql.connect.session  # noqa: F401
         except spark_service.ServiceError as exc:  # the check will start it again and report
             log.warning("starting the shared Spark driver failed: %s", exc)
 
@@ -67,7 +88,8 @@ def check_run(run_dir: Path | str, *, engine: str = "spark", spark_master: str |
     """
     t0 = time.monotonic()
     run_dir = Path(run_dir)
-    say = step or (lambda _msg: None)
+    phases = _Phases(step)
+    say = phases.start
     config = _config(run_dir)
     failing = policy.failing_kinds(config, fail_on=fail_on, allow=allow)
     say("reading input")
@@ -93,7 +115,9 @@ def check_run(run_dir: Path | str, *, engine: str = "spark", spark_master: str |
                     spark_session.stop(session)
     else:
         raise ValueError(f"unknown engine {engine!r}")
-    info.update(elapsed_s=round(time.monotonic() - t0, 3), version=VERSION, examples=examples)
+    phases.start(None)
+    info.update(elapsed_s=round(time.monotonic() - t0, 3), version=VERSION, examples=examples,
+                phases_s=phases.seconds)
     doc = results.build(findings, failing=failing, checker=info, input_info=ing.as_json())
     if write:
         rf.write_json(Path(output) if output else run_dir / rf.RESULTS_JSON, doc)
