@@ -102,9 +102,9 @@ def _cpu_seconds(stat_file: str) -> float:
     return (int(f[11]) + int(f[12])) / TICK
 
 
-def _sample(pid: int) -> tuple[int, dict[int, float]]:
+def _sample(pids: list[int]) -> tuple[int, dict[int, float]]:
     rss, cpu = 0, {}
-    for p in _tree(pid):
+    for p in pids:
         try:
             with open(f"/proc/{p}/statm") as fh:
                 rss += int(fh.read().split()[1]) * PAGE
@@ -142,10 +142,11 @@ def _threads(pids: list[int], seen: dict[int, tuple[str, float]]) -> None:
 
 
 def _service_pids() -> list[int]:
+    """The shared driver's supervisor (its process tree holds the driver JVM), if it runs."""
     from checkers import spark_service
 
     svc = spark_service.status()
-    return _tree(svc.pid) if svc else []
+    return [svc.pid] if svc else []
 
 
 def measure(cmd: list[str], env: dict | None = None, shared: bool = False) -> dict:
@@ -153,11 +154,12 @@ def measure(cmd: list[str], env: dict | None = None, shared: bool = False) -> di
     now, its whole RSS in the peak)."""
     load0 = os.getloadavg()[0]
     base = {}
-    for p in _service_pids() if shared else []:
-        try:
-            base[p] = _cpu_seconds(f"/proc/{p}/stat")
-        except (OSError, IndexError, ValueError):
-            pass
+    for root in _service_pids() if shared else []:
+        for p in _tree(root):
+            try:
+                base[p] = _cpu_seconds(f"/proc/{p}/stat")
+            except (OSError, IndexError, ValueError):
+                pass
     t0 = time.monotonic()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT, env=env)
     peak, cpu = 0, {}
@@ -168,11 +170,11 @@ def measure(cmd: list[str], env: dict | None = None, shared: bool = False) -> di
         nonlocal peak
         n = 0
         while not done.is_set():
-            rss, c = _sample(proc.pid)
-            for p in _service_pids() if shared else []:
-                r2, c2 = _sample(p)
-                rss += r2
-                c.update({q: v - base.get(q, 0.0) for q, v in c2.items()})
+            pids = set(_tree(proc.pid))  # a starting shared driver is in both trees: counted once
+            for root in _service_pids() if shared else []:
+                pids.update(_tree(root))
+            rss, c = _sample(sorted(pids))
+            c = {q: v - base.get(q, 0.0) for q, v in c.items()}
             peak = max(peak, rss)
             cpu.update(c)
             if n % 5 == 0 and not shared:  # every 0.5 s (reading ~100 threads' files costs the machine)
