@@ -214,7 +214,8 @@ def get_session(master: str | None = None, app_name: str = "highwater-check") ->
     builder = SparkSession.builder.appName(app_name).master(master)
     conf = local_conf()
     if not master.startswith("local"):
-        conf.pop("spark.driver.memory")       # the cluster's own settings decide
+        if not os.environ.get("HIGHWATER_SPARK_DRIVER_MEMORY"):
+            conf.pop("spark.driver.memory")   # the cluster's own settings decide, unless told otherwise
         conf.pop("spark.default.parallelism")
         conf.pop("spark.local.dir")
         conf.pop("spark.shuffle.compress")   # shuffles cross the network there
