@@ -67,7 +67,7 @@ def prepare(*, engine: str = "spark", spark_master: str | None = None) -> thread
             # the Connect client's modules, so the check does not wait for them either (~0.6 s)
             import pyspark.sql.connect.functions  # noqa: F401
             import pyspark.sql.connect.session  # noqa: F401
-        except spark_service.ServiceError as exc:  # the check will start it again and report
+        except Exception as exc:  # noqa: BLE001 - the check will start it again and report
             log.warning("starting the shared Spark driver failed: %s", exc)
 
     thread = threading.Thread(target=start, name="spark-service-start", daemon=True)

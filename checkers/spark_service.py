@@ -9,12 +9,13 @@ listening on 127.0.0.1 only. Each check is a Connect client session of its own.
 Lifecycle (all of it in the service directory, `<venv>/var/highwater/spark-service` unless
 HIGHWATER_SPARK_SERVICE_DIR says otherwise):
 - `ensure()` starts it if it is not running: a detached supervisor process (`python -m
-  checkers.spark_service serve`) launches the JVM, writes `state.json` (pids, port, URL) once the
-  server accepts connections, and sends the JVM's output to `server.log`. Starters are serialised by
+  checkers.spark_service serve`) launches the JVM (which dies with it), writes `state.json` (pids with
+  their start times, port, URL), marks it ready once the server accepts connections, and sends the
+  JVM's output to `server.log`. Starters are serialised by
   `start.lock`, so concurrent checks never start two servers.
 - a client holds a shared lock on `in-use.lock` for as long as it uses the server (`lease()`);
-- the supervisor stops the server once no client holds the lock and the last use is more than the idle
-  time ago (HIGHWATER_SPARK_SERVICE_IDLE seconds, default 300), or when told to (`stop()`, SIGTERM),
+- the supervisor stops the server once the last use is more than the idle time ago and it can take
+  that lock exclusively (it then withdraws `state.json` before stopping, so no new check picks it up) (HIGHWATER_SPARK_SERVICE_IDLE seconds, default 300), or when told to (`stop()`, SIGTERM),
   or when the JVM dies; then it removes `state.json` and exits;
 - started ahead of need (a run starts it before its workload; `highwater spark start`), the supervisor
   warms it with a few checks of a small synthetic run (HIGHWATER_SPARK_SERVICE_WARMUP checks, default 3;
@@ -125,17 +126,27 @@ def expected_key(d: Path) -> str:
 
 # --- state ------------------------------------------------------------------------------------------
 
-def _alive(pid: int) -> bool:
+def _stat(pid: int) -> list[str] | None:
+    """The fields of /proc/PID/stat after the command name (state first), or None."""
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:  # a zombie (exited, not yet reaped by its parent) is not alive
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     except (OSError, IndexError):
-        return True
+        return None
+
+
+def start_time(pid: int) -> int | None:
+    """When the process started (clock ticks since boot): with the pid, it names one process."""
+    f = _stat(pid)
+    return int(f[19]) if f and len(f) > 19 else None
+
+
+def _alive(pid: int, started: int | None = None) -> bool:
+    """The process runs (not a zombie) and, if `started` is given, is the one that started then (a pid
+    recorded before a crash or a reboot may belong to another process now)."""
+    f = _stat(pid)
+    if f is None or f[0] == "Z":
+        return False
+    return started is None or start_time(pid) == started
 
 
 def _read_state(d: Path) -> dict | None:
@@ -154,11 +165,10 @@ def status(d: Path | None = None) -> Service | None:
         return None
     try:
         svc = Service(d, s["url"], int(s["pid"]), int(s["jvm_pid"]), s["key"], float(s["started"]))
+        alive = _alive(svc.pid, s["pid_start"]) and _alive(svc.jvm_pid, s["jvm_start"])
     except (KeyError, TypeError, ValueError):
         return None
-    if not (_alive(svc.pid) and _alive(svc.jvm_pid)):
-        return None
-    return svc
+    return svc if alive else None
 
 
 @contextlib.contextmanager
@@ -221,6 +231,8 @@ def _child_env() -> dict[str, str]:
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH", "")) if p))
     env.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     env["SPARK_HOME"] = str(spark_home())
+    for mark in ("SPARK_CONNECT_MODE_ENABLED", "SPARK_REMOTE", "SPARK_LOCAL_REMOTE"):  # PySpark's, of this process
+        env.pop(mark, None)
     return env
 
 
@@ -239,6 +251,7 @@ def _last_line(d: Path) -> str:
 def lease(d: Path | None = None) -> Iterator[None]:
     """Hold the service in use (it is not stopped for idleness meanwhile)."""
     d = d or directory()
+    d.mkdir(parents=True, exist_ok=True)
     _touch(d)
     with _flock(d / "in-use.lock", fcntl.LOCK_SH):
         try:
@@ -265,18 +278,18 @@ def stop(d: Path | None = None, timeout: float = 30.0) -> bool:
     """Stop the service of directory `d` (whatever its state); True if something was running."""
     d = d or directory()
     s = _read_state(d) or {}
-    pids = [int(p) for p in (s.get("pid"), s.get("jvm_pid")) if isinstance(p, int)]
-    running = [p for p in pids if _alive(p)]
-    if running and _alive(pids[0]):
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pids[0], signal.SIGTERM)  # the supervisor stops the JVM and removes the state
+    procs = [(s.get(k), s.get(k + "_start")) for k in ("pid", "jvm_pid")]
+    running = [(p, t) for p, t in procs if isinstance(p, int) and isinstance(t, int) and _alive(p, t)]
+    for p, _t in running[:1]:  # the supervisor if it runs (it stops the JVM), else the JVM itself
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(p, signal.SIGTERM)
     deadline = time.monotonic() + timeout
-    while any(_alive(p) for p in running) and time.monotonic() < deadline:
+    while any(_alive(p, t) for p, t in running) and time.monotonic() < deadline:
         time.sleep(0.1)
-    for p in running:  # anything that did not stop in time: its whole process group
-        if _alive(p):
+    for p, t in running:  # what did not stop in time
+        if _alive(p, t):
             with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(os.getpgid(p), signal.SIGKILL)
+                os.kill(p, signal.SIGKILL)
     (d / "state.json").unlink(missing_ok=True)
     return bool(running)
 
@@ -296,6 +309,17 @@ def clean(d: Path | None = None, *, dry_run: bool = False) -> list[str]:
 
 
 # --- the supervisor ---------------------------------------------------------------------------------
+
+def _child_setup() -> None:
+    """In a child of the supervisor, before exec: lower priority, and die with the supervisor."""
+    os.nice(NICENESS)
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
 
 def _free_port() -> int:
     with socket.socket() as s:
@@ -320,6 +344,18 @@ def _idle_for(d: Path) -> float:
         return time.time() - (d / "last-used").stat().st_mtime
     except OSError:
         return float("inf")
+
+
+def _hold_unused(d: Path):
+    """The in-use lock taken exclusively (an open file; closing it releases it), or None if a check
+    holds the service."""
+    fh = open(d / "in-use.lock", "a+")  # noqa: SIM115 - returned open, closed by the caller
+    try:
+        fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        fh.close()
+        return None
+    return fh
 
 
 def _unused(d: Path) -> bool:
@@ -351,10 +387,11 @@ def serve(d: Path, warm_up: bool = False) -> int:
              "idle_s": idle, "ready": False}
     with open(d / "server.log", "ab") as log:
         jvm = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=log, cwd=str(d),
-                               preexec_fn=lambda: os.nice(NICENESS))
-    state["jvm_pid"] = jvm.pid
-    _write_state(d, state)
+                               preexec_fn=_child_setup)
+    held = None
     try:
+        state.update(jvm_pid=jvm.pid, pid_start=start_time(os.getpid()), jvm_start=start_time(jvm.pid))
+        _write_state(d, state)
         deadline = time.monotonic() + START_TIMEOUT_S
         while not stopping and jvm.poll() is None and not _accepts(port):
             if time.monotonic() > deadline:
@@ -378,19 +415,24 @@ def serve(d: Path, warm_up: bool = False) -> int:
                 warmer.wait()
                 print("warm-up stopped: a check is using the driver", flush=True)
                 warmer = None
-            if _idle_for(d) > idle and _unused(d):
-                print(f"idle for {idle:.0f} s: stopping", flush=True)
-                break
+            if _idle_for(d) > idle:
+                held = _hold_unused(d)
+                if held is not None:  # no check holds it, and none can take it until it is gone
+                    (d / "state.json").unlink(missing_ok=True)
+                    print(f"idle for {idle:.0f} s: stopping", flush=True)
+                    break
             time.sleep(1.0)
         return 0
     finally:
         if warmer is not None and warmer.poll() is None:
             warmer.kill()
             warmer.wait()
-        _stop_jvm(jvm)
         s = _read_state(d)
         if s is not None and s.get("pid") == os.getpid():
             (d / "state.json").unlink(missing_ok=True)
+        _stop_jvm(jvm)
+        if held is not None:
+            held.close()  # releases the lock
 
 
 _WARM_UP = r"""
@@ -400,7 +442,9 @@ from checkers import synthetic
 from checkers.check import check_run
 
 work, url, n = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])
-if not (work / "columnar").is_dir():
+if not (work / "columnar" / "manifest.json").is_file():  # written last: a cut-off generation is redone
+    import shutil
+    shutil.rmtree(work, ignore_errors=True)
     synthetic.generate(work, sends=20000, partitions=2, k=1, seed=3)
 for _ in range(n):
     check_run(work, spark_master=url, write=False)
@@ -418,7 +462,7 @@ def _warm_up(d: Path, url: str) -> subprocess.Popen | None:
     with open(d / "supervisor.log", "ab") as log:
         return subprocess.Popen([sys.executable, "-c", _WARM_UP, str(d / "warm-up-run"), url, str(n)],
                                 stdin=subprocess.DEVNULL, stdout=log, stderr=log, cwd=str(d),
-                                env=_child_env(), preexec_fn=lambda: os.nice(NICENESS))
+                                env=_child_env(), preexec_fn=_child_setup)
 
 
 def _stop_jvm(jvm: subprocess.Popen) -> None:

@@ -2,7 +2,8 @@
 
 - no master (or `service`): a client session of the shared local driver (spark_service.py: a Spark
   Connect server started on demand and stopped when idle), unless HIGHWATER_SPARK_SERVICE=off;
-- `local[N]`: a private in-process driver with these settings: `local[2]`, 3 GiB driver heap, few shuffle partitions, adaptive execution, no UI, and the
+- `local[N]`, or no master with HIGHWATER_SPARK_SERVICE=off: a private in-process driver with these
+  settings: `local[2]`, 3 GiB driver heap, few shuffle partitions, adaptive execution, no UI, and the
   install's class-data-sharing archive for a faster JVM start (jvm_archive.py);
 - `spark://...`, `yarn`, `k8s://...`, `local[N]`: the same job on that master (classic Spark);
 - `sc://host:port`: Spark Connect (needs the pyspark connect client extras), the job uses DataFrame APIs only.
@@ -192,11 +193,14 @@ def get_session(master: str | None = None, app_name: str = "highwater-check") ->
     if uses_service(master):
         from checkers import spark_service
 
+        # the lease first: a driver that is being stopped for idleness holds the lease lock until it is
+        # gone, so ensure() then starts a new one instead of handing out the dying one
+        lease = spark_service.Lease()
         try:
             svc = spark_service.ensure()
         except spark_service.ServiceError as exc:
+            lease.release()
             raise SparkSetupError(f"the shared Spark driver: {exc}") from None
-        lease = spark_service.Lease(svc.directory)
         try:
             session = _connect_client(svc.url).create()
         except BaseException:

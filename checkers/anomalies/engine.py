@@ -7,7 +7,7 @@ need are looked up on the driver (lookup.py) and attached. Order of work: the sm
 the driver; statistics; the sends that ended fail or info (persisted: few); block digests (digests.py)
 and the exact per-offset pass on the blocks they cannot vouch for (offsets.py, whose input records are
 persisted for values.py); the value, order, watermark and divergence families as one union of flagged
-rows; two small jobs over that union. At 10M sends on 2 cores the cost is mostly per query (code
+rows; two small jobs over that union (one for small inputs). At 10M sends on 2 cores the cost is mostly per query (code
 generation, JIT warm-up, planning) and per full scan, so each table is scanned as few times as the
 dependencies allow and small intermediate results are persisted rather than recomputed.
 """
@@ -197,7 +197,8 @@ def _count_and_first(allf: DataFrame, N: int, small: bool, persisted: list[DataF
         count_rows = [{"kind": k, "partition": p, "flag": f, "n": n} for (k, p, f), n in sums.items()]
         taken: dict[str, int] = {}
         top_rows = []
-        for r in sorted(found, key=lambda r: (r["kind"], *(r[c] for c in order))):
+        # nulls first, as Spark's ascending sort puts them
+        for r in sorted(found, key=lambda r: (r["kind"], *((r[c] is not None, r[c]) for c in order))):
             if taken.get(r["kind"], 0) < N:
                 taken[r["kind"]] = taken.get(r["kind"], 0) + 1
                 top_rows.append(r)
@@ -238,7 +239,11 @@ def _tune(spark: SparkSession, col_dir: Path) -> bool:
                 for name in ("ops", "reads", "replicas"))
     except Exception:  # noqa: BLE001 - keep the session's settings
         return False
-    small = n <= int(os.environ.get("HIGHWATER_SPARK_SMALL_ROWS", SMALL_ROWS))
+    try:
+        small = n <= int(os.environ.get("HIGHWATER_SPARK_SMALL_ROWS", SMALL_ROWS))
+    except ValueError:
+        raise ValueError(f"HIGHWATER_SPARK_SMALL_ROWS={os.environ['HIGHWATER_SPARK_SMALL_ROWS']!r}: "
+                         "expected a whole number of rows") from None
     spark.conf.set("spark.sql.adaptive.enabled", "false" if small else "true")
     spark.conf.set("spark.sql.codegen.wholeStage", "false" if small else "true")
     if not os.environ.get("HIGHWATER_SPARK_SHUFFLE_PARTITIONS"):

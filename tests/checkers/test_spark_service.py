@@ -108,9 +108,9 @@ def test_settings_change_replaces_it_and_commands_stop_it(service_dir, monkeypat
 
     third = spark_service.ensure()
     with spark_service.lease(service_dir):  # in use: cleanup leaves it
-        r = _cli(service_dir, "cleanup", "--no-docker")
+        r = _cli(service_dir, "cleanup", "--no-docker", "--registry", str(service_dir / "registry"))
         assert "a check is using it" in r.stdout and spark_service.status(service_dir) is not None
-    r = _cli(service_dir, "cleanup", "--no-docker")
+    r = _cli(service_dir, "cleanup", "--no-docker", "--registry", str(service_dir / "registry"))
     assert r.returncode == 0 and f"stopped shared Spark driver {third.url}" in r.stdout, r.stdout + r.stderr
     assert _gone({"pid": third.pid, "jvm_pid": third.jvm_pid})
     assert not (service_dir / "state.json").exists()
