@@ -301,11 +301,16 @@ def clean(d: Path | None = None, *, dry_run: bool = False) -> list[str]:
     if s is None:
         return []
     what = f"shared Spark driver {s.get('url', '?')} (supervisor pid {s.get('pid')}, JVM pid {s.get('jvm_pid')})"
-    if d.joinpath("in-use.lock").exists() and not _unused(d):
+    d.mkdir(parents=True, exist_ok=True)
+    held = _hold_unused(d)
+    if held is None:
         return [f"left {what}: a check is using it"]
-    if dry_run:
-        return [f"would stop {what}"]
-    return [f"stopped {what}" if stop(d) else f"removed the state of a dead {what}"]
+    try:  # held while stopping: a check that comes meanwhile waits, then starts a new driver
+        if dry_run:
+            return [f"would stop {what}"]
+        return [f"stopped {what}" if stop(d) else f"removed the state of a dead {what}"]
+    finally:
+        held.close()
 
 
 # --- the supervisor ---------------------------------------------------------------------------------
@@ -360,13 +365,11 @@ def _hold_unused(d: Path):
 
 def _unused(d: Path) -> bool:
     """No client holds the service (tried without waiting)."""
-    with open(d / "in-use.lock", "a+") as fh:
-        try:
-            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return False
-        fcntl.flock(fh, fcntl.LOCK_UN)
-        return True
+    held = _hold_unused(d)
+    if held is None:
+        return False
+    held.close()
+    return True
 
 
 def serve(d: Path, warm_up: bool = False) -> int:
