@@ -53,5 +53,38 @@ def backend_options(name: str, cluster_cfg) -> dict:
     return {}
 
 
+def check_backend(name: str, cluster_cfg=None, *, brokers: int = 1) -> None:
+    """Everything about a backend choice that can be checked before a run directory exists (no cluster
+    is built, nothing is contacted): the backend loads, and its options are usable: the ssh backend's
+    nodes file parses and lists at least `brokers` brokers, the docker kill mode is known. Raises
+    BackendUnavailable, or the backend's own one-line error (clusters/ssh.py's NodesFileError)."""
+    backend_class(name)
+    if name == "ssh":
+        import os
+
+        from clusters.ssh import NodesFileError, load_nodes_file
+        nodes_file = (cluster_cfg.nodes_file if cluster_cfg is not None else "") or os.environ.get("HIGHWATER_NODES_FILE")
+        if not nodes_file:
+            raise BackendUnavailable("the ssh backend needs a nodes file (--nodes-file FILE)")
+        inventory = load_nodes_file(nodes_file)
+        if brokers > len(inventory.brokers):
+            raise NodesFileError(f"nodes file {inventory.path}: lists {len(inventory.brokers)} brokers "
+                                 f"but the test needs {brokers}")
+    if name == "docker" and cluster_cfg is not None:
+        from clusters.docker import KILL_MODES
+        if cluster_cfg.docker_kill not in KILL_MODES:
+            raise BackendUnavailable(f"docker backend: kill mode (cluster.docker_kill) must be one of "
+                                     f"{', '.join(KILL_MODES)}, got {cluster_cfg.docker_kill!r}")
+
+
+def check_faults(name: str, faults: list[str]) -> None:
+    """Faults the backend cannot inject on this machine, found without building a cluster: the local
+    backend's partitions need root and iptables or nft (the same check LocalCluster.check_faults makes).
+    The docker and ssh backends check their nodes once those exist."""
+    if name == "local" and any(f.startswith("partition") for f in faults):
+        from clusters.local_firewall import available_tool
+        available_tool()
+
+
 def make_cluster(name: str, spec: ClusterSpec, cluster_cfg=None) -> Cluster:
     return backend_class(name)(spec, **backend_options(name, cluster_cfg))

@@ -316,8 +316,9 @@ def validate(cfg: TestConfig) -> list[tuple[str, str]]:
         problems.append(("time_limit", f"must be above 0, got {cfg.time_limit}"))
     if c.nodes < 1:
         problems.append(("cluster.nodes", f"must be at least 1, got {c.nodes}"))
-    if not c.backend:
-        problems.append(("cluster.backend", "must name a backend"))
+    from harness.backends import BACKENDS  # the registry of backend names (imports no backend)
+    if c.backend not in BACKENDS:
+        problems.append(("cluster.backend", f"must be one of {', '.join(BACKENDS)}, got {c.backend!r}"))
     if t.partitions < 1:
         problems.append(("topic.partitions", f"must be at least 1, got {t.partitions}"))
     if not 1 <= t.replication_factor <= c.nodes:
@@ -432,16 +433,71 @@ def check(cfg: TestConfig, *, source: str = "configuration", text: str | None = 
 
 
 def build(test_file: str | Path | None = None, flags: dict[str, Any] | None = None) -> TestConfig:
-    """Defaults, then the test file, then the flags; validated, seed not yet filled in."""
+    """The validate step of `highwater run`: defaults, then the test file, then the flags; every value,
+    the cross-field rules, the backend choice and the schedule file checked (`preflight`) before
+    anything is created. Raises ConfigError naming the flag or file:line and the key. Seed not filled in."""
     cfg = TestConfig()
+    text = None
     if test_file is not None:
         cfg = load_toml(test_file, cfg)
+        try:
+            text = Path(test_file).read_text()
+        except OSError:
+            text = None
+    given = {FLAG_KEYS[f]: f for f, v in (flags or {}).items() if v is not None}
     if flags:
         apply_flags(cfg, flags)
-        check(cfg, source="command line" if test_file is None else f"{test_file} + command line")
-    else:
-        check(cfg)
+
+    def where(dotted: str) -> str:
+        if dotted in given:
+            return f"--{given[dotted].replace('_', '-')}"
+        if test_file is not None:
+            return _where(Path(test_file), text, dotted) if text is not None else str(test_file)
+        return "command line" if given else "configuration"
+
+    problems = validate(cfg)
+    if problems:
+        key, problem = problems[0]
+        raise ConfigError(f"{where(key)}: key '{key}' {problem}")
+    preflight(cfg, where=where)
     return cfg
+
+
+def preflight(cfg: TestConfig, *, where: Any = None, faults: list[str] | None = None) -> None:
+    """What can be checked before a run directory exists, beyond `validate`: the backend can be loaded
+    and given its options (the ssh nodes file parses and lists enough brokers), the schedule file reads
+    and fits this cluster, and the faults it will inject can be injected here (partitions on the local
+    backend need root and iptables/nft; power-loss needs the power-loss brokers). `where(dotted_key)`
+    names where a key was set (a flag or file:line); `faults` replaces the configured faults and schedule
+    (a scenario injects its own). Raises ConfigError."""
+    where = where or (lambda _dotted: "configuration")
+    from harness import backends
+    try:
+        backends.check_backend(cfg.cluster.backend, cfg.cluster, brokers=cfg.cluster.nodes)
+    except backends.BackendUnavailable as exc:
+        raise ConfigError(f"{where('cluster.backend')}: key 'cluster.backend': {exc}") from None
+    except Exception as exc:  # noqa: BLE001 - NodesFileError and friends: one line naming the file
+        key = "cluster.nodes_file" if cfg.cluster.backend == "ssh" else "cluster.backend"
+        raise ConfigError(f"{where(key)}: key '{key}': {exc}") from None
+    own_faults = faults is not None
+    faults = list(faults) if own_faults else list(cfg.nemesis.faults)
+    if cfg.nemesis.schedule_file and not own_faults:
+        from nemesis.schedule import ScheduleError, load_schedule
+        nodes = ["c0", *(f"n{i}" for i in range(1, cfg.cluster.nodes + 1))]
+        try:
+            steps = load_schedule(Path(cfg.nemesis.schedule_file), nodes, partitions=cfg.topic.partitions,
+                                  seed=cfg.seed or 0)
+        except ScheduleError as exc:
+            raise ConfigError(f"{where('nemesis.schedule_file')}: key 'nemesis.schedule_file': {exc}") from None
+        faults = sorted({s.fault for s in steps})
+    fault_key = "nemesis.schedule_file" if cfg.nemesis.schedule_file and not own_faults else "nemesis.faults"
+    if any(f.startswith("power-loss") for f in faults) and cfg.broker_settings().get("power_loss") is not True:
+        raise ConfigError(f"{where(fault_key)}: key '{fault_key}' injects power-loss faults, which need "
+                          "broker.power_loss = true (--power-loss)")
+    try:
+        backends.check_faults(cfg.cluster.backend, faults)
+    except Exception as exc:  # noqa: BLE001 - FirewallUnavailable: no root, no iptables/nft
+        raise ConfigError(f"{where(fault_key)}: key '{fault_key}' cannot be injected here: {exc}") from None
 
 
 def from_dict(data: dict[str, Any]) -> TestConfig:

@@ -26,10 +26,11 @@ from typing import Any, Callable
 
 from clusters.base import ClusterSpec
 from harness import backends, recovery, runformat, store, verdict
+from harness import config as config_mod
 from harness.cli import EXIT_INTERNAL, EXIT_UNKNOWN, EXIT_USAGE
 from harness.config import TestConfig
 from harness.history import History
-from harness.progress import Stats
+from harness.progress import PhaseClock, Stats
 
 log = logging.getLogger("harness")
 
@@ -49,6 +50,10 @@ class RunOutcome:
 
 class RunSession:
     def __init__(self, cfg: TestConfig, *, kind: str = "run", extra_record: dict[str, Any] | None = None):
+        # the validate step again (the commands run it first): a bad configuration never creates a run
+        # directory; a scenario injects its own faults, checked by its command
+        config_mod.check(cfg)
+        config_mod.preflight(cfg, faults=None if kind == "run" else [])
         self.cfg = cfg.with_seed()
         self.kind = kind
         self.extra_record = dict(extra_record or {})
@@ -59,6 +64,7 @@ class RunSession:
         self.history.listeners.append(self.stats)
         self.interrupt = threading.Event()
         self.interrupt_reason: str | None = None
+        self.phases = PhaseClock()           # `phase` below sets it; the display shows it with its times
         self.phase = "setup"
         self.cluster = None
         self.nemesis = None
@@ -105,6 +111,15 @@ class RunSession:
             log.warning("interrupted: %s", reason)
         self.interrupt.set()
 
+    @property
+    def phase(self) -> str | None:
+        return self.phases.name
+
+    @phase.setter
+    def phase(self, name: str) -> None:
+        self.phases.start(name)
+        log.info("phase: %s", name)
+
     def progress(self) -> dict[str, Any]:
         elapsed = time.monotonic() - (self.run_started_at or self.started_at)
         remaining = None
@@ -117,7 +132,8 @@ class RunSession:
             except Exception:  # noqa: BLE001
                 faults = ["?"]
         return {"name": self.cfg.name, "phase": self.phase, "elapsed": elapsed, "remaining": remaining,
-                "counts": self.stats.snapshot(), "faults": faults}
+                "counts": self.stats.snapshot(), "faults": faults,
+                "phases": self.phases.snapshot()}
 
     # --- clients --------------------------------------------------------------------------------------------
     def controller_address(self) -> tuple[str, int]:
@@ -240,6 +256,7 @@ class RunSession:
                 targets = {p: s.hw for p, s in outcome.states.items() if s.healthy}
                 if self.interrupt.is_set():
                     raise RuntimeError("interrupted during the final wait")
+                self.phase = "final-reads"
                 reads_done = final_reads(self.history, self.make_consumer, topic, parts,
                                          chunk=self.cfg.workload.final_read_chunk, targets=targets,
                                          deadline=time.monotonic() + max(30.0, self.cfg.final_wait))
@@ -292,9 +309,11 @@ class RunSession:
         self.phase = "check"
         results = None
         if check:
-            results, problem = verdict.run_checker(self.run.path, engine=self.cfg.checker.engine)
+            results, problem = verdict.run_checker(self.run.path, engine=self.cfg.checker.engine,
+                                                   step=self.phases.step)
             if problem:
                 self.problem(problem)
+        self.phase = "report"
         for problem in verdict.write_reports(self.run.path, Path(self.cfg.results_dir)):
             self.problem(problem)
         self.phase = "done"

@@ -16,6 +16,19 @@ from harness.cli import EXIT_INTERNAL, EXIT_UNKNOWN, EXIT_USAGE
 from harness.run_command import found_kinds
 
 
+def scenario_faults(scenario) -> list[str]:
+    """The faults a scenario injects (its partition steps need the firewall), for the backend preflight."""
+    return ["partition"] if any(s.do == "partition" for s in scenario.steps) else []
+
+
+def validate_scenario(scenario, where: str) -> None:
+    """The validate step of a scenario run: the settings it ends up with (after the command's overrides),
+    the backend and the faults its steps inject; raises ConfigError naming `where`."""
+    from harness import config as config_mod
+    config_mod.check(scenario.config, source=where)
+    config_mod.preflight(scenario.config, where=lambda _key: where, faults=scenario_faults(scenario))
+
+
 def run_scenario(scenario, *, session_hook=None):
     """Play a loaded Scenario end to end. Returns (RunOutcome, ScenarioRunner or None)."""
     from harness.runner import RunOutcome, RunSession
@@ -30,7 +43,7 @@ def run_scenario(scenario, *, session_hook=None):
     runner = None
     internal = False
     try:
-        faults = ["partition"] if any(s.do == "partition" for s in scenario.steps) else []
+        faults = scenario_faults(scenario)
         try:
             session.provision(faults)
         except Exception as exc:  # noqa: BLE001 - missing root/iptables, unavailable backend
@@ -40,7 +53,7 @@ def run_scenario(scenario, *, session_hook=None):
                               list(session.problems)), None
         try:
             session.start_cluster()
-            session.phase = "running"
+            session.phase = "steps"
             runner = ScenarioRunner(session, scenario)
             runner.run()
         except Exception as exc:  # noqa: BLE001
@@ -70,6 +83,21 @@ def run_scenario(scenario, *, session_hook=None):
         session.close_log()
 
 
+def expectation_line(expected: list[str] | None, mode: str, results: dict | None, failed: str | None) -> str | None:
+    """What the scenario expects in `mode` and whether the run showed it. "as expected" only when every
+    step played out and the run was checked; otherwise it says the expectation was not judged."""
+    if expected is None:
+        return None
+    want = f"highwater: scenario expects {', '.join(expected) or 'no anomalies'} in {mode} mode"
+    if failed:
+        return f"{want}; not judged: a step did not play out"
+    if results is None:
+        return f"{want}; not judged: the run was not checked"
+    found = found_kinds(results)
+    ok = set(expected) <= set(found) and (bool(expected) or not found)
+    return f"{want}; found {', '.join(found) or 'none'}: {'as expected' if ok else 'NOT as expected'}"
+
+
 @click.command("scenario", context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("file", type=click.Path(dir_okay=False))
 @click.option("--truncation", type=click.Choice(["hw", "leader-epoch"]), default=None,
@@ -77,7 +105,8 @@ def run_scenario(scenario, *, session_hook=None):
 @click.option("--results-dir", default=None, help="results directory [results]")
 @click.option("--checker", type=click.Choice(["spark", "reference"]), default=None,
               help="checker engine [the scenario's, else spark]")
-def scenario(file, truncation, results_dir, checker) -> int:
+@click.option("--plain", is_flag=True, default=False, help="plain progress lines even on a terminal")
+def scenario(file, truncation, results_dir, checker, plain) -> int:
     """Replay a declarative scenario FILE against a real local cluster and check it."""
     from harness import scenario as scenario_mod
     from harness.run_command import finish_output, install_signal_handlers
@@ -95,25 +124,34 @@ def scenario(file, truncation, results_dir, checker) -> int:
     if sc.config.name == "chaos":        # no name given in the file: the file's stem
         sc.config.name = sc.name
     sc.config.name = f"{sc.config.name}-{mode}"
+    from harness import config as config_mod
+    try:
+        validate_scenario(sc, str(file))
+    except config_mod.ConfigError as exc:
+        click.echo(f"highwater: {exc}", err=True)
+        return EXIT_USAGE
     previous = {}
+    displays = []
 
     def hook(session):
+        from harness.progress import Display
         previous.update(install_signal_handlers(session))
+        displays.append(Display(session.progress, force_plain=plain).start())
         click.echo(f"highwater: scenario {sc.name} ({mode}), {len(sc.steps)} steps, in {session.run.path}", err=True)
 
     import signal
     try:
-        outcome, _runner = run_scenario(sc, session_hook=hook)
+        outcome, runner = run_scenario(sc, session_hook=hook)
     finally:
+        for display in displays:
+            display.close()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-    expected = sc.expect.get(mode)
-    if expected is not None and outcome.results is not None:
-        found = found_kinds(outcome.results)
-        ok = set(expected) <= set(found) and (bool(expected) or not found)
-        click.echo(f"highwater: scenario expects {', '.join(expected) or 'no anomalies'} in {mode} mode; "
-                   f"found {', '.join(found) or 'none'}: {'as expected' if ok else 'NOT as expected'}", err=True)
-    return finish_output(outcome)
+    failed = runner.failed if runner is not None else None
+    line = expectation_line(sc.expect.get(mode), mode, outcome.results, failed)
+    if line:
+        click.echo(line, err=True)
+    return finish_output(outcome, reasons=[failed] if failed else None)
 
 
 if __name__ == "__main__":

@@ -19,6 +19,25 @@ import click
 from harness.cli import EXIT_INTERNAL, EXIT_USAGE
 
 
+def validate_configs(configs, suite_file) -> str | None:
+    """The validate step of a suite: every selected configuration's backend, schedule file and faults
+    (and its scenario's) checked before the suite's directory is created. The first problem, or None."""
+    from harness import config as config_mod
+    for c in configs:
+        where = lambda _key, c=c: f"{suite_file}: configuration {c.name!r}"  # noqa: E731
+        try:
+            if c.scenario is not None:
+                from harness import scenario as scenario_mod
+                from harness.scenario_command import scenario_faults
+                sc = scenario_mod.load(c.scenario, truncation=c.cfg.broker.truncation)
+                config_mod.preflight(sc.config, where=where, faults=scenario_faults(sc))
+            else:
+                config_mod.preflight(c.cfg, where=where)
+        except (config_mod.ConfigError, ValueError) as exc:
+            return str(exc)
+    return None
+
+
 @click.command("suite", context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("suite_file", metavar="FILE", type=click.Path(dir_okay=False))
 @click.option("--repeat", type=click.IntRange(min=1), default=None,
@@ -46,6 +65,11 @@ def suite(suite_file, repeat, only, budget, results_dir) -> int:
         names = ", ".join(c.name for c in s.configs)
         click.echo(f"highwater: --only {only!r} matches no configuration of {suite_file} (it has: {names})",
                    err=True)
+        return EXIT_USAGE
+
+    problem = validate_configs(runner.selected, suite_file)
+    if problem:
+        click.echo(f"highwater: {problem}", err=True)
         return EXIT_USAGE
 
     def handler(signum, _frame):

@@ -125,14 +125,25 @@ def load_schedule(path: Path, nodes: list[str], *, partitions: int = 1, seed: in
     if not raw_steps:
         raise ScheduleError(f"{path}: no [[step]] entries")
     rng = random.Random(seed)
-    steps = [_parse_step(path, i, raw, nodes, partitions, rng.getrandbits(32))
+    lines = _step_lines(text)
+    steps = [_parse_step(_at_line(path, lines, i), i, raw, nodes, partitions, rng.getrandbits(32))
              for i, raw in enumerate(raw_steps, start=1)]
     steps.sort(key=lambda s: (s.at, s.entry))
-    _check_overlaps(path, steps)
+    _check_overlaps(path, steps, lines)
     return steps
 
 
-def _parse_step(path: Path, i: int, raw: dict, nodes: list[str], partitions: int, step_seed: int) -> Step:
+def _step_lines(text: str) -> list[int]:
+    """1-based line of each `[[step]]` header, in order (for error messages)."""
+    return [no for no, line in enumerate(text.splitlines(), start=1) if line.strip().startswith("[[step]]")]
+
+
+def _at_line(path: Path, lines: list[int], entry: int) -> str:
+    """`path:line` of the entry's [[step]] header, or just the path when it cannot be found."""
+    return f"{path}:{lines[entry - 1]}" if 0 < entry <= len(lines) else str(path)
+
+
+def _parse_step(path: str, i: int, raw: dict, nodes: list[str], partitions: int, step_seed: int) -> Step:
     def bad(field_name: str, message: str) -> ScheduleError:
         return ScheduleError(f"{path}: step {i}: field {field_name!r}: {message}")
 
@@ -196,13 +207,13 @@ def _parse_step(path: Path, i: int, raw: dict, nodes: list[str], partitions: int
                 partition=partition, seed=step_seed, entry=i)
 
 
-def _check_overlaps(path: Path, steps: list[Step]) -> None:
+def _check_overlaps(path: Path, steps: list[Step], lines: list[int]) -> None:
     for i, a in enumerate(steps):
         for b in steps[i + 1:]:
             if b.at >= a.at + a.duration:
                 break
             if a.kind == "partition" and b.kind == "partition":
-                raise ScheduleError(f"{path}: step {b.entry}: field 'at': partition at {b.at:g}s overlaps the "
+                raise ScheduleError(f"{_at_line(path, lines, b.entry)}: step {b.entry}: field 'at': partition at {b.at:g}s overlaps the "
                                     f"partition of step {a.entry} ({a.at:g}s-{a.at + a.duration:g}s); "
                                     f"partitions must not overlap")
             if a.kind in PROCESS_KINDS and b.kind in PROCESS_KINDS:
@@ -210,6 +221,6 @@ def _check_overlaps(path: Path, steps: list[Step]) -> None:
                 if same or (a.targets is None and b.targets is None and
                             FAULTS[a.fault][1] == FAULTS[b.fault][1] != "broker"):
                     who = ", ".join(sorted(same)) or FAULTS[a.fault][1]
-                    raise ScheduleError(f"{path}: step {b.entry}: field 'targets': overlaps step {a.entry} on "
+                    raise ScheduleError(f"{_at_line(path, lines, b.entry)}: step {b.entry}: field 'targets': overlaps step {a.entry} on "
                                         f"{who} ({a.at:g}s-{a.at + a.duration:g}s); one process fault per "
                                         f"node at a time")

@@ -84,7 +84,7 @@ def test_cross_field_checks(tmp_path):
     assert "key 'topic.replication_factor' must be between 1 and the number of nodes (2), got 3" in str(e.value)
     with pytest.raises(C.ConfigError) as e:
         C.build(None, {"min_insync_replicas": 4})
-    assert str(e.value) == ("command line: key 'broker.min_insync_replicas' must be between 1 and the "
+    assert str(e.value) == ("--min-insync-replicas: key 'broker.min_insync_replicas' must be between 1 and the "
                             "replication factor (3), got 4")
     assert C.build(None, {"nemesis": "power-loss"}).broker_settings()["power_loss"] is True
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import itertools
+import re
 from pathlib import Path
 
 import pytest
@@ -138,8 +139,22 @@ def test_bad_schedule_files_name_file_entry_and_field(tmp_path, body, message):
     p = _write(tmp_path, body)
     with pytest.raises(ScheduleError) as exc:
         load_schedule(p, NODES, partitions=3)
-    assert str(exc.value).startswith(f"{p}: {message}")
+    # entry errors name the line of that entry's [[step]] header; file-level ones only the file
+    step = re.match(r"step (\d+):", message)
+    if step:
+        header = [no for no, line in enumerate(body.splitlines(), 1) if line == "[[step]]"][int(step.group(1)) - 1]
+        assert str(exc.value).startswith(f"{p}:{header}: {message}")
+    else:
+        assert str(exc.value).startswith(f"{p}: {message}")
     assert "\n" not in str(exc.value)
+
+
+def test_schedule_error_names_the_line_of_the_step(tmp_path):
+    p = _write(tmp_path, '# faults\n\n[[step]]\nat = 1\nfault = "kill"\nduration = 1\n\n'
+                         '[[step]]\nat = 4\nfault = "kil"\nduration = 1\n')
+    with pytest.raises(ScheduleError) as exc:
+        load_schedule(p, NODES, partitions=3)
+    assert str(exc.value).startswith(f"{p}:8: step 2: field 'fault': unknown fault 'kil'")
 
 
 def test_unreadable_and_invalid_toml_files(tmp_path):
