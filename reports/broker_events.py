@@ -3,7 +3,8 @@
 Events carry wall-clock `ts` nanoseconds; test.json's `start_wall_ns` maps them to seconds since the test
 started. Per partition this gathers leadership (leader, epoch), ISR changes, truncations, role changes and
 each replica's HW over time (thinned to one point per replica per time slot, since a busy run logs an
-HW change per fetch). Lines that are not JSON objects are skipped and counted, not fatal: an event log
+HW change per fetch). The events table keeps its first rows and every leader change; the first row of
+each (partition, epoch) election carries the anchor `leader-p<partition>-e<epoch>`. Lines that are not JSON objects are skipped and counted, not fatal: an event log
 is evidence, and a broker killed mid-write tears its last line.
 """
 from __future__ import annotations
@@ -167,8 +168,21 @@ def read_broker_events(run_dir: Path, start_wall_ns: int | None, duration_s: flo
     ev.lifecycle.sort(key=lambda x: x[0])
     table.sort(key=lambda r: r["t"])
     ev.table_total = len(table)
-    ev.table = table[:MAX_TABLE_ROWS]
+    seen: set[tuple[int, Any]] = set()
+    for row in table:  # the first row of each election carries its anchor (stories link to it)
+        row["anchor"] = None
+        p, epoch = row["partition"], row["fields"].get("epoch")
+        if row["event"] == "leader-change" and isinstance(p, int) and epoch is not None and (p, epoch) not in seen:
+            seen.add((p, epoch))
+            row["anchor"] = leader_anchor(p, epoch)
+    # the first rows, and every election after them, so that no leader anchor is missing from the page
+    ev.table = table[:MAX_TABLE_ROWS] + [r for r in table[MAX_TABLE_ROWS:] if r["anchor"]]
     return ev
+
+
+def leader_anchor(partition: int, epoch: Any) -> str:
+    """The page id of a leader change in the events table: `leader-p<partition>-e<epoch>`."""
+    return f"leader-p{partition}-e{epoch}"
 
 
 def _first_ts(hw_raw: list[tuple[str, list[bytes]]]) -> int | None:

@@ -2,7 +2,10 @@
 
 All share the time axis (seconds since the test started) and the fault bands: every nemesis fault window
 shaded over the plot and labelled above it (labels that would overlap move to a second row, or keep only
-their hover title). Colours are CSS classes defined in the report's stylesheet.
+their hover title; a label near the right edge ends at the edge; each links to its row in the fault
+list). Under the timeline, one band per anomaly kind shows where all of its findings fall in time (the
+checker's histograms, reports/totals.py), not just the listed examples. Colours are CSS classes defined
+in the report's stylesheet.
 """
 from __future__ import annotations
 
@@ -11,12 +14,21 @@ import re
 from reports.broker_events import PartitionEvents
 from reports.history_scan import FaultWindow, HistorySummary
 from reports.svg import Frame, Linear, Log, esc, fmt_count, fmt_seconds, polyline_path, r1
+from reports.totals import KindBand, TimeAxis
 
 WIDTH = 1100
 LABEL_ROWS = 2
 LABEL_ROW_H = 13
 TOP = 8 + LABEL_ROWS * LABEL_ROW_H
 MAX_TITLED_POINTS = 1500
+LABEL_CHAR_W = 7.0  # a generous estimate of a band label character's width (10.5 px bold)
+KIND_ROW_H = 24     # one row per anomaly kind under the timeline: its name and count, then its band
+KIND_STRIP_H = 9
+
+
+def fault_anchor(fault_id: object) -> str:
+    """The page id of a fault window (its row in the fault list): `fault-<nemesis value.id>`."""
+    return f"fault-{fault_id}"
 
 
 def _x_scale(frame: Frame, duration_s: float) -> Linear:
@@ -37,21 +49,74 @@ def fault_bands(frame: Frame, x: Linear, faults: list[FaultWindow], *, labels: b
         if not labels:
             continue
         text = w.label
-        est = 7.0 * len(text)
+        est = LABEL_CHAR_W * len(text)
+        # a label that would run past the chart's right edge ends at the edge instead (right-aligned)
+        right_edge = frame.width - 2
+        start = min(x0, right_edge - est)
+        anchor = f' text-anchor="end"' if start < x0 else ""
+        tx = right_edge if start < x0 else x0
         for row in range(LABEL_ROWS):
-            if x0 > row_end[row] + 8:
+            if start > row_end[row] + 8:
                 y = frame.top - 4 - (LABEL_ROWS - 1 - row) * LABEL_ROW_H
-                out.append(f'<text class="band-label f-{esc(w.fault)}" x="{r1(x0)}" y="{r1(y)}">'
-                           f'{esc(text)}<title>{esc(title)}</title></text>')
-                row_end[row] = x0 + est
+                out.append(f'<a href="#{esc(fault_anchor(w.id))}"><text class="band-label f-{esc(w.fault)}" '
+                           f'x="{r1(tx)}" y="{r1(y)}"{anchor}>{esc(text)}<title>{esc(title)}</title></text></a>')
+                row_end[row] = start + est
                 break
     out.append("</g>")
     frame.add("".join(out))
 
 
-def timeline(summary: HistorySummary, markers: list[tuple[float, str, int]]) -> str:
-    """Every sampled client operation: completion time against latency, coloured ok / fail / info."""
-    frame = Frame(WIDTH, 330, top=TOP, label="Timeline of operations: latency by completion time")
+def kind_rows(frame: Frame, x: Linear, axis: TimeAxis, bands: list[KindBand], top: float) -> None:
+    """Under the timeline, one row per anomaly kind with findings: its name, count and time range, then a
+    strip shaded per time bucket by how many findings fall in it (darker: more), each bucket titled with
+    its count and time range. Findings with no operation time are only counted in the row's name."""
+    out = ['<g class="kinds">']
+    right = min(frame.right_x, x(axis.end_s)) if axis.end_s > 0 else frame.right_x
+    for n, b in enumerate(bands):
+        y = top + n * KIND_ROW_H
+        sy = y + KIND_ROW_H - KIND_STRIP_H - 3
+        what = "acknowledged" if b.kind == "lost-write" else "at"
+        label = (f"{b.kind}: {b.count:,}" + (f", {what} {fmt_span(b.first_s, b.last_s)}" if b.first_s is not None
+                                             else "") + (f", {b.untimed:,} with no time" if b.untimed else ""))
+        out.append(f'<g class="krow {"fails" if b.fails_run else "soft"}" data-kind="{esc(b.kind)}">'
+                   f'<a href="#kind-{esc(b.kind)}"><text class="kind-label" x="{r1(frame.left)}" y="{r1(sy - 3)}">'
+                   f'{esc(label)}</text></a>'
+                   f'<rect class="kstrip" x="{r1(frame.left)}" y="{r1(sy)}" width="{r1(max(right - frame.left, 1))}" '
+                   f'height="{KIND_STRIP_H}"/>')
+        top_count = max(b.counts, default=0) or 1
+        for i, c in enumerate(b.counts):
+            if not c:
+                continue
+            t0, t1 = axis.span(i)
+            x0 = max(frame.left, x(t0))
+            x1 = min(frame.right_x, max(x(t1), x0 + 1.5))
+            if x0 >= frame.right_x:
+                x0 = frame.right_x - 1.5
+            shade = 0.3 + 0.7 * c / top_count
+            tip = f"{b.kind}: {c:,} in {t0:.1f}–{t1:.1f} s"
+            out.append(f'<rect class="kcell" x="{r1(x0)}" y="{r1(sy)}" width="{r1(max(x1 - x0, 1.5))}" '
+                       f'height="{KIND_STRIP_H}" fill-opacity="{shade:.2f}"><title>{esc(tip)}</title></rect>')
+        out.append("</g>")
+    out.append("</g>")
+    frame.add("".join(out))
+
+
+def fmt_span(a: float | None, b: float | None) -> str:
+    """A time range in seconds since the start: '5.9–21 s', '6.2 s' when both ends round alike."""
+    if a is None or b is None:
+        return ""
+    fa, fb = f"{a:.3g}", f"{b:.3g}"
+    return f"{fa} s" if fa == fb else f"{fa}–{fb} s"
+
+
+def timeline(summary: HistorySummary, markers: list[tuple[float, str, int]],
+             axis: TimeAxis | None = None, bands: list[KindBand] = ()) -> str:
+    """Every sampled client operation: completion time against latency, coloured ok / fail / info; under
+    it, when results.json has the checker's histograms, one band per anomaly kind over the same time axis."""
+    bands = list(bands) if axis is not None else []
+    extra = KIND_ROW_H * len(bands) + 10 if bands else 0
+    frame = Frame(WIDTH, 330 + extra, top=TOP, bottom=30 + extra,
+                  label="Timeline of operations: latency by completion time")
     x = _x_scale(frame, summary.duration_s)
     lats = [p.latency_s for p in summary.points if p.latency_s > 0]
     lo = min(lats) if lats else 1e-4
@@ -91,6 +156,8 @@ def timeline(summary: HistorySummary, markers: list[tuple[float, str, int]]) -> 
                       f'{t:.3f} s</title></path></a>')
         mk.append("</g>")
         frame.add("".join(mk))
+    if bands:
+        kind_rows(frame, x, axis, bands, frame.bottom_y + 32)
     return frame.render()
 
 

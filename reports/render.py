@@ -21,6 +21,7 @@ from reports.config_summary import flatten, show, summary
 from reports.jsonfast import dumps_compact
 from reports.load import Run, load_run
 from reports.svg import fmt_count, fmt_seconds
+from reports.totals import kind_bands, partition_totals
 
 TEMPLATES = Path(__file__).parent / "templates"
 LATENCY_ORDER = ("send", "poll", "final-read")
@@ -155,13 +156,35 @@ def partition_rows(final_states: list, checked: list) -> list[dict[str, Any]]:
 
 
 def hot_partitions(run: Run) -> set[int]:
-    """Partitions with something to look at: divergence, lost writes, or any anomaly example."""
+    """Partitions with something to look at: divergence, lost writes, any anomaly counted or exemplified."""
     hot = {pv.partition for pv in run.partitions if pv.divergent_count or pv.lost}
+    hot |= {p for p, t in partition_totals(run.results).items() if t.bad}
     for body in ((run.results or {}).get("anomalies") or {}).values():
         for ex in (body.get("examples") or []) if isinstance(body, dict) else []:
             if isinstance(ex, dict) and isinstance(ex.get("partition"), int):
                 hot.add(ex["partition"])
     return hot
+
+
+def kind_partitions(totals: dict) -> dict[str, list[tuple[int, int, bool]]]:
+    """kind -> [(partition, count, from_examples)] for the per-partition line of each anomaly kind."""
+    out: dict[str, list[tuple[int, int, bool]]] = {}
+    for p, t in totals.items():
+        if t.lost:
+            out.setdefault("lost-write", []).append((p, t.lost, t.lost_from_examples))
+        for kind, n in t.kinds.items():
+            out.setdefault(kind, []).append((p, n, kind in t.kinds_from_examples))
+    return out
+
+
+def unique_fault_ids(faults: list) -> set[int]:
+    """Positions of the fault windows that carry the `fault-<id>` anchor: the first window of each id."""
+    seen, keep = set(), set()
+    for i, w in enumerate(faults):
+        if str(w.id) not in seen:
+            seen.add(str(w.id))
+            keep.add(i)
+    return keep
 
 
 def partition_nodes(pe, nodes: list[str], controllers: set[str]) -> list[str]:
@@ -193,6 +216,8 @@ def context(run: Run) -> dict[str, Any]:
     anchors = {(pv.partition, row.offset) for pv in run.partitions for row in pv.rows
                if getattr(row, "anchor", False)}
     kinds = anomaly_kinds(run.results, anchors)
+    totals = partition_totals(run.results)
+    axis, bands = kind_bands(run.results)
     totals_rows = []
     for f in sorted(h.totals, key=lambda f: (LATENCY_ORDER + ("assign",)).index(f)
                     if f in LATENCY_ORDER + ("assign",) else 9):
@@ -225,7 +250,15 @@ def context(run: Run) -> dict[str, Any]:
         "notes": run.notes,
         "h": h,
         "totals_rows": totals_rows,
-        "timeline_svg": Markup(charts.timeline(h, markers)),
+        "timeline_svg": Markup(charts.timeline(h, markers, axis, bands)),
+        "kind_bands": bands,
+        "time_axis": axis,
+        "totals": totals,
+        "kind_partitions": kind_partitions(totals),
+        "view_partitions": {pv.partition for pv in run.partitions},
+        "span": charts.fmt_span,
+        "fault_anchor": charts.fault_anchor,
+        "fault_ids": unique_fault_ids(h.faults),
         "throughput_svg": Markup(charts.throughput(h)),
         "latency_svgs": [(f, Markup(charts.latency(h, f))) for f in latency_fs],
         "fault_kinds": charts.legend_items(h.faults),

@@ -6,10 +6,21 @@ n1 comes back and truncates (HW truncation), so 7 and 8 are lost; n3 was partiti
 7 and 8 at offsets 7-8 above its HW: divergence at offsets 7 and 8. Partition 1 is healthy. Strings
 carrying an XSS payload appear in the test name, a config value, an error, a nemesis detail, a broker
 event, a checker example field and a replica record value.
+
+The "lossy2" run is the invalid one with losses in two partitions, like issue 15's run: partition 1's
+replicas agree on [101, 102, 103, <payload>], so the acknowledged 104, 105 and 106 (offsets 3-5) are
+lost silently; the checker lists only one lost-write example per partition (2 of 5), so counting examples
+would say partition 1 lost 1. A pause of every broker starts at 7.9 s and never stops, so the last fault
+label sits at the timeline's right edge.
+
+results.json carries the checker's totals (time_axis, by_partition, histogram, ack_times, partitions[].lost)
+computed here by docs/formats.md's rules; `old_format=True` leaves them out, as results.json files written
+before they existed do.
 """
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -55,16 +66,45 @@ def _events(run: Path, node: str, events: list[tuple[float, str, dict]]) -> None
     (d / "stdout.log").write_text(f"{node} started\n")
 
 
+BUCKETS_S = (0.1, 0.2, 0.5, 1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 21600, 86400)
+
+
+def time_axis(end_ns: int) -> dict[str, Any]:
+    """results.json `time_axis` for a history whose last operation is at end_ns (docs/formats.md)."""
+    for b in BUCKETS_S:
+        b_ns = int(round(b * S))
+        if math.ceil(end_ns / b_ns) <= 100:
+            break
+    return {"start_s": 0.0, "end_s": end_ns / S, "bucket_s": b, "buckets": max(1, -(-end_ns // b_ns))}
+
+
+def totals(axis: dict[str, Any], findings: list[tuple[int, int | None]]) -> dict[str, Any]:
+    """`by_partition` and `histogram` of one kind from all its findings: (partition, operation time ns)."""
+    b_ns, n = int(round(axis["bucket_s"] * S)), axis["buckets"]
+    counts, untimed, by_partition = [0] * n, 0, {}
+    for p, t in findings:
+        by_partition[str(p)] = by_partition.get(str(p), 0) + 1
+        if t is None:
+            untimed += 1
+        else:
+            counts[min(t // b_ns, n - 1)] += 1
+    return {"by_partition": by_partition, "histogram": {"counts": counts, "untimed": untimed}}
+
+
 def make_run(results_root: Path, kind: str = "invalid", *, name: str | None = None,
-             timestamp: str = "20261121T224501Z", start_offset_s: int = 0, test_name: str | None = None) -> Path:
-    """A run directory under results_root/<name>/<timestamp>; kind: invalid, valid, unknown or unchecked.
+             timestamp: str = "20261121T224501Z", start_offset_s: int = 0, test_name: str | None = None,
+             old_format: bool = False) -> Path:
+    """A run directory under results_root/<name>/<timestamp>; kind: invalid, lossy2, valid, unknown or
+    unchecked.
 
     test_name: the name recorded in test.json when it must differ from the directory (e.g. markup in it).
+    old_format: results.json without the checker's totals (as written before issue 15).
     """
-    name = name or {"invalid": "hw-truncation", "valid": "leader-epoch"}.get(kind, "chaos")
+    name = name or {"invalid": "hw-truncation", "lossy2": "hw-truncation-2p", "valid": "leader-epoch"}.get(kind, "chaos")
     run = Path(results_root) / name / timestamp
     run.mkdir(parents=True)
-    lossy = kind == "invalid"
+    lossy = kind in ("invalid", "lossy2")
+    two = kind == "lossy2"
     h = HistoryBuilder()
     acks: dict[int, int] = {}
     t = 0.1
@@ -110,6 +150,12 @@ def make_run(results_root: Path, kind: str = "invalid", *, name: str | None = No
         t += 0.2
     h.add(7.5, "nemesis", "invoke", "heal", {"fault": "partition", "phase": "stop", "id": 2, "targets": ["n3"]})
     h.add(7.51, "nemesis", "info", "heal", {"fault": "partition", "phase": "stop", "id": 2, "targets": ["n3"]})
+    if two:  # a fault that starts just before the end and never stops: its label is at the right edge
+        h.add(7.9, "nemesis", "invoke", "pause", {"fault": "pause", "phase": "start", "id": 3,
+                                                  "targets": list(NODES)})
+        h.add(7.91, "nemesis", "info", "pause", {"fault": "pause", "phase": "start", "id": 3, "targets": list(NODES),
+                                                 "detail": "SIGSTOP all brokers"})
+    p1_final = [101, 102, 103, XSS] if two else list(range(101, 106)) + [XSS]
     # final reads and final state
     p0_final = list(range(7)) + ([10, 11, 12] if lossy else [7, 8, 10, 11, 12])
     h.add(8.0, 4, "invoke", "final-read", {"partition": 0, "offset": 0})
@@ -117,12 +163,13 @@ def make_run(results_root: Path, kind: str = "invalid", *, name: str | None = No
                                         "hw": len(p0_final), "epoch": 1})
     h.add(8.02, 4, "invoke", "final-read", {"partition": 1, "offset": 0})
     h.add(8.03, 4, "ok", "final-read", {"partition": 1, "offset": 0,
-                                        "records": [[o, v] for o, v in enumerate(range(101, 107))], "hw": 6, "epoch": 0})
+                                        "records": [[o, v] for o, v in enumerate(p1_final)], "hw": len(p1_final),
+                                        "epoch": 0})
     finals = [
         {"partition": 0, "recovered": kind != "unknown", "hw": len(p0_final), "leader": "n2", "epoch": 1,
          "isr": ["n1", "n2", "n3"], "replicas": {n: {"leo": len(p0_final), "hw": len(p0_final)} for n in NODES}},
-        {"partition": 1, "recovered": True, "hw": 6, "leader": "n2", "epoch": 0, "isr": ["n1", "n2", "n3"],
-         "replicas": {n: {"leo": 6, "hw": 6} for n in NODES}},
+        {"partition": 1, "recovered": True, "hw": len(p1_final), "leader": "n2", "epoch": 0,
+         "isr": ["n1", "n2", "n3"], "replicas": {n: {"leo": len(p1_final), "hw": len(p1_final)} for n in NODES}},
     ]
     for fs in finals:
         h.add(8.1, "harness", "info", "final-state", fs)
@@ -140,9 +187,9 @@ def make_run(results_root: Path, kind: str = "invalid", *, name: str | None = No
         _dump(run, "n3", 0, [(v, 0) for v in range(9)], 7, [[0, 0]])
     else:
         _dump(run, "n3", 0, p0, len(p0), epochs0)
-    p1 = [(v, 0) for v in range(101, 106)] + [(XSS, 0)]
+    p1 = [(v, 0) for v in p1_final]
     for n in NODES:
-        _dump(run, n, 1, p1, 6, [[0, 0]])
+        _dump(run, n, 1, p1, len(p1), [[0, 0]])
 
     # broker event logs
     _events(run, "controller", [  # the controller names brokers by number, as the real one does
@@ -185,27 +232,49 @@ def make_run(results_root: Path, kind: str = "invalid", *, name: str | None = No
         return run
     kinds = ("lost-write", "failed-write-present", "divergence", "inconsistent-offset", "duplicate",
              "nonmonotonic-send", "poll-skip", "nonmonotonic-poll", "dirty-read", "aborted-read", "hw-regression")
+    axis = time_axis(max(op["time"] for op in h.ops))
+    found: dict[str, list[tuple[int, int | None]]] = {k: [] for k in kinds}
     anomalies = {k: {"count": 0, "fails_run": True, "examples": []} for k in kinds}
+    lost = ([(0, v) for v in (7, 8)] if lossy else []) + ([(1, v) for v in (104, 105, 106)] if two else [])
     if lossy:
-        anomalies["lost-write"] = {"count": 2, "fails_run": True, "examples": [
-            {"partition": 0, "value": v, "offset": v, "index": acks[v], "time": h.ops[acks[v]]["time"],
-             "epoch": 0, "note": XSS} for v in (7, 8)]}
+        def lost_example(p: int, v: int) -> dict[str, Any]:
+            op = h.ops[acks[v]]
+            on = {n: {"value_at": v if (p, n) == (0, "n3") else None, "at_offset": op["value"]["offset"]}
+                  for n in NODES}
+            return {"partition": p, "value": v, "offset": op["value"]["offset"], "index": acks[v],
+                    "time": op["time"], "epoch": 0, "note": XSS, "replicas": on}
+        listed = [(0, 7), (1, 104)] if two else lost  # the checker's first examples, not all of them
+        anomalies["lost-write"] = {"count": len(lost), "fails_run": True,
+                                   "examples": [lost_example(p, v) for p, v in listed]}
+        found["lost-write"] = [(p, h.ops[acks[v]]["time"]) for p, v in lost]
         anomalies["divergence"] = {"count": 2, "fails_run": True, "examples": [
             {"partition": 0, "offset": o, "committed": False, "replicas": {"n1": v, "n2": v, "n3": o}}
             for o, v in ((7, 10), (8, 11))]}
-    valid: Any = {"invalid": False, "valid": True, "unknown": "unknown"}[kind]
+        found["divergence"] = [(0, None), (0, None)]  # about replica logs, not an operation: untimed
+    lost_by: dict[int, list[int]] = {}
+    for p, v in lost:
+        lost_by.setdefault(p, []).append(h.ops[acks[v]]["time"])
+    if not old_format:
+        for k in kinds:
+            anomalies[k].update(totals(axis, found[k]))
+        anomalies["lost-write"]["ack_times"] = {
+            str(p): {"first_s": round(min(ts) / S, 6), "last_s": round(max(ts) / S, 6)} for p, ts in lost_by.items()}
+    valid: Any = {"invalid": False, "lossy2": False, "valid": True, "unknown": "unknown"}[kind]
+    parts = [{"partition": 0, "recovered": kind != "unknown", "hw": len(p0), "acked": 12, "committed": len(p0)},
+             {"partition": 1, "recovered": True, "hw": len(p1), "acked": 6, "committed": len(p1)}]
+    if not old_format:
+        for item in parts:
+            item["lost"] = len(lost_by.get(item["partition"], []))
     results = {
         "valid": valid, "failing_kinds": ["lost-write", "divergence"] if lossy else [],
         "anomalies": anomalies,
         "unseen": {"count": 3 if kind == "unknown" else 0, "partitions": [0] if kind == "unknown" else []},
-        "partitions": [{"partition": 0, "recovered": kind != "unknown", "hw": len(p0), "acked": 12 if lossy else 12,
-                        "committed": len(p0)},
-                       {"partition": 1, "recovered": True, "hw": 6, "acked": 6, "committed": 6}],
+        "partitions": parts,
         "stats": {"ops": {"send": {"ok": 18, "fail": 1, "info": 1}},
                   "availability": {"in_fault": 0.7, "outside_fault": 1.0}},
         "checker": {"engine": "reference", "elapsed_s": 0.1, "version": "0.1.0"},
     }
+    if not old_format:
+        results["time_axis"] = axis
     (run / "results.json").write_text(json.dumps(results, indent=2))
     return run
-
-
