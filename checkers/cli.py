@@ -68,11 +68,7 @@ def check(run_dir: Path, spark_master: str | None, engine: str, lenient: bool, e
     finally:
         if progress is not None:
             progress.stop()
-    skipped = sum(doc["input"].get("skipped_lines", {}).values())
-    line = results_mod.summary_line(doc)
-    if skipped:
-        line += f" ({skipped} malformed lines skipped)"
-    click.echo(line)
+    click.echo(results_mod.verdict_line(doc, exit_code=exit_code(doc)))
     sys.exit(exit_code(doc))
 
 

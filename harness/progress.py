@@ -1,8 +1,13 @@
-"""Live progress of a run: operation counts from the history, and a display.
+"""Live progress of a run: operation counts from the history, the run's phases and their times, and a
+display that follows the run to its end.
 
-`Stats` listens to the History and counts client completions by type; `Display` shows elapsed/remaining
-time, ok/fail/info counts and the active faults: a rich live panel on a terminal, a plain line every few
-seconds otherwise (logs, CI).
+`Stats` listens to the History and counts client completions by type. `PhaseClock` knows which phase a
+run is in (setting up, workload, final wait, collecting replicas, checking and the checker's own phases,
+writing report), since when, and how long each finished phase took. `Display` shows elapsed/remaining
+time, ok/fail/info counts, the active faults and the current phase with its elapsed time: a rich live
+panel on a terminal, redrawn by its own thread so it never freezes while the run is busy; otherwise
+(logs, CI) plain lines: one every few seconds during the workload, one per finished phase after it. On
+`close()` it prints a summary of the phase times.
 """
 from __future__ import annotations
 
@@ -12,6 +17,24 @@ import time
 from typing import Any, Callable
 
 from harness import runformat
+
+# what the display calls each phase (RunSession.phase names, see harness/runner.py)
+PHASE_LABELS = {
+    "setup": "setting up",
+    "provision": "provisioning",
+    "running": "workload",
+    "steps": "scenario steps",
+    "final": "final wait",
+    "final-reads": "final reads",
+    "collect": "collecting replicas",
+    "check": "checking",
+    "report": "writing report",
+    "done": "done",
+}
+
+
+def phase_label(name: str | None) -> str:
+    return PHASE_LABELS.get(name or "", name or "?")
 
 
 class Stats:
@@ -37,6 +60,78 @@ class Stats:
             return {f: dict(c) for f, c in self.counts.items()}
 
 
+class PhaseClock:
+    """The current phase (and step within it, e.g. the checker's phases), since when, and the time every
+    finished phase took, in order. `start(name)` ends the current phase; `step(text)` starts a step
+    within it; `finish()` ends the last. Thread-safe: the run sets phases, the display reads them."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic):
+        self.clock = clock
+        self._lock = threading.Lock()
+        self.name: str | None = None
+        self._since = clock()
+        self.detail: str | None = None
+        self._detail_since = self._since
+        self.durations: list[tuple[str, float]] = []       # (phase name, seconds), in order
+        self.steps: list[tuple[str, str, float]] = []       # (phase name, step, seconds), in order
+        self.ended: list[tuple[str, str | None, float]] = []  # both, as they ended (step None: the phase)
+
+    def _end_step(self, now: float) -> None:
+        if self.detail is not None and self.name is not None:
+            self.steps.append((self.name, self.detail, now - self._detail_since))
+            self.ended.append(self.steps[-1])
+        self.detail = None
+
+    def start(self, name: str | None) -> None:
+        with self._lock:
+            now = self.clock()
+            if name == self.name:
+                return
+            self._end_step(now)
+            if self.name is not None:
+                self.durations.append((self.name, now - self._since))
+                self.ended.append((self.name, None, now - self._since))
+            self.name, self._since, self._detail_since = name, now, now
+
+    def step(self, text: str) -> None:
+        with self._lock:
+            now = self.clock()
+            self._end_step(now)
+            self.detail, self._detail_since = text, now
+
+    def finish(self) -> None:
+        self.start(None)
+
+    def snapshot(self) -> dict[str, Any]:
+        """{"name", "label", "elapsed", "detail", "detail_elapsed", "durations", "steps", "ended"}."""
+        with self._lock:
+            now = self.clock()
+            return {"name": self.name, "label": phase_label(self.name), "elapsed": now - self._since,
+                    "detail": self.detail, "detail_elapsed": now - self._detail_since if self.detail else None,
+                    "durations": list(self.durations), "steps": list(self.steps),
+                    "ended": list(self.ended)}
+
+
+def step_text(label: str, step: str) -> str:
+    """A step within a phase: `checking: statistics` (a step already naming its phase stays as it is)."""
+    return step if step.startswith(label) else f"{label}: {step}"
+
+
+def phase_text(ph: dict[str, Any]) -> str:
+    """The current phase with its elapsed time: `final wait 12.3 s`, `checking: statistics 3.2 s`."""
+    if ph.get("detail"):
+        return f"{step_text(ph['label'], ph['detail'])} {ph['detail_elapsed']:.1f} s"
+    return f"{ph['label']} {ph['elapsed']:.1f} s"
+
+
+def phases_summary(durations: list[tuple[str, float]]) -> str:
+    """`phases: workload 20.0 s · final wait 12.3 s · ... (total 38.1 s)`."""
+    shown = [(n, s) for n, s in durations if n not in ("done", None)]
+    total = sum(s for _n, s in durations)
+    return ("phases: " + " · ".join(f"{phase_label(n)} {s:.1f} s" for n, s in shown)
+            + f" (total {total:.1f} s)")
+
+
 def summary_line(p: dict[str, Any]) -> str:
     counts = p.get("counts", {})
     parts = []
@@ -50,29 +145,52 @@ def summary_line(p: dict[str, Any]) -> str:
     return f"[{p.get('phase', '?'):>8}] elapsed {p.get('elapsed', 0):5.1f}s{rem} | {' | '.join(parts) or 'no ops yet'} | faults: {faults}"
 
 
+class _Renderable:
+    """Rebuilt on every refresh of the live panel (so its own thread shows the current phase)."""
+
+    def __init__(self, display: "Display"):
+        self.display = display
+
+    def __rich__(self):
+        return self.display._render()
+
+
 class Display:
-    """Call `update()` periodically from the main thread; `close()` at the end."""
+    """Follows a run from `source()` (RunSession.progress: name, phase, elapsed, remaining, counts, faults
+    and `phases`, a PhaseClock snapshot). Call `update()` as often as you like; `start()` runs a thread
+    that keeps it going while the run is busy elsewhere; `close()` at the end."""
 
     def __init__(self, source: Callable[[], dict[str, Any]], *, stream=None, interval_s: float = 5.0,
-                 force_plain: bool = False):
+                 force_plain: bool = False, clock: Callable[[], float] = time.monotonic):
         self.source = source
         self.stream = stream or sys.stderr
         self.interval_s = interval_s
+        self.clock = clock
         self.plain = force_plain or not getattr(self.stream, "isatty", lambda: False)()
         self._last = float("-inf")
+        self._lock = threading.Lock()
+        self._printed = 0                 # ended phases and steps already printed as lines (plain)
+        self._last_p: dict[str, Any] | None = None
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
         self._live = None
         if not self.plain:
             from rich.console import Console
             from rich.live import Live
-            self._live = Live(self._render(), console=Console(file=self.stream), refresh_per_second=4,
-                              transient=False)
+            self._console = Console(file=self.stream)
+            self._live = Live(_Renderable(self), console=self._console, refresh_per_second=4, transient=False)
             self._live.start()
 
     def _render(self):
+        from rich.console import Group
         from rich.markup import escape
         from rich.table import Table
+        from rich.text import Text
         p = self.source()
-        t = Table(title=escape(f"highwater {p.get('name', '')} [{p.get('phase', '?')}]"), show_header=True)
+        ph = p.get("phases")
+        doing = phase_text(ph) if ph and ph.get("name") else p.get("phase", "?")
+        head = Text(f"highwater {p.get('name', '')} · {doing}", style="bold", no_wrap=True, overflow="ellipsis")
+        t = Table(show_header=True)
         t.add_column("op")
         for col in ("ok", "fail", "info"):
             t.add_column(col, justify="right")
@@ -82,21 +200,61 @@ class Display:
         t.caption = (f"elapsed {p.get('elapsed', 0):.1f}s"
                      + (f"  remaining {remaining:.1f}s" if remaining is not None else "")
                      + escape(f"  faults: {', '.join(p.get('faults') or []) or 'none'}"))
-        return t
+        return Group(head, t)
+
+    def _plain_phase_lines(self, p: dict[str, Any]) -> list[str]:
+        """One line per phase (and checker step) finished since the last call."""
+        ph = p.get("phases")
+        if not ph:
+            return []
+        ended = ph.get("ended") or []
+        lines = [f"highwater: {step_text(phase_label(name), step) if step else phase_label(name)} {s:.1f} s"
+                 for name, step, s in ended[self._printed:]]
+        self._printed = len(ended)
+        return lines
 
     def update(self, force: bool = False) -> None:
         if self._live is not None:
-            self._live.update(self._render())
+            self._live.refresh()
             return
-        now = time.monotonic()
-        if force or now - self._last >= self.interval_s:
-            self._last = now
-            print(summary_line(self.source()), file=self.stream, flush=True)
+        with self._lock:
+            p = self.source()
+            self._last_p = p
+            lines = self._plain_phase_lines(p)
+            now = self.clock()
+            if force or (p.get("phase") == "running" and now - self._last >= self.interval_s):
+                self._last = now
+                lines.append(summary_line(p))
+            for line in lines:
+                print(line, file=self.stream, flush=True)
+
+    def _tick(self, every_s: float) -> None:
+        while not self._stop.wait(every_s):
+            try:
+                self.update()
+            except Exception:  # noqa: BLE001 - the display must never break a run
+                pass
+
+    def start(self, every_s: float = 0.25) -> "Display":
+        """Keep the display going from a thread of its own (the run's final phases block the caller)."""
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._tick, args=(every_s,), name="progress", daemon=True)
+            self._thread.start()
+        return self
 
     def close(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            self._thread = None
         if self._live is not None:
-            self._live.update(self._render())
+            self._live.refresh()
             self._live.stop()
             self._live = None
+            p = self.source()
         else:
             self.update(force=True)
+            p = self._last_p or self.source()
+        ph = p.get("phases")
+        if ph and ph["durations"]:
+            print(f"highwater: {phases_summary(ph['durations'])}", file=self.stream, flush=True)

@@ -16,9 +16,6 @@ import click
 from harness import config as config_mod
 from harness.cli import EXIT_INTERNAL, EXIT_USAGE
 
-_VERDICT = {0: "valid", 1: "anomalies found", 2: "unknown", 254: "bad configuration", 255: "internal error"}
-
-
 def install_signal_handlers(session) -> dict:
     """Route SIGINT/SIGTERM to session.request_interrupt. Returns the previous handlers."""
     previous = {}
@@ -44,15 +41,19 @@ def found_kinds(results: dict | None) -> list[str]:
                   if a.get("count", 0) > 0 and a.get("fails_run", True))
 
 
-def finish_output(outcome) -> int:
+def finish_output(outcome, reasons: list[str] | None = None) -> int:
+    """The problems, the run directory, then the verdict line (checkers/results.py verdict_line, the
+    format `highwater check` prints too) on stderr; the report's path on stdout. `reasons`: what else
+    made the outcome unknown (default: when the run was not checked, the interrupt or its problems)."""
+    from checkers.results import verdict_line
+
     for problem in outcome.problems:
         click.echo(f"highwater: {problem}", err=True)
-    if outcome.results is not None:
-        kinds = found_kinds(outcome.results)
-        click.echo(f"highwater: verdict: valid={outcome.results.get('valid')}"
-                   + (f"; anomalies: {', '.join(kinds)}" if kinds else "; no anomalies"), err=True)
-    click.echo(f"highwater: {_VERDICT.get(outcome.exit_code, outcome.exit_code)} (exit {outcome.exit_code}); "
-               f"run directory {outcome.run_dir}", err=True)
+    click.echo(f"highwater: run directory {outcome.run_dir}", err=True)
+    if reasons is None:
+        reasons = [] if outcome.results is not None else (
+            ["interrupted"] if getattr(outcome, "interrupted", False) else list(outcome.problems))
+    click.echo(verdict_line(outcome.results, exit_code=outcome.exit_code, reasons=reasons), err=True)
     # the last stdout line is the report when one was written (an interrupted run skips the checker and
     # may have none), else the run directory, which still holds a checkable history
     report = outcome.report if outcome.report and Path(outcome.report).exists() else outcome.run_dir
@@ -107,7 +108,7 @@ def run(test_file, plain, **flags) -> int:
     def hook(session):
         state["session"] = session
         state["previous"] = install_signal_handlers(session)
-        state["display"] = Display(session.progress, force_plain=plain)
+        state["display"] = Display(session.progress, force_plain=plain).start()
         click.echo(f"highwater: run {session.run.run_id} in {session.run.path} "
                    f"(seed {session.cfg.seed}, {cfg.broker.truncation}, acks={cfg.client.acks}, "
                    f"min.insync.replicas={cfg.broker.min_insync_replicas}, faults "

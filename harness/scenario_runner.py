@@ -228,6 +228,9 @@ class ScenarioRunner:
                 break
             entry = {"step": step.number, "do": step.do, "args": _jsonable(step.args), "note": step.note,
                      "start_ns": self.history.elapsed_ns()}
+            phases = getattr(self.session, "phases", None)
+            if phases is not None:          # the progress display names the step being played
+                phases.step(step.describe())
             try:
                 detail = self.do_step(step)
                 entry.update(outcome="ok", detail=detail)

@@ -29,6 +29,7 @@ from typing import Any, Callable
 from harness import runformat, store
 from harness.suite_expect import RepeatResult, evaluate, repeat_from_results, suite_exit_code
 from harness.suite_file import Suite, SuiteConfig
+from checkers.results import verdict_line
 
 SUITES_DIR = "suites"
 SUMMARY_JSON = "suite.json"
@@ -155,9 +156,8 @@ class SuiteRun:
                          f"({c.expect.describe()}, {c.column}, {c.cfg.time_limit:g}s)")
                 outcome.repeats.append(self.run_one(c, k))
                 r = outcome.repeats[-1]
-                self.say(f"[{i}/{total}] {c.name}: repeat {k}: valid={r.valid} "
-                         f"{', '.join(f'{kk}={v}' for kk, v in sorted(r.counts.items())) or 'no anomalies'} "
-                         f"({r.elapsed_s:.0f}s)")
+                line = r.line or verdict_line(None, exit_code=r.exit_code, reasons=r.problems, prefix="")
+                self.say(f"[{i}/{total}] {c.name}: repeat {k}: {line} · {r.elapsed_s:.0f} s in all")
             outcome.elapsed_s = self.clock() - t0
             if not outcome.repeats:
                 outcome.status, outcome.message = "skipped", "not run: the suite was interrupted"

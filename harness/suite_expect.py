@@ -34,6 +34,7 @@ class RepeatResult:
     elapsed_s: float = 0.0
     problems: list[str] = field(default_factory=list)
     allowed: list[str] = field(default_factory=list)       # kinds counted but not failing the run (policy)
+    line: str = field(default="", compare=False)           # the verdict line (not in suite.json)
 
     @property
     def found(self) -> set[str]:
@@ -62,6 +63,9 @@ class RepeatResult:
 
 def repeat_from_results(index: int, exit_code: int, results: dict[str, Any] | None, **extra) -> RepeatResult:
     """A RepeatResult from a run's exit code and its results.json document (None when not checked)."""
+    from checkers.results import verdict_line
+    extra.setdefault("line", verdict_line(results, exit_code=exit_code, prefix="",
+                                          reasons=[] if results is not None else extra.get("problems") or []))
     if results is None:
         return RepeatResult(index=index, exit_code=exit_code, valid=None, **extra)
     counts, allowed = {}, []

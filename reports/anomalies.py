@@ -2,12 +2,15 @@
 
 Examples are rendered generically: the fields the report knows come first (partition, offset, value,
 index, time), any other field the checker adds is shown as its own column. Fields naming history
-entries (`index`, `*_index`, `indices`, `*_indices`) become links to the history excerpt.
+entries (`index`, `*_index`, `indices`, `*_indices`) become links to the history excerpt. Each example
+shown can carry a story of what happened around it (reports/story.py), rendered here as escaped HTML.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
+
+from markupsafe import Markup, escape
 
 from harness import runformat
 from reports.jsonfast import dumps_compact
@@ -122,6 +125,20 @@ class AnomalyKind:
     rows: list[list[ExampleCell]]
     more: int  # examples the checker counted but the report does not list
     reported: bool = True
+    stories: list[Markup] = field(default_factory=list)  # per row: what happened (reports/story.py), or ""
+
+
+def story_html(story: Any) -> Markup:
+    """A reports.story.Story as HTML: its text escaped, its links <a href="#..."> (href escaped too)."""
+    if story is None:
+        return Markup("")
+    out = []
+    for seg in story.segments:
+        if seg.href:
+            out.append(Markup('<a class="story-link" href="{}">{}</a>').format(seg.href, seg.text))
+        else:
+            out.append(escape(seg.text))
+    return Markup("").join(out)
 
 
 def _scalar(value: Any, key: str | None) -> str:
@@ -185,11 +202,12 @@ def _cell(name: str, value: Any) -> ExampleCell:
     return ExampleCell(_tokens(value, name, 0))
 
 
-def anomaly_kinds(results: dict[str, Any] | None, offset_anchors: set[tuple[int, int]] = frozenset()
-                  ) -> list[AnomalyKind]:
+def anomaly_kinds(results: dict[str, Any] | None, offset_anchors: set[tuple[int, int]] = frozenset(),
+                  story: Callable[[str, dict[str, Any]], Any] | None = None) -> list[AnomalyKind]:
     """Every anomaly kind (the known ones always, in the documented order), with example rows.
 
     offset_anchors: (partition, offset) rows present in the replica logs; an example's offset links there.
+    story: (kind, example) -> reports.story.Story or None, told under each example shown.
     """
     present = dict(_kinds(results))
     names = list(runformat.ANOMALY_KINDS) + [k for k in present if k not in runformat.ANOMALY_KINDS]
@@ -215,9 +233,10 @@ def anomaly_kinds(results: dict[str, Any] | None, offset_anchors: set[tuple[int,
             rows.append(row)
         count = body.get("count")
         count = count if isinstance(count, int) else len(examples)
+        stories = [story_html(story(kind, e)) for e in shown] if story is not None else []
         out.append(AnomalyKind(kind, count, bool(body.get("fails_run", True)),
                                EXPLANATIONS.get(kind, "A kind of anomaly this report has no description of."),
-                               columns, rows, max(0, count - len(shown))))
+                               columns, rows, max(0, count - len(shown)), stories=stories))
     return out
 
 

@@ -20,6 +20,7 @@ from reports.anomalies import anomaly_kinds, example_times, referenced_indexes
 from reports.config_summary import flatten, show, summary
 from reports.jsonfast import dumps_compact
 from reports.load import Run, load_run
+from reports.story import page_teller
 from reports.svg import fmt_count, fmt_seconds
 from reports.totals import kind_bands, partition_totals
 
@@ -215,7 +216,7 @@ def context(run: Run) -> dict[str, Any]:
         f for f in h.latency if f not in LATENCY_ORDER and f != "assign" and f in enough)
     anchors = {(pv.partition, row.offset) for pv in run.partitions for row in pv.rows
                if getattr(row, "anchor", False)}
-    kinds = anomaly_kinds(run.results, anchors)
+    kinds = anomaly_kinds(run.results, anchors, story=page_teller(run))
     totals = partition_totals(run.results)
     axis, bands = kind_bands(run.results)
     totals_rows = []

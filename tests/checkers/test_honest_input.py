@@ -17,7 +17,7 @@ from harness import runformat as rf
 from harness.runformat import FormatError
 from checkers import ingest
 from checkers.check import check_run
-from checkers.results import summary_line
+from checkers.results import verdict_line
 from checkers.simulate import RunBuilder
 
 import checker_scenarios as sc
@@ -61,7 +61,8 @@ def test_lenient_skipped_history_line_is_unknown_and_named(tmp_path):
     assert res["input"]["problems"] == [{"file": "history.jsonl", "line": last_poll + 1, "kind": "skipped",
                                          "message": message}]
     assert all(a["count"] == 0 for a in res["anomalies"].values())
-    assert summary_line(res).startswith(f"UNKNOWN: no anomalies; not checked: history.jsonl:{last_poll + 1}: {message} [")
+    assert verdict_line(res).startswith(f"highwater: UNKNOWN (exit 2): no anomalies · 1 unknown reason: "
+                                        f"history.jsonl:{last_poll + 1}: {message} · ")
     # a strict check does not reuse the tables the lenient one converted: it stops at the line again
     with pytest.raises(FormatError, match=rf"history.jsonl:{last_poll + 1}: "):
         check_run(run, engine="reference")

@@ -2,9 +2,10 @@
 from __future__ import annotations
 
 import io
+import time
 
 from harness.history import History
-from harness.progress import Display, Stats, summary_line
+from harness.progress import Display, PhaseClock, Stats, phase_text, phases_summary, step_text, summary_line
 
 
 def test_stats_count_completions_by_f_and_type(tmp_path):
@@ -37,3 +38,151 @@ def test_plain_display_lines():
     d.close()                       # the closing line is always printed
     assert out.getvalue().count("\n") == 2
     assert out.getvalue().splitlines()[0] == summary_line(p)
+
+
+class FakeClock:
+    def __init__(self):
+        self.t = 100.0
+
+    def __call__(self) -> float:
+        return self.t
+
+    def advance(self, s: float) -> None:
+        self.t += s
+
+
+class TtyStream(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def _source(clock: PhaseClock, phase: dict):
+    return lambda: {"name": "chaos", "phase": clock.name, "elapsed": 0.0, "remaining": None, "faults": [],
+                    "counts": {"send": {"ok": 5, "fail": 0, "info": 1}}, "phases": clock.snapshot(), **phase}
+
+
+def test_phase_clock_names_each_phase_with_its_time():
+    t = FakeClock()
+    ph = PhaseClock(clock=t)
+    ph.start("running")
+    t.advance(20.0)
+    ph.start("final")
+    t.advance(12.3)
+    assert phase_text(ph.snapshot()) == "final wait 12.3 s"
+    ph.start("final")                     # the same phase again: still running, not restarted
+    t.advance(0.5)
+    assert phase_text(ph.snapshot()) == "final wait 12.8 s"
+    ph.start("collect")
+    t.advance(1.1)
+    assert phase_text(ph.snapshot()) == "collecting replicas 1.1 s"
+    ph.start("check")
+    ph.step("reading input")
+    t.advance(0.4)
+    ph.step("statistics")
+    t.advance(3.2)
+    assert phase_text(ph.snapshot()) == "checking: statistics 3.2 s"
+    assert step_text("checking", "checking (reference)") == "checking (reference)"
+    ph.start("report")
+    t.advance(0.4)
+    assert phase_text(ph.snapshot()) == "writing report 0.4 s"
+    ph.finish()
+    snap = ph.snapshot()
+    assert [(n, round(s, 6)) for n, s in snap["durations"]] == [
+        ("running", 20.0), ("final", 12.8), ("collect", 1.1), ("check", 3.6), ("report", 0.4)]
+    assert [(n, st, round(s, 6)) for n, st, s in snap["steps"]] == [
+        ("check", "reading input", 0.4), ("check", "statistics", 3.2)]
+    assert phases_summary(snap["durations"]) == ("phases: workload 20.0 s · final wait 12.8 s · collecting "
+                                                 "replicas 1.1 s · checking 3.6 s · writing report 0.4 s "
+                                                 "(total 37.9 s)")
+
+
+def test_plain_display_prints_one_line_per_phase_through_the_end():
+    t = FakeClock()
+    ph = PhaseClock(clock=t)
+    out = io.StringIO()
+    d = Display(_source(ph, {}), stream=out, interval_s=5.0, clock=t)
+    ph.start("running")
+    d.update()                            # the workload: a counts line every interval
+    t.advance(2.0)
+    d.update()                            # within the interval: nothing
+    t.advance(3.0)
+    d.update()
+    ph.start("final")
+    t.advance(12.3)
+    d.update()                            # the final wait is under way: no line yet, no redraw
+    d.update()
+    ph.start("final-reads")
+    t.advance(0.7)
+    ph.start("collect")
+    t.advance(1.1)
+    ph.start("check")
+    ph.step("reading input")
+    t.advance(0.4)
+    d.update()
+    ph.step("statistics")
+    t.advance(3.2)
+    ph.start("report")
+    t.advance(0.4)
+    ph.start("done")
+    d.close()
+    lines = out.getvalue().splitlines()
+    counts = "send ok=5 fail=0 info=1 | faults: none"
+    assert lines == [
+        f"[ running] elapsed   0.0s | {counts}",
+        f"[ running] elapsed   0.0s | {counts}",
+        "highwater: workload 5.0 s",
+        "highwater: final wait 12.3 s",
+        "highwater: final reads 0.7 s",
+        "highwater: collecting replicas 1.1 s",
+        "highwater: checking: reading input 0.4 s",
+        "highwater: checking: statistics 3.2 s",
+        "highwater: checking 3.6 s",
+        "highwater: writing report 0.4 s",
+        f"[    done] elapsed   0.0s | {counts}",
+        "highwater: phases: workload 5.0 s · final wait 12.3 s · final reads 0.7 s · collecting replicas 1.1 s "
+        "· checking 3.6 s · writing report 0.4 s (total 23.1 s)",
+    ]
+
+
+def _wait_for(pred, timeout_s=5.0):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if pred():
+            return True
+        time.sleep(0.01)
+    return False
+
+
+def test_display_thread_keeps_going_while_the_caller_is_busy():
+    """Nobody calls update() after the workload (the run is busy in its final phases): the display's own
+    thread still prints each phase as it ends."""
+    ph = PhaseClock()
+    out = io.StringIO()
+    d = Display(_source(ph, {}), stream=out, interval_s=3600).start(every_s=0.01)
+    ph.start("final")
+    ph.start("collect")
+    assert _wait_for(lambda: "highwater: final wait " in out.getvalue())
+    ph.start("check")
+    ph.step("statistics")
+    ph.start("report")
+    assert _wait_for(lambda: "highwater: checking: statistics " in out.getvalue()
+                     and "highwater: collecting replicas " in out.getvalue())
+    d.close()
+    assert out.getvalue().splitlines()[-1].startswith("highwater: phases: final wait ")
+
+
+def test_terminal_panel_redraws_the_phase_by_itself():
+    """On a terminal the live panel re-renders from the run's state on its own (it used to show the
+    last table it was handed, frozen at 'remaining 0.2s')."""
+    ph = PhaseClock()
+    out = TtyStream()
+    d = Display(_source(ph, {}), stream=out, force_plain=False)
+    assert not d.plain
+    ph.start("running")
+    ph.start("check")
+    ph.step("offsets and final logs")
+    assert _wait_for(lambda: "checking: offsets and final logs" in out.getvalue())
+    ph.start("report")
+    d.close()
+    assert "writing report" in out.getvalue()
+    assert "highwater: phases: workload " in out.getvalue().splitlines()[-1]

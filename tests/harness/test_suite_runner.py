@@ -164,3 +164,17 @@ def test_interrupt_skips_the_rest(tmp_path):
         ("hw", "passed"), ("safe-kill", "skipped"), ("safe-pause", "skipped")]
     assert runner.outcomes[1].message == "not run: the suite was interrupted"
     assert json.loads((runner.path / "suite.json").read_text())["status"] == "interrupted"
+
+
+def test_each_repeat_says_its_verdict_in_the_one_verdict_format(tmp_path):
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    p = tmp_path / "unit.toml"
+    p.write_text(SUITE)
+    fake = FakeRuns({"hw": {2}})
+    said: list[str] = []
+    runner = SuiteRun(load_suite(p), tmp_path / "results", run_fn=fake, clock=fake.clock, only="hw", say=said.append)
+    runner.start()
+    runner.run()
+    repeats = [m for m in said if ": repeat " in m and "(exit" in m]
+    assert repeats == ["[1/1] hw: repeat 1: VALID (exit 0): no anomalies · 15 s in all",
+                       "[1/1] hw: repeat 2: INVALID (exit 1): lost-write=3 divergence=1 · 15 s in all"]
