@@ -2,7 +2,8 @@
 
 Subcommands are imported lazily from their owning modules, so `highwater check` does not import the
 Docker SDK and `highwater serve` does not start Java. Exit codes follow Jepsen: 0 valid, 1 anomalies
-found, 2 unknown, 254 bad arguments or configuration, 255 internal error.
+found, 2 unknown, 254 bad arguments or configuration, 255 internal error. Where several runs make one
+exit code (`run --test-count`), the worst wins: 255 > 254 > 1 > 2 > 0 (harness/reproduce.py).
 """
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ EXIT_INTERNAL = 255
 COMMANDS: dict[str, str] = {
     "run": "harness.run_command:run",
     "scenario": "harness.scenario_command:scenario",
+    "rerun": "harness.reproduce:rerun",
     "cleanup": "harness.cleanup_command:cleanup",
     "suite": "harness.suite_command:suite",
     "check": "checkers.cli:check",
@@ -61,6 +63,8 @@ def cli() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from harness import store   # test.json records the command line (harness/store.py)
+    store.set_command_line(["highwater", *(sys.argv[1:] if argv is None else argv)])
     try:
         rc = cli.main(args=argv, prog_name="highwater", standalone_mode=False)
     except click.exceptions.UsageError as exc:

@@ -92,18 +92,28 @@ def finish_output(outcome, reasons: list[str] | None = None) -> int:
 @click.option("--final-wait", type=float, default=None, help="bound on the final phase's recovery wait, s [60]")
 @click.option("--checker", default=None, help="checker engine: spark | reference [spark]")
 @click.option("--plain", is_flag=True, default=False, help="plain progress lines even on a terminal")
-def run(test_file, plain, **flags) -> int:
+@click.option("--test-count", type=click.IntRange(min=1), default=1,
+              help="run the test N times (seeds S, S+1, ... with --seed); exit with the worst verdict [1]")
+def run(test_file, plain, test_count, **flags) -> int:
     """Run a chaos test against a cluster of our broker and check it."""
     try:
         cfg = config_mod.build(test_file, flags)
     except config_mod.ConfigError as exc:
         click.echo(f"highwater: {exc}", err=True)
         return EXIT_USAGE
+    if test_count > 1:
+        from harness.reproduce import run_many
+        return run_many(cfg, test_count, plain=plain)
+    return execute(cfg, plain=plain)
 
+
+def execute(cfg, *, plain: bool = False, extra_record: dict | None = None, state: dict | None = None) -> int:
+    """One run of a checked configuration with the live progress, signals routed to it and the verdict;
+    returns its exit code. `extra_record` goes into test.json; `state` receives the session."""
     from harness.progress import Display
     from harness.runner import run_test
 
-    state: dict = {}
+    state = {} if state is None else state
 
     def hook(session):
         state["session"] = session
@@ -115,7 +125,8 @@ def run(test_file, plain, **flags) -> int:
                    f"{','.join(cfg.nemesis.faults) or 'none'})", err=True)
 
     try:
-        outcome = run_test(cfg, session_hook=hook, on_tick=lambda s: state["display"].update())
+        outcome = run_test(cfg, session_hook=hook, on_tick=lambda s: state["display"].update(),
+                           extra_record=extra_record)
     except Exception as exc:  # noqa: BLE001 - run_test cleans up itself; this is a bug in the harness
         click.echo(f"highwater: internal error: {type(exc).__name__}: {exc}", err=True)
         return EXIT_INTERNAL

@@ -325,10 +325,12 @@ class RunSession:
 
 
 def run_test(cfg: TestConfig, *, on_tick: Callable[[RunSession], None] | None = None,
-             session_hook: Callable[[RunSession], None] | None = None) -> RunOutcome:
+             session_hook: Callable[[RunSession], None] | None = None,
+             extra_record: dict[str, Any] | None = None) -> RunOutcome:
     """A whole chaos run. `session_hook` gets the session as soon as it exists (the CLI uses it to route
-    signals to `request_interrupt`); `on_tick` is called about four times a second while running."""
-    session = RunSession(cfg)
+    signals to `request_interrupt`); `on_tick` is called about four times a second while running;
+    `extra_record` goes into test.json (`highwater rerun` records "rerun_of")."""
+    session = RunSession(cfg, extra_record=extra_record)
     if session_hook is not None:
         session_hook(session)
     internal_error = False

@@ -29,15 +29,17 @@ def validate_scenario(scenario, where: str) -> None:
     config_mod.preflight(scenario.config, where=lambda _key: where, faults=scenario_faults(scenario))
 
 
-def run_scenario(scenario, *, session_hook=None):
-    """Play a loaded Scenario end to end. Returns (RunOutcome, ScenarioRunner or None)."""
+def run_scenario(scenario, *, session_hook=None, extra_record=None):
+    """Play a loaded Scenario end to end. Returns (RunOutcome, ScenarioRunner or None). `extra_record`
+    goes into test.json beside the scenario (`highwater rerun` records "rerun_of")."""
     from harness.runner import RunOutcome, RunSession
     from harness.scenario_runner import ScenarioRunner
 
     cfg = scenario.config
     session = RunSession(cfg, kind="scenario", extra_record={"scenario": {
         "path": str(scenario.path), "name": scenario.name, "description": scenario.description,
-        "expect": scenario.expect, "steps": [{"step": s.number, "do": s.do, "note": s.note} for s in scenario.steps]}})
+        "expect": scenario.expect, "steps": [{"step": s.number, "do": s.do, "note": s.note} for s in scenario.steps]},
+        **(extra_record or {})})
     if session_hook is not None:
         session_hook(session)
     runner = None

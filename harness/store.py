@@ -2,13 +2,16 @@
 
 Layout and file names are those of docs/formats.md (harness/runformat.py spells them). A run directory is
 created before the cluster starts, so that even a run that fails at provisioning keeps its test.json and
-history. `latest` links are relative symlinks, replaced atomically (temp link + rename).
+history. `latest` links are relative symlinks, replaced atomically (temp link + rename). test.json records
+how to reproduce the run: the configuration, seed, command line and code version.
 """
 from __future__ import annotations
 
 import os
 import platform
 import secrets
+import subprocess
+import sys
 import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -70,6 +73,49 @@ def create_run_dir(results_root: Path | str, name: str, *, now: float | None = N
     return RunDir(root=root, name=name, timestamp=stamp, path=path, run_id=run_id)
 
 
+# the command line of this process as `highwater` saw it (harness/cli.py sets it); None: not from the CLI
+_COMMAND_LINE: list[str] | None = None
+_CODE: dict[str, Any] | None = None
+CODE_ROOT = Path(__file__).resolve().parent.parent   # the checkout (or site-packages) holding harness/
+
+
+def set_command_line(argv: list[str]) -> None:
+    global _COMMAND_LINE
+    _COMMAND_LINE = list(argv)
+
+
+def command_line() -> list[str]:
+    """test.json's "argv": the `highwater ...` command line, else this process's own argv."""
+    return list(_COMMAND_LINE) if _COMMAND_LINE is not None else list(sys.argv)
+
+
+def code_version(root: Path | None = None) -> dict[str, Any]:
+    """test.json's "code": {"source": "git", "commit", "dirty", "version"} when the code is a git
+    checkout (dirty: tracked files differ from the commit), else {"source": "package", "version"}."""
+    global _CODE
+    if root is None and _CODE is not None:
+        return dict(_CODE)
+    base = Path(root) if root is not None else CODE_ROOT
+    try:
+        version = metadata.version("highwater")
+    except metadata.PackageNotFoundError:
+        version = None
+    out: dict[str, Any] = {"source": "package", "version": version}
+    if (base / ".git").exists():
+        def git(*args: str) -> str:
+            return subprocess.run(["git", "-C", str(base), *args], capture_output=True, text=True, timeout=20,
+                                  check=True).stdout.strip()
+        try:
+            commit = git("rev-parse", "HEAD")
+            dirty = bool(git("status", "--porcelain", "--untracked-files=no"))
+            out = {"source": "git", "commit": commit, "dirty": dirty, "version": version}
+        except (OSError, subprocess.SubprocessError):
+            pass
+    if root is None:
+        _CODE = dict(out)
+    return out
+
+
 def versions() -> dict[str, str]:
     out = {"python": platform.python_version()}
     for dist, key in (("highwater", "highwater"), ("pyspark", "pyspark")):
@@ -90,6 +136,8 @@ def test_record(run: RunDir, config: dict[str, Any], *, seed: int | None, start_
         "seed": seed,
         "config": config,
         "versions": versions(),
+        "argv": command_line(),
+        "code": code_version(),
         "cluster": cluster or {},
     }
     if extra:

@@ -1,0 +1,201 @@
+"""Reproducing runs: `highwater rerun RUN_DIR` and `highwater run --test-count N`.
+
+    highwater rerun RUN_DIR [--results-dir D] [--plain]
+
+`rerun` reads RUN_DIR/test.json and runs the same configuration with the same seed into a new run
+directory whose test.json says `"rerun_of"`. A scenario run is replayed as that scenario (its file must
+still hold the steps recorded). The new run goes into the results directory that holds RUN_DIR
+(RUN_DIR/../..), or `results` when RUN_DIR belongs to a suite, unless --results-dir says otherwise.
+
+`--test-count N` runs one configuration N times; with a seed S run k uses S + k - 1 (as suites do), else
+each run draws a fresh seed. The exit code is the worst of the runs' exit codes, worst first:
+internal error (255) > bad configuration or setup (254) > anomalies found (1) > unknown (2) > valid (0).
+"""
+from __future__ import annotations
+
+import copy
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from harness import config as config_mod
+from harness import runformat
+from harness.cli import EXIT_INTERNAL, EXIT_INVALID, EXIT_UNKNOWN, EXIT_USAGE, EXIT_VALID
+
+# exit code -> rank; a code not listed (a signal's, say) ranks with internal errors
+SEVERITY = {EXIT_VALID: 0, EXIT_UNKNOWN: 1, EXIT_INVALID: 2, EXIT_USAGE: 3, EXIT_INTERNAL: 4}
+WORDS = {EXIT_VALID: "valid", EXIT_UNKNOWN: "unknown", EXIT_INVALID: "invalid", EXIT_USAGE: "setup error",
+         EXIT_INTERNAL: "internal error"}
+
+
+def worst_exit(codes: list[int]) -> int:
+    """The worst exit code: internal error > bad configuration/setup > invalid > unknown > valid."""
+    if not codes:
+        return EXIT_UNKNOWN
+    return max(codes, key=lambda c: (SEVERITY.get(c, SEVERITY[EXIT_INTERNAL]), c))
+
+
+# --- --test-count ---------------------------------------------------------------------------------------
+
+def run_many(cfg: config_mod.TestConfig, count: int, *, plain: bool = False, execute=None) -> int:
+    """Run `cfg` `count` times (harness/run_command.py's `execute`, one after another); a one-line
+    summary after each run and a final one on stderr. An interrupted run ends the series."""
+    if execute is None:
+        from harness.run_command import execute
+    base = cfg.seed
+    codes: list[int] = []
+    for k in range(1, count + 1):
+        c = copy.deepcopy(cfg)
+        c.seed = base + k - 1 if base is not None else None
+        state: dict[str, Any] = {}
+        click.echo(f"highwater: test {k}/{count}" + (f" (seed {c.seed})" if c.seed is not None else ""), err=True)
+        code = execute(c, plain=plain, extra_record={"test_count": {"index": k, "count": count}}, state=state)
+        codes.append(code)
+        session = state.get("session")
+        where = f"; {session.run.path}" if session is not None else ""
+        click.echo(f"highwater: test {k}/{count}: seed {c.seed}: {WORDS.get(code, 'error')} (exit {code}){where}",
+                   err=True)
+        if session is not None and session.interrupt.is_set():
+            break
+    tally = {w: sum(1 for x in codes if WORDS.get(x, "error") == w) for w in
+             ("valid", "invalid", "unknown", "setup error", "internal error", "error")}
+    shown = ", ".join(f"{n} {w}" for w, n in tally.items() if n or w in ("valid", "invalid", "unknown"))
+    worst = worst_exit(codes)
+    cut = f" (interrupted after {len(codes)} of {count})" if len(codes) < count else ""
+    click.echo(f"highwater: {len(codes)} runs{cut}: {shown}; worst: {WORDS.get(worst, 'error')} (exit {worst})",
+               err=True)
+    return worst   # an interrupted run is itself unknown (exit 2), so a cut series is never "valid"
+
+
+# --- rerun --------------------------------------------------------------------------------------------
+
+class RerunError(ValueError):
+    """RUN_DIR cannot be rerun; one line naming the file and what is missing."""
+
+
+def load_run(run_dir: Path | str, results_dir: str | None = None) -> tuple[dict[str, Any], config_mod.TestConfig]:
+    """test.json of RUN_DIR and the checked configuration that repeats it (same settings and seed; the
+    results directory as described in the module docstring). Raises RerunError or ConfigError."""
+    run_dir = Path(run_dir)
+    path = run_dir / runformat.TEST_JSON
+    if not run_dir.is_dir():
+        raise RerunError(f"{run_dir}: not a run directory")
+    try:
+        test = runformat.load_json(path)
+    except runformat.FormatError as exc:
+        raise RerunError(f"{exc} (a run directory without a usable test.json cannot be rerun)") from None
+    if not isinstance(test, dict) or not isinstance(test.get("config"), dict):
+        raise RerunError(f"{path}: field 'config' is missing or not an object; cannot rerun")
+    seed = test.get("seed")
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise RerunError(f"{path}: field 'seed' must be the integer seed the run used, got {seed!r}")
+    try:
+        cfg = config_mod.from_dict(test["config"])
+    except KeyError as exc:
+        raise RerunError(f"{path}: field 'config': unknown key {exc.args[0]!r}") from None
+    except ValueError as exc:
+        raise RerunError(f"{path}: field 'config': {exc}") from None
+    cfg.seed = seed
+    if results_dir is not None:
+        cfg.results_dir = results_dir
+    else:
+        root = run_dir.resolve().parent.parent
+        if (root / "suite.json").exists():  # results/suites/<suite>/<timestamp>/<config>/<timestamp>
+            root = root.parents[2]
+        recorded = Path(cfg.results_dir)
+        # the recorded spelling when it still names that directory, so the two configurations compare equal
+        cfg.results_dir = cfg.results_dir if recorded.resolve() == root.resolve() else str(root)
+    config_mod.check(cfg, source=str(path))
+    return test, cfg
+
+
+def rerun_record(run_dir: Path, test: dict[str, Any]) -> dict[str, Any]:
+    """test.json's "rerun_of" of the new run."""
+    return {"rerun_of": {"run_dir": str(Path(run_dir).resolve()), "run_id": test.get("run_id"),
+                         "timestamp": test.get("timestamp"), "seed": test.get("seed")}}
+
+
+def load_scenario(test: dict[str, Any], cfg: config_mod.TestConfig, path: Path):
+    """The recorded scenario, with the recorded configuration; its file must still hold the same steps."""
+    from harness import scenario as scenario_mod
+    rec = test.get("scenario")
+    if not isinstance(rec, dict) or not isinstance(rec.get("path"), str):
+        raise RerunError(f"{path}: field 'scenario' must record the scenario file (kind is 'scenario')")
+    try:
+        sc = scenario_mod.load(rec["path"], truncation=cfg.broker.truncation)
+    except scenario_mod.ScenarioError as exc:
+        raise RerunError(f"{path}: field 'scenario.path': the scenario no longer loads: {exc}") from None
+    now = [{"step": s.number, "do": s.do, "note": s.note} for s in sc.steps]
+    if isinstance(rec.get("steps"), list) and now != rec["steps"]:
+        raise RerunError(f"{path}: field 'scenario.steps': {rec['path']} has changed since the run; "
+                         "a rerun would not replay the same steps")
+    sc.config = cfg
+    return sc
+
+
+def play_scenario(sc, *, plain: bool, extra_record: dict[str, Any]) -> int:
+    """Replay a loaded scenario like `highwater scenario` does (progress, signals, verdict)."""
+    from harness import scenario_command
+    from harness.progress import Display
+    from harness.run_command import finish_output, install_signal_handlers
+    mode = sc.config.broker.truncation
+    previous: dict = {}
+    displays: list = []
+
+    def hook(session):
+        previous.update(install_signal_handlers(session))
+        displays.append(Display(session.progress, force_plain=plain).start())
+        click.echo(f"highwater: rerun of scenario {sc.name} ({mode}), {len(sc.steps)} steps, in {session.run.path}",
+                   err=True)
+
+    try:
+        outcome, runner = scenario_command.run_scenario(sc, session_hook=hook, extra_record=extra_record)
+    except Exception as exc:  # noqa: BLE001 - run_scenario cleans up itself; this is a bug in the harness
+        click.echo(f"highwater: internal error: {type(exc).__name__}: {exc}", err=True)
+        return EXIT_INTERNAL
+    finally:
+        for display in displays:
+            display.close()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    failed = runner.failed if runner is not None else None
+    expectation_line = getattr(scenario_command, "expectation_line", None)
+    if expectation_line is not None:
+        line = expectation_line(sc.expect.get(mode), mode, outcome.results, failed)
+        if line:
+            click.echo(line, err=True)
+    return finish_output(outcome, reasons=[failed] if failed else None)
+
+
+@click.command("rerun", context_settings={"help_option_names": ["-h", "--help"]})
+@click.argument("run_dir", type=click.Path(file_okay=True, dir_okay=True))
+@click.option("--results-dir", default=None,
+              help="results directory [the one holding RUN_DIR; results for a suite's run]")
+@click.option("--plain", is_flag=True, default=False, help="plain progress lines even on a terminal")
+def rerun(run_dir, results_dir, plain) -> int:
+    """Repeat the run in RUN_DIR: same configuration and seed, into a new run directory."""
+    try:
+        test, cfg = load_run(run_dir, results_dir)
+        path = Path(run_dir) / runformat.TEST_JSON
+        extra = rerun_record(Path(run_dir), test)
+        if test.get("kind") == "scenario":
+            sc = load_scenario(test, cfg, path)
+            from harness.scenario_command import scenario_faults
+            config_mod.preflight(cfg, where=lambda _key: str(path), faults=scenario_faults(sc))
+        else:
+            config_mod.preflight(cfg, where=lambda _key: str(path))
+    except (RerunError, config_mod.ConfigError) as exc:
+        click.echo(f"highwater: {exc}", err=True)
+        return EXIT_USAGE
+    click.echo(f"highwater: rerun of {run_dir} (seed {cfg.seed})", err=True)
+    if test.get("kind") == "scenario":
+        return play_scenario(sc, plain=plain, extra_record=extra)
+    from harness.run_command import execute
+    return execute(cfg, plain=plain, extra_record=extra)
+
+
+if __name__ == "__main__":
+    sys.exit(rerun.main(standalone_mode=False))
