@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from harness import runformat
-from reports.broker_events import BrokerEvents, node_name, read_broker_events
+from reports.broker_events import BrokerEvents, read_broker_events
+from reports.jsonfast import dumps_compact
 
 MAX_EVENTS = 3  # leader changes / truncations / faults named in one sentence before "and N more"
 
@@ -117,6 +118,7 @@ class PartitionTimeline:
     truncations: list[Truncation] = field(default_factory=list)  # by time
     _leader_t: list[float] = field(default_factory=list)
     _isr_t: list[float] = field(default_factory=list)
+    _by_epoch: dict[Any, LeaderChange] = field(default_factory=dict)  # the first change to each epoch
 
 
 @dataclass
@@ -132,12 +134,9 @@ class Timeline:
 
     def leader_of(self, p: Any, epoch: Any) -> LeaderChange | None:
         """The leader change that began `epoch` (the first one logged for it)."""
-        if epoch is None:
+        if epoch is None or isinstance(epoch, (dict, list)):
             return None
-        for lc in self.part(p).leaders:
-            if lc.epoch == epoch:
-                return lc
-        return None
+        return self.part(p)._by_epoch.get(epoch)
 
     def leader_at(self, p: Any, t: float) -> LeaderChange | None:
         if not self.aligned:
@@ -235,6 +234,9 @@ def timeline_from(broker: BrokerEvents, nemesis_ops: Iterable[dict[str, Any]], a
         for t, node, frm, to, why in pe.truncations:
             pt.truncations.append(Truncation(t, str(node), frm, to, why))
         pt._leader_t = [lc.t for lc in pt.leaders]
+        for lc in pt.leaders:
+            if not isinstance(lc.epoch, (dict, list)):
+                pt._by_epoch.setdefault(lc.epoch, lc)
         pt._isr_t = [t for t, _ in pt.isr]
         tl.partitions[p] = pt
     for t, node, kind in broker.lifecycle:
@@ -266,6 +268,15 @@ def load_timeline(run_dir: Path) -> Timeline:
 
 def _is_int(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _list(v: Any) -> list:
+    return v if isinstance(v, list) else []
+
+
+def _h(v: Any) -> Any:
+    """A value usable as a dict key: a JSON list or object becomes its compact text."""
+    return dumps_compact(v) if isinstance(v, (dict, list)) else v
 
 
 def _secs_ns(ns: Any) -> float | None:
@@ -447,10 +458,10 @@ def _final_record(ex: dict[str, Any]) -> tuple[Any, Any] | None:
     """(value, epoch) of the record now at a lost write's offset, when the replicas agree on it."""
     finals = ex.get("final_values_at_offset")
     replicas = ex.get("replicas") if isinstance(ex.get("replicas"), dict) else {}
-    records = {(r["at_offset"].get("value"), r["at_offset"].get("epoch")) for r in replicas.values()
+    records = {(_h(r["at_offset"].get("value")), _h(r["at_offset"].get("epoch"))) for r in replicas.values()
                if isinstance(r, dict) and isinstance(r.get("at_offset"), dict)}
     if isinstance(finals, list) and len(finals) == 1:
-        match = {rec for rec in records if rec[0] == finals[0]}
+        match = {rec for rec in records if rec[0] == _h(finals[0])}
         if len(match) == 1:
             return match.pop()
         return (finals[0], None)
@@ -533,10 +544,14 @@ def _divergence(tl: Timeline, ex: dict[str, Any]) -> Story:
     s = _Teller(tl, p)
     groups: dict[tuple, list[str]] = {}
     for node, r in sorted(replicas.items()):
-        rec = r.get("record") if isinstance(r, dict) else None
-        key = ("none",) if not isinstance(rec, dict) else (rec.get("value"), rec.get("epoch"), rec.get("crc_ok", True))
+        if not isinstance(r, dict) or "record" not in r:
+            continue  # not the documented {record, hw, leo}: say nothing about this replica
+        rec = r["record"]
+        key = ("none",) if not isinstance(rec, dict) else (_h(rec.get("value")), _h(rec.get("epoch")), rec.get("crc_ok", True) is not False)
         groups.setdefault(key, []).append(str(node))
     parts: list[Any] = [f"At offset {off} of partition {p}" if off is not None else f"At one offset of partition {p}"]
+    if not groups:
+        parts.append(" the replicas disagree")
     descr = []
     for key, nodes in groups.items():
         verb = "holds" if len(nodes) == 1 else "hold"
@@ -580,10 +595,10 @@ def _divergence(tl: Timeline, ex: dict[str, Any]) -> Story:
 def _inconsistent_offset(tl: Timeline, ex: dict[str, Any]) -> Story:
     p, off = ex.get("partition"), ex.get("offset")
     s = _Teller(tl, p)
-    obs = [o for o in (ex.get("observations") or []) if isinstance(o, dict)]
+    obs = [o for o in _list(ex.get("observations")) if isinstance(o, dict)]
     first_seen: dict[Any, dict[str, Any]] = {}
     for o in obs:
-        first_seen.setdefault(o.get("value"), o)
+        first_seen.setdefault(_h(o.get("value")), o)
     verbs = {"send": "acknowledged", "poll": "read by a poll", "final-read": "read by the final read"}
     descr = []
     for value, o in first_seen.items():
@@ -602,7 +617,7 @@ def _inconsistent_offset(tl: Timeline, ex: dict[str, Any]) -> Story:
         if truncs:
             s.sentence(*_end(s.truncations(truncs, a)))
     replicas = ex.get("replicas") if isinstance(ex.get("replicas"), dict) else {}
-    recs = {(r.get("value"), r.get("epoch")) for r in replicas.values() if isinstance(r, dict)}
+    recs = {(_h(r.get("value")), _h(r.get("epoch"))) for r in replicas.values() if isinstance(r, dict)}
     if replicas and len(recs) == 1 and all(isinstance(r, dict) for r in replicas.values()):
         value, epoch = recs.pop()
         s.sentence(f"Every replica now holds {_value(value)} there" + (f" (epoch {epoch})." if epoch is not None else "."))
@@ -714,7 +729,7 @@ def _poll_order(tl: Timeline, ex: dict[str, Any], kind: str) -> Story:
         parts.append(f" right after offset {prev.get('offset')} (value {_value(prev.get('value'))})")
     if pt is not None and prev:
         parts.append(f", read at {_op_time(pt)}")
-    skipped = [x for x in (ex.get("skipped") or []) if isinstance(x, dict)]
+    skipped = [x for x in _list(ex.get("skipped")) if isinstance(x, dict)]
     if kind == "poll-skip" and skipped:
         shown = ", ".join(f"{x.get('offset')}" + (f" ({x['value']})" if x.get("value") is not None else "")
                           for x in skipped[:5])

@@ -62,8 +62,14 @@ def test_invalid_report_in_the_browser(browser, results):
     assert page.evaluate("document.title") == f"INVALID · hw-truncation {XSS} · hw-truncation-20261121T224501Z-ab12"
     assert page.evaluate("document.querySelectorAll('script').length") == 1  # the payload stayed text
     tables = page.evaluate("Array.from(document.querySelectorAll('table.examples')).map("
-                           "t => [t.dataset.kind, t.tBodies[0].rows.length])")
+                           "t => [t.dataset.kind, t.tBodies[0].querySelectorAll('tr[id^=ex-]').length])")
     assert tables == [["lost-write", 2], ["divergence", 2]]
+    # under each example its story, whose links all land on an element of the page
+    stories = page.evaluate("Array.from(document.querySelectorAll('table.examples tr.story')).map("
+                            "r => [r.previousElementSibling.id, Array.from(r.querySelectorAll('a')).map("
+                            "a => !!document.getElementById(a.getAttribute('href').slice(1)))])")
+    assert [s[0] for s in stories] == ["ex-lost-write-0", "ex-lost-write-1", "ex-divergence-0", "ex-divergence-1"]
+    assert all(s[1] and all(s[1]) for s in stories), stories
     plots = page.evaluate("Array.from(document.querySelectorAll('figure.plot svg')).map("
                           "s => [s.closest('figure').id, Math.round(s.getBoundingClientRect().height)])")
     ids = [p[0] for p in plots]

@@ -211,6 +211,17 @@ def test_other_kinds(run):
         "The failed-write-present concerns value 9 of partition 0; its operation completed at 6.500 s, when n2 "
         "led partition 0 in epoch 1, during the kill of n3 (6.00–7.00 s).")
     assert tell("lost-write", ["not", "an", "object"], tl) is None
+    # a replica without a record there, one with a bad CRC; replicas not in the documented form are left out
+    div = {"partition": 1, "offset": 2, "committed": True,
+           "replicas": {"n1": {"record": None, "hw": 3, "leo": 2},
+                        "n2": {"record": {"value": 31, "epoch": 1, "crc_ok": False}, "hw": 3, "leo": 3},
+                        "n3": 31}}
+    assert tell("divergence", div, tl).text == (
+        "At offset 2 of partition 1, n1 holds no record while n2 holds 31 (epoch 1, bad CRC), below the HW of "
+        "replicas that disagree. n2 became leader in epoch 1 at 6.10 s, during the kill of n3 (6.00–7.00 s). "
+        "n3 truncated its log from 3 to 2 at 7.20 s (leader-epoch), after its restart at 7.00 s.")
+    assert tell("divergence", {"partition": 0, "offset": 7, "committed": False, "replicas": {"n1": 10, "n3": 7}},
+                tl).text == "At offset 7 of partition 0 the replicas disagree, above some replica's HW."
 
 
 def test_missing_broker_logs_give_shorter_stories(run):
@@ -274,3 +285,25 @@ def test_report_shows_stories_with_working_anchors(run):
     # each story sits right under its example's row
     lost_row = html.index('id="ex-lost-write-0"')
     assert html.index('<tr class="story"', lost_row) < html.index("</tbody>", lost_row)
+
+
+ODD = [None, True, -1, 2.5, "x<y", [], [1, [2]], {}, {"value": [1]}, {"record": {"value": {"a": 1}}}]
+KINDS = ("lost-write", "divergence", "inconsistent-offset", "dirty-read", "aborted-read", "nonmonotonic-send",
+         "poll-skip", "nonmonotonic-poll", "hw-regression", "hw-regression-cross-epoch", "duplicate", "new-kind")
+FIELDS = ("value", "offset", "epoch", "time", "index", "process", "replicas", "final_values_at_offset",
+          "observations", "values", "send", "earlier", "later", "previous", "skipped", "committed", "hw", "f")
+
+
+def test_examples_of_any_shape_tell_a_story_or_none_never_fail(run):
+    import random
+
+    tl = load_timeline(run)
+    rng = random.Random(15)
+    for _ in range(3000):
+        kind = rng.choice(KINDS)
+        ex = {"partition": rng.choice([0, 1, 7, "0", None])}
+        for name in rng.sample(FIELDS, rng.randint(0, len(FIELDS))):
+            ex[name] = rng.choice(ODD + [[rng.choice(ODD)], {"n1": rng.choice(ODD)}, 3_000_000_000])
+        story = tell(kind, ex, tl)
+        assert isinstance(story, Story) and story.text and all(h.startswith("#") for h in story.links), ex
+        story_html(story)
