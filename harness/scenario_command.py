@@ -2,9 +2,10 @@
 
 Provisions a cluster with the scenario's settings, plays its steps (harness/scenario_runner.py),
 runs the same final phase, collection and checker as `highwater run`, and says whether the anomalies
-found are the ones the scenario expects in that truncation mode. The last line on stdout is the path
-of the run's report. Exit codes as `highwater run` (the checker's verdict); 2 when a step did not play
-out as written; 254 for a bad scenario file.
+found are the ones the scenario expects in that truncation mode (never "as expected" when a step did
+not play out). Progress and the verdict line on stderr as with `highwater run`; the last line on stdout
+is the path of the run's report. Exit codes as `highwater run` (the checker's verdict); 2 when a step
+did not play out as written; 254 for a bad scenario file.
 """
 from __future__ import annotations
 
