@@ -131,6 +131,101 @@ def test_index_in_the_browser_filters_by_verdict_and_test(browser, results):
     assert_no_request_left(page, url)
 
 
+@pytest.fixture(scope="module")
+def lossy2(tmp_path_factory):
+    """Losses in two partitions (one with agreeing replicas), a wide lost-write table, a fault at the end."""
+    run = make_run(tmp_path_factory.mktemp("browser-totals") / "results", "lossy2")
+    write_report(run)
+    return run
+
+
+# For every table: its last header cell, and whether it is visible (inside the viewport and inside the
+# nearest horizontally scrolling ancestor, if any) or at least reachable (that ancestor scrolls to it).
+LAST_COLUMNS = """(() => {
+  document.querySelectorAll('details').forEach(d => { d.open = true; });
+  const out = [];
+  for (const t of document.querySelectorAll('table')) {
+    const rows = Array.from(t.rows).filter(r => r.cells.length > 1);
+    for (const row of rows) {
+      const cell = row.cells[row.cells.length - 1];
+      const r = cell.getBoundingClientRect();
+      if (!r.width) continue;
+      let box = null;
+      for (let p = t.parentElement; p && p !== document.body; p = p.parentElement) {
+        const ox = getComputedStyle(p).overflowX;
+        if (ox === 'auto' || ox === 'scroll' || ox === 'hidden' || ox === 'clip') { box = p; break; }
+      }
+      let visible = r.left >= -0.5 && r.right <= innerWidth + 0.5;
+      let reachable = visible;
+      if (box) {
+        const b = box.getBoundingClientRect();
+        visible = visible && r.left >= b.left - 0.5 && r.right <= b.right + 0.5;
+        const ox = getComputedStyle(box).overflowX;
+        reachable = visible || ((ox === 'auto' || ox === 'scroll') && r.right - b.left + box.scrollLeft <= box.scrollWidth + 0.5);
+      }
+      out.push({table: t.className, kind: t.dataset.kind || '', head: row.parentElement.tagName === 'THEAD',
+                text: cell.textContent.trim().slice(0, 60), visible, reachable});
+    }
+  }
+  return out;
+})()"""
+
+
+@pytest.mark.parametrize("width", [1360, 900])
+def test_every_column_readable_and_last_fault_label_inside(browser, lossy2, width):
+    page, url = open_page_at(browser, lossy2 / "report.html", width)
+    assert_no_request_left(page, url)
+    assert page.evaluate("document.documentElement.scrollWidth <= innerWidth") is True  # nothing runs off the page
+    cells = page.evaluate(LAST_COLUMNS)
+    lost = [c for c in cells if c["kind"] == "lost-write"]
+    # the lost-write examples' last column (replicas, with value_at) is on screen, not behind the edge
+    assert [c["text"][:20] for c in lost if c["head"]] == ["replicas"]
+    assert all(c["visible"] for c in lost), lost
+    assert sum(1 for c in lost if c["text"].startswith("n1: value_at=")) == 2  # both examples' replicas cells
+    unreachable = [c for c in cells if not c["reachable"]]
+    assert unreachable == []
+    # the last fault label (a pause starting 0.2 s before the end) lies inside the timeline's SVG
+    box = page.evaluate("""(() => { const svg = document.querySelector('#plot-timeline svg');
+      const labels = svg.querySelectorAll('text.band-label'); const l = labels[labels.length - 1];
+      const s = svg.getBoundingClientRect(), r = l.getBoundingClientRect();
+      return {text: l.firstChild.textContent, inside: r.left >= s.left && r.right <= s.right && r.top >= s.top
+              && r.bottom <= s.bottom, width: r.width}; })()""")
+    assert box["text"] == "pause n1,n2,n3" and box["width"] > 40 and box["inside"] is True, box
+    # every agreement badge carries its partition's loss count
+    badges = page.evaluate("""Array.from(document.querySelectorAll('article.partition')).map(a => [
+      a.id, Array.from(a.querySelectorAll('h3 .badge')).map(b => b.textContent.trim()),
+      a.querySelector('.ptotal').textContent.trim()])""")
+    assert badges == [["p-0", ["2 divergent", "2 divergence"], "2 lost of 12 acknowledged"],
+                      ["p-1", ["replicas agree · 3 acknowledged writes lost"], "3 lost of 6 acknowledged"]]
+    # the anomaly bands under the timeline: one row per kind with findings
+    rows = page.evaluate("Array.from(document.querySelectorAll('#plot-timeline g.krow')).map("
+                         "g => [g.dataset.kind, g.querySelectorAll('rect.kcell').length])")
+    assert rows == [["lost-write", 5], ["divergence", 0]]
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot_element("#timeline", SHOTS / f"report-lossy2-timeline-{width}.png")
+    page.screenshot_element("#kind-lost-write", SHOTS / f"report-lossy2-lost-write-{width}.png")
+    page.screenshot_element("#partitions", SHOTS / f"report-lossy2-partitions-{width}.png")
+
+
+def test_fault_and_leader_anchors_open_their_rows(browser, lossy2):
+    page, _url = open_page_at(browser, lossy2 / "report.html", 1360)
+    for ident in ("fault-3", "leader-p0-e1"):
+        page.evaluate(f"location.hash = '#{ident}'")
+        shown = page.evaluate(
+            "new Promise(done => { const t0 = Date.now(); (function poll() {"
+            f" const el = document.getElementById('{ident}'); const r = el.getBoundingClientRect();"
+            " if (r.height > 0 && r.top >= 0 && r.bottom <= innerHeight) return done(el.tagName);"
+            " if (Date.now() - t0 > 3000) return done(null); setTimeout(poll, 50); })(); })", await_promise=True)
+        assert shown == "TR", ident
+
+
+def open_page_at(browser, path: Path, width: int):
+    page = browser.new_page(width=width, height=900)
+    url = path.resolve().as_uri()
+    page.navigate(url)
+    return page, url
+
+
 def test_the_request_recorder_does_see_outgoing_requests(browser, tmp_path):
     """The negative control: a page that does fetch (from a closed loopback port) is caught."""
     leaky = tmp_path / "leaky.html"
