@@ -296,6 +296,8 @@ def _nodes(names: Iterable[Any]) -> str:
 
 
 def _value(v: Any) -> str:
+    if isinstance(v, (dict, list)):
+        return dumps_compact(v)
     return "null" if v is None else str(v)
 
 
@@ -547,7 +549,8 @@ def _divergence(tl: Timeline, ex: dict[str, Any]) -> Story:
         if not isinstance(r, dict) or "record" not in r:
             continue  # not the documented {record, hw, leo}: say nothing about this replica
         rec = r["record"]
-        key = ("none",) if not isinstance(rec, dict) else (_h(rec.get("value")), _h(rec.get("epoch")), rec.get("crc_ok", True) is not False)
+        key = ("none",) if not isinstance(rec, dict) else (
+            _h(rec.get("value")), _h(rec.get("epoch")), rec.get("crc_ok", True) is not False)
         groups.setdefault(key, []).append(str(node))
     parts: list[Any] = [f"At offset {off} of partition {p}" if off is not None else f"At one offset of partition {p}"]
     if not groups:
@@ -606,7 +609,8 @@ def _inconsistent_offset(tl: Timeline, ex: dict[str, Any]) -> Story:
         descr.append(f"{_value(value)} {verbs.get(str(o.get('source')), 'seen')}"
                      + (f" at {_op_time(t)}" if t is not None else ""))
     values = ex.get("values") if isinstance(ex.get("values"), list) else list(first_seen)
-    head = f"Offset {off} of partition {p} showed {len(values)} values" if off is not None else "One offset showed several values"
+    head = (f"Offset {off} of partition {p} showed {len(values)} values" if off is not None
+            else "One offset showed several values")
     s.sentence(head + (": " + "; ".join(descr) if descr else "") + ".")
     # between the first sightings of the values: where one value gave way to another
     times = sorted(t for t in (_secs_ns(o.get("time")) for o in first_seen.values()) if t is not None)
@@ -620,7 +624,8 @@ def _inconsistent_offset(tl: Timeline, ex: dict[str, Any]) -> Story:
     recs = {(_h(r.get("value")), _h(r.get("epoch"))) for r in replicas.values() if isinstance(r, dict)}
     if replicas and len(recs) == 1 and all(isinstance(r, dict) for r in replicas.values()):
         value, epoch = recs.pop()
-        s.sentence(f"Every replica now holds {_value(value)} there" + (f" (epoch {epoch})." if epoch is not None else "."))
+        s.sentence(f"Every replica now holds {_value(value)} there"
+                   + (f" (epoch {epoch})." if epoch is not None else "."))
     return s.story()
 
 
