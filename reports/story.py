@@ -359,8 +359,10 @@ class _Teller:
     def led_at(self, t: float) -> list:
         """'n1 led partition 0 in epoch 2' at time t, if the logs say."""
         lc = self.tl.leader_at(self.p, t)
-        if lc is None or lc.leader is None:
+        if lc is None:
             return []
+        if lc.leader is None:
+            return [self.leader_link(lc, f"partition {self.p} had no leader (epoch {lc.epoch})")]
         return [self.leader_link(lc, f"{lc.leader} led partition {self.p} in epoch {lc.epoch}")]
 
     def during(self, t: float, subject: str | None) -> list:
@@ -383,8 +385,11 @@ class _Teller:
         for n, lc in enumerate(shown):
             if n:
                 out.append("; ")
-            who = lc.leader if lc.leader is not None else "no broker"
-            out.append(self.leader_link(lc, f"{who} became leader in epoch {lc.epoch} at {_ev_time(lc.t)}"))
+            if lc.leader is None:
+                text = f"partition {self.p} was left without a leader (epoch {lc.epoch}) at {_ev_time(lc.t)}"
+            else:
+                text = f"{lc.leader} became leader in epoch {lc.epoch} at {_ev_time(lc.t)}"
+            out.append(self.leader_link(lc, text))
             if wrote is not None and lc.epoch == wrote[0] and lc.leader is not None:
                 out.append(f" and wrote {_value(wrote[1])} at offset {wrote[2]}")
             new = [f for f in self.tl.faults_at(lc.t) if str(f.id) not in self.named_faults]

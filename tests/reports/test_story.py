@@ -108,6 +108,9 @@ def make_story_run(root: Path, examples: dict[str, list[dict]] | None = None) ->
         (3.0, "leader-change", {"topic": "hw", "partition": 0, "leader": 2, "epoch": 1, "isr": [2, 3]}),
         (6.1, "isr-change", {"topic": "hw", "partition": 1, "isr": [2, 1], "version": 1}),
         (6.1, "leader-change", {"topic": "hw", "partition": 1, "leader": 2, "epoch": 1, "isr": [2, 1]}),
+        # partition 2 lives on n3 alone: killed, it leaves the partition without a leader
+        (0.05, "leader-change", {"topic": "hw", "partition": 2, "leader": 3, "epoch": 0, "isr": [3]}),
+        (6.05, "leader-change", {"topic": "hw", "partition": 2, "leader": None, "epoch": 1, "isr": [3]}),
     ])
     _events(run, "n1", [
         (0.01, "start", {"truncation": "hw"}),
@@ -211,6 +214,17 @@ def test_other_kinds(run):
         "The failed-write-present concerns value 9 of partition 0; its operation completed at 6.500 s, when n2 "
         "led partition 0 in epoch 1, during the kill of n3 (6.00–7.00 s).")
     assert tell("lost-write", ["not", "an", "object"], tl) is None
+    leaderless = {"partition": 2, "value": 5, "index": 70, "time": 6_500_000_000}
+    story = tell("aborted-read-like-new-kind", leaderless, tl)
+    assert story.text == (
+        "The aborted-read-like-new-kind concerns value 5 of partition 2; its operation completed at 6.500 s, when "
+        "partition 2 had no leader (epoch 1), during the kill of n3 (6.00–7.00 s).")
+    assert story.links == ["#leader-p2-e1", "#fault-2"]
+    hw2 = {"partition": 2, "epoch": 1, "hw": 0, "index": 71, "time": 6_600_000_000, "f": "final-read",
+           "previous": {"epoch": 0, "hw": 4, "time": 5_500_000_000}}
+    assert tell("hw-regression-cross-epoch", hw2, tl).text == (
+        "A final read at 6.600 s saw HW 0 in epoch 1, below HW 4 seen at 5.500 s in epoch 0 (leader n3). In "
+        "between ran the kill of n3 (6.00–7.00 s), and partition 2 was left without a leader (epoch 1) at 6.05 s.")
     # a replica without a record there, one with a bad CRC; replicas not in the documented form are left out
     div = {"partition": 1, "offset": 2, "committed": True,
            "replicas": {"n1": {"record": None, "hw": 3, "leo": 2},
