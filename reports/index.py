@@ -2,12 +2,18 @@
 
 A run is a directory with a history.jsonl or test.json, usually <root>/<test>/<timestamp>/ and deeper
 for suites (symlinks such as `latest` are skipped, so no run is listed twice). Each row shows the test,
-start time, a configuration summary, the verdict in colour, the anomaly counts and a link to the run's
-report. One unreadable run does not break the index: its row says what is wrong with it.
+start time, seed, duration, a configuration summary, the verdict in colour, the number of anomalies and
+their counts by kind, and links to the run's report and, for a suite's run, to its suite page. Suite runs
+(<root>/suites/<suite>/<timestamp>/ with suite.html) are listed above the runs. One unreadable run does
+not break the index: its row says what is wrong with it.
+
+Duration is the time from the run's start to its last operation: results.json's `time_axis.end_s`, or
+for results written before that field existed (or no results), the time of history.jsonl's last line.
 """
 from __future__ import annotations
 
 import datetime as _dt
+import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,6 +26,7 @@ from reports.load import verdict_of
 from reports.render import asset, environment
 
 INDEX_HTML = "index.html"
+SUITE_HTML = "suite.html"   # a suite run's page (written by the suite runner; reports/suite_page.py)
 
 
 @dataclass
@@ -35,6 +42,22 @@ class RunRow:
     anomalies: list[tuple[str, int, bool]] = field(default_factory=list)  # kind, count, fails the run
     config: list[tuple[str, str]] = field(default_factory=list)
     problem: str = ""
+    seed: str = ""
+    duration: str = ""
+    anomaly_total: int | None = None      # findings that fail the run; None when not checked
+    allowed_total: int = 0                 # findings of allowed kinds (counted, do not fail the run)
+    suite_href: str | None = None          # the suite page this run belongs to
+    suite_name: str = ""
+    rerun_of: str = ""                     # timestamp of the run this one repeats
+
+
+@dataclass
+class SuiteRow:
+    name: str
+    timestamp: str
+    href: str
+    status: str
+    counts: dict[str, int] = field(default_factory=dict)
 
 
 MAX_DEPTH = 6
@@ -77,6 +100,85 @@ def _when(test: dict[str, Any], run_dir: Path) -> tuple[float, str]:
     return t, _dt.datetime.fromtimestamp(t, tz=_dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
+def format_duration(seconds: float | None) -> str:
+    if seconds is None or not isinstance(seconds, (int, float)) or seconds != seconds or seconds < 0:
+        return ""
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    minutes, rest = divmod(int(round(seconds)), 60)
+    if minutes < 60:
+        return f"{minutes} min {rest:02d} s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes:02d} min"
+
+
+def _last_op_time_s(history: Path) -> float | None:
+    """The `time` of history.jsonl's last complete line, in seconds (read from the file's end only)."""
+    try:
+        with history.open("rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            size = fh.tell()
+            fh.seek(max(0, size - 65536))
+            tail = fh.read()
+    except OSError:
+        return None
+    for line in reversed(tail.splitlines()):
+        try:
+            op = json.loads(line)
+        except ValueError:
+            continue   # a torn last line, or the cut-off first line of the tail
+        t = op.get("time") if isinstance(op, dict) else None
+        if isinstance(t, int) and not isinstance(t, bool):
+            return t / 1e9
+    return None
+
+
+def run_duration_s(run_dir: Path, results: dict[str, Any] | None) -> float | None:
+    axis = (results or {}).get("time_axis")
+    if isinstance(axis, dict) and isinstance(axis.get("end_s"), (int, float)) and not isinstance(axis["end_s"], bool):
+        return float(axis["end_s"])
+    history = run_dir / runformat.HISTORY
+    return _last_op_time_s(history) if history.exists() else None
+
+
+def _suite_of(root: Path, run_dir: Path) -> tuple[str | None, str]:
+    """(href of the suite page holding this run, suite name), or (None, "") for a run outside suites."""
+    root = root.resolve()
+    d = run_dir.resolve().parent
+    while d == root or root in d.parents:
+        if (d / SUITE_HTML).exists():
+            rel = d.relative_to(root).as_posix()
+            return (SUITE_HTML if rel == "." else f"{rel}/{SUITE_HTML}"), d.parent.name
+        if d == root:
+            break
+        d = d.parent
+    return None, ""
+
+
+def find_suites(root: Path) -> list[SuiteRow]:
+    """Every suite run under root (a directory holding suite.html), newest first."""
+    root = Path(root)
+    out: list[SuiteRow] = []
+    for page in sorted(root.glob(f"**/{SUITE_HTML}")):
+        d = page.parent
+        rel = d.relative_to(root)
+        if any(part.startswith(".") for part in rel.parts) or len(rel.parts) > MAX_DEPTH or \
+                any(p.is_symlink() for p in [d, *d.parents] if root in p.parents):
+            continue
+        doc: dict[str, Any] = {}
+        try:
+            obj = runformat.load_json(d / "suite.json")
+            doc = obj if isinstance(obj, dict) else {}
+        except FormatError:
+            pass
+        counts = doc.get("counts") if isinstance(doc.get("counts"), dict) else {}
+        out.append(SuiteRow(name=str(doc.get("suite") or d.parent.name), timestamp=str(doc.get("timestamp") or d.name),
+                            href=SUITE_HTML if not rel.parts else f"{rel.as_posix()}/{SUITE_HTML}", status=str(doc.get("status") or "unknown"),
+                            counts={k: v for k, v in counts.items() if isinstance(v, int) and v}))
+    out.sort(key=lambda r: (r.timestamp, r.name), reverse=True)
+    return out
+
+
 def read_row(root: Path, run_dir: Path) -> RunRow:
     rel = run_dir.relative_to(root).as_posix()
     problem = ""
@@ -99,7 +201,16 @@ def read_row(root: Path, run_dir: Path) -> RunRow:
             anomalies.append((str(kind), body["count"], bool(body.get("fails_run", True))))
     anomalies.sort(key=lambda a: (not a[2], a[0]))
     report = run_dir / runformat.REPORT_HTML
-    return RunRow(test=str(test.get("name") or run_dir.parent.name), timestamp=str(test.get("timestamp") or run_dir.name),
+    seed = test.get("seed")
+    rerun = test.get("rerun_of")
+    suite_href, suite_name = _suite_of(root, run_dir)
+    return RunRow(seed=str(seed) if isinstance(seed, int) and not isinstance(seed, bool) else "",
+                  duration=format_duration(run_duration_s(run_dir, results)),
+                  anomaly_total=sum(c for _k, c, fails in anomalies if fails) if results is not None else None,
+                  allowed_total=sum(c for _k, c, fails in anomalies if not fails),
+                  suite_href=suite_href, suite_name=suite_name,
+                  rerun_of=str(rerun.get("timestamp") or "") if isinstance(rerun, dict) else "",
+                  test=str(test.get("name") or run_dir.parent.name), timestamp=str(test.get("timestamp") or run_dir.name),
                   started=started, sort_key=sort_key, run_href=rel + "/",
                   report_href=f"{rel}/{runformat.REPORT_HTML}" if report.exists() else None,
                   verdict=verdict_of(results), checked=results is not None, anomalies=anomalies,
@@ -114,7 +225,8 @@ def render_index(root: Path) -> str:
     tests = sorted({r.test for r in rows})
     generated = _dt.datetime.now(tz=_dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
     return environment().get_template("index.html.j2").render(
-        rows=rows, tally=tally, tests=tests, generated=generated, root_name=root.resolve().name,
+        rows=rows, suites=find_suites(root), tally=tally, tests=tests, generated=generated,
+        root_name=root.resolve().name,
         css=asset("report.css"), js=asset("index.js"))
 
 
