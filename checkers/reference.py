@@ -13,7 +13,7 @@ from typing import Any, Iterator
 
 import pyarrow.dataset as ds
 
-from checkers import explain
+from checkers import explain, totals
 
 SOURCE_ORDER = {"send": 0, "poll": 1, "final-read": 2}
 
@@ -59,10 +59,13 @@ def analyze(col_dir: Path | str, examples: int = 10) -> dict[str, Any]:
     op_counts: dict[str, dict[str, int]] = {}
     completions: list[tuple[str, str, int]] = []      # (f, type, time) of send/poll completions
     partitions: set[int] = set(final_state) | set(nodes_by_part)
+    end_time: int | None = None                       # the history's last time (any line)
     cols = ["index", "time", "process", "type", "f", "partition", "value", "offset", "epoch", "hw", "error",
             "invoke_index", "invoke_time", "fault", "phase", "fault_id"]
     for (index, time, process, typ, f, p, value, offset, epoch, hw, error, inv_i, inv_t,
          fault, phase, fid) in _rows(col_dir, "ops", cols):
+        if time is not None and (end_time is None or time > end_time):
+            end_time = time
         if process == "nemesis":
             if typ != "invoke" and fid is not None:
                 w = windows.setdefault(fid, [None, None])
@@ -134,10 +137,12 @@ def analyze(col_dir: Path | str, examples: int = 10) -> dict[str, Any]:
     found: dict[str, list] = defaultdict(list)
     counts: dict[str, int] = defaultdict(int)
     extra: dict[str, dict] = defaultdict(dict)
+    timed: list[tuple[str, int, int | None, int]] = []   # (kind, partition, time, weight): checkers/totals.py
 
-    def add(kind: str, key: tuple, example: dict, n: int = 1) -> None:
+    def add(kind: str, key: tuple, example: dict, n: int = 1, time: int | None = None) -> None:
         counts[kind] += n
         found[kind].append((key, example))
+        timed.append((kind, example["partition"], time, n))
 
     # ---- lost-write / failed-write-present / unseen ---------------------------------------------
     unseen_by_part: dict[int, int] = defaultdict(int)
@@ -158,12 +163,12 @@ def analyze(col_dir: Path | str, examples: int = 10) -> dict[str, Any]:
             add("lost-write", (p, s["index"]), {
                 "partition": p, "value": v, "offset": s["offset"], "epoch": s["epoch"], "index": s["index"],
                 "time": s["time"], "process": s["process"], "invoke_index": s["invoke_index"],
-                "final_values_at_offset": sorted(final_log[p].get(s["offset"], ()))})
+                "final_values_at_offset": sorted(final_log[p].get(s["offset"], ()))}, time=s["time"])
         elif s["type"] == "fail" and present:
             add("failed-write-present", (p, s["index"]), {
                 "partition": p, "value": v, "index": s["index"], "time": s["time"], "process": s["process"],
                 "invoke_index": s["invoke_index"], "error": s["error"],
-                "final_offsets": sorted(final_values[p][v])[:10]})
+                "final_offsets": sorted(final_values[p][v])[:10]}, time=s["time"])
 
     # ---- duplicate ------------------------------------------------------------------------------
     for p, fv in final_values.items():
@@ -183,7 +188,7 @@ def analyze(col_dir: Path | str, examples: int = 10) -> dict[str, Any]:
             add("inconsistent-offset", (p, o), {
                 "partition": p, "offset": o, "values": sorted(values)[:10], "index": obs[0][0],
                 "observations": [{"source": x[2], "value": x[3], "index": x[0], "time": x[4], "process": x[5]}
-                                 for x in obs[:10]]})
+                                 for x in obs[:10]]}, time=obs[0][4])
 
     # ---- nonmonotonic-send ----------------------------------------------------------------------
     for (proc, p), lst in ok_sends_by_proc.items():
@@ -193,7 +198,8 @@ def analyze(col_dir: Path | str, examples: int = 10) -> dict[str, Any]:
                 add("nonmonotonic-send", (p, b[0]), {
                     "partition": p, "process": proc, "index": b[0],
                     "earlier": {"index": a[0], "time": a[1], "value": a[2], "offset": a[3], "epoch": a[4]},
-                    "later": {"index": b[0], "time": b[1], "value": b[2], "offset": b[3], "epoch": b[4]}})
+                    "later": {"index": b[0], "time": b[1], "value": b[2], "offset": b[3], "epoch": b[4]}},
+                    time=b[1])
 
     # ---- poll-skip / nonmonotonic-poll ------------------------------------------------------------
     for key in set(poll_reads) | set(assigns):
@@ -215,9 +221,9 @@ def analyze(col_dir: Path | str, examples: int = 10) -> dict[str, Any]:
                       "previous": previous}
                 if o > p_off + 1:
                     ex["gap"] = o - p_off - 1
-                    add("poll-skip", (p, i, pos), ex)
+                    add("poll-skip", (p, i, pos), ex, time=t)
                 elif o <= p_off:
-                    add("nonmonotonic-poll", (p, i, pos), ex)
+                    add("nonmonotonic-poll", (p, i, pos), ex, time=t)
             prev = (i, kind, o, v, t, None)
 
     # ---- dirty-read / aborted-read ----------------------------------------------------------------
@@ -232,11 +238,11 @@ def analyze(col_dir: Path | str, examples: int = 10) -> dict[str, Any]:
                 "process": first[4], "reads": len(reads),
                 "send": None if s is None else {"type": s["type"], "index": s["index"], "offset": s["offset"]}}
         if p in final_log and v not in final_values[p]:
-            add("dirty-read", (p, first[0], first[1]), dict(base), n=len(reads))
+            add("dirty-read", (p, first[0], first[1]), dict(base), n=len(reads), time=first[3])
         if s is not None and s["type"] == "fail":
             ex = dict(base)
             ex["error"] = s["error"]
-            add("aborted-read", (p, first[0], first[1]), ex, n=len(reads))
+            add("aborted-read", (p, first[0], first[1]), ex, n=len(reads), time=first[3])
 
     # ---- divergence -------------------------------------------------------------------------------
     by_offset: dict[tuple[int, int], dict[str, tuple]] = defaultdict(dict)
@@ -279,7 +285,8 @@ def analyze(col_dir: Path | str, examples: int = 10) -> dict[str, Any]:
                 add(kind, (p, ob["index"]), {
                     "partition": p, "epoch": ob["epoch"], "hw": ob["hw"], "index": ob["index"], "time": ob["time"],
                     "process": ob["process"], "invoke_index": ob["invoke_index"], "f": ob["f"],
-                    "previous": {"hw": prev[0], "index": prev[1], "epoch": prev[2], "time": prev[3], "process": prev[4]}})
+                    "previous": {"hw": prev[0], "index": prev[1], "epoch": prev[2], "time": prev[3], "process": prev[4]}},
+                    time=ob["time"])
 
     # ---- examples, explained ----------------------------------------------------------------------
     examples = {kind: _top(items, N) for kind, items in found.items()}
@@ -298,6 +305,13 @@ def analyze(col_dir: Path | str, examples: int = 10) -> dict[str, Any]:
         anomalies[kind] = {"count": counts[kind], "examples": examples.get(kind, []), **extra.get(kind, {})}
     if "divergence" not in anomalies:
         anomalies["divergence"] = {"count": 0, "examples": [], **extra["divergence"]}
+    # totals over the whole run (duplicate and divergence have no operation time: untimed)
+    axis = totals.TimeAxis(end_time)
+    tot = totals.Totals(axis)
+    for kind, p, t, n in timed:
+        tot.add(kind, p, t, n)
+    for kind in anomalies:
+        anomalies[kind].update(tot.for_kind(kind))
 
     # ---- statistics ------------------------------------------------------------------------------------
     intervals = [(s, e if e is not None else float("inf")) for s, e in windows.values() if s is not None]
@@ -319,6 +333,7 @@ def analyze(col_dir: Path | str, examples: int = 10) -> dict[str, Any]:
     shown = {p: sorted(unseen_values.get(p, []))[:explain.UNSEEN_VALUES_SHOWN] for p in unseen_parts}
     return {
         "anomalies": anomalies,
+        "time_axis": axis.as_json(),
         "unseen": {"count": sum(unseen_by_part.values()), "partitions": unseen_parts,
                    "values": explain.unseen_values(shown),
                    "details": [{"partition": p, "reason": reason[p], "acked": unseen_by_part.get(p, 0),

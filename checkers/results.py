@@ -1,7 +1,9 @@
 """Assembling results.json from an engine's findings: fails_run per kind, the verdict, statistics.
 
 Both engines (Spark and the reference) return the same `findings` structure:
-  {"anomalies": {kind: {"count": n, "examples": [...], ...extra counts}},
+  {"anomalies": {kind: {"count": n, "examples": [...], "by_partition": {...}, "histogram": {...},
+                        ...extra counts}},
+   "time_axis": {"start_s", "end_s", "bucket_s", "buckets"} (checkers/totals.py),
    "unseen": {"count": n, "partitions": [...], "details": [...]},
    "partitions": [...],
    "stats": {"ops": {f: {"ok": n, "fail": n, "info": n}},
@@ -18,6 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from harness import runformat as rf
+from checkers import totals
 
 
 def _ratio(c: dict[str, int]) -> float | None:
@@ -62,8 +65,11 @@ def reason_text(r: dict[str, Any]) -> str:
 def build(findings: dict[str, Any], *, failing: list[str], checker: dict[str, Any],
           input_info: dict[str, Any] | None = None) -> dict[str, Any]:
     anomalies: dict[str, dict] = {}
+    axis = findings.get("time_axis") or totals.TimeAxis(None).as_json()
     for kind in rf.ANOMALY_KINDS:
         a = dict(findings["anomalies"].get(kind) or {"count": 0, "examples": []})
+        for k, v in totals.empty(kind, axis).items():
+            a.setdefault(k, v)
         a["fails_run"] = kind in failing
         anomalies[kind] = a
     unseen = findings["unseen"]
@@ -85,6 +91,7 @@ def build(findings: dict[str, Any], *, failing: list[str], checker: dict[str, An
         "failing_kinds": list(failing),                      # kinds that fail a run (configured)
         "failed_kinds": [k for k in failing if anomalies[k]["count"] > 0],  # ... and were found
         "anomalies": anomalies,
+        "time_axis": axis,                                   # the histograms' buckets
         "unseen": unseen,
         "partitions": findings["partitions"],
         "stats": out_stats,

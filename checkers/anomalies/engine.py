@@ -3,13 +3,15 @@
 Heavy work (aggregations and windows over the whole history and the replica dumps) stays in Spark and
 only flagged rows are kept; counts and the first N examples of each kind (in a fixed order, the same as
 the reference's) are collected, then the few history lines, reads and replica records the examples
-need are looked up on the driver (lookup.py) and attached. Order of work: the small tables, read on
-the driver; statistics; the sends that ended fail or info (persisted: few); block digests (digests.py)
-and the exact per-offset pass on the blocks they cannot vouch for (offsets.py, whose input records are
-persisted for values.py); the value, order, watermark and divergence families as one union of flagged
-rows; two small jobs over that union (one for small inputs). At 10M sends on 2 cores the cost is mostly per query (code
-generation, JIT warm-up, planning) and per full scan, so each table is scanned as few times as the
-dependencies allow and small intermediate results are persisted rather than recomputed.
+need are looked up on the driver (lookup.py) and attached. The counts come with their totals over
+the run (per partition and time bucket: checkers/totals.py) from the same aggregation. Order of work:
+the small tables, read on the driver; statistics; the sends that ended fail or info (persisted: few);
+block digests (digests.py) and the exact per-offset pass on the blocks they cannot vouch for
+(offsets.py, whose input records are persisted for values.py); the value, order, watermark and
+divergence families as one union of flagged rows; two small jobs over that union (one for small
+inputs). At 10M sends on 2 cores the cost is mostly per query (code generation, JIT warm-up, planning)
+and per full scan, so each table is scanned as few times as the dependencies allow and small
+intermediate results are persisted rather than recomputed.
 """
 from __future__ import annotations
 
@@ -22,7 +24,7 @@ from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from harness import runformat as rf
-from checkers import explain
+from checkers import explain, totals
 from checkers.anomalies import digests, divergence, lookup, offsets, ordering, stats, values, watermarks
 from checkers.anomalies.tables import POS_BITS, TYPE_CODE, TYPE_NAME, Tables, finding, load, rows
 
@@ -61,13 +63,14 @@ def _analyze(t: Tables, col_dir: Path, N: int, say, persisted: list[DataFrame], 
         nodes_by_part.setdefault(r["partition"], []).append(r["node"])
     for p in nodes_by_part:
         nodes_by_part[p].sort()
+    axis = totals.TimeAxis(totals.end_time_ns(col_dir))   # from the Parquet statistics: no scan
 
     say("statistics")
     st = stats.analyze(t)
     partitions = set(st["partitions"]) | set(final_state) | set(nodes_by_part)
 
     # the sends that ended fail or info (few): the digests set their values aside, values.py checks them
-    nonok = (t.sends.filter(F.col("stype") != 0).select("partition", "value", "stype", "index", "offset")
+    nonok = (t.sends.filter(F.col("stype") != 0).select("partition", "value", "stype", "index", "offset", "time")
              .persist(StorageLevel.MEMORY_AND_DISK))
     persisted.append(nonok)
     sends = st["ops"].get("send", {})
@@ -103,7 +106,8 @@ def _analyze(t: Tables, col_dir: Path, N: int, say, persisted: list[DataFrame], 
     recovered = spark.createDataFrame(rec_rows, "partition int, fs_hw long")
 
     say("anomalies")
-    findings = [finding(flagged.filter(F.col("inconsistent")), "inconsistent-offset", ["offset"], k1=F.col("offset"))]
+    findings = [finding(flagged.filter(F.col("inconsistent")), "inconsistent-offset", ["offset"], k1=F.col("offset"),
+                        time=F.col("first_time"))]
     findings.append(values.analyze(t, flagged, recs, recovered, nonok, ocount, n_nonok))
     findings.append(ordering.nonmonotonic_send(t))
     findings.append(ordering.poll_order(t, persisted))
@@ -112,11 +116,13 @@ def _analyze(t: Tables, col_dir: Path, N: int, say, persisted: list[DataFrame], 
     allf = findings[0]
     for df in findings[1:]:
         allf = allf.unionByName(df)
-    count_rows, top_rows = _count_and_first(allf, N, small, persisted)
+    count_rows, top_rows = _count_and_first(allf, N, small, persisted, axis)
     counts: dict[str, int] = {}
     lost_by_part: dict[int, int] = {}
     committed_n = 0
+    tot = totals.Totals(axis)
     for r in count_rows:
+        tot.add_bucket(r["kind"], r["partition"], r["bucket"], r["n"], r["tmin"], r["tmax"])
         counts[r["kind"]] = counts.get(r["kind"], 0) + r["n"]
         if r["kind"] == "lost-write":
             lost_by_part[r["partition"]] = lost_by_part.get(r["partition"], 0) + r["n"]
@@ -145,7 +151,8 @@ def _analyze(t: Tables, col_dir: Path, N: int, say, persisted: list[DataFrame], 
                                       ["node", "partition", "offset", "epoch", "value", "crc_ok"])]
     explain.attach(examples, explain.ReplicaIndex(rep_rows, nodes_by_part, meta))
 
-    anomalies = {kind: {"count": counts[kind], "examples": examples.get(kind, [])} for kind in counts}
+    anomalies = {kind: {"count": counts[kind], "examples": examples.get(kind, []), **tot.for_kind(kind)}
+                 for kind in counts}
     anomalies["divergence"].update(committed=committed_n, residual=counts["divergence"] - committed_n)
 
     acked = st["acked"]
@@ -161,6 +168,7 @@ def _analyze(t: Tables, col_dir: Path, N: int, say, persisted: list[DataFrame], 
     shown = {p: shown.get(p, []) for p in unseen_parts}
     return {
         "anomalies": anomalies,
+        "time_axis": axis.as_json(),
         "unseen": {"count": sum(acked.get(p, 0) for p in unseen_parts), "partitions": unseen_parts,
                    "values": explain.unseen_values(shown),
                    "details": [{"partition": p, "reason": reason[p], "acked": acked.get(p, 0), "values": shown[p]}
@@ -183,18 +191,29 @@ def _unseen_values(t: Tables, parts: list[int]) -> dict[int, list]:
     return out
 
 
-def _count_and_first(allf: DataFrame, N: int, small: bool, persisted: list[DataFrame]) -> tuple[list, list]:
-    """Counts per (kind, partition, flag) and the first N findings of each kind in example order
+def _count_and_first(allf: DataFrame, N: int, small: bool, persisted: list[DataFrame],
+                     axis: totals.TimeAxis) -> tuple[list, list]:
+    """Counts per (kind, partition, flag, time bucket) with the first and last time in each (`n`,
+    `tmin`, `tmax`; bucket null: untimed), and the first N findings of each kind in example order
     (partition, k1, k2). Small inputs have few findings: one job collects them all and the driver
     counts and orders them. Otherwise two Spark jobs over the persisted union."""
     order = ("partition", "k1", "k2", "payload")
     if small:
         found = rows(allf)
-        sums: dict[tuple, int] = {}
+        sums: dict[tuple, list] = {}
         for r in found:
-            key = (r["kind"], r["partition"], r["flag"])
-            sums[key] = sums.get(key, 0) + r["weight"]
-        count_rows = [{"kind": k, "partition": p, "flag": f, "n": n} for (k, p, f), n in sums.items()]
+            t = r["time"]
+            key = (r["kind"], r["partition"], r["flag"], axis.bucket(t))
+            s = sums.get(key)
+            if s is None:
+                sums[key] = [r["weight"], t, t]
+            else:
+                s[0] += r["weight"]
+                if t is not None:
+                    s[1] = t if s[1] is None else min(s[1], t)
+                    s[2] = t if s[2] is None else max(s[2], t)
+        count_rows = [{"kind": k, "partition": p, "flag": f, "bucket": b, "n": n, "tmin": lo, "tmax": hi}
+                      for (k, p, f, b), (n, lo, hi) in sums.items()]
         taken: dict[str, int] = {}
         top_rows = []
         # nulls first, as Spark's ascending sort puts them
@@ -207,7 +226,11 @@ def _count_and_first(allf: DataFrame, N: int, small: bool, persisted: list[DataF
     # only flagged rows: fewer, larger tasks read it (the families' last steps still run on every core)
     allf = allf.coalesce(FINDING_TASKS).persist(StorageLevel.MEMORY_AND_DISK)
     persisted.append(allf)
-    count_rows = rows(allf.groupBy("kind", "partition", "flag").agg(F.sum("weight").alias("n")))
+    t = F.col("time")
+    bucket = F.when(t.isNotNull(), F.least(F.greatest(F.expr(f"`time` div {axis.bucket_ns}"), F.lit(0)),
+                                            F.lit(axis.buckets - 1))).cast("int")
+    count_rows = rows(allf.groupBy("kind", "partition", "flag", bucket.alias("bucket")).agg(
+        F.sum("weight").alias("n"), F.min(t).alias("tmin"), F.max(t).alias("tmax")))
     if not count_rows or N <= 0:
         return count_rows, []
     w = Window.partitionBy("kind").orderBy(*order)

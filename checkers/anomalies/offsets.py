@@ -36,16 +36,16 @@ def analyze(t: Tables, fs_rows: list[dict[str, Any]], blocks: list[tuple[int, in
     number of final-read records in [0, hw) in those blocks per partition (the digests count them).
 
     Flagged columns: partition, offset, inconsistent, lost_cand, dirty_cand, dup_cand, multi_final, f_min,
-    f_extra (final reads of the offset beyond the first). Input records (what values.py needs of the
-    candidates): partition, offset, value, src (0 ack, 1 poll record, 2 final-read record), key (the
-    ack's history index, the poll record's index * 2^POS_BITS + position; 0 for final reads).
+    f_extra (final reads of the offset beyond the first), first_time (the time of the offset's first
+    observation in history order: its inconsistent-offset finding's time). Input records (what
+    values.py needs of the candidates): partition, offset, value, src (0 ack, 1 poll record, 2 final-read
+    record), key (the ack's history index, a read record's index * 2^POS_BITS + position), time.
     """
     L = F.lit
-    acked = t.acks().select("partition", "offset", "value", L(0).alias("src"), F.col("index").alias("key"))
+    acked = t.acks().select("partition", "offset", "value", L(0).alias("src"), F.col("index").alias("key"), "time")
     is_final = F.col("f") == "final-read"
     read = t.reads.select("partition", "offset", "value", F.when(is_final, L(2)).otherwise(L(1)).alias("src"),
-                          F.when(is_final, L(0).cast("long"))
-                          .otherwise(F.col("index") * (1 << POS_BITS) + F.col("pos")).alias("key"))
+                          (F.col("index") * (1 << POS_BITS) + F.col("pos")).alias("key"), "time")
     src, v = F.col("src"), F.col("value")
     acked, read = (digests.restrict(df, blocks, bits) for df in (acked, read))
     recs = acked.unionByName(read).persist(StorageLevel.MEMORY_AND_DISK)
@@ -55,7 +55,10 @@ def analyze(t: Tables, fs_rows: list[dict[str, Any]], blocks: list[tuple[int, in
         F.min(F.when(src == 0, v)).alias("a_min"), F.max(F.when(src == 0, v)).alias("a_max"),
         F.count(F.when(src == 1, 1)).alias("r_n"),
         F.min(F.when(src == 2, v)).alias("f_min"), F.max(F.when(src == 2, v)).alias("f_max"),
-        F.count(F.when(src == 2, 1)).alias("f_n"))
+        F.count(F.when(src == 2, 1)).alias("f_n"),
+        # the first observation in history order (an ack precedes the records of any later line)
+        F.min(F.struct(F.when(src == 0, F.col("key") * (1 << POS_BITS)).otherwise(F.col("key")).alias("k"),
+                       F.col("time").alias("t"))).alias("first"))
     fs = t.spark.createDataFrame([(r["partition"], r["hw"], bool(r["recovered"])) for r in fs_rows],
                                  "partition int, fs_hw long, fs_rec boolean")
     j = agg.join(F.broadcast(fs), "partition", "left")
@@ -72,7 +75,8 @@ def analyze(t: Tables, fs_rows: list[dict[str, Any]], blocks: list[tuple[int, in
     f_extra = F.when(in_final & (F.col("f_n") > 1), F.col("f_n") - 1).otherwise(L(0))
     flags = j.select("partition", "offset", inconsistent.alias("inconsistent"), lost_cand.alias("lost_cand"),
                      dirty_cand.alias("dirty_cand"), dup_cand.alias("dup_cand"),
-                     (in_final & ~single_final).alias("multi_final"), "f_min", f_extra.alias("f_extra"))
+                     (in_final & ~single_final).alias("multi_final"), "f_min", f_extra.alias("f_extra"),
+                     F.col("first.t").alias("first_time"))
     flagged = (flags.filter(F.col("inconsistent") | F.col("lost_cand") | F.col("dirty_cand") | F.col("dup_cand")
                             | (F.col("f_extra") > 0))
                .persist(StorageLevel.MEMORY_AND_DISK))

@@ -29,11 +29,12 @@ from checkers.anomalies.tables import Tables, finding, is_client, rows
 
 def nonmonotonic_send(t: Tables) -> DataFrame:
     """Later acks below the earlier ack of the same (process, partition); details fetched by the engine."""
-    acked = t.acks().select("process", "partition", "index", "offset")
+    acked = t.acks().select("process", "partition", "index", "offset", "time")
     w = Window.partitionBy("process", "partition").orderBy("index")
     out = acked.select("*", F.lag("index").over(w).alias("p_index"), F.lag("offset").over(w).alias("p_offset"))
     bad = out.filter(F.col("offset") < F.col("p_offset"))
-    return finding(bad, "nonmonotonic-send", ["process", "index", "p_index"], k1=F.col("index"))
+    return finding(bad, "nonmonotonic-send", ["process", "index", "p_index"], k1=F.col("index"),
+                   time=F.col("time"))
 
 
 def _judge(df: DataFrame, offset: Column, base: Column) -> DataFrame:
@@ -95,4 +96,4 @@ def poll_order(t: Tables, keep: list[DataFrame]) -> DataFrame:
         F.col("p_last_val").alias("p_value"), "kind", "gap")
     out = inner.unionByName(cross)
     return finding(out, F.col("kind"), [c for c in COLS if c not in ("partition", "kind")],
-                   k1=F.col("index"), k2=F.col("pos"))
+                   k1=F.col("index"), k2=F.col("pos"), time=F.col("time"))

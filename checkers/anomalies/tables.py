@@ -32,7 +32,7 @@ class Tables:
     col_dir: Path        # where the tables are (the driver reads small ones and point lookups itself)
 
     def acks(self) -> DataFrame:
-        """Acknowledged sends: partition, value, stype (0), index, offset, process."""
+        """Acknowledged sends: partition, value, stype (0), index, offset, process, time."""
         return self.sends.filter(F.col("stype") == 0)
 
 
@@ -48,7 +48,7 @@ def load(spark: SparkSession, col_dir: Path | str) -> Tables:
 
     ops = read("ops")
     sends = (ops.filter((F.col("f") == "send") & (F.col("type") != "invoke"))
-             .select("partition", "value", type_code().alias("stype"), "index", "offset", "process"))
+             .select("partition", "value", type_code().alias("stype"), "index", "offset", "process", "time"))
     # not cached: building the in-memory cache of 10M sends took ~6 s, rescanning the Parquet columns ~0.6 s
     return Tables(spark, ops, read("reads"), read("replicas"), read("replica_meta"), sends, col_dir)
 
@@ -68,13 +68,14 @@ def rows(df: DataFrame) -> list[dict[str, Any]]:
 
 
 # --- findings: every family's flagged rows in one shape, so counts and examples take two Spark jobs --
-FINDING_COLS = ("kind", "partition", "k1", "k2", "weight", "flag", "payload")
+FINDING_COLS = ("kind", "partition", "k1", "k2", "weight", "flag", "time", "payload")
 
 
 def finding(df: DataFrame, kind: str | Column, payload: list[str | Column], k1: Column, k2: Column | None = None,
-            weight: Column | None = None, flag: Column | None = None) -> DataFrame:
+            weight: Column | None = None, flag: Column | None = None, time: Column | None = None) -> DataFrame:
     """Rows of `df` as findings: sort keys (partition, k1, k2), count contribution `weight` (default 1),
-    a boolean `flag` (divergence: committed) and the example's fields as JSON text."""
+    a boolean `flag` (divergence: committed), the time of the operation the finding is about (history
+    nanoseconds; null: none, see checkers/totals.py) and the example's fields as JSON text."""
     return df.select(
         (F.lit(kind) if isinstance(kind, str) else kind).alias("kind"),
         F.col("partition").cast("int").alias("partition"),
@@ -82,5 +83,6 @@ def finding(df: DataFrame, kind: str | Column, payload: list[str | Column], k1: 
         (k2 if k2 is not None else F.lit(0)).cast("long").alias("k2"),
         (weight if weight is not None else F.lit(1)).cast("long").alias("weight"),
         (flag if flag is not None else F.lit(False)).cast("boolean").alias("flag"),
+        (time if time is not None else F.lit(None)).cast("long").alias("time"),
         F.to_json(F.struct(*[F.col(c) if isinstance(c, str) else c for c in payload]),
                   {"ignoreNullFields": "false"}).alias("payload"))

@@ -30,8 +30,8 @@ def _small(df: DataFrame, n: int) -> DataFrame:
 
 
 # the columns of every candidate row; a row only fills its own
-_COLS = {"stype": "int", "sindex": "long", "soffset": "long", "lost_key": "boolean", "dup_key": "boolean",
-         "foff": "long", "dirty_rkey": "long", "failed_rkey": "long"}
+_COLS = {"stype": "int", "sindex": "long", "soffset": "long", "stime": "long", "lost_key": "boolean",
+         "dup_key": "boolean", "foff": "long", "dirty_rkey": "long", "failed_rkey": "long", "rtime": "long"}
 
 
 def _rows(df: DataFrame, **cols: Column) -> DataFrame:
@@ -43,9 +43,13 @@ def analyze(t: Tables, flagged: DataFrame, recs: DataFrame, recovered: DataFrame
     """`flagged`, `recs`: offsets.analyze's flagged offsets and input records, `ocount` its counts (upper
     bounds here: they include partitions that turned out not recovered); `recovered`: (partition, fs_hw)
     of partitions with a final log; `nonok`: the sends that ended fail or info (partition, value, stype,
-    index, offset), `n_nonok` how many. Returns the findings of every kind (tables.finding)."""
+    index, offset, time), `n_nonok` how many. Returns the findings of every kind (tables.finding), timed
+    by the send's completion (lost-write, failed-write-present) or the value's first read (dirty-read,
+    aborted-read); duplicates are untimed."""
     L, c = F.lit, F.col
     T = L(True)
+    # a value's first read of one sort: (read key, its time), null where the row is not such a read
+    first = lambda key: F.when(c(key).isNotNull(), F.struct(c(key).alias("k"), c("rtime").alias("t")))  # noqa: E731
     n_lo, n_do, n_dup = ocount["n_lost"], ocount["n_dirty"], ocount["n_dup"]
     flagged_rec = flagged.join(F.broadcast(recovered.select("partition")), "partition")
     at = lambda cond, n: _small(flagged_rec.filter(cond).select("partition", "offset"), n)  # noqa: E731
@@ -53,13 +57,13 @@ def analyze(t: Tables, flagged: DataFrame, recs: DataFrame, recovered: DataFrame
     # candidates from the exact pass: acks at lost-write candidate offsets (the send of every dirty-read
     # value is among them: an acked value absent from the final log makes its own offset a lost-write
     # candidate), poll records at dirty-read candidate offsets, final values at duplicate candidate offsets
-    parts = [_rows(nonok, stype=c("stype"), sindex=c("index"), soffset=c("offset"), dup_key=T)]
+    parts = [_rows(nonok, stype=c("stype"), sindex=c("index"), soffset=c("offset"), stime=c("time"), dup_key=T)]
     if n_lo:
         acks = recs.filter(c("src") == 0).join(at(c("lost_cand"), n_lo), ["partition", "offset"], "left_semi")
-        parts.append(_rows(acks, stype=L(0), sindex=c("key"), soffset=c("offset"), lost_key=T))
+        parts.append(_rows(acks, stype=L(0), sindex=c("key"), soffset=c("offset"), stime=c("time"), lost_key=T))
     if n_do:
         polls = recs.filter(c("src") == 1).join(at(c("dirty_cand"), n_do), ["partition", "offset"], "left_semi")
-        parts.append(_rows(polls, dirty_rkey=c("key")))
+        parts.append(_rows(polls, dirty_rkey=c("key"), rtime=c("time")))
     if n_dup:
         finals = (recs.filter(c("src") == 2).join(F.broadcast(recovered), "partition")
                   .filter((c("offset") >= 0) & (c("offset") < c("fs_hw")))
@@ -73,20 +77,21 @@ def analyze(t: Tables, flagged: DataFrame, recs: DataFrame, recovered: DataFrame
     n_cand = n_nonok + n_lo + n_do * 4 + n_dup * 4
     keys = (cand.groupBy("partition", "value")
             .agg(F.max(F.coalesce(c("stype") == 1, L(False))).alias("failed")))
-    hit = t.reads.select("partition", "value", "offset", "f", "index", "pos").join(
+    hit = t.reads.select("partition", "value", "offset", "f", "index", "pos", "time").join(
         _small(keys, n_cand), ["partition", "value"])
     final = (hit.filter(c("f") == "final-read").join(F.broadcast(recovered), "partition")
              .filter((c("offset") >= 0) & (c("offset") < c("fs_hw"))))
     failed_polls = hit.filter((c("f") == "poll") & c("failed"))
     found = cand.unionByName(_rows(final, foff=c("offset"))).unionByName(
-        _rows(failed_polls, failed_rkey=c("index") * (1 << POS_BITS) + c("pos")))
+        _rows(failed_polls, failed_rkey=c("index") * (1 << POS_BITS) + c("pos"), rtime=c("time")))
 
     per_value = found.groupBy("partition", "value").agg(
         F.max("stype").alias("stype"), F.max("sindex").alias("sindex"), F.max("soffset").alias("soffset"),
+        F.max("stime").alias("stime"),
         F.max(F.coalesce(c("lost_key"), L(False))).alias("lost"), F.max(F.coalesce(c("dup_key"), L(False))).alias("dup"),
         F.count("foff").alias("n_final"), F.min("foff").alias("foff_min"), F.max("foff").alias("foff_max"),
-        F.count("dirty_rkey").alias("dirty_n"), F.min("dirty_rkey").alias("dirty_rkey"),
-        F.count("failed_rkey").alias("failed_n"), F.min("failed_rkey").alias("failed_rkey"))
+        F.count("dirty_rkey").alias("dirty_n"), F.min(first("dirty_rkey")).alias("dirty_first"),
+        F.count("failed_rkey").alias("failed_n"), F.min(first("failed_rkey")).alias("failed_first"))
     v = per_value.join(F.broadcast(recovered.select("partition", T.alias("rec"))), "partition", "left")
     rec = F.coalesce(c("rec"), L(False))
     present = c("n_final") > 0
@@ -100,10 +105,12 @@ def analyze(t: Tables, flagged: DataFrame, recs: DataFrame, recovered: DataFrame
     k = c("kind")
     is_dirty, is_aborted = k == "dirty-read", k == "aborted-read"
     reads = F.when(is_dirty, c("dirty_n")).when(is_aborted, c("failed_n"))
-    rkey = F.when(is_dirty, c("dirty_rkey")).when(is_aborted, c("failed_rkey"))
+    rkey = F.when(is_dirty, c("dirty_first.k")).when(is_aborted, c("failed_first.k"))
+    when = (F.when(is_dirty, c("dirty_first.t")).when(is_aborted, c("failed_first.t"))
+            .when(k != "duplicate", c("stime")))
     # a duplicate's send is looked up for its example only (engine._examples)
     send = lambda col: F.when(k != "duplicate", c(col))  # noqa: E731
     k1 = F.when(k == "duplicate", c("value")).when(is_dirty | is_aborted, rkey).otherwise(c("sindex"))
     return finding(out, k, ["value", send("sindex").alias("sindex"), send("soffset").alias("soffset"),
                             send("stype").alias("stype"), reads.alias("reads"), rkey.alias("rkey")],
-                   k1=k1, weight=F.coalesce(reads, L(1)))
+                   k1=k1, weight=F.coalesce(reads, L(1)), time=when)

@@ -47,4 +47,4 @@ def analyze(t: Tables, keep: list[DataFrame]) -> DataFrame:
     prev = F.when(F.col("prev_same.hw") > F.col("hw"), F.col("prev_same")).otherwise(F.col("prev_any"))
     out = q.select(*cols, kind.alias("kind"), prev.alias("prev")).filter(F.col("kind").isNotNull())
     return finding(out, F.col("kind"), ["epoch", "hw", "index", "time", "process", "invoke_index", "f", "prev"],
-                   k1=F.col("index"))
+                   k1=F.col("index"), time=F.col("time"))

@@ -23,7 +23,7 @@ from checkers.simulate import RunBuilder
 import checker_scenarios as sc
 from checker_scenarios import T
 
-COMPARED = ("valid", "anomalies", "unseen", "partitions", "stats", "unknown_reasons")
+COMPARED = ("valid", "anomalies", "time_axis", "unseen", "partitions", "stats", "unknown_reasons")
 
 
 def _lines(path):

@@ -63,7 +63,7 @@ def test_spark_known_answers_all_scenarios(tmp_path, spark):
     res = check_run(tmp_path, engine="spark", spark=spark)
     assert_findings(res, expected)
     ref = check_run(tmp_path, engine="reference", write=False)
-    for key in ("valid", "anomalies", "unseen", "partitions", "stats"):
+    for key in ("valid", "anomalies", "time_axis", "unseen", "partitions", "stats"):
         assert res[key] == ref[key], key
     assert res["valid"] is False
     assert res["checker"]["engine"] == "spark"

@@ -10,7 +10,7 @@ from checkers import simulate, synthetic
 from checkers.check import check_run
 from checkers.policy import DEFAULT_ALLOWED
 
-COMPARED = ("valid", "anomalies", "unseen", "partitions", "stats")
+COMPARED = ("valid", "anomalies", "time_axis", "unseen", "partitions", "stats")
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
