@@ -118,6 +118,7 @@ class PartitionTimeline:
     truncations: list[Truncation] = field(default_factory=list)  # by time
     _leader_t: list[float] = field(default_factory=list)
     _isr_t: list[float] = field(default_factory=list)
+    _trunc_t: list[float] = field(default_factory=list)
     _by_epoch: dict[Any, LeaderChange] = field(default_factory=dict)  # the first change to each epoch
 
 
@@ -165,20 +166,36 @@ class Timeline:
         """Truncations with a < t <= b that cut the record at `offset` (to <= offset < from)."""
         if not self.aligned or not _is_int(offset):
             return []
-        out = []
-        for tr in self.part(p).truncations:
-            if tr.t <= a or (b is not None and tr.t > b):
-                continue
-            if _is_int(tr.to_offset) and tr.to_offset <= offset and (
-                    not _is_int(tr.from_offset) or offset < tr.from_offset):
+        out: list[Truncation] = []
+        pt = self.part(p)
+        for tr in pt.truncations[bisect.bisect_right(pt._trunc_t, a):]:
+            if b is not None and tr.t > b:
+                break
+            to, frm = tr.to_offset, tr.from_offset
+            if to.__class__ is int and to <= offset and (frm.__class__ is not int or offset < frm):
                 out.append(tr)
         return out
 
-    def faults_at(self, t: float) -> list[Fault]:
-        return [f for f in self.faults if f.active_at(t)]
+    def _fault_index(self) -> tuple[list[Fault], list[float], float, list[int]]:
+        """Built once: the faults' start times (they are sorted by start), the longest stopped window, and
+        the positions of the windows never stopped."""
+        if getattr(self, "_findex", (None,))[0] is not self.faults or self._findex[1] != len(self.faults):
+            ordered = sorted(self.faults, key=lambda f: f.start_s)
+            longest = max((f.stop_s - f.start_s for f in ordered if f.stop_s is not None), default=0.0)
+            self._findex = (self.faults, len(self.faults), ordered, [f.start_s for f in ordered], longest,
+                            [i for i, f in enumerate(ordered) if f.stop_s is None])
+        return self._findex[2], self._findex[3], self._findex[4], self._findex[5]
 
     def faults_between(self, a: float, b: float) -> list[Fault]:
-        return [f for f in self.faults if f.overlaps(a, b)]
+        """Fault windows overlapping [a, b] (bounds included), in start order."""
+        ordered, starts, longest, never_stopped = self._fault_index()
+        hi = bisect.bisect_right(starts, b)
+        lo = bisect.bisect_left(starts, a - longest)  # a stopped window starting before this ended before a
+        early = [ordered[i] for i in never_stopped if i < lo]
+        return early + [f for f in ordered[lo:hi] if f.overlaps(a, b)]
+
+    def faults_at(self, t: float) -> list[Fault]:
+        return self.faults_between(t, t)
 
     def restart_before(self, node: str, a: float, b: float) -> float | None:
         """The last time `node` (re)started in (a, b], if its log says so."""
@@ -233,6 +250,8 @@ def timeline_from(broker: BrokerEvents, nemesis_ops: Iterable[dict[str, Any]], a
         pt.isr = sorted(isr, key=lambda x: x[0])
         for t, node, frm, to, why in pe.truncations:
             pt.truncations.append(Truncation(t, str(node), frm, to, why))
+        pt.truncations.sort(key=lambda tr: tr.t)
+        pt._trunc_t = [tr.t for tr in pt.truncations]
         pt._leader_t = [lc.t for lc in pt.leaders]
         for lc in pt.leaders:
             if not isinstance(lc.epoch, (dict, list)):
@@ -397,7 +416,7 @@ class _Teller:
                 out += [", during "] + self.fault_list(new, lc.leader)
         if len(changes) > len(shown):
             more = len(changes) - len(shown)
-            out.append(f" ({more} more leader change{'s' if more > 1 else ''} in between)")
+            out.append(f" ({more} more leader change{'s' if more > 1 else ''})")
         return out
 
     def truncations(self, truncs: list[Truncation], after: float) -> list:
@@ -508,7 +527,9 @@ def _lost_write(tl: Timeline, ex: dict[str, Any]) -> Story:
     if t is None:
         t = -1.0
     rec = _final_record(ex)
-    changes = tl.leaders_between(p, t, None) if t >= 0 else []
+    writer = tl.leader_of(p, rec[1]) if rec is not None else None
+    until = writer.t if writer is not None and writer.t > t else None  # up to the epoch that wrote the offset
+    changes = tl.leaders_between(p, t, until) if t >= 0 else []
     if epoch is not None and _is_int(epoch):
         changes = [lc for lc in changes if not _is_int(lc.epoch) or lc.epoch > epoch]
     last_epoch = rec[1] if rec is not None and _is_int(rec[1]) else None

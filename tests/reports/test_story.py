@@ -321,3 +321,23 @@ def test_examples_of_any_shape_tell_a_story_or_none_never_fail(run):
         story = tell(kind, ex, tl)
         assert isinstance(story, Story) and story.text and all(h.startswith("#") for h in story.links), ex
         story_html(story)
+
+
+def test_fault_lookups_match_a_plain_scan():
+    import random
+
+    from reports.story import Fault, Timeline
+
+    rng = random.Random(7)
+    faults = []
+    for i in range(300):
+        start = rng.uniform(0, 1000)
+        stop = None if rng.random() < 0.02 else start + rng.choice([0.0, rng.uniform(0, 5), rng.uniform(0, 200)])
+        faults.append(Fault(i, "kill", ["n1"], start, stop))
+    tl = Timeline(faults=faults)
+    for _ in range(2000):
+        a = rng.uniform(-10, 1100)
+        b = a + rng.choice([0.0, rng.uniform(0, 30)])
+        want = sorted(f.id for f in faults if f.start_s <= b and (f.stop_s is None or f.stop_s >= a))
+        assert sorted(f.id for f in tl.faults_between(a, b)) == want
+        assert sorted(f.id for f in tl.faults_at(a)) == sorted(f.id for f in faults if f.active_at(a))
