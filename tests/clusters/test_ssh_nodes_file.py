@@ -89,6 +89,9 @@ def test_ssh_backend_without_nodes_file_says_so(tmp_path, monkeypatch):
 
 def test_run_flags_reach_the_backends(tmp_path):
     from harness import backends, config
+    # the nodes file must exist and list enough brokers: `build` checks it before a run directory exists
+    (tmp_path / "n.toml").write_text('[controller]\nhost = "10.0.0.1"\n'
+                                     + "".join(f'[[broker]]\nhost = "10.0.0.{i}"\n' for i in (2, 3, 4)))
     cfg = config.build(None, {"backend": "ssh", "nodes_file": str(tmp_path / "n.toml"),
                               "ssh_accept_unknown_hosts": True})
     assert backends.backend_options("ssh", cfg.cluster) == {"nodes_file": str(tmp_path / "n.toml"),
