@@ -12,7 +12,7 @@ with the history, so stories then use them only where no time is compared (who l
 the report's anchors `#fault-<id>` (a fault window) and `#leader-p<partition>-e<epoch>` (a leader change).
 A story says only what the files show: a fact a file lacks (a torn or missing log, an example field the
 checker did not write) is left out, so the story gets shorter, never wrong. Only the examples shown are
-told; every lookup is a binary search in lists built once per run.
+told; each lookup starts with a binary search in lists built once per run.
 """
 from __future__ import annotations
 
