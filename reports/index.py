@@ -158,13 +158,29 @@ def _suite_of(root: Path, run_dir: Path) -> tuple[str | None, str]:
 def find_suites(root: Path) -> list[SuiteRow]:
     """Every suite run under root (a directory holding suite.html), newest first."""
     root = Path(root)
+    pages: list[Path] = []
+
+    def walk(d: Path, depth: int) -> None:   # like find_runs: no symlinks, hidden or run directories
+        if (d / SUITE_HTML).is_file():
+            pages.append(d)
+        if depth >= MAX_DEPTH:
+            return
+        try:
+            children = sorted(d.iterdir())
+        except OSError:
+            return
+        for c in children:
+            if c.is_symlink() or not c.is_dir() or c.name.startswith(".") or c.name == runformat.COLUMNAR_DIR:
+                continue
+            if (c / runformat.HISTORY).exists() or (c / runformat.TEST_JSON).exists():
+                continue
+            walk(c, depth + 1)
+
+    if root.is_dir():
+        walk(root, 0)
     out: list[SuiteRow] = []
-    for page in sorted(root.glob(f"**/{SUITE_HTML}")):
-        d = page.parent
+    for d in pages:
         rel = d.relative_to(root)
-        if any(part.startswith(".") for part in rel.parts) or len(rel.parts) > MAX_DEPTH or \
-                any(p.is_symlink() for p in [d, *d.parents] if root in p.parents):
-            continue
         doc: dict[str, Any] = {}
         try:
             obj = runformat.load_json(d / "suite.json")
