@@ -460,6 +460,8 @@ def build(test_file: str | Path | None = None, flags: dict[str, Any] | None = No
         key, problem = problems[0]
         raise ConfigError(f"{where(key)}: key '{key}' {problem}")
     preflight(cfg, where=where)
+    if cfg.nemesis.schedule_file:   # recorded absolute in test.json, so `highwater rerun` works from anywhere
+        cfg.nemesis.schedule_file = str(Path(cfg.nemesis.schedule_file).resolve())
     return cfg
 
 

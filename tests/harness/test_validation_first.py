@@ -211,3 +211,11 @@ def test_valid_configuration_passes_the_validate_step(tmp_path):
     for name in ("smoke.toml", "nightly.toml"):
         suite = load_suite(REPO / "suites" / name)
         assert validate_configs(suite.configs, name) is None
+
+
+def test_a_relative_schedule_path_is_recorded_absolute(tmp_path, monkeypatch):
+    """test.json records the schedule by its absolute path, so `highwater rerun` works from any directory."""
+    (tmp_path / "s.toml").write_text('[[step]]\nat = 1\nfault = "kill"\nduration = 2\ntargets = ["n2"]\n')
+    monkeypatch.chdir(tmp_path)
+    cfg = config_mod.build(None, {"nemesis_schedule": "s.toml", "nemesis": "kill"})
+    assert cfg.nemesis.schedule_file == str(tmp_path.resolve() / "s.toml")
