@@ -145,7 +145,7 @@ def _scalar(value: Any, key: str | None) -> str:
     if key == "time" and isinstance(value, int) and not isinstance(value, bool):
         return f"{value / 1e9:.3f} s"
     if value is None:
-        return "—"
+        return "null"   # as in results.json: value_at=null is "this replica does not hold it"
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, str):

@@ -182,6 +182,8 @@ def test_every_column_readable_and_last_fault_label_inside(browser, lossy2, widt
     assert [c["text"][:20] for c in lost if c["head"]] == ["replicas"]
     assert all(c["visible"] for c in lost), lost
     assert sum(1 for c in lost if c["text"].startswith("n1: value_at=")) == 2  # both examples' replicas cells
+    replicas = [c["text"] for c in lost if c["text"].startswith("n1: value_at=")]
+    assert all("value_at=null" in t for t in replicas), replicas  # a replica's "not here" shown, not hidden
     unreachable = [c for c in cells if not c["reachable"]]
     assert unreachable == []
     # the last fault label (a pause starting 0.2 s before the end) lies inside the timeline's SVG
