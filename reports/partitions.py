@@ -206,6 +206,7 @@ class PartitionView:
     whole: bool
     dropped_windows: int = 0
     summary: dict[str, Any] = field(default_factory=dict)
+    anchored: frozenset = frozenset()   # offsets whose row is on the page with an id (links only go there)
 
 
 def _divergent_offsets(reps: list[ReplicaLog], lo: int, hi: int) -> list[int]:
@@ -348,7 +349,8 @@ def build_view(partition: int, reps: list[ReplicaLog], anomaly_offsets: list[tup
 
     return PartitionView(partition=partition, nodes=[r.node for r in reps], replicas=reps, rows=rows,
                          total_offsets=hi - lo, divergent_count=len(divergent), divergent_runs=runs[:20],
-                         lost=lost_info, whole=whole, dropped_windows=dropped)
+                         lost=lost_info, whole=whole, dropped_windows=dropped,
+                         anchored=frozenset(r.offset for r in rows if isinstance(r, Row) and r.anchor))
 
 
 def build_views(run_dir: Path, results: dict[str, Any] | None) -> list[PartitionView]:

@@ -235,3 +235,13 @@ def test_fixture_totals_follow_the_documented_rules(lossy2):
     assert lw["ack_times"] == {"0": {"first_s": 2.553, "last_s": 2.653}, "1": {"first_s": 6.706, "last_s": 7.106}}
     assert [(p["partition"], p["acked"], p["lost"]) for p in r["partitions"]] == [(0, 12, 2), (1, 6, 3)]
     assert r["anomalies"]["divergence"]["histogram"]["untimed"] == 2
+
+
+@pytest.mark.parametrize("kind", ["invalid", "lossy2", "valid", "unknown", "unchecked"])
+def test_every_in_page_link_has_its_target(tmp_path, kind):
+    """No link on the page points at an anchor the page lacks (a lost write's offset outside the rows
+    shown used to link to a missing #p<P>-o<offset>)."""
+    html = write_report(make_run(tmp_path / "r", kind)).read_text()
+    targets = set(re.findall(r'href="#([^"]+)"', html))
+    ids = set(re.findall(r'\bid="([^"]+)"', html))
+    assert targets and sorted(targets - ids) == []
