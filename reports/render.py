@@ -14,6 +14,7 @@ from typing import Any
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup
 
+from checkers.results import reason_text
 from harness import runformat
 from reports import charts
 from reports.anomalies import anomaly_kinds, example_times, referenced_indexes
@@ -82,11 +83,16 @@ def verdict_line(run: Run) -> str:
         unseen_doc = run.results.get("unseen") if isinstance(run.results.get("unseen"), dict) else {}
         unseen = unseen_doc.get("count") if isinstance(unseen_doc.get("count"), int) else 0
         parts = unseen_doc.get("partitions") if isinstance(unseen_doc.get("partitions"), list) else []
+        reasons = [reason_text(r) for r in run.results.get("unknown_reasons") or [] if isinstance(r, dict)]
+        why = ""
+        if reasons:
+            shown = "; ".join(reasons[:3]) + (f"; and {len(reasons) - 3:,} more" if len(reasons) > 3 else "")
+            why = f" What could not be checked: {shown}."
         if not unseen:
-            return "The checker could not decide: its verdict is unknown."
+            return "The checker could not decide: its verdict is unknown." + why
         return (f"No anomalies found, but {unseen:,} acknowledged write(s) could not be checked"
                 + (f" (partition{'s' if len(parts) > 1 else ''} {', '.join(map(str, parts))} did not recover)."
-                   if parts else "."))
+                   if parts else ".") + why)
     soft = [(k, b.get("count", 0)) for k, b in anomalies.items()
             if isinstance(b, dict) and not b.get("fails_run", True) and (b.get("count") or 0) > 0]
     if soft:

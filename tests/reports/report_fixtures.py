@@ -276,5 +276,9 @@ def make_run(results_root: Path, kind: str = "invalid", *, name: str | None = No
     }
     if not old_format:
         results["time_axis"] = axis
+    if kind == "unknown":
+        results["unknown_reasons"] = [
+            {"partition": 0, "reason": "no replica recovered; 3 acknowledged writes could not be checked"},
+            {"file": "history.jsonl", "line": 7, "reason": "torn line skipped (--lenient)"}]
     (run / "results.json").write_text(json.dumps(results, indent=2))
     return run

@@ -245,3 +245,10 @@ def test_every_in_page_link_has_its_target(tmp_path, kind):
     targets = set(re.findall(r'href="#([^"]+)"', html))
     ids = set(re.findall(r'\bid="([^"]+)"', html))
     assert targets and sorted(targets - ids) == []
+
+
+def test_an_unknown_verdict_says_what_could_not_be_checked(tmp_path):
+    """The page names the checker's unknown reasons, not just "unknown"."""
+    html = write_report(make_run(tmp_path / "r", "unknown")).read_text()
+    assert ("What could not be checked: partition 0: no replica recovered; 3 acknowledged writes could not be "
+            "checked; history.jsonl:7: torn line skipped (--lenient).") in html
