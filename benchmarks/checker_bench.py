@@ -79,7 +79,7 @@ from checkers import synthetic  # noqa: E402
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
 TICK = os.sysconf("SC_CLK_TCK")
-COMPARED = ("valid", "anomalies", "unseen", "partitions", "stats")
+COMPARED = ("valid", "anomalies", "unseen", "partitions", "stats", "time_axis")
 
 
 def _tree(pid: int) -> list[int]:
