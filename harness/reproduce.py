@@ -14,7 +14,6 @@ internal error (255) > bad configuration or setup (254) > anomalies found (1) > 
 from __future__ import annotations
 
 import copy
-import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -136,40 +135,6 @@ def load_scenario(test: dict[str, Any], cfg: config_mod.TestConfig, path: Path):
     return sc
 
 
-def play_scenario(sc, *, plain: bool, extra_record: dict[str, Any]) -> int:
-    """Replay a loaded scenario like `highwater scenario` does (progress, signals, verdict)."""
-    from harness import scenario_command
-    from harness.progress import Display
-    from harness.run_command import finish_output, install_signal_handlers
-    mode = sc.config.broker.truncation
-    previous: dict = {}
-    displays: list = []
-
-    def hook(session):
-        previous.update(install_signal_handlers(session))
-        displays.append(Display(session.progress, force_plain=plain).start())
-        click.echo(f"highwater: rerun of scenario {sc.name} ({mode}), {len(sc.steps)} steps, in {session.run.path}",
-                   err=True)
-
-    try:
-        outcome, runner = scenario_command.run_scenario(sc, session_hook=hook, extra_record=extra_record)
-    except Exception as exc:  # noqa: BLE001 - run_scenario cleans up itself; this is a bug in the harness
-        click.echo(f"highwater: internal error: {type(exc).__name__}: {exc}", err=True)
-        return EXIT_INTERNAL
-    finally:
-        for display in displays:
-            display.close()
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-    failed = runner.failed if runner is not None else None
-    expectation_line = getattr(scenario_command, "expectation_line", None)
-    if expectation_line is not None:
-        line = expectation_line(sc.expect.get(mode), mode, outcome.results, failed)
-        if line:
-            click.echo(line, err=True)
-    return finish_output(outcome, reasons=[failed] if failed else None)
-
-
 @click.command("rerun", context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("run_dir", type=click.Path(file_okay=True, dir_okay=True))
 @click.option("--results-dir", default=None,
@@ -192,7 +157,8 @@ def rerun(run_dir, results_dir, plain) -> int:
         return EXIT_USAGE
     click.echo(f"highwater: rerun of {run_dir} (seed {cfg.seed})", err=True)
     if test.get("kind") == "scenario":
-        return play_scenario(sc, plain=plain, extra_record=extra)
+        from harness.scenario_command import play
+        return play(sc, plain=plain, extra_record=extra, banner="rerun of scenario")
     from harness.run_command import execute
     return execute(cfg, plain=plain, extra_record=extra)
 

@@ -112,7 +112,6 @@ def expectation_line(expected: list[str] | None, mode: str, results: dict | None
 def scenario(file, truncation, results_dir, checker, plain) -> int:
     """Replay a declarative scenario FILE against a real local cluster and check it."""
     from harness import scenario as scenario_mod
-    from harness.run_command import finish_output, install_signal_handlers
 
     try:
         sc = scenario_mod.load(file, truncation=truncation)
@@ -133,18 +132,31 @@ def scenario(file, truncation, results_dir, checker, plain) -> int:
     except config_mod.ConfigError as exc:
         click.echo(f"highwater: {exc}", err=True)
         return EXIT_USAGE
-    previous = {}
-    displays = []
+    return play(sc, plain=plain)
+
+
+def play(sc, *, plain: bool, extra_record: dict | None = None, banner: str = "scenario") -> int:
+    """Play a loaded, validated scenario on a real local cluster with the progress display and signal
+    handling of `highwater run`; print the expectation line and the verdict line; the exit code.
+    `highwater scenario` and `highwater rerun` (harness/reproduce.py) both end here."""
+    import signal
+
+    from harness.progress import Display
+    from harness.run_command import finish_output, install_signal_handlers
+    mode = sc.config.broker.truncation
+    previous: dict = {}
+    displays: list = []
 
     def hook(session):
-        from harness.progress import Display
         previous.update(install_signal_handlers(session))
         displays.append(Display(session.progress, force_plain=plain).start())
-        click.echo(f"highwater: scenario {sc.name} ({mode}), {len(sc.steps)} steps, in {session.run.path}", err=True)
+        click.echo(f"highwater: {banner} {sc.name} ({mode}), {len(sc.steps)} steps, in {session.run.path}", err=True)
 
-    import signal
     try:
-        outcome, runner = run_scenario(sc, session_hook=hook)
+        outcome, runner = run_scenario(sc, session_hook=hook, extra_record=extra_record)
+    except Exception as exc:  # noqa: BLE001 - run_scenario cleans up itself; this is a bug in the harness
+        click.echo(f"highwater: internal error: {type(exc).__name__}: {exc}", err=True)
+        return EXIT_INTERNAL
     finally:
         for display in displays:
             display.close()

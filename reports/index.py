@@ -63,13 +63,14 @@ class SuiteRow:
 MAX_DEPTH = 6
 
 
-def find_runs(root: Path) -> list[Path]:
-    """Every run directory under root, at any depth up to MAX_DEPTH (suites nest theirs deeper):
-    a directory holding history.jsonl or test.json. Symlinks and hidden directories are not followed."""
-    root = Path(root)
-    runs: list[Path] = []
+def _is_run(d: Path) -> bool:
+    return (d / runformat.HISTORY).exists() or (d / runformat.TEST_JSON).exists()
 
-    def walk(d: Path, depth: int) -> None:
+
+def _store_dirs(root: Path):
+    """(directory, depth, is_run) for the store under root, depth first in name order, up to MAX_DEPTH;
+    run directories are not entered, and symlinks, hidden directories and columnar/ are not followed."""
+    def walk(d: Path, depth: int):
         try:
             children = sorted(d.iterdir())
         except OSError:
@@ -77,14 +78,20 @@ def find_runs(root: Path) -> list[Path]:
         for c in children:
             if c.is_symlink() or not c.is_dir() or c.name.startswith(".") or c.name == runformat.COLUMNAR_DIR:
                 continue
-            if (c / runformat.HISTORY).exists() or (c / runformat.TEST_JSON).exists():
-                runs.append(c)
-            elif depth < MAX_DEPTH:
-                walk(c, depth + 1)
+            run = _is_run(c)
+            yield c, depth, run
+            if not run and depth < MAX_DEPTH:
+                yield from walk(c, depth + 1)
 
     if root.is_dir():
-        walk(root, 1)
-    return runs
+        yield root, 0, False
+        yield from walk(root, 1)
+
+
+def find_runs(root: Path) -> list[Path]:
+    """Every run directory under root, at any depth up to MAX_DEPTH (suites nest theirs deeper):
+    a directory holding history.jsonl or test.json. Symlinks and hidden directories are not followed."""
+    return [d for d, _depth, run in _store_dirs(Path(root)) if run]
 
 
 def _when(test: dict[str, Any], run_dir: Path) -> tuple[float, str]:
@@ -158,26 +165,7 @@ def _suite_of(root: Path, run_dir: Path) -> tuple[str | None, str]:
 def find_suites(root: Path) -> list[SuiteRow]:
     """Every suite run under root (a directory holding suite.html), newest first."""
     root = Path(root)
-    pages: list[Path] = []
-
-    def walk(d: Path, depth: int) -> None:   # like find_runs: no symlinks, hidden or run directories
-        if (d / SUITE_HTML).is_file():
-            pages.append(d)
-        if depth >= MAX_DEPTH:
-            return
-        try:
-            children = sorted(d.iterdir())
-        except OSError:
-            return
-        for c in children:
-            if c.is_symlink() or not c.is_dir() or c.name.startswith(".") or c.name == runformat.COLUMNAR_DIR:
-                continue
-            if (c / runformat.HISTORY).exists() or (c / runformat.TEST_JSON).exists():
-                continue
-            walk(c, depth + 1)
-
-    if root.is_dir():
-        walk(root, 0)
+    pages = [d for d, _depth, run in _store_dirs(root) if not run and (d / SUITE_HTML).is_file()]
     out: list[SuiteRow] = []
     for d in pages:
         rel = d.relative_to(root)
