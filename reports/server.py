@@ -2,7 +2,8 @@
 
 Serves files under the results directory only, with a directory listing (name, size, modified, and a
 download link per file), `?download` to get any file as an attachment, and the run files' types set so a
-browser shows JSON lines and logs as text. Binds 127.0.0.1 unless told otherwise.
+browser shows JSON lines and logs as text. Binds 127.0.0.1 unless told otherwise. A path whose resolved
+location (symlinks followed) is outside the results directory is a 404 and is left out of listings.
 """
 from __future__ import annotations
 
@@ -23,6 +24,18 @@ TEXT_TYPES = {".jsonl": "text/plain; charset=utf-8", ".log": "text/plain; charse
 
 class ResultsHandler(SimpleHTTPRequestHandler):
     server_version = "highwater-serve"
+
+    def inside(self, path: str | os.PathLike) -> bool:
+        """True when `path`, with every symlink resolved, is the results directory or under it."""
+        root = os.path.realpath(self.directory)
+        real = os.path.realpath(path)
+        return real == root or real.startswith(root.rstrip(os.sep) + os.sep)
+
+    def send_head(self):
+        if not self.inside(self.translate_path(self.path)):
+            self.send_error(HTTPStatus.NOT_FOUND, "File not found")
+            return None
+        return super().send_head()
 
     def guess_type(self, path: str | os.PathLike) -> str:
         return TEXT_TYPES.get(Path(path).suffix, None) or super().guess_type(path)
@@ -48,7 +61,7 @@ class ResultsHandler(SimpleHTTPRequestHandler):
         if url_path not in ("", "/"):
             rows.append('<tr><td><a href="../">../</a></td><td></td><td></td><td></td></tr>')
         for e in entries:
-            if e.name.startswith(".") or e.name.endswith(".tmp"):
+            if e.name.startswith(".") or e.name.endswith(".tmp") or not self.inside(e.path):
                 continue
             is_dir = e.is_dir()
             name = e.name + ("/" if is_dir else "")

@@ -107,6 +107,27 @@ def test_server_stays_inside_the_results_directory(served):
     assert status == 404
 
 
+def test_server_does_not_follow_symlinks_out_of_the_results_directory(served, tmp_path):
+    port, run = served
+    outside = tmp_path / "outside"
+    (outside / "sub").mkdir(parents=True)
+    (outside / "secret.txt").write_text("secret\n")
+    (run / "passwd").symlink_to(outside / "secret.txt")
+    (run / "etc").symlink_to(outside)
+    (run / "inner.jsonl").symlink_to(run / "history.jsonl")  # a link that stays inside is fine
+    assert get(port, "/hw-truncation/20261121T224501Z/passwd")[0] == 404
+    assert get(port, "/hw-truncation/20261121T224501Z/passwd?download")[0] == 404
+    assert get(port, "/hw-truncation/20261121T224501Z/etc/")[0] == 404
+    assert get(port, "/hw-truncation/20261121T224501Z/etc/secret.txt")[0] == 404
+    assert get(port, "/hw-truncation/20261121T224501Z/etc")[0] == 404
+    status, _h, body = get(port, "/hw-truncation/20261121T224501Z/inner.jsonl")
+    assert status == 200 and body == (run / "history.jsonl").read_bytes()
+    status, _h, body = get(port, "/hw-truncation/20261121T224501Z/")
+    text = body.decode()
+    assert status == 200 and 'href="inner.jsonl"' in text
+    assert "passwd" not in text and 'href="etc/"' not in text and 'href="etc"' not in text
+
+
 def test_serve_command_binds_loopback_writes_index_and_stops_on_ctrl_c(tmp_path):
     root = tmp_path / "results"
     make_run(root, "valid")
