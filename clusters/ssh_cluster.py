@@ -35,6 +35,15 @@ BROKER_PORT = 9092
 PIDFILE = "server.pid"
 
 
+def dump_command(python: str, code_dir: str, rdir: str, node: str) -> str:
+    """The remote shell command that dumps a broker's data dir into `rdir/dump`; every value quoted."""
+    q = shlex.quote
+    out = posixpath.join(rdir, "dump")
+    return (f"rm -rf {q(out)} && mkdir -p {q(out)} && cd {q(rdir)} && "
+            f"PYTHONPATH={q(code_dir)} {q(python)} -m broker dump "
+            f"{q(posixpath.join(rdir, 'data'))} --out {q(out)} --node {q(node)}")
+
+
 def parallel(fn, items, *, what: str) -> list:
     """fn(item) for every item on threads; raise one ClusterError listing every failure."""
     items = list(items)
@@ -332,9 +341,6 @@ class RemoteCluster(Cluster):
                 if node == CONTROLLER:
                     return
                 out = posixpath.join(rdir, "dump")
-                cmd = (f"rm -rf {shlex.quote(out)} && mkdir -p {shlex.quote(out)} && cd {shlex.quote(rdir)} && "
-                       f"PYTHONPATH={shlex.quote(self.code_dir(node))} {self.python} -m broker dump "
-                       f"{shlex.quote(posixpath.join(rdir, 'data'))} --out {shlex.quote(out)} --node {node}")
-                ssh.run(cmd, timeout_s=300)
+                ssh.run(dump_command(self.python, self.code_dir(node), rdir, node), timeout_s=300)
                 ssh.download_tree(out, run_dir / "replicas" / node)
             parallel(one, self._names(), what="collect")

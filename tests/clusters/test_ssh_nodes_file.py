@@ -102,3 +102,19 @@ def test_run_flags_reach_the_backends(tmp_path):
     f.write_text('[cluster]\nbackend = "docker"\ndocker_kill = "node"\n')
     assert backends.backend_options("docker", config.build(f, {}).cluster) == {"base_image": None, "kill_mode": "node"}
     assert backends.backend_options("local", cfg.cluster) == {}
+
+
+def test_remote_dump_command_quotes_the_nodes_file_python(tmp_path):
+    import shlex
+    import subprocess
+
+    from clusters.ssh_cluster import dump_command
+    marker = tmp_path / "injected"
+    python = f"python3; touch {marker}"
+    cmd = dump_command(python, "/srv/hw/code x", str(tmp_path / "n1 dir"), "n1")
+    words = shlex.split(cmd)
+    assert python in words and "/srv/hw/code x" not in words  # one word each, PYTHONPATH=... kept whole
+    assert "PYTHONPATH=/srv/hw/code x" in words
+    # a real shell runs it: the value is one (missing) program's name, never a second command
+    done = subprocess.run(["sh", "-c", cmd], capture_output=True, text=True)
+    assert done.returncode == 127 and not marker.exists()
