@@ -50,9 +50,9 @@ def finish_output(outcome, reasons: list[str] | None = None) -> int:
     for problem in outcome.problems:
         click.echo(f"highwater: {problem}", err=True)
     click.echo(f"highwater: run directory {outcome.run_dir}", err=True)
-    if reasons is None:
-        reasons = [] if outcome.results is not None else (
-            ["interrupted"] if getattr(outcome, "interrupted", False) else list(outcome.problems))
+    if reasons is None:  # interrupted during the check: the results stand, the outcome is still unknown
+        reasons = (["interrupted"] if getattr(outcome, "interrupted", False)
+                   else [] if outcome.results is not None else list(outcome.problems))
     click.echo(verdict_line(outcome.results, exit_code=outcome.exit_code, reasons=reasons), err=True)
     # the last stdout line is the report when one was written (an interrupted run skips the checker and
     # may have none), else the run directory, which still holds a checkable history

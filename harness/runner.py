@@ -376,8 +376,8 @@ def run_test(cfg: TestConfig, *, on_tick: Callable[[RunSession], None] | None = 
                 internal_error = True
                 session.problem("final phase failed", exc)
             session.shutdown()
-        interrupted = session.interrupt.is_set()
-        results, code = session.verdict(check=not interrupted and not internal_error)
+        results, code = session.verdict(check=not session.interrupt.is_set() and not internal_error)
+        interrupted = session.interrupt.is_set()  # a signal during the check or the report counts too
         if internal_error:
             code = EXIT_INTERNAL
         elif interrupted:
