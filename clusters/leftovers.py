@@ -4,8 +4,9 @@ A run is dead when its registry entry's owner process is gone (pid absent, or th
 process with another start time). For a dead run we stop its recorded processes (only if pid AND start
 time still match, so a reused pid is never hit), plus any process whose command line names a config file
 under the run's `nodes/` directory; remove its firewall chain or table; and delete its registry entry.
-Highwater firewall chains/tables that no live run owns (in this registry or the default one) are removed
-too, as are unreadable registry files.
+Highwater firewall chains/tables that no live run owns are removed too, as are unreadable registry files;
+a chain is live when a live run of this registry or the default one owns it, or when the process its jump
+rule's comment names as owner (pid and start time) is still running, whatever registry holds that run.
 """
 from __future__ import annotations
 
@@ -87,6 +88,8 @@ def find(registry: Registry) -> list[Leftover]:
     for obj in local_firewall.find_leftovers():
         name = obj.get("chain") or obj.get("table")
         if name.split("-")[-1].split("_")[-1] in live_firewalls:
+            continue
+        if obj.get("owner") and same_process(*obj["owner"]):  # a live run in a registry we cannot see
             continue
         label = f"iptables chain {name}" if obj["kind"] == "iptables" else f"nft table {obj.get('family')} {name}"
         out.append(Leftover(label, "firewall", firewall=obj))

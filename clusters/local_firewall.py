@@ -1,7 +1,9 @@
 """Kernel packet drops for one run's loopback addresses: an iptables chain or an nft table owned by the run.
 
 iptables (preferred when present): chain `HW-<8 hex>` in the filter table, jumped to from the top of
-INPUT by a rule carrying the comment `highwater:<run_id>`; each one-way drop is
+INPUT by a rule carrying the comment `highwater:<run_id> owner=<pid>:<start time>` (the process that
+installed it, so `highwater cleanup` can tell a live run's chain whatever registry holds the run); each
+one-way drop is
 `-s SRC/32 -d DST/32 -j DROP` inside that chain. Heal flushes the chain; remove deletes the jump and the
 chain. nft (when iptables is missing): table `inet highwater_<8 hex>` with its own input base chain;
 heal flushes it; remove deletes the table. No other rule, chain or table is ever touched.
@@ -11,7 +13,7 @@ the packet vanishes. (An OUTPUT drop would instead fail the sender's syscall wit
 network partition does.) Loopback packets traverse INPUT, so this works for 127.x addresses.
 
 `find_leftovers()` / `remove_object()` serve `highwater cleanup`: they list and delete every highwater
-chain or table, whoever made it.
+chain or table, whoever made it; a chain's listing carries the owner named by its jump comment.
 """
 from __future__ import annotations
 
@@ -23,10 +25,12 @@ import subprocess
 from dataclasses import dataclass
 
 from clusters.base import ClusterError
+from clusters.registry import this_process_identity
 
 CHAIN_RE = re.compile(r"^HW-[0-9a-f]{8}$")
 TABLE_RE = re.compile(r"^highwater_[0-9a-f]{8}$")
 COMMENT_PREFIX = "highwater:"
+OWNER_RE = re.compile(r" owner=(\d+):(\d+)$")
 HOOKS_IPTABLES = ("INPUT",)
 HOOKS_NFT = ("input",)
 
@@ -79,7 +83,8 @@ class IptablesFirewall(Firewall):
 
     @property
     def comment(self) -> str:
-        return f"{COMMENT_PREFIX}{self.run_id}"[:250]
+        pid, start = this_process_identity()
+        return f"{COMMENT_PREFIX}{self.run_id[:200]} owner={pid}:{start}"
 
     def install(self) -> None:
         if _run(["iptables", "-w", "-n", "-L", self.chain], check=False).returncode != 0:
@@ -175,7 +180,15 @@ def find_leftovers() -> list[dict]:
     if shutil.which("iptables"):
         out = _run(["iptables", "-w", "-S"], check=False).stdout.splitlines()
         chains = {line.split()[1] for line in out if line.startswith("-N ") and CHAIN_RE.match(line.split()[1])}
-        found += [{"kind": "iptables", "chain": c} for c in sorted(chains)]
+        owners = {}
+        for line in out:  # the jump rule's comment names the process that owns the chain
+            parts = _unquote(line) if line.startswith("-A ") and "--comment" in line else []
+            if "-j" in parts and parts[parts.index("-j") + 1] in chains:
+                m = OWNER_RE.search(parts[parts.index("--comment") + 1])
+                if m:
+                    owners[parts[parts.index("-j") + 1]] = [int(m.group(1)), int(m.group(2))]
+        found += [{"kind": "iptables", "chain": c, **({"owner": owners[c]} if c in owners else {})}
+                  for c in sorted(chains)]
     if shutil.which("nft"):
         out = _run(["nft", "list", "tables"], check=False).stdout.splitlines()
         for line in out:

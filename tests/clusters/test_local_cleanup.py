@@ -180,3 +180,29 @@ def test_cleanup_of_one_registry_keeps_the_chain_of_a_live_run_in_the_default_re
             assert chain in subprocess.run(["iptables-save"], capture_output=True, text=True).stdout
             assert live.is_running("n1")
     assert chain not in subprocess.run(["iptables-save"], capture_output=True, text=True).stdout
+
+
+@pytest.mark.root
+def test_cleanup_keeps_the_chain_of_a_live_run_in_a_registry_it_does_not_know(tmp_path):
+    # a real run owner registered under its own HIGHWATER_REGISTRY_DIR-style directory (tmp_path/registry),
+    # with a partition in place; cleanup of another registry must neither list nor remove its chain
+    run_id = f"live-elsewhere-{os.getpid()}-{time.monotonic_ns() % 100000}"
+    owner, pids = _spawn_owner(tmp_path, run_id, partition=True)
+    chain = f"HW-{local_firewall.short_id(run_id)}"
+    try:
+        for extra in (("--dry-run",), ()):
+            r = _cli_cleanup(tmp_path / "another-registry", *extra)
+            assert r.returncode == 0, r.stderr
+            assert chain not in r.stdout, r.stdout
+            saved = subprocess.run(["iptables-save"], capture_output=True, text=True).stdout
+            assert f"-A {chain} -s" in saved and f"highwater:{run_id} owner={owner.pid}:" in saved
+            assert _alive(pids) == pids
+    finally:
+        owner.send_signal(signal.SIGKILL)
+        owner.wait()
+    # the owner is gone: now the same cleanup removes the chain
+    r = _cli_cleanup(tmp_path / "another-registry")
+    assert f"removed iptables chain {chain}" in r.stdout, r.stdout
+    assert chain not in subprocess.run(["iptables-save"], capture_output=True, text=True).stdout
+    clean(Registry(tmp_path / "registry"))           # its processes too
+    assert _alive(pids) == []

@@ -14,7 +14,7 @@ from clusters import local_firewall
 from clusters.base import ClusterSpec
 from clusters.local import LocalCluster
 from clusters.local_firewall import FirewallUnavailable
-from clusters.registry import Registry
+from clusters.registry import Registry, this_process_identity
 
 TOOLS = [t for t in ("iptables", "nft") if shutil.which(t)]
 
@@ -117,7 +117,9 @@ def test_firewall_objects_are_named_for_the_run_and_registered_then_removed(clus
         chain = f"HW-{local_firewall.short_id(cluster.spec.run_id)}"
         assert entry.firewall["chain"] == chain
         assert "-A OUTPUT" not in [ln[:9] for ln in text.splitlines() if chain in ln]
-        assert f'-A INPUT -m comment --comment "highwater:{cluster.spec.run_id}" -j {chain}' in text
+        pid, start = this_process_identity()  # the jump's comment names the owner: cleanup skips it while alive
+        assert (f'-A INPUT -m comment --comment "highwater:{cluster.spec.run_id} owner={pid}:{start}" '
+                f'-j {chain}') in text
     else:
         assert f"table inet highwater_{local_firewall.short_id(cluster.spec.run_id)}" in text
     cluster.teardown()
