@@ -324,8 +324,9 @@ def validate(cfg: TestConfig) -> list[tuple[str, str]]:
     if not 1 <= t.replication_factor <= c.nodes:
         problems.append(("topic.replication_factor",
                          f"must be between 1 and the number of nodes ({c.nodes}), got {t.replication_factor}"))
-    if not re.fullmatch(r"[A-Za-z0-9._-]+", t.name or ""):
-        problems.append(("topic.name", f"must be letters, digits, '.', '_' or '-', got {t.name!r}"))
+    from broker.limits import topic_name_problem  # Kafka's rule, the one the controller applies
+    if topic_name_problem(t.name) is not None:
+        problems.append(("topic.name", f"{topic_name_problem(t.name)} (got {t.name!r:.60})"))
     if b.truncation not in TRUNCATION_MODES:
         problems.append(("broker.truncation", f"must be one of {', '.join(TRUNCATION_MODES)}, got {b.truncation!r}"))
     if b.flush not in FLUSH_POLICIES:

@@ -4,7 +4,10 @@ Keys: host, port (0 = any free port; READY shows the real one), data_dir, log_fi
 broker_session_timeout_ms (3000), unclean_leader_election (false), topics ([] of
 {"name", "partitions", "replication_factor"}, created once `expected_brokers` brokers are registered and live;
 expected_brokers defaults to the largest replication factor listed), frame_read_timeout_ms (10000: a
-frame whose length prefix arrived must be complete within this). Unknown keys are errors.
+frame whose length prefix arrived must be complete within this), max_replicas_per_broker (0: derived from
+the controller's own RLIMIT_NOFILE by broker/limits.replica_budget, which assumes the brokers run with the
+same fd limit, as they do on the local backend; set it when they do not). Topic names follow Kafka's rule
+(broker/limits.topic_name_problem). Unknown keys are errors.
 `load_controller_config(path)` raises `ConfigError` with one line naming the file and the key.
 """
 from __future__ import annotations
@@ -15,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from broker.controller.messages import TopicSpec
+from broker.limits import replica_budget, topic_name_problem
 
 
 class ConfigError(ValueError):
@@ -32,10 +36,16 @@ class ControllerConfig:
     topics: tuple[TopicSpec, ...] = field(default_factory=tuple)
     expected_brokers: int = 0       # 0: the largest replication factor in `topics`
     frame_read_timeout_ms: int = 10000
+    max_replicas_per_broker: int = 0  # 0: replica_budget() of this process's fd limit
 
     @property
     def brokers_needed(self) -> int:
         return self.expected_brokers or max((t.replication_factor for t in self.topics), default=0)
+
+    @property
+    def replica_budget(self) -> int:
+        """How many partition replicas CREATE_TOPICS may place on one broker."""
+        return self.max_replicas_per_broker or replica_budget()
 
 
 _REQUIRED = ("host", "port", "data_dir", "log_file")
@@ -64,7 +74,8 @@ def parse_controller_config(raw: Any, source: str) -> ControllerConfig:
             raise bad(key, "a non-empty string")
     if not _is_int(raw["port"]) or not 0 <= raw["port"] <= 65535:
         raise bad("port", "an integer in 0..65535")
-    for key, minimum in (("broker_session_timeout_ms", 1), ("expected_brokers", 0), ("frame_read_timeout_ms", 1)):
+    for key, minimum in (("broker_session_timeout_ms", 1), ("expected_brokers", 0), ("frame_read_timeout_ms", 1),
+                         ("max_replicas_per_broker", 0)):
         if key in raw and (not _is_int(raw[key]) or raw[key] < minimum):
             raise bad(key, f"an integer >= {minimum}")
     if "unclean_leader_election" in raw and not isinstance(raw["unclean_leader_election"], bool):
@@ -82,6 +93,8 @@ def parse_controller_config(raw: Any, source: str) -> ControllerConfig:
             raise ConfigError(f"{where}.{sorted(extra)[0]}: unknown key")
         if not isinstance(t.get("name"), str) or not t["name"]:
             raise ConfigError(f"{where}.name: must be a non-empty string")
+        if topic_name_problem(t["name"]) is not None:
+            raise ConfigError(f"{where}.name: {topic_name_problem(t['name'])}")
         for key in ("partitions", "replication_factor"):
             if not _is_int(t.get(key)) or t[key] < 1:
                 raise ConfigError(f"{where}.{key}: must be a positive integer, got {json.dumps(t.get(key))}")

@@ -39,7 +39,8 @@ class ControllerCore:
     def _load(self) -> ControllerState:
         raw = self.store.load()
         kwargs = dict(session_timeout_ms=self.config.broker_session_timeout_ms,
-                      unclean_leader_election=self.config.unclean_leader_election)
+                      unclean_leader_election=self.config.unclean_leader_election,
+                      max_replicas_per_broker=self.config.replica_budget)
         if raw is None:
             return ControllerState(**kwargs)
         return ControllerState.from_dict(raw, now_ms=self.clock(), **kwargs)
@@ -119,7 +120,7 @@ class ControllerCore:
         for name, error, message in results:
             if error == m.NONE:
                 del self._pending_topics[name]
-            elif error == m.TOPIC_ALREADY_EXISTS:
+            elif error in (m.TOPIC_ALREADY_EXISTS, m.INVALID_TOPIC_EXCEPTION, m.INVALID_PARTITIONS):
                 del self._pending_topics[name]
                 self.log.emit("topic-error", topic=name, error=error, message=message)
 

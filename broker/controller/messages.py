@@ -38,6 +38,8 @@ UNKNOWN_PARTITION = "UNKNOWN_PARTITION"
 INELIGIBLE_REPLICA = "INELIGIBLE_REPLICA"        # ALTER_ISR adding a fenced / non-replica broker
 INVALID_REPLICATION_FACTOR = "INVALID_REPLICATION_FACTOR"  # more replicas than registered brokers
 TOPIC_ALREADY_EXISTS = "TOPIC_ALREADY_EXISTS"    # same name, different partition count / replication
+INVALID_TOPIC_EXCEPTION = "INVALID_TOPIC_EXCEPTION"  # CREATE_TOPICS with a name outside Kafka's rule
+INVALID_PARTITIONS = "INVALID_PARTITIONS"        # CREATE_TOPICS that would pass a broker's replica budget
 CONTROLLER_NOT_AVAILABLE = "CONTROLLER_NOT_AVAILABLE"  # client side: no answer from the controller
 
 

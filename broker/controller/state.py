@@ -17,6 +17,9 @@ Rules (Kafka's, see /tmp/client-api.md "Control plane"):
   a heartbeat from a fenced broker with its current epoch unfences it; unfencing elects leaders for every
   leaderless partition (same rule);
 - ALTER_ISR is conditional on the leader's leader_epoch and isr_version; stale requests are rejected;
+- CREATE_TOPICS refuses a name outside Kafka's rule (broker/limits.py) with INVALID_TOPIC_EXCEPTION, and
+  a topic that would give any live broker more than `max_replicas_per_broker` replicas (existing ones
+  included) with INVALID_PARTITIONS: a broker's open files grow with its replicas;
 - new topics place replicas round-robin over the live broker ids in ascending order (partition i gets
   ids[i], ids[i+1], ...), with ISR = replicas and leader = the first replica.
 """
@@ -26,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from broker.controller import messages as m
+from broker.limits import topic_name_problem
 
 STATE_FORMAT = 1
 MAX_PARTITIONS = 10_000
@@ -66,8 +70,10 @@ _KEEP = object()
 
 
 class ControllerState:
-    def __init__(self, *, session_timeout_ms: int = 3000, unclean_leader_election: bool = False):
+    def __init__(self, *, session_timeout_ms: int = 3000, unclean_leader_election: bool = False,
+                 max_replicas_per_broker: int = 1_000_000):
         self.session_timeout_ms = session_timeout_ms
+        self.max_replicas_per_broker = max_replicas_per_broker
         self.unclean_leader_election = unclean_leader_election
         self.version = 0
         self.next_broker_epoch = 1
@@ -186,7 +192,17 @@ class ControllerState:
         results: list[tuple[str, str, str]] = []
         events: list[Event] = []
         ids = self.live_brokers()     # placement over unfenced brokers only, as KRaft does
+        load = {b: 0 for b in ids}      # replicas each live broker already holds
+        for parts in self.topics.values():
+            for p in parts:
+                for r in p.replicas:
+                    if r in load:
+                        load[r] += 1
         for spec in specs:
+            bad_name = topic_name_problem(spec.name)
+            if bad_name is not None:
+                results.append((spec.name, m.INVALID_TOPIC_EXCEPTION, bad_name))
+                continue
             existing = self.topics.get(spec.name)
             if existing is not None:
                 same = (len(existing) == spec.partitions
@@ -204,9 +220,22 @@ class ControllerState:
                                 f"replication factor {spec.replication_factor} but {len(ids)} live brokers"))
                 continue
             parts = []
+            added = {b: 0 for b in ids}
             for i in range(spec.partitions):
                 replicas = [ids[(i + j) % len(ids)] for j in range(spec.replication_factor)]
                 parts.append(PartitionRecord(spec.name, i, replicas, replicas[0], 0, list(replicas), 0))
+                for r in replicas:
+                    added[r] += 1
+            over = [b for b in ids if load[b] + added[b] > self.max_replicas_per_broker]
+            if over:
+                b = over[0]
+                results.append((spec.name, m.INVALID_PARTITIONS,
+                                f"{spec.partitions} partitions x replication factor {spec.replication_factor} "
+                                f"would give broker {b} {load[b] + added[b]} replicas, over its budget of "
+                                f"{self.max_replicas_per_broker} (max_replicas_per_broker: open files)"))
+                continue
+            for b in ids:
+                load[b] += added[b]
             self.topics[spec.name] = parts
             events.append({"event": "topic-created", "topic": spec.name, "partitions": spec.partitions,
                            "replication_factor": spec.replication_factor})
@@ -295,9 +324,13 @@ class ControllerState:
 
     @classmethod
     def from_dict(cls, d: Any, *, now_ms: int, session_timeout_ms: int = 3000,
-                  unclean_leader_election: bool = False) -> "ControllerState":
-        """Rebuild from `to_dict()` output; every live broker gets a session timeout of grace from now_ms."""
-        s = cls(session_timeout_ms=session_timeout_ms, unclean_leader_election=unclean_leader_election)
+                  unclean_leader_election: bool = False, max_replicas_per_broker: int = 1_000_000
+                  ) -> "ControllerState":
+        """Rebuild from `to_dict()` output; every live broker gets a session timeout of grace from now_ms.
+        Topics persisted by an older controller are kept even if their names break today's rule: the
+        brokers skip a partition they cannot create (broker/server/partitions.py)."""
+        s = cls(session_timeout_ms=session_timeout_ms, unclean_leader_election=unclean_leader_election,
+                max_replicas_per_broker=max_replicas_per_broker)
         try:
             if not isinstance(d, dict) or d.get("format") != STATE_FORMAT:
                 raise StateError(f"'format' must be {STATE_FORMAT}")

@@ -4,7 +4,8 @@
   heartbeat_interval_ms; STALE_BROKER_EPOCH (the controller fenced or forgot us) -> register again.
 - `metadata_loop`: starts only after the first registration succeeded (so a restarted broker never acts
   on the leadership it had before the crash: the controller bumps the epochs of a bounced broker at
-  registration), then long-polls METADATA and hands every new version to the replica manager.
+  registration), then long-polls METADATA and hands every new version to the replica manager. An error
+  while applying a version is logged (`metadata-error`) and the loop goes on: it never ends the broker.
 """
 from __future__ import annotations
 
@@ -70,6 +71,12 @@ class ControllerLink:
                 continue
             known = md.version
             self.metadata = md
-            result = self.on_metadata(md)
-            if asyncio.iscoroutine(result):
-                await result
+            try:
+                result = self.on_metadata(md)
+                if asyncio.iscoroutine(result):
+                    await result
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:    # noqa: BLE001 - bad metadata must not end the loop (and the broker)
+                self.events.emit("metadata-error", version=md.version, error=f"{type(exc).__name__}: {exc}"[:300])
+                log.error("metadata version %s: %r", md.version, exc)

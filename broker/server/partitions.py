@@ -9,6 +9,11 @@ controller, wake parked fetches (appends, HW moves) and re-check parked produces
 
 Roles follow the controller's metadata (`apply_metadata`): leader -> become_leader, another broker ->
 become_follower (+ fetcher), no leader -> become_none.
+
+A partition in the metadata that this broker cannot create or update (a topic name outside Kafka's rule
+persisted by an older controller, EMFILE or any other OSError, more replicas than the fd budget of
+broker/limits.replica_budget, anything else) is logged once as a `partition-skipped` event and skipped; the
+broker keeps serving its other partitions and tries again on the next metadata version.
 """
 from __future__ import annotations
 
@@ -21,6 +26,7 @@ from broker.config import BrokerConfig
 from broker.controller.client import ControllerClient, ControllerError
 from broker.controller.messages import Metadata, PartitionState
 from broker.eventlog import EventLog
+from broker.limits import replica_budget, topic_name_problem
 from broker.replication import IsrProposal, PartitionReplica, ReplicationConfig
 from broker.server.aio import cancel_and_wait
 from broker.server.commit import GroupCommit
@@ -68,6 +74,8 @@ class ReplicaManager:
         self._closing = False
         # flush="always": this layer flushes (group commit) instead of the storage doing one fsync per append
         self.commit = GroupCommit() if config.flush == "always" else None
+        self.replica_budget = replica_budget()        # replicas this broker's fd limit allows
+        self.skipped: dict[tuple[str, int], str] = {}   # partitions the metadata named but we could not create
 
     # --- opening ------------------------------------------------------------------------------
     def open_existing(self) -> None:
@@ -128,9 +136,31 @@ class ReplicaManager:
             part = self.partitions.get((topic, p))
             if me not in ps.replicas and part is None:
                 continue
-            if part is None:
-                part = self._open(topic, p)
-            self._apply_partition(part, ps)
+            try:
+                if part is None:
+                    part = self._create(topic, p)
+                self._apply_partition(part, ps)
+            except Exception as exc:    # noqa: BLE001 - one bad partition must not stop the broker
+                self._skip(topic, p, exc)
+            else:
+                self.skipped.pop((topic, p), None)
+
+    def _create(self, topic: str, p: int) -> Partition:
+        """Open a partition the metadata newly gives us, after the checks its input needs."""
+        problem = topic_name_problem(topic)
+        if problem is not None:
+            raise ValueError(problem)
+        if len(self.partitions) >= self.replica_budget:
+            raise OSError(f"already {len(self.partitions)} replicas, the fd budget "
+                          f"(broker/limits.replica_budget) is {self.replica_budget}")
+        return self._open(topic, p)
+
+    def _skip(self, topic: str, p: int, exc: BaseException) -> None:
+        error = f"{type(exc).__name__}: {exc}"
+        if self.skipped.get((topic, p)) != error:      # once per partition and error, not per version
+            self.skipped[(topic, p)] = error
+            self.events.emit("partition-skipped", topic=topic, partition=p, error=error[:300])
+            log.error("partition %r/%s skipped: %s", topic, p, error)
 
     def _apply_partition(self, part: Partition, ps: PartitionState) -> None:
         r = part.replica

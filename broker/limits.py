@@ -1,0 +1,54 @@
+"""Limits on what clients and operators may ask of the brokers, checked where the input enters.
+
+- Topic names follow Kafka's rule: 1..249 characters from `[a-zA-Z0-9._-]`, and not `.` or `..`
+  (`topic_name_problem`). The controller's CREATE_TOPICS and controller.json, the harness's
+  `[topic] name` and the broker's metadata handling all use this one function.
+- File descriptors: every partition replica a broker holds keeps open files (the directory lock and the
+  active segment, plus one per older segment), so a broker can hold at most `replica_budget()` replicas:
+  a safe share (`FD_SHARE`) of its RLIMIT_NOFILE divided by `FDS_PER_REPLICA`. The rest is left for
+  connections, checkpoints and the event log.
+"""
+from __future__ import annotations
+
+import re
+
+MAX_TOPIC_NAME = 249
+_TOPIC_CHARS = re.compile(r"[a-zA-Z0-9._-]+")
+
+FDS_PER_REPLICA = 4        # lock + active segment (2), and room for two older segments
+FD_SHARE = 0.5             # at most half of the fd limit goes to partition replicas
+
+
+def topic_name_problem(name: object) -> str | None:
+    """None if `name` is a legal topic name, else a short reason (no trailing period)."""
+    if not isinstance(name, str) or not name:
+        return "a topic name must be a non-empty string"
+    if len(name) > MAX_TOPIC_NAME:
+        return f"a topic name has at most {MAX_TOPIC_NAME} characters, got {len(name)}"
+    if name in (".", ".."):
+        return f"a topic name cannot be {name!r}"
+    if not _TOPIC_CHARS.fullmatch(name):
+        return f"a topic name has only letters, digits, '.', '_' and '-', got {name[:60]!r}"
+    return None
+
+
+def fd_limit() -> int | None:
+    """This process's soft RLIMIT_NOFILE, or None when unlimited or unknown."""
+    try:
+        import resource
+        soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    except (ImportError, OSError, ValueError):
+        return None
+    if soft == resource.RLIM_INFINITY or soft <= 0:
+        return None
+    return soft
+
+
+def replica_budget(nofile: int | None = None) -> int:
+    """How many partition replicas a process with `nofile` open files (default: this process's limit) may
+    hold: FD_SHARE of the limit at FDS_PER_REPLICA each, at least 1. Unlimited -> 1,000,000."""
+    if nofile is None:
+        nofile = fd_limit()
+    if nofile is None:
+        return 1_000_000
+    return max(1, int(nofile * FD_SHARE) // FDS_PER_REPLICA)
