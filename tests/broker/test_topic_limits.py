@@ -66,6 +66,9 @@ def test_replica_budget_is_a_share_of_the_fd_limit():
     assert replica_budget(20_000) == 2_500      # the limit the brokers had
     assert replica_budget(1024) == 128
     assert replica_budget(3) == 1
+    raw = {"host": "127.0.0.1", "port": 0, "data_dir": "d", "log_file": "l"}
+    assert parse_controller_config(raw, "c.json").replica_budget == replica_budget()   # this process's limit
+    assert parse_controller_config({**raw, "max_replicas_per_broker": 7}, "c.json").replica_budget == 7
 
 
 def test_create_topics_counts_existing_replicas_against_the_budget():
@@ -108,7 +111,9 @@ def _round_trip(c: LocalCluster, topic: str, value: bytes) -> None:
 
 
 def test_dotdot_and_10000_partitions_are_refused_and_the_brokers_stay_up(tmp_path):
+    # the budget of the brokers (20,000 fds), whatever this machine's limit is
     with LocalCluster(tmp_path, brokers=3, broker_settings={"min_insync_replicas": 1},
+                      controller_settings={"max_replicas_per_broker": replica_budget(20_000)},
                       topics=[{"name": "ok", "partitions": 1, "replication_factor": 3}]) as c:
         cl = ControllerSyncClient(c.controller_address, timeout_s=5.0)
         try:
