@@ -29,7 +29,7 @@ import pyarrow.parquet as pq
 from harness import runformat as rf
 from harness.runformat import FormatError
 
-CONVERTER_VERSION = 4
+CONVERTER_VERSION = 5   # 5: an invoke still open at the end of the history gets an `info` completion
 BATCH_ROWS = rf.ROW_GROUP_ROWS
 MAX_PROBLEMS = 100   # problems named one by one (the rest are counted)
 # problems only --lenient accepts: a strict check does not reuse tables converted with any of them
@@ -162,7 +162,8 @@ class _HistoryConverter:
         self.ops = _TableWriter(out / "ops", schemas["ops"])
         self.reads = _TableWriter(out / "reads", schemas["reads"])
         self.final_states: list[tuple[int, dict]] = []
-        self.pending: dict[Any, tuple[int, int, str, int | None]] = {}  # process -> (index, time, f, partition)
+        self.pending: dict[Any, tuple] = {}  # process -> (index, time, f, partition, send value or None)
+        self.end_time = 0                     # the largest time of any line kept
         self.sent: dict[int, dict[int, int]] = {}                       # partition -> value -> line of its send
         self.next_index = 0
 
@@ -209,7 +210,8 @@ class _HistoryConverter:
                     # lenient: the operation in flight lost its completion line; this one is kept
                     notes.append(("no-completion", f"process {process!r} invoked again: its operation invoked at "
                                                    f"index {self.pending[process][0]} has no completion"))
-                self.pending[process] = (op["index"], op["time"], f, part)
+                self.pending[process] = (op["index"], op["time"], f, part,
+                                         value.get("value") if f == "send" else None)
             else:
                 inv = self.pending.pop(process, None)
                 if inv is not None and (inv[2] != f or inv[3] != part):
@@ -262,6 +264,7 @@ class _HistoryConverter:
             self.result.problem(rf.HISTORY, line, kind, message)
         self.lost_lines = 0
         self.next_index = op["index"] + 1
+        self.end_time = max(self.end_time, op["time"])
         self.ops.add(row)
         for r in reads:
             self.reads.add(r)
@@ -276,6 +279,19 @@ class _HistoryConverter:
         if reps is not None and not isinstance(reps, dict):
             raise FormatError(path, line, "field 'value.replicas' must be an object")
         self.final_states.append((line, value))
+
+    def close_open_invokes(self) -> None:
+        """An operation still in flight when the history ends (an interrupted or killed run) is
+        indeterminate: it gets an `info` row at the end of the history (index after the last line, time
+        the history's last time), as if the worker had given up on it, so both engines count it."""
+        for process, (index, time, f, part, value) in sorted(self.pending.items(), key=lambda kv: kv[1][0]):
+            self.ops.add({"index": self.next_index, "time": self.end_time, "process": str(process),
+                          "type": "info", "f": f, "partition": part,
+                          "value": value if isinstance(value, int) and not isinstance(value, bool) else None,
+                          "error": "no completion: the history ends while it is in flight",
+                          "invoke_index": index, "invoke_time": time})
+            self.next_index += 1
+        self.pending.clear()
 
     def close(self) -> None:
         self.ops.close()
@@ -415,6 +431,7 @@ def _convert(run_dir: Path, sources: dict, *, lenient: bool, progress) -> Ingest
                 conv.lost_lines += 1
             if progress is not None and line % 100_000 == 0:
                 progress(line)
+        conv.close_open_invokes()
         conv.close()
         finals = [v for _, v in conv.final_states]
         if not finals and (run_dir / rf.FINAL_JSON).exists():

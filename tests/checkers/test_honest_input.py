@@ -143,6 +143,32 @@ def test_completion_without_invoke_other_than_send_is_skipped(tmp_path):
                                                    "a pending invoke")
 
 
+def _open_invokes_run(tmp_path):
+    """A clean run whose history ends with a send and a poll invoked but never completed (an interrupted
+    or killed harness). Returns the run and the send and poll counts without them."""
+    run, b = _clean_run(tmp_path)
+    ops = [json.loads(line) for line in _lines(run / rf.HISTORY)]
+    base = check_run(run, engine="reference", write=False)["stats"]["ops"]
+    shutil.rmtree(run / rf.COLUMNAR_DIR, ignore_errors=True)
+    n, t = len(ops), ops[-1]["time"]
+    extra = [{"index": n, "time": t + 5, "process": 7, "type": "invoke", "f": "send",
+              "value": {"partition": 0, "value": 9001}},
+             {"index": n + 1, "time": t + 9, "process": 8, "type": "invoke", "f": "poll",
+              "value": {"partition": 0, "offset": 0}}]
+    with (run / rf.HISTORY).open("a") as fh:
+        fh.writelines(json.dumps(o) + "\n" for o in extra)
+    return run, base["send"], base["poll"]
+
+
+def test_open_invokes_at_the_end_count_as_info(tmp_path):
+    run, send, poll = _open_invokes_run(tmp_path)
+    res = check_run(run, engine="reference")
+    assert res["stats"]["ops"]["send"] == {**send, "info": send["info"] + 1}
+    assert res["stats"]["ops"]["poll"] == {**poll, "info": poll["info"] + 1}
+    assert res["valid"] is True and res["unknown_reasons"] == []   # an indeterminate op is no problem
+    assert all(a["count"] == 0 for a in res["anomalies"].values())
+
+
 # --- replica dumps --------------------------------------------------------------------------------
 
 NO_REPLICAS = _reason("replicas/", None, "directory is missing: no replica dump was checked (divergence, "
@@ -264,6 +290,9 @@ def _spark_case(tmp_path, case):
         run, s2 = _torn_invoke_run(tmp_path)
         lost, reasons = _torn_invoke_expected(s2)
         return run, True, False, reasons, {"lost-write": [lost]}
+    if case == "open-invokes":
+        run, _send, _poll = _open_invokes_run(tmp_path)
+        return run, False, True, [], {}
     if case == "no-replicas":
         b = RunBuilder()
         sc.clean(b, 0)
@@ -274,7 +303,7 @@ def _spark_case(tmp_path, case):
 
 
 @pytest.mark.spark
-@pytest.mark.parametrize("case", ["torn-invoke", "no-replicas"])
+@pytest.mark.parametrize("case", ["torn-invoke", "no-replicas", "open-invokes"])
 def test_spark_damaged_input_agrees_with_reference(tmp_path, spark, case):
     run, lenient, valid, reasons, examples = _spark_case(tmp_path, case)
     res = check_run(run, engine="spark", spark=spark, lenient=lenient)
