@@ -8,19 +8,26 @@ mid-frame, a frame not completed within frame_read_timeout_ms) gets an api ERROR
 {error: INVALID_REQUEST, message} where the socket still allows it, and the connection is closed; a
 well-formed request with bad fields or an unknown API key gets {error: INVALID_REQUEST, message} on its own
 API key and the connection stays open.
+
+Limits: control-plane requests are small, so a frame is at most MAX_REQUEST_FRAME (1 MiB); a connection
+must complete its first frame within frame_read_timeout_ms of connecting, and every frame within that time
+of its first byte (idle time between frames is not limited); partial frames across all connections hold at
+most BUFFER_BUDGET bytes; at most MAX_CONNECTIONS connections are served at once, one beyond that is
+closed on accept.
 """
 from __future__ import annotations
 
 import asyncio
-import struct
 
 from broker.controller import messages as m
 from broker.controller.core import ControllerCore
 from broker.protocol import apis, framing
 from broker.protocol.framing import Frame, FrameError
 
-_LEN = struct.Struct(">I")
 MAX_IN_FLIGHT_PER_CONNECTION = 64
+MAX_REQUEST_FRAME = 1024 * 1024
+BUFFER_BUDGET = 16 * 1024 * 1024
+MAX_CONNECTIONS = 256
 
 
 class FatalError(RuntimeError):
@@ -36,6 +43,7 @@ class ControllerServer:
         self._timer: asyncio.Task | None = None
         self.fatal: BaseException | None = None
         self.stopped = asyncio.Event()
+        self._budget = framing.BufferBudget(BUFFER_BUDGET)
 
     async def start(self) -> tuple[str, int]:
         self.core.start()
@@ -74,15 +82,22 @@ class ControllerServer:
 
     # --- connections -------------------------------------------------------------------------------
     async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if len(self._connections) >= MAX_CONNECTIONS:
+            writer.close()
+            return
         task = asyncio.current_task()
         self._connections.add(task)
+        first = True
         write_lock = asyncio.Lock()
         in_flight = asyncio.Semaphore(MAX_IN_FLIGHT_PER_CONNECTION)
         requests: set[asyncio.Task] = set()
         try:
             while True:
                 try:
-                    frame = await self._read_request(reader)
+                    frame = await framing.read_frame_bounded(
+                        reader, max_frame=MAX_REQUEST_FRAME, timeout_s=self.config.frame_read_timeout_ms / 1000,
+                        budget=self._budget, first=first)
+                    first = False
                     if frame is None:
                         break
                     if frame.kind != framing.REQUEST:
@@ -105,26 +120,6 @@ class ControllerServer:
                 t.cancel()
             writer.close()
             self._connections.discard(task)
-
-    async def _read_request(self, reader: asyncio.StreamReader) -> Frame | None:
-        """Like framing.read_frame, but a started frame must complete within frame_read_timeout_ms."""
-        try:
-            head = await reader.readexactly(_LEN.size)
-        except asyncio.IncompleteReadError as exc:
-            if not exc.partial:
-                return None
-            raise FrameError("connection closed inside a length prefix") from None
-        (length,) = _LEN.unpack(head)
-        if length > framing.MAX_FRAME:
-            raise FrameError(f"declared frame length {length} exceeds the {framing.MAX_FRAME}-byte limit")
-        timeout = self.config.frame_read_timeout_ms / 1000
-        try:
-            payload = await asyncio.wait_for(reader.readexactly(length), timeout)
-        except asyncio.IncompleteReadError as exc:
-            raise FrameError(f"connection closed after {len(exc.partial)} of a {length}-byte frame") from None
-        except asyncio.TimeoutError:
-            raise FrameError(f"{length}-byte frame not complete within {timeout:.1f}s") from None
-        return framing.decode_payload(payload)
 
     async def _serve(self, frame: Frame, writer: asyncio.StreamWriter, write_lock: asyncio.Lock) -> None:
         try:

@@ -11,6 +11,12 @@ A frame is a 4-byte big-endian length N followed by N bytes:
 
 Anything else (wrong magic or version, a length over MAX_FRAME, a body that is not a msgpack map, a
 connection closed mid-frame) is a `FrameError`; servers answer what they can and close the connection.
+
+Servers read with `read_frame_bounded`: a per-listener maximum frame size, a deadline that covers the
+length prefix too (a connection silent before its first complete frame, or stopped inside a frame, is
+closed), and a `BufferBudget` capping the partial-frame bytes buffered across a listener's connections.
+A partial frame lives in a buffer the reader owns and empties when it gives up, so an aborted 16 MiB frame
+is freed at once (not left, with the exception that reported it, as cyclic garbage for a full collection).
 """
 from __future__ import annotations
 
@@ -56,7 +62,7 @@ def encode(frame: Frame) -> bytes:
     ))
 
 
-def decode_payload(payload: bytes) -> Frame:
+def decode_payload(payload: bytes | bytearray) -> Frame:
     if len(payload) < HEADER_SIZE:
         raise FrameError(f"frame of {len(payload)} bytes is shorter than its {HEADER_SIZE}-byte header")
     magic, version, kind, corr, api = _HEADER.unpack_from(payload)
@@ -67,7 +73,7 @@ def decode_payload(payload: bytes) -> Frame:
     if kind not in (REQUEST, RESPONSE):
         raise FrameError(f"bad frame kind {kind}")
     try:
-        body = msgpack.unpackb(payload[HEADER_SIZE:], raw=False, strict_map_key=False)
+        body = msgpack.unpackb(memoryview(payload)[HEADER_SIZE:], raw=False, strict_map_key=False)
     except Exception as exc:  # msgpack raises several unrelated types
         raise FrameError(f"body is not msgpack ({type(exc).__name__})") from None
     if not isinstance(body, dict):
@@ -88,9 +94,84 @@ async def read_frame(reader: asyncio.StreamReader) -> Frame | None:
         raise FrameError(f"declared frame length {length} exceeds the {MAX_FRAME}-byte limit")
     try:
         payload = await reader.readexactly(length)
-    except asyncio.IncompleteReadError:
+    except asyncio.IncompleteReadError as exc:
+        exc.partial = b""   # the FrameError's __context__ keeps this exception: do not let it keep the bytes
         raise FrameError(f"connection closed inside a {length}-byte frame") from None
     return decode_payload(payload)
+
+
+class BufferBudget:
+    """Partial-frame bytes buffered by all connections of one listener, capped at `limit`."""
+
+    def __init__(self, limit: int):
+        self.limit = limit
+        self.used = 0
+
+
+_CHUNK = 256 * 1024
+
+
+async def read_frame_bounded(reader: asyncio.StreamReader, *, max_frame: int, timeout_s: float,
+                             budget: BufferBudget, first: bool) -> Frame | None:
+    """Read one request frame for a server. None on a clean end of stream between frames.
+
+    A frame must be complete within `timeout_s` of its first byte; before the connection's `first` frame
+    the clock starts now (a client that connects and sends nothing, or 1-3 bytes, is cut off). Idle time
+    between complete frames is unbounded. A declared length over `max_frame`, or more buffered bytes than
+    `budget` allows across the listener, is a FrameError."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout_s
+    if not first:
+        try:
+            start = await reader.read(1)
+        except (ConnectionError, OSError):
+            return None
+        if not start:
+            return None
+        deadline = loop.time() + timeout_s
+    else:
+        start = b""
+    head = bytearray(start)
+    if not await _fill(reader, head, _LEN.size, deadline, timeout_s, None):
+        if not head:
+            return None
+        raise FrameError(f"connection closed inside a length prefix ({len(head)} of 4 bytes)")
+    (length,) = _LEN.unpack(head)
+    if length > max_frame:
+        raise FrameError(f"declared frame length {length} exceeds this listener's {max_frame}-byte limit")
+    buf = bytearray()
+    try:
+        if not await _fill(reader, buf, length, deadline, timeout_s, budget):
+            raise FrameError(f"connection closed after {len(buf)} of a {length}-byte frame")
+        return decode_payload(buf)
+    finally:
+        budget.used -= len(buf)
+        buf.clear()   # free the partial frame now, whatever still refers to this bytearray
+
+
+async def _fill(reader: asyncio.StreamReader, buf: bytearray, n: int, deadline: float, timeout_s: float,
+                budget: BufferBudget | None) -> bool:
+    """Append to `buf` until it holds `n` bytes (True) or the stream ends (False); FrameError on the
+    deadline or on exceeding `budget`."""
+    loop = asyncio.get_running_loop()
+    while len(buf) < n:
+        remaining = deadline - loop.time()
+        if remaining <= 0:
+            raise FrameError(f"frame not complete within {timeout_s:.1f}s ({len(buf)} of {n} bytes)")
+        try:
+            chunk = await asyncio.wait_for(reader.read(min(n - len(buf), _CHUNK)), remaining)
+        except asyncio.TimeoutError:
+            raise FrameError(f"frame not complete within {timeout_s:.1f}s ({len(buf)} of {n} bytes)") from None
+        except (ConnectionError, OSError):
+            return False
+        if not chunk:
+            return False
+        if budget is not None:
+            if budget.used + len(chunk) > budget.limit:
+                raise FrameError(f"partial frames on this listener would exceed {budget.limit} buffered bytes")
+            budget.used += len(chunk)
+        buf += chunk
+    return True
 
 
 def read_frame_blocking(sock) -> Frame | None:

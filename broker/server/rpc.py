@@ -6,6 +6,12 @@ bytes, wrong magic, an oversized length, a body that is not a map, a connection 
 ERROR response (api key apis.ERROR, error INVALID_REQUEST, correlation id 0) where the socket still
 allows it, and the connection is closed; the server keeps running. A well-formed frame whose fields are
 wrong gets {"error": "INVALID_REQUEST", "message": ...} and the connection stays open.
+
+Limits (framing.read_frame_bounded): a request frame is at most MAX_REQUEST_FRAME bytes and must be
+complete within FRAME_READ_TIMEOUT_S of its first byte; a connection that sends no complete frame within
+that time of connecting is closed (idle time between frames is not limited); partial frames across all
+connections hold at most BUFFER_BUDGET bytes; at most MAX_CONNECTIONS client connections are served at
+once (well under the broker's fd budget), a connection beyond that is closed on accept.
 """
 from __future__ import annotations
 
@@ -14,12 +20,16 @@ import logging
 from typing import Any, Awaitable, Callable
 
 from broker.protocol import apis
-from broker.protocol.framing import (MAX_FRAME, REQUEST, RESPONSE, Frame, FrameError, decode_payload, encode)
+from broker.protocol.framing import (MAX_FRAME, REQUEST, RESPONSE, BufferBudget, Frame, FrameError, encode,
+                                     read_frame_bounded)
 from broker.server.aio import cancel_and_wait
 
 log = logging.getLogger(__name__)
 
-FRAME_READ_TIMEOUT_S = 10.0   # a frame whose length prefix arrived must be complete within this
+FRAME_READ_TIMEOUT_S = 10.0   # a frame (and a new connection's first frame) must be complete within this
+MAX_REQUEST_FRAME = MAX_FRAME  # produce requests carry record batches
+BUFFER_BUDGET = 64 * 1024 * 1024
+MAX_CONNECTIONS = 1024
 
 Handler = Callable[[dict[str, Any]], Awaitable[dict[str, Any] | None]]
 
@@ -34,9 +44,10 @@ class RpcServer:
         self._server: asyncio.base_events.Server | None = None
         self._writers: set[asyncio.StreamWriter] = set()
         self._conn_tasks: set[asyncio.Task] = set()
+        self._budget = BufferBudget(BUFFER_BUDGET)
 
     async def start(self, host: str, port: int) -> tuple[str, int]:
-        self._server = await asyncio.start_server(self._serve, host, port, limit=1 << 20, backlog=256)
+        self._server = await asyncio.start_server(self._serve, host, port, limit=1 << 16, backlog=256)
         sockname = self._server.sockets[0].getsockname()
         return sockname[0], sockname[1]
 
@@ -50,13 +61,19 @@ class RpcServer:
         await cancel_and_wait(list(self._conn_tasks), timeout_s)
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if len(self._conn_tasks) >= MAX_CONNECTIONS:
+            writer.close()
+            return
         self._writers.add(writer)
         me = asyncio.current_task()
         self._conn_tasks.add(me)
+        first = True
         try:
             while True:
                 try:
-                    frame = await read_request_frame(reader)
+                    frame = await read_frame_bounded(reader, max_frame=MAX_REQUEST_FRAME, budget=self._budget,
+                                                     timeout_s=FRAME_READ_TIMEOUT_S, first=first)
+                    first = False
                 except FrameError as exc:
                     await _answer_garbage(writer, str(exc))
                     return
@@ -93,27 +110,6 @@ class RpcServer:
         except Exception as exc:     # a bug in a handler must not take the broker down: answer and log
             log.exception("internal error serving %s", apis.NAMES.get(frame.api, frame.api))
             return {"error": "INTERNAL_ERROR", "message": f"{type(exc).__name__}: {exc}"}
-
-
-async def read_request_frame(reader: asyncio.StreamReader) -> Frame | None:
-    """framing.read_frame, plus a deadline for the rest of a frame once its length prefix arrived (a
-    peer that sends half a frame and goes quiet does not hold the connection forever)."""
-    try:
-        head = await reader.readexactly(4)
-    except asyncio.IncompleteReadError as exc:
-        if not exc.partial:
-            return None
-        raise FrameError("connection closed inside a length prefix") from None
-    length = int.from_bytes(head, "big")
-    if length > MAX_FRAME:
-        raise FrameError(f"declared frame length {length} exceeds the {MAX_FRAME}-byte limit")
-    try:
-        payload = await asyncio.wait_for(reader.readexactly(length), FRAME_READ_TIMEOUT_S)
-    except asyncio.IncompleteReadError:
-        raise FrameError(f"connection closed inside a {length}-byte frame") from None
-    except asyncio.TimeoutError:
-        raise FrameError(f"a {length}-byte frame did not arrive within {FRAME_READ_TIMEOUT_S:.0f}s") from None
-    return decode_payload(payload)
 
 
 async def _answer_garbage(writer: asyncio.StreamWriter, message: str) -> None:
