@@ -72,8 +72,8 @@ def run_scenario(scenario, *, session_hook=None, extra_record=None):
                 internal = True
                 session.problem("final phase failed", exc)
             session.shutdown()
-        interrupted = session.interrupt.is_set()
-        results, code = session.verdict(check=not internal and not interrupted)
+        results, code = session.verdict(check=not internal and not session.interrupt.is_set())
+        interrupted = session.interrupt.is_set()  # a signal during the check or the report counts too
         if internal:
             code = EXIT_INTERNAL
         elif interrupted or (runner is not None and runner.failed):

@@ -39,3 +39,31 @@ def test_scenario(tmp_path, name, anomaly, mode):
     starts = {op["value"]["id"] for op in nemesis if op["type"] == "info" and op["value"]["phase"] == "start"}
     stops = {op["value"]["id"] for op in nemesis if op["type"] == "info" and op["value"]["phase"] == "stop"}
     assert starts and starts == stops
+
+
+@pytest.mark.slow
+@pytest.mark.root
+def test_scenario_sigterm_during_the_check_exits_2(tmp_path):
+    import signal
+    import subprocess
+
+    from e2e_helpers import env, highwater_argv
+    proc = subprocess.Popen(highwater_argv("scenario", str(REPO / "scenarios" / "seed-data-loss.toml"),
+                                           "--truncation", "leader-epoch", "--results-dir", str(tmp_path),
+                                           "--checker", "reference", "--plain"),
+                            cwd=REPO, env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    seen = []
+    try:
+        for line in proc.stderr:                       # the check starts when collecting ends
+            seen.append(line)
+            if line.startswith("highwater: collecting replicas "):
+                proc.send_signal(signal.SIGTERM)
+                break
+        stdout, stderr = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    stderr = "".join(seen) + stderr
+    assert "SIGTERM: stopping the run" in stderr
+    assert proc.returncode == 2, stderr
