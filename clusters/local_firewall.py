@@ -5,7 +5,8 @@ INPUT by a rule carrying the comment `highwater:<run_id> owner=<pid>:<start time
 installed it, so `highwater cleanup` can tell a live run's chain whatever registry holds the run); each
 one-way drop is
 `-s SRC/32 -d DST/32 -j DROP` inside that chain. Heal flushes the chain; remove deletes the jump and the
-chain. nft (when iptables is missing): table `inet highwater_<8 hex>` with its own input base chain;
+chain. nft (when iptables is missing): table `inet highwater_<8 hex>` (its comment names the owner as
+above, where nft supports table comments) with its own input base chain;
 heal flushes it; remove deletes the table. No other rule, chain or table is ever touched.
 
 Drops happen on INPUT (the receiving side), as on a real lossy network: the sender's send succeeds and
@@ -117,8 +118,15 @@ class NftFirewall(Firewall):
     def table(self) -> str:
         return f"highwater_{short_id(self.run_id)}"
 
+    @property
+    def comment(self) -> str:
+        pid, start = this_process_identity()
+        return f"{COMMENT_PREFIX}{self.run_id[:200]} owner={pid}:{start}".replace('"', "")
+
     def install(self) -> None:
-        _run(["nft", "add", "table", "inet", self.table])
+        if _run(["nft", "add", "table", "inet", self.table, "{ comment \"" + self.comment + "\" ; }"],
+                check=False).returncode != 0:  # an nft without table comments (before 0.9.7)
+            _run(["nft", "add", "table", "inet", self.table])
         for hook in HOOKS_NFT:
             _run(["nft", "add", "chain", "inet", self.table, hook,
                   "{ type filter hook " + hook + " priority -10 ; policy accept ; }"])
@@ -194,7 +202,13 @@ def find_leftovers() -> list[dict]:
         for line in out:
             parts = line.split()
             if len(parts) == 3 and parts[0] == "table" and TABLE_RE.match(parts[2]):
-                found.append({"kind": "nft", "family": parts[1], "table": parts[2]})
+                obj = {"kind": "nft", "family": parts[1], "table": parts[2]}
+                listing = _run(["nft", "list", "table", parts[1], parts[2]], check=False).stdout
+                m = re.search(r'^\s*comment "([^"]*)"', listing, re.M)
+                owner = OWNER_RE.search(m.group(1)) if m else None
+                if owner:
+                    obj["owner"] = [int(owner.group(1)), int(owner.group(2))]
+                found.append(obj)
     return found
 
 

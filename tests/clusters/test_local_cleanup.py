@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -16,7 +17,8 @@ from clusters import local_firewall
 from clusters.base import ClusterSpec
 from clusters.leftovers import clean
 from clusters.local import LocalCluster
-from clusters.registry import ProcessRecord, Registry, RunEntry, proc_start_time, proc_state, same_process
+from clusters.registry import (ProcessRecord, Registry, RunEntry, proc_start_time, proc_state, same_process,
+                               this_process_identity)
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -206,3 +208,26 @@ def test_cleanup_keeps_the_chain_of_a_live_run_in_a_registry_it_does_not_know(tm
     assert chain not in subprocess.run(["iptables-save"], capture_output=True, text=True).stdout
     clean(Registry(tmp_path / "registry"))           # its processes too
     assert _alive(pids) == []
+
+
+@pytest.mark.root
+@pytest.mark.skipif(not shutil.which("nft"), reason="needs nft")
+def test_cleanup_keeps_the_nft_table_of_a_live_owner_and_removes_a_dead_ones(tmp_path):
+    live = local_firewall.NftFirewall(f"nft-live-{os.getpid()}-{time.monotonic_ns() % 100000}")
+    dead_id = f"nft-dead-{os.getpid()}-{time.monotonic_ns() % 100000}"
+    dead = local_firewall.NftFirewall(dead_id)
+    live.install()                                  # owned by this (live) test process, in no registry
+    try:
+        subprocess.run([sys.executable, "-c", "import sys; from clusters.local_firewall import NftFirewall; "
+                        "NftFirewall(sys.argv[1]).install()", dead_id],
+                       check=True, cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)})  # its owner exits
+        listed = {o["table"]: o for o in local_firewall.find_leftovers() if o["kind"] == "nft"}
+        assert listed[live.table]["owner"] == list(this_process_identity())
+        report = clean(Registry(tmp_path / "registry"))
+        assert f"removed nft table inet {dead.table}" in report.removed, report.removed
+        assert not any(live.table in line for line in report.removed), report.removed
+        tables = subprocess.run(["nft", "list", "tables"], capture_output=True, text=True).stdout
+        assert live.table in tables and dead.table not in tables
+    finally:
+        live.remove()
+        dead.remove()
