@@ -185,11 +185,13 @@ def test_missing_replicas_dir_is_unknown_not_valid(tmp_path):
         assert all(a["count"] == 0 for a in res["anomalies"].values())
 
 
-def test_missing_replica_dump_lenient_is_unknown(tmp_path):
+@pytest.mark.parametrize("lenient", [False, True])
+def test_missing_replica_dump_is_unknown(tmp_path, lenient):
+    """A run killed during replica collection (issue 16 item 8): not an error, unknown, with loss checked."""
     run, b = _clean_run(tmp_path)
     (run / "replicas" / "n2" / "p0.jsonl").unlink()
     line = len(b.ops)                              # the final-state is the last line
-    res = check_run(run, engine="reference", lenient=True)
+    res = check_run(run, engine="reference", lenient=lenient)
     assert res["valid"] == "unknown"
     assert res["unknown_reasons"] == [_reason("replicas/n2/p0.jsonl", None, "replica dump is missing (final-state "
                                               f"of partition 0 at history.jsonl:{line} lists replica n2): not checked")]
@@ -316,3 +318,15 @@ def test_spark_damaged_input_agrees_with_reference(tmp_path, spark, case):
         assert res[key] == ref[key], key
     assert json.loads((run / rf.RESULTS_JSON).read_text())["unknown_reasons"] == reasons
     assert ingest.ingest(run, lenient=lenient).converted is False   # the tables were reused
+
+
+def test_missing_replica_dump_still_checks_loss(tmp_path):
+    """Loss is checked from the history's final reads, so a missing dump never hides it (issue 16 item 8)."""
+    b = RunBuilder()
+    sc.lost_write(b, 0)
+    run = b.write(tmp_path)
+    (run / "replicas" / "n2" / "p0.jsonl").unlink()
+    res = check_run(run, engine="reference")
+    assert res["valid"] is False
+    assert res["anomalies"]["lost-write"]["count"] == 1
+    assert res["input"]["missing_dumps"] == ["replicas/n2/p0.jsonl"]
