@@ -192,21 +192,23 @@ def test_cleanup_keeps_the_chain_of_a_live_run_in_a_registry_it_does_not_know(tm
     owner, pids = _spawn_owner(tmp_path, run_id, partition=True)
     chain = f"HW-{local_firewall.short_id(run_id)}"
     try:
-        for extra in (("--dry-run",), ()):
-            r = _cli_cleanup(tmp_path / "another-registry", *extra)
-            assert r.returncode == 0, r.stderr
-            assert chain not in r.stdout, r.stdout
-            saved = subprocess.run(["iptables-save"], capture_output=True, text=True).stdout
-            assert f"-A {chain} -s" in saved and f"highwater:{run_id} owner={owner.pid}:" in saved
-            assert _alive(pids) == pids
+        try:
+            for extra in (("--dry-run",), ()):
+                r = _cli_cleanup(tmp_path / "another-registry", *extra)
+                assert r.returncode == 0, r.stderr
+                assert chain not in r.stdout, r.stdout
+                saved = subprocess.run(["iptables-save"], capture_output=True, text=True).stdout
+                assert f"-A {chain} -s" in saved and f"highwater:{run_id} owner={owner.pid}:" in saved
+                assert _alive(pids) == pids
+        finally:
+            owner.send_signal(signal.SIGKILL)
+            owner.wait()
+        # the owner is gone: now the same cleanup removes the chain
+        r = _cli_cleanup(tmp_path / "another-registry")
+        assert f"removed iptables chain {chain}" in r.stdout, r.stdout
+        assert chain not in subprocess.run(["iptables-save"], capture_output=True, text=True).stdout
     finally:
-        owner.send_signal(signal.SIGKILL)
-        owner.wait()
-    # the owner is gone: now the same cleanup removes the chain
-    r = _cli_cleanup(tmp_path / "another-registry")
-    assert f"removed iptables chain {chain}" in r.stdout, r.stdout
-    assert chain not in subprocess.run(["iptables-save"], capture_output=True, text=True).stdout
-    clean(Registry(tmp_path / "registry"))           # its processes too
+        clean(Registry(tmp_path / "registry"))       # its processes (and chain), even when an assertion failed
     assert _alive(pids) == []
 
 
