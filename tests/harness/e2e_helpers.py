@@ -24,6 +24,27 @@ def run_highwater(*args, timeout=600) -> subprocess.CompletedProcess:
     return subprocess.run(highwater_argv(*args), capture_output=True, text=True, cwd=REPO, timeout=timeout, env=env())
 
 
+def sigterm_when_checking(*args, timeout=300) -> tuple[int, str, str]:
+    """Start `highwater ARGS` (with --plain, so phases print one line each), send SIGTERM once the replica
+    collection ends (the check starts then), and return (exit code, stdout, stderr)."""
+    import signal
+    proc = subprocess.Popen(highwater_argv(*args), cwd=REPO, env=env(), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    seen = []
+    try:
+        for line in proc.stderr:
+            seen.append(line)
+            if line.startswith("highwater: collecting replicas "):
+                proc.send_signal(signal.SIGTERM)
+                break
+        stdout, stderr = proc.communicate(timeout=timeout)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    return proc.returncode, stdout, "".join(seen) + stderr
+
+
 def run_dir_from_stdout(stdout: str) -> Path:
     last = stdout.strip().splitlines()[-1]
     assert last.endswith("report.html"), f"last stdout line is not the report path: {last!r}"

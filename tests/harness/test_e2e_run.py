@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from harness import runformat
-from e2e_helpers import (REPO, env, firewall_leftovers, found_kinds, highwater_argv, load_json,
+from e2e_helpers import (REPO, sigterm_when_checking, env, firewall_leftovers, found_kinds, highwater_argv, load_json,
                                        processes_mentioning, run_dir_from_stdout, run_highwater)
 
 
@@ -110,24 +110,10 @@ def test_interrupted_run_leaves_nothing_behind(tmp_path, sig):
 
 @pytest.mark.slow
 def test_sigterm_during_the_check_exits_2(tmp_path):
-    proc = subprocess.Popen(highwater_argv("run", "--time-limit", "3", "--nemesis", "none",
-                                           "--results-dir", str(tmp_path), "--checker", "reference", "--plain"),
-                            cwd=REPO, env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    seen = []
-    try:
-        for line in proc.stderr:                       # the check starts when collecting ends
-            seen.append(line)
-            if line.startswith("highwater: collecting replicas "):
-                proc.send_signal(signal.SIGTERM)
-                break
-        stdout, stderr = proc.communicate(timeout=120)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
-    stderr = "".join(seen) + stderr
+    code, stdout, stderr = sigterm_when_checking("run", "--time-limit", "3", "--nemesis", "none", "--results-dir",
+                                                 str(tmp_path), "--checker", "reference", "--plain", timeout=120)
     assert "SIGTERM: stopping the run" in stderr
-    assert proc.returncode == 2, stderr
+    assert code == 2, stderr
     verdict = [line for line in stderr.splitlines() if line.startswith("highwater: ") and "(exit " in line]
     assert verdict and verdict[-1].startswith("highwater: UNKNOWN (exit 2): ") and "interrupted" in verdict[-1]
     run_dir = Path(stdout.strip().splitlines()[-1]).parent

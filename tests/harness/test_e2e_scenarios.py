@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from harness import runformat
-from e2e_helpers import REPO, found_kinds, load_json, run_dir_from_stdout, run_highwater
+from e2e_helpers import REPO, found_kinds, load_json, run_dir_from_stdout, run_highwater, sigterm_when_checking
 
 CASES = [("seed-data-loss", "lost-write"), ("seed-divergence", "divergence"),
          ("kip-279", "divergence"), ("kafka-7128", "lost-write")]
@@ -44,26 +44,8 @@ def test_scenario(tmp_path, name, anomaly, mode):
 @pytest.mark.slow
 @pytest.mark.root
 def test_scenario_sigterm_during_the_check_exits_2(tmp_path):
-    import signal
-    import subprocess
-
-    from e2e_helpers import env, highwater_argv
-    proc = subprocess.Popen(highwater_argv("scenario", str(REPO / "scenarios" / "seed-data-loss.toml"),
-                                           "--truncation", "leader-epoch", "--results-dir", str(tmp_path),
-                                           "--checker", "reference", "--plain"),
-                            cwd=REPO, env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    seen = []
-    try:
-        for line in proc.stderr:                       # the check starts when collecting ends
-            seen.append(line)
-            if line.startswith("highwater: collecting replicas "):
-                proc.send_signal(signal.SIGTERM)
-                break
-        stdout, stderr = proc.communicate(timeout=300)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
-    stderr = "".join(seen) + stderr
+    code, stdout, stderr = sigterm_when_checking(
+        "scenario", str(REPO / "scenarios" / "seed-data-loss.toml"), "--truncation", "leader-epoch",
+        "--results-dir", str(tmp_path), "--checker", "reference", "--plain")
     assert "SIGTERM: stopping the run" in stderr
-    assert proc.returncode == 2, stderr
+    assert code == 2, stderr
