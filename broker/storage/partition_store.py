@@ -19,6 +19,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from broker.limits import topic_name_problem
 from broker.storage.checkpoints import EPOCH_FILE, HW_FILE, EpochCheckpoint, HwCheckpoint, write_atomically
 from broker.storage.log import DEFAULT_SEGMENT_RECORDS, RecoveryReport, SegmentedLog
 
@@ -32,7 +33,7 @@ class NotADataDir(ValueError):
 
 
 def partition_dir_name(topic: str, partition: int) -> str:
-    if not topic or "/" in topic or topic in (".", ".."):
+    if topic_name_problem(topic) is not None:   # the one rule (Kafka's) that also keeps paths inside data_dir
         raise ValueError(f"bad topic name {topic!r}")
     if partition < 0:
         raise ValueError(f"bad partition {partition}")
