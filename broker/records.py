@@ -18,6 +18,19 @@ class Record:
     timestamp: int = 0      # ms since the epoch, set by the leader
 
 
+class LogCorruption(Exception):
+    """Stored bytes of a log failed verification on read: the record at `offset` (and everything after
+    it) cannot be trusted. `where` names the file and byte position, `reason` what was wrong. A log
+    raises it instead of returning records it cannot vouch for; the owner takes the replica out of
+    service and recovers it (broker/server/partitions.py)."""
+
+    def __init__(self, offset: int, reason: str, where: str = ""):
+        self.offset = offset
+        self.reason = reason
+        self.where = where
+        super().__init__(f"offset {offset}: {reason}" + (f" ({where})" if where else ""))
+
+
 class Log(Protocol):
     """An append-only, truncatable sequence of records with dense offsets starting at log_start."""
 
@@ -30,7 +43,8 @@ class Log(Protocol):
         """Append records whose offsets are leo(), leo()+1, ...; raises ValueError otherwise."""
 
     def read(self, start: int, max_records: int) -> list[Record]:
-        """Records with offset >= start, at most max_records, in offset order."""
+        """Records with offset >= start, at most max_records, in offset order. Raises LogCorruption
+        when stored bytes in that range fail verification."""
 
     def truncate_to(self, offset: int) -> None:
         """Remove every record with offset >= offset (no-op when offset >= leo())."""

@@ -17,7 +17,7 @@ from __future__ import annotations
 DEFINITE_BROKER_ERRORS = frozenset({
     "NOT_LEADER", "NOT_ENOUGH_REPLICAS", "UNKNOWN_PARTITION", "INVALID_REQUEST",
     "FENCED_LEADER_EPOCH", "UNKNOWN_LEADER_EPOCH", "OFFSET_OUT_OF_RANGE", "BROKER_NOT_AVAILABLE",
-    "INVALID_UPDATE_VERSION", "LEADER_NOT_AVAILABLE", "CONTROLLER_NOT_AVAILABLE",
+    "INVALID_UPDATE_VERSION", "LEADER_NOT_AVAILABLE", "CONTROLLER_NOT_AVAILABLE", "KAFKA_STORAGE_ERROR",
 })
 # the client's metadata may be stale after these: refresh it from the controller before the next request.
 # Timeouts count too: a leader cut off from the controller and its followers still answers clients, but
@@ -26,6 +26,7 @@ REFRESH_METADATA = frozenset({
     "NOT_LEADER", "UNKNOWN_PARTITION", "FENCED_LEADER_EPOCH", "UNKNOWN_LEADER_EPOCH",
     "BROKER_NOT_AVAILABLE", "LEADER_NOT_AVAILABLE", "TIMEOUT", "CONNECTION_LOST", "INVALID_RESPONSE",
     "REQUEST_TIMED_OUT", "NOT_ENOUGH_REPLICAS", "NOT_ENOUGH_REPLICAS_AFTER_APPEND",
+    "KAFKA_STORAGE_ERROR",      # the replica found corruption and is being recovered; leadership moves
 })
 
 

@@ -89,6 +89,7 @@ class BrokerNode:
         print(f"READY {host}:{port}", flush=True)
         self.link = ControllerLink(cfg.node_id, host, port, self.controller, cfg.heartbeat_interval_ms,
                                    self.replicas.apply_metadata, self.events)
+        self.replicas.rejoin = self.link.rejoin
         timers = Timers(cfg, self.replicas)
         for coro in (self.link.heartbeat_loop(), self.link.metadata_loop(), *timers.loops()):
             self._tasks.append(asyncio.create_task(coro))

@@ -2,6 +2,8 @@
 
 - `heartbeat_loop`: register (retrying until the controller answers), then heartbeat every
   heartbeat_interval_ms; STALE_BROKER_EPOCH (the controller fenced or forgot us) -> register again.
+  `rejoin(reason)` asks for a registration at once (a replica was recovered from corruption): the
+  controller then fences our old incarnation and moves leadership away, as after a restart.
 - `metadata_loop`: starts only after the first registration succeeded (so a restarted broker never acts
   on the leadership it had before the crash: the controller bumps the epochs of a bounced broker at
   registration), then long-polls METADATA and hands every new version to the replica manager. An error
@@ -33,6 +35,8 @@ class ControllerLink:
         self.broker_epoch: int | None = None
         self.registered = asyncio.Event()
         self.metadata: Metadata | None = None
+        self._rejoin = asyncio.Event()
+        self._rejoin_reason = ""
 
     async def _register(self) -> None:
         while True:
@@ -48,7 +52,15 @@ class ControllerLink:
     async def heartbeat_loop(self) -> None:
         await self._register()
         while True:
-            await asyncio.sleep(self.heartbeat_s)
+            try:
+                await asyncio.wait_for(self._rejoin.wait(), self.heartbeat_s)
+            except asyncio.TimeoutError:
+                pass
+            if self._rejoin.is_set():
+                self._rejoin.clear()
+                self.events.emit("re-register", reason=self._rejoin_reason)
+                await self._register()
+                continue
             try:
                 await self.controller.heartbeat(self.node_id, self.broker_epoch)
             except ControllerUnavailable:
@@ -57,6 +69,11 @@ class ControllerLink:
                 if exc.code == STALE_BROKER_EPOCH:
                     self.events.emit("re-register", reason=exc.code)
                     await self._register()
+
+    def rejoin(self, reason: str) -> None:
+        """Register again as soon as the heartbeat loop can (see the module docstring)."""
+        self._rejoin_reason = reason
+        self._rejoin.set()
 
     async def metadata_loop(self) -> None:
         await self.registered.wait()

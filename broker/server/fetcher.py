@@ -62,6 +62,13 @@ class Fetcher:
                                     or r.leader_epoch != req.current_leader_epoch):
                 task.cancel()
 
+    def cancel(self) -> None:
+        """Stop at once without waiting (the replica is being retired synchronously)."""
+        if self._task is not None:
+            self._task.cancel()
+        if self._conn is not None:
+            self._conn.close()
+
     async def stop(self) -> None:
         if self._task is not None:
             await cancel_and_wait([self._task])

@@ -14,6 +14,17 @@ A partition in the metadata that this broker cannot create or update (a topic na
 persisted by an older controller, EMFILE or any other OSError, more replicas than the fd budget of
 broker/limits.replica_budget, anything else) is logged once as a `partition-skipped` event and skipped; the
 broker keeps serving its other partitions and tries again on the next metadata version.
+
+A read that finds a record failing verification (broker.records.LogCorruption: bytes rotted on disk while
+the broker ran) is never served or replicated. The request is answered KAFKA_STORAGE_ERROR, a `corrupt`
+event is logged, and the replica is recovered the way a restart recovers it. It is retired, closed and
+opened again, and that open's recovery scan cuts the log at the bad record (a `truncate` event with
+why=recovery). Then the broker registers with the controller again (`rejoin`), which fences its old
+incarnation, so leadership moves to another ISR member. The fresh replica waits for that new metadata
+and follows the new leader, which sends the cut records back.
+
+A disk error in the periodic checkpoint or flush work (EMFILE, ENOSPC, EIO) is logged once per partition
+and error as a `storage-error` event and tried again on the next tick: it never stops the broker.
 """
 from __future__ import annotations
 
@@ -27,6 +38,7 @@ from broker.controller.client import ControllerClient, ControllerError
 from broker.controller.messages import Metadata, PartitionState
 from broker.eventlog import EventLog
 from broker.limits import replica_budget, topic_name_problem
+from broker.records import LogCorruption
 from broker.replication import IsrProposal, PartitionReplica, ReplicationConfig
 from broker.server.aio import cancel_and_wait
 from broker.server.commit import GroupCommit
@@ -35,6 +47,9 @@ from broker.server.produce import TIMED_OUT, ProducePurgatory, Signal
 from broker.storage import PartitionStore, init_data_dir, list_partitions
 
 log = logging.getLogger(__name__)
+
+
+STORAGE_ERROR = "KAFKA_STORAGE_ERROR"      # Kafka's name for "this replica's disk failed"; clients retry
 
 
 def now_ms() -> int:
@@ -60,6 +75,7 @@ class Partition:
         self.last_leo = replica.leo
         self.last_hw = replica.hw
         self.checkpointed_hw: int | None = None
+        self.retired = False            # taken out of service (corruption found): a fresh Partition replaces it
 
 
 class ReplicaManager:
@@ -76,6 +92,8 @@ class ReplicaManager:
         self.commit = GroupCommit() if config.flush == "always" else None
         self.replica_budget = replica_budget()        # replicas this broker's fd limit allows
         self.skipped: dict[tuple[str, int], str] = {}   # partitions the metadata named but we could not create
+        self.storage_errors: dict[tuple[str, int], str] = {}   # last periodic disk error per partition
+        self.rejoin = None              # callable(reason): register with the controller again (app.py sets it)
 
     # --- opening ------------------------------------------------------------------------------
     def open_existing(self) -> None:
@@ -111,6 +129,8 @@ class ReplicaManager:
         r = part.replica
         for ev in r.drain_events():
             self.events.emit(ev.name, **ev.fields())
+        if part.retired:
+            return
         due = r.epoch_checkpoint_due()
         if due is not None:
             part.store.epoch_checkpoint.write(due)
@@ -239,18 +259,68 @@ class ReplicaManager:
 
     # --- durability ---------------------------------------------------------------------------
     def checkpoint_all(self) -> None:
-        for part in self.partitions.values():
-            hw = part.replica.hw
-            if hw != part.checkpointed_hw:
-                part.store.hw_checkpoint.write(hw)
-                part.checkpointed_hw = hw
-            due = part.replica.epoch_checkpoint_due()
-            if due is not None:
-                part.store.epoch_checkpoint.write(due)
+        """Write changed HW and epoch checkpoints; a disk error on one partition skips only that one."""
+        for part in list(self.partitions.values()):
+            self._disk_work(part, "checkpoint", lambda: self._checkpoint(part))
+
+    def _checkpoint(self, part: Partition) -> None:
+        hw = part.replica.hw
+        if hw != part.checkpointed_hw:
+            part.store.hw_checkpoint.write(hw)
+            part.checkpointed_hw = hw
+        due = part.replica.epoch_checkpoint_due()
+        if due is not None:
+            part.store.epoch_checkpoint.write(due)
+
+    def _disk_work(self, part: Partition, what: str, action) -> None:
+        key = (part.topic, part.partition)
+        try:
+            action()
+        except OSError as exc:
+            error = f"{what}: {exc}"
+            if self.storage_errors.get(key) != error:      # once per partition and error, not per tick
+                self.storage_errors[key] = error
+                self.events.emit("storage-error", topic=part.topic, partition=part.partition, error=error[:300])
+                log.error("partition %r/%s: %s", part.topic, part.partition, error)
+        else:
+            self.storage_errors.pop(key, None)
 
     def flush_all(self) -> None:
-        for part in self.partitions.values():
-            part.store.log.flush()
+        for part in list(self.partitions.values()):
+            self._disk_work(part, "flush", part.store.log.flush)
+
+    # --- corruption ---------------------------------------------------------------------------
+    def recover_corrupt(self, part: Partition, exc: LogCorruption) -> None:
+        """Take a replica whose stored bytes failed verification out of service and recover it as a
+        restart would (see the module docstring). Synchronous: nothing interleaves with it."""
+        if part.retired:
+            return
+        key = (part.topic, part.partition)
+        r = part.replica
+        self.events.emit("corrupt", topic=part.topic, partition=part.partition, offset=exc.offset,
+                         reason=exc.reason, where=exc.where, role=r.role, leader_epoch=r.leader_epoch,
+                         leo=r.leo, hw=r.hw)
+        log.error("partition %r/%s: corrupt record: %s; recovering it", part.topic, part.partition, exc)
+        part.retired = True
+        r.become_none()                 # anyone still holding the old replica now gets NOT_LEADER
+        self.after_change(part)         # logs the role change
+        if part.fetcher is not None:
+            part.fetcher.cancel()
+        part.purgatory.fail_all(TIMED_OUT)      # appended but not known to be replicated: indefinite
+        part.appended.fire()
+        part.hw_moved.fire()
+        if self.partitions.get(key) is part:
+            del self.partitions[key]
+        try:
+            part.store.close()          # what was appended is in our memory or page cache: keep it
+        except OSError as close_exc:
+            log.error("partition %r/%s: close after corruption: %s", part.topic, part.partition, close_exc)
+        try:
+            self._open(part.topic, part.partition)      # the recovery scan cuts at the bad record
+        except Exception as open_exc:   # noqa: BLE001 - reported and retried on the next metadata version
+            self._skip(part.topic, part.partition, open_exc)
+        if self.rejoin is not None:
+            self.rejoin("corrupt")
 
     async def quiesce(self) -> None:
         """First half of shutdown: no more ISR proposals, fetchers stopped (all at once), parked produces
@@ -309,9 +379,13 @@ class ReplicaManager:
         if part is None:
             return {"error": "UNKNOWN_PARTITION", "records": [], "hw": -1, "leader_epoch": -1, "log_start": 0}
         cle = current_leader_epoch if current_leader_epoch >= 0 else None
-        if replica_id >= 0:
-            return await self._follower_fetch(part, replica_id, offset, cle, max_records, max_wait_ms)
-        return await self._consumer_fetch(part, offset, cle, max_records, max_wait_ms)
+        try:
+            if replica_id >= 0:
+                return await self._follower_fetch(part, replica_id, offset, cle, max_records, max_wait_ms)
+            return await self._consumer_fetch(part, offset, cle, max_records, max_wait_ms)
+        except LogCorruption as exc:
+            self.recover_corrupt(part, exc)
+            return {"error": STORAGE_ERROR, "records": [], "hw": -1, "leader_epoch": -1, "log_start": 0}
 
     async def _follower_fetch(self, part, replica_id, offset, cle, max_records, max_wait_ms) -> dict[str, Any]:
         r = part.replica

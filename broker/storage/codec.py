@@ -15,9 +15,11 @@ One record on disk (all integers big-endian):
       value    value_len bytes
 
 A segment file is nothing but records back to back. `encode_records` builds one buffer for a whole
-batch so an append of N records is one write; `decode_records` reads back bytes this process wrote
-(no CRC check, for speed); `parse_frame` verifies one record (length, magic, lengths, CRC) and is what
-recovery and the offline dump use.
+batch so an append of N records is one write; `decode_records` reads back a run of records and verifies
+each (its CRC, its framing and that offsets follow on from the first expected one): it is the live read
+path, serving consumers and followers, so a byte that rotted on disk after it was written is caught
+there and never served or replicated. `parse_frame` verifies one record at a time and is what recovery
+and the offline dump use.
 """
 from __future__ import annotations
 
@@ -47,6 +49,7 @@ class CorruptRecord(ValueError):
 
     def __init__(self, position: int, reason: str, *, crc_mismatch: bool = False):
         self.position = position
+        self.good: list[Record] = []     # decode_records: the verified records before the bad one
         self.reason = reason
         self.crc_mismatch = crc_mismatch
         super().__init__(f"byte {position}: {reason}")
@@ -89,23 +92,47 @@ def encode_records(records: Sequence[Record], start_position: int = 0) -> tuple[
     return out, positions
 
 
-def decode_records(buf: bytes | bytearray | memoryview) -> list[Record]:
-    """Decode records this storage wrote itself (already verified): no CRC check."""
+def decode_records(buf: bytes | bytearray | memoryview, first_offset: int | None = None) -> list[Record]:
+    """Decode and verify back-to-back records. With `first_offset`, the i-th record must carry offset
+    first_offset + i. Raises CorruptRecord (its `position` is the bad record's byte position in `buf`)
+    on a CRC mismatch, an impossible or torn length, an unknown format version, inconsistent key/value
+    lengths or an unexpected offset; the records before it are in the exception's `good` list."""
     out: list[Record] = []
     unpack = HEADER.unpack_from
+    crc32 = zlib.crc32
+    view = memoryview(buf)
     n = len(buf)
     pos = 0
+    expect = first_offset
     while pos < n:
-        length, _crc, _magic, offset, epoch, ts, klen, vlen = unpack(buf, pos)
+        if n - pos < HEADER_SIZE:
+            raise _corrupt(pos, f"torn record ({n - pos} bytes left)", out)
+        length, crc, magic, offset, epoch, ts, klen, vlen = unpack(buf, pos)
+        end = pos + 4 + length
+        if magic != _MAGIC or length < MIN_LENGTH or end > n or klen < -1 or vlen < 0 \
+                or HEADER_SIZE - 4 + max(klen, 0) + vlen != length:
+            raise _corrupt(pos, f"bad framing (length {length}, format {magic}, key/value {klen}/{vlen})", out)
+        if crc32(view[pos + PREFIX_SIZE:end]) != crc:
+            raise _corrupt(pos, f"CRC mismatch for offset {offset}", out, crc_mismatch=True)
+        if expect is not None:
+            if offset != expect:
+                raise _corrupt(pos, f"offset {offset} where {expect} was expected", out)
+            expect += 1
         p = pos + HEADER_SIZE
         if klen >= 0:
             key = bytes(buf[p:p + klen])
             p += klen
         else:
             key = None
-        out.append(Record(offset, epoch, bytes(buf[p:p + vlen]), key, ts))
-        pos += 4 + length
+        out.append(Record(offset, epoch, bytes(buf[p:end]), key, ts))
+        pos = end
     return out
+
+
+def _corrupt(pos: int, reason: str, good: list[Record], *, crc_mismatch: bool = False) -> CorruptRecord:
+    exc = CorruptRecord(pos, reason, crc_mismatch=crc_mismatch)
+    exc.good = good
+    return exc
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,7 +4,8 @@ Files: `<partition dir>/<base offset, 20 digits>.log`, records in the format of 
 A new segment starts when the active one holds `segment_records` records. Each segment's
 offset->byte-position index (and per-record epochs) is kept in memory and rebuilt by scanning at open,
 which is also start-up recovery: a torn or corrupt tail is cut (the file truncated, later segments
-deleted) and described in `recovery`.
+deleted) and described in `recovery`. `read` verifies every record it returns (CRC, framing, offset), so
+bytes that rot on disk while the log is open are never served: it raises broker.records.LogCorruption.
 
 Durability:
   * `flush()` makes every appended record durable (write if needed, fsync, fsync the directory after
@@ -32,8 +33,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-from broker.records import Record
-from broker.storage.codec import decode_records, encode_records
+from broker.records import LogCorruption, Record
+from broker.storage.codec import CorruptRecord, decode_records, encode_records
 from broker.storage.scan import scan_partition, segment_name
 from broker.storage.segment import Segment
 
@@ -217,7 +218,7 @@ class SegmentedLog:
                 seg = self._segments[i]
                 stop = min(end, seg.end_offset)
                 if stop > start:
-                    out.extend(decode_records(seg.read_bytes(start - seg.base, stop - seg.base)))
+                    out.extend(self._decode(seg, start, stop))
                 start = stop
                 i += 1
             return out
@@ -274,6 +275,10 @@ class SegmentedLog:
 
     # --- introspection ------------------------------------------------------------------------------
 
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
     def segment_bases(self) -> list[int]:
         """Base offsets of the segments, oldest first."""
         return list(self._bases)
@@ -283,6 +288,16 @@ class SegmentedLog:
     def _check_open(self) -> None:
         if self._closed:
             raise ValueError(f"log {self.directory} is closed")
+
+    def _decode(self, seg: Segment, start: int, stop: int) -> list[Record]:
+        """Records [start, stop) of `seg`, verified (CRC, framing, offsets): LogCorruption otherwise."""
+        first = start - seg.base
+        try:
+            return decode_records(seg.read_bytes(first, stop - seg.base), start)
+        except CorruptRecord as exc:
+            bad = start + len(exc.good)
+            position = seg.positions[bad - seg.base] if bad < seg.end_offset else seg.size
+            raise LogCorruption(bad, exc.reason, f"{seg.path.name} byte {position}") from None
 
     def _roll(self) -> None:
         base = self.leo()
