@@ -77,6 +77,17 @@ def test_docker_cluster_layout_faults_collect_and_teardown(cluster, tmp_path):
     assert layout["subnet"].startswith("10.213.") and layout["subnet"].endswith(".0/24")
     assert [layout["nodes"][n]["host"] for n in ("c0", "n1", "n2", "n3")] == [f"{prefix}.{i}" for i in (2, 3, 4, 5)]
     assert c.controller().port == 9000 and {a.port for a in c.brokers().values()} == {9092}
+    # the control plane is reachable on the run's own network only: an internal network, no published
+    # ports, and every daemon listens on its container's address on it (not on all interfaces)
+    net = c.client.networks.get(c.hosts.network_name)
+    assert net.attrs["Internal"] is True
+    for node in ("c0", "n1", "n2", "n3"):
+        info = c.client.api.inspect_container(c.hosts.container_name(node))
+        assert not info["HostConfig"].get("PortBindings") and not info["HostConfig"].get("PublishAllPorts")
+        assert list(info["NetworkSettings"]["Networks"]) == [c.hosts.network_name]
+        config = json.loads((tmp_path / "run" / "nodes" / node /
+                             ("controller.json" if node == "c0" else "broker.json")).read_text())
+        assert config["host"] == layout["nodes"][node]["host"]
     # host keys were recorded before the first connection: the known_hosts file has one line per node
     known = (tmp_path / "run" / "ssh" / "known_hosts").read_text().splitlines()
     assert sorted(line.split()[0] for line in known) == sorted(a["host"] for a in layout["nodes"].values())

@@ -125,7 +125,10 @@ def test_ssh_cluster_on_real_sshd_hosts(hosts, tmp_path):
             assert json.loads(lines[0])["leo"] == 3
             assert [json.loads(x)["value"] for x in lines[1:]] == [1, 2, 3]
         assert "READY" in (tmp_path / "run" / "nodes" / "n2" / "stdout.prev.log").read_text()
-        assert (tmp_path / "run" / "nodes" / "c0" / "controller.json").exists()
+        for node in ("c0", "n1", "n2", "n3"):     # the control plane listens on the node's own address only
+            config = json.loads((tmp_path / "run" / "nodes" / node /
+                                 ("controller.json" if node == "c0" else "broker.json")).read_text())
+            assert config["host"] == hosts.addresses[node]
     finally:
         c.teardown()
     # teardown removed the run's directory and its iptables chain on every node, kept the code cache
