@@ -100,33 +100,41 @@ def decode_records(buf: bytes | bytearray | memoryview, first_offset: int | None
     out: list[Record] = []
     unpack = HEADER.unpack_from
     crc32 = zlib.crc32
-    view = memoryview(buf)
     n = len(buf)
     pos = 0
     expect = first_offset
-    while pos < n:
-        if n - pos < HEADER_SIZE:
-            raise _corrupt(pos, f"torn record ({n - pos} bytes left)", out)
-        length, crc, magic, offset, epoch, ts, klen, vlen = unpack(buf, pos)
-        end = pos + 4 + length
-        if magic != _MAGIC or length < MIN_LENGTH or end > n or klen < -1 or vlen < 0 \
-                or HEADER_SIZE - 4 + max(klen, 0) + vlen != length:
-            raise _corrupt(pos, f"bad framing (length {length}, format {magic}, key/value {klen}/{vlen})", out)
-        if crc32(view[pos + PREFIX_SIZE:end]) != crc:
-            raise _corrupt(pos, f"CRC mismatch for offset {offset}", out, crc_mismatch=True)
-        if expect is not None:
-            if offset != expect:
-                raise _corrupt(pos, f"offset {offset} where {expect} was expected", out)
-            expect += 1
-        p = pos + HEADER_SIZE
-        if klen >= 0:
-            key = bytes(buf[p:p + klen])
-            p += klen
-        else:
-            key = None
-        out.append(Record(offset, epoch, bytes(buf[p:end]), key, ts))
-        pos = end
+    try:
+        while pos < n:
+            length, crc, _magic, offset, epoch, ts, klen, vlen = unpack(buf, pos)
+            end = pos + 4 + length
+            # The CRC covers everything after itself, so a match vouches for the format version and the
+            # key/value lengths as written; only the length field is outside it, and a wrong length
+            # changes the bytes summed. The reason for a failure is worked out by `parse_frame`.
+            if end > n or crc32(buf[pos + PREFIX_SIZE:end]) != crc or (expect is not None and offset != expect):
+                raise _bad_record(buf, pos, expect, out)
+            if expect is not None:
+                expect += 1
+            p = pos + HEADER_SIZE
+            if klen >= 0:
+                key = bytes(buf[p:p + klen])
+                p += klen
+            else:
+                key = None
+            out.append(Record(offset, epoch, bytes(buf[p:end]), key, ts))
+            pos = end
+    except struct.error:
+        raise _bad_record(buf, pos, expect, out) from None
     return out
+
+
+def _bad_record(buf, pos: int, expect: int | None, good: list[Record]) -> CorruptRecord:
+    """The CorruptRecord for the record at `pos`, with the verified records before it in `good`."""
+    try:
+        frame = parse_frame(buf, pos)
+    except CorruptRecord as exc:
+        exc.good = good
+        return exc
+    return _corrupt(pos, f"offset {frame.record.offset} where {expect} was expected", good)
 
 
 def _corrupt(pos: int, reason: str, good: list[Record], *, crc_mismatch: bool = False) -> CorruptRecord:
