@@ -74,7 +74,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from harness import runformat as rf  # noqa: E402
+from rundir import formats as rf  # noqa: E402
 from checkers import synthetic  # noqa: E402
 
 PAGE = os.sysconf("SC_PAGE_SIZE")

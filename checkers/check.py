@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from harness import runformat as rf
+from rundir import formats as rf
 from checkers import ingest as ingest_mod
 from checkers import policy, results
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import click
 
-from harness import runformat as rf
-from harness.cli import EXIT_INTERNAL, EXIT_INVALID, EXIT_UNKNOWN, EXIT_USAGE, EXIT_VALID
+from rundir import formats as rf
+from rundir.exits import EXIT_INTERNAL, EXIT_INVALID, EXIT_UNKNOWN, EXIT_USAGE, EXIT_VALID
 from checkers import results as results_mod
 from checkers.check import check_run
 from checkers.policy import PolicyError

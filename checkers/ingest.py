@@ -1,7 +1,7 @@
 """Run directory JSON lines -> columnar (Parquet) tables, validated line by line, cached in columnar/.
 
 The checker never re-parses JSON on a second check: history.jsonl and the replica dumps are converted
-once into RUN_DIR/columnar/<table>/part-*.parquet (schemas in harness/runformat.py) with a manifest
+once into RUN_DIR/columnar/<table>/part-*.parquet (schemas in rundir/formats.py) with a manifest
 recording the sources' sizes and mtimes; a later check reuses the tables while the sources are unchanged.
 A run directory that has no history.jsonl but a columnar manifest (the synthetic benchmark generator
 writes Parquet directly) is used as it is.
@@ -26,8 +26,8 @@ import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from harness import runformat as rf
-from harness.runformat import FormatError
+from rundir import formats as rf
+from rundir.formats import FormatError
 
 CONVERTER_VERSION = 5   # 5: an invoke still open at the end of the history gets an `info` completion
 BATCH_ROWS = rf.ROW_GROUP_ROWS

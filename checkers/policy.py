@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from harness import runformat as rf
+from rundir import formats as rf
 
 DEFAULT_ALLOWED = ("duplicate", "hw-regression-cross-epoch")
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness import runformat as rf
+from rundir import formats as rf
 from checkers import totals
 
 

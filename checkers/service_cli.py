@@ -10,7 +10,7 @@ import time
 
 import click
 
-from harness.cli import EXIT_INTERNAL
+from rundir.exits import EXIT_INTERNAL
 from checkers import spark_service
 
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness import runformat as rf
+from rundir import formats as rf
 
 
 @dataclass

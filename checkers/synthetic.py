@@ -31,7 +31,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from harness import runformat as rf
+from rundir import formats as rf
 
 OK, FAIL, INFO_PRESENT, INFO_ABSENT = 0, 1, 2, 3
 POLL_CHUNK = 500

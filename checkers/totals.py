@@ -23,7 +23,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from harness import runformat as rf
+from rundir import formats as rf
 
 # candidate bucket widths in seconds; the smallest that covers the run in at most MAX_BUCKETS is used
 BUCKET_STEPS_S = (0.1, 0.2, 0.5, 1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 21600, 86400)

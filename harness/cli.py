@@ -1,9 +1,8 @@
 """The `highwater` command line: one click group whose subcommands live with the code they drive.
 
 Subcommands are imported lazily from their owning modules, so `highwater check` does not import the
-Docker SDK and `highwater serve` does not start Java. Exit codes follow Jepsen: 0 valid, 1 anomalies
-found, 2 unknown, 254 bad arguments or configuration, 255 internal error. Where several runs make one
-exit code (`run --test-count`), the worst wins: 255 > 254 > 1 > 2 > 0 (harness/reproduce.py).
+Docker SDK and `highwater serve` does not start Java. Exit codes are defined once, in rundir/exits.py
+(Jepsen's: 0 valid, 1 anomalies found, 2 unknown, 254 bad arguments or configuration, 255 internal error).
 """
 from __future__ import annotations
 
@@ -12,11 +11,7 @@ import sys
 
 import click
 
-EXIT_VALID = 0
-EXIT_INVALID = 1
-EXIT_UNKNOWN = 2
-EXIT_USAGE = 254
-EXIT_INTERNAL = 255
+from rundir.exits import EXIT_USAGE
 
 # name -> "module:attribute" of a click.Command
 COMMANDS: dict[str, str] = {
@@ -63,7 +58,7 @@ def cli() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from harness import store   # test.json records the command line (harness/store.py)
+    from rundir import store   # test.json records the command line (rundir/store.py)
     store.set_command_line(["highwater", *(sys.argv[1:] if argv is None else argv)])
     try:
         rc = cli.main(args=argv, prog_name="highwater", standalone_mode=False)

@@ -237,7 +237,7 @@ def _coerce(section: str, key: str, default: Any, raw: Any) -> Any:
             raw = [s.strip() for s in raw.split(",") if s.strip()]
         if not isinstance(raw, list) or not all(isinstance(k, str) for k in raw):
             raise ValueError(f"must be a list of anomaly kinds, got {raw!r}")
-        from harness.runformat import ANOMALY_KINDS
+        from rundir.formats import ANOMALY_KINDS
         for k in raw:
             if k not in ANOMALY_KINDS:
                 raise ValueError(f"unknown anomaly kind {k!r} (known: {', '.join(ANOMALY_KINDS)})")

@@ -16,7 +16,7 @@ import threading
 import time
 from typing import Any, Callable
 
-from harness import runformat
+from rundir import formats as runformat
 
 # what the display calls each phase (RunSession.phase names, see harness/runner.py)
 PHASE_LABELS = {

@@ -21,20 +21,11 @@ from typing import Any
 import click
 
 from harness import config as config_mod
-from harness import runformat
-from harness.cli import EXIT_INTERNAL, EXIT_INVALID, EXIT_UNKNOWN, EXIT_USAGE, EXIT_VALID
+from rundir import formats as runformat
+from rundir.exits import EXIT_INTERNAL, EXIT_INVALID, EXIT_UNKNOWN, EXIT_USAGE, EXIT_VALID, worst as worst_exit
 
-# exit code -> rank; a code not listed (a signal's, say) ranks with internal errors
-SEVERITY = {EXIT_VALID: 0, EXIT_UNKNOWN: 1, EXIT_INVALID: 2, EXIT_USAGE: 3, EXIT_INTERNAL: 4}
 WORDS = {EXIT_VALID: "valid", EXIT_UNKNOWN: "unknown", EXIT_INVALID: "invalid", EXIT_USAGE: "setup error",
          EXIT_INTERNAL: "internal error"}
-
-
-def worst_exit(codes: list[int]) -> int:
-    """The worst exit code: internal error > bad configuration/setup > invalid > unknown > valid."""
-    if not codes:
-        return EXIT_UNKNOWN
-    return max(codes, key=lambda c: (SEVERITY.get(c, SEVERITY[EXIT_INTERNAL]), c))
 
 
 # --- --test-count ---------------------------------------------------------------------------------------

@@ -14,7 +14,7 @@ from pathlib import Path
 import click
 
 from harness import config as config_mod
-from harness.cli import EXIT_INTERNAL, EXIT_USAGE
+from rundir.exits import EXIT_INTERNAL, EXIT_USAGE
 
 def install_signal_handlers(session) -> dict:
     """Route SIGINT/SIGTERM to session.request_interrupt. Returns the previous handlers."""

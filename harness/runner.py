@@ -25,11 +25,12 @@ from pathlib import Path
 from typing import Any, Callable
 
 from clusters.base import ClusterSpec
-from harness import backends, recovery, runformat, store, verdict
+from harness import backends, recovery, verdict
+from rundir import formats as runformat, store
 from harness import config as config_mod
-from harness.cli import EXIT_INTERNAL, EXIT_UNKNOWN, EXIT_USAGE
+from rundir.exits import EXIT_INTERNAL, EXIT_UNKNOWN, EXIT_USAGE
 from harness.config import TestConfig
-from harness.history import History
+from rundir.history import History
 from harness.progress import PhaseClock, Stats
 
 log = logging.getLogger("harness")

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from harness import config as config_mod
-from harness.runformat import ANOMALY_KINDS
+from rundir.formats import ANOMALY_KINDS
 
 NODE_ACTIONS = ("start", "stop", "kill", "restart", "pause", "resume", "power-loss")
 ACTIONS = NODE_ACTIONS + ("partition", "heal", "produce", "sleep", "wait")

@@ -13,7 +13,7 @@ import sys
 
 import click
 
-from harness.cli import EXIT_INTERNAL, EXIT_UNKNOWN, EXIT_USAGE
+from rundir.exits import EXIT_INTERNAL, EXIT_UNKNOWN, EXIT_USAGE
 from harness.run_command import found_kinds
 
 

@@ -15,7 +15,7 @@ import signal
 import time
 from typing import Any
 
-from harness import runformat
+from rundir import formats as runformat
 from harness.scenario import Scenario, Step
 from workloads.pacing import ValueSource
 from workloads.producer import send_op

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from harness import runformat, store
+from rundir import formats as runformat, store
 from harness.suite_expect import RepeatResult, evaluate, repeat_from_results, suite_exit_code
 from harness.suite_file import Suite, SuiteConfig
 from checkers.results import verdict_line

@@ -16,7 +16,7 @@ import sys
 
 import click
 
-from harness.cli import EXIT_INTERNAL, EXIT_USAGE
+from rundir.exits import EXIT_INTERNAL, EXIT_USAGE
 
 
 def validate_configs(configs, suite_file) -> str | None:

@@ -38,7 +38,7 @@ from typing import Any
 
 from harness import config as config_mod
 from harness.config import TestConfig
-from harness.runformat import ANOMALY_KINDS
+from rundir.formats import ANOMALY_KINDS
 
 # short setting names: the flags of `highwater run` that make sense per configuration
 SHORT_KEYS = {k: v for k, v in config_mod.FLAG_KEYS.items() if k not in ("results_dir", "test_name")}

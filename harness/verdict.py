@@ -12,7 +12,7 @@ import logging
 from pathlib import Path
 from typing import Any, Callable
 
-from harness.cli import EXIT_INTERNAL, EXIT_INVALID, EXIT_UNKNOWN, EXIT_VALID
+from rundir.exits import EXIT_INTERNAL, EXIT_INVALID, EXIT_UNKNOWN, EXIT_VALID
 
 log = logging.getLogger(__name__)
 

@@ -12,7 +12,7 @@ from typing import Any, Callable
 
 from markupsafe import Markup, escape
 
-from harness import runformat
+from rundir import formats as runformat
 from reports.jsonfast import dumps_compact
 
 EXPLANATIONS: dict[str, str] = {

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness import runformat
+from rundir import formats as runformat
 from reports.jsonfast import DecodeError, loads
 
 TABLE_EVENTS = ("leader-change", "isr-change", "truncate", "role", "fenced", "unfenced", "start", "stop",

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import click
 
-from harness.runformat import FormatError
+from rundir.formats import FormatError
 
 
 @click.command("report")

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness import runformat
-from harness.runformat import FormatError
+from rundir import formats as runformat
+from rundir.formats import FormatError
 from reports.jsonfast import DecodeError, loads
 
 NICE_BUCKETS_S = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 1800, 3600)

@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness import runformat
-from harness.runformat import FormatError
+from rundir import formats as runformat
+from rundir.formats import FormatError
 from reports.config_summary import summary
 from reports.load import verdict_of
 from reports.render import asset, environment

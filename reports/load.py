@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness import runformat
-from harness.runformat import FormatError
+from rundir import formats as runformat
+from rundir.formats import FormatError
 from reports.anomalies import referenced_indexes
 from reports.broker_events import BrokerEvents, read_broker_events
 from reports.history_scan import HistorySummary, scan_history

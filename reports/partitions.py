@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness import runformat
-from harness.runformat import FormatError
+from rundir import formats as runformat
+from rundir.formats import FormatError
 from reports.jsonfast import DecodeError, loads
 
 CONTEXT = 3            # rows shown either side of an interesting offset

@@ -15,7 +15,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup
 
 from checkers.results import reason_text
-from harness import runformat
+from rundir import formats as runformat
 from reports import charts
 from reports.anomalies import anomaly_kinds, example_times, referenced_indexes
 from reports.config_summary import flatten, show, summary

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from harness import runformat
+from rundir import formats as runformat
 from reports.broker_events import BrokerEvents, read_broker_events
 from reports.jsonfast import dumps_compact
 

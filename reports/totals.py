@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness import runformat
+from rundir import formats as runformat
 
 LOST = "lost-write"
 

@@ -23,7 +23,7 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
-from harness import runformat as rf
+from rundir import formats as rf
 from checkers import explain, totals
 from checkers.anomalies import digests, divergence, lookup, offsets, ordering, stats, values, watermarks
 from checkers.anomalies.tables import POS_BITS, TYPE_CODE, TYPE_NAME, Tables, finding, load, rows

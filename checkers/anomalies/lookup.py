@@ -15,7 +15,7 @@ from typing import Any, Iterable
 import pyarrow.compute as pc
 import pyarrow.dataset as pads
 
-from harness import runformat as rf
+from rundir import formats as rf
 
 
 def field(name: str) -> pc.Expression:

@@ -12,7 +12,7 @@ from typing import Any
 
 from pyspark.sql import functions as F
 
-from harness import runformat as rf
+from rundir import formats as rf
 from checkers.anomalies import lookup
 from checkers.anomalies.tables import Tables, is_client, rows
 

@@ -13,7 +13,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 
-from harness import runformat as rf
+from rundir import formats as rf
 
 # a poll record's place in the history as one sortable long: index * 2^24 + position in the poll
 POS_BITS = 24

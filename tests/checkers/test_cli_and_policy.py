@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import runformat as rf
+from rundir import formats as rf
 from checkers.check import check_run
 from checkers.policy import PolicyError, failing_kinds
 from checkers.simulate import RunBuilder

@@ -13,8 +13,8 @@ import shutil
 
 import pytest
 
-from harness import runformat as rf
-from harness.runformat import FormatError
+from rundir import formats as rf
+from rundir.formats import FormatError
 from checkers import ingest
 from checkers.check import check_run
 from checkers.results import verdict_line

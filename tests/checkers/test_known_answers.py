@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness import runformat as rf
+from rundir import formats as rf
 from checkers.check import check_run
 from checkers.policy import DEFAULT_ALLOWED
 from checkers.simulate import RunBuilder

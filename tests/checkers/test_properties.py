@@ -5,7 +5,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harness import runformat as rf
+from rundir import formats as rf
 from checkers import simulate, synthetic
 from checkers.check import check_run
 from checkers.policy import DEFAULT_ALLOWED

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import runformat as rf
+from rundir import formats as rf
 from checkers import ingest, synthetic
 from checkers.simulate import RunBuilder
 from spark_cluster import StandaloneCluster, group_alive

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness import runformat as rf
+from rundir import formats as rf
 from checkers import totals
 from checkers.check import check_run
 from checkers.simulate import Replica, RunBuilder

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import runformat
+from rundir import formats as runformat
 from e2e_helpers import (REPO, sigterm_when_checking, env, firewall_leftovers, found_kinds, highwater_argv, load_json,
                                        processes_mentioning, run_dir_from_stdout, run_highwater)
 

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from harness import runformat
+from rundir import formats as runformat
 from e2e_helpers import load_json, run_dir_from_stdout, run_highwater
 
 SMALL = ["--nodes", "1", "--partitions", "1", "--replication-factor", "1", "--min-insync-replicas", "1",

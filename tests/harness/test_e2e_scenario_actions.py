@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness import runformat
+from rundir import formats as runformat
 from e2e_helpers import found_kinds, load_json, run_dir_from_stdout, run_highwater
 
 SCENARIO = """

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness import runformat
+from rundir import formats as runformat
 from e2e_helpers import REPO, found_kinds, load_json, run_dir_from_stdout, run_highwater, sigterm_when_checking
 
 CASES = [("seed-data-loss", "lost-write"), ("seed-divergence", "divergence"),

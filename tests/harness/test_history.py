@@ -4,8 +4,8 @@ import threading
 
 import pytest
 
-from harness.history import History
-from harness.runformat import iter_jsonl, validate_op
+from rundir.history import History
+from rundir.formats import iter_jsonl, validate_op
 
 
 def test_ops_are_written_in_order_with_dense_indexes(tmp_path):

@@ -4,7 +4,7 @@ from __future__ import annotations
 import io
 import time
 
-from harness.history import History
+from rundir.history import History
 from harness.progress import Display, PhaseClock, Stats, phase_text, phases_summary, step_text, summary_line
 
 

@@ -1,4 +1,4 @@
-"""Reproducible runs (harness/reproduce.py, harness/store.py): test.json records the command line and the
+"""Reproducible runs (harness/reproduce.py, rundir/store.py): test.json records the command line and the
 code version; `highwater rerun` repeats a run with the same configuration and seed; `highwater run
 --test-count N` runs N times and exits with the worst verdict."""
 from __future__ import annotations
@@ -12,8 +12,10 @@ from pathlib import Path
 import pytest
 
 from harness import config as config_mod
-from harness import reproduce, store
-from harness.cli import EXIT_USAGE, main
+from harness import reproduce
+from rundir import store
+from harness.cli import main
+from rundir.exits import EXIT_USAGE
 
 REPO = Path(__file__).resolve().parents[2]
 SHORT = ["--time-limit", "1", "--checker", "reference", "--nemesis", "kill", "--nemesis-interval", "1", "--plain"]

@@ -1,10 +1,10 @@
-"""Unit tests for harness/store.py: run directory layout, test.json, latest links."""
+"""Unit tests for rundir/store.py: run directory layout, test.json, latest links."""
 from __future__ import annotations
 
 import json
 import os
 
-from harness import runformat, store
+from rundir import formats as runformat, store
 
 
 def test_run_dir_layout_and_latest_links(tmp_path):

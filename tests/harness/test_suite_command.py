@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from harness.cli import EXIT_USAGE, main
+from harness.cli import main
+from rundir.exits import EXIT_USAGE
 
 GOOD = """\
 [[test]]

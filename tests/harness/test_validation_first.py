@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from harness import config as config_mod
-from harness.cli import EXIT_USAGE, main
+from harness.cli import main
+from rundir.exits import EXIT_USAGE
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -15,7 +15,7 @@ import pytest
 from clusters.base import ClusterSpec
 from clusters.local import LocalCluster
 from clusters.registry import Registry, proc_state
-from harness.history import History
+from rundir.history import History
 from nemesis import Nemesis, ScheduleError
 
 _spec = importlib.util.spec_from_file_location(

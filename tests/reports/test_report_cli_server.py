@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 from report_fixtures import make_run
 
-from harness.cli import EXIT_USAGE, main
+from harness.cli import main
+from rundir.exits import EXIT_USAGE
 from reports.server import make_server
 
 REPO = Path(__file__).resolve().parents[2]

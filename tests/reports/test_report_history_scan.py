@@ -6,7 +6,7 @@ import json
 import pytest
 from report_fixtures import make_run
 
-from harness.runformat import FormatError
+from rundir.formats import FormatError
 from reports.history_scan import choose_bucket_s, scan_history
 
 S = 1_000_000_000

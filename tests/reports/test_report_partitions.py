@@ -6,7 +6,7 @@ import json
 import pytest
 from report_fixtures import make_run
 
-from harness.runformat import FormatError
+from rundir.formats import FormatError
 from reports.partitions import MAX_ROWS, Gap, Row, build_view, build_views, read_replica, read_replicas
 
 

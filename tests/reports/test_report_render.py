@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from report_fixtures import XSS, make_run
 
-from harness.runformat import FormatError
+from rundir.formats import FormatError
 from reports import write_report
 
 ESCAPED = "&lt;script&gt;alert(1)&lt;/script&gt;"

@@ -9,8 +9,8 @@ import json
 import threading
 
 from broker.client import ClientError, FetchResult, SendResult
-from harness.history import History
-from harness import runformat
+from rundir.history import History
+from rundir import formats as runformat
 from workloads.consumer import ConsumerWorker, assign_op, poll_op
 from workloads.final_read import final_read_partition
 from workloads.pacing import RateLimiter, ValueSource

@@ -1,0 +1,12 @@
+"""The run-directory contract: what a run leaves on disk and how every part reads and writes it.
+
+The bottom layer above the broker. The harness writes run directories, the checkers and the reports
+read them, and this package imports none of them:
+
+    formats.py   paths, file names, record and JSON schemas, the columnar (Parquet) schemas
+    history.py   the history writer (one JSON line per operation, crash-safe)
+    store.py     the results store: run directory names, test.json, `latest` links
+    exits.py     the root error (HighwaterError) and the exit codes every command shares
+
+docs/formats.md describes the files; docs/architecture.md shows the layers.
+"""
