@@ -9,7 +9,6 @@ config file is one line on stderr naming the file and key, and exit status 2.
 """
 from __future__ import annotations
 
-import importlib
 import sys
 
 USAGE = """usage: python -m broker controller --config FILE
@@ -39,8 +38,9 @@ def main(argv: list[str] | None = None) -> int:
 
         return node_main(_config_arg(command, rest))
     if command == "controller":
-        controller = importlib.import_module("broker.controller")
-        return controller.main(["--config", _config_arg(command, rest)])
+        from broker.controller import main as controller_main
+
+        return controller_main(["--config", _config_arg(command, rest)])
     if command == "dump":
         from broker.storage.dump import main as dump_main
 
