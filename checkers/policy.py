@@ -1,8 +1,9 @@
 """Which anomaly kinds fail a run: defaults, test.json `config.checker`, and the CLI's --fail-on/--allow.
 
-Default: every kind fails except `duplicate` (counted only, unless the producer claims idempotence in
-test.json `config.producer.idempotent` / `config.idempotent`) and `hw-regression-cross-epoch` (a new
-leader's HW may legitimately lag the old leader's). Then `config.checker.allow` / `config.checker.fail_on`
+Default: the kinds whose `fails_by_default` is set in rundir/kinds.py, which is every kind except
+`duplicate` (counted only, unless the producer claims idempotence in test.json
+`config.producer.idempotent` / `config.idempotent`) and `hw-regression-cross-epoch` (a new leader's HW
+may legitimately lag the old leader's). Then `config.checker.allow` / `config.checker.fail_on`
 apply, then the CLI's `--allow` / `--fail-on` (the CLI wins).
 """
 from __future__ import annotations
@@ -10,8 +11,9 @@ from __future__ import annotations
 from typing import Any, Iterable
 
 from rundir import formats as rf
+from rundir import kinds
 
-DEFAULT_ALLOWED = ("duplicate", "hw-regression-cross-epoch")
+DEFAULT_ALLOWED = tuple(k.name for k in kinds.KINDS if not k.fails_by_default)
 
 
 class PolicyError(ValueError):

@@ -7,7 +7,8 @@ acknowledgement of the lost writes per partition). The Spark engine aggregates i
 (kind, partition, bucket, weight, first time, last time) rows first and passes those (`add_bucket`);
 the reference passes every finding with its time (`add`).
 
-Which operation a finding's time is (the same in both engines):
+Which kinds are timed is declared in rundir/kinds.py (`timed`). Which operation a finding's time is (the
+same in both engines):
   lost-write, failed-write-present   the send's completion (the ack, or the fail): the example's `time`
   inconsistent-offset                the first observation of the offset in history order (the line the
                                      example's `index` names; `observations[0].time`)
@@ -23,13 +24,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from rundir import formats as rf
+from rundir import kinds
 
 # candidate bucket widths in seconds; the smallest that covers the run in at most MAX_BUCKETS is used
 BUCKET_STEPS_S = (0.1, 0.2, 0.5, 1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 21600, 86400)
 MAX_BUCKETS = 100
 NS = 1_000_000_000
-TIMED_KINDS = tuple(k for k in rf.ANOMALY_KINDS if k not in ("duplicate", "divergence"))
+TIMED_KINDS = tuple(k.name for k in kinds.KINDS if k.timed)   # the others are all `untimed`
 
 
 def _ceil_div(a: int, b: int) -> int:

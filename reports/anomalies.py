@@ -1,5 +1,8 @@
 """The anomaly kinds explained for a reader, and the checker's examples turned into table rows.
 
+The explanations are the registry's (rundir/kinds.py); a kind the registry does not know (a newer
+results.json) is still shown, with a line saying the report has no description of it.
+
 Examples are rendered generically: the fields the report knows come first (partition, offset, value,
 index, time), any other field the checker adds is shown as its own column. Fields naming history
 entries (`index`, `*_index`, `indices`, `*_indices`) become links to the history excerpt. Each example
@@ -13,51 +16,11 @@ from typing import Any, Callable
 from markupsafe import Markup, escape
 
 from rundir import formats as runformat
+from rundir import kinds
 from reports.jsonfast import dumps_compact
 
-EXPLANATIONS: dict[str, str] = {
-    "lost-write": (
-        "A send was acknowledged (ok): the producer was told the record was stored at an offset. Yet the value "
-        "is missing from the partition's final log. Typical causes: acks=1 and the leader fails before its "
-        "followers copied the record; or pre-0.11 high-watermark truncation, where a restarted follower cuts "
-        "its log back to its own HW, becomes leader, and overwrites acknowledged records on every replica."),
-    "failed-write-present": (
-        "A send failed definitely (fail), so the producer was told the record was NOT written, yet the "
-        "value is in the final log. A producer that retries after a definite failure then creates a "
-        "duplicate; a definite failure must really be one."),
-    "divergence": (
-        "Two replicas hold different records (a different value or leader epoch) at the same offset after "
-        "the cluster recovered. Divergence below the HW (committed) means readers of different replicas see "
-        "different histories; above the HW it shows where the logs split and were never reconciled."),
-    "inconsistent-offset": (
-        "A value was acknowledged at one offset but read at another, or different values were acknowledged "
-        "at the same offset. The offset a producer is given must be where consumers find the record."),
-    "duplicate": (
-        "One value, sent once, appears at more than one offset of the partition (in the final log or in "
-        "what consumers read)."),
-    "nonmonotonic-send": (
-        "A producer's acknowledged offsets on one partition went backwards: a later send was acknowledged at "
-        "an offset at or below an earlier one, so an acknowledged offset was handed out twice."),
-    "poll-skip": (
-        "A consumer's consecutive polls of a partition, with no reassignment in between, skipped offsets: "
-        "records between two polls were never delivered to it."),
-    "nonmonotonic-poll": (
-        "A consumer's consecutive polls of a partition, with no reassignment in between, went backwards or "
-        "repeated offsets it had already consumed."),
-    "dirty-read": (
-        "A poll returned a record that is not in the final committed log: a consumer saw data that was "
-        "later truncated away. Consumers must only see records below the high watermark."),
-    "aborted-read": (
-        "A poll returned a value whose send failed definitely: a consumer saw a write its producer was told "
-        "never happened."),
-    "hw-regression": (
-        "Within one leader epoch, the high watermark reported to a consumer went backwards: data that had been "
-        "committed (and could have been consumed) became uncommitted again."),
-    "hw-regression-cross-epoch": (
-        "The high watermark reported to a consumer went backwards across a leader change: a new leader's HW may "
-        "lag the old leader's until its followers catch up, so by default this is counted but does not fail "
-        "the run."),
-}
+# what the report tells a reader about each kind (declared with the kind in rundir/kinds.py)
+EXPLANATIONS: dict[str, str] = {k.name: k.explanation for k in kinds.KINDS}
 
 PREFERRED = ("partition", "offset", "value", "index", "time", "committed")
 MAX_EXAMPLES_SHOWN = 50

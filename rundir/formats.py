@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
+from rundir import kinds
+
 # --- file names -----------------------------------------------------------------------------------
 
 TEST_JSON = "test.json"
@@ -32,22 +34,8 @@ CLIENT_FS = ("send", "poll", "assign", "final-read")
 NEMESIS_PROCESS = "nemesis"
 HARNESS_PROCESS = "harness"
 FINAL_STATE_F = "final-state"
-FAULT_KINDS = ("kill", "pause", "partition", "power-loss", "crash")
-
-ANOMALY_KINDS = (
-    "lost-write",
-    "failed-write-present",
-    "divergence",
-    "inconsistent-offset",
-    "duplicate",
-    "nonmonotonic-send",
-    "poll-skip",
-    "nonmonotonic-poll",
-    "dirty-read",
-    "aborted-read",
-    "hw-regression",
-    "hw-regression-cross-epoch",
-)
+# the anomaly kinds results.json lists, in the documented order (declared in rundir/kinds.py)
+ANOMALY_KINDS = kinds.NAMES
 
 # --- test.json config keys the checker reads (all optional) -------------------------------------
 # config.checker.allow: anomaly kinds that do not fail the run; config.checker.fail_on: kinds that do.

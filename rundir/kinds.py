@@ -1,0 +1,153 @@
+"""The anomaly kinds, declared once: each kind's name and what the checker and the report need to know.
+
+A kind's name is part of the results.json contract (docs/formats.md), so the registry sits with the
+run-directory formats (`rundir/formats.py` takes ANOMALY_KINDS from here). The rest is read by:
+  checkers/policy.py        `fails_by_default`: which kinds fail a run unless configured otherwise
+  checkers/totals.py        `timed`: which kinds have an operation time (the histogram); the others
+                            are all `untimed`
+  checkers/anomalies/*.py   `family`: the module of the Spark checker that finds the kind and builds its
+                            examples (its `KINDS` lists the kinds it owns; a test checks they agree)
+  checkers/reference.py     the names: every kind is in its output
+  reports/anomalies.py      `explanation`: what the report tells a reader about the kind
+  tests                     `example_fields`: the fields every example of the kind carries, in order
+
+The order of KINDS is the documented order: results.json's `failing_kinds`, the verdict line and the
+report list kinds in it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Kind:
+    name: str
+    family: str                      # its Spark family module: checkers/anomalies/<family>.py
+    summary: str                     # one line
+    explanation: str                 # for a reader of the report: what it means, typical causes
+    fails_by_default: bool           # whether a finding fails the run (checkers/policy.py may change it)
+    timed: bool                      # whether a finding has an operation time (checkers/totals.py)
+    example_fields: tuple[str, ...]  # the fields of each example, in the order the checker writes them
+
+
+LOST_WRITE = Kind(
+    "lost-write", "values",
+    "an acknowledged send whose value is not in the final log",
+    "A send was acknowledged (ok): the producer was told the record was stored at an offset. Yet the value "
+    "is missing from the partition's final log. Typical causes: acks=1 and the leader fails before its "
+    "followers copied the record; or pre-0.11 high-watermark truncation, where a restarted follower cuts "
+    "its log back to its own HW, becomes leader, and overwrites acknowledged records on every replica.",
+    fails_by_default=True, timed=True,
+    example_fields=("partition", "value", "offset", "epoch", "index", "time", "process", "invoke_index",
+                    "final_values_at_offset", "replicas"))
+
+FAILED_WRITE_PRESENT = Kind(
+    "failed-write-present", "values",
+    "a failed send whose value is in the final log",
+    "A send failed definitely (fail), so the producer was told the record was NOT written, yet the "
+    "value is in the final log. A producer that retries after a definite failure then creates a "
+    "duplicate; a definite failure must really be one.",
+    fails_by_default=True, timed=True,
+    example_fields=("partition", "value", "index", "time", "process", "invoke_index", "error", "final_offsets",
+                    "replicas"))
+
+DIVERGENCE = Kind(
+    "divergence", "divergence",
+    "two replicas hold different records at the same offset",
+    "Two replicas hold different records (a different value or leader epoch) at the same offset after "
+    "the cluster recovered. Divergence below the HW (committed) means readers of different replicas see "
+    "different histories; above the HW it shows where the logs split and were never reconciled.",
+    fails_by_default=True, timed=False,
+    example_fields=("partition", "offset", "committed", "replicas"))
+
+INCONSISTENT_OFFSET = Kind(
+    "inconsistent-offset", "offsets",
+    "the acknowledgements and reads of one offset show more than one value",
+    "A value was acknowledged at one offset but read at another, or different values were acknowledged "
+    "at the same offset. The offset a producer is given must be where consumers find the record.",
+    fails_by_default=True, timed=True,
+    example_fields=("partition", "offset", "values", "index", "observations", "replicas"))
+
+DUPLICATE = Kind(
+    "duplicate", "values",
+    "a value at more than one offset of the final log",
+    "One value, sent once, appears at more than one offset of the partition (in the final log or in "
+    "what consumers read).",
+    fails_by_default=False, timed=False,
+    example_fields=("partition", "value", "offsets", "count", "index", "send", "replicas"))
+
+NONMONOTONIC_SEND = Kind(
+    "nonmonotonic-send", "ordering",
+    "a producer's later acknowledged offset is below an earlier one",
+    "A producer's acknowledged offsets on one partition went backwards: a later send was acknowledged at "
+    "an offset at or below an earlier one, so an acknowledged offset was handed out twice.",
+    fails_by_default=True, timed=True,
+    example_fields=("partition", "process", "index", "earlier", "later"))
+
+POLL_SKIP = Kind(
+    "poll-skip", "ordering",
+    "a consumer's polls skipped offsets",
+    "A consumer's consecutive polls of a partition, with no reassignment in between, skipped offsets: "
+    "records between two polls were never delivered to it.",
+    fails_by_default=True, timed=True,
+    example_fields=("partition", "process", "index", "time", "offset", "value", "previous", "gap", "skipped"))
+
+NONMONOTONIC_POLL = Kind(
+    "nonmonotonic-poll", "ordering",
+    "a consumer's polls went backwards or repeated offsets",
+    "A consumer's consecutive polls of a partition, with no reassignment in between, went backwards or "
+    "repeated offsets it had already consumed.",
+    fails_by_default=True, timed=True,
+    example_fields=("partition", "process", "index", "time", "offset", "value", "previous"))
+
+DIRTY_READ = Kind(
+    "dirty-read", "values",
+    "a poll read a value that is not in the final log",
+    "A poll returned a record that is not in the final committed log: a consumer saw data that was "
+    "later truncated away. Consumers must only see records below the high watermark.",
+    fails_by_default=True, timed=True,
+    example_fields=("partition", "value", "offset", "index", "time", "process", "reads", "send", "replicas"))
+
+ABORTED_READ = Kind(
+    "aborted-read", "values",
+    "a poll read a value whose send failed",
+    "A poll returned a value whose send failed definitely: a consumer saw a write its producer was told "
+    "never happened.",
+    fails_by_default=True, timed=True,
+    example_fields=("partition", "value", "offset", "index", "time", "process", "reads", "send", "error",
+                    "replicas"))
+
+HW_REGRESSION = Kind(
+    "hw-regression", "watermarks",
+    "a partition's high watermark went backwards within one leader epoch",
+    "Within one leader epoch, the high watermark reported to a consumer went backwards: data that had been "
+    "committed (and could have been consumed) became uncommitted again.",
+    fails_by_default=True, timed=True,
+    example_fields=("partition", "epoch", "hw", "index", "time", "process", "invoke_index", "f", "previous"))
+
+HW_REGRESSION_CROSS_EPOCH = Kind(
+    "hw-regression-cross-epoch", "watermarks",
+    "a partition's high watermark went backwards across a leader change",
+    "The high watermark reported to a consumer went backwards across a leader change: a new leader's HW may "
+    "lag the old leader's until its followers catch up, so by default this is counted but does not fail "
+    "the run.",
+    fails_by_default=False, timed=True,
+    example_fields=("partition", "epoch", "hw", "index", "time", "process", "invoke_index", "f", "previous"))
+
+KINDS: tuple[Kind, ...] = (
+    LOST_WRITE,
+    FAILED_WRITE_PRESENT,
+    DIVERGENCE,
+    INCONSISTENT_OFFSET,
+    DUPLICATE,
+    NONMONOTONIC_SEND,
+    POLL_SKIP,
+    NONMONOTONIC_POLL,
+    DIRTY_READ,
+    ABORTED_READ,
+    HW_REGRESSION,
+    HW_REGRESSION_CROSS_EPOCH,
+)
+
+NAMES: tuple[str, ...] = tuple(k.name for k in KINDS)
+BY_NAME: dict[str, Kind] = {k.name: k for k in KINDS}
