@@ -7,14 +7,13 @@ looked up when the step starts.
 """
 from __future__ import annotations
 
-import math
 import random
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
 from nemesis.shapes import SHAPES
+from rundir.settings import REQUIRED, Setting, SettingError, at_line, declare, did_you_mean, header_lines, parse_table, read_toml
 
 # fault name -> (kind recorded in the history, who it targets: "broker" | "leader" | "controller" | None)
 FAULTS: dict[str, tuple[str, str | None]] = {
@@ -40,10 +39,19 @@ def kind_of(fault: str) -> str:
     return FAULTS[fault][0]
 
 
+def fault_name(raw) -> str:
+    """`raw` when it names a fault; ValueError("unknown fault ...") otherwise (also the harness's check)."""
+    if not isinstance(raw, str) or raw not in FAULTS:
+        raise ValueError(f"unknown fault {raw!r} (known: {', '.join(FAULTS)})")
+    return raw
+
+
 def check_fault_names(faults: list[str], where: str = "nemesis") -> None:
     for f in faults:
-        if f not in FAULTS:
-            raise ScheduleError(f"{where}: unknown fault {f!r} (known: {', '.join(FAULTS)})")
+        try:
+            fault_name(f)
+        except ValueError as exc:
+            raise ScheduleError(f"{where}: {exc}") from None
 
 
 @dataclass
@@ -102,30 +110,35 @@ def random_steps(seed: int, faults: list[str], interval_s: float, brokers: list[
 
 # --- file -------------------------------------------------------------------------------------------
 
-_STEP_KEYS = {"at", "fault", "duration", "targets", "shape", "partition"}
+# the fields of a [[step]]; targets, shape and partition are checked against the fault and the cluster
+STEP = declare(
+    Setting("at", float, REQUIRED, "seconds after the nemesis starts", min=0, what="a number of seconds >= 0"),
+    Setting("fault", str, REQUIRED, "a fault name (FAULTS)", parse=fault_name),
+    Setting("duration", float, REQUIRED, "seconds until the fault stops", above=0, what="a number of seconds > 0"),
+    # checked below against the fault and the cluster, so declared without a type
+    Setting("targets", object, None, "a list of node names; default: chosen when the step starts"),
+    Setting("shape", object, None, "partition faults: a shape from nemesis/shapes.py"),
+    Setting("partition", object, None, "leader-targeted faults: the topic partition whose leader is hit"),
+)
 
 
 def load_schedule(path: Path, nodes: list[str], *, partitions: int = 1, seed: int = 0) -> list[Step]:
     """Read and validate a schedule file. `nodes` are the cluster's node names (c0, n1, ...)."""
     path = Path(path)
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise ScheduleError(f"{path}: cannot read schedule file: {exc.strerror or exc}") from None
-    try:
-        doc = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise ScheduleError(f"{path}: not valid TOML: {exc}") from None
+    text, doc = read_toml(path, ScheduleError, cannot_read="{path}: cannot read schedule file: {reason}",
+                          not_toml="{path}: not valid TOML: {reason}")
     unknown = set(doc) - {"step"}
     if unknown:
-        raise ScheduleError(f"{path}: unknown top-level key {sorted(unknown)[0]!r} (expected [[step]] tables)")
+        key = sorted(unknown)[0]
+        raise ScheduleError(f"{path}: unknown top-level key {key!r} (expected [[step]] tables)"
+                            f"{did_you_mean(key, ['step'])}")
     raw_steps = doc.get("step", [])
     if not isinstance(raw_steps, list) or not all(isinstance(s, dict) for s in raw_steps):
         raise ScheduleError(f"{path}: 'step' must be an array of tables ([[step]])")
     if not raw_steps:
         raise ScheduleError(f"{path}: no [[step]] entries")
     rng = random.Random(seed)
-    lines = _step_lines(text)
+    lines = header_lines(text, "step")
     steps = [_parse_step(_at_line(path, lines, i), i, raw, nodes, partitions, rng.getrandbits(32))
              for i, raw in enumerate(raw_steps, start=1)]
     steps.sort(key=lambda s: (s.at, s.entry))
@@ -133,34 +146,20 @@ def load_schedule(path: Path, nodes: list[str], *, partitions: int = 1, seed: in
     return steps
 
 
-def _step_lines(text: str) -> list[int]:
-    """1-based line of each `[[step]]` header, in order (for error messages)."""
-    return [no for no, line in enumerate(text.splitlines(), start=1) if line.strip().startswith("[[step]]")]
-
-
 def _at_line(path: Path, lines: list[int], entry: int) -> str:
     """`path:line` of the entry's [[step]] header, or just the path when it cannot be found."""
-    return f"{path}:{lines[entry - 1]}" if 0 < entry <= len(lines) else str(path)
+    return at_line(path, lines[entry - 1] if 0 < entry <= len(lines) else None)
 
 
 def _parse_step(path: str, i: int, raw: dict, nodes: list[str], partitions: int, step_seed: int) -> Step:
     def bad(field_name: str, message: str) -> ScheduleError:
         return ScheduleError(f"{path}: step {i}: field {field_name!r}: {message}")
 
-    for key in raw:
-        if key not in _STEP_KEYS:
-            raise bad(key, f"unknown field (known: {', '.join(sorted(_STEP_KEYS))})")
-    for key in ("at", "fault", "duration"):
-        if key not in raw:
-            raise bad(key, "missing (required)")
-    at, duration, fault = raw["at"], raw["duration"], raw["fault"]
-    if isinstance(at, bool) or not isinstance(at, (int, float)) or not math.isfinite(at) or at < 0:
-        raise bad("at", f"must be a number of seconds >= 0, got {at!r}")
-    if isinstance(duration, bool) or not isinstance(duration, (int, float)) or not math.isfinite(duration) \
-            or duration <= 0:
-        raise bad("duration", f"must be a number of seconds > 0, got {duration!r}")
-    if not isinstance(fault, str) or fault not in FAULTS:
-        raise bad("fault", f"unknown fault {fault!r} (known: {', '.join(FAULTS)})")
+    try:
+        values = parse_table(raw, STEP, unknown="unknown field (known: {known})")
+    except SettingError as exc:
+        raise bad(exc.key, exc.problem) from None
+    at, fault, duration = values["at"], values["fault"], values["duration"]
     kind, target = FAULTS[fault]
 
     shape = raw.get("shape")

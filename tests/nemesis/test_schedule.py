@@ -109,7 +109,8 @@ def test_a_partition_without_shape_gets_a_seeded_one(tmp_path):
     ('[[step]]\nat = 1\nfault = "kill"\nduration = 1\ntargets = ["n7"]\n',
      "step 1: field 'targets': unknown node 'n7' (nodes: c0, n1, n2, n3)"),
     ('[[step]]\nat = 1\nfault = "kill"\nduration = 1\ntarget = ["n1"]\n',
-     "step 1: field 'target': unknown field (known: at, duration, fault, partition, shape, targets)"),
+     "step 1: field 'target': unknown field (known: at, duration, fault, partition, shape, targets)"
+     " (did you mean 'targets'?)"),  # the message gained "did you mean" (rundir/settings.py)
     ('[[step]]\nat = 1\nfault = "kill"\nduration = 1\nshape = "ring"\n',
      "step 1: field 'shape': only partition faults have a shape (fault is 'kill')"),
     ('[[step]]\nat = 1\nfault = "partition"\nduration = 1\nshape = "square"\n',
@@ -132,6 +133,7 @@ def test_a_partition_without_shape_gets_a_seeded_one(tmp_path):
     ('[[step]]\nat = 1\nfault = "partition"\nshape = "bridge"\ntargets = ["n1", "n2"]\nduration = 1\n',
      "step 1: field 'targets': a bridge has exactly one middle node, got ['n1', 'n2']"),
     ('title = "x"\n', "unknown top-level key 'title' (expected [[step]] tables)"),
+    ('[[stpe]]\nat = 1\n', "unknown top-level key 'stpe' (expected [[step]] tables) (did you mean 'step'?)"),
     ('', "no [[step]] entries"),
     ('step = 3\n', "'step' must be an array of tables ([[step]])"),
 ])
