@@ -21,8 +21,13 @@ from typing import Any
 import click
 
 from harness import config as config_mod
+from harness import scenario as scenario_mod
+from harness.run_command import execute as execute_run
+from harness.scenario_command import play
+from harness.scenario_runner import scenario_faults
 from rundir import formats as runformat
-from rundir.exits import EXIT_INTERNAL, EXIT_INVALID, EXIT_UNKNOWN, EXIT_USAGE, EXIT_VALID, worst as worst_exit
+from rundir.exits import (EXIT_INTERNAL, EXIT_INVALID, EXIT_UNKNOWN, EXIT_USAGE, EXIT_VALID, HighwaterError,
+                          worst as worst_exit)
 
 WORDS = {EXIT_VALID: "valid", EXIT_UNKNOWN: "unknown", EXIT_INVALID: "invalid", EXIT_USAGE: "setup error",
          EXIT_INTERNAL: "internal error"}
@@ -33,8 +38,7 @@ WORDS = {EXIT_VALID: "valid", EXIT_UNKNOWN: "unknown", EXIT_INVALID: "invalid", 
 def run_many(cfg: config_mod.TestConfig, count: int, *, plain: bool = False, execute=None) -> int:
     """Run `cfg` `count` times (harness/run_command.py's `execute`, one after another); a one-line
     summary after each run and a final one on stderr. An interrupted run ends the series."""
-    if execute is None:
-        from harness.run_command import execute
+    execute = execute_run if execute is None else execute
     base = cfg.seed
     codes: list[int] = []
     for k in range(1, count + 1):
@@ -62,7 +66,7 @@ def run_many(cfg: config_mod.TestConfig, count: int, *, plain: bool = False, exe
 
 # --- rerun --------------------------------------------------------------------------------------------
 
-class RerunError(ValueError):
+class RerunError(HighwaterError, ValueError):
     """RUN_DIR cannot be rerun; one line naming the file and what is missing."""
 
 
@@ -110,7 +114,6 @@ def rerun_record(run_dir: Path, test: dict[str, Any]) -> dict[str, Any]:
 
 def load_scenario(test: dict[str, Any], cfg: config_mod.TestConfig, path: Path):
     """The recorded scenario, with the recorded configuration; its file must still hold the same steps."""
-    from harness import scenario as scenario_mod
     rec = test.get("scenario")
     if not isinstance(rec, dict) or not isinstance(rec.get("path"), str):
         raise RerunError(f"{path}: field 'scenario' must record the scenario file (kind is 'scenario')")
@@ -139,7 +142,6 @@ def rerun(run_dir, results_dir, plain) -> int:
         extra = rerun_record(Path(run_dir), test)
         if test.get("kind") == "scenario":
             sc = load_scenario(test, cfg, path)
-            from harness.scenario_command import scenario_faults
             config_mod.preflight(cfg, where=lambda _key: str(path), faults=scenario_faults(sc))
         else:
             config_mod.preflight(cfg, where=lambda _key: str(path))
@@ -148,10 +150,8 @@ def rerun(run_dir, results_dir, plain) -> int:
         return EXIT_USAGE
     click.echo(f"highwater: rerun of {run_dir} (seed {cfg.seed})", err=True)
     if test.get("kind") == "scenario":
-        from harness.scenario_command import play
         return play(sc, plain=plain, extra_record=extra, banner="rerun of scenario")
-    from harness.run_command import execute
-    return execute(cfg, plain=plain, extra_record=extra)
+    return execute_run(cfg, plain=plain, extra_record=extra)
 
 
 if __name__ == "__main__":

@@ -13,8 +13,23 @@ from pathlib import Path
 
 import click
 
+from checkers.results import verdict_line
 from harness import config as config_mod
-from rundir.exits import EXIT_INTERNAL, EXIT_USAGE
+from harness.progress import Display
+from harness.runner import run_test
+from rundir.exits import EXIT_USAGE, HighwaterError, exit_code_of
+
+
+def report_error(exc: BaseException) -> int:
+    """One line on stderr for an error that ended a run command, and the exit code it means
+    (rundir/exits.py `exit_code_of`): a HighwaterError says what was wrong in its own words; anything
+    else is a bug in the harness (the lifecycle cleans up after itself), exit 255."""
+    if isinstance(exc, HighwaterError):
+        click.echo(f"highwater: {exc}", err=True)
+    else:
+        click.echo(f"highwater: internal error: {type(exc).__name__}: {exc}", err=True)
+    return exit_code_of(exc)
+
 
 def install_signal_handlers(session) -> dict:
     """Route SIGINT/SIGTERM to session.request_interrupt. Returns the previous handlers."""
@@ -45,8 +60,6 @@ def finish_output(outcome, reasons: list[str] | None = None) -> int:
     """The problems, the run directory, then the verdict line (checkers/results.py verdict_line, the
     format `highwater check` prints too) on stderr; the report's path on stdout. `reasons`: what else
     made the outcome unknown (default: when the run was not checked, the interrupt or its problems)."""
-    from checkers.results import verdict_line
-
     for problem in outcome.problems:
         click.echo(f"highwater: {problem}", err=True)
     click.echo(f"highwater: run directory {outcome.run_dir}", err=True)
@@ -102,7 +115,7 @@ def run(test_file, plain, test_count, **flags) -> int:
         click.echo(f"highwater: {exc}", err=True)
         return EXIT_USAGE
     if test_count > 1:
-        from harness.reproduce import run_many
+        from harness.reproduce import run_many   # here: harness/reproduce.py imports this module
         return run_many(cfg, test_count, plain=plain)
     return execute(cfg, plain=plain)
 
@@ -110,9 +123,6 @@ def run(test_file, plain, test_count, **flags) -> int:
 def execute(cfg, *, plain: bool = False, extra_record: dict | None = None, state: dict | None = None) -> int:
     """One run of a checked configuration with the live progress, signals routed to it and the verdict;
     returns its exit code. `extra_record` goes into test.json; `state` receives the session."""
-    from harness.progress import Display
-    from harness.runner import run_test
-
     state = {} if state is None else state
 
     def hook(session):
@@ -127,9 +137,8 @@ def execute(cfg, *, plain: bool = False, extra_record: dict | None = None, state
     try:
         outcome = run_test(cfg, session_hook=hook, on_tick=lambda s: state["display"].update(),
                            extra_record=extra_record)
-    except Exception as exc:  # noqa: BLE001 - run_test cleans up itself; this is a bug in the harness
-        click.echo(f"highwater: internal error: {type(exc).__name__}: {exc}", err=True)
-        return EXIT_INTERNAL
+    except Exception as exc:  # noqa: BLE001 - run_test cleans up itself
+        return report_error(exc)
     finally:
         if "display" in state:
             state["display"].close()

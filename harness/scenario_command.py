@@ -9,81 +9,17 @@ did not play out as written; 254 for a bad scenario file.
 """
 from __future__ import annotations
 
+import signal
 import sys
 
 import click
 
-from rundir.exits import EXIT_INTERNAL, EXIT_UNKNOWN, EXIT_USAGE
-from harness.run_command import found_kinds
-
-
-def scenario_faults(scenario) -> list[str]:
-    """The faults a scenario injects (its partition steps need the firewall), for the backend preflight."""
-    return ["partition"] if any(s.do == "partition" for s in scenario.steps) else []
-
-
-def validate_scenario(scenario, where: str) -> None:
-    """The validate step of a scenario run: the settings it ends up with (after the command's overrides),
-    the backend and the faults its steps inject; raises ConfigError naming `where`."""
-    from harness import config as config_mod
-    config_mod.check(scenario.config, source=where)
-    config_mod.preflight(scenario.config, where=lambda _key: where, faults=scenario_faults(scenario))
-
-
-def run_scenario(scenario, *, session_hook=None, extra_record=None):
-    """Play a loaded Scenario end to end. Returns (RunOutcome, ScenarioRunner or None). `extra_record`
-    goes into test.json beside the scenario (`highwater rerun` records "rerun_of")."""
-    from harness.runner import RunOutcome, RunSession
-    from harness.scenario_runner import ScenarioRunner
-
-    cfg = scenario.config
-    session = RunSession(cfg, kind="scenario", extra_record={"scenario": {
-        "path": str(scenario.path), "name": scenario.name, "description": scenario.description,
-        "expect": scenario.expect, "steps": [{"step": s.number, "do": s.do, "note": s.note} for s in scenario.steps]},
-        **(extra_record or {})})
-    if session_hook is not None:
-        session_hook(session)
-    runner = None
-    internal = False
-    try:
-        faults = scenario_faults(scenario)
-        try:
-            session.provision(faults)
-        except Exception as exc:  # noqa: BLE001 - missing root/iptables, unavailable backend
-            session.problem(f"cannot set up the scenario: {exc}")
-            session.shutdown()
-            return RunOutcome(session.run.path, EXIT_USAGE, None, session.run.report_path,
-                              list(session.problems)), None
-        try:
-            session.start_cluster()
-            session.phase = "steps"
-            runner = ScenarioRunner(session, scenario)
-            runner.run()
-        except Exception as exc:  # noqa: BLE001
-            internal = True
-            session.problem("scenario run failed", exc)
-        finally:
-            if runner is not None:
-                runner.close_faults()
-                runner.write_timeline()
-            try:
-                session.final_phase(reads=not internal)
-            except Exception as exc:  # noqa: BLE001
-                internal = True
-                session.problem("final phase failed", exc)
-            session.shutdown()
-        results, code = session.verdict(check=not internal and not session.interrupt.is_set())
-        interrupted = session.interrupt.is_set()  # a signal during the check or the report counts too
-        if internal:
-            code = EXIT_INTERNAL
-        elif interrupted or (runner is not None and runner.failed):
-            code = EXIT_UNKNOWN
-            if runner is not None and runner.failed:
-                session.problems.insert(0, runner.failed)
-        return RunOutcome(session.run.path, code, results, session.run.report_path, list(session.problems),
-                          interrupted, session.final), runner
-    finally:
-        session.close_log()
+from harness import config as config_mod
+from harness import scenario as scenario_mod
+from harness.progress import Display
+from harness.run_command import finish_output, found_kinds, install_signal_handlers, report_error
+from harness.scenario_runner import run_scenario, validate_scenario
+from rundir.exits import EXIT_USAGE
 
 
 def expectation_line(expected: list[str] | None, mode: str, results: dict | None, failed: str | None) -> str | None:
@@ -111,8 +47,6 @@ def expectation_line(expected: list[str] | None, mode: str, results: dict | None
 @click.option("--plain", is_flag=True, default=False, help="plain progress lines even on a terminal")
 def scenario(file, truncation, results_dir, checker, plain) -> int:
     """Replay a declarative scenario FILE against a real local cluster and check it."""
-    from harness import scenario as scenario_mod
-
     try:
         sc = scenario_mod.load(file, truncation=truncation)
     except scenario_mod.ScenarioError as exc:
@@ -126,7 +60,6 @@ def scenario(file, truncation, results_dir, checker, plain) -> int:
     if sc.config.name == "chaos":        # no name given in the file: the file's stem
         sc.config.name = sc.name
     sc.config.name = f"{sc.config.name}-{mode}"
-    from harness import config as config_mod
     try:
         validate_scenario(sc, str(file))
     except config_mod.ConfigError as exc:
@@ -139,10 +72,6 @@ def play(sc, *, plain: bool, extra_record: dict | None = None, banner: str = "sc
     """Play a loaded, validated scenario on a real local cluster with the progress display and signal
     handling of `highwater run`; print the expectation line and the verdict line; the exit code.
     `highwater scenario` and `highwater rerun` (harness/reproduce.py) both end here."""
-    import signal
-
-    from harness.progress import Display
-    from harness.run_command import finish_output, install_signal_handlers
     mode = sc.config.broker.truncation
     previous: dict = {}
     displays: list = []
@@ -155,8 +84,7 @@ def play(sc, *, plain: bool, extra_record: dict | None = None, banner: str = "sc
     try:
         outcome, runner = run_scenario(sc, session_hook=hook, extra_record=extra_record)
     except Exception as exc:  # noqa: BLE001 - run_scenario cleans up itself; this is a bug in the harness
-        click.echo(f"highwater: internal error: {type(exc).__name__}: {exc}", err=True)
-        return EXIT_INTERNAL
+        return report_error(exc)
     finally:
         for display in displays:
             display.close()

@@ -5,6 +5,9 @@ kill / power-loss / stop opens a fault window on that node that the matching res
 resume likewise, partition / heal likewise. Before the final phase every window still open is closed
 (heal, resume, restart), so each `start` has its `stop`. Produce steps are ordinary `send` operations.
 Each step's outcome and timing go to `scenario.json` in the run directory.
+
+`run_scenario(scenario)` plays a scenario through the run lifecycle (harness/lifecycle.py) with
+`ScenarioSteps` driving the middle; `highwater scenario`, `highwater rerun` and suites all call it.
 """
 from __future__ import annotations
 
@@ -16,6 +19,7 @@ import time
 from typing import Any
 
 from rundir import formats as runformat
+from harness import config as config_mod, lifecycle
 from harness.scenario import Scenario, Step
 from workloads.pacing import ValueSource
 from workloads.producer import send_op
@@ -272,3 +276,60 @@ class ScenarioRunner:
 
 def _jsonable(args: dict[str, Any]) -> dict[str, Any]:
     return {k: ([list(p) for p in v] if k == "drop" else v) for k, v in args.items()}
+
+
+# --- the scenario as the lifecycle's middle -----------------------------------------------------------
+
+def scenario_faults(scenario: Scenario) -> list[str]:
+    """The faults a scenario injects (its partition steps need the firewall), for the backend preflight."""
+    return ["partition"] if any(s.do == "partition" for s in scenario.steps) else []
+
+
+def validate_scenario(scenario: Scenario, where: str) -> None:
+    """The validate step of a scenario run: the settings it ends up with (after the command's overrides),
+    the backend and the faults its steps inject; raises ConfigError naming `where`."""
+    config_mod.check(scenario.config, source=where)
+    config_mod.preflight(scenario.config, where=lambda _key: where, faults=scenario_faults(scenario))
+
+
+class ScenarioSteps(lifecycle.Middle):
+    """The scenario's steps, one after another (ScenarioRunner); what they left broken is undone before
+    the final phase, and a step that did not play out makes the outcome unknown."""
+
+    kind, what, failure = "scenario", "scenario", "scenario run failed"
+
+    def __init__(self, scenario: Scenario):
+        self.scenario = scenario
+        self.runner: ScenarioRunner | None = None
+
+    def faults(self, session) -> list[str]:
+        return scenario_faults(self.scenario)
+
+    def play(self, session) -> None:
+        session.phase = "steps"
+        self.runner = ScenarioRunner(session, self.scenario)
+        self.runner.run()
+
+    def wind_down(self, session) -> None:
+        if self.runner is not None:
+            self.runner.close_faults()
+            self.runner.write_timeline()
+
+    def unfinished(self) -> str | None:
+        return self.runner.failed if self.runner is not None else None
+
+
+def scenario_record(scenario: Scenario) -> dict[str, Any]:
+    """test.json's "scenario": the file, its expectation and its steps (`highwater rerun` compares them)."""
+    return {"path": str(scenario.path), "name": scenario.name, "description": scenario.description,
+            "expect": scenario.expect,
+            "steps": [{"step": s.number, "do": s.do, "note": s.note} for s in scenario.steps]}
+
+
+def run_scenario(scenario: Scenario, *, session_hook=None, extra_record=None):
+    """Play a loaded Scenario end to end. Returns (RunOutcome, ScenarioRunner or None). `extra_record`
+    goes into test.json beside the scenario (`highwater rerun` records "rerun_of")."""
+    steps = ScenarioSteps(scenario)
+    outcome = lifecycle.run(scenario.config, steps, session_hook=session_hook,
+                            extra_record={"scenario": scenario_record(scenario), **(extra_record or {})})
+    return outcome, steps.runner

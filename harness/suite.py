@@ -10,7 +10,8 @@ against their expectations, with the suite's artifacts written as it goes.
       <configuration>/<timestamp>/   one run directory per repeat (docs/formats.md), with report.html
     results/suites/<suite>/latest -> <timestamp>
 
-Each repeat is a whole `harness.runner.run_test` run. The budget is checked before each configuration:
+Each repeat is a whole run through the run lifecycle (harness/lifecycle.py): `harness.runner.run_test`,
+or `harness.scenario_runner.run_scenario` for a configuration that replays a scenario file. The budget is checked before each configuration:
 it starts only when all its repeats are expected to fit in what is left (time limit plus the checking and
 recovery overhead seen so far); otherwise it is reported as skipped. A run in progress is never cut.
 """
@@ -26,10 +27,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from rundir import formats as runformat, store
+from checkers.results import verdict_line
+from harness import junit
+from harness import scenario as scenario_mod
+from harness.runner import run_test
+from harness.scenario_runner import run_scenario
 from harness.suite_expect import RepeatResult, evaluate, repeat_from_results, suite_exit_code
 from harness.suite_file import Suite, SuiteConfig
-from checkers.results import verdict_line
+from reports.suite_page import write_suite_page
+from rundir import formats as runformat, store
 
 SUITES_DIR = "suites"
 SUMMARY_JSON = "suite.json"
@@ -76,7 +82,8 @@ def _iso(t: float) -> str:
 
 
 class SuiteRun:
-    """One execution of a suite. `run_fn(cfg, session_hook=...)` is harness.runner.run_test."""
+    """One execution of a suite. `run_fn(cfg, session_hook=...)` is harness.runner.run_test and
+    `scenario_fn(path, cfg, session_hook=...)` is `run_suite_scenario` (tests pass stand-ins)."""
 
     def __init__(self, suite: Suite, results_root: Path | str = "results", *, repeat: int | None = None,
                  only: str | None = None, budget_s: float | None = None,
@@ -86,10 +93,7 @@ class SuiteRun:
         self.results_root = Path(results_root)
         self.repeat, self.only, self.budget_s = repeat, only, budget_s
         self.say, self.clock = say, clock
-        if run_fn is None:
-            from harness.runner import run_test
-            run_fn = run_test
-        self.run_fn = run_fn
+        self.run_fn = run_fn or run_test
         self.scenario_fn = scenario_fn or run_suite_scenario
         self.selected = select(suite.configs, only)
         self.outcomes = [ConfigOutcome(c, planned=repeat or c.repeats) for c in self.selected]
@@ -238,12 +242,10 @@ class SuiteRun:
 
     def write_artifacts(self, *, status: str) -> None:
         """suite.json, junit.xml and suite.html; a page that fails to render is a problem, not a crash."""
-        from harness import junit
         doc = self.summary(status)
         runformat.write_json(self.path / SUMMARY_JSON, doc)
         junit.write(doc, self.path / JUNIT_XML)
         try:
-            from reports.suite_page import write_suite_page
             write_suite_page(self.path)
         except Exception as exc:  # noqa: BLE001
             msg = f"suite page failed: {type(exc).__name__}: {exc}"
@@ -257,9 +259,6 @@ class SuiteRun:
 def run_suite_scenario(path: Path, cfg, *, session_hook=None):
     """Replay the scenario file `path` for a suite configuration: the scenario's own settings, with the
     configuration's truncation mode, checker engine, name and results directory. Returns a RunOutcome."""
-    from harness import scenario as scenario_mod
-    from harness.scenario_command import run_scenario
-
     sc = scenario_mod.load(path, truncation=cfg.broker.truncation)
     sc.config.name = cfg.name
     sc.config.results_dir = cfg.results_dir

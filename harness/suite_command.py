@@ -16,19 +16,22 @@ import sys
 
 import click
 
-from rundir.exits import EXIT_INTERNAL, EXIT_USAGE
+from harness import config as config_mod
+from harness import scenario as scenario_mod
+from harness.run_command import report_error
+from harness.scenario_runner import scenario_faults
+from harness.suite import SuiteRun
+from harness.suite_file import SuiteError, load_suite
+from rundir.exits import EXIT_USAGE
 
 
 def validate_configs(configs, suite_file) -> str | None:
     """The validate step of a suite: every selected configuration's backend, schedule file and faults
     (and its scenario's) checked before the suite's directory is created. The first problem, or None."""
-    from harness import config as config_mod
     for c in configs:
         where = lambda _key, c=c: f"{suite_file}: configuration {c.name!r}"  # noqa: E731
         try:
             if c.scenario is not None:
-                from harness import scenario as scenario_mod
-                from harness.scenario_command import scenario_faults
                 sc = scenario_mod.load(c.scenario, truncation=c.cfg.broker.truncation)
                 config_mod.preflight(sc.config, where=where, faults=scenario_faults(sc))
             else:
@@ -51,14 +54,12 @@ def validate_configs(configs, suite_file) -> str | None:
               help="results directory; the suite writes into RESULTS_DIR/suites/<suite>/<timestamp>/")
 def suite(suite_file, repeat, only, budget, results_dir) -> int:
     """Run a suite of chaos-test configurations with expectations (safe / finds anomalies)."""
-    from harness.suite_file import SuiteError, load_suite
     try:
         s = load_suite(suite_file)
     except SuiteError as exc:
         click.echo(f"highwater: {exc}", err=True)
         return EXIT_USAGE
 
-    from harness.suite import SuiteRun
     say = lambda msg: click.echo(f"highwater suite: {msg}", err=True)  # noqa: E731
     runner = SuiteRun(s, results_dir, repeat=repeat, only=only, budget_s=budget, say=say)
     if not runner.selected:
@@ -84,9 +85,8 @@ def suite(suite_file, repeat, only, budget, results_dir) -> int:
         say(f"{s.name}: {len(runner.selected)} configurations, {planned} runs, into {path}"
             + (f", budget {budget:g}s" if budget else ""))
         code = runner.run()
-    except Exception as exc:  # noqa: BLE001 - every run cleans up itself; this is a bug in the suite code
-        click.echo(f"highwater: internal error: {type(exc).__name__}: {exc}", err=True)
-        return EXIT_INTERNAL
+    except Exception as exc:  # noqa: BLE001 - every run cleans up itself
+        return report_error(exc)
     finally:
         for sig, h in previous.items():
             signal.signal(sig, h)

@@ -62,7 +62,7 @@ def test_seed_data_loss_scenario_on_docker(tmp_path, truncation, exit_code, kind
     broker's truncation, not an artefact of the backend)."""
     from harness import scenario as scenario_mod
     from harness.run_command import found_kinds
-    from harness.scenario_command import run_scenario
+    from harness.scenario_runner import run_scenario
     sc = scenario_mod.load(REPO / "scenarios" / "seed-data-loss.toml", truncation=truncation)
     sc.config.cluster.backend = "docker"
     sc.config.results_dir = str(tmp_path / "results")

@@ -7,7 +7,7 @@ import os
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from harness.runner import RunOutcome
+from harness.lifecycle import RunOutcome
 from harness.suite import SuiteRun, select
 from harness.suite_file import load_suite
 

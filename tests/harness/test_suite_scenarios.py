@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.runner import RunOutcome
+from harness.lifecycle import RunOutcome
 from harness.suite import SuiteRun
 from harness.suite_file import SuiteError, load_suite
 

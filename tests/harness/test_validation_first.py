@@ -191,7 +191,7 @@ def test_suite_with_an_unknown_backend(tmp_path, capsys):
 def test_run_session_refuses_a_bad_configuration_before_creating_anything(tmp_path):
     """The library entry point checks again: a caller that skipped the command's validate step still
     gets no run directory."""
-    from harness.runner import RunSession
+    from harness.lifecycle import RunSession
     root = _store(tmp_path)
     cfg = config_mod.TestConfig(results_dir=str(root))
     cfg.cluster.backend = "k8s"
