@@ -46,6 +46,10 @@ class BrokerConfig:
         return f"n{self.node_id}"
 
 
+# the declared default of every optional key; the harness takes its broker defaults from here
+DEFAULTS: dict[str, Any] = {f.name: f.default for f in fields(BrokerConfig) if f.default is not MISSING}
+
+
 # key -> (kind, check, description of the check); kind is one of "int", "str", "bool"
 _RULES: dict[str, tuple[str, Any, str]] = {
     "node_id": ("int", lambda v: v >= 1, "a positive integer"),

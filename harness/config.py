@@ -1,8 +1,12 @@
 """The test configuration: one dataclass tree with safe defaults, loadable from a TOML test file.
 
 `highwater run` builds a `TestConfig` from (1) the defaults below, (2) an optional TOML test file and
-(3) command-line flags, later ones overriding earlier ones. Every value is validated here; a bad one
-raises `ConfigError` whose one-line message names the file, the key and (when it can be found) the line.
+(3) command-line flags, later ones overriding earlier ones. Every setting is declared once, in the
+dataclasses below (`setting(default, doc, rules)`, rundir/settings.py), and every value is validated
+against that declaration; a bad one raises `ConfigError` whose one-line message names the file, the key
+and (when it can be found) the line. Defaults of broker and controller settings are the broker's own
+(broker/config.py, broker/controller/config.py), except `min_insync_replicas`: a test run defaults to 2,
+a broker started by hand to 1. The fault names are the nemesis's (nemesis/schedule.py).
 
 TOML layout (every key optional):
 
@@ -22,96 +26,158 @@ from __future__ import annotations
 import dataclasses
 import random
 import re
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-TRUNCATION_MODES = ("hw", "leader-epoch")
-FLUSH_POLICIES = ("always", "interval", "never")
+from broker.config import DEFAULTS as BROKER_DEFAULTS, FLUSH_POLICIES, TRUNCATION_MODES
+from broker.controller.config import DEFAULTS as CONTROLLER_DEFAULTS
+from nemesis.schedule import FAULTS, fault_name
+from rundir.formats import ANOMALY_KINDS
+from rundir.settings import Setting, SettingError, at_line, did_you_mean, line_of, read_toml, schema_of, setting
+
 WORKLOADS = ("producer", "producer-consumer")
-# the faults the nemesis knows (nemesis/ owns them: nemesis.FAULTS); validated here so a typo fails early
-NEMESIS_FAULTS = ("kill", "kill-leader", "kill-controller", "pause", "pause-leader", "pause-controller",
-                  "power-loss", "power-loss-leader", "partition", "partition-isolate", "partition-halves",
-                  "partition-ring", "partition-leader", "partition-bridge", "partition-one-way",
-                  "partition-controller")
+NEMESIS_FAULTS = tuple(FAULTS)   # the nemesis owns the fault names; validated here so a typo fails early
 ACKS = (0, 1, "all")
 CHECKER_ENGINES = ("spark", "reference")
+# A test run defaults to min.insync.replicas 2 (acks=all then needs two live ISR members, the setting
+# the seeds' safe runs use); a broker started without the key (python -m broker node) uses 1.
+RUN_MIN_INSYNC_REPLICAS = 2
 
 
 class ConfigError(ValueError):
     """A bad setting. The message is one line naming where (file:line or flag) and the key."""
 
 
+def parse_acks(raw: Any) -> int | str:
+    if isinstance(raw, str):
+        s = raw.strip().lower()
+        if s in ("all", "-1"):
+            return "all"
+        if s in ("0", "1"):
+            return int(s)
+    elif isinstance(raw, int) and not isinstance(raw, bool):
+        if raw == -1:
+            return "all"
+        if raw in (0, 1):
+            return raw
+    raise ValueError(f"must be 0, 1 or \"all\", got {raw!r}")
+
+
+def parse_faults(raw: Any) -> list[str]:
+    if isinstance(raw, str):
+        items = [s.strip() for s in raw.split(",") if s.strip()]
+        if raw.strip().lower() in ("none", ""):
+            items = []
+    elif isinstance(raw, list):
+        items = raw
+    else:
+        raise ValueError(f"must be a list of fault names, got {raw!r}")
+    out = []
+    for item in items:
+        fault_name(item)
+        if item not in out:
+            out.append(item)
+    return out
+
+
+def parse_anomaly_kinds(raw: Any) -> list[str]:
+    if isinstance(raw, str):
+        raw = [s.strip() for s in raw.split(",") if s.strip()]
+    if not isinstance(raw, list) or not all(isinstance(k, str) for k in raw):
+        raise ValueError(f"must be a list of anomaly kinds, got {raw!r}")
+    for k in raw:
+        if k not in ANOMALY_KINDS:
+            raise ValueError(f"unknown anomaly kind {k!r} (known: {', '.join(ANOMALY_KINDS)})")
+    return list(raw)
+
+
+_SEED = Setting("seed", int, None, floor=0)
+
+
+def parse_seed(raw: Any) -> int | None:
+    return None if raw is None else _SEED.convert(raw, text=True)
+
+
+def _n(default: Any, doc: str, **rules: Any) -> Any:
+    """A numeric setting: a negative number is refused as soon as it is set (floor 0)."""
+    return setting(default, doc, floor=0, **rules)
+
+
 @dataclass
 class ClusterConfig:
-    backend: str = "local"
-    nodes: int = 3
-    nodes_file: str = ""                   # ssh backend: the nodes file (clusters/ssh.py)
-    ssh_accept_unknown_hosts: bool = False  # ssh backend: accept host keys not in known_hosts
-    base_image: str = ""                   # docker backend: an existing base image instead of debootstrap
-    docker_kill: str = "process"           # docker backend: kill = SIGKILL of the process, or "node" (docker kill)
+    backend: str = setting("local", "where the nodes run (harness/backends.py)")
+    nodes: int = _n(3, "brokers in the cluster", min=1)
+    nodes_file: str = setting("", "ssh backend: the nodes file (clusters/ssh.py)")
+    ssh_accept_unknown_hosts: bool = setting(False, "ssh backend: accept host keys not in known_hosts")
+    base_image: str = setting("", "docker backend: an existing base image instead of debootstrap")
+    docker_kill: str = setting("process", "docker backend: kill = SIGKILL of the process, or \"node\" (docker kill)")
 
 
 @dataclass
 class TopicConfig:
-    name: str = "hw"
-    partitions: int = 3
-    replication_factor: int = 3
+    name: str = setting("hw", "the topic the workload writes (Kafka's naming rule)")
+    partitions: int = _n(3, "partitions of the topic", min=1)
+    replication_factor: int = _n(3, "replicas per partition, at most the number of nodes")
 
 
 @dataclass
 class BrokerConfig:
-    truncation: str = "leader-epoch"
-    min_insync_replicas: int = 2
-    unclean_leader_election: bool = False
-    flush: str = "always"
-    flush_interval_ms: int = 1000
-    power_loss: bool = False
-    session_timeout_ms: int = 3000
-    replica_lag_time_max_ms: int = 2000
-    replica_fetch_wait_max_ms: int = 200
-    hw_checkpoint_interval_ms: int = 500
-    extra: dict = field(default_factory=dict)   # any other broker.json key, passed through unchanged
+    truncation: str = setting(BROKER_DEFAULTS["truncation"], "follower truncation rule",
+                              choices=TRUNCATION_MODES)
+    min_insync_replicas: int = _n(RUN_MIN_INSYNC_REPLICAS, "ISR members an acks=all write needs "
+                                  "(1..replication factor)")
+    unclean_leader_election: bool = setting(CONTROLLER_DEFAULTS["unclean_leader_election"],
+                                            "elect outside the ISR when it has no live member")
+    flush: str = setting(BROKER_DEFAULTS["flush"], "fsync policy", choices=FLUSH_POLICIES)
+    flush_interval_ms: int = _n(BROKER_DEFAULTS["flush_interval_ms"], "fsync interval with flush = \"interval\"")
+    power_loss: bool = setting(BROKER_DEFAULTS["power_loss"], "unflushed appends live only in memory")
+    session_timeout_ms: int = _n(CONTROLLER_DEFAULTS["broker_session_timeout_ms"],
+                                 "a broker not heartbeating this long is fenced", min=100)
+    replica_lag_time_max_ms: int = _n(BROKER_DEFAULTS["replica_lag_time_max_ms"], "ISR lag bound")
+    replica_fetch_wait_max_ms: int = _n(BROKER_DEFAULTS["replica_fetch_wait_max_ms"], "follower fetch long-poll")
+    hw_checkpoint_interval_ms: int = _n(BROKER_DEFAULTS["hw_checkpoint_interval_ms"], "HW checkpoint period")
+    extra: dict = setting({}, "any other broker.json key, passed through unchanged")
 
 
 @dataclass
 class ClientConfig:
-    acks: int | str = "all"
-    timeout: float = 2.0
-    retries: int = 0
+    acks: int | str = setting("all", "0, 1 or \"all\"", type=object, parse=parse_acks)
+    timeout: float = _n(2.0, "seconds per request", above=0)
+    retries: int = _n(0, "client retries per send")
 
 
 @dataclass
 class WorkloadConfig:
-    name: str = "producer-consumer"
-    rate: float = 100.0          # send operations per second, all producers together
-    concurrency: int = 4         # producer workers
-    consumers: int = 2           # consumer workers (producer-consumer only)
-    final_read_chunk: int = 1000
+    name: str = setting("producer-consumer", "the workload", choices=WORKLOADS)
+    rate: float = _n(100.0, "send operations per second, all producers together", above=0)
+    concurrency: int = _n(4, "producer workers", min=1)
+    consumers: int = _n(2, "consumer workers (producer-consumer only)")
+    final_read_chunk: int = _n(1000, "records per final-read request", min=1)
 
 
 @dataclass
 class NemesisConfig:
-    faults: list = field(default_factory=lambda: ["kill", "partition"])
-    interval: float = 5.0        # seconds between nemesis decisions
-    schedule_file: str = ""      # explicit schedule (nemesis/ format); overrides the random schedule
+    faults: list = setting(["kill", "partition"], "fault names (nemesis/schedule.py FAULTS)", parse=parse_faults)
+    interval: float = _n(5.0, "seconds between nemesis decisions", above=0)
+    schedule_file: str = setting("", "explicit schedule (nemesis/ format); overrides the random schedule")
 
 
 @dataclass
 class CheckerConfig:
-    engine: str = "spark"        # "spark" (the PySpark checker) or "reference" (single process)
-    allow: list = field(default_factory=list)     # anomaly kinds that do not fail the run
-    fail_on: list = field(default_factory=list)   # anomaly kinds that do (checkers/policy.py)
+    engine: str = setting("spark", "\"spark\" (the PySpark checker) or \"reference\" (single process)",
+                          choices=CHECKER_ENGINES)
+    allow: list = setting([], "anomaly kinds that do not fail the run", parse=parse_anomaly_kinds)
+    fail_on: list = setting([], "anomaly kinds that do (checkers/policy.py)", parse=parse_anomaly_kinds)
 
 
 @dataclass
 class TestConfig:
-    name: str = "chaos"
-    time_limit: float = 30.0
-    seed: int | None = None
-    results_dir: str = "results"
-    final_wait: float = 60.0     # bound on the final phase's wait for a healthy cluster
+    name: str = setting("chaos", "the test's name (letters, digits, '.', '_', '-')")
+    time_limit: float = _n(30.0, "seconds of workload under the nemesis", above=0)
+    seed: int | None = setting(None, "the run's seed; random when not given", parse=parse_seed)
+    results_dir: str = setting("results", "the run store")
+    final_wait: float = _n(60.0, "bound on the final phase's wait for a healthy cluster", above=0)
     cluster: ClusterConfig = field(default_factory=ClusterConfig)
     topic: TopicConfig = field(default_factory=TopicConfig)
     broker: BrokerConfig = field(default_factory=BrokerConfig)
@@ -158,6 +224,8 @@ class TestConfig:
 SECTIONS = {"cluster": ClusterConfig, "topic": TopicConfig, "broker": BrokerConfig,
             "client": ClientConfig, "workload": WorkloadConfig, "nemesis": NemesisConfig,
             "checker": CheckerConfig}
+# every setting of a test, by dotted key ("time_limit", "broker.truncation"), in declaration order
+SCHEMA = {**schema_of(TestConfig), **{k: v for name, cls in SECTIONS.items() for k, v in schema_of(cls, f"{name}.").items()}}
 
 # command-line flag -> dotted key (the flags of `highwater run`; harness/run_command.py uses this table)
 FLAG_KEYS = {
@@ -190,206 +258,66 @@ FLAG_KEYS = {
 }
 
 
-# --- parsing single values ------------------------------------------------------------------------
-
-def parse_acks(raw: Any) -> int | str:
-    if isinstance(raw, str):
-        s = raw.strip().lower()
-        if s in ("all", "-1"):
-            return "all"
-        if s in ("0", "1"):
-            return int(s)
-    elif isinstance(raw, int) and not isinstance(raw, bool):
-        if raw == -1:
-            return "all"
-        if raw in (0, 1):
-            return raw
-    raise ValueError(f"must be 0, 1 or \"all\", got {raw!r}")
-
-
-def parse_faults(raw: Any) -> list[str]:
-    if isinstance(raw, str):
-        items = [s.strip() for s in raw.split(",") if s.strip()]
-        if raw.strip().lower() in ("none", ""):
-            items = []
-    elif isinstance(raw, list):
-        items = raw
-    else:
-        raise ValueError(f"must be a list of fault names, got {raw!r}")
-    out = []
-    for item in items:
-        if not isinstance(item, str) or item not in NEMESIS_FAULTS:
-            raise ValueError(f"unknown fault {item!r} (known: {', '.join(NEMESIS_FAULTS)})")
-        if item not in out:
-            out.append(item)
-    return out
-
-
-def _coerce(section: str, key: str, default: Any, raw: Any) -> Any:
-    """Convert raw (TOML value or flag string) to the type of `default`'s field; raise ValueError."""
-    dotted = f"{section}.{key}" if section else key
-    if dotted == "client.acks":
-        return parse_acks(raw)
-    if dotted == "nemesis.faults":
-        return parse_faults(raw)
-    if dotted in ("checker.allow", "checker.fail_on"):
-        if isinstance(raw, str):
-            raw = [s.strip() for s in raw.split(",") if s.strip()]
-        if not isinstance(raw, list) or not all(isinstance(k, str) for k in raw):
-            raise ValueError(f"must be a list of anomaly kinds, got {raw!r}")
-        from rundir.formats import ANOMALY_KINDS
-        for k in raw:
-            if k not in ANOMALY_KINDS:
-                raise ValueError(f"unknown anomaly kind {k!r} (known: {', '.join(ANOMALY_KINDS)})")
-        return list(raw)
-    if dotted == "seed":
-        if raw is None:
-            return None
-        return _as_int(raw, minimum=0)
-    if isinstance(default, bool):
-        if isinstance(raw, bool):
-            return raw
-        if isinstance(raw, str) and raw.lower() in ("true", "false", "yes", "no", "1", "0"):
-            return raw.lower() in ("true", "yes", "1")
-        raise ValueError(f"must be true or false, got {raw!r}")
-    if isinstance(default, int):
-        return _as_int(raw, minimum=0)
-    if isinstance(default, float):
-        if isinstance(raw, bool):
-            raise ValueError(f"must be a number, got {raw!r}")
-        try:
-            v = float(raw)
-        except (TypeError, ValueError):
-            raise ValueError(f"must be a number, got {raw!r}") from None
-        if v < 0 or v != v:
-            raise ValueError(f"must be a non-negative number, got {raw!r}")
-        return v
-    if isinstance(default, str):
-        if not isinstance(raw, str):
-            raise ValueError(f"must be a string, got {raw!r}")
-        return raw
-    if isinstance(default, dict):
-        if not isinstance(raw, dict):
-            raise ValueError(f"must be a table, got {raw!r}")
-        return dict(raw)
-    raise ValueError(f"unsupported value {raw!r}")
-
-
-def _as_int(raw: Any, *, minimum: int) -> int:
-    if isinstance(raw, bool):
-        raise ValueError(f"must be an integer, got {raw!r}")
-    if isinstance(raw, int):
-        v = raw
-    elif isinstance(raw, str) and re.fullmatch(r"-?\d+", raw.strip()):
-        v = int(raw)
-    else:
-        raise ValueError(f"must be an integer, got {raw!r}")
-    if v < minimum:
-        raise ValueError(f"must be at least {minimum}, got {v}")
-    return v
-
-
 # --- applying values ------------------------------------------------------------------------------
 
+def _owner(cfg: TestConfig, dotted: str) -> tuple[Any, str]:
+    section, _, key = dotted.rpartition(".")
+    return (getattr(cfg, section) if section else cfg), key
+
+
 def set_key(cfg: TestConfig, dotted: str, raw: Any) -> None:
-    """Set one dotted key ("broker.truncation", "seed") from a raw value; raise KeyError/ValueError."""
-    parts = dotted.split(".")
-    if len(parts) == 1:
-        section, key, target = "", parts[0], cfg
-    elif len(parts) == 2 and parts[0] in SECTIONS:
-        section, key, target = parts[0], parts[1], getattr(cfg, parts[0])
-    else:
+    """Set one dotted key ("broker.truncation", "seed") from a raw value (a TOML value or a flag's
+    text); raise KeyError (no such setting) or ValueError (SettingError: a bad value)."""
+    s = SCHEMA.get(dotted)
+    if s is None:
         raise KeyError(dotted)
-    names = {f.name for f in dataclasses.fields(target)}
-    if key not in names or (section == "" and key in SECTIONS):
-        raise KeyError(dotted)
-    setattr(target, key, _coerce(section, key, getattr(target, key), raw))
+    target, key = _owner(cfg, dotted)
+    setattr(target, key, s.convert(raw, text=True))
+
+
+def unknown_key(dotted: str) -> str:
+    """The problem of a key that is no setting, with a suggestion when one is close."""
+    return f"unknown key '{dotted}'{did_you_mean(dotted, [*SCHEMA, *SECTIONS])}"
 
 
 def validate(cfg: TestConfig) -> list[tuple[str, str]]:
-    """Cross-field checks. Returns (key, problem) pairs; empty when the configuration is usable."""
+    """Every value against its declaration (choices, ranges), then the rules between settings.
+    Returns (key, problem) pairs; empty when the configuration is usable."""
+    from harness.backends import BACKENDS  # the registry of backend names (imports no backend)
+    from broker.limits import topic_name_problem  # Kafka's rule, the one the controller applies
     problems: list[tuple[str, str]] = []
-    c, t, b, w, n = cfg.cluster, cfg.topic, cfg.broker, cfg.workload, cfg.nemesis
+    c, t, b = cfg.cluster, cfg.topic, cfg.broker
     if not cfg.name or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", cfg.name):
         problems.append(("name", f"must be letters, digits, '.', '_' or '-', got {cfg.name!r}"))
-    if cfg.time_limit <= 0:
-        problems.append(("time_limit", f"must be above 0, got {cfg.time_limit}"))
-    if c.nodes < 1:
-        problems.append(("cluster.nodes", f"must be at least 1, got {c.nodes}"))
-    from harness.backends import BACKENDS  # the registry of backend names (imports no backend)
+    for dotted, s in SCHEMA.items():
+        target, key = _owner(cfg, dotted)
+        problem = s.problem(getattr(target, key))
+        if problem:
+            problems.append((dotted, problem))
     if c.backend not in BACKENDS:
         problems.append(("cluster.backend", f"must be one of {', '.join(BACKENDS)}, got {c.backend!r}"))
-    if t.partitions < 1:
-        problems.append(("topic.partitions", f"must be at least 1, got {t.partitions}"))
     if not 1 <= t.replication_factor <= c.nodes:
         problems.append(("topic.replication_factor",
                          f"must be between 1 and the number of nodes ({c.nodes}), got {t.replication_factor}"))
-    from broker.limits import topic_name_problem  # Kafka's rule, the one the controller applies
     if topic_name_problem(t.name) is not None:
         problems.append(("topic.name", f"{topic_name_problem(t.name)} (got {t.name!r:.60})"))
-    if b.truncation not in TRUNCATION_MODES:
-        problems.append(("broker.truncation", f"must be one of {', '.join(TRUNCATION_MODES)}, got {b.truncation!r}"))
-    if b.flush not in FLUSH_POLICIES:
-        problems.append(("broker.flush", f"must be one of {', '.join(FLUSH_POLICIES)}, got {b.flush!r}"))
     if not 1 <= b.min_insync_replicas <= t.replication_factor:
         problems.append(("broker.min_insync_replicas",
                          f"must be between 1 and the replication factor ({t.replication_factor}), "
                          f"got {b.min_insync_replicas}"))
-    if b.session_timeout_ms < 100:
-        problems.append(("broker.session_timeout_ms", f"must be at least 100, got {b.session_timeout_ms}"))
-    if cfg.client.timeout <= 0:
-        problems.append(("client.timeout", f"must be above 0, got {cfg.client.timeout}"))
-    if w.name not in WORKLOADS:
-        problems.append(("workload.name", f"must be one of {', '.join(WORKLOADS)}, got {w.name!r}"))
-    if w.rate <= 0:
-        problems.append(("workload.rate", f"must be above 0, got {w.rate}"))
-    if w.concurrency < 1:
-        problems.append(("workload.concurrency", f"must be at least 1, got {w.concurrency}"))
-    if w.final_read_chunk < 1:
-        problems.append(("workload.final_read_chunk", f"must be at least 1, got {w.final_read_chunk}"))
-    if n.interval <= 0:
-        problems.append(("nemesis.interval", f"must be above 0, got {n.interval}"))
-    if cfg.checker.engine not in CHECKER_ENGINES:
-        problems.append(("checker.engine", f"must be one of {', '.join(CHECKER_ENGINES)}, got {cfg.checker.engine!r}"))
-    if cfg.final_wait <= 0:
-        problems.append(("final_wait", f"must be above 0, got {cfg.final_wait}"))
     return problems
 
 
-def _line_of(text: str, section: str, key: str) -> int | None:
-    """Best-effort 1-based line of `key` inside `[section]` (or at top level) of a TOML text."""
-    current = ""
-    for no, line in enumerate(text.splitlines(), start=1):
-        s = line.strip()
-        m = re.match(r"^\[\s*([A-Za-z0-9_.-]+)\s*\]", s)
-        if m:
-            current = m.group(1)
-            if not key and current == section:
-                return no
-            continue
-        if current == section and re.match(rf"^\"?{re.escape(key)}\"?\s*=", s):
-            return no
-    return None
-
-
-def _where(path: Path, text: str, dotted: str) -> str:
+def _where(path: Path, text: str | None, dotted: str) -> str:
     section, _, key = dotted.rpartition(".")
-    line = _line_of(text, section, key)
-    return f"{path}:{line}" if line else str(path)
+    return at_line(path, line_of(text, key, table=section))
 
 
 def load_toml(path: Path | str, cfg: TestConfig | None = None) -> TestConfig:
     """Apply a TOML test file on top of `cfg` (defaults when None). Raise ConfigError naming file/key/line."""
     path = Path(path)
     cfg = cfg or TestConfig()
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read test file ({exc.strerror or exc})") from None
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: not valid TOML ({exc})") from None
+    text, data = read_toml(path, ConfigError, cannot_read="{path}: cannot read test file ({reason})")
     for top, value in data.items():
         if top in SECTIONS:
             if not isinstance(value, dict):
@@ -406,7 +334,7 @@ def _apply(cfg: TestConfig, path: Path, text: str, dotted: str, raw: Any) -> Non
     try:
         set_key(cfg, dotted, raw)
     except KeyError:
-        raise ConfigError(f"{_where(path, text, dotted)}: unknown key '{dotted}'") from None
+        raise ConfigError(f"{_where(path, text, dotted)}: {unknown_key(dotted)}") from None
     except ValueError as exc:
         raise ConfigError(f"{_where(path, text, dotted)}: key '{dotted}' {exc}") from None
 

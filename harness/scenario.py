@@ -36,6 +36,7 @@ from typing import Any
 
 from harness import config as config_mod
 from rundir.formats import ANOMALY_KINDS
+from rundir.settings import at_line, line_of
 
 NODE_ACTIONS = ("start", "stop", "kill", "restart", "pause", "resume", "power-loss")
 ACTIONS = NODE_ACTIONS + ("partition", "heal", "produce", "sleep", "wait")
@@ -148,8 +149,7 @@ def load(path: Path | str, *, truncation: str | None = None) -> Scenario:
 
 
 def _where(path: Path, text: str, section: str, key: str) -> str:
-    line = config_mod._line_of(text, section, key)
-    return f"{path}:{line}" if line else str(path)
+    return at_line(path, line_of(text, key, table=section))
 
 
 def _set(cfg, path: Path, text: str, dotted: str, value: Any) -> None:

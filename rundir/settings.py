@@ -17,6 +17,8 @@ it, so it keeps its own loading; the harness takes the broker's declared default
 """
 from __future__ import annotations
 
+import copy
+import dataclasses
 import difflib
 import math
 import re
@@ -143,14 +145,42 @@ def declare(*settings: Setting) -> dict[str, Setting]:
     return {s.name: s for s in settings}
 
 
+def setting(default: Any, doc: str = "", **rules: Any) -> Any:
+    """A dataclass field that declares a setting: its default, one-line doc and rules (the keywords of
+    `Setting`; `type` defaults to the default's type). `schema_of` reads them back."""
+    meta = {"setting": (doc, rules)}
+    if isinstance(default, (list, dict)):
+        return dataclasses.field(default_factory=lambda: copy.deepcopy(default), metadata=meta)
+    return dataclasses.field(default=default, metadata=meta)
+
+
+def schema_of(cls: type, prefix: str = "") -> dict[str, Setting]:
+    """The settings a dataclass declares with `setting(...)`, named `prefix + field name`."""
+    out = {}
+    for f in dataclasses.fields(cls):
+        if "setting" not in f.metadata:
+            continue
+        doc, rules = f.metadata["setting"]
+        default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
+        rules = {"type": object if default is None else type(default), **rules}
+        out[prefix + f.name] = Setting(prefix + f.name, default=default, doc=doc, **rules)
+    return out
+
+
 def defaults(schema: dict[str, Setting]) -> dict[str, Any]:
     return {name: s.default for name, s in schema.items() if not s.required}
 
 
 def did_you_mean(key: str, known: Iterable[str]) -> str:
-    """' (did you mean 'x'?)' when one known key is close to `key`, else ''."""
-    close = difflib.get_close_matches(key, list(known), n=1, cutoff=0.6)
-    return f" (did you mean {close[0]!r}?)" if close else ""
+    """' (did you mean 'x'?)' when one known key is close to `key`, else ''. A dotted key
+    ("broker.flsh") is compared with the keys of its own section; a key that starts one known name
+    ("unclean" for "unclean_leader_election") suggests that name."""
+    section, dot, name = key.rpartition(".")
+    pool = {k.rpartition(".")[2]: k for k in known if k.rpartition(".")[0] == section} if dot else \
+        {k: k for k in known}
+    starts = [k for k in pool if len(name) >= 3 and k.startswith(name)]
+    close = starts if len(starts) == 1 else difflib.get_close_matches(name, list(pool), n=1, cutoff=0.6)
+    return f" (did you mean {pool[close[0]]!r}?)" if close else ""
 
 
 def parse_table(table: dict[str, Any], schema: dict[str, Setting], *, text: bool = False,

@@ -13,7 +13,7 @@ same fd limit, as they do on the local backend; set it when they do not). Topic 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +48,8 @@ class ControllerConfig:
         return self.max_replicas_per_broker or replica_budget()
 
 
+# the declared default of every optional scalar key; the harness takes its controller defaults from here
+DEFAULTS: dict[str, Any] = {f.name: f.default for f in fields(ControllerConfig) if f.default is not MISSING}
 _REQUIRED = ("host", "port", "data_dir", "log_file")
 
 

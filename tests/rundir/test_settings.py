@@ -58,6 +58,11 @@ def test_unknown_key_says_did_you_mean_when_one_is_close():
     assert _error({"nodse": 1}, unknown="is unknown").problem == "is unknown (did you mean 'nodes'?)"
     assert did_you_mean("truncaton", ["truncation", "flush"]) == " (did you mean 'truncation'?)"
     assert did_you_mean("zzz", ["truncation"]) == ""
+    dotted = ["broker.truncation", "broker.unclean_leader_election", "broker.flush", "topic.name", "time_limit"]
+    assert did_you_mean("broker.unclean", dotted) == " (did you mean 'broker.unclean_leader_election'?)"
+    assert did_you_mean("broker.flsh", dotted) == " (did you mean 'broker.flush'?)"
+    assert did_you_mean("broker.name", dotted) == ""      # only keys of the same section
+    assert did_you_mean("time", dotted) == " (did you mean 'time_limit'?)"
 
 
 def test_custom_conversion_messages_are_kept():
