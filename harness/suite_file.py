@@ -28,10 +28,8 @@ naming the file (and line when it can be found), the table or entry and the key.
 from __future__ import annotations
 
 import copy
-import dataclasses
 import itertools
 import re
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,12 +37,33 @@ from typing import Any
 from harness import config as config_mod
 from harness.config import TestConfig
 from rundir.formats import ANOMALY_KINDS
+from rundir.settings import Setting, SettingError, at_line, declare, did_you_mean, line_of, parse_table, read_toml
 
 # short setting names: the flags of `highwater run` that make sense per configuration
 SHORT_KEYS = {k: v for k, v in config_mod.FLAG_KEYS.items() if k not in ("results_dir", "test_name")}
 ENTRY_KEYS = ("name", "description", "safe", "finds", "repeats", "matrix", "scenario")
-TOP_KEYS = ("name", "description", "repeats", "defaults", "test")
 NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+
+
+def _name(raw: Any) -> str:
+    if not isinstance(raw, str) or not NAME_RE.fullmatch(raw):
+        raise ValueError(f"must be letters, digits, '.', '_' or '-', got {raw!r}")
+    return raw
+
+
+NAME = Setting("name", str, None, "letters, digits, '.', '_' or '-'", parse=_name)
+DESCRIPTION = Setting("description", str, "", "shown on the suite page")
+REPEATS = Setting("repeats", int, 1, "runs per configuration", min=1, what="an integer of at least 1")
+# the top level of a suite file; a [[test]] entry has NAME, DESCRIPTION and REPEATS too, plus its
+# expectation, matrix, scenario and settings
+TOP = declare(
+    Setting("name", str, None, "the suite's name (default: the file's stem)", parse=_name),
+    DESCRIPTION,
+    REPEATS,
+    Setting("defaults", dict, {}, "settings every test starts from"),
+    Setting("test", object, None, "the [[test]] entries"),
+)
+TOP_KEYS = tuple(TOP)
 
 
 class SuiteError(ValueError):
@@ -87,35 +106,6 @@ class Suite:
     configs: list[SuiteConfig] = field(default_factory=list)
 
 
-# --- locating keys in the text (for error messages) ------------------------------------------------
-
-_HEADER = re.compile(r"^\s*(\[\[?)\s*([A-Za-z0-9_.\"-]+)\s*\]\]?")
-
-
-def _locate(text: str, key: str, *, table: str = "", entry: int | None = None) -> int | None:
-    """1-based line of `key` in [table] (or the `entry`-th [[table]], 1-based, or a sub-table of it,
-    table "test.matrix"), or of the table header itself when key is ""."""
-    base, _, sub = table.partition(".")
-    current, count, in_target = "", 0, table == ""
-    for no, line in enumerate(text.splitlines(), start=1):
-        m = _HEADER.match(line)
-        if m:
-            name = m.group(2).replace('"', "")
-            if m.group(1) == "[[" and name == base:
-                count += 1
-            current = name
-            if entry is None:
-                in_target = name == table
-            else:
-                in_target = count == entry and name == table and (name == base or count > 0)
-            if in_target and key == "":
-                return no
-            continue
-        if in_target and key and re.match(rf'^\s*"?{re.escape(key)}"?\s*=', line):
-            return no
-    return None
-
-
 # --- values --------------------------------------------------------------------------------------
 
 def setting_path(key: str) -> str | None:
@@ -124,9 +114,8 @@ def setting_path(key: str) -> str | None:
         return SHORT_KEYS[key]
     if "." in key:
         section, _, name = key.partition(".")
-        if section in config_mod.SECTIONS:
-            if name in {f.name for f in dataclasses.fields(config_mod.SECTIONS[section])}:
-                return key
+        if section in config_mod.SECTIONS and key in config_mod.SCHEMA:
+            return key
     return None
 
 
@@ -162,13 +151,13 @@ class _Ctx:
     def error(self, what: str, key: str, problem: str, *, table: str = "", entry: int | None = None) -> SuiteError:
         line = None
         if key:
-            line = _locate(self.text, key, table=table, entry=entry)
+            line = line_of(self.text, key, table=table, entry=entry)
             if line is None and "." in key:  # written in a sub-table: [defaults.workload] rate = ...
                 section, _, name = key.partition(".")
-                line = _locate(self.text, name, table=f"{table}.{section}" if table else section, entry=entry)
+                line = line_of(self.text, name, table=f"{table}.{section}" if table else section, entry=entry)
         if line is None and (table or entry is not None):
-            line = _locate(self.text, "", table=table, entry=entry)
-        where = f"{self.path}:{line}" if line else str(self.path)
+            line = line_of(self.text, "", table=table, entry=entry)
+        where = at_line(self.path, line)
         keypart = f": key '{key}'" if key else ""
         return SuiteError(f"{where}: {what}{keypart} {problem}")
 
@@ -184,8 +173,9 @@ def _apply(cfg: TestConfig, key: str, value: Any, base_dir: Path) -> None:
     config_mod.set_key(cfg, dotted, value)
 
 
-def _known_settings() -> str:
-    return ", ".join(sorted(SHORT_KEYS)) + " or a dotted test-file key such as workload.rate"
+def _not_a_setting(key: str) -> str:
+    return (f"is not a setting (known: {', '.join(sorted(SHORT_KEYS))} or a dotted test-file key such as "
+            f"workload.rate){did_you_mean(key, [*SHORT_KEYS, *config_mod.SCHEMA])}")
 
 
 def _check_settings(ctx: _Ctx, settings: dict[str, Any], what: str, table: str, entry: int | None,
@@ -196,16 +186,16 @@ def _check_settings(ctx: _Ctx, settings: dict[str, Any], what: str, table: str, 
         try:
             _apply(scratch, key, value, base_dir)
         except KeyError:
-            raise ctx.error(what, key, f"is not a setting (known: {_known_settings()})",
-                            table=table, entry=entry) from None
+            raise ctx.error(what, key, _not_a_setting(key), table=table, entry=entry) from None
         except ValueError as exc:
             raise ctx.error(what, key, str(exc), table=table, entry=entry) from None
 
 
-def _int_at_least_1(ctx: _Ctx, raw: Any, what: str, key: str, table: str, entry: int | None) -> int:
-    if isinstance(raw, bool) or not isinstance(raw, int) or raw < 1:
-        raise ctx.error(what, key, f"must be an integer of at least 1, got {raw!r}", table=table, entry=entry)
-    return raw
+def _entry_value(ctx: _Ctx, s: Setting, raw: Any, what: str, entry: int) -> Any:
+    try:
+        return s.value(raw)
+    except SettingError as exc:
+        raise ctx.error(what, s.name, exc.problem, table="test", entry=entry) from None
 
 
 def _expectation(ctx: _Ctx, raw: dict[str, Any], what: str, entry: int) -> Expectation:
@@ -236,36 +226,23 @@ def _expectation(ctx: _Ctx, raw: dict[str, Any], what: str, entry: int) -> Expec
 def load_suite(path: Path | str) -> Suite:
     """Read, validate and expand a suite file. Raise SuiteError (one line) on any problem."""
     path = Path(path)
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise SuiteError(f"{path}: cannot read suite file ({exc.strerror or exc})") from None
-    try:
-        doc = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise SuiteError(f"{path}: not valid TOML ({exc})") from None
+    text, doc = read_toml(path, SuiteError, cannot_read="{path}: cannot read suite file ({reason})")
     return parse_suite(doc, path=path, text=text)
 
 
 def parse_suite(doc: dict[str, Any], *, path: Path, text: str = "") -> Suite:
     ctx = _Ctx(path, text)
     base_dir = path.parent
-    for key in doc:
-        if key not in TOP_KEYS:
-            raise ctx.error("top level", key, f"is unknown (known: {', '.join(TOP_KEYS)})")
-    name = doc.get("name", path.stem)
-    if not isinstance(name, str) or not NAME_RE.fullmatch(name):
-        raise ctx.error("top level", "name", f"must be letters, digits, '.', '_' or '-', got {name!r}")
-    description = doc.get("description", "")
-    if not isinstance(description, str):
-        raise ctx.error("top level", "description", f"must be a string, got {description!r}")
-    suite_repeats = _int_at_least_1(ctx, doc.get("repeats", 1), "top level", "repeats", "", None)
-    defaults = doc.get("defaults", {})
-    if not isinstance(defaults, dict):
-        raise ctx.error("top level", "defaults", "must be a table [defaults]")
-    defaults = _flatten(defaults)
+    try:
+        top = parse_table(doc, TOP, unknown=f"is unknown (known: {', '.join(TOP_KEYS)})")
+    except SettingError as exc:
+        problem = "must be a table [defaults]" if exc.key == "defaults" else exc.problem
+        raise ctx.error("top level", exc.key, problem) from None
+    name = top["name"] or path.stem
+    description, suite_repeats = top["description"], top["repeats"]
+    defaults = _flatten(top["defaults"])
     _check_settings(ctx, defaults, "[defaults]", "defaults", None, base_dir)
-    tests = doc.get("test")
+    tests = top["test"]
     if not isinstance(tests, list) or not tests or not all(isinstance(t, dict) for t in tests):
         raise ctx.error("top level", "test", "must be one or more [[test]] tables")
 
@@ -301,17 +278,13 @@ def _expand_entry(ctx: _Ctx, raw: dict[str, Any], i: int, defaults: dict[str, An
     what = f"[[test]] #{i}" + (f" {label!r}" if isinstance(label, str) else "")
     if "name" not in raw:
         raise ctx.error(what, "", "has no name", table="test", entry=i)
-    if not isinstance(label, str) or not NAME_RE.fullmatch(label):
-        raise ctx.error(what, "name", f"must be letters, digits, '.', '_' or '-', got {label!r}",
-                        table="test", entry=i)
+    _entry_value(ctx, NAME, label, what, i)
     if label in entry_names:
         raise ctx.error(what, "name", f"is used by an earlier [[test]]", table="test", entry=i)
     entry_names.add(label)
-    description = raw.get("description", "")
-    if not isinstance(description, str):
-        raise ctx.error(what, "description", f"must be a string, got {description!r}", table="test", entry=i)
+    description = _entry_value(ctx, DESCRIPTION, raw.get("description", ""), what, i)
     expect = _expectation(ctx, raw, what, i)
-    repeats = _int_at_least_1(ctx, raw.get("repeats", suite_repeats), what, "repeats", "test", i)
+    repeats = _entry_value(ctx, REPEATS, raw.get("repeats", suite_repeats), what, i)
     scenario = _scenario_path(ctx, raw, what, i, base_dir)
     settings = _flatten({k: v for k, v in raw.items() if k not in ENTRY_KEYS})
     _check_settings(ctx, settings, what, "test", i, base_dir)
@@ -331,14 +304,12 @@ def _expand_entry(ctx: _Ctx, raw: dict[str, Any], i: int, defaults: dict[str, An
             try:
                 _apply(TestConfig(), key, v, base_dir)
             except KeyError:
-                raise ctx.error(mwhat, key, f"is not a setting (known: {_known_settings()})",
-                                table="test.matrix", entry=i) from None
+                raise ctx.error(mwhat, key, _not_a_setting(key), table="test.matrix", entry=i) from None
             except ValueError as exc:
                 raise ctx.error(mwhat, key, f"value {v!r}: {exc}", table="test.matrix", entry=i) from None
         axes.append((key, values))
 
-    where_line = _locate(ctx.text, "", table="test", entry=i)
-    where = f"{ctx.path}:{where_line}" if where_line else str(ctx.path)
+    where = at_line(ctx.path, line_of(ctx.text, table="test", entry=i))
     out = []
     for combo in itertools.product(*(values for _k, values in axes)) if axes else [()]:
         chosen = dict(zip((k for k, _v in axes), combo))

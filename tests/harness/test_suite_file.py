@@ -153,3 +153,12 @@ safe = true
 nemesis = ["kill"]
 """)
     assert "[[test]] #2: key 'name' expands to configuration 'a-kill', already made by [[test]] 'a-kill'" in msg
+
+
+def test_unknown_keys_say_did_you_mean(tmp_path):
+    # messages that gained "did you mean" (rundir/settings.py)
+    assert error_of(tmp_path, SUITE.replace('truncation = "hw"', 'trunc = "hw"', 1)).endswith(
+        "(did you mean 'truncation'?)")
+    assert error_of(tmp_path, SUITE.replace('description = "a demo"', 'descr = "a demo"', 1)).endswith(
+        "top level: key 'descr' is unknown (known: name, description, repeats, defaults, test) "
+        "(did you mean 'description'?)")
