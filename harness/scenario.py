@@ -28,15 +28,13 @@ Errors are one line naming the file, the step number (1-based), its line and the
 """
 from __future__ import annotations
 
-import re
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from harness import config as config_mod
 from rundir.formats import ANOMALY_KINDS
-from rundir.settings import at_line, line_of
+from rundir.settings import Setting, SettingError, at_line, declare, did_you_mean, header_lines, line_of, read_toml
 
 NODE_ACTIONS = ("start", "stop", "kill", "restart", "pause", "resume", "power-loss")
 ACTIONS = NODE_ACTIONS + ("partition", "heal", "produce", "sleep", "wait")
@@ -52,6 +50,20 @@ STEP_FIELDS: dict[str, tuple[str, ...]] = {
     "sleep": ("seconds",),
     "wait": WAIT_CONDITIONS + ("partition", "timeout"),
 }
+
+
+# the numeric step fields, declared once (the node and list fields are checked against the cluster below)
+NUMBERS = declare(
+    Setting("count", int, 1, "produce: values to send", min=1, what="an integer >= 1"),
+    Setting("partition", int, 0, "produce, wait: the topic partition", min=0, what="an integer >= 0"),
+    Setting("timeout", float, 30.0, "produce, wait: seconds", above=0, what="a number above 0"),
+    Setting("seconds", float, None, "sleep: seconds", above=0, what="a number above 0"),
+    Setting("hw", int, None, "wait: the partition HW is at least this", min=0, what="an integer >= 0"),
+    Setting("leo", int, None, "wait: the replica's log end offset is exactly this", min=0, what="an integer >= 0"),
+    Setting("node_hw", int, None, "wait: the replica's HW is exactly this", min=0, what="an integer >= 0"),
+)
+# top-level keys besides the test-file sections
+TOP_KEYS = ("name", "description", "final_wait", "seed", "results_dir", "expect", "step")
 
 
 class ScenarioError(ValueError):
@@ -84,21 +96,9 @@ class Scenario:
         return [f"n{i}" for i in range(1, self.config.cluster.nodes + 1)]
 
 
-def _step_lines(text: str) -> list[int]:
-    return [no for no, line in enumerate(text.splitlines(), start=1)
-            if re.match(r"^\s*\[\[\s*step\s*\]\]", line)]
-
-
 def load(path: Path | str, *, truncation: str | None = None) -> Scenario:
     path = Path(path)
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise ScenarioError(f"{path}: cannot read scenario ({exc.strerror or exc})") from None
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise ScenarioError(f"{path}: not valid TOML ({exc})") from None
+    text, data = read_toml(path, ScenarioError, cannot_read="{path}: cannot read scenario ({reason})")
 
     cfg = config_mod.TestConfig()
     cfg.nemesis.faults = []
@@ -127,7 +127,8 @@ def load(path: Path | str, *, truncation: str | None = None) -> Scenario:
             if key == "name":
                 name = cfg.name
         else:
-            raise ScenarioError(f"{_where(path, text, '', key)}: unknown key '{key}'")
+            known = [*TOP_KEYS, *(k for k in config_mod.SECTIONS if k not in ("workload", "nemesis"))]
+            raise ScenarioError(f"{_where(path, text, '', key)}: unknown key '{key}'{did_you_mean(key, known)}")
     if truncation is not None:
         _set(cfg, path, text, "broker.truncation", truncation)
     try:
@@ -139,7 +140,7 @@ def load(path: Path | str, *, truncation: str | None = None) -> Scenario:
         raise ScenarioError(f"{path}: no steps (add [[step]] tables)")
     if not isinstance(raw_steps, list):
         raise ScenarioError(f"{path}: 'step' must be an array of tables ([[step]])")
-    lines = _step_lines(text)
+    lines = header_lines(text, "step")
     brokers = [f"n{i}" for i in range(1, cfg.cluster.nodes + 1)]
     steps = [_parse_step(path, i + 1, lines[i] if i < len(lines) else None, raw, cfg, brokers)
              for i, raw in enumerate(raw_steps)]
@@ -157,7 +158,7 @@ def _set(cfg, path: Path, text: str, dotted: str, value: Any) -> None:
         config_mod.set_key(cfg, dotted, value)
     except KeyError:
         section, _, key = dotted.rpartition(".")
-        raise ScenarioError(f"{_where(path, text, section, key)}: unknown key '{dotted}'") from None
+        raise ScenarioError(f"{_where(path, text, section, key)}: {config_mod.unknown_key(dotted)}") from None
     except ValueError as exc:
         section, _, key = dotted.rpartition(".")
         raise ScenarioError(f"{_where(path, text, section, key)}: key '{dotted}' {exc}") from None
@@ -200,7 +201,8 @@ def _parse_step(path: Path, number: int, line: int | None, raw: Any, cfg, broker
         if key in ("do", "note"):
             continue
         if key not in allowed:
-            raise ScenarioError(f"{prefix} ({do}): unknown field '{key}' (allowed: {', '.join(allowed) or 'none'})")
+            raise ScenarioError(f"{prefix} ({do}): unknown field '{key}' (allowed: {', '.join(allowed) or 'none'})"
+                                f"{did_you_mean(key, allowed)}")
         args[key] = value
     all_nodes = ["c0"] + brokers
 
@@ -212,17 +214,12 @@ def _parse_step(path: Path, number: int, line: int | None, raw: Any, cfg, broker
             raise bad(key, f"must be one of {', '.join(allowed_nodes)}, got {value!r}")
         return value
 
-    def need_int(key: str, minimum: int = 0) -> int:
-        v = args[key]
-        if not isinstance(v, int) or isinstance(v, bool) or v < minimum:
-            raise bad(key, f"must be an integer >= {minimum}, got {v!r}")
-        return v
-
-    def need_number(key: str) -> float:
-        v = args[key]
-        if not isinstance(v, (int, float)) or isinstance(v, bool) or v <= 0:
-            raise bad(key, f"must be a number above 0, got {v!r}")
-        return float(v)
+    def need(key: str) -> Any:
+        """args[key] checked against its declaration (NUMBERS); args keep the value as written."""
+        try:
+            return NUMBERS[key].value(args[key])
+        except SettingError as exc:
+            raise bad(key, exc.problem) from None
 
     if do in NODE_ACTIONS:
         if "node" not in args:
@@ -257,29 +254,29 @@ def _parse_step(path: Path, number: int, line: int | None, raw: Any, cfg, broker
             args["drop"] = [p for o in others for p in ((node, o), (o, node))]
             args["from"] = others
     elif do == "produce":
-        args.setdefault("count", 1)
-        need_int("count", 1)
+        args.setdefault("count", NUMBERS["count"].default)
+        need("count")
         args["acks"] = _acks(args.get("acks", cfg.client.acks), bad)
-        args.setdefault("partition", 0)
-        if need_int("partition") >= cfg.topic.partitions:
+        args.setdefault("partition", NUMBERS["partition"].default)
+        if need("partition") >= cfg.topic.partitions:
             raise bad("partition", f"must be below the topic's {cfg.topic.partitions} partitions")
         args.setdefault("expect", "ok")
         if args["expect"] not in EXPECTS:
             raise bad("expect", f"must be one of {', '.join(EXPECTS)}, got {args['expect']!r}")
         if "timeout" in args:
-            need_number("timeout")
+            need("timeout")
     elif do == "sleep":
         if "seconds" not in args:
             raise bad("seconds", "is missing")
-        need_number("seconds")
+        need("seconds")
     elif do == "wait":
         if not any(k in args for k in ("leader", "isr", "hw", "fenced", "alive", "leo", "node_hw")):
             raise ScenarioError(f"{prefix} (wait): give at least one condition "
                                 f"(leader, isr, hw, fenced, alive, node with leo/node_hw)")
-        args.setdefault("timeout", 30.0)
-        need_number("timeout")
-        args.setdefault("partition", 0)
-        if need_int("partition") >= cfg.topic.partitions:
+        args.setdefault("timeout", NUMBERS["timeout"].default)
+        need("timeout")
+        args.setdefault("partition", NUMBERS["partition"].default)
+        if need("partition") >= cfg.topic.partitions:
             raise bad("partition", f"must be below the topic's {cfg.topic.partitions} partitions")
         if "leader" in args:
             need_node("leader", args["leader"], brokers + ["none"])
@@ -292,7 +289,7 @@ def _parse_step(path: Path, number: int, line: int | None, raw: Any, cfg, broker
             if key in args:
                 need_node(key, args[key], brokers)
         if "hw" in args:
-            need_int("hw")
+            need("hw")
         if ("leo" in args or "node_hw" in args) and "node" not in args:
             raise bad("node", "is needed with 'leo' / 'node_hw' (which replica)")
         if "node" in args:
@@ -301,7 +298,7 @@ def _parse_step(path: Path, number: int, line: int | None, raw: Any, cfg, broker
                 raise bad("node", "goes with 'leo' and/or 'node_hw'")
             for key in ("leo", "node_hw"):
                 if key in args:
-                    need_int(key)
+                    need(key)
     return Step(number, line, do, args, note)
 
 

@@ -112,9 +112,11 @@ def random_steps(seed: int, faults: list[str], interval_s: float, brokers: list[
 
 # the fields of a [[step]]; targets, shape and partition are checked against the fault and the cluster
 STEP = declare(
-    Setting("at", float, REQUIRED, "seconds after the nemesis starts", min=0, what="a number of seconds >= 0"),
+    Setting("at", float, REQUIRED, "seconds after the nemesis starts", min=0, finite=True,
+            what="a number of seconds >= 0"),
     Setting("fault", str, REQUIRED, "a fault name (FAULTS)", parse=fault_name),
-    Setting("duration", float, REQUIRED, "seconds until the fault stops", above=0, what="a number of seconds > 0"),
+    Setting("duration", float, REQUIRED, "seconds until the fault stops", above=0, finite=True,
+            what="a number of seconds > 0"),
     # checked below against the fault and the cluster, so declared without a type
     Setting("targets", object, None, "a list of node names; default: chosen when the step starts"),
     Setting("shape", object, None, "partition faults: a shape from nemesis/shapes.py"),

@@ -50,6 +50,7 @@ class Setting:
     above: float | None = None      # exclusive lower bound
     max: float | None = None        # inclusive upper bound
     floor: float | None = None      # numbers below it are refused already as a type problem
+    finite: bool = False            # refuse inf
     what: str = ""                  # "a number of seconds > 0": the one message for any bad value
     parse: Callable[[Any], Any] | None = None  # own conversion; raises ValueError(problem)
 
@@ -118,8 +119,8 @@ class Setting:
         if self.choices and value not in self.choices:
             return self._message(value, f"must be one of {', '.join(map(str, self.choices))}, got {value!r}")
         if isinstance(value, (int, float)) and not isinstance(value, bool):
-            if not math.isfinite(value) and self.what:
-                return self._message(shown, "")
+            if self.finite and not math.isfinite(value):
+                return self._message(shown, f"must be a finite number, got {value}")
             if self.min is not None and value < self.min:
                 return self._message(shown, f"must be at least {self.min:g}, got {value}")
             if self.above is not None and value <= self.above:

@@ -54,6 +54,10 @@ def test_steps_parsed_with_defaults(tmp_path):
     ('[[step]]\ndo = "kill"\nnode = "n7"\n', "step 1 (kill): field 'node' must be one of c0, n1, n2, got 'n7'"),
     ('[[step]]\ndo = "produce"\nacks = 3\n', "step 1 (produce): field 'acks' must be 0, 1 or \"all\", got 3"),
     ('[[step]]\ndo = "produce"\ncolour = 3\n', "step 1 (produce): unknown field 'colour'"),
+    ('[[step]]\ndo = "produce"\ncout = 3\n', "step 1 (produce): unknown field 'cout' (allowed: count, acks, "
+                                           "partition, expect, timeout) (did you mean 'count'?)"),
+    ('[[step]]\ndo = "produce"\ncount = 0\n', "step 1 (produce): field 'count' must be an integer >= 1, got 0"),
+    ('[[step]]\ndo = "sleep"\nseconds = true\n', "step 1 (sleep): field 'seconds' must be a number above 0, got True"),
     ('[[step]]\ndo = "wait"\ntimeout = 3\n', "step 1 (wait): give at least one condition"),
     ('[[step]]\ndo = "wait"\nleo = 3\n', "step 1 (wait): field 'node' is needed with 'leo'"),
     ('[[step]]\ndo = "wait"\nleader = "n1"\ntimeout = -1\n', "step 1 (wait): field 'timeout' must be a number above 0"),
@@ -94,4 +98,5 @@ def test_file_level_errors(tmp_path):
     assert "key 'topic.replication_factor' must be between 1 and the number of nodes (1), got 2" in str(e.value)
     with pytest.raises(S.ScenarioError) as e:
         S.load(write(tmp_path, 'colour = 1\n' + BASE + '[[step]]\ndo = "heal"\n'))
-    assert str(e.value) == f"{tmp_path / 's.toml'}:1: unknown key 'colour'"
+    # the message gained "did you mean" (rundir/settings.py)
+    assert str(e.value) == f"{tmp_path / 's.toml'}:1: unknown key 'colour' (did you mean 'cluster'?)"

@@ -65,6 +65,13 @@ def test_unknown_key_says_did_you_mean_when_one_is_close():
     assert did_you_mean("time", dotted) == " (did you mean 'time_limit'?)"
 
 
+def test_finite_refuses_infinity():
+    s = Setting("at", float, 0.0, finite=True, what="a number of seconds >= 0")
+    with pytest.raises(SettingError, match=r"^must be a number of seconds >= 0, got inf$"):
+        s.value(float("inf"))
+    assert Setting("timeout", float, 1.0, above=0).value(float("inf")) == float("inf")
+
+
 def test_custom_conversion_messages_are_kept():
     def fault(raw):
         if raw not in ("kill", "pause"):
