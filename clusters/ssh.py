@@ -33,17 +33,16 @@ from __future__ import annotations
 import os
 import posixpath
 import shlex
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Callable
 
 from clusters.base import ClusterError, ClusterSpec, NodeAddress
 from clusters.docker_image import code_files, code_hash
 from clusters.ssh_cluster import BROKER_PORT, CONTROLLER, CONTROLLER_PORT, RemoteCluster, parallel
 from clusters.ssh_control import SshNode, SshTarget
+from rundir.settings import Setting, SettingError, declare, header_lines, line_of, parse_table, read_toml
 
-NODE_KEYS = {"host", "port", "user", "key", "agent", "service_port"}
-TOP_KEYS = {"known_hosts", "workdir", "python", "defaults", "controller", "broker"}
 DEFAULT_WORKDIR = "/var/tmp/highwater"
 NEEDED_PACKAGES = "python3 python3-msgpack iptables procps"
 
@@ -68,89 +67,93 @@ class NodesFile:
     python: str
 
 
-def _entry_line(text: str, header: str, index: int) -> int | None:
-    seen = -1
-    for i, line in enumerate(text.splitlines(), 1):
-        if line.strip() == header:
-            seen += 1
-            if seen == index:
-                return i
-    return None
+def _check(ok: Callable[[Any], bool], problem: str) -> Callable[[Any], Any]:
+    """A conversion that keeps a value `ok` accepts and refuses any other with `problem`."""
+    def parse(raw: Any) -> Any:
+        if not ok(raw):
+            raise ValueError(problem.format(raw=raw))
+        return raw
+    return parse
+
+
+def _port(name: str, doc: str, default: int | None) -> Setting:
+    return Setting(name, int, default, doc, min=1, max=65535, what="a port number 1..65535")
+
+
+_text = _check(lambda v: isinstance(v, str) and bool(v), "must be a non-empty string")
+# the keys of [controller] and each [[broker]] (also allowed in [defaults])
+NODE = declare(
+    Setting("host", object, None, "SSH address; also the address the node listens on"),
+    _port("port", "SSH port", 22),
+    Setting("user", str, "root", "the login", parse=_text),
+    Setting("key", object, None, "private key file; without it the SSH agent is used",
+            parse=_check(lambda v: isinstance(v, str), "must be a file path")),
+    Setting("agent", object, None, "also try the SSH agent (default: true when no key is given)",
+            parse=_check(lambda v: isinstance(v, bool), "must be true or false")),
+    _port("service_port", "where the daemon listens (controller 9000, brokers 9092)", None),
+)
+# the top level of a nodes file
+TOP = declare(
+    Setting("known_hosts", object, None, "host keys are checked against this file",
+            parse=_check(lambda v: isinstance(v, str), "must be a file path")),
+    Setting("workdir", object, DEFAULT_WORKDIR, "remote base directory (code, runs/<run id>/<node>/)",
+            parse=_check(lambda v: isinstance(v, str) and v.startswith("/"), "must be an absolute path, got {raw!r}")),
+    Setting("python", object, "python3", "the remote interpreter",
+            parse=_check(lambda v: isinstance(v, str) and bool(v), "must be a command name")),
+    Setting("defaults", dict, {}, "applied to every node below"),
+    Setting("controller", object, None, "the controller node"),
+    Setting("broker", object, None, "one [[broker]] per broker: n1, n2, ... in file order"),
+)
 
 
 def load_nodes_file(path: Path | str) -> NodesFile:
     path = Path(path)
+    text, data = read_toml(path, NodesFileError, cannot_read="nodes file {path}: cannot read: {reason}",
+                           not_toml="nodes file {path}: not valid TOML: {reason}")
     try:
-        text = path.read_text()
-    except OSError as exc:
-        raise NodesFileError(f"nodes file {path}: cannot read: {exc.strerror or exc}") from None
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise NodesFileError(f"nodes file {path}: not valid TOML: {exc}") from None
-    for key in data:
-        if key not in TOP_KEYS:
-            raise NodesFileError(f"nodes file {path}: unknown key {key!r} (known: {', '.join(sorted(TOP_KEYS))})")
-    defaults = data.get("defaults", {})
-    if not isinstance(defaults, dict):
-        raise NodesFileError(f"nodes file {path}: [defaults] must be a table")
+        top = parse_table(data, TOP, unknown="unknown key {key!r} (known: {known})")
+    except SettingError as exc:
+        if exc.key == "defaults" and exc.kind == "value":
+            raise NodesFileError(f"nodes file {path}: [defaults] must be a table") from None
+        problem = exc.problem if exc.kind == "unknown" else f"field {exc.key!r} {exc.problem}"
+        raise NodesFileError(f"nodes file {path}: {problem}") from None
+    defaults = top["defaults"]
 
     def entry(raw, where: str, name: str, default_port: int) -> NodeEntry:
         if not isinstance(raw, dict):
             raise NodesFileError(f"nodes file {path}: {where}: must be a table")
-        merged = {**defaults, **raw}
-        for key in merged:
-            if key not in NODE_KEYS:
-                raise NodesFileError(f"nodes file {path}: {where}: unknown field {key!r} "
-                                     f"(known: {', '.join(sorted(NODE_KEYS))})")
-        host = merged.get("host")
+        try:
+            v = parse_table({**defaults, **raw}, NODE, unknown="unknown field {key!r} (known: {known})")
+        except SettingError as exc:
+            problem = exc.problem if exc.kind == "unknown" else f"field {exc.key!r} {exc.problem}"
+            raise NodesFileError(f"nodes file {path}: {where}: {problem}") from None
+        host, key = v["host"], v["key"]
         if not isinstance(host, str) or not host:
             raise NodesFileError(f"nodes file {path}: {where}: field 'host' is missing or not a string")
-        for field_name, default in (("port", 22), ("service_port", default_port)):
-            value = merged.get(field_name, default)
-            if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= 65535:
-                raise NodesFileError(f"nodes file {path}: {where}: field {field_name!r} must be a port "
-                                     f"number 1..65535, got {value!r}")
-        user = merged.get("user", "root")
-        if not isinstance(user, str) or not user:
-            raise NodesFileError(f"nodes file {path}: {where}: field 'user' must be a non-empty string")
-        key = merged.get("key")
-        if key is not None:
-            if not isinstance(key, str):
-                raise NodesFileError(f"nodes file {path}: {where}: field 'key' must be a file path")
-            if not Path(key).expanduser().is_file():
-                raise NodesFileError(f"nodes file {path}: {where}: field 'key': no such file {key}")
-        agent = merged.get("agent", key is None)
-        if not isinstance(agent, bool):
-            raise NodesFileError(f"nodes file {path}: {where}: field 'agent' must be true or false")
+        if key is not None and not Path(key).expanduser().is_file():
+            raise NodesFileError(f"nodes file {path}: {where}: field 'key': no such file {key}")
+        agent = key is None if v["agent"] is None else v["agent"]
         if key is None and not agent:
             raise NodesFileError(f"nodes file {path}: {where}: no way to authenticate (give 'key' or agent = true)")
-        return NodeEntry(SshTarget(name, host, merged.get("port", 22), user, key, agent),
-                         merged.get("service_port", default_port))
+        port = default_port if v["service_port"] is None else v["service_port"]
+        return NodeEntry(SshTarget(name, host, v["port"], v["user"], key, agent), port)
 
-    if "controller" not in data:
+    def at(line: int | None) -> str:
+        return f" (line {line})" if line else ""
+
+    if top["controller"] is None:
         raise NodesFileError(f"nodes file {path}: missing [controller] table")
-    line = _entry_line(text, "[controller]", 0)
-    controller = entry(data["controller"], f"[controller]{f' (line {line})' if line else ''}", CONTROLLER,
+    controller = entry(top["controller"], f"[controller]{at(line_of(text, table='controller'))}", CONTROLLER,
                        CONTROLLER_PORT)
-    raw_brokers = data.get("broker")
+    raw_brokers = top["broker"]
     if not isinstance(raw_brokers, list) or not raw_brokers:
         raise NodesFileError(f"nodes file {path}: needs at least one [[broker]] entry")
-    brokers = []
-    for i, raw in enumerate(raw_brokers):
-        line = _entry_line(text, "[[broker]]", i)
-        brokers.append(entry(raw, f"[[broker]] #{i + 1}{f' (line {line})' if line else ''}", f"n{i + 1}",
-                             BROKER_PORT))
-    known = data.get("known_hosts")
-    if known is not None and not isinstance(known, str):
-        raise NodesFileError(f"nodes file {path}: field 'known_hosts' must be a file path")
-    workdir = data.get("workdir", DEFAULT_WORKDIR)
-    if not isinstance(workdir, str) or not workdir.startswith("/"):
-        raise NodesFileError(f"nodes file {path}: field 'workdir' must be an absolute path, got {workdir!r}")
-    python = data.get("python", "python3")
-    if not isinstance(python, str) or not python:
-        raise NodesFileError(f"nodes file {path}: field 'python' must be a command name")
-    return NodesFile(path, controller, brokers, Path(known).expanduser() if known else None, workdir, python)
+    lines = header_lines(text, "broker")
+    brokers = [entry(raw, f"[[broker]] #{i + 1}{at(lines[i] if i < len(lines) else None)}", f"n{i + 1}",
+                     BROKER_PORT) for i, raw in enumerate(raw_brokers)]
+    known = top["known_hosts"]
+    return NodesFile(path, controller, brokers, Path(known).expanduser() if known else None, top["workdir"],
+                     top["python"])
 
 
 class SshCluster(RemoteCluster):

@@ -188,10 +188,11 @@ def parse_table(table: dict[str, Any], schema: dict[str, Setting], *, text: bool
                 unknown: str = "unknown key (known: {known})") -> dict[str, Any]:
     """Validate a parsed table against a schema: unknown keys first (with did-you-mean), then missing
     required ones, then each value. Returns every declared setting, defaults filled in. Raises
-    SettingError; for an unknown key its problem is `unknown` formatted with the known names."""
+    SettingError; for an unknown key its problem is `unknown` formatted with the key and the known
+    names ({key}, {known})."""
     for key in table:
         if key not in schema:
-            problem = unknown.format(known=", ".join(sorted(schema))) + did_you_mean(key, schema)
+            problem = unknown.format(key=key, known=", ".join(sorted(schema))) + did_you_mean(key, schema)
             raise SettingError(key, problem, "unknown")
     for name, s in schema.items():
         if s.required and name not in table:

@@ -57,6 +57,16 @@ service_port = 19092
     ('[controller]\nhost = "a"\n[[broker]]\nhost = "b"\npasword = "x"\n',
      "[[broker]] #1 (line 3): unknown field 'pasword'"),
     ('hosts = 1\n', "unknown key 'hosts'"),
+    # messages that gained "did you mean" (rundir/settings.py)
+    ('know_hosts = "kh"\n', "unknown key 'know_hosts' (known: broker, controller, defaults, known_hosts, python, "
+                            "workdir) (did you mean 'known_hosts'?)"),
+    ('[controller]\nhost = "a"\nusr = "x"\n[[broker]]\nhost = "b"\n',
+     "[controller] (line 1): unknown field 'usr' (known: agent, host, key, port, service_port, user) "
+     "(did you mean 'user'?)"),
+    ('[controller]\nhost = "a"\nuser = ""\n[[broker]]\nhost = "b"\n',
+     "[controller] (line 1): field 'user' must be a non-empty string"),
+    ('python = ""\n[controller]\nhost = "a"\n[[broker]]\nhost = "b"\n', "field 'python' must be a command name"),
+    ('defaults = 3\n[controller]\nhost = "a"\n[[broker]]\nhost = "b"\n', "[defaults] must be a table"),
     ('workdir = "relative"\n[controller]\nhost = "a"\n[[broker]]\nhost = "b"\n',
      "field 'workdir' must be an absolute path, got 'relative'"),
     ('[controller\n', "not valid TOML"),
