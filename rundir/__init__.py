@@ -7,6 +7,8 @@ read them, and this package imports none of them:
     history.py   the history writer (one JSON line per operation, crash-safe)
     store.py     the results store: run directory names, test.json, `latest` links
     exits.py     the root error (HighwaterError) and the exit codes every command shares
+    settings.py  declared settings (name, type, default, range, doc) and the one validator and TOML
+                 line finder that the config, scenario, suite, schedule and nodes-file loaders share
 
 docs/formats.md describes the files; docs/architecture.md shows the layers.
 """
