@@ -1,6 +1,7 @@
 """The single-process reference checker: the rules of docs/formats.md written as plainly as possible.
 
-For tests (cross-checked against the Spark checker) and benchmarks only. It reads the same columnar
+For tests (cross-checked against the Spark checker) and benchmarks only. Its output lists every kind
+of the registry (rundir/kinds.py), as the Spark checker's does. It reads the same columnar
 tables as the Spark checker and holds everything in Python dictionaries, so it needs memory in
 proportion to the history (roughly 1 KB per send); it is not meant for histories larger than memory.
 """
@@ -13,6 +14,7 @@ from typing import Any, Iterator
 
 import pyarrow.dataset as ds
 
+from rundir import kinds
 from checkers import explain, totals
 
 SOURCE_ORDER = {"send": 0, "poll": 1, "final-read": 2}
@@ -300,11 +302,9 @@ def analyze(col_dir: Path | str, examples: int = 10) -> dict[str, Any]:
                 rows.append((node, p, o, epoch, v, crc))
     explain.attach(examples, explain.ReplicaIndex(rows, dict(nodes_by_part), meta))
 
-    anomalies = {}
-    for kind in set(counts) | set(examples):
-        anomalies[kind] = {"count": counts[kind], "examples": examples.get(kind, []), **extra.get(kind, {})}
-    if "divergence" not in anomalies:
-        anomalies["divergence"] = {"count": 0, "examples": [], **extra["divergence"]}
+    # every registered kind, found or not (rundir/kinds.py)
+    anomalies = {kind: {"count": counts[kind], "examples": examples.get(kind, []), **extra.get(kind, {})}
+                 for kind in kinds.NAMES}
     # totals over the whole run (duplicate and divergence have no operation time: untimed)
     axis = totals.TimeAxis(end_time)
     tot = totals.Totals(axis)

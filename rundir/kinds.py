@@ -13,6 +13,14 @@ run-directory formats (`rundir/formats.py` takes ANOMALY_KINDS from here). The r
 
 The order of KINDS is the documented order: results.json's `failing_kinds`, the verdict line and the
 report list kinds in it.
+
+Adding a kind: declare it here and add it to KINDS; in its Spark family module, list it in `KINDS`,
+find it (a finding with the kind's name) and build its examples in `examples`; write the same rule in
+checkers/reference.py (the independent implementation the Spark checker is cross-checked against);
+give tests/checkers/checker_scenarios.py a scenario that finds it (tests/checkers/test_kinds.py
+requires one) and describe it in docs/formats.md ("Checker rules"). Policy, totals, results.json and
+the report follow from here. Only an example that needs history lines the other kinds do not look up
+(checkers/anomalies/engine.look_up_details) or a `replicas` field (checkers/explain.py) touches more.
 """
 from __future__ import annotations
 

@@ -17,8 +17,12 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from rundir import kinds
 from checkers.anomalies import digests
+from checkers.anomalies.lookup import ExampleDetails
 from checkers.anomalies.tables import Tables, finding, rows
+
+KINDS = (kinds.DIVERGENCE,)
 
 
 def _differ(prefix: str) -> Column:
@@ -63,4 +67,10 @@ def analyze(t: Tables) -> DataFrame:
 
     agg = r.groupBy("partition", "offset").agg(*aggs("", None), *aggs("c_", committed))
     out = agg.filter(_differ("")).select("partition", "offset", _differ("c_").alias("committed"))
-    return finding(out, "divergence", ["offset", "committed"], k1=F.col("offset"), flag=F.col("committed"))
+    return finding(out, "divergence", ["offset", "committed"], order_key=F.col("offset"), flag=F.col("committed"))
+
+
+def examples(top: dict[str, list[dict]], d: ExampleDetails) -> dict[str, list[dict]]:
+    """The divergence examples (their replicas are attached later, checkers/explain.py)."""
+    return {"divergence": [{"partition": r["partition"], "offset": r["offset"], "committed": r["committed"]}
+                           for r in top["divergence"]]}

@@ -26,15 +26,12 @@ from pyspark.sql import functions as F
 from rundir import formats as rf
 from checkers import explain, totals
 from checkers.anomalies import digests, divergence, lookup, offsets, ordering, stats, values, watermarks
-from checkers.anomalies.tables import POS_BITS, TYPE_CODE, TYPE_NAME, Tables, finding, load, rows
+from checkers.anomalies.tables import POS_BITS, Tables, load, rows
 
 FINDING_TASKS = 4
 
-
-def _send(stype, sindex, soffset) -> dict | None:
-    if stype is None:
-        return None
-    return {"type": TYPE_NAME[stype], "index": sindex, "offset": soffset}
+# the anomaly families: each finds the kinds its KINDS lists (rundir/kinds.py) and builds their examples
+FAMILIES = (offsets, values, ordering, watermarks, divergence)
 
 
 def analyze(spark: SparkSession, col_dir: Path | str, examples: int = 10,
@@ -106,8 +103,7 @@ def _analyze(t: Tables, col_dir: Path, N: int, say, persisted: list[DataFrame], 
     recovered = spark.createDataFrame(rec_rows, "partition int, fs_hw long")
 
     say("anomalies")
-    findings = [finding(flagged.filter(F.col("inconsistent")), "inconsistent-offset", ["offset"], k1=F.col("offset"),
-                        time=F.col("first_time"))]
+    findings = [offsets.inconsistent(flagged)]
     findings.append(values.analyze(t, flagged, recs, recovered, nonok, ocount, n_nonok))
     findings.append(ordering.nonmonotonic_send(t))
     findings.append(ordering.poll_order(t, persisted))
@@ -195,9 +191,9 @@ def _count_and_first(allf: DataFrame, N: int, small: bool, persisted: list[DataF
                      axis: totals.TimeAxis) -> tuple[list, list]:
     """Counts per (kind, partition, flag, time bucket) with the first and last time in each (`n`,
     `tmin`, `tmax`; bucket null: untimed), and the first N findings of each kind in example order
-    (partition, k1, k2). Small inputs have few findings: one job collects them all and the driver
+    (partition, order_key, order_subkey). Small inputs have few findings: one job collects them all and the driver
     counts and orders them. Otherwise two Spark jobs over the persisted union."""
-    order = ("partition", "k1", "k2", "payload")
+    order = ("partition", "order_key", "order_subkey", "payload")
     if small:
         found = rows(allf)
         sums: dict[tuple, list] = {}
@@ -281,8 +277,20 @@ def _and(a, b):
 
 def _examples(col_dir: Path, top: dict[str, list[dict]], final_state: dict, reason: dict,
               inc_acks: set[int]) -> dict[str, list[dict]]:
-    """Turn the collected top rows into the examples of docs/formats.md, fetching the details they need.
-    `inc_acks`: the history indices of the acks at the inconsistent offsets in `top`."""
+    """Turn the collected top rows into the examples of docs/formats.md: the details they need are looked
+    up once for all kinds, then each family builds the examples of its own kinds."""
+    details = look_up_details(col_dir, top, final_state, reason, inc_acks)
+    ex: dict[str, list[dict]] = {}
+    for family in FAMILIES:
+        ex.update(family.examples(top, details))
+    return ex
+
+
+def look_up_details(col_dir: Path, top: dict[str, list[dict]], final_state: dict, reason: dict,
+                    inc_acks: set[int]) -> lookup.ExampleDetails:
+    """The history lines, poll records and final-log records the examples in `top` cite, in one filtered
+    scan of the history and one of the reads. `inc_acks`: the history indices of the acks at the
+    inconsistent offsets in `top`."""
     # one filtered scan of the history: the lines the examples cite by index (with the acks at
     # inconsistent offsets) and the sends of duplicated values
     idx = {r["sindex"] for kind in ("lost-write", "failed-write-present", "aborted-read")
@@ -310,95 +318,27 @@ def _examples(col_dir: Path, top: dict[str, list[dict]], final_state: dict, reas
                           lookup.keyed(("partition", "offset"), keys))
     reads = lookup.fetch(col_dir, "reads", where, ["index", "pos", "partition", "offset", "value", "time",
                                                    "process", "f"])
-    ops_by_index, obs, dup_send = {}, {}, {}
+    d = lookup.ExampleDetails(ops_by_index={}, dup_sends={}, poll_records={}, final_at={}, final_of={},
+                              skip_at={}, observations={})
     for r in ops:
-        ops_by_index[r["index"]] = r
+        d.ops_by_index[r["index"]] = r
         if r["f"] != "send" or r["type"] == "invoke":
             continue
         if r["type"] == "ok" and (r["partition"], r["offset"]) in keys:
-            obs.setdefault((r["partition"], r["offset"]), []).append(
+            d.observations.setdefault((r["partition"], r["offset"]), []).append(
                 (r["index"], -1, "send", r["value"], r["time"], r["process"]))
         if (r["partition"], r["value"]) in dup_keys:
-            dup_send[(r["partition"], r["value"])] = r
-    for r in top["nonmonotonic-send"]:
-        r["earlier"], r["later"] = ({k: ops_by_index[i][k] for k in ("index", "time", "value", "offset", "epoch")}
-                                    for i in (r["p_index"], r["index"]))
-    for r in top["duplicate"]:
-        d = dup_send.get((r["partition"], r["value"]))
-        if d is not None:
-            r["stype"], r["sindex"], r["soffset"] = TYPE_CODE[d["type"]], d["index"], d["offset"]
-    reads_by_key: dict[tuple, dict] = {}
-    final_at: dict[tuple, set] = {}
-    final_of: dict[tuple, set] = {}
-    skip_at: dict[int, dict[int, set]] = {}   # partition -> skipped offset -> values in the final log
+            d.dup_sends[(r["partition"], r["value"])] = r
     for r in reads:
         p, o, v = r["partition"], r["offset"], r["value"]
         if r["f"] == "poll" and r["index"] in ridx:
-            reads_by_key[(p, (r["index"] << POS_BITS) + r["pos"])] = r
+            d.poll_records[(p, (r["index"] << POS_BITS) + r["pos"])] = r
         if r["f"] == "final-read" and reason.get(p, "?") is None and 0 <= o < final_state[p]["hw"]:
             if (p, o) in skip_offs:
-                skip_at.setdefault(p, {}).setdefault(o, set()).add(v)
+                d.skip_at.setdefault(p, {}).setdefault(o, set()).add(v)
             if (p, o) in f_offs or (p, v) in f_vals:
-                final_at.setdefault((p, o), set()).add(v)
-                final_of.setdefault((p, v), set()).add(o)
+                d.final_at.setdefault((p, o), set()).add(v)
+                d.final_of.setdefault((p, v), set()).add(o)
         if (p, o) in keys:
-            obs.setdefault((p, o), []).append((r["index"], r["pos"], r["f"], v, r["time"], r["process"]))
-
-    ex: dict[str, list[dict]] = {}
-    ex["lost-write"] = []
-    for r in top["lost-write"]:
-        o = ops_by_index[r["sindex"]]
-        ex["lost-write"].append({
-            "partition": r["partition"], "value": r["value"], "offset": r["soffset"], "epoch": o["epoch"],
-            "index": r["sindex"], "time": o["time"], "process": o["process"], "invoke_index": o["invoke_index"],
-            "final_values_at_offset": sorted(final_at.get((r["partition"], r["soffset"]), ()))})
-    ex["failed-write-present"] = []
-    for r in top["failed-write-present"]:
-        o = ops_by_index[r["sindex"]]
-        ex["failed-write-present"].append({
-            "partition": r["partition"], "value": r["value"], "index": r["sindex"], "time": o["time"],
-            "process": o["process"], "invoke_index": o["invoke_index"], "error": o["error"],
-            "final_offsets": sorted(final_of.get((r["partition"], r["value"]), ()))[:10]})
-    ex["duplicate"] = []
-    for r in top["duplicate"]:
-        offs = sorted(final_of.get((r["partition"], r["value"]), ()))
-        ex["duplicate"].append({
-            "partition": r["partition"], "value": r["value"], "offsets": offs[:10], "count": len(offs),
-            "index": r["sindex"], "send": _send(r["stype"], r["sindex"], r["soffset"])})
-    for kind in ("dirty-read", "aborted-read"):
-        ex[kind] = []
-        for r in top[kind]:
-            first = reads_by_key[(r["partition"], r["rkey"])]
-            e = {"partition": r["partition"], "value": r["value"], "offset": first["offset"], "index": first["index"],
-                 "time": first["time"], "process": first["process"], "reads": r["reads"],
-                 "send": _send(r["stype"], r["sindex"], r["soffset"])}
-            if kind == "aborted-read":
-                e["error"] = ops_by_index[r["sindex"]]["error"]
-            ex[kind].append(e)
-    ex["inconsistent-offset"] = []
-    for r in top["inconsistent-offset"]:
-        o = sorted(obs.get((r["partition"], r["offset"]), []), key=lambda x: (x[0], x[1]))
-        ex["inconsistent-offset"].append({
-            "partition": r["partition"], "offset": r["offset"], "values": sorted({x[3] for x in o})[:10],
-            "index": o[0][0],
-            "observations": [{"source": x[2], "value": x[3], "index": x[0], "time": x[4], "process": x[5]} for x in o[:10]]})
-    ex["nonmonotonic-send"] = [{"partition": r["partition"], "process": r["process"], "index": r["index"],
-                                "earlier": r["earlier"], "later": r["later"]} for r in top["nonmonotonic-send"]]
-    for kind in ("poll-skip", "nonmonotonic-poll"):
-        ex[kind] = []
-        for r in top[kind]:
-            e = {"partition": r["partition"], "process": r["process"], "index": r["index"], "time": r["time"],
-                 "offset": r["offset"], "value": r["value"],
-                 "previous": {"kind": "assign" if r["p_is_assign"] else "read", "index": r["p_index"], "time": r["p_time"],
-                              "offset": r["p_offset"], "value": r["p_value"]}}
-            if kind == "poll-skip":
-                e["gap"] = r["gap"]
-                e["skipped"] = explain.skipped(r["offset"], r["gap"], skip_at.get(r["partition"], {}))
-            ex[kind].append(e)
-    for kind in ("hw-regression", "hw-regression-cross-epoch"):
-        ex[kind] = [{"partition": r["partition"], "epoch": r["epoch"], "hw": r["hw"], "index": r["index"],
-                     "time": r["time"], "process": r["process"], "invoke_index": r["invoke_index"], "f": r["f"],
-                     "previous": dict(r["prev"])} for r in top[kind]]
-    ex["divergence"] = [{"partition": r["partition"], "offset": r["offset"], "committed": r["committed"]}
-                        for r in top["divergence"]]
-    return ex
+            d.observations.setdefault((p, o), []).append((r["index"], r["pos"], r["f"], v, r["time"], r["process"]))
+    return d

@@ -8,6 +8,7 @@ machine. Memory stays bounded: the dataset is filtered batch by batch and only m
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import reduce
 from pathlib import Path
 from typing import Any, Iterable
@@ -67,3 +68,17 @@ def fetch(col_dir: Path | str, table: str, where: pc.Expression | None, columns:
 def read_all(col_dir: Path | str, table: str, columns: list[str]) -> list[dict[str, Any]]:
     """Every row of a small table (final_state, replica_meta: one row per partition or replica)."""
     return pads.dataset(str(Path(col_dir) / table), format="parquet").to_table(columns=columns).to_pylist()
+
+
+@dataclass
+class ExampleDetails:
+    """What the point lookups for the examples found (engine.look_up_details), for the families'
+    `examples` functions to build their examples from."""
+    ops_by_index: dict[int, dict[str, Any]]          # history lines the examples cite, by index
+    dup_sends: dict[tuple[int, Any], dict[str, Any]]  # (partition, value) -> send completion of a duplicated value
+    poll_records: dict[tuple[int, int], dict[str, Any]]  # (partition, read key) -> first poll read of a value
+    final_at: dict[tuple[int, int], set]             # (partition, offset) -> values there in the final log
+    final_of: dict[tuple[int, Any], set]             # (partition, value) -> its offsets in the final log
+    skip_at: dict[int, dict[int, set]]               # partition -> skipped offset -> final-log values there
+    observations: dict[tuple[int, int], list[tuple]]  # (partition, offset) -> (index, pos, source, value,
+                                                      # time, process) at inconsistent offsets

@@ -23,8 +23,12 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from rundir import kinds
 from checkers.anomalies import digests
-from checkers.anomalies.tables import POS_BITS, Tables, rows
+from checkers.anomalies.lookup import ExampleDetails
+from checkers.anomalies.tables import POS_BITS, Tables, finding, rows
+
+KINDS = (kinds.INCONSISTENT_OFFSET,)
 
 
 def analyze(t: Tables, fs_rows: list[dict[str, Any]], blocks: list[tuple[int, int]], bits: int,
@@ -90,3 +94,22 @@ def analyze(t: Tables, fs_rows: list[dict[str, Any]], blocks: list[tuple[int, in
         summary[p] = {k: c[k] or 0 if c else 0 for k in ("n_inconsistent", "n_lost", "n_dirty", "n_dup", "n_multi")}
         summary[p]["n_cover"] = final_rows.get(p, 0) - ((c["f_extra"] or 0) if c else 0)
     return flagged, recs, summary
+
+
+def inconsistent(flagged: DataFrame) -> DataFrame:
+    """The inconsistent-offset findings among analyze's flagged offsets, timed by each offset's first
+    observation."""
+    return finding(flagged.filter(F.col("inconsistent")), "inconsistent-offset", ["offset"],
+                   order_key=F.col("offset"), time=F.col("first_time"))
+
+
+def examples(top: dict[str, list[dict]], d: ExampleDetails) -> dict[str, list[dict]]:
+    """The inconsistent-offset examples: every observation of the offset (engine.look_up_details)."""
+    out = []
+    for r in top["inconsistent-offset"]:
+        o = sorted(d.observations.get((r["partition"], r["offset"]), []), key=lambda x: (x[0], x[1]))
+        out.append({
+            "partition": r["partition"], "offset": r["offset"], "values": sorted({x[3] for x in o})[:10],
+            "index": o[0][0],
+            "observations": [{"source": x[2], "value": x[3], "index": x[0], "time": x[4], "process": x[5]} for x in o[:10]]})
+    return {"inconsistent-offset": out}

@@ -24,7 +24,12 @@ from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
+from rundir import kinds
+from checkers import explain
+from checkers.anomalies.lookup import ExampleDetails
 from checkers.anomalies.tables import Tables, finding, is_client, rows
+
+KINDS = (kinds.NONMONOTONIC_SEND, kinds.POLL_SKIP, kinds.NONMONOTONIC_POLL)
 
 
 def nonmonotonic_send(t: Tables) -> DataFrame:
@@ -33,7 +38,7 @@ def nonmonotonic_send(t: Tables) -> DataFrame:
     w = Window.partitionBy("process", "partition").orderBy("index")
     out = acked.select("*", F.lag("index").over(w).alias("p_index"), F.lag("offset").over(w).alias("p_offset"))
     bad = out.filter(F.col("offset") < F.col("p_offset"))
-    return finding(bad, "nonmonotonic-send", ["process", "index", "p_index"], k1=F.col("index"),
+    return finding(bad, "nonmonotonic-send", ["process", "index", "p_index"], order_key=F.col("index"),
                    time=F.col("time"))
 
 
@@ -96,4 +101,28 @@ def poll_order(t: Tables, keep: list[DataFrame]) -> DataFrame:
         F.col("p_last_val").alias("p_value"), "kind", "gap")
     out = inner.unionByName(cross)
     return finding(out, F.col("kind"), [c for c in COLS if c not in ("partition", "kind")],
-                   k1=F.col("index"), k2=F.col("pos"), time=F.col("time"))
+                   order_key=F.col("index"), order_subkey=F.col("pos"), time=F.col("time"))
+
+
+def examples(top: dict[str, list[dict]], d: ExampleDetails) -> dict[str, list[dict]]:
+    """The examples of this family's kinds; a nonmonotonic-send's two acks are history lines looked up by
+    index (engine.look_up_details), a poll-skip's skipped offsets are read in the final log."""
+    ex: dict[str, list[dict]] = {}
+    ex["nonmonotonic-send"] = []
+    for r in top["nonmonotonic-send"]:
+        earlier, later = ({k: d.ops_by_index[i][k] for k in ("index", "time", "value", "offset", "epoch")}
+                          for i in (r["p_index"], r["index"]))
+        ex["nonmonotonic-send"].append({"partition": r["partition"], "process": r["process"], "index": r["index"],
+                                        "earlier": earlier, "later": later})
+    for kind in ("poll-skip", "nonmonotonic-poll"):
+        ex[kind] = []
+        for r in top[kind]:
+            e = {"partition": r["partition"], "process": r["process"], "index": r["index"], "time": r["time"],
+                 "offset": r["offset"], "value": r["value"],
+                 "previous": {"kind": "assign" if r["p_is_assign"] else "read", "index": r["p_index"], "time": r["p_time"],
+                              "offset": r["p_offset"], "value": r["p_value"]}}
+            if kind == "poll-skip":
+                e["gap"] = r["gap"]
+                e["skipped"] = explain.skipped(r["offset"], r["gap"], d.skip_at.get(r["partition"], {}))
+            ex[kind].append(e)
+    return ex

@@ -68,19 +68,24 @@ def rows(df: DataFrame) -> list[dict[str, Any]]:
 
 
 # --- findings: every family's flagged rows in one shape, so counts and examples take two Spark jobs --
-FINDING_COLS = ("kind", "partition", "k1", "k2", "weight", "flag", "time", "payload")
+# Examples are the first findings of each kind in the order (partition, order_key, order_subkey, payload):
+# order_key is what the kind's order names after the partition (docs/formats.md, "Checker rules": the
+# history index, the offset or the value), order_subkey breaks ties (a poll record's position; else 0).
+FINDING_COLS = ("kind", "partition", "order_key", "order_subkey", "weight", "flag", "time", "payload")
 
 
-def finding(df: DataFrame, kind: str | Column, payload: list[str | Column], k1: Column, k2: Column | None = None,
-            weight: Column | None = None, flag: Column | None = None, time: Column | None = None) -> DataFrame:
-    """Rows of `df` as findings: sort keys (partition, k1, k2), count contribution `weight` (default 1),
-    a boolean `flag` (divergence: committed), the time of the operation the finding is about (history
-    nanoseconds; null: none, see checkers/totals.py) and the example's fields as JSON text."""
+def finding(df: DataFrame, kind: str | Column, payload: list[str | Column], order_key: Column,
+            order_subkey: Column | None = None, weight: Column | None = None, flag: Column | None = None,
+            time: Column | None = None) -> DataFrame:
+    """Rows of `df` as findings: example order (partition, order_key, order_subkey), count contribution
+    `weight` (default 1), a boolean `flag` (divergence: committed), the time of the operation the finding
+    is about (history nanoseconds; null: none, see checkers/totals.py) and the example's fields as JSON
+    text."""
     return df.select(
         (F.lit(kind) if isinstance(kind, str) else kind).alias("kind"),
         F.col("partition").cast("int").alias("partition"),
-        k1.cast("long").alias("k1"),
-        (k2 if k2 is not None else F.lit(0)).cast("long").alias("k2"),
+        order_key.cast("long").alias("order_key"),
+        (order_subkey if order_subkey is not None else F.lit(0)).cast("long").alias("order_subkey"),
         (weight if weight is not None else F.lit(1)).cast("long").alias("weight"),
         (flag if flag is not None else F.lit(False)).cast("boolean").alias("flag"),
         (time if time is not None else F.lit(None)).cast("long").alias("time"),

@@ -20,7 +20,11 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from checkers.anomalies.tables import POS_BITS, Tables, finding
+from rundir import kinds
+from checkers.anomalies.lookup import ExampleDetails
+from checkers.anomalies.tables import POS_BITS, TYPE_CODE, TYPE_NAME, Tables, finding
+
+KINDS = (kinds.LOST_WRITE, kinds.FAILED_WRITE_PRESENT, kinds.DUPLICATE, kinds.DIRTY_READ, kinds.ABORTED_READ)
 
 BROADCAST_ROWS = 2_000_000
 
@@ -108,9 +112,55 @@ def analyze(t: Tables, flagged: DataFrame, recs: DataFrame, recovered: DataFrame
     rkey = F.when(is_dirty, c("dirty_first.k")).when(is_aborted, c("failed_first.k"))
     when = (F.when(is_dirty, c("dirty_first.t")).when(is_aborted, c("failed_first.t"))
             .when(k != "duplicate", c("stime")))
-    # a duplicate's send is looked up for its example only (engine._examples)
+    # a duplicate's send is looked up for its example only (examples() below)
     send = lambda col: F.when(k != "duplicate", c(col))  # noqa: E731
-    k1 = F.when(k == "duplicate", c("value")).when(is_dirty | is_aborted, rkey).otherwise(c("sindex"))
+    order_key = F.when(k == "duplicate", c("value")).when(is_dirty | is_aborted, rkey).otherwise(c("sindex"))
     return finding(out, k, ["value", send("sindex").alias("sindex"), send("soffset").alias("soffset"),
                             send("stype").alias("stype"), reads.alias("reads"), rkey.alias("rkey")],
-                   k1=k1, weight=F.coalesce(reads, L(1)), time=when)
+                   order_key=order_key, weight=F.coalesce(reads, L(1)), time=when)
+
+
+def _send(stype, sindex, soffset) -> dict | None:
+    if stype is None:
+        return None
+    return {"type": TYPE_NAME[stype], "index": sindex, "offset": soffset}
+
+
+def examples(top: dict[str, list[dict]], d: ExampleDetails) -> dict[str, list[dict]]:
+    """The examples of this family's kinds (docs/formats.md) from their first findings `top` and the
+    details looked up for them (engine.look_up_details)."""
+    ex: dict[str, list[dict]] = {}
+    ex["lost-write"] = []
+    for r in top["lost-write"]:
+        o = d.ops_by_index[r["sindex"]]
+        ex["lost-write"].append({
+            "partition": r["partition"], "value": r["value"], "offset": r["soffset"], "epoch": o["epoch"],
+            "index": r["sindex"], "time": o["time"], "process": o["process"], "invoke_index": o["invoke_index"],
+            "final_values_at_offset": sorted(d.final_at.get((r["partition"], r["soffset"]), ()))})
+    ex["failed-write-present"] = []
+    for r in top["failed-write-present"]:
+        o = d.ops_by_index[r["sindex"]]
+        ex["failed-write-present"].append({
+            "partition": r["partition"], "value": r["value"], "index": r["sindex"], "time": o["time"],
+            "process": o["process"], "invoke_index": o["invoke_index"], "error": o["error"],
+            "final_offsets": sorted(d.final_of.get((r["partition"], r["value"]), ()))[:10]})
+    ex["duplicate"] = []
+    for r in top["duplicate"]:
+        s = d.dup_sends.get((r["partition"], r["value"]))
+        if s is not None:
+            r["stype"], r["sindex"], r["soffset"] = TYPE_CODE[s["type"]], s["index"], s["offset"]
+        offs = sorted(d.final_of.get((r["partition"], r["value"]), ()))
+        ex["duplicate"].append({
+            "partition": r["partition"], "value": r["value"], "offsets": offs[:10], "count": len(offs),
+            "index": r["sindex"], "send": _send(r["stype"], r["sindex"], r["soffset"])})
+    for kind in ("dirty-read", "aborted-read"):
+        ex[kind] = []
+        for r in top[kind]:
+            first = d.poll_records[(r["partition"], r["rkey"])]
+            e = {"partition": r["partition"], "value": r["value"], "offset": first["offset"], "index": first["index"],
+                 "time": first["time"], "process": first["process"], "reads": r["reads"],
+                 "send": _send(r["stype"], r["sindex"], r["soffset"])}
+            if kind == "aborted-read":
+                e["error"] = d.ops_by_index[r["sindex"]]["error"]
+            ex[kind].append(e)
+    return ex

@@ -14,7 +14,11 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
+from rundir import kinds
+from checkers.anomalies.lookup import ExampleDetails
 from checkers.anomalies.tables import Tables, finding, is_client
+
+KINDS = (kinds.HW_REGRESSION, kinds.HW_REGRESSION_CROSS_EPOCH)
 
 
 def analyze(t: Tables, keep: list[DataFrame]) -> DataFrame:
@@ -47,4 +51,12 @@ def analyze(t: Tables, keep: list[DataFrame]) -> DataFrame:
     prev = F.when(F.col("prev_same.hw") > F.col("hw"), F.col("prev_same")).otherwise(F.col("prev_any"))
     out = q.select(*cols, kind.alias("kind"), prev.alias("prev")).filter(F.col("kind").isNotNull())
     return finding(out, F.col("kind"), ["epoch", "hw", "index", "time", "process", "invoke_index", "f", "prev"],
-                   k1=F.col("index"), time=F.col("time"))
+                   order_key=F.col("index"), time=F.col("time"))
+
+
+def examples(top: dict[str, list[dict]], d: ExampleDetails) -> dict[str, list[dict]]:
+    """The examples of both kinds: everything they show was found with them."""
+    return {kind: [{"partition": r["partition"], "epoch": r["epoch"], "hw": r["hw"], "index": r["index"],
+                    "time": r["time"], "process": r["process"], "invoke_index": r["invoke_index"], "f": r["f"],
+                    "previous": dict(r["prev"])} for r in top[kind]]
+            for kind in ("hw-regression", "hw-regression-cross-epoch")}
