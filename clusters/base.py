@@ -1,14 +1,34 @@
-"""The cluster interface every backend (local processes, Docker, SSH) implements.
+"""The cluster interface: a small core every backend implements, and optional fault capabilities.
 
-The harness, the nemesis and the scenario runner only ever talk to a cluster through this class, so a
-test runs unchanged on any backend. Node names are "c0" for the controller and "n1".."nN" for brokers
-(broker id = N).
+Like Jepsen's DB protocol (setup/teardown) with its optional Kill, Pause and LogFiles protocols, a
+backend (local processes, Docker, SSH) is a `Cluster`: provision and start (`start`), `teardown`, the
+nodes' addresses, `is_running`, a graceful `stop_all`, `collect` (node logs and replica dumps: the
+ground truth the checker reads) and `layout` (test.json). What it can do to a node is declared by the
+capability protocols it implements:
+
+| capability      | methods           | used by                                                  |
+|-----------------|-------------------|----------------------------------------------------------|
+| `Killable`      | kill, restart     | the kill and power-loss faults, the scenario `kill` step |
+| `Stoppable`     | stop, restart     | the scenario `stop` step (SIGTERM, a clean shutdown)     |
+| `Pausable`      | pause, resume     | the pause faults                                         |
+| `Partitionable` | drop, heal        | the partition faults                                     |
+
+Power loss is not a capability of its own: it is a kill of a broker started with the broker setting
+`power_loss = true` (its unflushed appends live only in memory), so it needs `Killable`.
+
+Callers ask for a capability explicitly with `require(cluster, Pausable, "pause")`, which returns the
+cluster or raises a one-line ClusterError naming the backend and the fault. `capabilities(cluster)`
+lists what a backend (instance or class) offers. Nothing outside clusters/ probes a cluster with
+hasattr or signals a process itself.
+
+Node names are "c0" for the controller and "n1".."nN" for brokers (broker id = N).
 """
 from __future__ import annotations
 
 import abc
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol, TypeVar, runtime_checkable
 
 
 class ClusterError(RuntimeError):
@@ -33,14 +53,25 @@ class ClusterSpec:
 
 
 class Cluster(abc.ABC):
-    """A running cluster of one controller and N brokers."""
+    """A running cluster of one controller and N brokers: the core every backend implements."""
 
     spec: ClusterSpec
+    backend_name: str = ""          # "local", "docker", "ssh": in test.json and in error messages
 
     # --- lifecycle ---------------------------------------------------------------------------
+    def check_faults(self, faults: list[str]) -> None:
+        """Raise ClusterError (naming what is missing) if this machine or these nodes cannot inject a
+        fault in `faults` although the backend has the capability, e.g. a partition without root or
+        iptables/nft. Called before start(). Whether the backend has the capability at all is
+        `require`'s question."""
+
     @abc.abstractmethod
     def start(self) -> None:
         """Provision and start the controller and every broker; return when all accept connections."""
+
+    @abc.abstractmethod
+    def stop_all(self) -> None:
+        """Stop every broker and the controller gracefully (SIGTERM, then SIGKILL after a grace)."""
 
     @abc.abstractmethod
     def teardown(self) -> None:
@@ -58,18 +89,58 @@ class Cluster(abc.ABC):
     def nodes(self) -> list[str]:
         return [self.controller().name, *self.brokers()]
 
-    def check_faults(self, faults: list[str]) -> None:
-        """Raise ClusterError (naming what is missing) if a nemesis fault in `faults` cannot be injected
-        on this backend, e.g. a partition without root or iptables/nft. Called before start()."""
+    def layout(self) -> dict:
+        """For test.json: {"backend": ..., "nodes": {"c0": {"host": ..., "port": ...}, ...}}; backends
+        add what identifies their nodes (address prefix, containers, network)."""
+        return {"backend": self.backend_name or type(self).__name__,
+                "nodes": {n: {"host": a.host, "port": a.port}
+                          for n, a in ({self.controller().name: self.controller()} | self.brokers()).items()}}
 
-    # --- process faults ------------------------------------------------------------------------
+    @abc.abstractmethod
+    def is_running(self, node: str) -> bool:
+        """True when the node's server process is alive (a paused one counts)."""
+
+    # --- ground truth ---------------------------------------------------------------------------
+    @abc.abstractmethod
+    def collect(self, run_dir: Path) -> None:
+        """Copy node logs into run_dir/nodes/<node>/ and replica dumps into run_dir/replicas/<node>/.
+        Called after brokers are stopped."""
+
+
+# --- capabilities ---------------------------------------------------------------------------------
+# Each is a runtime-checkable protocol: a backend has it when it has the methods. The backends also
+# name the ones they implement as base classes, so a missing method fails when the class is used.
+
+@runtime_checkable
+class Killable(Protocol):
+    """Crash a node's server (SIGKILL, or a whole-node crash) and start it again."""
+
     @abc.abstractmethod
     def kill(self, node: str) -> str:
         """SIGKILL the node's server process. Returns a one-line description of what was done."""
 
     @abc.abstractmethod
     def restart(self, node: str) -> str:
-        """Start the node's server again (after kill or stop) with the same data directory."""
+        """Start the node's server again (after kill or stop) with the same data directory; says so and
+        does nothing when it is running."""
+
+
+@runtime_checkable
+class Stoppable(Protocol):
+    """Stop a node's server cleanly and start it again."""
+
+    @abc.abstractmethod
+    def stop(self, node: str) -> str:
+        """SIGTERM the node's server (resuming it if paused) and wait for its exit; SIGKILL after the
+        backend's stop grace. Says so and does nothing when it is not running."""
+
+    @abc.abstractmethod
+    def restart(self, node: str) -> str: ...
+
+
+@runtime_checkable
+class Pausable(Protocol):
+    """Freeze a node and thaw it."""
 
     @abc.abstractmethod
     def pause(self, node: str) -> str:
@@ -79,10 +150,11 @@ class Cluster(abc.ABC):
     def resume(self, node: str) -> str:
         """SIGCONT (or unfreeze) the node."""
 
-    @abc.abstractmethod
-    def is_running(self, node: str) -> bool: ...
 
-    # --- network faults ------------------------------------------------------------------------
+@runtime_checkable
+class Partitionable(Protocol):
+    """Drop packets between nodes and heal."""
+
     @abc.abstractmethod
     def drop(self, pairs: list[tuple[str, str]]) -> str:
         """Drop packets from src to dst for each (src, dst) pair (one-way). Additive."""
@@ -91,12 +163,40 @@ class Cluster(abc.ABC):
     def heal(self) -> str:
         """Remove every packet-drop rule this cluster installed."""
 
-    # --- ground truth ---------------------------------------------------------------------------
-    @abc.abstractmethod
-    def collect(self, run_dir: Path) -> None:
-        """Copy node logs into run_dir/nodes/<node>/ and replica dumps into run_dir/replicas/<node>/.
-        Called after brokers are stopped."""
 
-    @abc.abstractmethod
-    def stop_all(self) -> None:
-        """Stop every broker and the controller gracefully (SIGTERM, then SIGKILL after a grace)."""
+CAPABILITIES: tuple[type, ...] = (Killable, Stoppable, Pausable, Partitionable)
+
+C = TypeVar("C")
+
+
+def backend_name(cluster: Cluster | type) -> str:
+    """The backend's name for messages ("local", "docker", "ssh"; else the class name)."""
+    cls = cluster if isinstance(cluster, type) else type(cluster)
+    return getattr(cls, "backend_name", "") or cls.__name__
+
+
+def _methods(capability: type) -> list[str]:
+    return [n for n, v in vars(capability).items() if getattr(v, "__isabstractmethod__", False)]
+
+
+def has(cluster: Cluster | type, capability: type) -> bool:
+    """Whether a cluster (or a backend class) implements a capability protocol."""
+    if isinstance(cluster, type):
+        return issubclass(cluster, capability)
+    return isinstance(cluster, capability)
+
+
+def capabilities(cluster: Cluster | type) -> list[str]:
+    """Names of the capability protocols a cluster (or a backend class) implements, e.g.
+    ["Killable", "Stoppable", "Pausable", "Partitionable"]."""
+    return [c.__name__ for c in CAPABILITIES if has(cluster, c)]
+
+
+def require(cluster: Cluster, capability: type[C], fault: str) -> C:
+    """`cluster` as a `capability`, or a one-line ClusterError naming the backend and the fault, e.g.
+    "the ssh backend cannot inject fault 'pause': it is not Pausable (it has no pause, resume)"."""
+    if not has(cluster, capability):
+        missing = [m for m in _methods(capability) if not callable(getattr(cluster, m, None))]
+        raise ClusterError(f"the {backend_name(cluster)} backend cannot inject fault {fault!r}: it is not "
+                           f"{capability.__name__} (it has no {', '.join(missing or _methods(capability))})")
+    return cluster  # type: ignore[return-value]

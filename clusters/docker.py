@@ -14,6 +14,7 @@ Faults (through clusters/ssh_cluster.py, the SSH backend's code path, except whe
 - kill: SIGKILL of the broker process (default), or, with `kill_mode="node"`, a whole-node crash:
   `docker kill` of the container; restart then does `docker start` and starts the daemon again.
   `crash(node)` does the node crash whatever the mode.
+- stop: SIGTERM of the broker process, SIGKILL after the stop grace (a paused container is unpaused first).
 - pause / resume: `docker pause` / `docker unpause` (the whole node freezes, sshd included).
 - partitions: iptables DROP rules inside the receiving container (NET_ADMIN).
 - power-loss: SIGKILL of a broker running with `power_loss = true`, as on the local backend.

@@ -31,7 +31,8 @@ from pathlib import Path
 from typing import Callable
 
 from clusters.addresses import Allocation, allocate
-from clusters.base import Cluster, ClusterError, ClusterSpec, NodeAddress
+from clusters.base import (Cluster, ClusterError, ClusterSpec, Killable, NodeAddress, Partitionable, Pausable,
+                           Stoppable)
 from clusters.local_firewall import Firewall, available_tool, make_firewall
 from clusters.processes import NodeProcess
 from clusters.registry import ProcessRecord, Registry
@@ -51,7 +52,9 @@ def broker_command(python: str = sys.executable) -> CommandFactory:
     return command
 
 
-class LocalCluster(Cluster):
+class LocalCluster(Cluster, Killable, Stoppable, Pausable, Partitionable):
+    backend_name = "local"
+
     def __init__(self, spec: ClusterSpec, *, registry: Registry | None = None,
                  command: CommandFactory | None = None, python: str = sys.executable,
                  firewall_tool: str | None = None, ready_timeout_s: float = 30.0,
@@ -222,6 +225,20 @@ class LocalCluster(Cluster):
             self._spawn(node)
             p.wait_ready(self.ready_timeout_s)
             return f"restarted {node} as pid {p.pid}"
+
+    def stop(self, node: str) -> str:
+        """SIGTERM (and SIGCONT, so a paused node can act on it); SIGKILL after `stop_grace_s`."""
+        with self._lock:
+            p = self._proc(node)
+            if not p.alive():
+                return f"{node}: not running"
+            pid = p.pid
+            p.request_stop()
+            what = p.finish_stop(time.monotonic() + self.stop_grace_s)
+            self.registry.drop_process(self.spec.run_id, pid)
+            if p.proc.returncode == 0:
+                return f"SIGTERM {node} pid {pid} (clean shutdown)"
+            return f"SIGTERM {node} pid {pid}: {what.removeprefix(f'{node} pid {pid} ')}"
 
     def pause(self, node: str) -> str:
         with self._lock:

@@ -1,6 +1,7 @@
 """A cluster whose nodes are reached over SSH: the part the SSH and Docker backends share.
 
-`RemoteCluster` implements the Cluster interface on top of one `SshNode` per node (clusters/ssh_control.py).
+`RemoteCluster` implements the Cluster interface and every capability (Killable, Stoppable, Pausable,
+Partitionable; clusters/base.py) on top of one `SshNode` per node (clusters/ssh_control.py).
 Subclasses only say how nodes come to exist (`_provision`: containers, or hosts from a nodes file) and
 how they go away (`_deprovision`); everything else is common:
 
@@ -9,8 +10,9 @@ how they go away (`_deprovision`); everything else is common:
   `data/`, `broker.log`, `stdout.log` (earlier starts' output is appended to `stdout.prev.log`) and
   `server.pid`.
 - Daemons: `python3 -m broker controller|node --config ...` under nohup; start() returns when each has
-  printed READY. kill = SIGKILL, pause/resume = SIGSTOP/SIGCONT (the Docker backend freezes the whole
-  container instead), restart = start again with the same data directory.
+  printed READY. kill = SIGKILL, stop = SIGTERM (SIGKILL after the stop grace), pause/resume =
+  SIGSTOP/SIGCONT (the Docker backend freezes the whole container instead), restart = start again with
+  the same data directory.
 - Partitions: a one-way drop src -> dst is a DROP rule for src's address in the run's chain on dst (the
   local backend's rule model, applied on the receiving node).
 - collect(): node logs to `run_dir/nodes/<node>/`; `python3 -m broker dump` runs on each broker and its
@@ -26,7 +28,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from clusters.base import Cluster, ClusterError, ClusterSpec, NodeAddress
+from clusters.base import (Cluster, ClusterError, ClusterSpec, Killable, NodeAddress, Partitionable, Pausable,
+                           Stoppable)
 from clusters.ssh_control import RemoteFirewall, SshNode
 
 CONTROLLER = "c0"
@@ -62,7 +65,7 @@ def parallel(fn, items, *, what: str) -> list:
     return results
 
 
-class RemoteCluster(Cluster):
+class RemoteCluster(Cluster, Killable, Stoppable, Pausable, Partitionable):
     backend_name = "remote"
     python = "python3"
 

@@ -13,11 +13,10 @@ from __future__ import annotations
 
 import itertools
 import logging
-import os
-import signal
 import time
 from typing import Any
 
+from clusters.base import Stoppable, require
 from rundir import formats as runformat
 from harness import config as config_mod, lifecycle
 from harness.scenario import Scenario, Step
@@ -79,20 +78,8 @@ class ScenarioRunner:
 
     # --- actions --------------------------------------------------------------------------------------
     def _stop_node(self, node: str) -> str:
-        stop = getattr(self.cluster, "stop", None)
-        if callable(stop):
-            return stop(node)
-        pid = self.cluster.pid(node) if hasattr(self.cluster, "pid") else None
-        if pid is None:
-            raise StepFailed(f"cannot stop {node}: the backend has no stop() and no pid for it")
-        os.kill(pid, signal.SIGTERM)
-        deadline = time.monotonic() + 15.0
-        while self.cluster.is_running(node):
-            if time.monotonic() > deadline:
-                self.cluster.kill(node)
-                return f"SIGTERM {node} pid {pid}: no exit within 15s, SIGKILLed"
-            time.sleep(0.02)
-        return f"SIGTERM {node} pid {pid} (clean shutdown)"
+        """SIGTERM (a clean shutdown), SIGKILL after the backend's stop grace: the backend's Stoppable."""
+        return require(self.cluster, Stoppable, "stop").stop(node)
 
     def do_step(self, step: Step) -> str:
         a, c = step.args, self.cluster

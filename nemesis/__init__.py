@@ -12,8 +12,11 @@ The runner's API (everything else in this package is internal):
                   admin_factory=lambda: Admin(controller=(host, port), timeout_s=2.0),  # for "-leader" faults
                   topic="hw", partitions=3)
     # Constructing validates: unknown fault names or a bad schedule file raise ScheduleError (one line,
-    # naming file, entry number and field); a partition fault on a backend that cannot drop packets (no
-    # root, no iptables/nft) raises clusters.base.ClusterError. Do this BEFORE cluster.start().
+    # naming file, entry number and field). Each fault asks the backend for the capability it needs
+    # (clusters/base.py: kill and power-loss Killable, pause Pausable, partition Partitionable); a
+    # backend without it, or one that cannot inject it on this machine (a partition without root or
+    # iptables/nft), raises clusters.base.ClusterError naming the backend and the fault. Do this
+    # BEFORE cluster.start().
     nem.start()          # background thread; faults begin one interval after start (random mode)
     nem.active()         # -> ["kill n2", "partition isolate n1"], for the progress display
     nem.stop()           # stop scheduling, undo every active fault (heal, resume, restart) and record the

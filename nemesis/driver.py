@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from clusters.base import Cluster, ClusterError
+from clusters.base import Cluster, ClusterError, Killable, Partitionable, Pausable, require
 from nemesis import shapes
 from nemesis.schedule import (FAULTS, PROCESS_KINDS, ScheduleError, Step, check_fault_names, load_schedule,
                               random_steps)
@@ -25,6 +25,9 @@ PROCESS = "nemesis"
 
 START_F = {"kill": "kill", "pause": "pause", "power-loss": "power-loss", "partition": "partition"}
 STOP_F = {"kill": "restart", "pause": "resume", "power-loss": "restart", "partition": "heal"}
+# what each fault kind asks of the backend (clusters/base.py); power-loss is a kill of a broker started
+# with power_loss = true, which _preflight checks as well
+NEEDS: dict[str, type] = {"kill": Killable, "pause": Pausable, "power-loss": Killable, "partition": Partitionable}
 
 
 @dataclass
@@ -95,12 +98,13 @@ class Nemesis:
         if needs_leader and self.admin_factory is None and any(f != "partition" for f in needs_leader):
             raise ScheduleError(f"nemesis: fault {needs_leader[0]!r} targets a partition leader and needs "
                                 f"admin_factory")
-        if "power-loss" in kinds:
-            settings = getattr(getattr(self.cluster, "spec", None), "broker_settings", {}) or {}
-            if settings.get("power_loss") is not True:
-                raise ScheduleError("nemesis: the power-loss fault needs brokers started with broker setting "
-                                    "power_loss = true")
-        # partitions: ask the backend (e.g. no root / no iptables) before the cluster starts
+        # does the backend have what each fault needs (kill, pause, partition)? one line naming both
+        for f in self.faults:
+            require(self.cluster, NEEDS[FAULTS[f][0]], f)
+        if "power-loss" in kinds and (self.cluster.spec.broker_settings or {}).get("power_loss") is not True:
+            raise ScheduleError("nemesis: the power-loss fault needs brokers started with broker setting "
+                                "power_loss = true")
+        # and can it inject them here (e.g. partitions without root or iptables)? before the cluster starts
         self.cluster.check_faults(sorted(kinds))
 
     # --- runner API ---------------------------------------------------------------------------------
@@ -258,10 +262,11 @@ class Nemesis:
         details, errors = [note] if note else [], []
         try:
             if kind == "partition":
-                details.append(self.cluster.drop([tuple(d) for d in extra["drops"]]))
+                net = require(self.cluster, Partitionable, step.fault)
+                details.append(net.drop([tuple(d) for d in extra["drops"]]))
             else:
-                action = {"kill": self.cluster.kill, "pause": self.cluster.pause,
-                          "power-loss": self.cluster.kill}[kind]
+                action = (require(self.cluster, Pausable, step.fault).pause if kind == "pause"
+                          else require(self.cluster, Killable, step.fault).kill)
                 for t in targets:
                     try:
                         details.append(action(t))
@@ -284,13 +289,15 @@ class Nemesis:
         details, errors = [], []
         try:
             if fault.kind == "partition":
-                details.append(self.cluster.heal())
+                net = require(self.cluster, Partitionable, fault.step.fault)
+                details.append(net.heal())
                 others = [d for a in self._active if a.kind == "partition" and a is not fault
                           for d in a.value["drops"]]
                 if others:  # heal removes every drop rule: put back those of other active partitions
-                    details.append("kept: " + self.cluster.drop([tuple(d) for d in others]))
+                    details.append("kept: " + net.drop([tuple(d) for d in others]))
             else:
-                action = self.cluster.resume if fault.kind == "pause" else self.cluster.restart
+                action = (require(self.cluster, Pausable, fault.step.fault).resume if fault.kind == "pause"
+                          else require(self.cluster, Killable, fault.step.fault).restart)
                 for t in fault.targets:
                     try:
                         details.append(action(t))

@@ -113,6 +113,14 @@ def test_docker_cluster_layout_faults_collect_and_teardown(cluster, tmp_path):
     c.resume("n2")
     assert c.container_status("n2") == "running"
 
+    # graceful stop (the scenario `stop` step), of a frozen node too: unpaused, SIGTERM; restart
+    pid = c.remote_pid("n2")
+    c.pause("n2")
+    assert c.stop("n2") == f"n2: pid {pid} stopped by SIGTERM"
+    assert c.container_status("n2") == "running" and c.is_running("n2") is False
+    assert c.stop("n2") == "n2: not running"
+    assert c.restart("n2").startswith("restarted n2 as pid ")
+
     # partitions: iptables in the receiving container; n1 -> n2 dropped, n3 -> n2 still fine
     assert _reach(c, "n1", "n2") and _reach(c, "n3", "n2")
     c.drop([("n1", "n2")])

@@ -88,6 +88,10 @@ def test_ssh_cluster_on_real_sshd_hosts(hosts, tmp_path):
             assert c.process_state("n3") == "T"
             assert c.resume("n3").startswith("SIGCONT n3 pid ")
             assert c.process_state("n3") in ("S", "R")
+            pid = c.remote_pid("n2")            # graceful stop (the scenario `stop` step), then restart
+            assert c.stop("n2") == f"n2: pid {pid} stopped by SIGTERM"
+            assert c.is_running("n2") is False and c.stop("n2") == "n2: not running"
+            assert c.restart("n2").startswith("restarted n2 as pid ")
 
             c.drop([("n1", "n3"), ("n2", "n3")])
             assert c.drop_rules("n3") == [f"-A HW-{_short(spec.run_id)} -s {hosts.addresses['n1']}/32 -j DROP",
