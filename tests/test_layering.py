@@ -1,0 +1,109 @@
+"""The import graph goes one way (docs/architecture.md, "Layers"): no import reaches up a layer.
+
+Every `import` and `from ... import` in the project's packages is read with `ast`, at module level and
+inside functions alike (an import in a function body is still a dependency). Layers, bottom first:
+
+    broker                      the broker, standalone: imports nothing else of the project
+    rundir                      the run-directory contract, exit codes, settings: broker at most
+    clusters, workloads         backends and workload clients: the two below
+    nemesis                     faults: drives clusters
+    checkers                    reads run directories: rundir and broker only, never the harness
+    reports                     reads run directories and checker results, never the harness
+    harness                     drives everything
+
+and nothing imports a CLI module (harness/cli.py and the modules its COMMANDS table names) except
+another CLI module.
+"""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+ALLOWED: dict[str, set[str]] = {
+    "broker": set(),
+    "rundir": {"broker"},
+    "clusters": {"rundir", "broker"},
+    "workloads": {"rundir", "broker"},
+    "nemesis": {"clusters", "rundir", "broker"},
+    "checkers": {"rundir", "broker"},
+    "reports": {"checkers", "rundir", "broker"},
+    "harness": {"reports", "checkers", "nemesis", "workloads", "clusters", "rundir", "broker"},
+}
+PACKAGES = tuple(ALLOWED)
+
+
+def module_name(path: Path) -> str:
+    name = ".".join(path.relative_to(ROOT).with_suffix("").parts)
+    return name.removesuffix(".__init__")
+
+
+def project_modules() -> dict[str, Path]:
+    return {module_name(p): p for pkg in PACKAGES for p in sorted((ROOT / pkg).rglob("*.py"))}
+
+
+def imports(path: Path) -> list[tuple[str, int]]:
+    """(imported module, line) for every import of a project module in `path`."""
+    out = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            out += [(a.name, node.lineno) for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            out.append((node.module, node.lineno))
+            out += [(f"{node.module}.{a.name}", node.lineno) for a in node.names]
+    return [(name, line) for name, line in out if name.split(".")[0] in PACKAGES]
+
+
+def cli_modules(modules: dict[str, Path]) -> set[str]:
+    """harness.cli and every module its COMMANDS table loads a command from."""
+    from harness.cli import COMMANDS
+    return {"harness.cli", *(target.split(":")[0] for target in COMMANDS.values())} & set(modules)
+
+
+def test_the_graph_is_read():
+    modules = project_modules()
+    assert {"broker.server.app", "rundir.formats", "harness.runner", "checkers.check"} <= set(modules)
+    assert any(name == "rundir.formats" for name, _ in imports(modules["rundir.store"]))
+
+
+def upward_imports() -> list[str]:
+    problems = []
+    for module, path in project_modules().items():
+        layer = module.split(".")[0]
+        for name, line in imports(path):
+            target = name.split(".")[0]
+            if target != layer and target not in ALLOWED[layer]:
+                problems.append(f"{path.relative_to(ROOT)}:{line}: {layer} imports {name} ({target} is not "
+                                f"below {layer})")
+    return sorted(set(problems))
+
+
+def test_no_import_reaches_up_a_layer():
+    assert upward_imports() == []
+
+
+def test_only_the_cli_imports_cli_modules():
+    modules = project_modules()
+    cli = cli_modules(modules)
+    assert "harness.run_command" in cli and "checkers.cli" in cli
+    problems = sorted({f"{path.relative_to(ROOT)}:{line}: {module} imports the CLI module {name}"
+                       for module, path in modules.items() if module not in cli
+                       for name, line in imports(path) if name in cli})
+    assert problems == []
+
+
+@pytest.mark.parametrize("layer", PACKAGES)
+def test_the_layer_rules_can_fail(layer, tmp_path, monkeypatch):
+    """A known-bad import is reported: each layer's rule is live, not vacuous."""
+    above = [p for p in PACKAGES if p != layer and p not in ALLOWED[layer]]
+    if not above:
+        pytest.skip(f"{layer} may import every other layer")
+    fake = ROOT / layer / "_layering_probe.py"
+    monkeypatch.setattr("test_layering.project_modules",
+                        lambda: {f"{layer}._layering_probe": fake})
+    monkeypatch.setattr("test_layering.imports", lambda path: [(f"{above[0]}.anything", 3)])
+    assert upward_imports() == [f"{layer}/_layering_probe.py:3: {layer} imports {above[0]}.anything "
+                                f"({above[0]} is not below {layer})"]
