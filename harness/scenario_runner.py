@@ -16,6 +16,7 @@ import logging
 import time
 from typing import Any
 
+from broker.client import Admin, Producer
 from clusters.base import Stoppable, require
 from rundir import formats as runformat
 from harness import config as config_mod, lifecycle
@@ -133,7 +134,6 @@ class ScenarioRunner:
 
     def _produce(self, step: Step) -> str:
         a = step.args
-        from broker.client import Producer
         cfg = self.scenario.config
         producer = Producer(controller=self.session.controller_address(), acks=a["acks"],
                             timeout_s=float(a.get("timeout", cfg.client.timeout)), retries=0)
@@ -191,7 +191,6 @@ class ScenarioRunner:
         return ok, ", ".join(seen)
 
     def _wait(self, step: Step) -> str:
-        from broker.client import Admin
         timeout = float(step.args["timeout"])
         admin = Admin(controller=self.session.controller_address(), timeout_s=1.0)
         start = time.monotonic()
