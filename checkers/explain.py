@@ -2,12 +2,15 @@
 
 Each engine fetches the few replica records an example needs (by partition and offset or value) and
 these functions turn them into the example's `replicas` field, so the Spark checker and the reference
-describe a finding identically. Likewise each engine looks up the final committed log at the offsets a
+describe a finding identically; what a kind's `replicas` field shows is declared with the kind
+(rundir/kinds.py). Likewise each engine looks up the final committed log at the offsets a
 poll-skip skipped, and `skipped` turns those into the example's `skipped` field.
 """
 from __future__ import annotations
 
 from typing import Any, Iterable
+
+from rundir import kinds
 
 SKIPPED_SHOWN = 10        # skipped offsets named per poll-skip example
 UNSEEN_VALUES_SHOWN = 10  # acknowledged values named per unseen partition, and in all
@@ -52,37 +55,42 @@ class ReplicaIndex:
 
 
 def wanted_keys(examples: dict[str, list[dict]]) -> tuple[set[tuple[int, int]], set[tuple[int, Any]]]:
-    """The (partition, offset) and (partition, value) keys the examples of every kind need explained."""
+    """The (partition, offset) and (partition, value) keys the examples of every kind need explained
+    (what each kind's `replicas` field shows: rundir/kinds.py)."""
     offsets: set[tuple[int, int]] = set()
     values: set[tuple[int, Any]] = set()
     for kind, exs in examples.items():
+        shows = _replicas_showing(kind)
         for e in exs:
             p = e["partition"]
-            if kind in ("lost-write",):
+            if shows in ("value-and-offset", "value"):
                 values.add((p, e["value"]))
-                offsets.add((p, e["offset"]))
-            elif kind in ("failed-write-present", "dirty-read", "aborted-read", "duplicate"):
-                values.add((p, e["value"]))
-            elif kind in ("divergence", "inconsistent-offset"):
+            if shows in ("value-and-offset", "offset", "offset-and-meta"):
                 offsets.add((p, e["offset"]))
     return offsets, values
 
 
 def attach(examples: dict[str, list[dict]], idx: ReplicaIndex) -> None:
-    """Add the `replicas` field to every example, in place."""
+    """Add the `replicas` field to every example of a kind that has one, in place."""
     for kind, exs in examples.items():
+        shows = _replicas_showing(kind)
         for e in exs:
             p = e["partition"]
-            if kind == "lost-write":
+            if shows == "value-and-offset":
                 holders = idx.value_holders(p, e["value"])
                 at = idx.at_offset(p, e["offset"])
                 e["replicas"] = {n: {"value_at": holders[n], "at_offset": at[n]} for n in holders}
-            elif kind in ("failed-write-present", "dirty-read", "aborted-read", "duplicate"):
+            elif shows == "value":
                 e["replicas"] = {n: {"value_at": o} for n, o in idx.value_holders(p, e["value"]).items()}
-            elif kind == "divergence":
+            elif shows == "offset-and-meta":
                 e["replicas"] = idx.at_offset(p, e["offset"], with_meta=True)
-            elif kind == "inconsistent-offset":
+            elif shows == "offset":
                 e["replicas"] = idx.at_offset(p, e["offset"])
+
+
+def _replicas_showing(kind: str) -> str | None:
+    k = kinds.BY_NAME.get(kind)
+    return k.replicas if k is not None else None
 
 
 def skipped_offsets(offset: int, gap: int) -> range:

@@ -9,6 +9,7 @@ run-directory formats (`rundir/formats.py` takes ANOMALY_KINDS from here). The r
                             examples (its `KINDS` lists the kinds it owns; a test checks they agree)
   checkers/reference.py     the names: every kind is in its output
   reports/anomalies.py      `explanation`: what the report tells a reader about the kind
+  checkers/explain.py       `replicas`: which replica records an example's `replicas` field shows
   tests                     `example_fields`: the fields every example of the kind carries, in order
 
 The order of KINDS is the documented order: results.json's `failing_kinds`, the verdict line and the
@@ -20,7 +21,7 @@ checkers/reference.py (the independent implementation the Spark checker is cross
 give tests/checkers/checker_scenarios.py a scenario that finds it (tests/checkers/test_kinds.py
 requires one) and describe it in docs/formats.md ("Checker rules"). Policy, totals, results.json and
 the report follow from here. Only an example that needs history lines the other kinds do not look up
-(checkers/anomalies/engine.look_up_details) or a `replicas` field (checkers/explain.py) touches more.
+(checkers/anomalies/engine.look_up_details) touches more.
 """
 from __future__ import annotations
 
@@ -36,6 +37,17 @@ class Kind:
     fails_by_default: bool           # whether a finding fails the run (checkers/policy.py may change it)
     timed: bool                      # whether a finding has an operation time (checkers/totals.py)
     example_fields: tuple[str, ...]  # the fields of each example, in the order the checker writes them
+    replicas: str | None = None      # what the example's `replicas` field shows (checkers/explain.py):
+                                     # one of REPLICAS_SHOWING, or None for no such field
+
+
+# what an example's `replicas` field shows, per node
+REPLICAS_SHOWING = (
+    "value-and-offset",   # where the replica holds the value, and its record at the example's offset
+    "value",              # where the replica holds the value
+    "offset",             # its record at the example's offset
+    "offset-and-meta",    # its record at the example's offset, with the replica's HW and LEO
+)
 
 
 LOST_WRITE = Kind(
@@ -47,7 +59,8 @@ LOST_WRITE = Kind(
     "its log back to its own HW, becomes leader, and overwrites acknowledged records on every replica.",
     fails_by_default=True, timed=True,
     example_fields=("partition", "value", "offset", "epoch", "index", "time", "process", "invoke_index",
-                    "final_values_at_offset", "replicas"))
+                    "final_values_at_offset", "replicas"),
+    replicas="value-and-offset")
 
 FAILED_WRITE_PRESENT = Kind(
     "failed-write-present", "values",
@@ -57,7 +70,8 @@ FAILED_WRITE_PRESENT = Kind(
     "duplicate; a definite failure must really be one.",
     fails_by_default=True, timed=True,
     example_fields=("partition", "value", "index", "time", "process", "invoke_index", "error", "final_offsets",
-                    "replicas"))
+                    "replicas"),
+    replicas="value")
 
 DIVERGENCE = Kind(
     "divergence", "divergence",
@@ -66,7 +80,8 @@ DIVERGENCE = Kind(
     "the cluster recovered. Divergence below the HW (committed) means readers of different replicas see "
     "different histories; above the HW it shows where the logs split and were never reconciled.",
     fails_by_default=True, timed=False,
-    example_fields=("partition", "offset", "committed", "replicas"))
+    example_fields=("partition", "offset", "committed", "replicas"),
+    replicas="offset-and-meta")
 
 INCONSISTENT_OFFSET = Kind(
     "inconsistent-offset", "offsets",
@@ -74,7 +89,8 @@ INCONSISTENT_OFFSET = Kind(
     "A value was acknowledged at one offset but read at another, or different values were acknowledged "
     "at the same offset. The offset a producer is given must be where consumers find the record.",
     fails_by_default=True, timed=True,
-    example_fields=("partition", "offset", "values", "index", "observations", "replicas"))
+    example_fields=("partition", "offset", "values", "index", "observations", "replicas"),
+    replicas="offset")
 
 DUPLICATE = Kind(
     "duplicate", "values",
@@ -82,7 +98,8 @@ DUPLICATE = Kind(
     "One value, sent once, appears at more than one offset of the partition (in the final log or in "
     "what consumers read).",
     fails_by_default=False, timed=False,
-    example_fields=("partition", "value", "offsets", "count", "index", "send", "replicas"))
+    example_fields=("partition", "value", "offsets", "count", "index", "send", "replicas"),
+    replicas="value")
 
 NONMONOTONIC_SEND = Kind(
     "nonmonotonic-send", "ordering",
@@ -114,7 +131,8 @@ DIRTY_READ = Kind(
     "A poll returned a record that is not in the final committed log: a consumer saw data that was "
     "later truncated away. Consumers must only see records below the high watermark.",
     fails_by_default=True, timed=True,
-    example_fields=("partition", "value", "offset", "index", "time", "process", "reads", "send", "replicas"))
+    example_fields=("partition", "value", "offset", "index", "time", "process", "reads", "send", "replicas"),
+    replicas="value")
 
 ABORTED_READ = Kind(
     "aborted-read", "values",
@@ -123,7 +141,8 @@ ABORTED_READ = Kind(
     "never happened.",
     fails_by_default=True, timed=True,
     example_fields=("partition", "value", "offset", "index", "time", "process", "reads", "send", "error",
-                    "replicas"))
+                    "replicas"),
+    replicas="value")
 
 HW_REGRESSION = Kind(
     "hw-regression", "watermarks",

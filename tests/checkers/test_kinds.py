@@ -23,6 +23,8 @@ def test_registry_is_the_contract_the_policy_and_the_totals():
         assert k.summary and "\n" not in k.summary, k.name
         assert k.explanation, k.name
         assert k.example_fields[0] == "partition", k.name
+        assert k.replicas is None or k.replicas in kinds.REPLICAS_SHOWING, k.name
+        assert ("replicas" in k.example_fields) == (k.replicas is not None), k.name
 
 
 def test_report_explains_every_registered_kind():
