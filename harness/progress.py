@@ -18,7 +18,7 @@ from typing import Any, Callable
 
 from rundir import formats as runformat
 
-# what the display calls each phase (RunSession.phase names, see harness/runner.py)
+# what the display calls each phase (RunSession.phase names, see harness/lifecycle.py)
 PHASE_LABELS = {
     "setup": "setting up",
     "provision": "provisioning",

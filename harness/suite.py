@@ -11,9 +11,10 @@ against their expectations, with the suite's artifacts written as it goes.
     results/suites/<suite>/latest -> <timestamp>
 
 Each repeat is a whole run through the run lifecycle (harness/lifecycle.py): `harness.runner.run_test`,
-or `harness.scenario_runner.run_scenario` for a configuration that replays a scenario file. The budget is checked before each configuration:
-it starts only when all its repeats are expected to fit in what is left (time limit plus the checking and
-recovery overhead seen so far); otherwise it is reported as skipped. A run in progress is never cut.
+or `harness.scenario_runner.run_scenario` for a configuration that replays a scenario file. The budget
+is checked before each configuration: it starts only when all its repeats are expected to fit in what
+is left (time limit plus the checking and recovery overhead seen so far); otherwise it is reported as
+skipped. A run in progress is never cut.
 """
 from __future__ import annotations
 
