@@ -15,6 +15,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from clusters.base import ClusterError, Killable, Partitionable, Pausable, Stoppable, has
 from rundir import formats as runformat
 from workloads.final_read import final_reads
 
@@ -143,7 +144,8 @@ def heal_everything(session) -> None:
     if cluster is None:
         return
     try:
-        cluster.heal()
+        if has(cluster, Partitionable):
+            cluster.heal()
     except Exception as exc:  # noqa: BLE001
         session.problem("heal failed", exc)
     try:
@@ -154,9 +156,13 @@ def heal_everything(session) -> None:
     for node in nodes:
         try:
             if cluster.is_running(node):
-                cluster.resume(node)
-            else:
+                if has(cluster, Pausable):
+                    cluster.resume(node)
+            elif has(cluster, Killable) or has(cluster, Stoppable):
                 log.info("final phase: %s", cluster.restart(node))
+            else:
+                session.problem(f"could not bring {node} back",
+                                ClusterError(f"the {cluster.backend_name} backend cannot restart a node"))
         except Exception as exc:  # noqa: BLE001
             session.problem(f"could not bring {node} back", exc)
 

@@ -17,7 +17,7 @@ import time
 from typing import Any
 
 from broker.client import Admin, Producer
-from clusters.base import Stoppable, require
+from clusters.base import Killable, Partitionable, Pausable, Stoppable, require
 from rundir import formats as runformat
 from harness import config as config_mod, lifecycle
 from harness.scenario import Scenario, Step
@@ -32,6 +32,12 @@ POLL_S = 0.1
 
 class StepFailed(RuntimeError):
     """A step did not play out as written (a wait timed out, a produce had another outcome)."""
+
+
+# what each node or network step asks of the backend (clusters/base.py)
+STEP_NEEDS: dict[str, type] = {"kill": Killable, "power-loss": Killable, "restart": Killable, "start": Killable,
+                               "stop": Stoppable, "pause": Pausable, "resume": Pausable,
+                               "partition": Partitionable, "heal": Partitionable}
 
 
 class ScenarioRunner:
@@ -84,6 +90,9 @@ class ScenarioRunner:
 
     def do_step(self, step: Step) -> str:
         a, c = step.args, self.cluster
+        need = STEP_NEEDS.get(step.do)
+        if need is not None:            # one line naming the backend and the step if it cannot do it
+            c = require(c, need, step.do)
         if step.do == "kill":
             return self._open(a["node"], "kill", "kill", lambda: c.kill(a["node"]))
         if step.do == "power-loss":

@@ -149,6 +149,20 @@ def test_the_scenario_stop_step_asks_for_stoppable(tmp_path):
     assert str(err.value) == "the kill-only backend cannot inject fault 'stop': it is not Stoppable (it has no stop)"
 
 
+@pytest.mark.parametrize("do, args, message", [
+    ("pause", {"node": "n1"}, "cannot inject fault 'pause': it is not Pausable (it has no pause, resume)"),
+    ("partition", {"drop": [("n1", "n2")]}, "cannot inject fault 'partition': it is not Partitionable (it has no drop, heal)"),
+    ("heal", {}, "cannot inject fault 'heal': it is not Partitionable (it has no drop, heal)"),
+])
+def test_every_scenario_node_or_network_step_asks_for_its_capability(tmp_path, do, args, message):
+    session = SimpleNamespace(cluster=KillOnly(_spec(tmp_path)), history=SimpleNamespace(new_process=lambda: 1))
+    scenario = SimpleNamespace(config=SimpleNamespace(topic=SimpleNamespace(name="hw")))
+    runner = ScenarioRunner(session, scenario)
+    with pytest.raises(ClusterError) as err:
+        runner.do_step(SimpleNamespace(do=do, args=args))
+    assert str(err.value) == f"the kill-only backend {message}"
+
+
 def test_the_default_layout_names_the_backend_and_every_node(tmp_path):
     assert CoreOnly(_spec(tmp_path)).layout() == {
         "backend": "toy", "nodes": {"c0": {"host": "127.0.0.1", "port": 9000}, "n1": {"host": "127.0.0.1", "port": 9001},
