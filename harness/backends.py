@@ -1,20 +1,33 @@
 """Cluster backends by name: "local" (processes on loopback addresses), "docker", "ssh".
 
-A small registry mapping a backend name to the class that implements clusters/base.py's `Cluster`,
-imported lazily so that a run on the local backend never imports the Docker SDK. A backend whose module
-is not there (yet) or cannot be imported gives a `BackendUnavailable` naming the backend and why.
+A small registry mapping a backend name to a function that imports and returns the class implementing
+clusters/base.py's `Cluster`. The imports are plain, inside those functions, so that a run on the local
+backend never imports the Docker SDK or paramiko. A backend that cannot be imported (a dependency
+missing or broken) gives a `BackendUnavailable` naming the backend and why.
 """
 from __future__ import annotations
 
-import importlib
+from typing import Callable
 
 from clusters.base import Cluster, ClusterSpec
 
-BACKENDS: dict[str, str] = {
-    "local": "clusters.local:LocalCluster",
-    "docker": "clusters.docker:DockerCluster",
-    "ssh": "clusters.ssh:SshCluster",
-}
+
+def _local() -> type[Cluster]:
+    from clusters.local import LocalCluster
+    return LocalCluster
+
+
+def _docker() -> type[Cluster]:
+    from clusters.docker import DockerCluster
+    return DockerCluster
+
+
+def _ssh() -> type[Cluster]:
+    from clusters.ssh import SshCluster
+    return SshCluster
+
+
+BACKENDS: dict[str, Callable[[], type[Cluster]]] = {"local": _local, "docker": _docker, "ssh": _ssh}
 
 
 class BackendUnavailable(RuntimeError):
@@ -22,23 +35,14 @@ class BackendUnavailable(RuntimeError):
 
 
 def backend_class(name: str) -> type[Cluster]:
-    target = BACKENDS.get(name)
-    if target is None:
+    load = BACKENDS.get(name)
+    if load is None:
         raise BackendUnavailable(f"unknown cluster backend {name!r} (known: {', '.join(BACKENDS)})")
-    module_name, attr = target.split(":")
     try:
-        module = importlib.import_module(module_name)
-    except ModuleNotFoundError as exc:
-        if exc.name == module_name:
-            raise BackendUnavailable(f"cluster backend {name!r} is not available: module {module_name} "
-                                     "is not installed in this checkout") from None
-        raise BackendUnavailable(f"cluster backend {name!r} is not available: {exc}") from None
+        return load()
     except ImportError as exc:
-        raise BackendUnavailable(f"cluster backend {name!r} is not available: {exc}") from None
-    cls = getattr(module, attr, None)
-    if cls is None:
-        raise BackendUnavailable(f"cluster backend {name!r} is not available: {module_name} has no {attr}")
-    return cls
+        missing = f"module {exc.name} is not installed" if getattr(exc, "name", None) else str(exc)
+        raise BackendUnavailable(f"cluster backend {name!r} is not available: {missing}") from None
 
 
 def backend_options(name: str, cluster_cfg) -> dict:
