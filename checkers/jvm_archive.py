@@ -20,6 +20,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from rundir.exits import HighwaterError
+
 FILE_NAME = "spark-driver-classes.jsa"
 ENV = "HIGHWATER_SPARK_CDS"
 
@@ -88,7 +90,7 @@ s.stop()
 """
 
 
-class ArchiveError(RuntimeError):
+class ArchiveError(HighwaterError, RuntimeError):
     """The archive could not be made; the message says why."""
 
 

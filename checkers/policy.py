@@ -12,11 +12,12 @@ from typing import Any, Iterable
 
 from rundir import formats as rf
 from rundir import kinds
+from rundir.exits import HighwaterError
 
 DEFAULT_ALLOWED = tuple(k.name for k in kinds.KINDS if not k.fails_by_default)
 
 
-class PolicyError(ValueError):
+class PolicyError(HighwaterError, ValueError):
     """An unknown anomaly kind was named; the message says where."""
 
 

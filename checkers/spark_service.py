@@ -44,6 +44,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
+from rundir.exits import HighwaterError
+
 ENV_DIR = "HIGHWATER_SPARK_SERVICE_DIR"
 ENV_IDLE = "HIGHWATER_SPARK_SERVICE_IDLE"
 ENV_SWITCH = "HIGHWATER_SPARK_SERVICE"
@@ -56,7 +58,7 @@ SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 APP_NAME = "highwater-checker"
 
 
-class ServiceError(RuntimeError):
+class ServiceError(HighwaterError, RuntimeError):
     """The service could not be started or reached; the message says why and where its log is."""
 
 

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from checkers import jvm_archive
+from rundir.exits import HighwaterError
 
 DEFAULT_MASTER = "local[2]"
 DEFAULT_JAVA_OPTS = "-XX:+UseParallelGC -XX:ParallelGCThreads=2"
@@ -30,7 +31,7 @@ SERVICE = "service"
 LOG_CONFIG = Path(__file__).resolve().with_name("spark-log4j2.properties")
 
 
-class SparkSetupError(ValueError):
+class SparkSetupError(HighwaterError, ValueError):
     """The requested Spark master cannot be used from here; the message says why and what to do."""
 
 

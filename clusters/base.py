@@ -30,8 +30,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol, TypeVar, runtime_checkable
 
+from rundir.exits import HighwaterError
 
-class ClusterError(RuntimeError):
+
+class ClusterError(HighwaterError, RuntimeError):
     """A backend could not do what was asked. The message names the node and the action."""
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Callable
 
 from clusters.base import Cluster, ClusterSpec
+from rundir.exits import HighwaterError
 
 
 def _local() -> type[Cluster]:
@@ -30,7 +31,7 @@ def _ssh() -> type[Cluster]:
 BACKENDS: dict[str, Callable[[], type[Cluster]]] = {"local": _local, "docker": _docker, "ssh": _ssh}
 
 
-class BackendUnavailable(RuntimeError):
+class BackendUnavailable(HighwaterError, RuntimeError):
     pass
 
 

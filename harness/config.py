@@ -35,6 +35,7 @@ from broker.controller.config import DEFAULTS as CONTROLLER_DEFAULTS
 from nemesis.schedule import FAULTS, fault_name
 from rundir.formats import ANOMALY_KINDS
 from rundir.settings import Setting, SettingError, at_line, did_you_mean, line_of, read_toml, schema_of, setting
+from rundir.exits import HighwaterError
 
 WORKLOADS = ("producer", "producer-consumer")
 NEMESIS_FAULTS = tuple(FAULTS)   # the nemesis owns the fault names; validated here so a typo fails early
@@ -45,7 +46,7 @@ CHECKER_ENGINES = ("spark", "reference")
 RUN_MIN_INSYNC_REPLICAS = 2
 
 
-class ConfigError(ValueError):
+class ConfigError(HighwaterError, ValueError):
     """A bad setting. The message is one line naming where (file:line or flag) and the key."""
 
 

@@ -35,6 +35,7 @@ from typing import Any
 from harness import config as config_mod
 from rundir.formats import ANOMALY_KINDS
 from rundir.settings import Setting, SettingError, at_line, declare, did_you_mean, header_lines, line_of, read_toml
+from rundir.exits import HighwaterError
 
 NODE_ACTIONS = ("start", "stop", "kill", "restart", "pause", "resume", "power-loss")
 ACTIONS = NODE_ACTIONS + ("partition", "heal", "produce", "sleep", "wait")
@@ -66,7 +67,7 @@ NUMBERS = declare(
 TOP_KEYS = ("name", "description", "final_wait", "seed", "results_dir", "expect", "step")
 
 
-class ScenarioError(ValueError):
+class ScenarioError(HighwaterError, ValueError):
     """A bad scenario file; the message is one line naming file, step, line and field."""
 
 

@@ -38,6 +38,7 @@ from harness import config as config_mod
 from harness.config import TestConfig
 from rundir.formats import ANOMALY_KINDS
 from rundir.settings import Setting, SettingError, at_line, declare, did_you_mean, line_of, parse_table, read_toml
+from rundir.exits import HighwaterError
 
 # short setting names: the flags of `highwater run` that make sense per configuration
 SHORT_KEYS = {k: v for k, v in config_mod.FLAG_KEYS.items() if k not in ("results_dir", "test_name")}
@@ -66,7 +67,7 @@ TOP = declare(
 TOP_KEYS = tuple(TOP)
 
 
-class SuiteError(ValueError):
+class SuiteError(HighwaterError, ValueError):
     """A bad suite file. The message is one line: file[:line]: table or entry: key: problem."""
 
 

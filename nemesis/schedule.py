@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Iterator
 
 from nemesis.shapes import SHAPES
+from rundir.exits import HighwaterError
 from rundir.settings import REQUIRED, Setting, SettingError, at_line, declare, did_you_mean, header_lines, parse_table, read_toml
 
 # fault name -> (kind recorded in the history, who it targets: "broker" | "leader" | "controller" | None)
@@ -31,7 +32,7 @@ FAULTS: dict[str, tuple[str, str | None]] = {
 PROCESS_KINDS = ("kill", "pause", "power-loss")
 
 
-class ScheduleError(ValueError):
+class ScheduleError(HighwaterError, ValueError):
     """A bad fault name or schedule file; the message is one line naming the file, entry and field."""
 
 

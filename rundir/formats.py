@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from rundir import kinds
+from rundir.exits import HighwaterError
 
 # --- file names -----------------------------------------------------------------------------------
 
@@ -63,7 +64,7 @@ def node_dir(run_dir: Path, node: str) -> Path:
     return Path(run_dir) / NODES_DIR / node
 
 
-class FormatError(ValueError):
+class FormatError(HighwaterError, ValueError):
     """A run directory file is malformed. The message names the file, line and field."""
 
     def __init__(self, path: Path | str, line: int | None, message: str):

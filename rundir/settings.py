@@ -26,11 +26,12 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable
+from rundir.exits import HighwaterError
 
 REQUIRED: Any = type("Required", (), {"__repr__": lambda self: "REQUIRED"})()
 
 
-class SettingError(ValueError):
+class SettingError(HighwaterError, ValueError):
     """One bad key: `key` names it, `problem` says what is wrong ("must be ..., got ..."); `kind` is
     "unknown", "missing" or "value"."""
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import threading
 from typing import Any, Callable
 
+from rundir.exits import HighwaterError
 from workloads.consumer import ConsumerWorker
 from workloads.pacing import RateLimiter, ValueSource
 from workloads.producer import ProducerWorker
@@ -16,7 +17,7 @@ from workloads.producer import ProducerWorker
 NAMES = ("producer", "producer-consumer")
 
 
-class WorkloadError(ValueError):
+class WorkloadError(HighwaterError, ValueError):
     pass
 
 
