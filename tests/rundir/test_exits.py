@@ -45,5 +45,6 @@ def test_every_error_a_command_reports_as_one_line_has_the_one_root():
               BackendUnavailable, ConfigError, RerunError, ScenarioError, SuiteError, ScheduleError, FormatError,
               SettingError, WorkloadError]
     assert [e.__name__ for e in errors if not issubclass(e, HighwaterError)] == []
-    assert {exit_code_of(e("x")) for e in errors} == {EXIT_USAGE}
+    assert {e.exit_code for e in errors} == {EXIT_USAGE}
+    assert exit_code_of(FormatError("history.jsonl", 3, "not JSON")) == EXIT_USAGE
     assert issubclass(ConfigError, ValueError) and issubclass(ClusterError, RuntimeError)   # old catchers still work
