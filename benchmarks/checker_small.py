@@ -35,6 +35,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests" / "checkers"))
+sys.path.insert(0, str(ROOT / "tests"))          # tests/simulated_runs.py: the run builder
 
 from checkers import spark_service  # noqa: E402
 
@@ -104,7 +105,7 @@ def cold_checks(run_dir: Path) -> None:
 
 def known_answer_cases(work: Path) -> None:
     import checker_scenarios as sc
-    from checkers.simulate import RunBuilder
+    from simulated_runs import RunBuilder
 
     print(f"== {len(sc.SCENARIOS)} known-answer cases, one run directory and one highwater check each")
     dirs = []

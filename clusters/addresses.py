@@ -12,7 +12,7 @@ import socket
 from dataclasses import dataclass
 
 from clusters.base import ClusterError
-from clusters.registry import Registry, RunEntry, boot_id, now_wall, this_process_identity
+from clusters.run_registry import Registry, RunEntry, boot_id, now_wall, this_process_identity
 
 A_RANGE = range(64, 250)        # keeps clear of 127.0.0.0/16 (127.0.0.1, 127.0.0.53, 127.0.1.1)
 B_RANGE = range(0, 256)

@@ -34,7 +34,7 @@ from clusters.base import ClusterError, ClusterSpec, NodeAddress
 from clusters.docker_hosts import DockerHosts, engine
 from clusters.docker_image import CODE_DIR, ensure_node_image
 from clusters.ssh_cluster import BROKER_PORT, CONTROLLER, CONTROLLER_PORT, RemoteCluster
-from clusters.registry import proc_state as _state
+from clusters.run_registry import proc_state as _state
 from clusters.ssh_control import RemoteResult, SshError, SshNode, SshTarget
 
 WORKDIR = "/var/lib/highwater"

@@ -28,7 +28,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from clusters.base import ClusterError
 from clusters.local_firewall import short_id
-from clusters.registry import this_process_identity
+from clusters.run_registry import this_process_identity
 
 POOL = ipaddress.ip_network("10.213.0.0/16")
 LABEL_RUN = "highwater.run"

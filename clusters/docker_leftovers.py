@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from clusters.docker_hosts import LABEL_OWNER, LABEL_RUN, boot_id
-from clusters.registry import same_process
+from clusters.run_registry import same_process
 
 
 def owner_alive(owner: str | None) -> bool:

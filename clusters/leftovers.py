@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from clusters import local_firewall
-from clusters.registry import Registry, RunEntry, proc_start_time, proc_state, same_process
+from clusters.run_registry import Registry, RunEntry, proc_start_time, proc_state, same_process
 
 
 @dataclass

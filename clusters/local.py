@@ -3,7 +3,7 @@
 Node c0 (controller) listens on 127.A.B.1, broker nK on 127.A.B.(K+1); the prefix and ports come from
 clusters/addresses.py under the run registry's lock, so concurrent runs never collide. Each node lives in
 `run_dir/nodes/<node>/`: its config file (controller.json / broker.json), `data/`, the structured
-`broker.log` and `stdout.log`. Every process started is recorded in the registry (clusters/registry.py)
+`broker.log` and `stdout.log`. Every process started is recorded in the registry (clusters/run_registry.py)
 so `highwater cleanup` can find it if the harness dies. Partitions are kernel packet drops between the
 run's addresses (clusters/local_firewall.py); the firewall object is created at the first drop and
 registered before it is installed. Partitions match on source addresses: the broker binds its outgoing
@@ -35,7 +35,7 @@ from clusters.base import (Cluster, ClusterError, ClusterSpec, Killable, NodeAdd
                            Stoppable)
 from clusters.local_firewall import Firewall, available_tool, make_firewall
 from clusters.processes import NodeProcess
-from clusters.registry import ProcessRecord, Registry
+from clusters.run_registry import ProcessRecord, Registry
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CONTROLLER = "c0"

@@ -26,7 +26,7 @@ import subprocess
 from dataclasses import dataclass
 
 from clusters.base import ClusterError
-from clusters.registry import this_process_identity
+from clusters.run_registry import this_process_identity
 
 CHAIN_RE = re.compile(r"^HW-[0-9a-f]{8}$")
 TABLE_RE = re.compile(r"^highwater_[0-9a-f]{8}$")

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 from clusters.base import ClusterError
-from clusters.registry import proc_start_time, proc_state
+from clusters.run_registry import proc_start_time, proc_state
 
 
 def tail(path: Path, lines: int = 15) -> str:

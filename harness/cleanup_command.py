@@ -10,7 +10,7 @@ from __future__ import annotations
 import click
 
 from clusters.leftovers import clean
-from clusters.registry import Registry
+from clusters.run_registry import Registry
 
 
 def _docker_leftovers(dry_run: bool) -> tuple[list[str], list[str]]:

@@ -15,7 +15,7 @@ from harness import lifecycle
 from harness.config import TestConfig
 from harness.lifecycle import RunOutcome, RunSession
 from nemesis import Nemesis
-from workloads.registry import Workload
+from workloads.workload import Workload
 
 
 class ChaosWorkload(lifecycle.Middle):

@@ -13,7 +13,7 @@ import pytest
 from broker.client import Admin, ClientError, Consumer, Producer
 from clusters.base import ClusterSpec
 from clusters.local import LocalCluster
-from clusters.registry import Registry
+from clusters.run_registry import Registry
 from polling import wait_until
 
 TOPIC = "hw"

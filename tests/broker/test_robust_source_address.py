@@ -11,7 +11,7 @@ from pathlib import Path
 from broker.client import Admin
 from clusters.base import ClusterSpec
 from clusters.local import LocalCluster
-from clusters.registry import Registry
+from clusters.run_registry import Registry
 from polling import wait_until
 
 

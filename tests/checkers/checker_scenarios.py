@@ -8,7 +8,7 @@ Times are the builder's: operation i happens at (i + 1) ms.
 """
 from __future__ import annotations
 
-from checkers.simulate import Replica, RunBuilder
+from simulated_runs import Replica, RunBuilder
 
 MS = 1_000_000
 

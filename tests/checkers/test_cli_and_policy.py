@@ -12,7 +12,7 @@ import pytest
 from rundir import formats as rf
 from checkers.check import check_run
 from checkers.policy import PolicyError, failing_kinds
-from checkers.simulate import RunBuilder
+from simulated_runs import RunBuilder
 
 import checker_scenarios as sc
 

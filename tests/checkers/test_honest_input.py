@@ -18,7 +18,7 @@ from rundir.formats import FormatError
 from checkers import ingest
 from checkers.check import check_run
 from checkers.results import verdict_line
-from checkers.simulate import RunBuilder
+from simulated_runs import RunBuilder
 
 import checker_scenarios as sc
 from checker_scenarios import T

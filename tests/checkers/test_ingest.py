@@ -9,7 +9,7 @@ from rundir import formats as rf
 from rundir.formats import FormatError
 from checkers import ingest
 from checkers.check import check_run
-from checkers.simulate import RunBuilder
+from simulated_runs import RunBuilder
 
 import checker_scenarios as sc
 

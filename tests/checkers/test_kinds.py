@@ -7,7 +7,7 @@ import pytest
 from rundir import formats as rf
 from rundir import kinds
 from checkers import ingest, policy, reference, totals
-from checkers.simulate import RunBuilder
+from simulated_runs import RunBuilder
 from reports import anomalies as report_anomalies
 import checker_scenarios as sc
 

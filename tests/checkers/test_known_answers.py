@@ -6,7 +6,7 @@ import pytest
 from rundir import formats as rf
 from checkers.check import check_run
 from checkers.policy import DEFAULT_ALLOWED
-from checkers.simulate import RunBuilder
+from simulated_runs import RunBuilder
 import checker_scenarios as sc
 
 

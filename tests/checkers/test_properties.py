@@ -6,7 +6,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rundir import formats as rf
-from checkers import simulate, synthetic
+import simulated_runs as simulate
+from checkers import synthetic
 from checkers.check import check_run
 from checkers.policy import DEFAULT_ALLOWED
 

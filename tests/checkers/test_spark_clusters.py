@@ -18,7 +18,7 @@ import pytest
 
 from rundir import formats as rf
 from checkers import ingest, synthetic
-from checkers.simulate import RunBuilder
+from simulated_runs import RunBuilder
 from spark_cluster import StandaloneCluster, group_alive
 
 import checker_scenarios as sc

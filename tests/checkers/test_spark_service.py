@@ -16,7 +16,7 @@ import pytest
 
 from checkers import spark_service
 from checkers.check import check_run
-from checkers.simulate import RunBuilder
+from simulated_runs import RunBuilder
 import checker_scenarios as cs
 from polling import wait_until
 

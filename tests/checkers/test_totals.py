@@ -8,7 +8,7 @@ import pytest
 from rundir import formats as rf
 from checkers import totals
 from checkers.check import check_run
-from checkers.simulate import Replica, RunBuilder
+from simulated_runs import Replica, RunBuilder
 import checker_scenarios as sc
 
 S = 1_000_000_000

@@ -16,7 +16,7 @@ from clusters.base import (Cluster, ClusterError, ClusterSpec, Killable, NodeAdd
                            Stoppable, capabilities, require)
 from clusters.docker import DockerCluster
 from clusters.local import LocalCluster
-from clusters.registry import Registry, proc_state
+from clusters.run_registry import Registry, proc_state
 from clusters.ssh import SshCluster
 from clusters.ssh_cluster import RemoteCluster
 from harness.scenario_runner import ScenarioRunner

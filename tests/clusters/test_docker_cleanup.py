@@ -23,7 +23,7 @@ def _ids(kind: str, run_id: str) -> list[str]:
 
 def test_owner_alive_rules():
     import os
-    from clusters.registry import proc_start_time
+    from clusters.run_registry import proc_start_time
     me = f"{boot_id()}:{os.getpid()}:{proc_start_time(os.getpid())}"
     assert owner_alive(me) is True
     assert owner_alive(f"{boot_id()}:{os.getpid()}:{proc_start_time(os.getpid()) + 1}") is False  # reused pid

@@ -1,4 +1,4 @@
-"""Loopback address/port allocation and the run registry (clusters/addresses.py, clusters/registry.py)."""
+"""Loopback address/port allocation and the run registry (clusters/addresses.py, clusters/run_registry.py)."""
 from __future__ import annotations
 
 import json
@@ -14,7 +14,7 @@ import pytest
 
 from clusters.addresses import Allocation, allocate
 from clusters.base import ClusterError
-from clusters.registry import ProcessRecord, Registry, proc_start_time, proc_state, same_process
+from clusters.run_registry import ProcessRecord, Registry, proc_start_time, proc_state, same_process
 
 
 def _allocate_in_child(registry_dir: str, run_id: str, queue) -> None:

@@ -11,7 +11,7 @@ import pytest
 from broker.client import Admin
 from clusters.base import ClusterSpec
 from clusters.local import LocalCluster
-from clusters.registry import Registry, proc_state
+from clusters.run_registry import Registry, proc_state
 from polling import wait_until
 
 

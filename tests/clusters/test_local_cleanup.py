@@ -17,7 +17,7 @@ from clusters import local_firewall
 from clusters.base import ClusterSpec
 from clusters.leftovers import clean
 from clusters.local import LocalCluster
-from clusters.registry import (ProcessRecord, Registry, RunEntry, proc_start_time, proc_state, same_process,
+from clusters.run_registry import (ProcessRecord, Registry, RunEntry, proc_start_time, proc_state, same_process,
                                this_process_identity)
 
 REPO = Path(__file__).resolve().parents[2]
@@ -29,7 +29,7 @@ OWNER = textwrap.dedent("""
     from pathlib import Path
     from clusters.base import ClusterSpec
     from clusters.local import LocalCluster
-    from clusters.registry import Registry
+    from clusters.run_registry import Registry
     c = LocalCluster(ClusterSpec({run_id!r}, Path({run_dir!r}), brokers=3), registry=Registry({reg!r}),
                      command=echo_server.command)
     c.start()

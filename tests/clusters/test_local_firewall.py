@@ -14,7 +14,7 @@ from clusters import local_firewall
 from clusters.base import ClusterSpec
 from clusters.local import LocalCluster
 from clusters.local_firewall import FirewallUnavailable
-from clusters.registry import Registry, this_process_identity
+from clusters.run_registry import Registry, this_process_identity
 
 TOOLS = [t for t in ("iptables", "nft") if shutil.which(t)]
 
@@ -160,7 +160,7 @@ def test_partition_preflight_as_a_real_unprivileged_user(tmp_path):
             "from pathlib import Path\n"
             "from clusters.base import ClusterSpec, ClusterError\n"
             "from clusters.local import LocalCluster\n"
-            "from clusters.registry import Registry\n"
+            "from clusters.run_registry import Registry\n"
             "c = LocalCluster(ClusterSpec('nobody', Path('/tmp'), brokers=1), registry=Registry('/tmp/hw-nobody-reg'))\n"
             "try:\n"
             "    c.check_faults(['partition-isolate'])\n"

@@ -14,7 +14,7 @@ import pytest
 import echo_server
 from clusters.base import ClusterError, ClusterSpec
 from clusters.local import LocalCluster
-from clusters.registry import Registry, proc_state
+from clusters.run_registry import Registry, proc_state
 
 
 def _wait(predicate, timeout=5.0):

@@ -14,7 +14,7 @@ import pytest
 
 from clusters.base import ClusterSpec
 from clusters.local import LocalCluster
-from clusters.registry import Registry, proc_state
+from clusters.run_registry import Registry, proc_state
 from rundir.history import History
 from nemesis import Nemesis, ScheduleError
 

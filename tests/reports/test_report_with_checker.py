@@ -10,7 +10,7 @@ import pytest
 
 from reports import write_report
 
-checkers_simulate = pytest.importorskip("checkers.simulate")
+checkers_simulate = pytest.importorskip("simulated_runs")
 checkers_check = pytest.importorskip("checkers.check")
 
 

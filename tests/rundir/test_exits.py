@@ -40,7 +40,7 @@ def test_every_error_a_command_reports_as_one_line_has_the_one_root():
     from nemesis.schedule import ScheduleError
     from rundir.formats import FormatError
     from rundir.settings import SettingError
-    from workloads.registry import WorkloadError
+    from workloads.workload import WorkloadError
     errors = [ArchiveError, PolicyError, ServiceError, SparkSetupError, ClusterError, NodesFileError,
               BackendUnavailable, ConfigError, RerunError, ScenarioError, SuiteError, ScheduleError, FormatError,
               SettingError, WorkloadError]

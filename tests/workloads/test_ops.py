@@ -15,7 +15,7 @@ from workloads.consumer import ConsumerWorker, assign_op, poll_op
 from workloads.final_read import final_read_partition
 from workloads.pacing import RateLimiter, ValueSource
 from workloads.producer import ProducerWorker, send_op
-from workloads.registry import Workload
+from workloads.workload import Workload
 
 
 def ops(path):

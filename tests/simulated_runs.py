@@ -1,4 +1,5 @@
-"""Small synthetic run directories as the harness writes them (JSON lines), for the checker's tests.
+"""Small synthetic run directories as the harness writes them (JSON lines), for the checker's tests and
+benchmarks (test data: it lives under tests/, not in the checkers package).
 
 `RunBuilder` writes histories operation by operation (hand-built known-answer tests); `simulate()` runs
 a random but correct Kafka-like model (concurrent producers and consumers, fault windows, leader changes
