@@ -96,7 +96,10 @@ class RunSession:
     def _write_test_json(self) -> None:
         layout = {"backend": self.cfg.cluster.backend, "nodes": {}}
         if self.cluster is not None:
-            layout = self.cluster.layout()      # every backend has one (clusters/base.py)
+            try:
+                layout = self.cluster.layout()      # every backend has one (clusters/base.py)
+            except Exception as exc:  # noqa: BLE001 - a cluster that never started has no addresses: say so
+                layout["error"] = f"{type(exc).__name__}: {exc}"
         record = store.test_record(self.run, self.cfg.to_dict(), seed=self.cfg.seed,
                                    start_wall_ns=self.start_wall_ns, cluster=layout,
                                    extra={"kind": self.kind, **self.extra_record})

@@ -25,7 +25,6 @@ REPLICAS_DIR = "replicas"
 NODES_DIR = "nodes"
 COLUMNAR_DIR = "columnar"
 BROKER_LOG = "broker.log"
-STDOUT_LOG = "stdout.log"
 
 # --- history vocabulary ---------------------------------------------------------------------------
 
@@ -50,10 +49,6 @@ CONFIG_IDEMPOTENT = "idempotent"
 # --- columnar tables: RUN_DIR/columnar/<table>/*.parquet, plus a manifest --------------------------
 COLUMNAR_TABLES = ("ops", "reads", "replicas", "replica_meta", "final_state")
 COLUMNAR_MANIFEST = "_manifest.json"
-
-
-def columnar_table_dir(run_dir: Path, table: str) -> Path:
-    return Path(run_dir) / COLUMNAR_DIR / table
 
 
 def replica_dump_path(run_dir: Path, node: str, partition: int) -> Path:

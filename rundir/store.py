@@ -164,16 +164,3 @@ def update_latest(run: RunDir) -> None:
     """Point results/<name>/latest at this run and results/latest at <name>/<timestamp>."""
     _point(run.root / run.name / LATEST, run.timestamp)
     _point(run.root / LATEST, f"{run.name}/{run.timestamp}")
-
-
-def cluster_layout(cluster: Any, backend: str) -> dict[str, Any]:
-    """test.json's "cluster": backend name and every node's address."""
-    nodes = {}
-    try:
-        ctl = cluster.controller()
-        nodes[ctl.name] = {"host": ctl.host, "port": ctl.port, "role": "controller"}
-        for name, addr in cluster.brokers().items():
-            nodes[name] = {"host": addr.host, "port": addr.port, "role": "broker"}
-    except Exception as exc:  # a cluster that never started has no addresses; say so, do not fail
-        return {"backend": backend, "nodes": nodes, "error": f"{type(exc).__name__}: {exc}"}
-    return {"backend": backend, "nodes": nodes}
