@@ -4,6 +4,8 @@ The bottom layer above the broker. The harness writes run directories, the check
 read them, and this package imports none of them:
 
     formats.py   paths, file names, record and JSON schemas, the columnar (Parquet) schemas
+    kinds.py     the anomaly kinds results.json reports, each declared once (family, summary, whether it
+                 fails a run by default, whether it is timed, its example fields)
     history.py   the history writer (one JSON line per operation, crash-safe)
     store.py     the results store: run directory names, test.json, `latest` links
     exits.py     the root error (HighwaterError) and the exit codes every command shares
