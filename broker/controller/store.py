@@ -1,13 +1,13 @@
 """The controller's durable state file: `<data_dir>/controller-state.json`, replaced atomically on every
-change (write a temp file, fsync it, rename it over the old one, fsync the directory), so a crash at any
-point leaves either the old or the new state, never a torn one.
+change (broker.atomic_file), so a crash at any point leaves either the old or the new state, never a torn one.
 """
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
+
+from broker.atomic_file import replace_atomically
 
 STATE_FILE = "controller-state.json"
 
@@ -38,19 +38,5 @@ class StateStore:
     def save(self, state: dict[str, Any]) -> None:
         self.dir.mkdir(parents=True, exist_ok=True)
         data = json.dumps(state, separators=(",", ":"), sort_keys=True).encode()
-        tmp = self.path.with_name(STATE_FILE + ".tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view):]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, self.path)
-        dir_fd = os.open(self.dir, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
+        replace_atomically(self.path, data)
         self.writes += 1

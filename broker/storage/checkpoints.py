@@ -15,9 +15,10 @@ A missing file reads as "no checkpoint yet" (None / []).
 """
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Iterable
+
+from broker.atomic_file import replace_atomically
 
 HW_FILE = "hw.checkpoint"
 EPOCH_FILE = "leader-epoch.checkpoint"
@@ -36,24 +37,8 @@ class CheckpointError(ValueError):
 
 
 def write_atomically(path: Path, text: str) -> None:
-    """Replace `path` by `text` so that a crash at any point leaves the old or the new content."""
-    path = Path(path)
-    tmp = path.with_name(path.name + ".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    try:
-        data = text.encode("ascii")
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view):]
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
-    dfd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(dfd)
-    finally:
-        os.close(dfd)
+    """Replace `path` by the ASCII `text` so that a crash at any point leaves the old or the new content."""
+    replace_atomically(path, text.encode("ascii"))
 
 
 def _read_lines(path: Path, header: str) -> list[str] | None:
