@@ -14,6 +14,7 @@ from typing import Any, Callable
 
 from broker.client import ClientError
 from workloads.decode import decode_value
+from workloads.worker import ClientWorker
 
 log = logging.getLogger(__name__)
 
@@ -49,12 +50,13 @@ def assign_op(history, process: int, partition: int, offset: int) -> None:
     history.complete(process, "ok", "assign", dict(value))
 
 
-class ConsumerWorker(threading.Thread):
+class ConsumerWorker(ClientWorker):
+    role = "consumer"
+
     def __init__(self, *, history, make_client: Callable[[], Any], topic: str, partitions: list[int],
                  stop: threading.Event, index: int, idle_sleep: float = 0.05):
-        super().__init__(name=f"consumer-{index}", daemon=True)
+        super().__init__(make_client=make_client, index=index)
         self.history = history
-        self.make_client = make_client
         self.topic = topic
         self.partitions = list(partitions)
         self.stop_event = stop
@@ -63,48 +65,35 @@ class ConsumerWorker(threading.Thread):
         self.positions: dict[int, int | None] = {p: None for p in self.partitions}  # None: must assign
         self.counts = {"ok": 0, "fail": 0, "info": 0}
         self.records_read = 0
-        self.error: BaseException | None = None
 
     def _assign(self, partition: int, offset: int) -> None:
         assign_op(self.history, self.process, partition, offset)
         self.positions[partition] = offset
 
-    def run(self) -> None:
-        client = None
-        try:
-            client = self.make_client()
-            while not self.stop_event.is_set() and self.partitions:
-                progressed = False
-                for partition in self.partitions:
-                    if self.stop_event.is_set():
-                        break
-                    if self.positions[partition] is None:
-                        self._assign(partition, 0)
-                    offset = self.positions[partition]
-                    kind, value, error = poll_op(self.history, self.process, client, self.topic, partition, offset)
-                    self.counts[kind] += 1
-                    if kind == "ok":
-                        if value["records"]:
-                            self.records_read += len(value["records"])
-                            self.positions[partition] = value["records"][-1][0] + 1
-                            progressed = True
-                    elif kind == "info":
-                        # a new process starts with no positions: every partition is assigned again
-                        self.process = self.history.new_process()
-                        self.positions = {p: None for p in self.partitions}
-                        break
-                    elif error == "OFFSET_OUT_OF_RANGE":
-                        self.positions[partition] = None      # reposition (earliest) before the next poll
-                    else:
-                        self.stop_event.wait(self.idle_sleep)  # no leader yet, refused: back off a little
-                if not progressed:
-                    self.stop_event.wait(self.idle_sleep)
-        except BaseException as exc:  # noqa: BLE001
-            self.error = exc
-            log.exception("consumer worker %s died", self.name)
-        finally:
-            if client is not None:
-                try:
-                    client.close()
-                except Exception:  # noqa: BLE001
-                    pass
+    def work(self, client) -> None:
+        while not self.stop_event.is_set() and self.partitions:
+            progressed = False
+            for partition in self.partitions:
+                if self.stop_event.is_set():
+                    break
+                if self.positions[partition] is None:
+                    self._assign(partition, 0)
+                offset = self.positions[partition]
+                kind, value, error = poll_op(self.history, self.process, client, self.topic, partition, offset)
+                self.counts[kind] += 1
+                if kind == "ok":
+                    if value["records"]:
+                        self.records_read += len(value["records"])
+                        self.positions[partition] = value["records"][-1][0] + 1
+                        progressed = True
+                elif kind == "info":
+                    # a new process starts with no positions: every partition is assigned again
+                    self.process = self.history.new_process()
+                    self.positions = {p: None for p in self.partitions}
+                    break
+                elif error == "OFFSET_OUT_OF_RANGE":
+                    self.positions[partition] = None      # reposition (earliest) before the next poll
+                else:
+                    self.stop_event.wait(self.idle_sleep)  # no leader yet, refused: back off a little
+            if not progressed:
+                self.stop_event.wait(self.idle_sleep)

@@ -16,6 +16,7 @@ from typing import Any, Callable
 from broker.client import ClientError
 from workloads.decode import encode_value
 from workloads.pacing import RateLimiter, ValueSource
+from workloads.worker import ClientWorker
 
 log = logging.getLogger(__name__)
 
@@ -43,12 +44,13 @@ def send_op(history, process: int, client, topic: str, partition: int, value: in
     return "ok"
 
 
-class ProducerWorker(threading.Thread):
+class ProducerWorker(ClientWorker):
+    role = "producer"
+
     def __init__(self, *, history, make_client: Callable[[], Any], topic: str, partitions: int,
                  values: ValueSource, limiter: RateLimiter, stop: threading.Event, seed: int, index: int):
-        super().__init__(name=f"producer-{index}", daemon=True)
+        super().__init__(make_client=make_client, index=index)
         self.history = history
-        self.make_client = make_client
         self.topic = topic
         self.partitions = partitions
         self.values = values
@@ -57,26 +59,13 @@ class ProducerWorker(threading.Thread):
         self.rng = random.Random(seed * 1_000_003 + index)
         self.process = history.new_process()
         self.counts = {"ok": 0, "fail": 0, "info": 0}
-        self.error: BaseException | None = None
 
-    def run(self) -> None:
-        client = None
-        try:
-            client = self.make_client()
-            while not self.stop_event.is_set():
-                if not self.limiter.acquire(self.stop_event):
-                    break
-                partition = self.rng.randrange(self.partitions)
-                kind = send_op(self.history, self.process, client, self.topic, partition, self.values.next())
-                self.counts[kind] += 1
-                if kind == "info":
-                    self.process = self.history.new_process()
-        except BaseException as exc:  # noqa: BLE001 - reported by the workload, not swallowed
-            self.error = exc
-            log.exception("producer worker %s died", self.name)
-        finally:
-            if client is not None:
-                try:
-                    client.close()
-                except Exception:  # noqa: BLE001
-                    pass
+    def work(self, client) -> None:
+        while not self.stop_event.is_set():
+            if not self.limiter.acquire(self.stop_event):
+                break
+            partition = self.rng.randrange(self.partitions)
+            kind = send_op(self.history, self.process, client, self.topic, partition, self.values.next())
+            self.counts[kind] += 1
+            if kind == "info":
+                self.process = self.history.new_process()
