@@ -126,12 +126,7 @@ class Nemesis:
             for fault in sorted(self._active, key=lambda a: -a.id):
                 self._stop_fault(fault)
             self._stopped = True
-            if self._admin is not None:
-                try:
-                    self._admin.close()
-                except Exception:
-                    pass
-                self._admin = None
+            self._drop_admin()
 
     def active(self) -> list[str]:
         with self._lock:
@@ -177,6 +172,15 @@ class Nemesis:
     def _busy(self) -> set[str]:
         return {t for a in self._active if a.kind in PROCESS_KINDS for t in a.targets}
 
+    def _drop_admin(self) -> None:
+        """Close the admin client (quietly) and forget it; the next leader lookup makes a new one."""
+        if self._admin is not None:
+            try:
+                self._admin.close()
+            except Exception:
+                pass
+            self._admin = None
+
     def _leader(self, partition: int, fallback: str) -> tuple[str, str]:
         """(node name of the leader of `partition`, note). Falls back to `fallback` if unknown."""
         try:
@@ -189,12 +193,7 @@ class Nemesis:
                     return f"n{info.leader}", f"leader of {self.topic}/{partition} (epoch {info.epoch})"
             return fallback, f"partition {partition} not found; chose {fallback}"
         except Exception as exc:
-            if self._admin is not None:
-                try:
-                    self._admin.close()
-                except Exception:
-                    pass
-                self._admin = None
+            self._drop_admin()
             return fallback, f"leader lookup failed ({exc}); chose {fallback}"
 
     def _resolve(self, step: Step) -> tuple[list[str], dict[str, Any], str]:
