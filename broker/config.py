@@ -12,6 +12,8 @@ from dataclasses import MISSING, dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from broker.config_file import check_keys
+
 TRUNCATION_MODES = ("hw", "leader-epoch")
 FLUSH_POLICIES = ("always", "interval", "never")
 
@@ -84,14 +86,7 @@ def _type_ok(kind: str, value: Any) -> bool:
 
 def validate_broker_config(raw: Any, source: str) -> BrokerConfig:
     """Validate a parsed broker.json object; `source` names it in error messages."""
-    if not isinstance(raw, dict):
-        raise ConfigError(f"{source}: must be a JSON object, got {type(raw).__name__}")
-    for key in raw:
-        if key not in _RULES:
-            raise ConfigError(f"{source}: key {key!r}: unknown key (known: {', '.join(sorted(_RULES))})")
-    for key in _REQUIRED:
-        if key not in raw:
-            raise ConfigError(f"{source}: key {key!r}: missing (required)")
+    check_keys(raw, source, _RULES, _REQUIRED, ConfigError)
     for key, value in raw.items():
         kind, check, what = _RULES[key]
         if not _type_ok(kind, value) or not check(value):

@@ -17,6 +17,8 @@ from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from broker.config_file import check_keys
+
 from broker.controller.messages import TopicSpec
 from broker.limits import replica_budget, topic_name_problem
 
@@ -58,19 +60,11 @@ def _is_int(v: Any) -> bool:
 
 
 def parse_controller_config(raw: Any, source: str) -> ControllerConfig:
-    if not isinstance(raw, dict):
-        raise ConfigError(f"{source}: must be a JSON object, got {type(raw).__name__}")
+    check_keys(raw, source, set(ControllerConfig.__dataclass_fields__), _REQUIRED, ConfigError)
 
     def bad(key: str, want: str) -> ConfigError:
         return ConfigError(f"{source}: key {key!r}: must be {want}, got {json.dumps(raw[key])[:60]}")
 
-    known = set(ControllerConfig.__dataclass_fields__)
-    for key in raw:
-        if key not in known:
-            raise ConfigError(f"{source}: key {key!r}: unknown key (known: {', '.join(sorted(known))})")
-    for key in _REQUIRED:
-        if key not in raw:
-            raise ConfigError(f"{source}: key {key!r}: missing (required)")
     for key in ("host", "data_dir", "log_file"):
         if not isinstance(raw[key], str) or not raw[key]:
             raise bad(key, "a non-empty string")
