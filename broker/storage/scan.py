@@ -41,8 +41,25 @@ def list_segment_files(directory: Path) -> list[tuple[int, Path]]:
     return found
 
 
+class OffsetSpan:
+    """The offsets a segment holds, for anything with a `base` offset and one entry per record in
+    `positions` (a scanned segment here, an open one in broker/storage/segment.py)."""
+
+    __slots__ = ()
+    base: int
+    positions: array
+
+    @property
+    def count(self) -> int:
+        return len(self.positions)
+
+    @property
+    def end_offset(self) -> int:
+        return self.base + len(self.positions)
+
+
 @dataclass
-class SegmentScan:
+class SegmentScan(OffsetSpan):
     """The valid prefix of one segment file."""
 
     base: int
@@ -54,14 +71,6 @@ class SegmentScan:
     records: list[Record] | None = None     # only when scanned with keep_records
     problem: str | None = None              # why the valid prefix ends before file_size
     bad_frame: Frame | None = None          # a well-framed record with a wrong CRC at the cut point
-
-    @property
-    def count(self) -> int:
-        return len(self.positions)
-
-    @property
-    def end_offset(self) -> int:
-        return self.base + len(self.positions)
 
 
 @dataclass

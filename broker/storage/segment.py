@@ -11,7 +11,7 @@ import os
 from array import array
 from pathlib import Path
 
-from broker.storage.scan import segment_name
+from broker.storage.scan import OffsetSpan, segment_name
 
 
 def write_all(fd: int, data: bytes | bytearray | memoryview) -> None:
@@ -22,7 +22,7 @@ def write_all(fd: int, data: bytes | bytearray | memoryview) -> None:
         view = view[n:]
 
 
-class Segment:
+class Segment(OffsetSpan):
     __slots__ = ("directory", "base", "path", "fd", "positions", "epochs", "file_size", "pending", "dirty")
 
     def __init__(self, directory: Path, base: int, *, fd: int | None, positions: array | None = None,
@@ -42,14 +42,6 @@ class Segment:
         return os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
 
     # --- state --------------------------------------------------------------------------------------
-
-    @property
-    def count(self) -> int:
-        return len(self.positions)
-
-    @property
-    def end_offset(self) -> int:
-        return self.base + len(self.positions)
 
     @property
     def size(self) -> int:
