@@ -6,7 +6,6 @@ import os
 import signal
 import socket
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -15,15 +14,6 @@ import echo_server
 from clusters.base import ClusterError, ClusterSpec
 from clusters.local import LocalCluster
 from clusters.run_registry import Registry, proc_state
-
-
-def _wait(predicate, timeout=5.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.01)
-    return predicate()
 
 
 @pytest.fixture

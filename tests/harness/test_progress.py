@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 import io
-import time
 
+from polling import eventually
 from rundir.history import History
 from harness.progress import Display, PhaseClock, Stats, phase_text, phases_summary, step_text, summary_line
 
@@ -144,15 +144,6 @@ def test_plain_display_prints_one_line_per_phase_through_the_end():
     ]
 
 
-def _wait_for(pred, timeout_s=5.0):
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if pred():
-            return True
-        time.sleep(0.01)
-    return False
-
-
 def test_display_thread_keeps_going_while_the_caller_is_busy():
     """Nobody calls update() after the workload (the run is busy in its final phases): the display's own
     thread still prints each phase as it ends."""
@@ -161,11 +152,11 @@ def test_display_thread_keeps_going_while_the_caller_is_busy():
     d = Display(_source(ph, {}), stream=out, interval_s=3600).start(every_s=0.01)
     ph.start("final")
     ph.start("collect")
-    assert _wait_for(lambda: "highwater: final wait " in out.getvalue())
+    assert eventually(lambda: "highwater: final wait " in out.getvalue())
     ph.start("check")
     ph.step("statistics")
     ph.start("report")
-    assert _wait_for(lambda: "highwater: checking: statistics " in out.getvalue()
+    assert eventually(lambda: "highwater: checking: statistics " in out.getvalue()
                      and "highwater: collecting replicas " in out.getvalue())
     d.close()
     assert out.getvalue().splitlines()[-1].startswith("highwater: phases: final wait ")
@@ -181,7 +172,7 @@ def test_terminal_panel_redraws_the_phase_by_itself():
     ph.start("running")
     ph.start("check")
     ph.step("offsets and final logs")
-    assert _wait_for(lambda: "checking: offsets and final logs" in out.getvalue())
+    assert eventually(lambda: "checking: offsets and final logs" in out.getvalue())
     ph.start("report")
     d.close()
     assert "writing report" in out.getvalue()

@@ -12,6 +12,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from polling import eventually
 from clusters.base import ClusterSpec
 from clusters.local import LocalCluster
 from clusters.run_registry import Registry, proc_state
@@ -60,19 +61,14 @@ def _assert_paired(ops):
     return starts
 
 
+def _eventually(predicate, timeout=10.0):
+    return eventually(predicate, timeout, interval=0.02)
+
+
 def _schedule(tmp_path, text):
     p = tmp_path / "schedule.toml"
     p.write_text(text)
     return p
-
-
-def _wait_for(predicate, timeout=10.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.02)
-    return False
 
 
 def test_scheduled_kill_and_pause_really_change_processes_and_are_recorded(cluster, history, tmp_path):
@@ -91,11 +87,11 @@ duration = 1.0
     cluster.start()
     old_n2, c0 = cluster.pid("n2"), cluster.pid("c0")
     nem.start()
-    assert _wait_for(lambda: not cluster.is_running("n2"))
-    assert _wait_for(lambda: proc_state(c0) == "T")
+    assert _eventually(lambda: not cluster.is_running("n2"))
+    assert _eventually(lambda: proc_state(c0) == "T")
     assert sorted(nem.active()) == ["kill n2", "pause-controller c0"]
-    assert _wait_for(lambda: cluster.is_running("n2") and proc_state(c0) in ("S", "R"), timeout=5)
-    assert _wait_for(lambda: nem.active() == [])
+    assert _eventually(lambda: cluster.is_running("n2") and proc_state(c0) in ("S", "R"), timeout=5)
+    assert _eventually(lambda: nem.active() == [])
     assert cluster.pid("n2") != old_n2
     nem.stop()
     ops = _ops(tmp_path)
@@ -127,7 +123,7 @@ duration = 600
     cluster.start()
     n1 = cluster.pid("n1")
     nem.start()
-    assert _wait_for(lambda: len(nem.active()) == 2)
+    assert _eventually(lambda: len(nem.active()) == 2)
     assert proc_state(n1) == "T" and not cluster.is_running("n3")
     nem.stop()
     assert nem.active() == []
@@ -170,11 +166,11 @@ duration = 1.5
     nem.start()
     n1 = cluster.brokers()["n1"]
     chain = lambda: subprocess.run(["iptables-save"], capture_output=True, text=True).stdout
-    assert _wait_for(lambda: nem.active() == ["partition isolate n1"])
+    assert _eventually(lambda: nem.active() == ["partition isolate n1"])
     prefix = n1.host.rsplit(".", 1)[0] + "."        # this run's rules only: other runs may have theirs
     rules = [ln for ln in chain().splitlines() if ln.startswith("-A HW-") and f"-s {prefix}" in ln]
     assert len(rules) == 6 and sum(f"-s {n1.host}/32" in r for r in rules) == 3
-    assert _wait_for(lambda: nem.active() == [], timeout=5)
+    assert _eventually(lambda: nem.active() == [], timeout=5)
     assert not [ln for ln in chain().splitlines() if ln.startswith("-A HW-")
                 and cluster.controller().host.rsplit(".", 1)[0] in ln]
     nem.stop()
@@ -201,8 +197,8 @@ def test_leader_targeting_uses_the_admin_describe(cluster, history, tmp_path):
     nem = Nemesis(cluster, history, [], schedule=sched, admin_factory=FakeAdmin, topic="hw", partitions=2)
     cluster.start()
     nem.start()
-    assert _wait_for(lambda: not cluster.is_running("n3"))
-    assert _wait_for(lambda: cluster.is_running("n3"))
+    assert _eventually(lambda: not cluster.is_running("n3"))
+    assert _eventually(lambda: cluster.is_running("n3"))
     nem.stop()
     ops = _ops(tmp_path)
     _assert_paired(ops)
