@@ -12,20 +12,11 @@ from pathlib import Path
 import click
 
 from rundir import formats as rf
-from rundir.exits import EXIT_INTERNAL, EXIT_INVALID, EXIT_UNKNOWN, EXIT_USAGE, EXIT_VALID
-from checkers import results as results_mod
+from rundir.exits import EXIT_INTERNAL, EXIT_USAGE
+from rundir.verdict import verdict_exit_code, verdict_line
 from checkers.check import check_run
 from checkers.policy import PolicyError
 from checkers.spark_session import SparkSetupError
-
-
-def exit_code(doc: dict) -> int:
-    v = doc["valid"]
-    if v is True:
-        return EXIT_VALID
-    if v is False:
-        return EXIT_INVALID
-    return EXIT_UNKNOWN
 
 
 @click.command("check")
@@ -68,8 +59,8 @@ def check(run_dir: Path, spark_master: str | None, engine: str, lenient: bool, e
     finally:
         if progress is not None:
             progress.stop()
-    click.echo(results_mod.verdict_line(doc, exit_code=exit_code(doc)))
-    sys.exit(exit_code(doc))
+    click.echo(verdict_line(doc))
+    sys.exit(verdict_exit_code(doc))
 
 
 @click.command("jvm-archive")

@@ -52,16 +52,6 @@ def unknown_reasons(unseen: dict[str, Any], input_info: dict[str, Any]) -> list[
     return out
 
 
-def reason_text(r: dict[str, Any]) -> str:
-    """One unknown reason as text: `file:line: reason`, `partition p: reason` or the reason alone."""
-    if r.get("file") is not None:
-        where = f"{r['file']}:{r['line']}" if r.get("line") is not None else r["file"]
-        return f"{where}: {r['reason']}"
-    if r.get("partition") is not None:
-        return f"partition {r['partition']}: {r['reason']}"
-    return str(r.get("reason"))
-
-
 def build(findings: dict[str, Any], *, failing: list[str], checker: dict[str, Any],
           input_info: dict[str, Any] | None = None) -> dict[str, Any]:
     anomalies: dict[str, dict] = {}
@@ -98,61 +88,3 @@ def build(findings: dict[str, Any], *, failing: list[str], checker: dict[str, An
         "input": input_info or {},
         "checker": checker,
     }
-
-
-# the head word of the verdict line per exit code (docs/running.md "Exit codes")
-VERDICT_WORDS = {0: "VALID", 1: "INVALID", 2: "UNKNOWN", 254: "NOT RUN", 255: "INTERNAL ERROR"}
-
-
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}" if n == 1 else f"{n} {word}s"
-
-
-def verdict_exit_code(results: dict[str, Any]) -> int:
-    """The exit code a results.json verdict maps to: 0 valid, 1 invalid, 2 unknown."""
-    v = results.get("valid")
-    return 0 if v is True else 1 if v is False else 2
-
-
-def verdict_line(results: dict[str, Any] | None, *, exit_code: int | None = None, reasons: list[str] | tuple = (),
-                 prefix: str = "highwater: ") -> str:
-    """The one verdict line every command prints (`run`, `check`, `scenario`, and each repeat of `suite`):
-
-        highwater: INVALID (exit 1): lost-write=503 inconsistent-offset=175 · 3 partitions · checked by spark in 4.8 s
-        highwater: UNKNOWN (exit 2): no anomalies · 2 unknown reasons, first: <reason> · 3 partitions · ...
-        highwater: UNKNOWN (exit 2): not checked · 1 unknown reason: interrupted
-
-    `results` is results.json's document, or None when the run was not checked; `exit_code` the command's
-    exit code (default: the one the verdict maps to), which picks the head word; `reasons` are what else
-    made the outcome unknown (a scenario step that did not play out, an interrupt), listed before the
-    checker's own unknown reasons. Counts are those of every kind found; kinds that do not fail the run
-    (policy) are marked "(allowed)". Reads results.json defensively (older files lack some fields)."""
-    code = exit_code if exit_code is not None else (verdict_exit_code(results) if results is not None else 2)
-    head = VERDICT_WORDS.get(code, "UNKNOWN")
-    all_reasons = [str(r) for r in reasons]
-    parts: list[str] = []
-    if results is None:
-        parts.append("not checked")
-    else:
-        found = []
-        for kind, a in (results.get("anomalies") or {}).items():
-            n = a.get("count", 0) if isinstance(a, dict) else 0
-            if n:
-                found.append(f"{kind}={n}" + ("" if a.get("fails_run", True) else " (allowed)"))
-        parts.append(" ".join(found) if found else "no anomalies")
-        all_reasons += [reason_text(r) for r in results.get("unknown_reasons") or []]
-    if all_reasons:
-        n = len(all_reasons)
-        parts.append(f"1 unknown reason: {all_reasons[0]}" if n == 1
-                     else f"{n} unknown reasons, first: {all_reasons[0]}")
-    if results is not None:
-        if isinstance(results.get("partitions"), list):
-            parts.append(_plural(len(results["partitions"]), "partition"))
-        skipped = sum((results.get("input") or {}).get("skipped_lines", {}).values())
-        if skipped:
-            parts.append(f"{_plural(skipped, 'malformed line')} skipped")
-        ck = results.get("checker") or {}
-        if ck.get("engine"):
-            took = ck.get("elapsed_s")
-            parts.append(f"checked by {ck['engine']}" + (f" in {took:.1f} s" if isinstance(took, (int, float)) else ""))
-    return f"{prefix}{head} (exit {code}): " + " · ".join(parts)

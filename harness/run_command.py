@@ -13,7 +13,7 @@ from pathlib import Path
 
 import click
 
-from checkers.results import verdict_line
+from rundir.verdict import verdict_line
 from harness import config as config_mod
 from harness.progress import Display
 from harness.runner import run_test
@@ -57,7 +57,7 @@ def found_kinds(results: dict | None) -> list[str]:
 
 
 def finish_output(outcome, reasons: list[str] | None = None) -> int:
-    """The problems, the run directory, then the verdict line (checkers/results.py verdict_line, the
+    """The problems, the run directory, then the verdict line (rundir/verdict.py verdict_line, the
     format `highwater check` prints too) on stderr; the report's path on stdout. `reasons`: what else
     made the outcome unknown (default: when the run was not checked, the interrupt or its problems)."""
     for problem in outcome.problems:

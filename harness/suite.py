@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from checkers.results import verdict_line
+from rundir.verdict import verdict_line
 from harness import junit
 from harness import scenario as scenario_mod
 from harness.runner import run_test

@@ -63,7 +63,7 @@ class RepeatResult:
 
 def repeat_from_results(index: int, exit_code: int, results: dict[str, Any] | None, **extra) -> RepeatResult:
     """A RepeatResult from a run's exit code and its results.json document (None when not checked)."""
-    from checkers.results import verdict_line
+    from rundir.verdict import verdict_line
     extra.setdefault("line", verdict_line(results, exit_code=exit_code, prefix="",
                                           reasons=[] if results is not None else extra.get("problems") or []))
     if results is None:

@@ -14,7 +14,7 @@ from typing import Any
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup
 
-from checkers.results import reason_text
+from rundir.verdict import reason_text
 from rundir import formats as runformat
 from reports import charts
 from reports.anomalies import anomaly_kinds, example_times, referenced_indexes

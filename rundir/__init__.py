@@ -8,6 +8,7 @@ read them, and this package imports none of them:
                  fails a run by default, whether it is timed, its example fields)
     history.py   the history writer (one JSON line per operation, crash-safe)
     store.py     the results store: run directory names, test.json, `latest` links
+    verdict.py   reading results.json back: the verdict's exit code and the one verdict line
     exits.py     the root error (HighwaterError) and the exit codes every command shares
     settings.py  declared settings (name, type, default, range, doc) and the one validator and TOML
                  line finder that the config, scenario, suite, schedule and nodes-file loaders share

@@ -17,7 +17,7 @@ from rundir import formats as rf
 from rundir.formats import FormatError
 from checkers import ingest
 from checkers.check import check_run
-from checkers.results import verdict_line
+from rundir.verdict import verdict_line
 from simulated_runs import RunBuilder
 
 import checker_scenarios as sc

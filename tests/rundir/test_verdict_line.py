@@ -1,7 +1,7 @@
-"""The one verdict line (checkers/results.py verdict_line) that run, check, scenario and suite print."""
+"""The one verdict line (rundir/verdict.py verdict_line) that run, check, scenario and suite print."""
 from __future__ import annotations
 
-from checkers.results import verdict_line
+from rundir.verdict import verdict_line
 
 
 def _results(valid, counts=None, *, allowed=(), reasons=(), partitions=3, engine="spark", elapsed=4.812,
