@@ -68,14 +68,21 @@ def test_controller_rejects_frames_over_its_limit(cluster):
                                      f"{MAX_REQUEST_FRAME}-byte limit")
 
 
-def test_half_open_connections_to_the_controller_are_closed(cluster):
-    """0-3 bytes, then silence: the controller closes them after frame_read_timeout_ms."""
-    _b, c = pids(cluster)
-    base = probe.fd_count(c)
-    socks = probe.half_open(cluster.controller_address, 100)
+@pytest.mark.parametrize("server", ["controller", pytest.param("broker", marks=pytest.mark.slow)])
+def test_half_open_connections_are_closed(cluster, server):
+    """0-3 bytes, then silence: the server closes them after its frame read timeout (the controller's
+    frame_read_timeout_ms, the broker's FRAME_READ_TIMEOUT_S). Before the fix the broker started that
+    timeout only once the 4-byte prefix was complete, so these stayed."""
+    b, c = pids(cluster)
+    pid, address, timeout_s = {
+        "controller": (c, cluster.controller_address, CONTROLLER_TIMEOUT_S),
+        "broker": (b, cluster.brokers[1].address, FRAME_READ_TIMEOUT_S),
+    }[server]
+    base = probe.fd_count(pid)
+    socks = probe.half_open(address, 100)
     try:
-        wait_until(lambda: probe.fd_count(c) >= base + 90, 5.0, "controller accepted the connections")
-        settle_fds(c, base + 3, CONTROLLER_TIMEOUT_S + 5)
+        wait_until(lambda: probe.fd_count(pid) >= base + 90, 5.0, f"{server} accepted the connections")
+        settle_fds(pid, base + 3, timeout_s + 5)
     finally:
         for s in socks:
             s.close()
@@ -93,20 +100,6 @@ def test_controller_connection_cap(cluster):
             s.close()
     settle_fds(c, base + 3, CONTROLLER_TIMEOUT_S + 5)
     round_trip(cluster, b"after-cap")
-
-
-@pytest.mark.slow
-def test_half_open_connections_to_the_broker_are_closed(cluster):
-    """Before the fix the frame timeout started only once the 4-byte prefix was complete, so these stayed."""
-    b, _c = pids(cluster)
-    base = probe.fd_count(b)
-    socks = probe.half_open(cluster.brokers[1].address, 100)
-    try:
-        wait_until(lambda: probe.fd_count(b) >= base + 90, 5.0, "broker accepted the connections")
-        settle_fds(b, base + 3, FRAME_READ_TIMEOUT_S + 5)
-    finally:
-        for s in socks:
-            s.close()
 
 
 def test_fuzzed_frames_leave_both_serving_within_bounds(cluster):
