@@ -62,30 +62,52 @@ def test_unknown_backend_flag(tmp_path, capsys):
     assert err == "highwater: --backend: key 'cluster.backend' must be one of local, docker, ssh, got 'k8s'"
 
 
-def test_unknown_backend_in_a_test_file(tmp_path, capsys):
+# One row a rejected file: its name, its text (None: the file does not exist), the flags before it and the
+# one stderr line after "highwater: " ({f} is the file's path).
+BAD_FILES = [
+    pytest.param("t.toml", 'name = "x"\ntime_limit = 5\n\n[cluster]\nnodes = 3\nbackend = "k8s"\n', ("--test-file",),
+                 "{f}:6: key 'cluster.backend' must be one of local, docker, ssh, got 'k8s'",
+                 id="unknown_backend_in_a_test_file"),
+    pytest.param("nope.toml", None, ("--nemesis-schedule",),
+                 "--nemesis-schedule: key 'nemesis.schedule_file': {f}: cannot read "
+                 "schedule file: No such file or directory",
+                 id="missing_schedule_file"),
+    pytest.param("s.toml", '[[step]]\nat = 1\nfault = "kill"\nduration = 2\n\n[[step]]\nat = 5\nfault = "kill"\n'
+                 'duration = 1\ntargets = ["n9"]\n', ("--nemesis-schedule",),
+                 "--nemesis-schedule: key 'nemesis.schedule_file': {f}:6: step 2: field "
+                 "'targets': unknown node 'n9' (nodes: c0, n1, n2, n3)",
+                 id="bad_schedule_content_names_file_line_field"),
+    pytest.param("s.toml", '[[step]]\nat = 1\nfault = "power-loss"\nduration = 2\n', ("--nemesis-schedule",),
+                 "--nemesis-schedule: key 'nemesis.schedule_file' injects power-loss faults, "
+                 "which need broker.power_loss = true (--power-loss)",
+                 id="schedule_with_power_loss_needs_power_loss_brokers"),
+    pytest.param("t.toml", 'name = "x"\n[workload]\nrate = "fast"\n', ("--test-file",),
+                 "{f}:3: key 'workload.rate' must be a number, got 'fast'",
+                 id="bad_test_file"),
+    pytest.param("absent.toml", None, ("--test-file",),
+                 "{f}: cannot read test file (No such file or directory)",
+                 id="missing_test_file"),
+    pytest.param("nodes.toml", '[controller]\nhost = "10.0.0.1"\n\n[[broker]]\nhost = "10.0.0.2"\nport = 99999\n',
+                 ("--backend", "ssh", "--nodes-file"),
+                 "--nodes-file: key 'cluster.nodes_file': nodes file {f}: [[broker]] #1 "
+                 "(line 4): field 'port' must be a port number 1..65535, got 99999",
+                 id="ssh_bad_nodes_file"),
+    pytest.param("nodes.toml", '[controller]\nhost = "10.0.0.1"\n\n[[broker]]\nhost = "10.0.0.2"\n',
+                 ("--backend", "ssh", "--nodes-file"),
+                 "--nodes-file: key 'cluster.nodes_file': nodes file {f}: lists 1 brokers "
+                 "but the test needs 3",
+                 id="ssh_nodes_file_with_too_few_brokers"),
+]
+
+
+@pytest.mark.parametrize("name, text, flags, message", BAD_FILES)
+def test_bad_or_missing_file(tmp_path, capsys, name, text, flags, message):
     root = _store(tmp_path)
-    f = tmp_path / "t.toml"
-    f.write_text('name = "x"\ntime_limit = 5\n\n[cluster]\nnodes = 3\nbackend = "k8s"\n')
-    err = _reject(capsys, root, "run", "--test-file", str(f), "--results-dir", str(root))
-    assert err == f"highwater: {f}:6: key 'cluster.backend' must be one of local, docker, ssh, got 'k8s'"
-
-
-def test_missing_schedule_file(tmp_path, capsys):
-    root = _store(tmp_path)
-    missing = tmp_path / "nope.toml"
-    err = _reject(capsys, root, "run", "--nemesis-schedule", str(missing), "--results-dir", str(root))
-    assert err == (f"highwater: --nemesis-schedule: key 'nemesis.schedule_file': {missing}: cannot read "
-                   "schedule file: No such file or directory")
-
-
-def test_bad_schedule_content_names_file_line_field(tmp_path, capsys):
-    root = _store(tmp_path)
-    s = tmp_path / "s.toml"
-    s.write_text('[[step]]\nat = 1\nfault = "kill"\nduration = 2\n\n[[step]]\nat = 5\nfault = "kill"\n'
-                 'duration = 1\ntargets = ["n9"]\n')
-    err = _reject(capsys, root, "run", "--nemesis-schedule", str(s), "--results-dir", str(root))
-    assert err == (f"highwater: --nemesis-schedule: key 'nemesis.schedule_file': {s}:6: step 2: field "
-                   "'targets': unknown node 'n9' (nodes: c0, n1, n2, n3)")
+    f = tmp_path / name
+    if text is not None:
+        f.write_text(text)
+    err = _reject(capsys, root, "run", *flags, str(f), "--results-dir", str(root))
+    assert err == "highwater: " + message.format(f=f)
 
 
 def test_schedule_checked_against_the_cluster_size(tmp_path, capsys):
@@ -96,30 +118,6 @@ def test_schedule_checked_against_the_cluster_size(tmp_path, capsys):
     err = _reject(capsys, root, "run", "--nodes", "2", "--replication-factor", "2", "--min-insync-replicas", "1",
                   "--nemesis-schedule", str(s), "--results-dir", str(root))
     assert err.endswith(f"{s}:1: step 1: field 'targets': unknown node 'n3' (nodes: c0, n1, n2)")
-
-
-def test_schedule_with_power_loss_needs_power_loss_brokers(tmp_path, capsys):
-    root = _store(tmp_path)
-    s = tmp_path / "s.toml"
-    s.write_text('[[step]]\nat = 1\nfault = "power-loss"\nduration = 2\n')
-    err = _reject(capsys, root, "run", "--nemesis-schedule", str(s), "--results-dir", str(root))
-    assert err == ("highwater: --nemesis-schedule: key 'nemesis.schedule_file' injects power-loss faults, "
-                   "which need broker.power_loss = true (--power-loss)")
-
-
-def test_bad_test_file(tmp_path, capsys):
-    root = _store(tmp_path)
-    f = tmp_path / "t.toml"
-    f.write_text('name = "x"\n[workload]\nrate = "fast"\n')
-    err = _reject(capsys, root, "run", "--test-file", str(f), "--results-dir", str(root))
-    assert err == f"highwater: {f}:3: key 'workload.rate' must be a number, got 'fast'"
-
-
-def test_missing_test_file(tmp_path, capsys):
-    root = _store(tmp_path)
-    f = tmp_path / "absent.toml"
-    err = _reject(capsys, root, "run", "--test-file", str(f), "--results-dir", str(root))
-    assert err == f"highwater: {f}: cannot read test file (No such file or directory)"
 
 
 @pytest.mark.parametrize("args, message", [
@@ -140,24 +138,6 @@ def test_ssh_without_nodes_file(tmp_path, capsys, monkeypatch):
     err = _reject(capsys, root, "run", "--backend", "ssh", "--results-dir", str(root))
     assert err == ("highwater: --backend: key 'cluster.backend': the ssh backend needs a nodes file "
                    "(--nodes-file FILE)")
-
-
-def test_ssh_bad_nodes_file(tmp_path, capsys):
-    root = _store(tmp_path)
-    nodes = tmp_path / "nodes.toml"
-    nodes.write_text('[controller]\nhost = "10.0.0.1"\n\n[[broker]]\nhost = "10.0.0.2"\nport = 99999\n')
-    err = _reject(capsys, root, "run", "--backend", "ssh", "--nodes-file", str(nodes), "--results-dir", str(root))
-    assert err == (f"highwater: --nodes-file: key 'cluster.nodes_file': nodes file {nodes}: [[broker]] #1 "
-                   "(line 4): field 'port' must be a port number 1..65535, got 99999")
-
-
-def test_ssh_nodes_file_with_too_few_brokers(tmp_path, capsys):
-    root = _store(tmp_path)
-    nodes = tmp_path / "nodes.toml"
-    nodes.write_text('[controller]\nhost = "10.0.0.1"\n\n[[broker]]\nhost = "10.0.0.2"\n')
-    err = _reject(capsys, root, "run", "--backend", "ssh", "--nodes-file", str(nodes), "--results-dir", str(root))
-    assert err == (f"highwater: --nodes-file: key 'cluster.nodes_file': nodes file {nodes}: lists 1 brokers "
-                   "but the test needs 3")
 
 
 def test_bad_scenario_file(tmp_path, capsys):
