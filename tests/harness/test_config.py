@@ -41,33 +41,22 @@ def test_toml_then_flags(tmp_path):
     assert cfg.cluster.nodes == 3              # not given anywhere: default
 
 
-def test_unknown_key_names_file_key_and_line(tmp_path):
-    p = write(tmp_path, 'name = "x"\n\n[broker]\ntruncation = "hw"\nflsh = "never"\n')
-    with pytest.raises(C.ConfigError) as e:
-        C.build(p)
+@pytest.mark.parametrize("text, message", [
     # the message gained "did you mean" (rundir/settings.py)
-    assert str(e.value) == f"{p}:5: unknown key 'broker.flsh' (did you mean 'broker.flush'?)"
-
-
-def test_unknown_section(tmp_path):
-    p = write(tmp_path, '[brokers]\nx = 1\n')
+    pytest.param('name = "x"\n\n[broker]\ntruncation = "hw"\nflsh = "never"\n',
+                 "{p}:5: unknown key 'broker.flsh' (did you mean 'broker.flush'?)",
+                 id="unknown_key_names_file_key_and_line"),
+    pytest.param('[brokers]\nx = 1\n', "{p}: unknown key 'brokers' (did you mean 'broker'?)", id="unknown_section"),
+    pytest.param('[cluster]\nnodes = "three"\n', "{p}:2: key 'cluster.nodes' must be an integer, got 'three'",
+                 id="bad_value_type"),
+    pytest.param('[broker]\n\ntruncation = "epoch"\n',
+                 "{p}:3: key 'broker.truncation' must be one of hw, leader-epoch, got 'epoch'", id="bad_enum_value"),
+])
+def test_a_bad_key_or_value_names_the_file_line_and_key(tmp_path, text, message):
+    p = write(tmp_path, text)
     with pytest.raises(C.ConfigError) as e:
         C.build(p)
-    assert str(e.value) == f"{p}: unknown key 'brokers' (did you mean 'broker'?)"
-
-
-def test_bad_value_type(tmp_path):
-    p = write(tmp_path, '[cluster]\nnodes = "three"\n')
-    with pytest.raises(C.ConfigError) as e:
-        C.build(p)
-    assert str(e.value) == f"{p}:2: key 'cluster.nodes' must be an integer, got 'three'"
-
-
-def test_bad_enum_value(tmp_path):
-    p = write(tmp_path, '[broker]\n\ntruncation = "epoch"\n')
-    with pytest.raises(C.ConfigError) as e:
-        C.build(p)
-    assert str(e.value) == f"{p}:3: key 'broker.truncation' must be one of hw, leader-epoch, got 'epoch'"
+    assert str(e.value) == message.format(p=p)
 
 
 def test_bad_acks_and_fault(tmp_path):
