@@ -49,18 +49,18 @@ def check(run_dir: Path, spark_master: str | None, engine: str, lenient: bool, e
                         fail_on=fail_on, allow=allow, step=step, output=output)
     except (rf.FormatError, PolicyError, SparkSetupError) as exc:
         click.echo(f"highwater check: {exc}", err=True)
-        sys.exit(EXIT_USAGE)
+        return EXIT_USAGE
     except Exception as exc:  # noqa: BLE001 - anything else is our bug: one line, details with HIGHWATER_DEBUG
         click.echo(f"highwater check: internal error: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}",
                    err=True)
         if __import__("os").environ.get("HIGHWATER_DEBUG"):
             traceback.print_exc()
-        sys.exit(EXIT_INTERNAL)
+        return EXIT_INTERNAL
     finally:
         if progress is not None:
             progress.stop()
     click.echo(verdict_line(doc))
-    sys.exit(verdict_exit_code(doc))
+    return verdict_exit_code(doc)
 
 
 @click.command("jvm-archive")
@@ -76,6 +76,6 @@ def jvm_archive(output: Path | None) -> int:
         made = archive.build(output)
     except archive.ArchiveError as exc:
         click.echo(f"highwater jvm-archive: {exc}", err=True)
-        sys.exit(EXIT_INTERNAL)
+        return EXIT_INTERNAL
     click.echo(str(made))
-    sys.exit(EXIT_VALID)
+    return EXIT_VALID

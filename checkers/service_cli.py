@@ -5,7 +5,6 @@ warming it ahead of a batch of work, seeing where it is and what it logs, and st
 """
 from __future__ import annotations
 
-import sys
 import time
 
 import click
@@ -26,25 +25,27 @@ def spark() -> None:
 
 
 @spark.command("status")
-def status() -> None:
+def status() -> int:
     """Say whether the shared driver is running, where, and where it logs. Exit 0 running, 3 not."""
     svc = spark_service.status()
     if svc is None:
         click.echo(f"not running (directory {spark_service.directory()})")
-        sys.exit(3)
+        return 3
     click.echo(_describe(svc))
+    return 0
 
 
 @spark.command("start")
-def start() -> None:
+def start() -> int:
     """Start the shared driver now (a no-op if it runs) and wait until it accepts checks; it then warms
     itself up with a few small checks in the background."""
     try:
         svc = spark_service.ensure(warm_up=True)
     except spark_service.ServiceError as exc:
         click.echo(f"highwater spark start: {exc}", err=True)
-        sys.exit(EXIT_INTERNAL)
+        return EXIT_INTERNAL
     click.echo(_describe(svc))
+    return 0
 
 
 @spark.command("stop")

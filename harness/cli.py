@@ -3,15 +3,19 @@
 Subcommands are imported lazily from their owning modules, so `highwater check` does not import the
 Docker SDK and `highwater serve` does not start Java. Exit codes are defined once, in rundir/exits.py
 (Jepsen's: 0 valid, 1 anomalies found, 2 unknown, 254 bad arguments or configuration, 255 internal error).
+Every command returns its exit code; `main` turns what escapes a command into one line and a code the
+same way for all: a usage error 254, a `HighwaterError` its own code, anything else 255.
 """
 from __future__ import annotations
 
 import importlib
+import os
 import sys
+import traceback
 
 import click
 
-from rundir.exits import EXIT_USAGE
+from rundir.exits import EXIT_INTERNAL, EXIT_USAGE, HighwaterError
 
 # name -> "module:attribute" of a click.Command
 COMMANDS: dict[str, str] = {
@@ -73,6 +77,14 @@ def main(argv: list[str] | None = None) -> int:
     except click.ClickException as exc:
         click.echo(f"highwater: {exc.format_message()}", err=True)
         return EXIT_USAGE
+    except HighwaterError as exc:          # a command's own one-line error: its exit code (rundir/exits.py)
+        click.echo(f"highwater: {exc}", err=True)
+        return exc.exit_code
+    except Exception as exc:  # noqa: BLE001 - a bug: one line, the traceback with HIGHWATER_DEBUG=1
+        click.echo(f"highwater: internal error: {type(exc).__name__}: {exc}", err=True)
+        if os.environ.get("HIGHWATER_DEBUG"):
+            traceback.print_exc()
+        return EXIT_INTERNAL
     return rc if isinstance(rc, int) else 0
 
 
