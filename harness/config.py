@@ -36,6 +36,9 @@ from nemesis.schedule import FAULTS, fault_name
 from rundir.formats import ANOMALY_KINDS
 from rundir.settings import Setting, SettingError, at_line, did_you_mean, line_of, read_toml, schema_of, setting
 from rundir.exits import HighwaterError
+from broker.limits import topic_name_problem  # Kafka's rule, the one the controller applies
+from harness import backends
+from harness.backends import BACKENDS  # the registry of backend names (imports no backend)
 
 WORKLOADS = ("producer", "producer-consumer")
 NEMESIS_FAULTS = tuple(FAULTS)   # the nemesis owns the fault names; validated here so a typo fails early
@@ -284,8 +287,6 @@ def unknown_key(dotted: str) -> str:
 def validate(cfg: TestConfig) -> list[tuple[str, str]]:
     """Every value against its declaration (choices, ranges), then the rules between settings.
     Returns (key, problem) pairs; empty when the configuration is usable."""
-    from harness.backends import BACKENDS  # the registry of backend names (imports no backend)
-    from broker.limits import topic_name_problem  # Kafka's rule, the one the controller applies
     problems: list[tuple[str, str]] = []
     c, t, b = cfg.cluster, cfg.topic, cfg.broker
     if not cfg.name or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", cfg.name):
@@ -403,7 +404,6 @@ def preflight(cfg: TestConfig, *, where: Any = None, faults: list[str] | None = 
     names where a key was set (a flag or file:line); `faults` replaces the configured faults and schedule
     (a scenario injects its own). Raises ConfigError."""
     where = where or (lambda _dotted: "configuration")
-    from harness import backends
     try:
         backends.check_backend(cfg.cluster.backend, cfg.cluster, brokers=cfg.cluster.nodes)
     except backends.BackendUnavailable as exc:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.suite_file import Expectation
+from rundir.verdict import verdict_line
 
 STATUSES = ("passed", "failed", "error", "skipped")
 
@@ -63,7 +64,6 @@ class RepeatResult:
 
 def repeat_from_results(index: int, exit_code: int, results: dict[str, Any] | None, **extra) -> RepeatResult:
     """A RepeatResult from a run's exit code and its results.json document (None when not checked)."""
-    from rundir.verdict import verdict_line
     extra.setdefault("line", verdict_line(results, exit_code=exit_code, prefix="",
                                           reasons=[] if results is not None else extra.get("problems") or []))
     if results is None:

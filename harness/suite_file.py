@@ -39,6 +39,7 @@ from harness.config import TestConfig
 from rundir.formats import ANOMALY_KINDS
 from rundir.settings import Setting, SettingError, at_line, declare, did_you_mean, line_of, parse_table, read_toml
 from rundir.exits import HighwaterError
+from harness import scenario as scenario_mod
 
 # short setting names: the flags of `highwater run` that make sense per configuration
 SHORT_KEYS = {k: v for k, v in config_mod.FLAG_KEYS.items() if k not in ("results_dir", "test_name")}
@@ -347,7 +348,6 @@ def _scenario_path(ctx: _Ctx, raw: dict[str, Any], what: str, i: int, base_dir: 
     if not isinstance(value, str) or not value:
         raise ctx.error(what, "scenario", f"must be a path to a scenario file, got {value!r}", table="test", entry=i)
     path = Path(value) if Path(value).is_absolute() else base_dir / value
-    from harness import scenario as scenario_mod
     try:
         scenario_mod.load(path)
     except scenario_mod.ScenarioError as exc:
