@@ -16,6 +16,7 @@ import pytest
 
 from broker.client import Admin, ClientError, Consumer, Producer
 from broker.server.launch import LocalCluster, wait_until
+from real_processes import wait_full_isr
 
 TOPIC = "r"
 
@@ -102,8 +103,7 @@ def test_acks_0_and_create_topic(cluster):
     admin = Admin(cluster.controller_address)
     admin.create_topic("fresh", 1, 3)
     admin.create_topic("fresh", 1, 3)          # idempotent
-    info = wait_until(lambda: (lambda d: d if d and d[0].leader is not None and len(d[0].isr) == 3 else None)(
-        admin.describe("fresh")), 20, "the new topic's leader")[0]
+    info = wait_full_isr(admin, "fresh", 20, "the new topic's leader", replica_states=False)
     assert (info.partition, sorted(info.replicas)) == (0, [1, 2, 3])
     fire_and_forget = Producer(cluster.controller_address, acks=0)
     r = fire_and_forget.send("fresh", 0, [b"x", b"y"])

@@ -14,6 +14,7 @@ import pytest
 
 from broker.client import Admin, ClientError, Consumer, Producer
 from broker.server.launch import LocalCluster, wait_until
+from real_processes import wait_full_isr
 
 TOPIC = "m"
 
@@ -25,8 +26,7 @@ def test_not_enough_replicas(tmp_path):
                       controller_settings={"broker_session_timeout_ms": 1500},
                       topics=[{"name": TOPIC, "partitions": 1, "replication_factor": 3}]) as cluster:
         admin = Admin(cluster.controller_address, timeout_s=1.0)
-        info = wait_until(lambda: (lambda d: d if d and d[0].leader and len(d[0].isr) == 3 else None)(
-            admin.describe(TOPIC)), 20, "a full ISR")[0]
+        info = wait_full_isr(admin, TOPIC, 20, "a full ISR", replica_states=False)
         leader = info.leader
         followers = [b for b in (1, 2, 3) if b != leader]
         producer = Producer(cluster.controller_address, acks="all", timeout_s=10.0)

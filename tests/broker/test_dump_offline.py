@@ -4,7 +4,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -12,6 +11,7 @@ from pathlib import Path
 from broker.records import Record
 from broker.storage import PartitionStore
 from broker.storage.codec import encode_record
+from real_processes import run_then_sigkill
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -121,16 +121,7 @@ time.sleep(120)
 
 def test_dump_after_sigkill(tmp_path):
     data, out = tmp_path / "data", tmp_path / "out"
-    proc = subprocess.Popen([sys.executable, "-c", WRITER, str(data)], cwd=REPO, stdout=subprocess.PIPE, text=True)
-    try:
-        assert proc.stdout.readline() == "ready\n"
-        os.kill(proc.pid, signal.SIGKILL)
-        assert proc.wait(timeout=10) == -signal.SIGKILL
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        proc.stdout.close()
+    assert run_then_sigkill(WRITER, str(data)) == "ready\n"
     r = run_dump(data, "--out", out, "--node", "n1")
     assert r.returncode == 0, r.stderr
     assert lines(out / "p2.jsonl") == [meta(2, 0, 3, 3, [], 0), rec(0, 4, 0), rec(1, 4, 1), rec(2, 4, 2)]

@@ -22,6 +22,7 @@ import pytest
 
 from broker.client import Admin, Consumer, Producer
 from broker.server.launch import LocalCluster, wait_until
+from real_processes import wait_full_isr
 
 TOPIC = "kip101"
 VALUES = [b"m0", b"m1", b"m2", b"m3", b"m4"]
@@ -40,9 +41,7 @@ def run_scenario(tmp_path, truncation: str):
                       controller_settings={"broker_session_timeout_ms": 8000, "unclean_leader_election": True},
                       topics=[{"name": TOPIC, "partitions": 1, "replication_factor": 2}]) as c:
         admin = Admin(c.controller_address, timeout_s=1.0)
-        info = wait_until(lambda: (lambda d: d[0] if d and d[0].leader is not None and len(d[0].isr) == 2
-                                   and None not in d[0].replica_state.values() else None)(admin.describe(TOPIC)),
-                          30, "a leader with both replicas in the ISR")
+        info = wait_full_isr(admin, TOPIC, 30, "a leader with both replicas in the ISR", isr_size=2)
         a = info.leader
         b = 3 - a
         # 1. acknowledged by A alone (acks=1); B replicates everything, HW 5 in memory, not on disk

@@ -7,6 +7,7 @@ import time
 
 from broker.client import Admin, Producer
 from broker.server.launch import LocalCluster, wait_until
+from real_processes import wait_full_isr
 
 TOPIC = "adm"
 BROKER_TIMEOUT_S = 1.0
@@ -17,9 +18,7 @@ def test_describe_with_two_paused_brokers_is_partial_and_bounded(tmp_path):
                       controller_settings={"broker_session_timeout_ms": 10_000},
                       topics=[{"name": TOPIC, "partitions": 1, "replication_factor": 3}]) as c:
         with Admin(c.controller_address, timeout_s=2.0) as admin:
-            info = wait_until(lambda: (lambda d: d[0] if d and d[0].leader is not None and len(d[0].isr) == 3
-                                       and all(s is not None for s in d[0].replica_state.values()) else None)(
-                admin.describe(TOPIC)), 30, "a leader with the full ISR")
+            info = wait_full_isr(admin, TOPIC, 30, "a leader with the full ISR")
             with Producer(c.controller_address, acks="all", timeout_s=5.0) as p:
                 assert p.send(TOPIC, 0, [b"a", b"b"]).offsets == [0, 1]
             wait_until(lambda: set(admin.describe(TOPIC)[0].replica_state.values()) == {(2, 2)}, 10,

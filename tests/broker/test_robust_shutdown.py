@@ -13,6 +13,7 @@ from broker.config import load_broker_config
 from broker.server.app import BrokerNode
 from broker.server.launch import LocalCluster, free_port, wait_until
 from broker.storage import HwCheckpoint
+from real_processes import wait_full_isr
 
 TOPIC = "down"
 STUBBORN_S = 12.0       # how long the stubborn task keeps swallowing cancellations
@@ -71,9 +72,7 @@ def test_sigterm_with_paused_leader_and_controller_exits_0_and_keeps_acked_write
                       controller_settings={"broker_session_timeout_ms": 3000},
                       topics=[{"name": TOPIC, "partitions": 1, "replication_factor": 3}]) as c:
         with Admin(c.controller_address, timeout_s=1.0) as admin:
-            info = wait_until(lambda: (lambda d: d[0] if d and d[0].leader is not None and len(d[0].isr) == 3
-                                       and all(s is not None for s in d[0].replica_state.values()) else None)(
-                admin.describe(TOPIC)), 30, "a leader with the full ISR")
+            info = wait_full_isr(admin, TOPIC, 30, "a leader with the full ISR")
             with Producer(c.controller_address, acks="all", timeout_s=5.0) as p:
                 assert p.send(TOPIC, 0, [b"1", b"2", b"3"]).offsets == [0, 1, 2]
             follower = next(b for b in info.replicas if b != info.leader)

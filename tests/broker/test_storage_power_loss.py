@@ -2,18 +2,13 @@
 it every appended record survives (it was in the OS page cache)."""
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from broker.records import Record
 from broker.storage import PartitionStore
-
-REPO = Path(__file__).resolve().parents[2]
+from real_processes import run_then_sigkill
 
 WRITER = """
 import sys, time
@@ -32,21 +27,7 @@ time.sleep(120)
 
 
 def run_and_kill(data_dir: Path, power_loss: bool) -> str:
-    proc = subprocess.Popen([sys.executable, "-c", WRITER, str(data_dir), "1" if power_loss else "0"],
-                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        line = proc.stdout.readline().strip()
-        if not line:
-            raise AssertionError(f"writer died: {proc.stderr.read()}")
-        os.kill(proc.pid, signal.SIGKILL)
-        assert proc.wait(timeout=10) == -signal.SIGKILL
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        proc.stdout.close()
-        proc.stderr.close()
-    return line
+    return run_then_sigkill(WRITER, str(data_dir), "1" if power_loss else "0").strip()
 
 
 def expected(start, stop):
