@@ -38,27 +38,18 @@ def test_epoch_round_trip(tmp_path):
     assert cp.read() == []
 
 
-@pytest.mark.parametrize("content, line, message", [
+HW_CORRUPTIONS = [
     ("", 1, "empty file, expected header 'highwater-hw-checkpoint 1'"),
     ("highwater-hw-checkpoint 2\n5\n", 1, "bad header 'highwater-hw-checkpoint 2', expected 'highwater-hw-checkpoint 1'"),
     ("highwater-hw-checkpoint 1\n12", 2, "last line has no newline (truncated file?)"),
     ("highwater-hw-checkpoint 1\n-3\n", 2, "high watermark must be a non-negative integer, got '-3'"),
     ("highwater-hw-checkpoint 1\n", 2, "expected exactly one value line, found 0"),
     ("highwater-hw-checkpoint 1\n4\n5\n", 3, "expected exactly one value line, found 2"),
-])
-def test_hw_corruption(tmp_path, content, line, message):
-    path = tmp_path / "hw.checkpoint"
-    path.write_text(content)
-    with pytest.raises(CheckpointError) as exc:
-        HwCheckpoint(path).read()
-    assert str(exc.value) == f"{path}:{line}: {message}"
-    assert (exc.value.path, exc.value.line) == (str(path), line)
-
+]
 
 H = "highwater-leader-epoch-checkpoint 1\n"
 
-
-@pytest.mark.parametrize("content, line, message", [
+EPOCH_CORRUPTIONS = [
     ("highwater-hw-checkpoint 1\n0\n", 1,
      "bad header 'highwater-hw-checkpoint 1', expected 'highwater-leader-epoch-checkpoint 1'"),
     (H, 2, "missing entry count"),
@@ -69,13 +60,19 @@ H = "highwater-leader-epoch-checkpoint 1\n"
     (H + "2\n0 0\n1 x\n", 4, "start offset must be a non-negative integer, got 'x'"),
     (H + "2\n3 0\n3 5\n", 4, "epoch 3 does not increase (previous 3)"),
     (H + "2\n1 9\n3 5\n", 4, "start offset 5 decreases (previous 9)"),
-])
-def test_epoch_corruption(tmp_path, content, line, message):
-    path = tmp_path / "leader-epoch.checkpoint"
+]
+
+
+@pytest.mark.parametrize("checkpoint, name, content, line, message",
+                         [(HwCheckpoint, "hw.checkpoint", *case) for case in HW_CORRUPTIONS]
+                         + [(EpochCheckpoint, "leader-epoch.checkpoint", *case) for case in EPOCH_CORRUPTIONS])
+def test_corruption(tmp_path, checkpoint, name, content, line, message):
+    path = tmp_path / name
     path.write_text(content)
     with pytest.raises(CheckpointError) as exc:
-        EpochCheckpoint(path).read()
+        checkpoint(path).read()
     assert str(exc.value) == f"{path}:{line}: {message}"
+    assert (exc.value.path, exc.value.line) == (str(path), line)
 
 
 def test_binary_garbage(tmp_path):
