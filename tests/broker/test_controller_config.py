@@ -1,7 +1,6 @@
 """controller.json validation (broker/controller/config.py) and the durable state file (store.py)."""
 from __future__ import annotations
 
-import json
 import os
 
 import pytest
@@ -9,14 +8,13 @@ import pytest
 from broker.controller.config import ConfigError, load_controller_config
 from broker.controller.messages import TopicSpec
 from broker.controller.store import STATE_FILE, StateStore, StoreError
+from config_files import assert_one_line_error, write_config
 
 GOOD = {"host": "127.0.0.1", "port": 0, "data_dir": "d", "log_file": "l.log"}
 
 
 def write(tmp_path, obj, name="controller.json"):
-    p = tmp_path / name
-    p.write_text(obj if isinstance(obj, str) else json.dumps(obj))
-    return p
+    return write_config(tmp_path, name, obj)
 
 
 def test_defaults_are_filled_in(tmp_path):
@@ -43,11 +41,7 @@ def test_topics_and_brokers_needed(tmp_path):
     ({"data_dir": ""}, "key 'data_dir': must be a non-empty string, got \"\""),
 ])
 def test_bad_values_name_the_file_and_key(tmp_path, change, message):
-    path = write(tmp_path, {**GOOD, **change})
-    with pytest.raises(ConfigError) as err:
-        load_controller_config(path)
-    assert str(err.value).startswith(f"{path}: {message}")
-    assert "\n" not in str(err.value)
+    assert_one_line_error(load_controller_config, ConfigError, write(tmp_path, {**GOOD, **change}), message)
 
 
 def test_missing_key_and_bad_json(tmp_path):

@@ -1,7 +1,6 @@
 """broker.json validation (broker/config.py) and `python -m broker node` exiting 2 on bad config."""
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from pathlib import Path
@@ -9,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from broker.config import BrokerConfig, ConfigError, load_broker_config
+from config_files import assert_one_line_error, write_config
 
 REPO = Path(__file__).resolve().parents[2]
 GOOD = {"node_id": 2, "host": "127.0.0.1", "port": 9092, "controller_host": "127.0.0.1", "controller_port": 9000,
@@ -16,9 +16,7 @@ GOOD = {"node_id": 2, "host": "127.0.0.1", "port": 9092, "controller_host": "127
 
 
 def write(tmp_path: Path, obj) -> Path:
-    p = tmp_path / "broker.json"
-    p.write_text(json.dumps(obj) if not isinstance(obj, str) else obj)
-    return p
+    return write_config(tmp_path, "broker.json", obj)
 
 
 def test_defaults_filled_in(tmp_path):
@@ -40,11 +38,7 @@ def test_defaults_filled_in(tmp_path):
     ({"replica_lag_tim_max_ms": 5}, "key 'replica_lag_tim_max_ms': unknown key"),
 ])
 def test_bad_values_name_file_and_key(tmp_path, change, message):
-    path = write(tmp_path, {**GOOD, **change})
-    with pytest.raises(ConfigError) as err:
-        load_broker_config(path)
-    assert str(err.value).startswith(f"{path}: {message}")
-    assert "\n" not in str(err.value)
+    assert_one_line_error(load_broker_config, ConfigError, write(tmp_path, {**GOOD, **change}), message)
 
 
 def test_missing_key_and_bad_json(tmp_path):
