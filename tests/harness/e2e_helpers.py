@@ -11,6 +11,18 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 
+# The start of a scenario file for a one-broker cluster (one partition, one replica); a scenario adds its
+# own broker settings right after it, then its [checker], [expect] and steps.
+ONE_BROKER_SCENARIO = """final_wait = 20
+[cluster]
+nodes = 1
+[topic]
+partitions = 1
+replication_factor = 1
+[broker]
+min_insync_replicas = 1
+"""
+
 
 def highwater_argv(*args) -> list[str]:
     return [sys.executable, "-m", "harness.cli", *args]

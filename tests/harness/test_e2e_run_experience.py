@@ -9,7 +9,7 @@ import re
 import pytest
 
 from rundir import formats as runformat
-from e2e_helpers import load_json, run_dir_from_stdout, run_highwater
+from e2e_helpers import ONE_BROKER_SCENARIO, load_json, run_dir_from_stdout, run_highwater
 
 SMALL = ["--nodes", "1", "--partitions", "1", "--replication-factor", "1", "--min-insync-replicas", "1",
          "--nemesis", "none", "--checker", "reference", "--rate", "50", "--final-wait", "20"]
@@ -43,17 +43,7 @@ def test_run_names_each_final_phase_and_prints_the_check_verdict_line(tmp_path):
     assert took.sub("", check_line) == took.sub("", run_line)
 
 
-FAILING_STEP = """
-name = "step-fails"
-final_wait = 20
-[cluster]
-nodes = 1
-[topic]
-partitions = 1
-replication_factor = 1
-[broker]
-min_insync_replicas = 1
-[checker]
+FAILING_STEP = '\nname = "step-fails"\n' + ONE_BROKER_SCENARIO + """[checker]
 engine = "reference"
 [expect]
 leader-epoch = []

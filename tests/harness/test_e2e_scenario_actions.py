@@ -6,19 +6,9 @@ from __future__ import annotations
 import pytest
 
 from rundir import formats as runformat
-from e2e_helpers import found_kinds, load_json, run_dir_from_stdout, run_highwater
+from e2e_helpers import ONE_BROKER_SCENARIO, found_kinds, load_json, run_dir_from_stdout, run_highwater
 
-SCENARIO = """
-name = "actions"
-final_wait = 20
-[cluster]
-nodes = 1
-[topic]
-partitions = 1
-replication_factor = 1
-[broker]
-min_insync_replicas = 1
-flush = "never"
+SCENARIO = '\nname = "actions"\n' + ONE_BROKER_SCENARIO + """flush = "never"
 power_loss = true
 [client]
 acks = 1
