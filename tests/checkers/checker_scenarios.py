@@ -26,6 +26,15 @@ def _holds(log_nodes=("n1", "n2", "n3"), **where):
     return {n: {"value_at": where.get(n)} for n in log_nodes}
 
 
+def _n3_diverges(b: RunBuilder, p: int, n3_records, hw: int) -> None:
+    """Values 0, 1, 2 sent and finally read; n1 and n2 hold them, n3 holds `n3_records` with HW `hw`."""
+    P = 100 * p
+    for k in range(3):
+        b.send(P + 1, p, k, offset=k)
+    log = [0, 1, 2]
+    b.final(p, log, process=P + 9, replicas={"n1": _rep(log), "n2": _rep(log), "n3": _rep(n3_records, hw=hw)})
+
+
 def clean(b: RunBuilder, p: int) -> dict:
     P = 100 * p
     for k in range(3):
@@ -117,12 +126,7 @@ def final_gap(b: RunBuilder, p: int) -> dict:
 
 
 def divergence_committed(b: RunBuilder, p: int) -> dict:
-    P = 100 * p
-    for k in range(3):
-        b.send(P + 1, p, k, offset=k)
-    log = [0, 1, 2]
-    b.final(p, log, process=P + 9, replicas={"n1": _rep(log), "n2": _rep(log),
-                                             "n3": _rep([(0, 1), (7, 2), (2, 1)], hw=3)})
+    _n3_diverges(b, p, [(0, 1), (7, 2), (2, 1)], hw=3)
     rec = lambda v, e: {"record": {"value": v, "epoch": e, "crc_ok": True}, "hw": 3, "leo": 3}  # noqa: E731
     return {"counts": {"divergence": 1}, "divergence": {"committed": 1, "residual": 0}, "examples": {"divergence": [
         {"partition": p, "offset": 1, "committed": True,
@@ -131,12 +135,7 @@ def divergence_committed(b: RunBuilder, p: int) -> dict:
 
 def divergence_residual(b: RunBuilder, p: int) -> dict:
     """n3 disagrees at offset 2, beyond its own HW: residual divergence after the final heal."""
-    P = 100 * p
-    for k in range(3):
-        b.send(P + 1, p, k, offset=k)
-    log = [0, 1, 2]
-    b.final(p, log, process=P + 9, replicas={"n1": _rep(log), "n2": _rep(log),
-                                             "n3": _rep([(0, 1), (1, 1), (8, 1)], hw=2)})
+    _n3_diverges(b, p, [(0, 1), (1, 1), (8, 1)], hw=2)
     return {"counts": {"divergence": 1}, "divergence": {"committed": 0, "residual": 1}, "examples": {"divergence": [
         {"partition": p, "offset": 2, "committed": False,
          "replicas": {"n1": {"record": {"value": 2, "epoch": 1, "crc_ok": True}, "hw": 3, "leo": 3},
