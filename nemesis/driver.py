@@ -58,6 +58,15 @@ def _node_names(cluster: Cluster) -> tuple[str, list[str]]:
         return "c0", [f"n{i}" for i in range(1, n + 1)]
 
 
+def _act_on_each(action, targets, details: list[str], errors: list[str]) -> None:
+    """Run `action` on every target, adding its detail; a target's ClusterError is noted and the rest still run."""
+    for t in targets:
+        try:
+            details.append(action(t))
+        except ClusterError as exc:
+            errors.append(f"{t}: {exc}")
+
+
 class Nemesis:
     def __init__(self, cluster: Cluster, history, faults: list[str], *, interval_s: float = 10.0,
                  seed: int = 0, schedule: Path | str | None = None,
@@ -266,11 +275,7 @@ class Nemesis:
             else:
                 action = (require(self.cluster, Pausable, step.fault).pause if kind == "pause"
                           else require(self.cluster, Killable, step.fault).kill)
-                for t in targets:
-                    try:
-                        details.append(action(t))
-                    except ClusterError as exc:
-                        errors.append(f"{t}: {exc}")
+                _act_on_each(action, targets, details, errors)
         except ClusterError as exc:
             errors.append(str(exc))
         label = f"{step.fault} {extra.get('shape', '') + ' ' if kind == 'partition' else ''}{' '.join(targets)}"
@@ -297,11 +302,7 @@ class Nemesis:
             else:
                 action = (require(self.cluster, Pausable, fault.step.fault).resume if fault.kind == "pause"
                           else require(self.cluster, Killable, fault.step.fault).restart)
-                for t in fault.targets:
-                    try:
-                        details.append(action(t))
-                    except ClusterError as exc:
-                        errors.append(f"{t}: {exc}")
+                _act_on_each(action, fault.targets, details, errors)
         except ClusterError as exc:
             errors.append(str(exc))
         self._active.remove(fault)
