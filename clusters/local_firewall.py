@@ -70,6 +70,12 @@ class Firewall:
     """Base of the two implementations; `describe()` is what the registry stores."""
     run_id: str
 
+    @property
+    def comment(self) -> str:
+        """The comment on this run's rules: the run and the process that owns them."""
+        pid, start = this_process_identity()
+        return f"{COMMENT_PREFIX}{self.run_id[:200]} owner={pid}:{start}"
+
     def install(self) -> None: ...
     def drop(self, pairs: list[tuple[str, str]]) -> None: ...
     def heal(self) -> None: ...
@@ -81,11 +87,6 @@ class IptablesFirewall(Firewall):
     @property
     def chain(self) -> str:
         return f"HW-{short_id(self.run_id)}"
-
-    @property
-    def comment(self) -> str:
-        pid, start = this_process_identity()
-        return f"{COMMENT_PREFIX}{self.run_id[:200]} owner={pid}:{start}"
 
     def install(self) -> None:
         if _run(["iptables", "-w", "-n", "-L", self.chain], check=False).returncode != 0:
@@ -120,8 +121,7 @@ class NftFirewall(Firewall):
 
     @property
     def comment(self) -> str:
-        pid, start = this_process_identity()
-        return f"{COMMENT_PREFIX}{self.run_id[:200]} owner={pid}:{start}".replace('"', "")
+        return super().comment.replace('"', "")  # it stands inside a quoted nft string
 
     def install(self) -> None:
         if _run(["nft", "add", "table", "inet", self.table, "{ comment \"" + self.comment + "\" ; }"],
