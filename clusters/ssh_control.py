@@ -424,9 +424,13 @@ class RemoteFirewall:
             self.tool = r.stdout.strip()        # absolute path: later commands need no PATH
         return self.tool
 
-    def install(self) -> None:
+    def _tool_chain_jump(self) -> tuple[str, str, str]:
+        """(the iptables binary, the quoted chain, the INPUT rule that jumps to it) for shell commands."""
         t, c = self._pick_tool(), shlex.quote(self.chain)
-        jump = f"INPUT -m comment --comment {shlex.quote(self.comment)} -j {c}"
+        return t, c, f"INPUT -m comment --comment {shlex.quote(self.comment)} -j {c}"
+
+    def install(self) -> None:
+        t, c, jump = self._tool_chain_jump()
         self.node.run(f"{t} -w -n -L {c} >/dev/null 2>&1 || {t} -w -N {c}; "
                       f"{t} -w -C {jump} 2>/dev/null || {t} -w -I {jump.replace('INPUT', 'INPUT 1', 1)}")
         self.installed = True
@@ -451,8 +455,7 @@ class RemoteFirewall:
 
     def remove(self) -> None:
         """Delete the INPUT jump(s) and the chain. Idempotent."""
-        t, c = self._pick_tool(), shlex.quote(self.chain)
-        jump = f"INPUT -m comment --comment {shlex.quote(self.comment)} -j {c}"
+        t, c, jump = self._tool_chain_jump()
         self.node.run(f"while {t} -w -D {jump} 2>/dev/null; do :; done; "
                       f"{t} -w -F {c} 2>/dev/null; {t} -w -X {c} 2>/dev/null; true")
         self.installed = False
