@@ -162,31 +162,30 @@ class Frame:
     def x_axis(self, scale: Linear, fmt: Callable[[float], str] = fmt_clock, *, title: str = "",
                grid: bool = True, target: int = 10) -> None:
         y = self.bottom_y
-        out = [f'<g class="axis x">']
+        out = []
         for v in (time_ticks(scale.d0, scale.d1, target) if fmt is fmt_clock else scale.ticks(target)):
             x = scale(v)
             if grid:
                 out.append(f'<line class="grid" x1="{r1(x)}" y1="{r1(self.top)}" x2="{r1(x)}" y2="{r1(y)}"/>')
             out.append(f'<text x="{r1(x)}" y="{r1(y + 14)}" text-anchor="middle">{esc(fmt(v))}</text>')
         out.append(f'<line class="base" x1="{r1(self.left)}" y1="{r1(y)}" x2="{r1(self.right_x)}" y2="{r1(y)}"/>')
-        if title:
-            out.append(f'<text class="title" x="{r1(self.right_x)}" y="{r1(y + 27)}" text-anchor="end">'
-                       f'{esc(title)}</text>')
-        out.append("</g>")
-        self.add("".join(out))
+        self._add_axis("x", out, title and (f'<text class="title" x="{r1(self.right_x)}" y="{r1(y + 27)}" '
+                                            f'text-anchor="end">{esc(title)}</text>'))
 
     def y_axis(self, scale: Linear | Log, fmt: Callable[[float], str] = fmt_count, *, title: str = "",
                target: int = 5) -> None:
-        out = ['<g class="axis y">']
+        out = []
         for v in scale.ticks(target):
             y = scale(v)
             out.append(f'<line class="grid" x1="{r1(self.left)}" y1="{r1(y)}" x2="{r1(self.right_x)}" y2="{r1(y)}"/>')
             out.append(f'<text x="{r1(self.left - 6)}" y="{r1(y + 4)}" text-anchor="end">{esc(fmt(v))}</text>')
-        if title:
-            out.append(f'<text class="title" transform="translate(12 {r1((self.top + self.bottom_y) / 2)}) '
-                       f'rotate(-90)" text-anchor="middle">{esc(title)}</text>')
-        out.append("</g>")
-        self.add("".join(out))
+        self._add_axis("y", out, title and (f'<text class="title" transform="translate(12 '
+                                            f'{r1((self.top + self.bottom_y) / 2)}) rotate(-90)" '
+                                            f'text-anchor="middle">{esc(title)}</text>'))
+
+    def _add_axis(self, name: str, ticks: list[str], title: str) -> None:
+        """One axis group: its ticks and lines, then its title element ("" for none)."""
+        self.add(f'<g class="axis {name}">' + "".join(ticks) + title + "</g>")
 
 
 def polyline_path(points: Iterable[tuple[float, float] | None]) -> str:
