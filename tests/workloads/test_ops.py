@@ -26,14 +26,14 @@ def strip(op):
     return {k: v for k, v in op.items() if k not in ("index", "time")}
 
 
-class ScriptedProducer:
+class Scripted:
+    """A client stand-in: each call gets the next scripted answer (an exception in the script is raised)."""
+
     def __init__(self, answers):
         self.answers = list(answers)
-        self.sent = []
         self.closed = False
 
-    def send(self, topic, partition, values):
-        self.sent.append((topic, partition, values))
+    def _answer(self):
         a = self.answers.pop(0)
         if isinstance(a, Exception):
             raise a
@@ -41,6 +41,16 @@ class ScriptedProducer:
 
     def close(self):
         self.closed = True
+
+
+class ScriptedProducer(Scripted):
+    def __init__(self, answers):
+        super().__init__(answers)
+        self.sent = []
+
+    def send(self, topic, partition, values):
+        self.sent.append((topic, partition, values))
+        return self._answer()
 
 
 def test_send_ok_fail_info_shapes(tmp_path):
@@ -90,20 +100,14 @@ def test_producer_worker_takes_new_process_after_info(tmp_path):
     assert client.closed
 
 
-class ScriptedConsumer:
+class ScriptedConsumer(Scripted):
     def __init__(self, answers):
-        self.answers = list(answers)
+        super().__init__(answers)
         self.calls = []
 
     def fetch(self, topic, partition, offset, max_records=1000, max_wait_ms=0):
         self.calls.append((partition, offset, max_records))
-        a = self.answers.pop(0)
-        if isinstance(a, Exception):
-            raise a
-        return a
-
-    def close(self):
-        pass
+        return self._answer()
 
 
 def test_poll_and_assign_shapes(tmp_path):
