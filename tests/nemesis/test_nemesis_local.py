@@ -65,24 +65,17 @@ def _eventually(predicate, timeout=10.0):
     return eventually(predicate, timeout, interval=0.02)
 
 
-def _schedule(tmp_path, text):
+def _schedule(tmp_path, *steps: dict):
+    """A schedule file with one [[step]] a dict, its keys in the order given."""
     p = tmp_path / "schedule.toml"
-    p.write_text(text)
+    p.write_text("".join("[[step]]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in step.items())
+                         for step in steps))
     return p
 
 
 def test_scheduled_kill_and_pause_really_change_processes_and_are_recorded(cluster, history, tmp_path):
-    sched = _schedule(tmp_path, """
-[[step]]
-at = 0.2
-fault = "kill"
-targets = ["n2"]
-duration = 1.0
-[[step]]
-at = 0.3
-fault = "pause-controller"
-duration = 1.0
-""")
+    sched = _schedule(tmp_path, {"at": 0.2, "fault": "kill", "targets": ["n2"], "duration": 1.0},
+                      {"at": 0.3, "fault": "pause-controller", "duration": 1.0})
     nem = Nemesis(cluster, history, [], schedule=sched, seed=1)
     cluster.start()
     old_n2, c0 = cluster.pid("n2"), cluster.pid("c0")
@@ -107,18 +100,8 @@ duration = 1.0
 
 
 def test_stop_undoes_every_active_fault_and_records_the_stops(cluster, history, tmp_path):
-    sched = _schedule(tmp_path, """
-[[step]]
-at = 0.1
-fault = "pause"
-targets = ["n1"]
-duration = 600
-[[step]]
-at = 0.1
-fault = "power-loss"
-targets = ["n3"]
-duration = 600
-""")
+    sched = _schedule(tmp_path, {"at": 0.1, "fault": "pause", "targets": ["n1"], "duration": 600},
+                      {"at": 0.1, "fault": "power-loss", "targets": ["n3"], "duration": 600})
     nem = Nemesis(cluster, history, [], schedule=sched)
     cluster.start()
     n1 = cluster.pid("n1")
@@ -153,14 +136,8 @@ def test_random_mode_pairs_every_start_with_a_stop_and_leaves_the_cluster_whole(
 
 @pytest.mark.root
 def test_scheduled_partition_installs_kernel_drops_and_heals(cluster, history, tmp_path):
-    sched = _schedule(tmp_path, """
-[[step]]
-at = 0.1
-fault = "partition"
-shape = "isolate"
-targets = ["n1"]
-duration = 1.5
-""")
+    sched = _schedule(tmp_path, {"at": 0.1, "fault": "partition", "shape": "isolate", "targets": ["n1"],
+                                 "duration": 1.5})
     nem = Nemesis(cluster, history, [], schedule=sched)
     cluster.start()
     nem.start()
@@ -193,7 +170,7 @@ def test_leader_targeting_uses_the_admin_describe(cluster, history, tmp_path):
         def close(self):
             pass
 
-    sched = _schedule(tmp_path, '[[step]]\nat = 0.1\nfault = "kill-leader"\npartition = 0\nduration = 0.5\n')
+    sched = _schedule(tmp_path, {"at": 0.1, "fault": "kill-leader", "partition": 0, "duration": 0.5})
     nem = Nemesis(cluster, history, [], schedule=sched, admin_factory=FakeAdmin, topic="hw", partitions=2)
     cluster.start()
     nem.start()
