@@ -18,14 +18,14 @@ def _suite(tmp_path: Path, body: str) -> Path:
     return tmp_path / "s.toml"
 
 
+def _hw_replay(name: str, case: str, kind: str) -> str:
+    """A suite entry replaying the shipped scenarios/<case>.toml with truncation = "hw", expected to find `kind`."""
+    return (f'\n[[test]]\nname = "{name}"\nscenario = "{ROOT / "scenarios" / (case + ".toml")}"\n'
+            f'truncation = "hw"\nfinds = ["{kind}"]\n')
+
+
 def test_scenario_entries_parse_with_their_truncation_and_column(tmp_path):
-    path = _suite(tmp_path, f'''
-[[test]]
-name = "div-hw"
-scenario = "{ROOT / 'scenarios/seed-divergence.toml'}"
-truncation = "hw"
-finds = ["divergence"]
-''')
+    path = _suite(tmp_path, _hw_replay("div-hw", "seed-divergence", "divergence"))
     (c,) = load_suite(path).configs
     assert c.scenario == ROOT / "scenarios/seed-divergence.toml"
     assert c.cfg.broker.truncation == "hw"
@@ -58,13 +58,7 @@ def test_shipped_nightly_replays_both_seed_cases_in_both_modes():
 
 
 def test_scenario_configurations_go_to_the_scenario_runner(tmp_path):
-    path = _suite(tmp_path, f'''
-[[test]]
-name = "loss-hw"
-scenario = "{ROOT / 'scenarios/seed-data-loss.toml'}"
-truncation = "hw"
-finds = ["lost-write"]
-
+    path = _suite(tmp_path, _hw_replay("loss-hw", "seed-data-loss", "lost-write") + '''
 [[test]]
 name = "random"
 nemesis = "kill"
