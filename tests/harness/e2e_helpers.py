@@ -23,6 +23,15 @@ replication_factor = 1
 min_insync_replicas = 1
 """
 
+# The first steps of such a scenario: wait until n1 leads, then produce two records (values 0 and 1).
+N1_LEADS_THEN_TWO_SENDS = """[[step]]
+do = "wait"
+leader = "n1"
+[[step]]
+do = "produce"
+count = 2
+"""
+
 
 def highwater_argv(*args) -> list[str]:
     return [sys.executable, "-m", "harness.cli", *args]

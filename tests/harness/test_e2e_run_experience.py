@@ -9,7 +9,8 @@ import re
 import pytest
 
 from rundir import formats as runformat
-from e2e_helpers import ONE_BROKER_SCENARIO, load_json, run_dir_from_stdout, run_highwater
+from e2e_helpers import (N1_LEADS_THEN_TWO_SENDS, ONE_BROKER_SCENARIO, load_json, run_dir_from_stdout,
+                         run_highwater)
 
 SMALL = ["--nodes", "1", "--partitions", "1", "--replication-factor", "1", "--min-insync-replicas", "1",
          "--nemesis", "none", "--checker", "reference", "--rate", "50", "--final-wait", "20"]
@@ -48,13 +49,7 @@ engine = "reference"
 [expect]
 leader-epoch = []
 
-[[step]]
-do = "wait"
-leader = "n1"
-[[step]]
-do = "produce"
-count = 2
-[[step]]
+""" + N1_LEADS_THEN_TWO_SENDS + """[[step]]
 do = "wait"
 partition = 0
 hw = 100

@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from rundir import formats as runformat
-from e2e_helpers import ONE_BROKER_SCENARIO, found_kinds, load_json, run_dir_from_stdout, run_highwater
+from e2e_helpers import (N1_LEADS_THEN_TWO_SENDS, ONE_BROKER_SCENARIO, found_kinds,
+                         load_json, run_dir_from_stdout, run_highwater)
 
 SCENARIO = '\nname = "actions"\n' + ONE_BROKER_SCENARIO + """flush = "never"
 power_loss = true
@@ -17,13 +18,7 @@ engine = "reference"
 [expect]
 leader-epoch = ["lost-write"]
 
-[[step]]
-do = "wait"
-leader = "n1"
-[[step]]
-do = "produce"
-count = 2
-note = "values 0, 1"
+""" + N1_LEADS_THEN_TWO_SENDS + """note = "values 0, 1"
 [[step]]
 do = "stop"
 node = "n1"
