@@ -37,7 +37,7 @@ class GroupCommit:
         self.flushes += 1
         try:
             for part in dirty.values():
-                if not part.store.log.closed:   # a retired replica (corruption) was flushed at its close
+                if not part.retired:        # a retired replica (corruption) was flushed at its close
                     part.store.log.flush()
         except Exception as exc:   # a disk error: the waiting requests fail rather than ack unflushed data
             barrier.set_exception(exc)

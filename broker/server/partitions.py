@@ -76,6 +76,7 @@ class Partition:
         self.last_hw = replica.hw
         self.checkpointed_hw: int | None = None
         self.retired = False            # taken out of service (corruption found): a fresh Partition replaces it
+        self.lead_after_epoch = -1      # recovered from corruption: never lead again at this epoch or below
 
 
 class ReplicaManager:
@@ -186,6 +187,13 @@ class ReplicaManager:
         r = part.replica
         me = self.config.node_id
         t = now_ms()
+        if ps.leader == me and ps.leader_epoch <= part.lead_after_epoch:
+            # metadata from before our re-registration (the controller fences our old incarnation and
+            # bumps the epoch): leading at the old epoch with the log cut at the bad record would hand out
+            # offsets the followers already hold
+            log.debug("partition %r/%s: not leading epoch %s again after corruption", ps.topic, ps.partition,
+                      ps.leader_epoch)
+            return
         try:
             if ps.leader == me:
                 err = r.become_leader(ps.leader_epoch, ps.isr, ps.replicas, ps.isr_version, t)
@@ -316,7 +324,8 @@ class ReplicaManager:
         except OSError as close_exc:
             log.error("partition %r/%s: close after corruption: %s", part.topic, part.partition, close_exc)
         try:
-            self._open(part.topic, part.partition)      # the recovery scan cuts at the bad record
+            fresh = self._open(part.topic, part.partition)      # the recovery scan cuts at the bad record
+            fresh.lead_after_epoch = r.leader_epoch
         except Exception as open_exc:   # noqa: BLE001 - reported and retried on the next metadata version
             self._skip(part.topic, part.partition, open_exc)
         if self.rejoin is not None:
@@ -334,18 +343,13 @@ class ReplicaManager:
 
     def close_storage(self) -> None:
         """Second half (synchronous, so nothing can interleave): flush every log, write the HW and epoch
-        checkpoints, close the stores. A failure on one partition does not skip the others."""
+        checkpoints, close the stores. A failure on one partition does not skip the others; flush and
+        checkpoint failures are `storage-error` events (`_disk_work`), a failed close is logged."""
         self._closing = True
+        for part in list(self.partitions.values()):
+            self._disk_work(part, "flush", part.store.log.flush)
+        self.checkpoint_all()
         errors = []
-        for part in self.partitions.values():
-            try:
-                part.store.log.flush()
-            except OSError as exc:
-                errors.append(f"{part.topic}/{part.partition}: flush: {exc}")
-        try:
-            self.checkpoint_all()
-        except OSError as exc:
-            errors.append(f"checkpoint: {exc}")
         for part in self.partitions.values():
             try:
                 part.store.close()
@@ -368,6 +372,8 @@ class ReplicaManager:
         self.after_change(part)
         if self.commit is not None and res.base_offset >= 0:
             await self.commit.durable(part)        # flush="always": nothing is acknowledged unflushed
+            if part.retired:                        # recovered from corruption meanwhile: outcome unknown
+                return {"error": TIMED_OUT, "base_offset": res.base_offset, "leader_epoch": res.epoch}
         if res.error is not None or res.complete:
             return {"error": _code(res.error), "base_offset": res.base_offset, "leader_epoch": res.epoch}
         outcome = await part.purgatory.park(res.last_offset, res.epoch, timeout_ms / 1000.0)

@@ -258,14 +258,16 @@ class SegmentedLog:
         with self._lock:
             if self._closed:
                 return
-            if flush:
-                self._flush_locked()
-            for seg in self._segments:
-                seg.close()
-            if self._lock_fd is not None:
-                os.close(self._lock_fd)      # releases the directory lock
-                self._lock_fd = None
-            self._closed = True
+            try:
+                if flush:
+                    self._flush_locked()
+            finally:                            # a failed flush (EIO, ENOSPC) still closes every file
+                for seg in self._segments:
+                    seg.close()
+                if self._lock_fd is not None:
+                    os.close(self._lock_fd)      # releases the directory lock
+                    self._lock_fd = None
+                self._closed = True
 
     def __enter__(self) -> "SegmentedLog":
         return self
@@ -274,10 +276,6 @@ class SegmentedLog:
         self.close()
 
     # --- introspection ------------------------------------------------------------------------------
-
-    @property
-    def closed(self) -> bool:
-        return self._closed
 
     def segment_bases(self) -> list[int]:
         """Base offsets of the segments, oldest first."""

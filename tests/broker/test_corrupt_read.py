@@ -225,3 +225,65 @@ def test_emfile_during_the_hw_checkpoint_is_logged_and_retried_not_fatal(tmp_pat
         wait_until(lambda: hw_file.read() == 3, 10, "the HW checkpoint written after the limit is back")
         send(producer, [value(3)])
         assert cluster.brokers[1].running()
+
+
+def test_a_failed_flush_at_close_still_closes_every_file_and_the_lock(tmp_path, monkeypatch):
+    """A recovered replica is re-opened in the same process: a close whose flush fails (EIO on a rotting
+    disk) must still release the directory lock, or the re-open is refused for good."""
+    import os
+
+    from broker.storage import log as log_mod
+    d = tmp_path / "t-0"
+    log = SegmentedLog.open(d, power_loss=True, flush_policy="never")
+    log.append(recs(0, 3))
+
+    def failing_fsync(fd):
+        raise OSError(5, "Input/output error")
+    monkeypatch.setattr(log_mod.os, "fsync", failing_fsync)
+    with pytest.raises(OSError, match="Input/output error"):
+        log.close()
+    monkeypatch.setattr(log_mod.os, "fsync", os.fsync)
+    reopened = SegmentedLog.open(d)           # the lock was released
+    reopened.close()
+
+
+def test_a_recovered_replica_never_leads_its_old_epoch_again(tmp_path):
+    """Real ReplicaManager and storage, RF 1 (no controller needed): after corruption is found, metadata
+    from before the re-registration (leader = this broker, the old epoch) must not make the recovered
+    replica lead with its cut log; the epoch the controller gives after fencing it may."""
+    import asyncio
+
+    from broker.config import BrokerConfig
+    from broker.controller import messages as m
+    from broker.eventlog import EventLog
+    from broker.server.partitions import ReplicaManager
+
+    cfg = BrokerConfig(node_id=1, host="127.0.0.1", port=1, controller_host="127.0.0.1", controller_port=1,
+                       data_dir=str(tmp_path / "data"), log_file=str(tmp_path / "broker.log"))
+    events = EventLog(cfg.log_file, cfg.node_name)
+
+    def md(version, epoch):
+        return m.Metadata(version, {1: m.BrokerInfo("127.0.0.1", 1, True)},
+                          {(TOPIC, 0): m.PartitionState(TOPIC, 0, 1, epoch, (1,), (1,), version)})
+
+    async def scenario():
+        rm = ReplicaManager(cfg, events, controller=None)
+        rejoined = []
+        rm.rejoin = rejoined.append
+        rm.open_existing()
+        rm.apply_metadata(md(1, 3))
+        old = rm.get(TOPIC, 0)
+        assert old.replica.role == "leader"
+        rm.recover_corrupt(old, LogCorruption(0, "CRC mismatch for offset 0", "test"))
+        fresh = rm.get(TOPIC, 0)
+        seen = [fresh is not old, old.retired, rejoined]
+        rm.apply_metadata(md(2, 3))          # stale: still names us at epoch 3
+        seen.append(fresh.replica.role)
+        rm.apply_metadata(md(3, 5))          # after the re-registration: fenced, re-elected, epoch 5
+        seen.append((fresh.replica.role, fresh.replica.leader_epoch))
+        rm.close_storage()
+        return seen
+
+    assert asyncio.run(scenario()) == [True, True, ["corrupt"], "none", ("leader", 5)]
+    events.close()
+    assert [e["event"] for e in map(__import__("json").loads, open(cfg.log_file)) if e["event"] == "corrupt"] == ["corrupt"]

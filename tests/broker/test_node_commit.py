@@ -12,7 +12,7 @@ from broker.storage import SegmentedLog
 
 def test_one_flush_per_pass_and_durable_waits_for_it(tmp_path):
     logs = [SegmentedLog.open(tmp_path / f"p{i}", flush_policy="never") for i in range(2)]
-    parts = [SimpleNamespace(store=SimpleNamespace(log=log)) for log in logs]
+    parts = [SimpleNamespace(store=SimpleNamespace(log=log), retired=False) for log in logs]
 
     async def scenario():
         gc = GroupCommit()
