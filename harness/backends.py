@@ -29,6 +29,9 @@ def _ssh() -> type[Cluster]:
 
 
 BACKENDS: dict[str, Callable[[], type[Cluster]]] = {"local": _local, "docker": _docker, "ssh": _ssh}
+# a missing module of one of these is a bug or a broken checkout (exit 255), never "not available"
+PROJECT_PACKAGES = frozenset({"broker", "rundir", "clusters", "nemesis", "workloads", "checkers", "reports",
+                              "harness"})
 
 
 class BackendUnavailable(HighwaterError, RuntimeError):
@@ -42,7 +45,10 @@ def backend_class(name: str) -> type[Cluster]:
     try:
         return load()
     except ImportError as exc:
-        missing = f"module {exc.name} is not installed" if getattr(exc, "name", None) else str(exc)
+        if isinstance(exc, ModuleNotFoundError) and (exc.name or "").split(".")[0] in PROJECT_PACKAGES:
+            raise                        # our own module missing: a broken checkout or a bug, not the user's
+        missing = (f"module {exc.name} is not installed" if isinstance(exc, ModuleNotFoundError) and exc.name
+                   else str(exc))
         raise BackendUnavailable(f"cluster backend {name!r} is not available: {missing}") from None
 
 

@@ -77,15 +77,23 @@ def main(argv: list[str] | None = None) -> int:
     except click.ClickException as exc:
         click.echo(f"highwater: {exc.format_message()}", err=True)
         return EXIT_USAGE
-    except HighwaterError as exc:          # a command's own one-line error: its exit code (rundir/exits.py)
+    except Exception as exc:  # noqa: BLE001 - one line and an exit code, the same for every command
+        return report_error(exc)
+    return rc if isinstance(rc, int) else 0
+
+
+def report_error(exc: BaseException) -> int:
+    """One line on stderr for an error that ended a command, and the exit code it means (rundir/exits.py
+    `exit_code_of`): a HighwaterError says what was wrong in its own words; anything else is a bug,
+    exit 255, with the traceback when HIGHWATER_DEBUG is set. Commands that clean up first (run,
+    scenario, suite) call it themselves; `main` calls it for whatever escapes a command."""
+    if isinstance(exc, HighwaterError):
         click.echo(f"highwater: {exc}", err=True)
         return exc.exit_code
-    except Exception as exc:  # noqa: BLE001 - a bug: one line, the traceback with HIGHWATER_DEBUG=1
-        click.echo(f"highwater: internal error: {type(exc).__name__}: {exc}", err=True)
-        if os.environ.get("HIGHWATER_DEBUG"):
-            traceback.print_exc()
-        return EXIT_INTERNAL
-    return rc if isinstance(rc, int) else 0
+    click.echo(f"highwater: internal error: {type(exc).__name__}: {exc}", err=True)
+    if os.environ.get("HIGHWATER_DEBUG"):
+        traceback.print_exception(exc)
+    return EXIT_INTERNAL
 
 
 if __name__ == "__main__":

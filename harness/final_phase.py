@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from clusters.base import ClusterError, Killable, Partitionable, Pausable, Stoppable, has
+from clusters.base import ClusterError, Killable, Partitionable, Pausable, Stoppable, backend_name, has
 from rundir import formats as runformat
 from workloads.final_read import final_reads
 
@@ -162,7 +162,7 @@ def heal_everything(session) -> None:
                 log.info("final phase: %s", cluster.restart(node))
             else:
                 session.problem(f"could not bring {node} back",
-                                ClusterError(f"the {cluster.backend_name} backend cannot restart a node"))
+                                ClusterError(f"the {backend_name(cluster)} backend cannot restart a node"))
         except Exception as exc:  # noqa: BLE001
             session.problem(f"could not bring {node} back", exc)
 

@@ -17,18 +17,8 @@ from rundir.verdict import verdict_line
 from harness import config as config_mod
 from harness.progress import Display
 from harness.runner import run_test
-from rundir.exits import EXIT_USAGE, HighwaterError, exit_code_of
-
-
-def report_error(exc: BaseException) -> int:
-    """One line on stderr for an error that ended a run command, and the exit code it means
-    (rundir/exits.py `exit_code_of`): a HighwaterError says what was wrong in its own words; anything
-    else is a bug in the harness (the lifecycle cleans up after itself), exit 255."""
-    if isinstance(exc, HighwaterError):
-        click.echo(f"highwater: {exc}", err=True)
-    else:
-        click.echo(f"highwater: internal error: {type(exc).__name__}: {exc}", err=True)
-    return exit_code_of(exc)
+from harness.cli import report_error
+from rundir.exits import EXIT_USAGE
 
 
 def install_signal_handlers(session) -> dict:

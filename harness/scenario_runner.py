@@ -300,6 +300,14 @@ class ScenarioSteps(lifecycle.Middle):
     def faults(self, session) -> list[str]:
         return scenario_faults(self.scenario)
 
+    def set_up(self, session) -> None:
+        """Every node or network step's capability, before the cluster starts (as the nemesis does):
+        a backend that cannot do one is a setup error, not a step failing mid-run."""
+        for step in self.scenario.steps:
+            need = STEP_NEEDS.get(step.do)
+            if need is not None:
+                require(session.cluster, need, step.do)
+
     def play(self, session) -> None:
         session.phase = "steps"
         self.runner = ScenarioRunner(session, self.scenario)

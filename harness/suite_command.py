@@ -18,7 +18,7 @@ import click
 
 from harness import config as config_mod
 from harness import scenario as scenario_mod
-from harness.run_command import report_error
+from harness.cli import report_error
 from harness.scenario_runner import scenario_faults
 from harness.suite import SuiteRun
 from harness.suite_file import SuiteError, load_suite

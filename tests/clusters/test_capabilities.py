@@ -19,7 +19,7 @@ from clusters.local import LocalCluster
 from clusters.run_registry import Registry, proc_state
 from clusters.ssh import SshCluster
 from clusters.ssh_cluster import RemoteCluster
-from harness.scenario_runner import ScenarioRunner
+from harness.scenario_runner import ScenarioRunner, ScenarioSteps
 from nemesis import Nemesis
 
 ALL = ["Killable", "Stoppable", "Pausable", "Partitionable"]
@@ -161,6 +161,16 @@ def test_every_scenario_node_or_network_step_asks_for_its_capability(tmp_path, d
     with pytest.raises(ClusterError) as err:
         runner.do_step(SimpleNamespace(do=do, args=args))
     assert str(err.value) == f"the kill-only backend {message}"
+
+
+def test_a_scenario_is_checked_against_the_backend_before_the_cluster_starts(tmp_path):
+    steps = [SimpleNamespace(do="kill", args={"node": "n1"}), SimpleNamespace(do="sleep", args={"seconds": 1}),
+             SimpleNamespace(do="pause", args={"node": "n2"})]
+    middle = ScenarioSteps(SimpleNamespace(steps=steps))
+    with pytest.raises(ClusterError) as err:
+        middle.set_up(SimpleNamespace(cluster=KillOnly(_spec(tmp_path))))
+    assert str(err.value) == "the kill-only backend cannot inject fault 'pause': it is not Pausable (it has no pause, resume)"
+    ScenarioSteps(SimpleNamespace(steps=steps[:2])).set_up(SimpleNamespace(cluster=KillOnly(_spec(tmp_path))))
 
 
 def test_the_default_layout_names_the_backend_and_every_node(tmp_path):

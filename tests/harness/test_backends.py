@@ -20,10 +20,25 @@ def test_unknown_backend():
     assert str(e.value) == "unknown cluster backend 'kubernetes' (known: local, docker, ssh)"
 
 
-def test_missing_module(monkeypatch):
+def test_a_missing_dependency_makes_the_backend_unavailable(monkeypatch):
     def load():
-        import clusters.no_such_backend  # noqa: F401 - the point: this import fails
+        import no_such_sdk  # noqa: F401 - the point: this import fails
     monkeypatch.setitem(backends.BACKENDS, "nowhere", load)
     with pytest.raises(backends.BackendUnavailable) as e:
         backends.backend_class("nowhere")
-    assert str(e.value) == "cluster backend 'nowhere' is not available: module clusters.no_such_backend is not installed"
+    assert str(e.value) == "cluster backend 'nowhere' is not available: module no_such_sdk is not installed"
+
+
+def test_a_broken_import_of_our_own_is_a_bug_not_a_missing_backend(monkeypatch):
+    def missing_own_module():
+        import clusters.no_such_backend  # noqa: F401
+    monkeypatch.setitem(backends.BACKENDS, "nowhere", missing_own_module)
+    with pytest.raises(ModuleNotFoundError):
+        backends.backend_class("nowhere")
+
+    def bad_name():
+        from clusters.base import NoSuchClass  # noqa: F401
+    monkeypatch.setitem(backends.BACKENDS, "nowhere", bad_name)
+    with pytest.raises(backends.BackendUnavailable) as e:
+        backends.backend_class("nowhere")
+    assert str(e.value).startswith("cluster backend 'nowhere' is not available: cannot import name 'NoSuchClass'")
