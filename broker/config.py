@@ -42,6 +42,11 @@ class BrokerConfig:
     heartbeat_interval_ms: int = 500
     hw_checkpoint_interval_ms: int = 500
     segment_records: int = 100000
+    # safety levels (docs/architecture.md "Safety levels"): KIP-320 fencing of follower requests by
+    # leader epoch (Kafka >= 2.1); KIP-966's strict min-ISR high watermark (the controller's half, eligible
+    # leader replicas and unclean-shutdown handling, is the controller's setting of the same name)
+    fetch_fencing: bool = True
+    eligible_leader_replicas: bool = False
 
     @property
     def node_name(self) -> str:
@@ -72,6 +77,8 @@ _RULES: dict[str, tuple[str, Any, str]] = {
     "heartbeat_interval_ms": ("int", lambda v: v >= 1, "a positive integer"),
     "hw_checkpoint_interval_ms": ("int", lambda v: v >= 1, "a positive integer"),
     "segment_records": ("int", lambda v: v >= 1, "a positive integer"),
+    "fetch_fencing": ("bool", lambda v: True, "true or false"),
+    "eligible_leader_replicas": ("bool", lambda v: True, "true or false"),
 }
 _REQUIRED = tuple(f.name for f in fields(BrokerConfig) if f.default is MISSING)
 

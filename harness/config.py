@@ -136,6 +136,11 @@ class BrokerConfig:
     flush: str = setting(BROKER_DEFAULTS["flush"], "fsync policy", choices=FLUSH_POLICIES)
     flush_interval_ms: int = _n(BROKER_DEFAULTS["flush_interval_ms"], "fsync interval with flush = \"interval\"")
     power_loss: bool = setting(BROKER_DEFAULTS["power_loss"], "unflushed appends live only in memory")
+    fetch_fencing: bool = setting(BROKER_DEFAULTS["fetch_fencing"],
+                                  "KIP-320: leaders refuse follower requests from another leader epoch")
+    eligible_leader_replicas: bool = setting(BROKER_DEFAULTS["eligible_leader_replicas"],
+                                             "KIP-966: strict min-ISR HW, eligible leader replicas, "
+                                             "unclean-shutdown detection")
     session_timeout_ms: int = _n(CONTROLLER_DEFAULTS["broker_session_timeout_ms"],
                                  "a broker not heartbeating this long is fenced", min=100)
     replica_lag_time_max_ms: int = _n(BROKER_DEFAULTS["replica_lag_time_max_ms"], "ISR lag bound")
@@ -212,6 +217,8 @@ class TestConfig:
             "replica_lag_time_max_ms": b.replica_lag_time_max_ms,
             "replica_fetch_wait_max_ms": b.replica_fetch_wait_max_ms,
             "hw_checkpoint_interval_ms": b.hw_checkpoint_interval_ms,
+            "fetch_fencing": b.fetch_fencing,
+            "eligible_leader_replicas": b.eligible_leader_replicas,
         }
         settings.update(b.extra)
         return settings
@@ -220,6 +227,7 @@ class TestConfig:
         return {
             "broker_session_timeout_ms": self.broker.session_timeout_ms,
             "unclean_leader_election": self.broker.unclean_leader_election,
+            "eligible_leader_replicas": self.broker.eligible_leader_replicas,
             "topics": [{"name": self.topic.name, "partitions": self.topic.partitions,
                         "replication_factor": self.topic.replication_factor}],
         }
@@ -254,6 +262,8 @@ FLAG_KEYS = {
     "unclean_election": "broker.unclean_leader_election",
     "flush": "broker.flush",
     "power_loss": "broker.power_loss",
+    "fetch_fencing": "broker.fetch_fencing",
+    "eligible_leader_replicas": "broker.eligible_leader_replicas",
     "seed": "seed",
     "results_dir": "results_dir",
     "test_name": "name",

@@ -83,6 +83,10 @@ def finish_output(outcome, reasons: list[str] | None = None) -> int:
 @click.option("--min-insync-replicas", type=int, default=None, help="broker min.insync.replicas [2]")
 @click.option("--unclean-election/--no-unclean-election", default=None, help="unclean leader election [off]")
 @click.option("--flush", default=None, help="always | interval | never [always]")
+@click.option("--fetch-fencing/--no-fetch-fencing", default=None,
+              help="KIP-320: leaders refuse follower requests from another leader epoch [on]")
+@click.option("--eligible-leader-replicas/--no-eligible-leader-replicas", default=None,
+              help="KIP-966: strict min-ISR HW, eligible leader replicas, unclean-shutdown detection [off]")
 @click.option("--power-loss/--no-power-loss", default=None,
               help="brokers emulate power loss: SIGKILL loses unflushed appends [off]")
 @click.option("--seed", type=int, default=None, help="random seed (default: a fresh one, recorded)")

@@ -1,7 +1,8 @@
 """controller.json: loading and validating the controller's configuration (docs/architecture.md).
 
 Keys: host, port (0 = any free port; READY shows the real one), data_dir, log_file (required);
-broker_session_timeout_ms (3000), unclean_leader_election (false), topics ([] of
+broker_session_timeout_ms (3000), unclean_leader_election (false), eligible_leader_replicas (false,
+KIP-966), topics ([] of
 {"name", "partitions", "replication_factor"}, created once `expected_brokers` brokers are registered and live;
 expected_brokers defaults to the largest replication factor listed), frame_read_timeout_ms (10000: a
 frame whose length prefix arrived must be complete within this), max_replicas_per_broker (0: derived from
@@ -35,6 +36,8 @@ class ControllerConfig:
     log_file: str
     broker_session_timeout_ms: int = 3000
     unclean_leader_election: bool = False
+    # KIP-966: eligible leader replicas and unclean-shutdown detection (docs/architecture.md "Safety levels")
+    eligible_leader_replicas: bool = False
     topics: tuple[TopicSpec, ...] = field(default_factory=tuple)
     expected_brokers: int = 0       # 0: the largest replication factor in `topics`
     frame_read_timeout_ms: int = 10000
@@ -74,8 +77,9 @@ def parse_controller_config(raw: Any, source: str) -> ControllerConfig:
                          ("max_replicas_per_broker", 0)):
         if key in raw and (not _is_int(raw[key]) or raw[key] < minimum):
             raise bad(key, f"an integer >= {minimum}")
-    if "unclean_leader_election" in raw and not isinstance(raw["unclean_leader_election"], bool):
-        raise bad("unclean_leader_election", "true or false")
+    for key in ("unclean_leader_election", "eligible_leader_replicas"):
+        if key in raw and not isinstance(raw[key], bool):
+            raise bad(key, "true or false")
     topics = []
     raw_topics = raw.get("topics", [])
     if not isinstance(raw_topics, list):

@@ -40,6 +40,7 @@ class ControllerCore:
         raw = self.store.load()
         kwargs = dict(session_timeout_ms=self.config.broker_session_timeout_ms,
                       unclean_leader_election=self.config.unclean_leader_election,
+                      eligible_leader_replicas=self.config.eligible_leader_replicas,
                       max_replicas_per_broker=self.config.replica_budget)
         if raw is None:
             return ControllerState(**kwargs)

@@ -71,10 +71,11 @@ _KEEP = object()
 
 class ControllerState:
     def __init__(self, *, session_timeout_ms: int = 3000, unclean_leader_election: bool = False,
-                 max_replicas_per_broker: int = 1_000_000):
+                 max_replicas_per_broker: int = 1_000_000, eligible_leader_replicas: bool = False):
         self.session_timeout_ms = session_timeout_ms
         self.max_replicas_per_broker = max_replicas_per_broker
         self.unclean_leader_election = unclean_leader_election
+        self.eligible_leader_replicas = eligible_leader_replicas      # KIP-966
         self.version = 0
         self.next_broker_epoch = 1
         self.brokers: dict[int, BrokerState] = {}
@@ -324,13 +325,13 @@ class ControllerState:
 
     @classmethod
     def from_dict(cls, d: Any, *, now_ms: int, session_timeout_ms: int = 3000,
-                  unclean_leader_election: bool = False, max_replicas_per_broker: int = 1_000_000
-                  ) -> "ControllerState":
+                  unclean_leader_election: bool = False, max_replicas_per_broker: int = 1_000_000,
+                  eligible_leader_replicas: bool = False) -> "ControllerState":
         """Rebuild from `to_dict()` output; every live broker gets a session timeout of grace from now_ms.
         Topics persisted by an older controller are kept even if their names break today's rule: the
         brokers skip a partition they cannot create (broker/server/partitions.py)."""
         s = cls(session_timeout_ms=session_timeout_ms, unclean_leader_election=unclean_leader_election,
-                max_replicas_per_broker=max_replicas_per_broker)
+                max_replicas_per_broker=max_replicas_per_broker, eligible_leader_replicas=eligible_leader_replicas)
         try:
             if not isinstance(d, dict) or d.get("format") != STATE_FORMAT:
                 raise StateError(f"'format' must be {STATE_FORMAT}")

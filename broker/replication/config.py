@@ -21,6 +21,11 @@ class ReplicationConfig:
     # leader's current epoch (as well as the HW). False restores the buggy rule (LEO >= HW only); it
     # exists so the scenario tests can show the data loss the rule prevents.
     isr_join_requires_epoch_start: bool = True
+    # KIP-320 (Kafka 2.1): the leader refuses follower fetches and OffsetsForLeaderEpoch requests whose
+    # current leader epoch is not its own. False is a pre-2.1 broker: a zombie fetcher is served (KAFKA-6880).
+    fetch_fencing: bool = True
+    # KIP-966: the HW advances only while the ISR has at least min_insync_replicas members.
+    strict_min_isr_hw: bool = False
 
     def __post_init__(self) -> None:
         if self.truncation not in TRUNCATION_MODES:
@@ -40,4 +45,6 @@ class ReplicationConfig:
             min_insync_replicas=broker_config.min_insync_replicas,
             replica_lag_time_max_ms=broker_config.replica_lag_time_max_ms,
             replica_fetch_max_records=broker_config.replica_fetch_max_records,
+            fetch_fencing=broker_config.fetch_fencing,
+            strict_min_isr_hw=broker_config.eligible_leader_replicas,
         )
