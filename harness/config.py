@@ -228,6 +228,7 @@ class TestConfig:
             "broker_session_timeout_ms": self.broker.session_timeout_ms,
             "unclean_leader_election": self.broker.unclean_leader_election,
             "eligible_leader_replicas": self.broker.eligible_leader_replicas,
+            "min_insync_replicas": self.broker.min_insync_replicas,
             "topics": [{"name": self.topic.name, "partitions": self.topic.partitions,
                         "replication_factor": self.topic.replication_factor}],
         }

@@ -4,12 +4,16 @@
 `describe` asks the replica brokers in parallel, each under its own deadline (`broker_timeout_s`,
 default the client's timeout_s), so a paused or partitioned broker costs one deadline, not one per broker,
 and the answer is partial (None for that broker) rather than an error.
+
+Two admin actions: `elect_leader` (the controller's ELECT_LEADER: make a given replica leader, or elect
+again, unclean once if asked) and `flush` (a broker's FLUSH: fsync its logs now). Both return a one-line
+description of what happened and raise ClientError (code = the refusal's error code, message = why).
 """
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 
-from broker.client.errors import ClientError, broker_error
+from broker.client.errors import DEFINITE_BROKER_ERRORS, ClientError, broker_error
 from broker.client.metadata import ClientBase
 from broker.client.results import PartitionInfo
 from broker.protocol import apis
@@ -79,6 +83,44 @@ class Admin(ClientBase):
             if resp.get("error", "NONE") != "NONE":
                 raise broker_error(str(resp["error"]), f"CREATE_TOPICS {name}")
             self.invalidate()
+
+
+    def elect_leader(self, topic: str, partition: int, broker: int | None = None, unclean: bool = False) -> str:
+        """ELECT_LEADER: with `broker`, make it leader if it is live and eligible (ISR, ELR with KIP-966 on,
+        any live replica with unclean=True); without, elect again if the leader is missing or fenced (unclean
+        election allowed for this one election with unclean=True). Returns the controller's one-line account;
+        a refusal raises ClientError (INELIGIBLE_REPLICA, ELIGIBLE_LEADERS_NOT_AVAILABLE, UNKNOWN_PARTITION)."""
+        what = f"ELECT_LEADER {topic}/{partition}" + (f" broker {broker}" if broker is not None else "") + \
+            (" unclean" if unclean else "")
+        with self._lock:
+            try:
+                resp = self._controller_conn.request(
+                    apis.ELECT_LEADER, {"topic": topic, "partition": partition, "broker": broker,
+                                        "unclean": bool(unclean)}, self.timeout_s)
+            except ClientError as exc:
+                raise ClientError("CONTROLLER_NOT_AVAILABLE", exc.definite, f"{what}: {exc}") from None
+            self.invalidate()
+            error = str(resp.get("error", "INVALID_RESPONSE"))
+            if error != "NONE":
+                raise ClientError(error, True, f"{what}: refused: {resp.get('message', error)}")
+            return str(resp.get("message", ""))
+
+    def flush(self, broker_id: int, topic: str | None = None, partition: int | None = None) -> str:
+        """FLUSH on one broker: fsync its logs now (all, every partition of `topic`, or one partition).
+        Returns e.g. "broker 2 flushed t/0 to offset 7 (was 4)"; errors raise ClientError."""
+        what = f"FLUSH on broker {broker_id}" + (f" {topic}" if topic is not None else "") + \
+            (f"/{partition}" if partition is not None else "")
+        with self._lock:
+            conn = self.broker_connection(broker_id)
+            resp = conn.request(apis.FLUSH, {"topic": topic, "partition": partition}, self.timeout_s)
+            error = str(resp.get("error", "INVALID_RESPONSE"))
+            if error != "NONE":
+                raise ClientError(error, error in DEFINITE_BROKER_ERRORS, f"{what}: {resp.get('message', error)}")
+            parts = resp.get("partitions", [])
+            if not parts:
+                return f"broker {broker_id} flushed nothing (it holds no replica)"
+            return f"broker {broker_id} flushed " + ", ".join(
+                f"{p['topic']}/{p['partition']} to offset {p['flushed_offset']} (was {p['was']})" for p in parts)
 
 
 def _ask(conn, timeout_s: float) -> dict[tuple[str, int], dict] | None:

@@ -2,7 +2,8 @@
 
 Keys: host, port (0 = any free port; READY shows the real one), data_dir, log_file (required);
 broker_session_timeout_ms (3000), unclean_leader_election (false), eligible_leader_replicas (false,
-KIP-966), topics ([] of
+KIP-966), min_insync_replicas (1: the ISR size under which members leaving the ISR join the ELR; set it to
+the brokers' value), topics ([] of
 {"name", "partitions", "replication_factor"}, created once `expected_brokers` brokers are registered and live;
 expected_brokers defaults to the largest replication factor listed), frame_read_timeout_ms (10000: a
 frame whose length prefix arrived must be complete within this), max_replicas_per_broker (0: derived from
@@ -38,6 +39,7 @@ class ControllerConfig:
     unclean_leader_election: bool = False
     # KIP-966: eligible leader replicas and unclean-shutdown detection (docs/architecture.md "Safety levels")
     eligible_leader_replicas: bool = False
+    min_insync_replicas: int = 1    # KIP-966: the brokers' min ISR, the threshold of the ELR rule
     topics: tuple[TopicSpec, ...] = field(default_factory=tuple)
     expected_brokers: int = 0       # 0: the largest replication factor in `topics`
     frame_read_timeout_ms: int = 10000
@@ -74,7 +76,7 @@ def parse_controller_config(raw: Any, source: str) -> ControllerConfig:
     if not _is_int(raw["port"]) or not 0 <= raw["port"] <= 65535:
         raise bad("port", "an integer in 0..65535")
     for key, minimum in (("broker_session_timeout_ms", 1), ("expected_brokers", 0), ("frame_read_timeout_ms", 1),
-                         ("max_replicas_per_broker", 0)):
+                         ("max_replicas_per_broker", 0), ("min_insync_replicas", 1)):
         if key in raw and (not _is_int(raw[key]) or raw[key] < minimum):
             raise bad(key, f"an integer >= {minimum}")
     for key in ("unclean_leader_election", "eligible_leader_replicas"):

@@ -41,6 +41,7 @@ class ControllerCore:
         kwargs = dict(session_timeout_ms=self.config.broker_session_timeout_ms,
                       unclean_leader_election=self.config.unclean_leader_election,
                       eligible_leader_replicas=self.config.eligible_leader_replicas,
+                      min_insync_replicas=self.config.min_insync_replicas,
                       max_replicas_per_broker=self.config.replica_budget)
         if raw is None:
             return ControllerState(**kwargs)
@@ -57,7 +58,8 @@ class ControllerCore:
 
     # --- operations (each: apply, save if changed, log, wake long-polls) ---------------------------
     def register_broker(self, req: m.RegisterBroker) -> dict:
-        epoch, events = self.state.register_broker(req.broker_id, req.host, req.port, self.clock())
+        epoch, events = self.state.register_broker(req.broker_id, req.host, req.port, self.clock(),
+                                                   clean_shutdown=req.clean_shutdown)
         self._commit(events)
         self._create_config_topics()
         return {"error": m.NONE, "broker_epoch": epoch}
@@ -72,6 +74,14 @@ class ControllerCore:
 
     def alter_isr(self, req: m.AlterIsr) -> dict:
         result, events = self.state.alter_isr(req)
+        self._commit(events)
+        return result.to_wire()
+
+    def elect_leader(self, req: m.ElectLeader) -> dict:
+        result, events = self.state.elect_leader(req.topic, req.partition, req.broker, req.unclean)
+        if result.error != m.NONE:
+            self.log.emit("elect-refused", topic=req.topic, partition=req.partition, requested=req.broker,
+                          unclean=req.unclean, error=result.error, message=result.message)
         self._commit(events)
         return result.to_wire()
 

@@ -3,18 +3,26 @@ typed views of METADATA that brokers and the client library use.
 
 Every body is a msgpack map (broker/protocol/framing.py). Requests, by API key (broker/protocol/apis.py):
 
-    REGISTER_BROKER {broker_id:int>=1, host:str, port:int}
+    REGISTER_BROKER {broker_id:int>=1, host:str, port:int, clean_shutdown?:bool}
         -> {error, broker_epoch:int, message?}
+        clean_shutdown (KIP-966): false when the broker found no clean-shutdown marker in its data dir
+        (it was killed or lost power); absent: unknown (treated as clean).
     HEARTBEAT       {broker_id:int, broker_epoch:int}
         -> {error, message?}              STALE_BROKER_EPOCH: unknown broker or old epoch, register again
     METADATA        {known_version:int (-1: answer at once), max_wait_ms:int>=0}
         -> {error, version, brokers: {id: [host, port, alive]},
-            partitions: [{topic, partition, leader:int|None, leader_epoch, isr, replicas, isr_version}]}
+            partitions: [{topic, partition, leader:int|None, leader_epoch, isr, replicas, isr_version, elr}]}
+        elr: the eligible leader replicas (KIP-966; [] unless the controller runs with them).
         long-poll: answers as soon as version > known_version, else after max_wait_ms.
     ALTER_ISR       {topic, partition, leader_id, leader_epoch, isr_version, isr:[int], broker_epoch?}
         -> {error, isr, isr_version, leader, leader_epoch, message?}   (current state, also on error)
     CREATE_TOPICS   {topics: [{name, partitions:int>=1, replication_factor:int>=1}]}
         -> {error, topics: [{name, error, message?}]}                   idempotent
+    ELECT_LEADER    {topic, partition, broker?:int|None, unclean?:bool}
+        -> {error, changed:bool, leader, leader_epoch, isr, elr, message}   (current state, also on error)
+        with broker: make it leader if live and eligible (ISR; ELR with KIP-966; any replica if unclean);
+        without: elect again if the leader is missing or fenced (unclean allowed once if unclean).
+        Errors: UNKNOWN_PARTITION, INELIGIBLE_REPLICA, ELIGIBLE_LEADERS_NOT_AVAILABLE.
 
 Error codes are strings (the constants below). A request whose fields are missing or mistyped gets
 {error: INVALID_REQUEST, message} on the same API key; an undecodable frame gets an api ERROR (0) frame
@@ -41,6 +49,7 @@ TOPIC_ALREADY_EXISTS = "TOPIC_ALREADY_EXISTS"    # same name, different partitio
 INVALID_TOPIC_EXCEPTION = "INVALID_TOPIC_EXCEPTION"  # CREATE_TOPICS with a name outside Kafka's rule
 INVALID_PARTITIONS = "INVALID_PARTITIONS"        # CREATE_TOPICS that would pass a broker's replica budget
 CONTROLLER_NOT_AVAILABLE = "CONTROLLER_NOT_AVAILABLE"  # client side: no answer from the controller
+ELIGIBLE_LEADERS_NOT_AVAILABLE = "ELIGIBLE_LEADERS_NOT_AVAILABLE"  # ELECT_LEADER: no live eligible replica
 
 
 class MessageError(ValueError):
@@ -72,18 +81,30 @@ def _check(body: dict, name: str, kind: str, minimum: int | None = None) -> Any:
     return v
 
 
+def _optional_bool(body: dict, name: str) -> bool | None:
+    v = body.get(name)
+    if v is not None and not isinstance(v, bool):
+        raise MessageError(f"field {name!r} must be true or false, got {v!r:.60}")
+    return v
+
+
 @dataclass(frozen=True, slots=True)
 class RegisterBroker:
     broker_id: int
     host: str
     port: int
+    clean_shutdown: bool | None = None      # KIP-966: None = not told (an older broker): treated as clean
 
     @classmethod
     def parse(cls, body: dict) -> "RegisterBroker":
-        return cls(_check(body, "broker_id", "int", 1), _check(body, "host", "str"), _check(body, "port", "int", 0))
+        return cls(_check(body, "broker_id", "int", 1), _check(body, "host", "str"), _check(body, "port", "int", 0),
+                   _optional_bool(body, "clean_shutdown"))
 
     def to_wire(self) -> dict:
-        return {"broker_id": self.broker_id, "host": self.host, "port": self.port}
+        body = {"broker_id": self.broker_id, "host": self.host, "port": self.port}
+        if self.clean_shutdown is not None:
+            body["clean_shutdown"] = self.clean_shutdown
+        return body
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,12 +197,32 @@ class CreateTopics:
         return {"topics": [t.to_wire() for t in self.topics]}
 
 
+@dataclass(frozen=True, slots=True)
+class ElectLeader:
+    topic: str
+    partition: int
+    broker: int | None = None
+    unclean: bool = False
+
+    @classmethod
+    def parse(cls, body: dict) -> "ElectLeader":
+        broker = body.get("broker")
+        if broker is not None and (not _is_int(broker) or broker < 1):
+            raise MessageError(f"field 'broker' must be a broker id >= 1 or null, got {broker!r:.60}")
+        return cls(_check(body, "topic", "str"), _check(body, "partition", "int", 0), broker,
+                   bool(_optional_bool(body, "unclean")))
+
+    def to_wire(self) -> dict:
+        return {"topic": self.topic, "partition": self.partition, "broker": self.broker, "unclean": self.unclean}
+
+
 REQUEST_TYPES = {
     apis.REGISTER_BROKER: RegisterBroker,
     apis.HEARTBEAT: Heartbeat,
     apis.METADATA: MetadataRequest,
     apis.ALTER_ISR: AlterIsr,
     apis.CREATE_TOPICS: CreateTopics,
+    apis.ELECT_LEADER: ElectLeader,
 }
 
 
@@ -203,16 +244,17 @@ class PartitionState:
     isr: tuple[int, ...]
     replicas: tuple[int, ...]
     isr_version: int
+    elr: tuple[int, ...] = ()           # KIP-966 eligible leader replicas
 
     def to_wire(self) -> dict:
         return {"topic": self.topic, "partition": self.partition, "leader": self.leader,
                 "leader_epoch": self.leader_epoch, "isr": list(self.isr), "replicas": list(self.replicas),
-                "isr_version": self.isr_version}
+                "isr_version": self.isr_version, "elr": list(self.elr)}
 
     @classmethod
     def from_wire(cls, d: dict) -> "PartitionState":
         return cls(d["topic"], d["partition"], d["leader"], d["leader_epoch"], tuple(d["isr"]),
-                   tuple(d["replicas"]), d["isr_version"])
+                   tuple(d["replicas"]), d["isr_version"], tuple(d.get("elr") or ()))
 
 
 @dataclass(frozen=True, slots=True)
@@ -274,3 +316,25 @@ class AlterIsrResult:
     def from_wire(cls, d: dict) -> "AlterIsrResult":
         return cls(d["error"], tuple(d.get("isr") or ()), d.get("isr_version", -1), d.get("leader"),
                    d.get("leader_epoch", -1), d.get("message", ""))
+
+
+@dataclass(frozen=True, slots=True)
+class ElectResult:
+    """ELECT_LEADER's answer: the partition's state after the request (unchanged on error)."""
+    error: str
+    changed: bool
+    leader: int | None
+    leader_epoch: int
+    isr: tuple[int, ...]
+    elr: tuple[int, ...]
+    message: str = ""
+
+    def to_wire(self) -> dict:
+        return {"error": self.error, "changed": self.changed, "leader": self.leader,
+                "leader_epoch": self.leader_epoch, "isr": list(self.isr), "elr": list(self.elr),
+                "message": self.message}
+
+    @classmethod
+    def from_wire(cls, d: dict) -> "ElectResult":
+        return cls(d["error"], bool(d.get("changed")), d.get("leader"), d.get("leader_epoch", -1),
+                   tuple(d.get("isr") or ()), tuple(d.get("elr") or ()), d.get("message", ""))

@@ -146,6 +146,8 @@ class ControllerServer:
             return core.register_broker(req)
         if frame.api == apis.ALTER_ISR:
             return core.alter_isr(req)
+        if frame.api == apis.ELECT_LEADER:
+            return core.elect_leader(req)
         return core.create_topics(req)
 
     @staticmethod

@@ -25,7 +25,7 @@ Rules (Kafka's, see /tmp/client-api.md "Control plane"):
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from broker.controller import messages as m
@@ -60,10 +60,11 @@ class PartitionRecord:
     leader_epoch: int
     isr: list[int]
     isr_version: int
+    elr: list[int] = field(default_factory=list)    # KIP-966 eligible leader replicas (replica order)
 
     def view(self) -> m.PartitionState:
         return m.PartitionState(self.topic, self.partition, self.leader, self.leader_epoch, tuple(self.isr),
-                                tuple(self.replicas), self.isr_version)
+                                tuple(self.replicas), self.isr_version, tuple(self.elr))
 
 
 _KEEP = object()
@@ -71,8 +72,10 @@ _KEEP = object()
 
 class ControllerState:
     def __init__(self, *, session_timeout_ms: int = 3000, unclean_leader_election: bool = False,
-                 max_replicas_per_broker: int = 1_000_000, eligible_leader_replicas: bool = False):
+                 max_replicas_per_broker: int = 1_000_000, eligible_leader_replicas: bool = False,
+                 min_insync_replicas: int = 1):
         self.session_timeout_ms = session_timeout_ms
+        self.min_insync_replicas = min_insync_replicas  # the ELR rule's threshold (KIP-966)
         self.max_replicas_per_broker = max_replicas_per_broker
         self.unclean_leader_election = unclean_leader_election
         self.eligible_leader_replicas = eligible_leader_replicas      # KIP-966
@@ -103,8 +106,10 @@ class ControllerState:
         return m.Metadata(self.version, brokers, {(p.topic, p.partition): p.view() for p in self.partitions()})
 
     # --- operations --------------------------------------------------------------------------------
-    def register_broker(self, broker_id: int, host: str, port: int, now_ms: int) -> tuple[int, list[Event]]:
-        """A broker (re)starts: returns its new broker_epoch and the events."""
+    def register_broker(self, broker_id: int, host: str, port: int, now_ms: int,
+                        clean_shutdown: bool | None = None) -> tuple[int, list[Event]]:
+        """A broker (re)starts: returns its new broker_epoch and the events. `clean_shutdown` False (KIP-966:
+        no clean-shutdown marker, so its unflushed tail may be lost) takes it out of every ELR first."""
         events: list[Event] = []
         old = self.brokers.get(broker_id)
         if old is not None and not old.fenced:
@@ -113,8 +118,13 @@ class ControllerState:
         self.next_broker_epoch += 1
         b = BrokerState(broker_id, host, port, epoch, fenced=True, last_heartbeat_ms=now_ms)
         self.brokers[broker_id] = b
-        events.append({"event": "registered", "broker": broker_id, "broker_epoch": epoch, "host": host,
-                       "port": port})
+        registered: Event = {"event": "registered", "broker": broker_id, "broker_epoch": epoch, "host": host,
+                             "port": port}
+        if clean_shutdown is not None:
+            registered["clean_shutdown"] = clean_shutdown
+        events.append(registered)
+        if clean_shutdown is False and self.eligible_leader_replicas:
+            self._unclean_shutdown(broker_id, events)
         self._unfence(b, events)
         self._bump()
         return epoch, events
@@ -188,6 +198,56 @@ class ControllerState:
             self._bump()
         return m.AlterIsrResult(m.NONE, tuple(p.isr), p.isr_version, p.leader, p.leader_epoch), events
 
+    def elect_leader(self, topic: str, partition: int, broker: int | None = None,
+                     unclean: bool = False) -> tuple[m.ElectResult, list[Event]]:
+        """ELECT_LEADER (admin). With `broker`: make it leader if it is live and eligible (in the ISR, in the
+        ELR with KIP-966 on, or any replica with `unclean`); it already leading is no change. Without: if the
+        leader is missing or fenced, run the election rule again, unclean election allowed for this one
+        election when `unclean`; a live leader is no change. Refusals carry the current state."""
+        p = self.partition(topic, partition)
+        if p is None:
+            return m.ElectResult(m.UNKNOWN_PARTITION, False, None, -1, (), (),
+                                 f"no partition {topic}/{partition}"), []
+        name = f"{topic}/{partition}"
+
+        def answer(code: str, message: str, changed: bool = False) -> m.ElectResult:
+            return m.ElectResult(code, changed, p.leader, p.leader_epoch, tuple(p.isr), tuple(p.elr), message)
+
+        elr_text = f" or the ELR {p.elr}" if self.eligible_leader_replicas else ""
+        if broker is not None:
+            if broker not in p.replicas:
+                return answer(m.INELIGIBLE_REPLICA, f"broker {broker} is not a replica of {name} "
+                                                    f"(replicas {p.replicas})"), []
+            if not self.is_live(broker):
+                return answer(m.INELIGIBLE_REPLICA, f"broker {broker} is fenced or unregistered"), []
+            if p.leader == broker:
+                return answer(m.NONE, f"broker {broker} already leads {name} at epoch {p.leader_epoch}"), []
+            if broker in p.isr:
+                how, isr, elr = "isr", p.isr, p.elr
+            elif self.eligible_leader_replicas and broker in p.elr:
+                how, isr, elr = "elr", [broker], [r for r in p.elr if r != broker]
+            elif unclean:
+                how, isr, elr = "unclean", [broker], []
+            else:
+                return answer(m.INELIGIBLE_REPLICA, f"broker {broker} is not in the ISR {p.isr}{elr_text} of "
+                                                    f"{name}; only an unclean election may pick it"), []
+            leader = broker
+        else:
+            if p.leader is not None and self.is_live(p.leader):
+                return answer(m.NONE, f"broker {p.leader} leads {name} at epoch {p.leader_epoch}: "
+                                      f"no election needed"), []
+            leader, isr, elr, how = self._elect(p, p.isr, unclean=unclean or self.unclean_leader_election)
+            if leader is None:
+                return answer(m.ELIGIBLE_LEADERS_NOT_AVAILABLE,
+                              f"no live replica in the ISR {p.isr}{elr_text} of {name}"
+                              + ("" if unclean else "; an unclean election may pick another replica")), []
+        events: list[Event] = [{"event": "elect-leader", "topic": topic, "partition": partition,
+                                "requested": broker, "unclean": unclean, "leader": leader, "how": how}]
+        self._change(p, events, leader=leader, isr=isr, elr=elr)
+        self._bump()
+        return answer(m.NONE, f"broker {leader} leads {name} at epoch {p.leader_epoch} ({how} election)",
+                      changed=True), events
+
     def create_topics(self, specs: list[m.TopicSpec]) -> tuple[list[tuple[str, str, str]], list[Event]]:
         """Returns [(name, error, message)] and the events. Existing identical topics are NONE."""
         results: list[tuple[str, str, str]] = []
@@ -252,36 +312,60 @@ class ControllerState:
     def _bump(self) -> None:
         self.version += 1
 
-    def _elect(self, p: PartitionRecord, isr: list[int]) -> tuple[int | None, list[int]]:
-        """(leader, isr) by the election rule, given the ISR to elect from."""
+    def _elect(self, p: PartitionRecord, isr: list[int], elr: list[int] | None = None,
+               unclean: bool | None = None) -> tuple[int | None, list[int], list[int], str]:
+        """(leader, isr, elr, how) by the election rule, given the ISR (and ELR) to elect from: the first live
+        ISR member in replica order ("isr"); with KIP-966 on, else the first live ELR member, which becomes the
+        ISR ("elr"); with unclean election, else the first live replica, ISR = [it], ELR cleared ("unclean");
+        else no leader ("none")."""
+        elr = p.elr if elr is None else elr
+        unclean = self.unclean_leader_election if unclean is None else unclean
         for r in p.replicas:
             if r in isr and self.is_live(r):
-                return r, isr
-        if self.unclean_leader_election:
+                return r, isr, elr, "isr"
+        if self.eligible_leader_replicas:
+            for r in p.replicas:
+                if r in elr and self.is_live(r):
+                    return r, [r], [e for e in elr if e != r], "elr"
+        if unclean:
             for r in p.replicas:
                 if self.is_live(r):
-                    return r, [r]
-        return None, isr
+                    return r, [r], [], "unclean"
+        return None, isr, elr, "none"
+
+    def _next_elr(self, p: PartitionRecord, new_isr: list[int]) -> list[int]:
+        """KIP-966: members leaving an ISR that is (or becomes) smaller than min_insync_replicas join the ELR
+        (the HW stopped while they were in, so they hold every committed record); an ISR back at min ISR
+        clears it; an ISR member is never in the ELR. Replica order."""
+        if not self.eligible_leader_replicas or len(new_isr) >= self.min_insync_replicas:
+            return []
+        left = {r for r in p.isr if r not in new_isr}
+        return [r for r in p.replicas if (r in p.elr or r in left) and r not in new_isr]
 
     def _change(self, p: PartitionRecord, events: list[Event], *, leader: Any = _KEEP,
-                isr: list[int] | None = None) -> None:
+                isr: list[int] | None = None, elr: list[int] | None = None) -> None:
+        """Apply a leader / ISR change. The ELR follows the ISR change by `_next_elr` unless `elr` is given.
+        With KIP-966 on, isr-change and leader-change events carry the ELR."""
         new_leader = p.leader if leader is _KEEP else leader
         new_isr = p.isr if isr is None else list(isr)
-        if new_leader == p.leader and new_isr == p.isr:
+        new_elr = self._next_elr(p, new_isr) if elr is None else list(elr)
+        if new_leader == p.leader and new_isr == p.isr and new_elr == p.elr:
             return
         leader_changed = new_leader != p.leader
-        isr_changed = new_isr != p.isr
+        isr_changed = new_isr != p.isr or new_elr != p.elr
         if leader_changed:
             p.leader = new_leader
             p.leader_epoch += 1
         p.isr = new_isr
+        p.elr = new_elr
         p.isr_version += 1
+        extra = {"elr": list(p.elr)} if self.eligible_leader_replicas else {}
         if isr_changed:
             events.append({"event": "isr-change", "topic": p.topic, "partition": p.partition,
-                           "isr": list(p.isr), "version": p.isr_version})
+                           "isr": list(p.isr), "version": p.isr_version, **extra})
         if leader_changed:
             events.append({"event": "leader-change", "topic": p.topic, "partition": p.partition,
-                           "leader": p.leader, "epoch": p.leader_epoch, "isr": list(p.isr)})
+                           "leader": p.leader, "epoch": p.leader_epoch, "isr": list(p.isr), **extra})
 
     def _fence(self, brokers: list[tuple[BrokerState, str]], events: list[Event]) -> None:
         for b, why in brokers:
@@ -290,13 +374,28 @@ class ControllerState:
         gone = {b.broker_id for b, _ in brokers}
         for p in self.partitions():
             isr = [r for r in p.isr if r not in gone]
-            if not isr:   # the ISR keeps a last member: the leader (it has every committed record)
+            if not isr and not self.eligible_leader_replicas:
+                # the ISR keeps a last member: the leader (it has every committed record). With KIP-966 the
+                # ISR may become empty: the members it loses join the ELR instead.
                 isr = [p.leader] if p.leader in p.isr else p.isr[:1]
             if p.leader in gone:
-                leader, isr = self._elect(p, isr)
-                self._change(p, events, leader=leader, isr=isr)
+                elr = self._next_elr(p, isr)
+                leader, isr, elr, _how = self._elect(p, isr, elr)
+                self._change(p, events, leader=leader, isr=isr, elr=elr)
             else:
                 self._change(p, events, isr=isr)
+
+    def _unclean_shutdown(self, broker_id: int, events: list[Event]) -> None:
+        """KIP-966: a broker back from an unclean shutdown may have lost its unflushed tail, committed records
+        included. It leaves every ELR, and the ISR where it is the sole member of a leaderless partition, so
+        it is never elected with a cut log (only an unclean election may pick it)."""
+        touched = [p for p in self.partitions()
+                   if broker_id in p.elr or (p.isr == [broker_id] and p.leader is None)]
+        events.append({"event": "unclean-shutdown", "broker": broker_id,
+                       "partitions": [f"{p.topic}/{p.partition}" for p in touched]})
+        for p in touched:
+            self._change(p, events, isr=[r for r in p.isr if r != broker_id],
+                         elr=[r for r in p.elr if r != broker_id])
 
     def _unfence(self, b: BrokerState, events: list[Event]) -> None:
         b.fenced = False
@@ -306,8 +405,8 @@ class ControllerState:
     def _elect_leaderless(self, events: list[Event]) -> None:
         for p in self.partitions():
             if p.leader is None:
-                leader, isr = self._elect(p, p.isr)
-                self._change(p, events, leader=leader, isr=isr)
+                leader, isr, elr, _how = self._elect(p, p.isr)
+                self._change(p, events, leader=leader, isr=isr, elr=elr)
 
     # --- durable form ------------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
@@ -319,19 +418,20 @@ class ControllerState:
                         for _, b in sorted(self.brokers.items())],
             "topics": [{"name": name, "partitions": [
                 {"partition": p.partition, "replicas": p.replicas, "leader": p.leader,
-                 "leader_epoch": p.leader_epoch, "isr": p.isr, "isr_version": p.isr_version}
+                 "leader_epoch": p.leader_epoch, "isr": p.isr, "isr_version": p.isr_version, "elr": p.elr}
                 for p in self.topics[name]]} for name in sorted(self.topics)],
         }
 
     @classmethod
     def from_dict(cls, d: Any, *, now_ms: int, session_timeout_ms: int = 3000,
                   unclean_leader_election: bool = False, max_replicas_per_broker: int = 1_000_000,
-                  eligible_leader_replicas: bool = False) -> "ControllerState":
+                  eligible_leader_replicas: bool = False, min_insync_replicas: int = 1) -> "ControllerState":
         """Rebuild from `to_dict()` output; every live broker gets a session timeout of grace from now_ms.
         Topics persisted by an older controller are kept even if their names break today's rule: the
         brokers skip a partition they cannot create (broker/server/partitions.py)."""
         s = cls(session_timeout_ms=session_timeout_ms, unclean_leader_election=unclean_leader_election,
-                max_replicas_per_broker=max_replicas_per_broker, eligible_leader_replicas=eligible_leader_replicas)
+                max_replicas_per_broker=max_replicas_per_broker, eligible_leader_replicas=eligible_leader_replicas,
+                min_insync_replicas=min_insync_replicas)
         try:
             if not isinstance(d, dict) or d.get("format") != STATE_FORMAT:
                 raise StateError(f"'format' must be {STATE_FORMAT}")
@@ -354,7 +454,8 @@ class ControllerState:
                         raise StateError(f"{where}: 'leader' must be an integer or null")
                     parts.append(PartitionRecord(name, i, [int(r) for r in p["replicas"]], leader,
                                                  _int(p, "leader_epoch", where), [int(r) for r in p["isr"]],
-                                                 _int(p, "isr_version", where)))
+                                                 _int(p, "isr_version", where),
+                                                 [int(r) for r in p.get("elr", [])]))
                 s.topics[name] = parts
         except (KeyError, TypeError, ValueError) as exc:
             if isinstance(exc, StateError):

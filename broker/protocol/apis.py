@@ -18,9 +18,11 @@ HEARTBEAT = 51
 ALTER_ISR = 52
 METADATA = 53
 CREATE_TOPICS = 54
+ELECT_LEADER = 55                # admin: make a given replica leader, or elect again (unclean once)
 
 # admin
 PING = 100
+FLUSH = 101                      # fsync this broker's logs now (all, or one partition)
 
 ERROR = 0  # response api key for a request that could not be decoded at all
 

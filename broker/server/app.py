@@ -77,6 +77,7 @@ class BrokerNode:
             apis.OFFSETS_FOR_LEADER_EPOCH: handlers.offsets_for_leader_epoch,
             apis.DESCRIBE_REPLICAS: handlers.describe_replicas,
             apis.PING: handlers.ping,
+            apis.FLUSH: handlers.flush,
         })
         try:
             host, port = await self.rpc.start(cfg.host, cfg.port)

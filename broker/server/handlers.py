@@ -8,6 +8,11 @@
         -> {error, leader_epoch, end_offset}
     DESCRIBE_REPLICAS {} -> {broker_id, partitions: [{topic, partition, role, leader_epoch, leo, hw, isr}]}
     PING {} -> {error: NONE, broker_id}
+    FLUSH {topic?: str|None, partition?: int|None} -> {error, broker_id, partitions: [{topic, partition,
+        flushed_offset, was}], message?}
+        (admin) fsync this broker's logs now: every partition, every partition of `topic`, or one; under the
+        power-loss emulation the pending tail becomes durable. UNKNOWN_PARTITION when the named topic or
+        partition is not held here, KAFKA_STORAGE_ERROR when a flush fails. Logged as a `flush` event.
 """
 from __future__ import annotations
 
@@ -64,3 +69,28 @@ class Handlers:
 
     async def ping(self, body: dict[str, Any]) -> dict[str, Any]:
         return {"error": "NONE", "broker_id": self.broker_id}
+
+    async def flush(self, body: dict[str, Any]) -> dict[str, Any]:
+        topic = field(body, "topic", (str, type(None)), None)
+        partition = field(body, "partition", (int, type(None)), None)
+        if partition is not None and topic is None:
+            raise BadRequest("field 'partition' needs field 'topic'")
+        parts = [part for key, part in sorted(self.replicas.partitions.items())
+                 if (topic is None or key[0] == topic) and (partition is None or key[1] == partition)]
+        if topic is not None and not parts:
+            what = topic if partition is None else f"{topic}/{partition}"
+            return {"error": "UNKNOWN_PARTITION", "broker_id": self.broker_id, "partitions": [],
+                    "message": f"broker {self.broker_id} holds no replica of {what}"}
+        done = []
+        for part in parts:
+            log = part.store.log
+            was = log.flushed_offset()
+            try:
+                flushed = log.flush()       # the same SegmentedLog.flush the flush="interval" timer calls
+            except OSError as exc:
+                return {"error": "KAFKA_STORAGE_ERROR", "broker_id": self.broker_id, "partitions": done,
+                        "message": f"{part.topic}/{part.partition}: flush: {exc}"}
+            done.append({"topic": part.topic, "partition": part.partition, "flushed_offset": flushed, "was": was})
+        self.replicas.events.emit("flush", partitions=[[d["topic"], d["partition"], d["was"], d["flushed_offset"]]
+                                                       for d in done])
+        return {"error": "NONE", "broker_id": self.broker_id, "partitions": done}
