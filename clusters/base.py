@@ -11,7 +11,7 @@ capability protocols it implements:
 | `Killable`      | kill, restart     | the kill and power-loss faults, the scenario `kill` step |
 | `Stoppable`     | stop, restart     | the scenario `stop` step (SIGTERM, a clean shutdown)     |
 | `Pausable`      | pause, resume     | the pause faults                                         |
-| `Partitionable` | drop, heal        | the partition faults                                     |
+| `Partitionable` | drop, heal        | the partition faults, scenario `partition`/`heal` steps  |
 
 Power loss is not a capability of its own: it is a kill of a broker started with the broker setting
 `power_loss = true` (its unflushed appends live only in memory), so it needs `Killable`.
@@ -162,8 +162,10 @@ class Partitionable(Protocol):
         """Drop packets from src to dst for each (src, dst) pair (one-way). Additive."""
 
     @abc.abstractmethod
-    def heal(self) -> str:
-        """Remove every packet-drop rule this cluster installed."""
+    def heal(self, pairs: list[tuple[str, str]] | None = None) -> str:
+        """Partial or full heal. pairs None: remove every packet-drop rule this cluster installed. A list
+        of (src, dst): remove only those one-way drops (every copy of each; a pair not dropped is no
+        error), leaving the others in force."""
 
 
 CAPABILITIES: tuple[type, ...] = (Killable, Stoppable, Pausable, Partitionable)

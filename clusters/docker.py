@@ -220,12 +220,27 @@ class DockerCluster(RemoteCluster):
                 super().drop(live)
             return "dropping " + ", ".join(f"{s}->{d}" for s, d in pairs) if pairs else "nothing to drop"
 
-    def heal(self) -> str:
+    def heal(self, pairs: list[tuple[str, str]] | None = None) -> str:
+        """As on every backend; the drops into a crashed node are only forgotten (their rules died with
+        its network namespace; the ones not healed come back when it starts again)."""
         with self._lock:
-            for node, fw in self._firewalls.items():
-                if self._down(node):         # its rules died with the container's network namespace
-                    fw.sources, fw.installed = [], False
-            return super().heal()
+            if pairs is None:
+                for node, fw in self._firewalls.items():
+                    if self._down(node):         # its rules died with the container's network namespace
+                        fw.sources, fw.installed = [], False
+                return super().heal()
+            for s, d in pairs:
+                self._check(s)
+                self._check(d)
+            down = [(s, d) for s, d in pairs if self._down(d)]
+            for s, d in down:
+                if d in self._firewalls:
+                    fw = self._firewalls[d]
+                    fw.sources = [a for a in fw.sources if a != self._addresses[s].host]
+            live = [p for p in pairs if p not in down]
+            if live:
+                super().heal(live)
+            return "healed " + ", ".join(f"{s}->{d}" for s, d in pairs) if pairs else "nothing to heal"
 
     def container_status(self, node: str) -> str:
         self._check(node)

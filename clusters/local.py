@@ -287,8 +287,14 @@ class LocalCluster(Cluster, Killable, Stoppable, Pausable, Partitionable):
             self._firewall.drop(resolved)
             return "dropping " + ", ".join(f"{s}->{d}" for s, d in pairs) if pairs else "nothing to drop"
 
-    def heal(self) -> str:
+    def heal(self, pairs: list[tuple[str, str]] | None = None) -> str:
+        """Remove every drop rule (pairs None), or only the one-way drops src -> dst named (partial heal)."""
         with self._lock:
+            if pairs is not None:
+                resolved = [(self._address(s).host, self._address(d).host) for s, d in pairs]
+                if self._firewall is not None:
+                    self._firewall.heal(resolved)
+                return "healed " + ", ".join(f"{s}->{d}" for s, d in pairs) if pairs else "nothing to heal"
             if self._firewall is None:
                 return "no drop rules installed"
             self._firewall.heal()

@@ -4,10 +4,12 @@ iptables (preferred when present): chain `HW-<8 hex>` in the filter table, jumpe
 INPUT by a rule carrying the comment `highwater:<run_id> owner=<pid>:<start time>` (the process that
 installed it, so `highwater cleanup` can tell a live run's chain whatever registry holds the run); each
 one-way drop is
-`-s SRC/32 -d DST/32 -j DROP` inside that chain. Heal flushes the chain; remove deletes the jump and the
-chain. nft (when iptables is missing): table `inet highwater_<8 hex>` (its comment names the owner as
-above, where nft supports table comments) with its own input base chain;
-heal flushes it; remove deletes the table. No other rule, chain or table is ever touched.
+`-s SRC/32 -d DST/32 -j DROP` inside that chain. Heal flushes the chain; a partial heal (`heal(pairs)`)
+deletes only the rules of those pairs (every copy, when a pair was dropped twice); remove deletes the
+jump and the chain. nft (when iptables is missing): table `inet highwater_<8 hex>` (its comment names
+the owner as above, where nft supports table comments) with its own input base chain; heal flushes it,
+a partial heal deletes the matching rules by their handles; remove deletes the table. No other rule,
+chain or table is ever touched.
 
 Drops happen on INPUT (the receiving side), as on a real lossy network: the sender's send succeeds and
 the packet vanishes. (An OUTPUT drop would instead fail the sender's syscall with EPERM, which no real
@@ -78,7 +80,8 @@ class Firewall:
 
     def install(self) -> None: ...
     def drop(self, pairs: list[tuple[str, str]]) -> None: ...
-    def heal(self) -> None: ...
+    def heal(self, pairs: list[tuple[str, str]] | None = None) -> None:
+        """Remove every drop rule (pairs None), or only the rules dropping those (src, dst) addresses."""
     def remove(self) -> None: ...
     def describe(self) -> dict: ...
 
@@ -100,8 +103,14 @@ class IptablesFirewall(Firewall):
         for src, dst in pairs:
             _run(["iptables", "-w", "-A", self.chain, "-s", f"{src}/32", "-d", f"{dst}/32", "-j", "DROP"])
 
-    def heal(self) -> None:
-        _run(["iptables", "-w", "-F", self.chain], check=False)
+    def heal(self, pairs: list[tuple[str, str]] | None = None) -> None:
+        if pairs is None:
+            _run(["iptables", "-w", "-F", self.chain], check=False)
+            return
+        for src, dst in pairs:  # -D deletes one copy a call: repeat until none is left
+            rule = [self.chain, "-s", f"{src}/32", "-d", f"{dst}/32", "-j", "DROP"]
+            while _run(["iptables", "-w", "-D", *rule], check=False).returncode == 0:
+                pass
 
     def remove(self) -> None:
         remove_iptables_chain(self.chain)
@@ -136,9 +145,18 @@ class NftFirewall(Firewall):
             _run(["nft", "add", "rule", "inet", self.table, "input",
                   "ip", "saddr", src, "ip", "daddr", dst, "drop"])
 
-    def heal(self) -> None:
+    def heal(self, pairs: list[tuple[str, str]] | None = None) -> None:
+        if pairs is None:
+            for hook in HOOKS_NFT:
+                _run(["nft", "flush", "chain", "inet", self.table, hook], check=False)
+            return
+        wanted = {f"ip saddr {src} ip daddr {dst} drop" for src, dst in pairs}
         for hook in HOOKS_NFT:
-            _run(["nft", "flush", "chain", "inet", self.table, hook], check=False)
+            listing = _run(["nft", "-a", "list", "chain", "inet", self.table, hook], check=False).stdout
+            for line in listing.splitlines():
+                rule, sep, handle = line.strip().rpartition(" # handle ")
+                if sep and rule in wanted:
+                    _run(["nft", "delete", "rule", "inet", self.table, hook, "handle", handle])
 
     def remove(self) -> None:
         _run(["nft", "delete", "table", "inet", self.table], check=False)

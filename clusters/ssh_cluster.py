@@ -311,13 +311,27 @@ class RemoteCluster(Cluster, Killable, Stoppable, Pausable, Partitionable):
             parallel(lambda d: self._firewall(d).drop_from(by_dst[d]), by_dst, what="installing drops")
             return "dropping " + ", ".join(f"{s}->{d}" for s, d in pairs) if pairs else "nothing to drop"
 
-    def heal(self) -> str:
+    def heal(self, pairs: list[tuple[str, str]] | None = None) -> str:
         with self._lock:
+            if pairs is not None:
+                return self._heal_pairs(pairs)
             installed = [n for n, fw in self._firewalls.items() if fw.installed]
             if not installed:
                 return "no drop rules installed"
             parallel(lambda n: self._firewalls[n].heal(), installed, what="healing")
             return "healed (all drop rules removed)"
+
+    def _heal_pairs(self, pairs: list[tuple[str, str]]) -> str:
+        """Partial heal: delete only the drops src -> dst named (on each dst, the rules for src)."""
+        for s, d in pairs:
+            self._check(s)
+            self._check(d)
+        by_dst: dict[str, list[str]] = {}
+        for s, d in pairs:
+            by_dst.setdefault(d, []).append(self._addresses[s].host)
+        live = [d for d in by_dst if d in self._firewalls]
+        parallel(lambda d: self._firewalls[d].heal_from(by_dst[d]), live, what="healing")
+        return "healed " + ", ".join(f"{s}->{d}" for s, d in pairs) if pairs else "nothing to heal"
 
     def drop_rules(self, node: str) -> list[str]:
         """The DROP rules currently in the run's chain on `node` (for tests and diagnostics)."""

@@ -15,7 +15,8 @@ nodes the same way.
 Daemons run under `nohup` with their pid and start time in a pid file (so a reused pid is never
 mistaken for them); readiness is the `READY host:port` line the broker prints. Packet drops use the same rule model as the local backend (clusters/local_firewall.py):
 a chain `HW-<8 hex>` owned by the run, jumped to from the top of INPUT with the comment
-`highwater:<run id>`, holding one `-s SRC/32 -j DROP` per dropped source; heal flushes it.
+`highwater:<run id>`, holding one `-s SRC/32 -j DROP` per dropped source; heal flushes it, a partial
+heal (`heal_from`) deletes the rules of the named sources only.
 """
 from __future__ import annotations
 
@@ -448,6 +449,14 @@ class RemoteFirewall:
         if self.installed:
             self.node.run(f"{self._pick_tool()} -w -F {shlex.quote(self.chain)}")
         self.sources = []
+
+    def heal_from(self, sources: list[str]) -> None:
+        """Delete the drops of these sources only (every copy of each rule)."""
+        if self.installed and sources:
+            t, c = self._pick_tool(), shlex.quote(self.chain)
+            self.node.run("; ".join(f"while {t} -w -D {c} -s {shlex.quote(s)}/32 -j DROP 2>/dev/null; do :; done"
+                                    for s in sources) + "; true")
+        self.sources = [s for s in self.sources if s not in sources]
 
     def rules(self) -> list[str]:
         r = self.node.run(f"{self._pick_tool()} -w -S {shlex.quote(self.chain)}", check=False)

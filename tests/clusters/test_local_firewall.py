@@ -11,7 +11,7 @@ import pytest
 
 import echo_server
 from clusters import local_firewall
-from clusters.base import ClusterSpec
+from clusters.base import ClusterError, ClusterSpec
 from clusters.local import LocalCluster
 from clusters.local_firewall import FirewallUnavailable
 from clusters.run_registry import Registry, this_process_identity
@@ -172,3 +172,43 @@ def test_partition_preflight_as_a_real_unprivileged_user(tmp_path):
                        timeout=60)
     assert r.returncode == 3, r.stderr
     assert r.stdout.strip() == "the partition fault needs root to install packet-drop rules (running as uid 65534)"
+
+
+@pytest.mark.root
+def test_partial_heal_removes_exactly_the_named_one_way_drops(cluster):
+    b = cluster.brokers()
+    hosts = {"c0": cluster.controller().host, **{n: a.host for n, a in b.items()}}
+    dropped = [("n1", "n2"), ("n2", "n1"), ("n1", "n3"), ("n3", "c0")]
+    cluster.drop(dropped)
+    cluster.drop([("n1", "n2")])            # the same pair twice: a partial heal removes both copies
+    assert cluster.heal([("n1", "n2"), ("n3", "c0"), ("c0", "n1")]) == "healed n1->n2, n3->c0, c0->n1"
+    remaining = {("n2", "n1"), ("n1", "n3")}
+    fw = cluster.firewall()
+    if fw.describe()["kind"] == "iptables":
+        assert sorted(fw.rules()) == sorted(f"-A {fw.chain} -s {hosts[s]}/32 -d {hosts[d]}/32 -j DROP"
+                                            for s, d in remaining)
+    else:
+        assert sorted(fw.rules()) == sorted(f"ip saddr {hosts[s]} ip daddr {hosts[d]} drop" for s, d in remaining)
+    # real packets: every ordered pair of nodes drops exactly when it remains dropped
+    for s in hosts:
+        for d in hosts:
+            if s != d:
+                assert _udp_delivered(hosts[s], hosts[d]) is ((s, d) not in remaining), (s, d)
+    assert cluster.heal([]) == "nothing to heal"
+    assert cluster.heal() == "healed (all drop rules removed)"
+    assert fw.rules() == []
+    assert _udp_delivered(hosts["n2"], hosts["n1"]) and _udp_delivered(hosts["n1"], hosts["n3"])
+
+
+def test_partial_heal_before_any_drop_and_of_unknown_nodes(tmp_path):
+    c = LocalCluster(ClusterSpec("ph", tmp_path / "run", brokers=1), registry=Registry(tmp_path / "r"),
+                     command=echo_server.command)
+    with pytest.raises(ClusterError, match="no addresses yet"):
+        c.heal([("n1", "c0")])
+    c.start()
+    try:
+        assert c.heal([("n1", "c0")]) == "healed n1->c0"   # nothing installed: nothing to remove
+        with pytest.raises(ClusterError, match=r"^unknown node 'n7' \(this cluster has c0, n1\)$"):
+            c.heal([("n7", "c0")])
+    finally:
+        c.teardown()
