@@ -14,7 +14,10 @@ state machine), sim.py (several replicas driven step by step, for scenario tests
 from broker.replication.config import ReplicationConfig, TRUNCATION_MODES
 from broker.replication.epoch_cache import EpochCache, EpochEndOffset, UNDEFINED
 from broker.replication.errors import ErrorCode
-from broker.replication.events import Event, HwChange, IsrChange, LeaderChange, RoleChange, Truncate
+from broker.replication.events import (
+    EpochAnswer, EpochQuery, Event, FetchFenced, HwChange, IsrChange, LeaderChange, RoleChange,
+    StaleFetchServed, Truncate,
+)
 from broker.replication.messages import (
     ConsumerRead, EpochRequest, EpochResponse, FetchRequest, FetchResponse, IsrProposal,
     ProduceResult, ProduceStatus,
@@ -24,6 +27,7 @@ from broker.replication.replica import ACKS_ALL, PartitionReplica, ReplicationSt
 __all__ = [
     "ReplicationConfig", "TRUNCATION_MODES", "EpochCache", "EpochEndOffset", "UNDEFINED", "ErrorCode",
     "Event", "HwChange", "IsrChange", "LeaderChange", "RoleChange", "Truncate",
+    "EpochAnswer", "EpochQuery", "FetchFenced", "StaleFetchServed",
     "ConsumerRead", "EpochRequest", "EpochResponse", "FetchRequest", "FetchResponse", "IsrProposal",
     "ProduceResult", "ProduceStatus", "ACKS_ALL", "PartitionReplica", "ReplicationStateError",
 ]

@@ -67,4 +67,79 @@ class RoleChange:
         return {"partition": self.partition, "role": self.role, "epoch": self.epoch}
 
 
-Event = LeaderChange | IsrChange | Truncate | HwChange | RoleChange
+@dataclass(frozen=True)
+class FetchFenced:
+    """Leader side: a follower request (`request` "fetch" or "epoch") was refused because the leader epoch it
+    carried is not ours (KIP-320). `error`: FENCED_LEADER_EPOCH (theirs is older) or UNKNOWN_LEADER_EPOCH
+    (newer). Logged once per (replica, request, request_epoch, error) while this replica leads an epoch:
+    a follower that is ahead of us retries every back-off, and repeats add nothing."""
+    name: ClassVar[str] = "fetch-fenced"
+    partition: int
+    replica: int | None
+    request: str
+    request_epoch: int
+    leader_epoch: int
+    error: str
+
+    def fields(self) -> dict[str, Any]:
+        return {"partition": self.partition, "replica": self.replica, "request": self.request,
+                "request_epoch": self.request_epoch, "leader_epoch": self.leader_epoch, "error": self.error}
+
+
+@dataclass(frozen=True)
+class StaleFetchServed:
+    """Leader side, fetch_fencing off only: a follower request carrying another leader epoch was served
+    anyway (a pre-2.1 broker; KAFKA-6880's zombie fetcher). Logged once per (replica, request,
+    request_epoch) while this replica leads an epoch (a zombie is served on every fetch round)."""
+    name: ClassVar[str] = "stale-fetch-served"
+    partition: int
+    replica: int | None
+    request: str
+    request_epoch: int
+    leader_epoch: int
+
+    def fields(self) -> dict[str, Any]:
+        return {"partition": self.partition, "replica": self.replica, "request": self.request,
+                "request_epoch": self.request_epoch, "leader_epoch": self.leader_epoch}
+
+
+@dataclass(frozen=True)
+class EpochQuery:
+    """Follower side: the leader's OffsetsForLeaderEpoch answer was applied. `epoch` is the epoch asked
+    about, `current_epoch` the follower's leader epoch; `error` None or the refusal's name (then the answer
+    fields are None); `truncate_to` the offset the log was cut to, None if nothing was cut."""
+    name: ClassVar[str] = "epoch-query"
+    partition: int
+    leader: int
+    epoch: int
+    current_epoch: int
+    error: str | None
+    answer_epoch: int | None
+    answer_end: int | None
+    truncate_to: int | None
+
+    def fields(self) -> dict[str, Any]:
+        return {"partition": self.partition, "leader": self.leader, "epoch": self.epoch,
+                "current_epoch": self.current_epoch, "error": self.error, "answer_epoch": self.answer_epoch,
+                "answer_end": self.answer_end, "truncate_to": self.truncate_to}
+
+
+@dataclass(frozen=True)
+class EpochAnswer:
+    """Leader side: an OffsetsForLeaderEpoch request was answered: `epoch` asked by `replica` (None when
+    the request does not say who sent it), answered with (`answer_epoch`, `answer_end`); -1, -1 is
+    UNDEFINED (no epoch <= the one asked)."""
+    name: ClassVar[str] = "epoch-answer"
+    partition: int
+    replica: int | None
+    epoch: int
+    answer_epoch: int
+    answer_end: int
+
+    def fields(self) -> dict[str, Any]:
+        return {"partition": self.partition, "replica": self.replica, "epoch": self.epoch,
+                "answer_epoch": self.answer_epoch, "answer_end": self.answer_end}
+
+
+Event = (LeaderChange | IsrChange | Truncate | HwChange | RoleChange | FetchFenced | StaleFetchServed
+         | EpochQuery | EpochAnswer)

@@ -13,6 +13,9 @@ Seed rules and where they live here:
 - truncation (000 七, 八; KIP-101/279): `become_follower`, `on_epoch_response`, truncation.py.
 - leader-epoch cache (000 八, 002): epoch_cache.py; entries added by `become_leader` (KAFKA-7415)
   and by appends of records with a newer epoch.
+- KIP-320 fencing of follower requests (`_follower_request_check`), switchable with
+  `config.fetch_fencing` (off: a pre-2.1 broker that serves a zombie fetcher, KAFKA-6880).
+- KIP-966's strict HW rule (`config.strict_min_isr_hw`): `_maybe_increment_hw`.
 """
 from __future__ import annotations
 
@@ -23,7 +26,10 @@ from broker.replication import truncation
 from broker.replication.config import ReplicationConfig
 from broker.replication.epoch_cache import EpochCache, EpochEndOffset
 from broker.replication.errors import ErrorCode, check_leader_epoch
-from broker.replication.events import Event, HwChange, IsrChange, LeaderChange, RoleChange, Truncate
+from broker.replication.events import (
+    EpochAnswer, EpochQuery, Event, FetchFenced, HwChange, IsrChange, LeaderChange, RoleChange,
+    StaleFetchServed, Truncate,
+)
 from broker.replication.leader import LeaderState, RemoteReplica
 from broker.replication.messages import (
     ConsumerRead, EpochRequest, EpochResponse, FetchRequest, FetchResponse, FollowerRequest,
@@ -72,6 +78,10 @@ class PartitionReplica:
         self._phase: str | None = None
         self._query_epoch: int | None = None
         self._follower_isr: tuple[int, ...] = ()
+        # leader: follower requests already logged as fetch-fenced / stale-fetch-served in this epoch
+        self._logged_requests: set[tuple] = set()
+        # follower: the last refused OffsetsForLeaderEpoch logged (a refusal is retried every back-off)
+        self._last_query_refusal: tuple | None = None
 
     # --- read-only views ------------------------------------------------------------------------
 
@@ -159,6 +169,7 @@ class PartitionReplica:
                     rid, leo=None, last_caught_up_ms=now_ms if rid in isr_set else None,
                     last_fetch_leader_leo=leo, last_fetch_ms=now_ms)
         self._leader, self._unsent_proposal = state, None
+        self._logged_requests = set()
         self._events.append(RoleChange(self.partition, LEADER, epoch))
         self._events.append(LeaderChange(self.partition, self.broker_id, epoch, tuple(sorted(isr_set))))
         self._maybe_increment_hw(now_ms)
@@ -179,6 +190,7 @@ class PartitionReplica:
         self.role, self.leader_epoch, self.leader_id = FOLLOWER, epoch, leader_id
         self._leader, self._unsent_proposal = None, None
         self._follower_isr = tuple(sorted(isr))
+        self._last_query_refusal = None
         self._events.append(RoleChange(self.partition, FOLLOWER, epoch))
         self._events.append(LeaderChange(self.partition, leader_id, epoch, self._follower_isr))
         self._query_epoch = None if self.config.truncation == "hw" else truncation.first_query_epoch(self.epoch_cache)
@@ -241,8 +253,9 @@ class PartitionReplica:
     def handle_fetch(self, replica_id: int, fetch_offset: int, current_leader_epoch: int | None, now_ms: int,
                      max_records: int | None = None) -> FetchResponse:
         """A follower's fetch (seed 000 二.2): read, set its remote LEO = fetch_offset, update its
-        caught-up time, maybe propose adding it to the ISR, recompute the HW, answer with the HW."""
-        error = self._leader_check(current_leader_epoch)
+        caught-up time, maybe propose adding it to the ISR, recompute the HW, answer with the HW.
+        The request's leader epoch is checked only with `config.fetch_fencing` (KIP-320)."""
+        error = self._follower_request_check(replica_id, "fetch", current_leader_epoch)
         if error is not None:
             return FetchResponse(error, leader_epoch=self.leader_epoch)
         assert self._leader is not None
@@ -266,15 +279,20 @@ class PartitionReplica:
         start offset, or our LEO for the latest epoch); UNDEFINED when we know no epoch at all."""
         return self.epoch_cache.end_offset_for(requested_epoch, self.leo)
 
-    def handle_offsets_for_leader_epoch(self, requested_epoch: int, current_leader_epoch: int | None) -> EpochResponse:
-        """The leader's side of OffsetsForLeaderEpoch, with KIP-320 fencing."""
-        error = self._leader_check(current_leader_epoch)
+    def handle_offsets_for_leader_epoch(self, requested_epoch: int, current_leader_epoch: int | None,
+                                        replica_id: int | None = None) -> EpochResponse:
+        """The leader's side of OffsetsForLeaderEpoch, with KIP-320 fencing when `config.fetch_fencing`.
+        `replica_id` (the asking broker, None if unknown) only goes into the events."""
+        error = self._follower_request_check(replica_id, "epoch", current_leader_epoch)
         if error is not None:
             return EpochResponse(error, None, self.leader_epoch)
-        return EpochResponse(None, self.end_offset_for_epoch(requested_epoch), self.leader_epoch)
+        end = self.end_offset_for_epoch(requested_epoch)
+        self._events.append(EpochAnswer(self.partition, replica_id, requested_epoch, end.epoch, end.end_offset))
+        return EpochResponse(None, end, self.leader_epoch)
 
     def read_for_consumer(self, offset: int, max_records: int, current_leader_epoch: int | None = None) -> ConsumerRead:
-        """A client read from the leader: records in [offset, HW), at most max_records."""
+        """A client read from the leader: records in [offset, HW), at most max_records. The client's
+        leader epoch is always checked (`fetch_fencing` is about follower requests only)."""
         error = self._leader_check(current_leader_epoch)
         if error is not None:
             return ConsumerRead(error, leader_epoch=self.leader_epoch)
@@ -354,14 +372,24 @@ class PartitionReplica:
         if (self.role != FOLLOWER or self._phase != TRUNCATING or request.leader_id != self.leader_id
                 or request.current_leader_epoch != self.leader_epoch or request.requested_epoch != self._query_epoch):
             return False
-        if response.error == ErrorCode.FENCED_LEADER_EPOCH:
-            self._phase = FENCED
-            return True
         if response.error is not None or response.end is None:
+            refusal = (request.requested_epoch, self.leader_epoch, str(response.error))
+            if refusal != self._last_query_refusal:      # UNKNOWN_LEADER_EPOCH / NOT_LEADER repeat each back-off
+                self._last_query_refusal = refusal
+                self._events.append(EpochQuery(self.partition, request.leader_id, request.requested_epoch,
+                                               self.leader_epoch, str(response.error) if response.error else None,
+                                               None, None, None))
+            if response.error == ErrorCode.FENCED_LEADER_EPOCH:
+                self._phase = FENCED
             return True                   # UNKNOWN_LEADER_EPOCH / NOT_LEADER: ask again later
+        self._last_query_refusal = None
         step = truncation.after_epoch_answer(self.config.truncation, self.epoch_cache, self.leo, self.hw, response.end)
+        leo_before = self.leo
         if step.truncate_to is not None:
             self._truncate(step.truncate_to, step.why)
+        cut_to = self.leo if self.leo < leo_before else None
+        self._events.append(EpochQuery(self.partition, request.leader_id, request.requested_epoch, self.leader_epoch,
+                                       None, response.end.epoch, response.end.end_offset, cut_to))
         if step.ask_again_epoch is None:
             self._phase, self._query_epoch = FETCHING, None
         else:
@@ -400,6 +428,31 @@ class PartitionReplica:
             return ErrorCode.NOT_LEADER
         return check_leader_epoch(current_leader_epoch, self.leader_epoch)
 
+    def _follower_request_check(self, replica_id: int | None, request: str,
+                                current_leader_epoch: int | None) -> ErrorCode | None:
+        """KIP-320 for a follower's fetch or OffsetsForLeaderEpoch: refuse another epoch (fetch-fenced),
+        or, with fetch_fencing off, serve it anyway (stale-fetch-served). Each distinct request is
+        logged once per leadership (see events.py)."""
+        if self.role != LEADER or self._leader is None:
+            return ErrorCode.NOT_LEADER
+        error = check_leader_epoch(current_leader_epoch, self.leader_epoch)
+        if error is None:
+            return None
+        assert current_leader_epoch is not None
+        if self.config.fetch_fencing:
+            key = (replica_id, request, current_leader_epoch, str(error))
+            if key not in self._logged_requests:
+                self._logged_requests.add(key)
+                self._events.append(FetchFenced(self.partition, replica_id, request, current_leader_epoch,
+                                                self.leader_epoch, str(error)))
+            return error
+        key = (replica_id, request, current_leader_epoch, None)
+        if key not in self._logged_requests:
+            self._logged_requests.add(key)
+            self._events.append(StaleFetchServed(self.partition, replica_id, request, current_leader_epoch,
+                                                 self.leader_epoch))
+        return None
+
     def _note_epochs(self, records: Sequence[Record]) -> None:
         """A record whose epoch differs from the latest entry's starts that epoch (Kafka assigns per
         batch). Normally the epoch is newer; an older one happens only after a leader's empty epoch
@@ -412,6 +465,8 @@ class PartitionReplica:
 
     def _maybe_increment_hw(self, now_ms: int) -> None:
         assert self._leader is not None
+        if self.config.strict_min_isr_hw and len(self._leader.isr) < self.config.min_insync_replicas:
+            return                        # KIP-966: no commit below min.insync.replicas (committed ISR)
         candidate = self._leader.hw_candidate(self.broker_id, self.leo, now_ms, self.config.replica_lag_time_max_ms)
         if candidate > self._hw:
             self._set_hw(candidate)

@@ -5,6 +5,8 @@ the answer lost), the controller (epochs, elections, accepting ISR proposals), t
 prefix per node; HW and epoch checkpoints) and the clock (`advance`). Nothing is random: a scenario
 is the exact sequence of calls. It also remembers which values were acknowledged, so a test can ask
 which acknowledged values a replica lost (`lost_acked`) and where replicas disagree (`divergence`).
+A node cut off from the controller (`cut_from_controller`) misses elections but keeps talking to the
+leader it knew, a zombie fetcher (KAFKA-6880), until `reconnect_to_controller`.
 """
 from __future__ import annotations
 
@@ -90,6 +92,7 @@ class Sim:
         self.acked: list[tuple[str, int]] = []          # (value, offset), in acknowledgement order
         self.outcomes: list[ProduceOutcome] = []
         self._pending: list[ProduceOutcome] = []
+        self.cut_off: set[str] = set()                  # nodes that do not hear from the controller
 
     # --- clock, controller ----------------------------------------------------------------------
 
@@ -107,6 +110,8 @@ class Sim:
         """Elect `node` as the controller would: epoch + 1, ISR = old ISR's live members (clean) or
         just `node` (unclean), unless `isr` is given. Every live node learns the new leader."""
         n = self._up(node)
+        if node in self.cut_off:
+            raise SimError(f"sim: {node} is cut off from the controller and cannot be told it leads")
         if isr is not None:
             new_isr = set(isr) | {node}
         elif unclean:
@@ -121,9 +126,25 @@ class Sim:
         assert n.replica is not None
         n.replica.become_leader(self.epoch, self._ids(new_isr), self._ids(self.nodes), self.isr_version, self.now_ms)
         for m in self.nodes.values():
-            if m.up and m.name != node:
+            if m.up and m.name != node and m.name not in self.cut_off:
                 assert m.replica is not None
                 m.replica.become_follower(self.epoch, n.broker_id, self.now_ms, isr=self._ids(new_isr))
+        self._after_step()
+
+    def cut_from_controller(self, node: str) -> None:
+        """`node` stops hearing about elections (it keeps its role, epoch and leader, and still reaches
+        the other nodes: the zombie fetcher of KAFKA-6880)."""
+        self._up(node)
+        self.cut_off.add(node)
+
+    def reconnect_to_controller(self, node: str) -> None:
+        """`node` hears from the controller again and learns the current leader and epoch."""
+        n = self._up(node)
+        self.cut_off.discard(node)
+        assert n.replica is not None
+        if self.leader is not None and self.leader != node and self.nodes[self.leader].up:
+            n.replica.become_follower(self.epoch, self.nodes[self.leader].broker_id, self.now_ms,
+                                      isr=self._ids(self.isr))
         self._after_step()
 
     def clean_leader_candidates(self) -> list[str]:
@@ -162,7 +183,7 @@ class Sim:
             raise SimError(f"sim: {node}'s leader {leader.name} is down")
         if isinstance(req, EpochRequest):
             resp: FetchResponse | EpochResponse = leader.replica.handle_offsets_for_leader_epoch(
-                req.requested_epoch, req.current_leader_epoch)
+                req.requested_epoch, req.current_leader_epoch, req.replica_id)
             if deliver:
                 n.replica.on_epoch_response(req, resp)
             kind = "epoch"
@@ -190,10 +211,12 @@ class Sim:
         raise SimError(f"sim: {node} did not catch up in {max_rounds} rounds")
 
     def sync_all(self, max_passes: int = 10) -> None:
-        """Catch every live follower up until all of them hold the leader's LEO and HW."""
+        """Catch every live follower up until all of them hold the leader's LEO and HW (nodes cut off
+        from the controller are left alone)."""
         lead = self._leader_replica()
         followers = [m for m in self.nodes.values()
-                     if m.up and m.name != self.leader and m.replica is not None and m.replica.role == "follower"]
+                     if m.up and m.name != self.leader and m.replica is not None and m.replica.role == "follower"
+                     and m.name not in self.cut_off]
         for _ in range(max_passes):
             for m in followers:
                 self.catch_up(m.name)
@@ -251,7 +274,8 @@ class Sim:
             raise SimError(f"sim: {node} is already up")
         n.up = True
         n.replica = self._new_replica(n)
-        if self.leader is not None and self.leader != node and self.nodes[self.leader].up:
+        if (self.leader is not None and self.leader != node and self.nodes[self.leader].up
+                and node not in self.cut_off):
             n.replica.become_follower(self.epoch, self.nodes[self.leader].broker_id, self.now_ms,
                                       isr=self._ids(self.isr))
         self._after_step()

@@ -12,7 +12,7 @@ Data plane (msgpack bodies; error codes are strings):
     PRODUCE {topic, partition, acks (0|1|-1), timeout_ms, values} -> {error, base_offset, leader_epoch}
     FETCH {topic, partition, offset, max_records, max_wait_ms, replica_id, current_leader_epoch}
         -> {error, records: [[offset, epoch, value]] (+ timestamp for followers), hw, leader_epoch, log_start}
-    OFFSETS_FOR_LEADER_EPOCH {topic, partition, leader_epoch, current_leader_epoch} -> {error, leader_epoch, end_offset}
+    OFFSETS_FOR_LEADER_EPOCH {topic, partition, leader_epoch, current_leader_epoch, replica_id?} -> {error, leader_epoch, end_offset}
     DESCRIBE_REPLICAS {} -> {broker_id, partitions: [{topic, partition, role, leader_epoch, leo, hw, isr, ...}]}
 An acks=all produce whose leader loses leadership after appending is answered REQUEST_TIMED_OUT (outcome
 unknown), never NOT_LEADER (which means "not written").

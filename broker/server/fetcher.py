@@ -139,7 +139,7 @@ class Fetcher:
         if isinstance(req, EpochRequest):
             body = await conn.request(apis.OFFSETS_FOR_LEADER_EPOCH, {
                 "topic": part.topic, "partition": part.partition, "leader_epoch": req.requested_epoch,
-                "current_leader_epoch": req.current_leader_epoch}, RPC_MARGIN_S)
+                "current_leader_epoch": req.current_leader_epoch, "replica_id": req.replica_id}, RPC_MARGIN_S)
             err = _error(body.get("error"))
             end = None if err is not None else EpochEndOffset(int(body["leader_epoch"]), int(body["end_offset"]))
             r.on_epoch_response(req, EpochResponse(err, end, req.current_leader_epoch))

@@ -4,7 +4,7 @@
         (acks=0: no response is sent)
     FETCH {topic, partition, offset, max_records, max_wait_ms, replica_id, current_leader_epoch}
         -> {error, records: [[offset, epoch, value]], hw, leader_epoch, log_start}
-    OFFSETS_FOR_LEADER_EPOCH {topic, partition, leader_epoch, current_leader_epoch}
+    OFFSETS_FOR_LEADER_EPOCH {topic, partition, leader_epoch, current_leader_epoch, replica_id?}
         -> {error, leader_epoch, end_offset}
     DESCRIBE_REPLICAS {} -> {broker_id, partitions: [{topic, partition, role, leader_epoch, leo, hw, isr}]}
     PING {} -> {error: NONE, broker_id}
@@ -62,7 +62,7 @@ class Handlers:
     async def offsets_for_leader_epoch(self, body: dict[str, Any]) -> dict[str, Any]:
         return self.replicas.offsets_for_leader_epoch(
             field(body, "topic", str), field(body, "partition", int), field(body, "leader_epoch", int),
-            field(body, "current_leader_epoch", int, -1))
+            field(body, "current_leader_epoch", int, -1), field(body, "replica_id", int, -1))
 
     async def describe_replicas(self, body: dict[str, Any]) -> dict[str, Any]:
         return {"error": "NONE", "broker_id": self.broker_id, "partitions": self.replicas.describe()}

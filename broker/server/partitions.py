@@ -415,12 +415,14 @@ class ReplicaManager:
         return {"error": _code(read.error), "records": [[rec.offset, rec.epoch, rec.value] for rec in read.records],
                 "hw": read.high_watermark, "leader_epoch": read.leader_epoch, "log_start": r.log.log_start()}
 
-    def offsets_for_leader_epoch(self, topic: str, p: int, leader_epoch: int, current_leader_epoch: int) -> dict:
+    def offsets_for_leader_epoch(self, topic: str, p: int, leader_epoch: int, current_leader_epoch: int,
+                                 replica_id: int = -1) -> dict:
         part = self.partitions.get((topic, p))
         if part is None:
             return {"error": "UNKNOWN_PARTITION", "leader_epoch": -1, "end_offset": -1}
         cle = current_leader_epoch if current_leader_epoch >= 0 else None
-        resp = part.replica.handle_offsets_for_leader_epoch(leader_epoch, cle)
+        resp = part.replica.handle_offsets_for_leader_epoch(leader_epoch, cle, replica_id if replica_id >= 0 else None)
+        self.after_change(part)           # log the epoch-answer / fetch-fenced events now
         if resp.error is not None or resp.end is None:
             return {"error": _code(resp.error), "leader_epoch": -1, "end_offset": -1}
         return {"error": "NONE", "leader_epoch": resp.end.epoch, "end_offset": resp.end.end_offset}
