@@ -95,9 +95,11 @@ class ControllerClient:
         self._pending: dict[int, asyncio.Future] = {}
 
     # --- API -----------------------------------------------------------------------------------------
-    async def register(self, broker_id: int, host: str, port: int) -> int:
-        """Register (or re-register after a restart / STALE_BROKER_EPOCH); returns the new broker_epoch."""
-        body = await self.request(apis.REGISTER_BROKER, m.RegisterBroker(broker_id, host, port).to_wire())
+    async def register(self, broker_id: int, host: str, port: int, clean_shutdown: bool | None = None) -> int:
+        """Register (or re-register after a restart / STALE_BROKER_EPOCH); returns the new broker_epoch.
+        `clean_shutdown` False tells the controller (KIP-966) that this broker may have lost its unflushed tail."""
+        body = await self.request(apis.REGISTER_BROKER,
+                                  m.RegisterBroker(broker_id, host, port, clean_shutdown).to_wire())
         return _raise_on_error(apis.REGISTER_BROKER, body)["broker_epoch"]
 
     async def heartbeat(self, broker_id: int, broker_epoch: int) -> None:
@@ -221,8 +223,8 @@ class ControllerSyncClient:
         """{topic: error code} (NONE when created or already there with the same layout)."""
         return _create_topics_result(self.request(apis.CREATE_TOPICS, _specs(topics).to_wire()))
 
-    def register(self, broker_id: int, host: str, port: int) -> int:
-        body = self.request(apis.REGISTER_BROKER, m.RegisterBroker(broker_id, host, port).to_wire())
+    def register(self, broker_id: int, host: str, port: int, clean_shutdown: bool | None = None) -> int:
+        body = self.request(apis.REGISTER_BROKER, m.RegisterBroker(broker_id, host, port, clean_shutdown).to_wire())
         return _raise_on_error(apis.REGISTER_BROKER, body)["broker_epoch"]
 
     def heartbeat(self, broker_id: int, broker_epoch: int) -> None:

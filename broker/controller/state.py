@@ -225,7 +225,7 @@ class ControllerState:
             if broker in p.isr:
                 how, isr, elr = "isr", p.isr, p.elr
             elif self.eligible_leader_replicas and broker in p.elr:
-                how, isr, elr = "elr", [broker], [r for r in p.elr if r != broker]
+                how, isr, elr = "elr", [broker], self._next_elr(p, [broker])
             elif unclean:
                 how, isr, elr = "unclean", [broker], []
             else:
@@ -326,21 +326,24 @@ class ControllerState:
         if self.eligible_leader_replicas:
             for r in p.replicas:
                 if r in elr and self.is_live(r):
-                    return r, [r], [e for e in elr if e != r], "elr"
+                    return r, [r], self._next_elr(p, [r], isr, elr), "elr"
         if unclean:
             for r in p.replicas:
                 if self.is_live(r):
                     return r, [r], [], "unclean"
         return None, isr, elr, "none"
 
-    def _next_elr(self, p: PartitionRecord, new_isr: list[int]) -> list[int]:
-        """KIP-966: members leaving an ISR that is (or becomes) smaller than min_insync_replicas join the ELR
-        (the HW stopped while they were in, so they hold every committed record); an ISR back at min ISR
-        clears it; an ISR member is never in the ELR. Replica order."""
+    def _next_elr(self, p: PartitionRecord, new_isr: list[int], old_isr: list[int] | None = None,
+                  old_elr: list[int] | None = None) -> list[int]:
+        """KIP-966: members leaving an ISR (old_isr, default the partition's) that is or becomes smaller
+        than min_insync_replicas join the ELR (the HW stopped while they were in, so they hold every
+        committed record); an ISR at min ISR or more clears it; an ISR member is never in the ELR. Replica
+        order. Always [] with KIP-966 off."""
         if not self.eligible_leader_replicas or len(new_isr) >= self.min_insync_replicas:
             return []
-        left = {r for r in p.isr if r not in new_isr}
-        return [r for r in p.replicas if (r in p.elr or r in left) and r not in new_isr]
+        old_isr = p.isr if old_isr is None else old_isr
+        old_elr = p.elr if old_elr is None else old_elr
+        return [r for r in p.replicas if (r in old_elr or r in old_isr) and r not in new_isr]
 
     def _change(self, p: PartitionRecord, events: list[Event], *, leader: Any = _KEEP,
                 isr: list[int] | None = None, elr: list[int] | None = None) -> None:

@@ -5,15 +5,23 @@ Start-up: load broker.json (bad -> one line on stderr, exit 2), open every parti
 (start-up recovery; a recovery cut is logged as a `truncate` event with why=recovery), listen, print
 `READY host:port`, register with the controller, then follow its metadata. SIGTERM/SIGINT: stop serving,
 stop fetchers, flush every log, write the HW and epoch checkpoints, exit 0.
+
+Clean-shutdown marker (KIP-966): a stop that flushed every log without a storage error writes
+`<data_dir>/clean-shutdown` last; start-up reads and removes it (before registering), and the registration
+tells the controller `clean_shutdown`: true when the marker was there (or the data dir held no partition,
+so nothing could be lost), false otherwise (killed, power cut, crashed: the unflushed tail may be gone).
 """
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 import signal
 import sys
+from pathlib import Path
 
+from broker.atomic_file import replace_atomically
 from broker.config import BrokerConfig, ConfigError, load_broker_config
 from broker.controller.client import ControllerClient
 from broker.eventlog import EventLog
@@ -27,6 +35,7 @@ from broker.server.timers import Timers
 
 EXIT_BAD_CONFIG = 2
 SHUTDOWN_STEP_S = 2.0     # deadline of each shutdown step
+CLEAN_SHUTDOWN_FILE = "clean-shutdown"    # in data_dir: the last stop flushed everything (KIP-966)
 
 
 class StartupError(Exception):
@@ -70,6 +79,11 @@ class BrokerNode:
                                f"({_why(exc)})", EXIT_BAD_CONFIG) from None
         except (RuntimeError, ValueError) as exc:       # locked by another process, corrupt checkpoint
             raise StartupError(f"{cfg.data_dir}: {exc}", 1) from None
+        try:
+            clean_shutdown = self._take_clean_shutdown_marker()
+        except OSError as exc:
+            raise StartupError(f"{self.config_path}: key 'data_dir': cannot remove {CLEAN_SHUTDOWN_FILE} in "
+                               f"{cfg.data_dir} ({_why(exc)})", EXIT_BAD_CONFIG) from None
         handlers = Handlers(self.replicas, cfg.node_id)
         self.rpc = RpcServer({
             apis.PRODUCE: handlers.produce,
@@ -86,10 +100,11 @@ class BrokerNode:
                                f"({_why(exc)})", EXIT_BAD_CONFIG) from None
         self.address = (host, port)
         self.events.emit("start", host=host, port=port, truncation=cfg.truncation, flush=cfg.flush,
-                         power_loss=cfg.power_loss, min_insync_replicas=cfg.min_insync_replicas)
+                         power_loss=cfg.power_loss, min_insync_replicas=cfg.min_insync_replicas,
+                         clean_shutdown=clean_shutdown)
         print(f"READY {host}:{port}", flush=True)
         self.link = ControllerLink(cfg.node_id, host, port, self.controller, cfg.heartbeat_interval_ms,
-                                   self.replicas.apply_metadata, self.events)
+                                   self.replicas.apply_metadata, self.events, clean_shutdown=clean_shutdown)
         self.replicas.rejoin = self.link.rejoin
         timers = Timers(cfg, self.replicas)
         for coro in (self.link.heartbeat_loop(), self.link.metadata_loop(), *timers.loops()):
@@ -121,11 +136,40 @@ class BrokerNode:
             await bounded(self.replicas.quiesce(), SHUTDOWN_STEP_S, "stopping fetchers and ISR proposals")
         finally:
             self.replicas.close_storage()          # flush every log, write HW and epoch checkpoints
+        marker = self._write_clean_shutdown_marker()
         await bounded(self.controller.close(), 1.0, "closing the controller connection")
         fields = {"stuck_tasks": sorted(t.get_coro().__qualname__ for t in stuck)} if stuck else {}
+        fields["clean_shutdown_marker"] = marker
         self.events.emit("stop", reason="internal-error" if self._failed else "signal", **fields)
         self.events.sync()
         self.events.close()
+
+    def _take_clean_shutdown_marker(self) -> bool:
+        """Whether the last stop was clean (see the module docstring); removes the marker, durably."""
+        path = Path(self.config.data_dir) / CLEAN_SHUTDOWN_FILE
+        if not path.exists():
+            return not self.replicas.partitions         # a new data dir has nothing to lose
+        path.unlink()
+        dfd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            os.fsync(dfd)
+        finally:
+            os.close(dfd)
+        return True
+
+    def _write_clean_shutdown_marker(self) -> bool:
+        """Write the marker if every log was flushed (no storage error left); False if not written."""
+        if self.replicas.storage_errors:
+            return False
+        epoch = self.link.broker_epoch if self.link is not None else None
+        try:
+            replace_atomically(Path(self.config.data_dir) / CLEAN_SHUTDOWN_FILE,
+                               (json.dumps({"broker_epoch": epoch}) + "\n").encode())
+        except OSError as exc:
+            self.events.emit("storage-error", topic=None, partition=None,
+                             error=f"clean-shutdown marker: {exc}"[:300])
+            return False
+        return True
 
 
 def _why(exc: OSError) -> str:

@@ -4,6 +4,9 @@
   heartbeat_interval_ms; STALE_BROKER_EPOCH (the controller fenced or forgot us) -> register again.
   `rejoin(reason)` asks for a registration at once (a replica was recovered from corruption): the
   controller then fences our old incarnation and moves leadership away, as after a restart.
+- KIP-966: the first registration carries `clean_shutdown` as app.py found it (the clean-shutdown marker
+  in the data dir); a `rejoin` follows a recovery that cut a log, so it registers with clean_shutdown=false;
+  a re-registration after STALE_BROKER_EPOCH lost nothing (same process, same memory): true.
 - `metadata_loop`: starts only after the first registration succeeded (so a restarted broker never acts
   on the leadership it had before the crash: the controller bumps the epochs of a bounced broker at
   registration), then long-polls METADATA and hands every new version to the replica manager. An error
@@ -25,7 +28,7 @@ RETRY_S = 0.1
 
 class ControllerLink:
     def __init__(self, node_id: int, host: str, port: int, controller: ControllerClient,
-                 heartbeat_interval_ms: int, on_metadata, events):
+                 heartbeat_interval_ms: int, on_metadata, events, clean_shutdown: bool | None = None):
         self.node_id = node_id
         self.advertised = (host, port)
         self.controller = controller
@@ -37,12 +40,15 @@ class ControllerLink:
         self.metadata: Metadata | None = None
         self._rejoin = asyncio.Event()
         self._rejoin_reason = ""
+        self.clean_shutdown = clean_shutdown    # told at the next registration (see the module docstring)
 
     async def _register(self) -> None:
         while True:
             try:
-                self.broker_epoch = await self.controller.register(self.node_id, *self.advertised)
-                self.events.emit("registered", broker_epoch=self.broker_epoch)
+                self.broker_epoch = await self.controller.register(self.node_id, *self.advertised,
+                                                                   clean_shutdown=self.clean_shutdown)
+                self.events.emit("registered", broker_epoch=self.broker_epoch, clean_shutdown=self.clean_shutdown)
+                self.clean_shutdown = True      # this process lost nothing since: later registrations are clean
                 self.registered.set()
                 return
             except ControllerError as exc:
@@ -59,6 +65,7 @@ class ControllerLink:
             if self._rejoin.is_set():
                 self._rejoin.clear()
                 self.events.emit("re-register", reason=self._rejoin_reason)
+                self.clean_shutdown = False     # a log was cut by a recovery: committed records may be gone
                 await self._register()
                 continue
             try:

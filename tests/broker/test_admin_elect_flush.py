@@ -4,6 +4,8 @@ makes the pending tail durable under the power-loss emulation, so a SIGKILL afte
 appended after the flush."""
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from broker.client import Admin, Producer
@@ -63,3 +65,33 @@ def test_flush_makes_the_pending_tail_durable_before_a_kill(tmp_path):
         recovered = wait_until(lambda: [e for e in c.events(1) if e["event"] == "recovered"][1:], 15,
                                "broker 1 recovered after the restart")
         assert recovered[0]["leo"] == 3
+
+
+def test_clean_shutdown_marker_is_written_on_sigterm_and_reported_at_registration(tmp_path):
+    with LocalCluster(tmp_path, brokers=1, broker_settings={"min_insync_replicas": 1},
+                      controller_settings={"eligible_leader_replicas": True, "min_insync_replicas": 1},
+                      topics=[{"name": "cs", "partitions": 1, "replication_factor": 1}]) as c:
+        marker = c.data_dir(1) / "clean-shutdown"
+        with Admin(c.controller_address, timeout_s=3.0) as admin:
+            wait_full_isr(admin, "cs", 30, "broker 1 leading cs/0", isr_size=1)
+            assert c.brokers[1].terminate() == 0
+            assert marker.exists()
+            c.start_broker(1)
+            wait_until(lambda: not marker.exists(), 10, "the marker removed at start-up")
+            wait_until(lambda: _registrations(c) == 2, 15, "the second registration")
+            c.kill(1)                               # SIGKILL: no marker
+            assert not marker.exists()
+            c.start_broker(1)
+            wait_until(lambda: _registrations(c) == 3, 15, "the third registration")
+        starts = [e["clean_shutdown"] for e in c.events(1) if e["event"] == "start"]
+        registered = [e["clean_shutdown"] for e in c.events(1) if e["event"] == "registered"]
+        assert starts == registered == [True, True, False]   # new data dir, after SIGTERM, after SIGKILL
+        stops = [e for e in c.events(1) if e["event"] == "stop"]
+        assert [s["clean_shutdown_marker"] for s in stops] == [True]
+        controller = [json.loads(line) for line in (tmp_path / "c0" / "controller.log").read_text().splitlines()]
+        assert [e["clean_shutdown"] for e in controller if e["event"] == "registered"] == [True, True, False]
+        assert [e["broker"] for e in controller if e["event"] == "unclean-shutdown"] == [1]
+
+
+def _registrations(c) -> int:
+    return len([e for e in c.events(1) if e["event"] == "registered"])
