@@ -12,6 +12,7 @@ capability protocols it implements:
 | `Stoppable`     | stop, restart     | the scenario `stop` step (SIGTERM, a clean shutdown)     |
 | `Pausable`      | pause, resume     | the pause faults                                         |
 | `Partitionable` | drop, heal        | the partition faults, scenario `partition`/`heal` steps  |
+| `Degradable`    | degrade, restore  | the degrade faults, scenario `degrade`/`restore` steps   |
 
 Power loss is not a capability of its own: it is a kill of a broker started with the broker setting
 `power_loss = true` (its unflushed appends live only in memory), so it needs `Killable`.
@@ -168,7 +169,22 @@ class Partitionable(Protocol):
         error), leaving the others in force."""
 
 
-CAPABILITIES: tuple[type, ...] = (Killable, Stoppable, Pausable, Partitionable)
+@runtime_checkable
+class Degradable(Protocol):
+    """Degrade one-way links (delay with jitter, packet loss; as netem does) and restore them."""
+
+    @abc.abstractmethod
+    def degrade(self, pairs: list[tuple[str, str]], *, delay_ms: float, jitter_ms: float = 0.0,
+                loss_pct: float = 0.0) -> str:
+        """Delay every packet from src to dst by delay_ms +- jitter_ms and drop loss_pct % of them, for each
+        (src, dst) pair (one-way). A link already degraded takes the new setting. Returns one line."""
+
+    @abc.abstractmethod
+    def restore(self, pairs: list[tuple[str, str]] | None = None) -> str:
+        """Remove the degradation of those links (None: every degradation this cluster installed)."""
+
+
+CAPABILITIES: tuple[type, ...] = (Killable, Stoppable, Pausable, Partitionable, Degradable)
 
 C = TypeVar("C")
 

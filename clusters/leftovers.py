@@ -3,7 +3,9 @@
 A run is dead when its registry entry's owner process is gone (pid absent, or the pid now belongs to a
 process with another start time). For a dead run we stop its recorded processes (only if pid AND start
 time still match, so a reused pid is never hit), plus any process whose command line names a config file
-under the run's `nodes/` directory; remove its firewall chain or table; and delete its registry entry.
+under the run's `nodes/` directory (the degradation delayers of clusters/local_netem.py are recorded
+processes too); remove its firewall chain or table and its degradation chain (mangle `HWN-<8 hex>`); and
+delete its registry entry.
 Highwater firewall chains/tables that no live run owns are removed too, as are unreadable registry files;
 a chain is live when a live run of this registry or the default one owns it, or when the process its jump
 rule's comment names as owner (pid and start time) is still running, whatever registry holds that run.
@@ -91,7 +93,8 @@ def find(registry: Registry) -> list[Leftover]:
             continue
         if obj.get("owner") and same_process(*obj["owner"]):  # a live run in a registry we cannot see
             continue
-        label = f"iptables chain {name}" if obj["kind"] == "iptables" else f"nft table {obj.get('family')} {name}"
+        label = (f"iptables chain {name}" + (f" (table {obj['table']})" if obj.get("table") else "")
+                 if obj["kind"] == "iptables" else f"nft table {obj.get('family')} {name}")
         out.append(Leftover(label, "firewall", firewall=obj))
     for path in registry.unreadable():
         out.append(Leftover(f"unreadable registry file {path}", "file", path=path))

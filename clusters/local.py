@@ -8,7 +8,8 @@ so `highwater cleanup` can find it if the harness dies. Partitions are kernel pa
 run's addresses (clusters/local_firewall.py); the firewall object is created at the first drop and
 registered before it is installed. Partitions match on source addresses: the broker binds its outgoing
 connections to its own host (broker/controller/client.open_connection_from), so they carry the node's
-address, not 127.0.0.1.
+address, not 127.0.0.1. Degradation (delay, jitter, loss of one-way links) is the run's own mangle chain
+plus delayer processes bound to netfilter queues (clusters/local_netem.py); it never touches a qdisc.
 
     cluster = LocalCluster(ClusterSpec(run_id, run_dir, brokers=3, broker_settings={...},
                                        controller_settings={...}))
@@ -31,9 +32,11 @@ from pathlib import Path
 from typing import Callable
 
 from clusters.addresses import Allocation, allocate
-from clusters.base import (Cluster, ClusterError, ClusterSpec, Killable, NodeAddress, Partitionable, Pausable,
-                           Stoppable)
-from clusters.local_firewall import Firewall, available_tool, make_firewall
+from clusters.base import (Cluster, ClusterError, ClusterSpec, Degradable, Killable, NodeAddress, Partitionable,
+                           Pausable, Stoppable)
+from clusters.local_firewall import Firewall, available_tool, make_firewall, short_id
+from clusters.local_netem import Degradation
+from clusters import local_netem
 from clusters.processes import NodeProcess
 from clusters.run_registry import ProcessRecord, Registry
 
@@ -52,7 +55,7 @@ def broker_command(python: str = sys.executable) -> CommandFactory:
     return command
 
 
-class LocalCluster(Cluster, Killable, Stoppable, Pausable, Partitionable):
+class LocalCluster(Cluster, Killable, Stoppable, Pausable, Partitionable, Degradable):
     backend_name = "local"
 
     def __init__(self, spec: ClusterSpec, *, registry: Registry | None = None,
@@ -71,6 +74,7 @@ class LocalCluster(Cluster, Killable, Stoppable, Pausable, Partitionable):
         self._alloc: Allocation | None = None
         self._procs: dict[str, NodeProcess] = {}
         self._firewall: Firewall | None = None
+        self._degradation: Degradation | None = None
         self._lock = threading.RLock()
         self.last_stop_report: list[str] = []
 
@@ -80,6 +84,8 @@ class LocalCluster(Cluster, Killable, Stoppable, Pausable, Partitionable):
         iptables or nft). Call before start()."""
         if any(f.startswith("partition") for f in faults):
             self.firewall_tool = self.firewall_tool or available_tool()
+        if any(f.startswith("degrade") for f in faults):
+            local_netem.available()
 
     # --- layout --------------------------------------------------------------------------------------
     def _names(self) -> list[str]:
@@ -198,6 +204,12 @@ class LocalCluster(Cluster, Killable, Stoppable, Pausable, Partitionable):
                     self._firewall = None
                 except Exception as exc:
                     errors.append(f"firewall: {exc}")
+            if self._degradation is not None:
+                try:
+                    self._degradation.remove()
+                    self._degradation = None
+                except Exception as exc:
+                    errors.append(f"degradation: {exc}")
             if not errors and self._alloc is not None:
                 self.registry.remove(self.spec.run_id)  # kept on errors, so `highwater cleanup` finds it
             if errors:
@@ -302,6 +314,41 @@ class LocalCluster(Cluster, Killable, Stoppable, Pausable, Partitionable):
 
     def firewall(self) -> Firewall | None:
         return self._firewall
+
+    def degrade(self, pairs: list[tuple[str, str]], *, delay_ms: float, jitter_ms: float = 0.0,
+                loss_pct: float = 0.0) -> str:
+        """Delay/loss on the one-way links src -> dst (clusters/local_netem.py: the run's mangle chain and a
+        delayer process, recorded in the registry, per delay setting)."""
+        with self._lock:
+            resolved = [(self._address(s).host, self._address(d).host) for s, d in pairs]
+            if self._degradation is None:
+                env = dict(os.environ)
+                env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), env.get("PYTHONPATH")]))
+                run_id = self.spec.run_id
+                self._degradation = Degradation(
+                    run_id, python=self.python, env=env,
+                    on_spawn=lambda d: self.registry.add_process(
+                        run_id, ProcessRecord(f"delay-{d.queue}", d.proc.pid, d.start_time, d.argv)),
+                    on_exit=lambda d: self.registry.drop_process(run_id, d.proc.pid))
+            self._degradation.degrade(resolved, delay_ms=delay_ms, jitter_ms=jitter_ms, loss_pct=loss_pct,
+                                      seed=int(short_id(self.spec.run_id), 16))
+            what = f"{delay_ms:g}ms+-{jitter_ms:g}ms loss {loss_pct:g}%"
+            return (f"degrading {', '.join(f'{s}->{d}' for s, d in pairs)}: {what}" if pairs
+                    else "nothing to degrade")
+
+    def restore(self, pairs: list[tuple[str, str]] | None = None) -> str:
+        with self._lock:
+            resolved = None if pairs is None else [(self._address(s).host, self._address(d).host) for s, d in pairs]
+            if self._degradation is None:
+                return "no degradation installed" if pairs is None else \
+                    "restored " + ", ".join(f"{s}->{d}" for s, d in pairs)
+            self._degradation.restore(resolved)
+            if pairs is None:
+                return "restored (all degradation removed)"
+            return "restored " + ", ".join(f"{s}->{d}" for s, d in pairs) if pairs else "nothing to restore"
+
+    def degradation(self) -> Degradation | None:
+        return self._degradation
 
     # --- ground truth ----------------------------------------------------------------------------------
     def collect(self, run_dir: Path) -> None:

@@ -16,7 +16,8 @@ the packet vanishes. (An OUTPUT drop would instead fail the sender's syscall wit
 network partition does.) Loopback packets traverse INPUT, so this works for 127.x addresses.
 
 `find_leftovers()` / `remove_object()` serve `highwater cleanup`: they list and delete every highwater
-chain or table, whoever made it; a chain's listing carries the owner named by its jump comment.
+chain or table, whoever made it, the degradation chains `HWN-<8 hex>` of the mangle table
+(clusters/local_netem.py) included; a chain's listing carries the owner named by its jump comment.
 """
 from __future__ import annotations
 
@@ -31,6 +32,8 @@ from clusters.base import ClusterError
 from clusters.run_registry import this_process_identity
 
 CHAIN_RE = re.compile(r"^HW-[0-9a-f]{8}$")
+NETEM_CHAIN_RE = re.compile(r"^HWN-[0-9a-f]{8}$")   # the degradation chain (clusters/local_netem.py)
+CHAINS = {"filter": CHAIN_RE, "mangle": NETEM_CHAIN_RE}  # table -> the highwater chains it may hold
 TABLE_RE = re.compile(r"^highwater_[0-9a-f]{8}$")
 COMMENT_PREFIX = "highwater:"
 OWNER_RE = re.compile(r" owner=(\d+):(\d+)$")
@@ -180,17 +183,19 @@ def make_firewall(run_id: str, tool: str | None = None) -> Firewall:
 
 # --- leftovers (highwater cleanup) -----------------------------------------------------------------
 
-def remove_iptables_chain(chain: str) -> None:
-    """Delete every rule jumping to `chain` (in any filter chain), then flush and delete it."""
-    if not CHAIN_RE.match(chain):
-        raise ValueError(f"refusing to touch non-highwater chain {chain!r}")
-    listing = _run(["iptables", "-w", "-S"], check=False).stdout.splitlines()
+def remove_iptables_chain(chain: str, table: str = "filter") -> None:
+    """Delete every rule jumping to `chain` (in any chain of `table`), then flush and delete it."""
+    if table not in CHAINS or not CHAINS[table].match(chain):
+        raise ValueError(f"refusing to touch non-highwater chain {chain!r}" +
+                         (f" in table {table!r}" if table != "filter" else ""))
+    t = ["-t", table]
+    listing = _run(["iptables", "-w", *t, "-S"], check=False).stdout.splitlines()
     for line in listing:
         parts = line.split()
         if len(parts) > 2 and parts[0] == "-A" and "-j" in parts and parts[parts.index("-j") + 1] == chain:
-            _run(["iptables", "-w", "-D", *_unquote(line[3:])], check=False)
-    _run(["iptables", "-w", "-F", chain], check=False)
-    _run(["iptables", "-w", "-X", chain], check=False)
+            _run(["iptables", "-w", *t, "-D", *_unquote(line[3:])], check=False)
+    _run(["iptables", "-w", *t, "-F", chain], check=False)
+    _run(["iptables", "-w", *t, "-X", chain], check=False)
 
 
 def _unquote(rule: str) -> list[str]:
@@ -204,17 +209,19 @@ def find_leftovers() -> list[dict]:
     if os.geteuid() != 0:
         return found
     if shutil.which("iptables"):
-        out = _run(["iptables", "-w", "-S"], check=False).stdout.splitlines()
-        chains = {line.split()[1] for line in out if line.startswith("-N ") and CHAIN_RE.match(line.split()[1])}
-        owners = {}
-        for line in out:  # the jump rule's comment names the process that owns the chain
-            parts = _unquote(line) if line.startswith("-A ") and "--comment" in line else []
-            if "-j" in parts and parts[parts.index("-j") + 1] in chains:
-                m = OWNER_RE.search(parts[parts.index("--comment") + 1])
-                if m:
-                    owners[parts[parts.index("-j") + 1]] = [int(m.group(1)), int(m.group(2))]
-        found += [{"kind": "iptables", "chain": c, **({"owner": owners[c]} if c in owners else {})}
-                  for c in sorted(chains)]
+        for table, chain_re in CHAINS.items():
+            out = _run(["iptables", "-w", "-t", table, "-S"], check=False).stdout.splitlines()
+            chains = {line.split()[1] for line in out if line.startswith("-N ") and chain_re.match(line.split()[1])}
+            owners = {}
+            for line in out:  # the jump rule's comment names the process that owns the chain
+                parts = _unquote(line) if line.startswith("-A ") and "--comment" in line else []
+                if "-j" in parts and parts[parts.index("-j") + 1] in chains:
+                    m = OWNER_RE.search(parts[parts.index("--comment") + 1])
+                    if m:
+                        owners[parts[parts.index("-j") + 1]] = [int(m.group(1)), int(m.group(2))]
+            found += [{"kind": "iptables", "chain": c, **({"table": table} if table != "filter" else {}),
+                       **({"owner": owners[c]} if c in owners else {})}
+                      for c in sorted(chains)]
     if shutil.which("nft"):
         out = _run(["nft", "list", "tables"], check=False).stdout.splitlines()
         for line in out:
@@ -232,7 +239,7 @@ def find_leftovers() -> list[dict]:
 
 def remove_object(obj: dict) -> None:
     if obj["kind"] == "iptables":
-        remove_iptables_chain(obj["chain"])
+        remove_iptables_chain(obj["chain"], obj.get("table", "filter"))
     elif obj["kind"] == "nft":
         if not TABLE_RE.match(obj["table"]):
             raise ValueError(f"refusing to touch non-highwater table {obj['table']!r}")

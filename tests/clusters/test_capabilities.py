@@ -12,8 +12,8 @@ import pytest
 
 import echo_server
 from clusters import base
-from clusters.base import (Cluster, ClusterError, ClusterSpec, Killable, NodeAddress, Partitionable, Pausable,
-                           Stoppable, capabilities, require)
+from clusters.base import (Cluster, ClusterError, ClusterSpec, Degradable, Killable, NodeAddress, Partitionable,
+                           Pausable, Stoppable, capabilities, require)
 from clusters.docker import DockerCluster
 from clusters.local import LocalCluster
 from clusters.run_registry import Registry, proc_state
@@ -23,6 +23,7 @@ from harness.scenario_runner import ScenarioRunner, ScenarioSteps
 from nemesis import Nemesis
 
 ALL = ["Killable", "Stoppable", "Pausable", "Partitionable"]
+LOCAL = ALL + ["Degradable"]          # degradation (clusters/local_netem.py) only on the local backend so far
 
 
 class CoreOnly(Cluster):
@@ -63,14 +64,14 @@ def _spec(tmp_path, **settings) -> ClusterSpec:
 
 def test_the_real_local_cluster_has_every_capability(tmp_path):
     c = LocalCluster(_spec(tmp_path), registry=Registry(tmp_path / "registry"))
-    assert capabilities(c) == ALL
-    for cap in (Killable, Stoppable, Pausable, Partitionable):
+    assert capabilities(c) == LOCAL
+    for cap in (Killable, Stoppable, Pausable, Partitionable, Degradable):
         assert isinstance(c, cap) and require(c, cap, "x") is c
 
 
 @pytest.mark.parametrize("cls", [DockerCluster, SshCluster, RemoteCluster, LocalCluster])
 def test_every_backend_class_declares_every_capability(cls):
-    assert capabilities(cls) == ALL
+    assert capabilities(cls) == (LOCAL if cls is LocalCluster else ALL)
     assert base.backend_name(cls) == {DockerCluster: "docker", SshCluster: "ssh", RemoteCluster: "remote",
                                       LocalCluster: "local"}[cls]
 
@@ -78,7 +79,7 @@ def test_every_backend_class_declares_every_capability(cls):
 def test_the_core_is_small_and_faults_are_not_in_it():
     assert sorted(Cluster.__abstractmethods__) == ["brokers", "collect", "controller", "is_running", "start",
                                                    "stop_all", "teardown"]
-    for method in ("kill", "restart", "stop", "pause", "resume", "drop", "heal"):
+    for method in ("kill", "restart", "stop", "pause", "resume", "drop", "heal", "degrade", "restore"):
         assert not hasattr(Cluster, method)
 
 
