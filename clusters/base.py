@@ -13,6 +13,7 @@ capability protocols it implements:
 | `Pausable`      | pause, resume     | the pause faults                                         |
 | `Partitionable` | drop, heal        | the partition faults, scenario `partition`/`heal` steps  |
 | `Degradable`    | degrade, restore  | the degrade faults, scenario `degrade`/`restore` steps   |
+| `EventLogs`     | events            | scenario `assert` steps on a node's event log            |
 
 Power loss is not a capability of its own: it is a kill of a broker started with the broker setting
 `power_loss = true` (its unflushed appends live only in memory), so it needs `Killable`.
@@ -184,7 +185,18 @@ class Degradable(Protocol):
         """Remove the degradation of those links (None: every degradation this cluster installed)."""
 
 
-CAPABILITIES: tuple[type, ...] = (Killable, Stoppable, Pausable, Partitionable, Degradable)
+@runtime_checkable
+class EventLogs(Protocol):
+    """Read a node's event log while the run goes on."""
+
+    @abc.abstractmethod
+    def events(self, node: str) -> list[dict]:
+        """The node's event log so far (docs/formats.md "Node event logs"), one dict per line in file
+        order; a torn or unparseable line (a crash mid-write) is skipped. [] when the node has not
+        written one yet. Works while the node is down or paused."""
+
+
+CAPABILITIES: tuple[type, ...] = (Killable, Stoppable, Pausable, Partitionable, Degradable, EventLogs)
 
 C = TypeVar("C")
 

@@ -163,6 +163,29 @@ class DockerCluster(RemoteCluster):
             return f"{node} was paused with no daemon running; unpaused"
         return f"SIGKILL {node} (paused container, host pid {', '.join(map(str, targets))}), unpaused"
 
+    def _read_event_log(self, node: str) -> bytes:
+        """The event log through the engine's archive API (docker cp), which also reads a paused
+        container (sshd frozen) or a crashed one."""
+        import io
+        import tarfile
+        self._check(node)
+        if self.hosts is None or node not in self.hosts.containers:
+            raise ClusterError(f"{node}: no container (cluster not started)")
+        import docker.errors
+        remote = f"{self.remote_dir(node)}/broker.log"
+        try:
+            stream, _stat = self.hosts.containers[node].get_archive(remote)
+            archive = io.BytesIO(b"".join(stream))
+        except docker.errors.NotFound:
+            return b""              # not written yet
+        except docker.errors.APIError as exc:
+            raise ClusterError(f"{node}: cannot read its event log from container "
+                               f"{self.hosts.container_name(node)}: {exc}") from None
+        with tarfile.open(fileobj=archive) as tar:
+            member = tar.next()
+            fh = tar.extractfile(member) if member is not None else None
+            return fh.read() if fh is not None else b""
+
     def crash(self, node: str) -> str:
         """Whole-node crash: `docker kill` of the node's container (every process in it dies at once)."""
         with self._lock:

@@ -32,8 +32,9 @@ from pathlib import Path
 from typing import Callable
 
 from clusters.addresses import Allocation, allocate
-from clusters.base import (Cluster, ClusterError, ClusterSpec, Degradable, Killable, NodeAddress, Partitionable,
-                           Pausable, Stoppable)
+from clusters.base import (Cluster, ClusterError, ClusterSpec, Degradable, EventLogs, Killable, NodeAddress,
+                           Partitionable, Pausable, Stoppable)
+from clusters.event_logs import parse_event_log
 from clusters.local_firewall import Firewall, available_tool, make_firewall, short_id
 from clusters.local_netem import Degradation
 from clusters import local_netem
@@ -55,7 +56,7 @@ def broker_command(python: str = sys.executable) -> CommandFactory:
     return command
 
 
-class LocalCluster(Cluster, Killable, Stoppable, Pausable, Partitionable, Degradable):
+class LocalCluster(Cluster, Killable, Stoppable, Pausable, Partitionable, Degradable, EventLogs):
     backend_name = "local"
 
     def __init__(self, spec: ClusterSpec, *, registry: Registry | None = None,
@@ -311,6 +312,16 @@ class LocalCluster(Cluster, Killable, Stoppable, Pausable, Partitionable, Degrad
                 return "no drop rules installed"
             self._firewall.heal()
             return "healed (all drop rules removed)"
+
+    # --- event logs -------------------------------------------------------------------------------------
+    def events(self, node: str) -> list[dict]:
+        """The node's event log so far: nodes/<node>/broker.log in the run directory, parsed."""
+        self._address(node)  # validates the name
+        try:
+            data = (self.node_dir(node) / "broker.log").read_bytes()
+        except FileNotFoundError:
+            return []
+        return parse_event_log(data)
 
     def firewall(self) -> Firewall | None:
         return self._firewall

@@ -28,9 +28,10 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from clusters.base import (Cluster, ClusterError, ClusterSpec, Killable, NodeAddress, Partitionable, Pausable,
-                           Stoppable)
-from clusters.ssh_control import RemoteFirewall, SshNode
+from clusters.base import (Cluster, ClusterError, ClusterSpec, EventLogs, Killable, NodeAddress, Partitionable,
+                           Pausable, Stoppable)
+from clusters.event_logs import parse_event_log
+from clusters.ssh_control import RemoteFirewall, SshError, SshNode
 
 CONTROLLER = "c0"
 CONTROLLER_PORT = 9000
@@ -65,7 +66,7 @@ def parallel(fn, items, *, what: str) -> list:
     return results
 
 
-class RemoteCluster(Cluster, Killable, Stoppable, Pausable, Partitionable):
+class RemoteCluster(Cluster, Killable, Stoppable, Pausable, Partitionable, EventLogs):
     backend_name = "remote"
     python = "python3"
 
@@ -332,6 +333,22 @@ class RemoteCluster(Cluster, Killable, Stoppable, Pausable, Partitionable):
         live = [d for d in by_dst if d in self._firewalls]
         parallel(lambda d: self._firewalls[d].heal_from(by_dst[d]), live, what="healing")
         return "healed " + ", ".join(f"{s}->{d}" for s, d in pairs) if pairs else "nothing to heal"
+
+    # --- event logs -------------------------------------------------------------------------------------------
+    def events(self, node: str) -> list[dict]:
+        """The node's event log so far, read over SFTP from its remote directory (sshd keeps answering while
+        the broker process is killed or SIGSTOPped)."""
+        return parse_event_log(self._read_event_log(node))
+
+    def _read_event_log(self, node: str) -> bytes:
+        self._check(node)
+        ssh, remote = self._ssh[node], posixpath.join(self.remote_dir(node), "broker.log")
+        try:
+            return ssh.read_file(remote)
+        except SshError as exc:
+            if ssh.run(f"test -f {shlex.quote(remote)}", check=False).exit_status != 0:
+                return b""          # not written yet
+            raise ClusterError(f"{node}: cannot read its event log: {exc}") from None
 
     def drop_rules(self, node: str) -> list[str]:
         """The DROP rules currently in the run's chain on `node` (for tests and diagnostics)."""

@@ -22,8 +22,9 @@ from clusters.ssh_cluster import RemoteCluster
 from harness.scenario_runner import ScenarioRunner, ScenarioSteps
 from nemesis import Nemesis
 
-ALL = ["Killable", "Stoppable", "Pausable", "Partitionable"]
-LOCAL = ALL + ["Degradable"]          # degradation (clusters/local_netem.py) only on the local backend so far
+ALL = ["Killable", "Stoppable", "Pausable", "Partitionable", "EventLogs"]
+# degradation (clusters/local_netem.py) only on the local backend so far
+LOCAL = ["Killable", "Stoppable", "Pausable", "Partitionable", "Degradable", "EventLogs"]
 
 
 class CoreOnly(Cluster):
