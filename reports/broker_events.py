@@ -6,6 +6,10 @@ each replica's HW over time (thinned to one point per replica per time slot, sin
 HW change per fetch). The events table keeps its first rows and every leader change; the first row of
 each (partition, epoch) election carries the anchor `leader-p<partition>-e<epoch>`. Lines that are not JSON objects are skipped and counted, not fatal: an event log
 is evidence, and a broker killed mid-write tears its last line.
+
+The replication exchanges (fetch-fenced, stale-fetch-served, epoch-query, epoch-answer) become lane marks:
+one `LaneMark` per (kind, follower, leader epoch) with a count and its distinct details, not one mark per
+event, so a follower refused on every fetch round still draws one mark.
 """
 from __future__ import annotations
 
@@ -18,7 +22,10 @@ from rundir import formats as runformat
 from reports.jsonfast import DecodeError, loads
 
 TABLE_EVENTS = ("leader-change", "isr-change", "truncate", "role", "fenced", "unfenced", "start", "stop",
-                "recovered", "registered")
+                "recovered", "registered", "fetch-fenced", "stale-fetch-served", "epoch-query")
+# replication exchanges drawn as aggregated marks on the follower's lane (LaneMark)
+MARK_EVENTS = ("fetch-fenced", "stale-fetch-served", "epoch-query", "epoch-answer")
+MAX_MARK_DETAILS = 6
 CONTROLLER_EVENTS = ("fenced", "unfenced", "topic-created")  # a node logging these is the controller
 MAX_TABLE_ROWS = 400
 HW_SLOTS = 600
@@ -36,6 +43,18 @@ def _names(members: Any) -> list:
 
 
 @dataclass
+class LaneMark:
+    """Events of one kind about one follower (its lane) in one leader epoch, drawn as one mark."""
+    kind: str                    # one of MARK_EVENTS
+    node: str                    # the follower: the lane the mark sits on
+    epoch: Any                   # the leader epoch they belong to
+    first: float
+    last: float
+    count: int = 0
+    details: list[str] = field(default_factory=list)   # distinct descriptions, at most MAX_MARK_DETAILS
+
+
+@dataclass
 class PartitionEvents:
     partition: int
     leaders: list[tuple[float, Any, Any, list]] = field(default_factory=list)   # t, leader, epoch, isr
@@ -47,6 +66,8 @@ class PartitionEvents:
     roles: list[tuple[float, str, Any, Any]] = field(default_factory=list)      # t, node, role, epoch
     hw: dict[str, list[tuple[float, int]]] = field(default_factory=dict)        # node -> (t, hw)
     hw_changes: int = 0
+    marks: list[LaneMark] = field(default_factory=list)
+    raw_marks: list[tuple[float, str, str, dict]] = field(default_factory=list)  # t, kind, node, event
 
 
 @dataclass
@@ -140,6 +161,10 @@ def read_broker_events(run_dir: Path, start_wall_ns: int | None, duration_s: flo
                     ev.fenced.append((t, who, node_name(obj.get("broker"))))
                 elif kind in ("start", "stop"):
                     ev.lifecycle.append((t, who, kind))
+                elif kind in MARK_EVENTS:
+                    pe = _part(ev, p)
+                    if pe is not None:
+                        pe.raw_marks.append((t, kind, who, obj))
                 if kind in TABLE_EVENTS:
                     fields = {k: v for k, v in obj.items() if k not in ("ts", "node", "event", "partition")}
                     for key in ("leader", "broker"):
@@ -161,6 +186,8 @@ def read_broker_events(run_dir: Path, start_wall_ns: int | None, duration_s: flo
         pe.isr = _dedupe_isr(pe.isr)
         pe.truncations.sort(key=lambda x: x[0])
         pe.roles.sort(key=lambda x: x[0])
+        pe.marks = _lane_marks(pe)
+        pe.raw_marks = []
         for series in pe.hw.values():
             series.sort()
     ev.partitions = dict(sorted(ev.partitions.items()))
@@ -183,6 +210,59 @@ def read_broker_events(run_dir: Path, start_wall_ns: int | None, duration_s: flo
 def leader_anchor(partition: int, epoch: Any) -> str:
     """The page id of a leader change in the events table: `leader-p<partition>-e<epoch>`."""
     return f"leader-p{partition}-e{epoch}"
+
+
+def _epoch_at(leaders: list, t: float) -> Any:
+    """The leader epoch in force at time t (the last election at or before it), or None."""
+    epoch = None
+    for lt, _leader, e, _isr in leaders:
+        if lt > t:
+            break
+        epoch = e
+    return epoch
+
+
+def _mark_of(t: float, kind: str, who: str, obj: dict, leaders: list) -> tuple[str, Any, str] | None:
+    """(lane node, leader epoch, one-line detail) of a replication exchange event, or None if it names no
+    follower."""
+    if kind == "epoch-query":
+        answer = obj.get("error") or f"epoch {obj.get('answer_epoch')} ends at {obj.get('answer_end')}"
+        cut = obj.get("truncate_to")
+        return who, obj.get("current_epoch"), (
+            f"asked {node_name(obj.get('leader'))} where epoch {obj.get('epoch')} ends: {answer}"
+            + (f"; truncated to {cut}" if cut is not None else "; nothing cut"))
+    replica = obj.get("replica")
+    if replica is None:
+        return None
+    lane = str(node_name(replica))
+    if kind == "epoch-answer":
+        return lane, _epoch_at(leaders, t), (f"{who} answered: epoch {obj.get('epoch')} asked, "
+                                             f"epoch {obj.get('answer_epoch')} ends at {obj.get('answer_end')}")
+    request = "OffsetsForLeaderEpoch" if obj.get("request") == "epoch" else obj.get("request")
+    if kind == "fetch-fenced":
+        return lane, obj.get("leader_epoch"), (f"{who} (leader, epoch {obj.get('leader_epoch')}) refused its "
+                                               f"{request} at epoch {obj.get('request_epoch')}: {obj.get('error')}")
+    return lane, obj.get("leader_epoch"), (f"{who} (leader, epoch {obj.get('leader_epoch')}) served its {request} "
+                                           f"at epoch {obj.get('request_epoch')} (no KIP-320 fencing)")
+
+
+def _lane_marks(pe: PartitionEvents) -> list[LaneMark]:
+    """Aggregate the replication exchanges: one mark per (kind, follower, leader epoch)."""
+    marks: dict[tuple[str, str, Any], LaneMark] = {}
+    for t, kind, who, obj in sorted(pe.raw_marks, key=lambda x: x[0]):
+        got = _mark_of(t, kind, who, obj, pe.leaders)
+        if got is None:
+            continue
+        lane, epoch, detail = got
+        key = (kind, lane, epoch)
+        mark = marks.get(key)
+        if mark is None:
+            mark = marks[key] = LaneMark(kind, lane, epoch, t, t)
+        mark.last = max(mark.last, t)
+        mark.count += 1
+        if detail not in mark.details and len(mark.details) < MAX_MARK_DETAILS:
+            mark.details.append(detail)
+    return sorted(marks.values(), key=lambda m: (m.first, m.kind, m.node))
 
 
 def _first_ts(hw_raw: list[tuple[str, list[bytes]]]) -> int | None:

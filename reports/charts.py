@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from reports.broker_events import PartitionEvents
+from reports.broker_events import LaneMark, PartitionEvents
 from reports.history_scan import FaultWindow, HistorySummary
 from reports.svg import Frame, Linear, Log, esc, fmt_count, fmt_seconds, polyline_path, r1
 from reports.totals import KindBand, TimeAxis
@@ -240,8 +240,9 @@ def thin(series: list, max_points: int) -> list:
 def partition_state(pe: PartitionEvents, nodes: list[str], faults: list[FaultWindow], duration_s: float,
                     node_class: dict[str, str], max_points: int = 600,
                     lifecycle: list[tuple[float, str, str]] = ()) -> str:
-    """Leader (with epoch) and ISR membership lanes, truncations, and each replica's HW over time
-    (at most `max_points` HW points per replica: many partitions share the page's size budget)."""
+    """Leader (with epoch) and ISR membership lanes, truncations, replication exchanges (`lane_mark`), and
+    each replica's HW over time (at most `max_points` HW points per replica: many partitions share the
+    page's size budget)."""
     lane_h = 16
     lanes = ["leader"] + nodes
     hw_h = 130
@@ -249,7 +250,7 @@ def partition_state(pe: PartitionEvents, nodes: list[str], faults: list[FaultWin
     lanes_bottom = lanes_top + lane_h * len(lanes) + 6
     height = lanes_bottom + hw_h + 44
     end_s = max([duration_s] + [t for t, *_ in pe.leaders] + [t for t, *_ in pe.isr]
-                + [t for t, *_ in pe.truncations] + [s[-1][0] for s in pe.hw.values() if s])
+                + [t for t, *_ in pe.truncations] + [m.last for m in pe.marks] + [s[-1][0] for s in pe.hw.values() if s])
     frame = Frame(WIDTH, height, top=lanes_top, label=f"Partition {pe.partition}: leadership, ISR and HW")
     x = _x_scale(frame, end_s)
     fault_bands(frame, x, faults)
@@ -297,6 +298,9 @@ def partition_state(pe: PartitionEvents, nodes: list[str], faults: list[FaultWin
             out.append(f'<path class="trunc" d="M{tx} {r1(ly + lane_h - 2)}l-5 -10h10z"><title>'
                        f'{esc(f"{node} truncated partition {pe.partition} from {frm} to {to} ({why}) at {t:.3f} s")}'
                        f'</title></path>')
+        for mark in pe.marks:
+            if mark.node == node:
+                out.append(lane_mark(mark, x, ly, lane_h))
     out.append("</g>")
     frame.add("".join(out))
     # HW per replica
@@ -326,6 +330,34 @@ def partition_state(pe: PartitionEvents, nodes: list[str], faults: list[FaultWin
     lines.append("</g>")
     frame.add("".join(lines))
     return frame.render()
+
+
+# replication exchange marks: CSS class and shape (d relative to the mark's centre) per event kind
+MARK_STYLE = {
+    "fetch-fenced": ("rmark fenced-fetch", "m-4 -4l8 8m0 -8l-8 8"),           # a cross: refused
+    "stale-fetch-served": ("rmark stale-served", "m0 -5l5 5l-5 5l-5 -5z"),    # a diamond: served anyway
+    "epoch-query": ("rmark epoch-query", "m-3.5 0a3.5 3.5 0 1 0 7 0a3.5 3.5 0 1 0 -7 0"),
+    "epoch-answer": ("rmark epoch-answer", "m-2.5 -2.5h5v5h-5z"),
+}
+
+
+def lane_mark(mark: LaneMark, x: Linear, lane_y: float, lane_h: float) -> str:
+    """One aggregated replication mark on a follower's lane: its shape at the first event, a line to the
+    last one when they span time, `×count` beside it, and every distinct detail in its hover title."""
+    cls, shape = MARK_STYLE.get(mark.kind, ("rmark", "m-3 -3h6v6h-6z"))
+    cx, cy = x(mark.first), lane_y + lane_h / 2
+    noun = "event" if mark.count == 1 else "events"
+    title = (f"{mark.node}: {mark.count} {mark.kind} {noun} in leader epoch {mark.epoch}, "
+             f"{mark.first:.3f}" + (f"-{mark.last:.3f}" if mark.last > mark.first else "") + " s\n"
+             + "\n".join(mark.details))
+    parts = [f'<g class="{cls}">']
+    if x(mark.last) - cx >= 2:
+        parts.append(f'<line x1="{r1(cx)}" y1="{r1(cy)}" x2="{r1(x(mark.last))}" y2="{r1(cy)}"/>')
+    parts.append(f'<path d="M{r1(cx)} {r1(cy)}{shape}"/>')
+    if mark.count > 1:
+        parts.append(f'<text class="rmark-count" x="{r1(cx + 6)}" y="{r1(cy + 3.5)}">×{mark.count}</text>')
+    parts.append(f"<title>{esc(title)}</title></g>")
+    return "".join(parts)
 
 
 def node_classes(nodes: list[str]) -> dict[str, str]:

@@ -99,3 +99,62 @@ def test_pyarrow_and_line_by_line_hw_readers_agree(tmp_path):
     for p in (0, 1):
         assert sorted(fast.partitions[p].hw["n1"]) == sorted(slow.partitions[p].hw["n1"])
         assert len(fast.partitions[p].hw["n1"]) == 25  # 5 s in 0.2 s slots
+
+
+def _write_log(path, events):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps({"ts": START_WALL_NS + int(t * 1e9), **e}) + "\n" for t, e in events))
+
+
+def test_replication_exchanges_are_aggregated_per_kind_follower_and_epoch(tmp_path):
+    nodes = tmp_path / "nodes"
+    fenced = {"event": "fetch-fenced", "node": "n1", "partition": 0, "replica": 2, "request": "fetch",
+              "request_epoch": 0, "leader_epoch": 2, "error": "FENCED_LEADER_EPOCH"}
+    _write_log(nodes / "n1" / "broker.log", [
+        (1.0, {"event": "leader-change", "node": "n1", "partition": 0, "leader": 1, "epoch": 0, "isr": [1, 2]}),
+        (4.0, {"event": "leader-change", "node": "n1", "partition": 0, "leader": 1, "epoch": 2, "isr": [1]}),
+        (4.5, fenced), (4.6, fenced), (5.0, {**fenced, "request": "epoch"}),
+        (6.0, {**fenced, "leader_epoch": 3}),
+        (6.5, {"event": "stale-fetch-served", "node": "n1", "partition": 0, "replica": 3, "request": "fetch",
+               "request_epoch": 1, "leader_epoch": 2}),
+        (7.0, {"event": "epoch-answer", "node": "n1", "partition": 0, "replica": 2, "epoch": 0,
+               "answer_epoch": 0, "answer_end": 1}),
+        (7.1, {"event": "epoch-answer", "node": "n1", "partition": 0, "replica": None, "epoch": 0,
+               "answer_epoch": 0, "answer_end": 1}),
+    ])
+    _write_log(nodes / "n2" / "broker.log", [
+        (7.2, {"event": "epoch-query", "node": "n2", "partition": 0, "leader": 1, "epoch": 0, "current_epoch": 2,
+               "error": None, "answer_epoch": 0, "answer_end": 1, "truncate_to": 1}),
+    ])
+    ev = read_broker_events(tmp_path, START_WALL_NS, 10.0)
+    marks = [(m.kind, m.node, m.epoch, m.first, m.last, m.count, m.details) for m in ev.partitions[0].marks]
+    assert marks == [
+        ("fetch-fenced", "n2", 2, 4.5, 5.0, 3, [
+            "n1 (leader, epoch 2) refused its fetch at epoch 0: FENCED_LEADER_EPOCH",
+            "n1 (leader, epoch 2) refused its OffsetsForLeaderEpoch at epoch 0: FENCED_LEADER_EPOCH"]),
+        ("fetch-fenced", "n2", 3, 6.0, 6.0, 1, ["n1 (leader, epoch 3) refused its fetch at epoch 0: FENCED_LEADER_EPOCH"]),
+        ("stale-fetch-served", "n3", 2, 6.5, 6.5, 1,
+         ["n1 (leader, epoch 2) served its fetch at epoch 1 (no KIP-320 fencing)"]),
+        ("epoch-answer", "n2", 2, 7.0, 7.0, 1, ["n1 answered: epoch 0 asked, epoch 0 ends at 1"]),
+        ("epoch-query", "n2", 2, 7.2, 7.2, 1, ["asked n1 where epoch 0 ends: epoch 0 ends at 1; truncated to 1"]),
+    ]
+    assert ev.counts["fetch-fenced"] == 4 and ev.counts["epoch-answer"] == 2
+    assert [r["event"] for r in ev.table].count("fetch-fenced") == 4      # the events table lists them too
+    assert "epoch-answer" not in [r["event"] for r in ev.table]
+
+
+def test_many_fenced_fetches_draw_one_mark_with_their_count(tmp_path):
+    from reports import charts
+
+    events = [(1.0, {"event": "leader-change", "node": "n1", "partition": 0, "leader": 1, "epoch": 5, "isr": [1]})]
+    events += [(2.0 + k * 0.01, {"event": "fetch-fenced", "node": "n1", "partition": 0, "replica": 2,
+                                 "request": "fetch", "request_epoch": 4, "leader_epoch": 5,
+                                 "error": "FENCED_LEADER_EPOCH"}) for k in range(500)]
+    _write_log(tmp_path / "nodes" / "n1" / "broker.log", events)
+    ev = read_broker_events(tmp_path, START_WALL_NS, 10.0)
+    pe = ev.partitions[0]
+    assert [(m.node, m.epoch, m.count, m.first, m.last) for m in pe.marks] == [("n2", 5, 500, 2.0, pytest.approx(6.99))]
+    svg = charts.partition_state(pe, ["n1", "n2"], [], 10.0, {"n1": "n0", "n2": "n1"})
+    assert svg.count('class="rmark fenced-fetch"') == 1
+    assert "×500" in svg
+    assert "n2: 500 fetch-fenced events in leader epoch 5, 2.000-6.990 s" in svg
