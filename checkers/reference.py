@@ -15,7 +15,7 @@ from typing import Any, Iterator
 import pyarrow.dataset as ds
 
 from rundir import kinds
-from checkers import explain, totals
+from checkers import explain, loss_shape, totals
 
 SOURCE_ORDER = {"send": 0, "poll": 1, "final-read": 2}
 
@@ -171,6 +171,14 @@ def analyze(col_dir: Path | str, examples: int = 10) -> dict[str, Any]:
                 "partition": p, "value": v, "index": s["index"], "time": s["time"], "process": s["process"],
                 "invoke_index": s["invoke_index"], "error": s["error"],
                 "final_offsets": sorted(final_values[p][v])[:10]}, time=s["time"])
+
+    # ---- where the lost writes fall in each acknowledged sequence (checkers/loss_shape.py) --------
+    sequences: dict[int, list] = defaultdict(list)
+    for (p, v), s in sends.items():
+        if s["type"] == "ok" and p in final_log:
+            sequences[p].append((s["offset"], s["index"], v not in final_values[p]))
+    shapes = {p: loss_shape.classify(lost for _o, _i, lost in sorted(seq)) for p, seq in sequences.items()}
+    extra["lost-write"] = {"loss_shape": loss_shape.as_json(shapes)}
 
     # ---- duplicate ------------------------------------------------------------------------------
     for p, fv in final_values.items():

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from rundir import kinds
+from checkers import loss_shape
 
 # candidate bucket widths in seconds; the smallest that covers the run in at most MAX_BUCKETS is used
 BUCKET_STEPS_S = (0.1, 0.2, 0.5, 1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 21600, 86400)
@@ -142,4 +143,5 @@ def empty(kind: str, axis: dict[str, Any] | None) -> dict[str, Any]:
     out: dict[str, Any] = {"by_partition": {}, "histogram": {"counts": [0] * buckets, "untimed": 0}}
     if kind == "lost-write":
         out["ack_times"] = {}
+        out["loss_shape"] = loss_shape.empty()
     return out

@@ -51,8 +51,9 @@ def _h(*cols: Column) -> tuple[Column, Column]:
 def summarize(t: Tables, fs_rows: list[dict[str, Any]], nonok: DataFrame, bits: int = BLOCK_BITS
               ) -> list[dict[str, Any]]:
     """One row per (partition, block) holding any record: partition, block, clean, covered (|R| when
-    clean, else 0), final (final-read records in R). Partitions without a recovered final-state have no
-    clean block. `nonok`: the sends that ended fail or info (columns partition, value)."""
+    clean, else 0), final (final-read records in R), acks (acknowledged sends in the block). Partitions
+    without a recovered final-state have no clean block. `nonok`: the sends that ended fail or info
+    (columns partition, value)."""
     L = F.lit
     o, v = F.col("offset"), F.col("value")
     fs = t.spark.createDataFrame([(r["partition"], r["hw"], bool(r["recovered"])) for r in fs_rows],
@@ -98,9 +99,9 @@ def summarize(t: Tables, fs_rows: list[dict[str, Any]], nonok: DataFrame, bits: 
     clean = (F.coalesce(c("fs_rec"), L(False)) & (c("n_out") == 0) & (c("n_f") == c("n_range"))
              & (c("g1") == e1) & (c("g2") == e2)
              & (c("n_a") == c("n_fok")) & (c("a1") == c("fok1")) & (c("a2") == c("fok2")) & polls_ok)
-    out = blocks.select("partition", "block", clean.alias("clean"), "n_range", "n_f")
+    out = blocks.select("partition", "block", clean.alias("clean"), "n_range", "n_f", "n_a")
     return [{"partition": r["partition"], "block": r["block"], "clean": bool(r["clean"]),
-             "covered": r["n_range"] if r["clean"] else 0, "final": r["n_f"]} for r in rows(out)]
+             "covered": r["n_range"] if r["clean"] else 0, "final": r["n_f"], "acks": r["n_a"]} for r in rows(out)]
 
 
 MAX_RANGES = 256

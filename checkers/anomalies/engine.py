@@ -9,7 +9,7 @@ the small tables, read on the driver; statistics; the sends that ended fail or i
 block digests (digests.py) and the exact per-offset pass on the blocks they cannot vouch for
 (offsets.py, whose input records are persisted for values.py); the value, order, watermark and
 divergence families as one union of flagged rows; two small jobs over that union (one for small
-inputs). At 10M sends on 2 cores the cost is mostly per query (code generation, JIT warm-up, planning)
+inputs); where writes were lost, their places in the acknowledged sequences (loss_shape.py). At 10M sends on 2 cores the cost is mostly per query (code generation, JIT warm-up, planning)
 and per full scan, so each table is scanned as few times as the dependencies allow and small
 intermediate results are persisted rather than recomputed.
 """
@@ -25,7 +25,8 @@ from pyspark.sql import functions as F
 
 from rundir import formats as rf
 from checkers import explain, totals
-from checkers.anomalies import digests, divergence, lookup, offsets, ordering, stats, values, watermarks
+from checkers import loss_shape as shape_rule
+from checkers.anomalies import digests, divergence, lookup, loss_shape, offsets, ordering, stats, values, watermarks
 from checkers.anomalies.tables import POS_BITS, Tables, load, rows
 
 FINDING_TASKS = 4
@@ -112,7 +113,7 @@ def _analyze(t: Tables, col_dir: Path, N: int, say, persisted: list[DataFrame], 
     allf = findings[0]
     for df in findings[1:]:
         allf = allf.unionByName(df)
-    count_rows, top_rows = _count_and_first(allf, N, small, persisted, axis)
+    count_rows, top_rows, lost = _count_and_first(allf, N, small, persisted, axis)
     counts: dict[str, int] = {}
     lost_by_part: dict[int, int] = {}
     committed_n = 0
@@ -129,6 +130,9 @@ def _analyze(t: Tables, col_dir: Path, N: int, say, persisted: list[DataFrame], 
         top[r["kind"]].append(dict(json.loads(r["payload"]), partition=r["partition"]))
     for k in rf.ANOMALY_KINDS:
         counts.setdefault(k, 0)
+    if counts["lost-write"]:
+        say("loss shape")
+    shapes = loss_shape.analyze(recs, blocks, lost, counts["lost-write"], bits)
 
     say("explaining examples")
     # the acks at inconsistent offsets are among the exact pass's records (such offsets are never in a
@@ -150,6 +154,7 @@ def _analyze(t: Tables, col_dir: Path, N: int, say, persisted: list[DataFrame], 
     anomalies = {kind: {"count": counts[kind], "examples": examples.get(kind, []), **tot.for_kind(kind)}
                  for kind in counts}
     anomalies["divergence"].update(committed=committed_n, residual=counts["divergence"] - committed_n)
+    anomalies["lost-write"]["loss_shape"] = shape_rule.as_json(shapes)
 
     acked = st["acked"]
     parts_out = []
@@ -188,11 +193,13 @@ def _unseen_values(t: Tables, parts: list[int]) -> dict[int, list]:
 
 
 def _count_and_first(allf: DataFrame, N: int, small: bool, persisted: list[DataFrame],
-                     axis: totals.TimeAxis) -> tuple[list, list]:
+                     axis: totals.TimeAxis) -> tuple[list, list, list | DataFrame]:
     """Counts per (kind, partition, flag, time bucket) with the first and last time in each (`n`,
-    `tmin`, `tmax`; bucket null: untimed), and the first N findings of each kind in example order
-    (partition, order_key, order_subkey). Small inputs have few findings: one job collects them all and the driver
-    counts and orders them. Otherwise two Spark jobs over the persisted union."""
+    `tmin`, `tmax`; bucket null: untimed), the first N findings of each kind in example order
+    (partition, order_key, order_subkey), and the lost writes as (partition, index, offset) for
+    loss_shape.py. Small inputs have few findings: one job collects them all and the driver counts and
+    orders them (the lost writes: a list). Otherwise two Spark jobs over the persisted union (the lost
+    writes: a DataFrame over it, not yet computed)."""
     order = ("partition", "order_key", "order_subkey", "payload")
     if small:
         found = rows(allf)
@@ -217,7 +224,9 @@ def _count_and_first(allf: DataFrame, N: int, small: bool, persisted: list[DataF
             if taken.get(r["kind"], 0) < N:
                 taken[r["kind"]] = taken.get(r["kind"], 0) + 1
                 top_rows.append(r)
-        return count_rows, top_rows
+        lost = [(r["partition"], r["order_key"], json.loads(r["payload"])["soffset"])
+                for r in found if r["kind"] == "lost-write"]
+        return count_rows, top_rows, lost
     # the union has one partition per shuffle partition of every family (hundreds at 10M sends) but holds
     # only flagged rows: fewer, larger tasks read it (the families' last steps still run on every core)
     allf = allf.coalesce(FINDING_TASKS).persist(StorageLevel.MEMORY_AND_DISK)
@@ -227,11 +236,14 @@ def _count_and_first(allf: DataFrame, N: int, small: bool, persisted: list[DataF
                                             F.lit(axis.buckets - 1))).cast("int")
     count_rows = rows(allf.groupBy("kind", "partition", "flag", bucket.alias("bucket")).agg(
         F.sum("weight").alias("n"), F.min(t).alias("tmin"), F.max(t).alias("tmax")))
+    lost = allf.filter(F.col("kind") == "lost-write").select(
+        "partition", F.col("order_key").alias("index"),
+        F.get_json_object("payload", "$.soffset").cast("long").alias("offset"))
     if not count_rows or N <= 0:
-        return count_rows, []
+        return count_rows, [], lost
     w = Window.partitionBy("kind").orderBy(*order)
     first = allf.select("*", F.row_number().over(w).alias("rn")).filter(F.col("rn") <= N)
-    return count_rows, sorted(rows(first), key=lambda r: (r["kind"], r["rn"]))
+    return count_rows, sorted(rows(first), key=lambda r: (r["kind"], r["rn"])), lost
 
 
 ROWS_PER_SHUFFLE_PARTITION = 1_500_000

@@ -2,8 +2,9 @@
 
 Every scenario writes into one partition `p` with its own client processes, so several scenarios can
 share one run directory (the Spark test checks them all in one go). A scenario returns
-{"counts": {kind: n}, "examples": {kind: [example, ...]}, "unseen": n, "reason": why, "unseen_values": [v, ...]};
-kinds not named must be 0.
+{"counts": {kind: n}, "examples": {kind: [example, ...]}, "unseen": n, "reason": why, "unseen_values": [v, ...],
+ "loss_shape": {class: {"writes": n, "runs": r}}};
+kinds not named must be 0; loss_shape classes not named (all of them when it is absent) must be 0.
 Times are the builder's: operation i happens at (i + 1) ms.
 """
 from __future__ import annotations
@@ -79,7 +80,9 @@ def lost_write(b: RunBuilder, p: int) -> dict:
             replicas={"n1": _rep([(1, 1), (3, 2)]), "n2": _rep([(1, 1), (3, 2)]), "n3": _rep([(1, 1), (3, 2)])})
     fr = b.ops[-2]["index"]  # the final-read completion
     at1 = {"value": 3, "epoch": 2, "crc_ok": True}
-    return {"counts": {"lost-write": 1, "inconsistent-offset": 1}, "examples": {
+    return {"counts": {"lost-write": 1, "inconsistent-offset": 1},
+            # acknowledged sequence v1@0, v2@1 (lost), v3@1: ties at an offset go by history index
+            "loss_shape": {"middle": {"writes": 1, "runs": 1}}, "examples": {
         "lost-write": [{"partition": p, "value": 2, "offset": 1, "epoch": 1, "index": s2, "time": T(s2),
                         "process": str(P + 1), "invoke_index": s2 - 1, "final_values_at_offset": [3],
                         "replicas": {n: {"value_at": None, "at_offset": at1} for n in ("n1", "n2", "n3")}}],
@@ -255,6 +258,59 @@ def hw_regression(b: RunBuilder, p: int) -> dict:
          "previous": {"hw": 5, "index": a, "epoch": 1, "time": T(a), "process": str(P + 2)}}]}}
 
 
+def lost_prefix(b: RunBuilder, p: int) -> dict:
+    """v1@0 and v2@1 acked, then lost: the final log holds two never-acknowledged (info) values there."""
+    P = 100 * p
+    b.send(P + 1, p, 1, offset=0)
+    b.send(P + 1, p, 2, offset=1)
+    b.send(P + 2, p, 91, outcome="info")
+    b.send(P + 2, p, 92, outcome="info")
+    b.send(P + 3, p, 3, offset=2, epoch=2)
+    b.final(p, [91, 92, 3], epoch=2, process=P + 9)
+    return {"counts": {"lost-write": 2, "inconsistent-offset": 2}, "loss_shape": {"prefix": {"writes": 2, "runs": 1}},
+            "examples": {"lost-write": None, "inconsistent-offset": None}}
+
+
+def lost_suffix(b: RunBuilder, p: int) -> dict:
+    """v3@2 and v4@3 acknowledged beyond the final HW (2)."""
+    P = 100 * p
+    for k in range(4):
+        b.send(P + 1, p, k + 1, offset=k)
+    b.final(p, [1, 2], process=P + 9)
+    return {"counts": {"lost-write": 2}, "loss_shape": {"suffix": {"writes": 2, "runs": 1}},
+            "examples": {"lost-write": None}}
+
+
+def lost_mix(b: RunBuilder, p: int) -> dict:
+    """Acknowledged sequence (offset, value): (0,1) lost | (1,2) | (2,3) (3,4) lost | (4,5) | (5,6) lost,
+    (5,7) its replacement (a later index at the same offset) | (6,8) | (7,9) (8,10) (9,11) lost beyond
+    the HW: prefix 1 in 1 run, middle 3 in 2 runs, suffix 3 in 1 run."""
+    P = 100 * p
+    for k in range(5):
+        b.send(P + 1, p, k + 1, offset=k)              # 1..5 at 0..4
+    b.send(P + 1, p, 6, offset=5)
+    for v in (91, 92, 93):
+        b.send(P + 2, p, v, outcome="info")
+    b.send(P + 3, p, 7, offset=5, epoch=2)
+    for k in range(6, 10):
+        b.send(P + 3, p, k + 2, offset=k, epoch=2)     # 8..11 at 6..9
+    b.final(p, [91, 2, 92, 93, 5, 7, 8], epoch=2, process=P + 9)
+    return {"counts": {"lost-write": 7, "inconsistent-offset": 4},
+            "loss_shape": {"prefix": {"writes": 1, "runs": 1}, "middle": {"writes": 3, "runs": 2},
+                           "suffix": {"writes": 3, "runs": 1}},
+            "examples": {"lost-write": None, "inconsistent-offset": None}}
+
+
+def lost_all(b: RunBuilder, p: int) -> dict:
+    """Everything acknowledged is lost (the final log is empty): one run, counted as `all` only."""
+    P = 100 * p
+    b.send(P + 1, p, 1, offset=0)
+    b.send(P + 1, p, 2, offset=1)
+    b.final(p, [], process=P + 9)
+    return {"counts": {"lost-write": 2}, "loss_shape": {"all": {"writes": 2, "runs": 1}},
+            "examples": {"lost-write": None}}
+
+
 SCENARIOS = [clean, tricky_clean, lost_write, failed_present, unrecovered, final_gap, divergence_committed,
              divergence_residual, read_inconsistent, dirty_read, duplicate, nonmonotonic_send, poll_skip,
-             nonmonotonic_poll, hw_regression]
+             nonmonotonic_poll, hw_regression, lost_prefix, lost_suffix, lost_mix, lost_all]

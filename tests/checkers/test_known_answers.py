@@ -4,6 +4,7 @@ from __future__ import annotations
 import pytest
 
 from rundir import formats as rf
+from checkers import loss_shape
 from checkers.check import check_run
 from checkers.policy import DEFAULT_ALLOWED
 from simulated_runs import RunBuilder
@@ -24,6 +25,13 @@ def assert_findings(res: dict, expected: list[dict]) -> None:
         exs = [e["examples"].get(kind, []) for e in expected]
         if all(x is not None for x in exs):
             assert a["examples"] == [x for xs in exs for x in xs], kind
+    shape = res["anomalies"]["lost-write"]["loss_shape"]
+    want = {str(p): {c: e["loss_shape"].get(c, {"writes": 0, "runs": 0}) for c in loss_shape.CLASSES}
+            for p, e in enumerate(expected) if e.get("loss_shape")}
+    assert shape["by_partition"] == want
+    assert shape["total"] == {c: {k: sum(w[c][k] for w in want.values()) for k in ("writes", "runs")}
+                              for c in loss_shape.CLASSES}
+    assert sum(s["writes"] for s in shape["total"].values()) == res["anomalies"]["lost-write"]["count"]
     div = res["anomalies"]["divergence"]
     assert div["committed"] == sum(e.get("divergence", {}).get("committed", 0) for e in expected)
     assert div["residual"] == sum(e.get("divergence", {}).get("residual", 0) for e in expected)

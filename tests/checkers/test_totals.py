@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from rundir import formats as rf
-from checkers import totals
+from checkers import loss_shape, totals
 from checkers.check import check_run
 from simulated_runs import Replica, RunBuilder
 import checker_scenarios as sc
@@ -55,13 +55,21 @@ def damaged_run(tmp_path):
     b.write(tmp_path)
 
 
+def shape(**classes: tuple[int, int]) -> dict:
+    """A loss_shape entry: class=(writes, runs); classes not named are zero."""
+    return {c: dict(zip(("writes", "runs"), classes.get(c, (0, 0)))) for c in loss_shape.CLASSES}
+
+
 def hist(buckets: dict[int, int], untimed: int = 0, n: int = 60) -> dict:
     return {"counts": [buckets.get(i, 0) for i in range(n)], "untimed": untimed}
 
 
 EXPECTED = {
     "lost-write": {"count": 3, "by_partition": {"0": 2, "1": 1}, "histogram": hist({5: 1, 21: 1, 36: 1}),
-                   "ack_times": {"0": {"first_s": 1.0, "last_s": 7.3}, "1": {"first_s": 4.2, "last_s": 4.2}}},
+                   "ack_times": {"0": {"first_s": 1.0, "last_s": 7.3}, "1": {"first_s": 4.2, "last_s": 4.2}},
+                   # both partitions lose the end of their acknowledged sequence (acks beyond the HW)
+                   "loss_shape": {"by_partition": {"0": shape(suffix=(2, 1)), "1": shape(suffix=(1, 1))},
+                                  "total": shape(suffix=(3, 2))}},
     "dirty-read": {"count": 2, "by_partition": {"1": 2}, "histogram": hist({25: 2})},
     "duplicate": {"count": 1, "by_partition": {"0": 1}, "histogram": hist({}, untimed=1)},
     "divergence": {"count": 1, "by_partition": {"1": 1}, "histogram": hist({}, untimed=1)},
@@ -77,8 +85,9 @@ def assert_totals(res: dict, expected: dict, axis: dict) -> None:
         want = expected.get(kind) or {"count": 0, "by_partition": {}, "histogram": hist({}, n=axis["buckets"])}
         got = {k: a[k] for k in want}
         if kind == "lost-write":
-            got["ack_times"] = a["ack_times"]
-            want = {"ack_times": {}, **want}
+            got["ack_times"], got["loss_shape"] = a["ack_times"], a["loss_shape"]
+            # nothing lost: every class zero in the total, no partition listed
+            want = {"ack_times": {}, "loss_shape": {"by_partition": {}, "total": shape()}, **want}
         assert got == want, kind
         # the totals add up to the count
         assert sum(a["by_partition"].values()) == a["count"], kind
@@ -154,4 +163,5 @@ def test_results_written_before_totals_get_empty_ones():
                          "partitions": [], "stats": {"ops": {}}}, failing=[], checker={})
     assert doc["time_axis"] == {"start_s": 0.0, "end_s": 0.0, "bucket_s": 0.1, "buckets": 1}
     assert doc["anomalies"]["lost-write"]["ack_times"] == {}
+    assert doc["anomalies"]["lost-write"]["loss_shape"] == {"by_partition": {}, "total": shape()}
     assert doc["anomalies"]["divergence"]["histogram"] == {"counts": [0], "untimed": 0}
