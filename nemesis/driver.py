@@ -15,19 +15,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from clusters.base import Cluster, ClusterError, Killable, Partitionable, Pausable, require
+from clusters.base import Cluster, ClusterError, Degradable, Killable, Partitionable, Pausable, require
 from nemesis import shapes
-from nemesis.schedule import (FAULTS, PROCESS_KINDS, ScheduleError, Step, check_fault_names, load_schedule,
-                              random_steps)
+from nemesis.schedule import (FAULTS, PROCESS_KINDS, ScheduleError, Step, check_fault_names, degradation,
+                              load_schedule, random_steps)
 
 log = logging.getLogger("highwater.nemesis")
 PROCESS = "nemesis"
 
-START_F = {"kill": "kill", "pause": "pause", "power-loss": "power-loss", "partition": "partition"}
-STOP_F = {"kill": "restart", "pause": "resume", "power-loss": "restart", "partition": "heal"}
+START_F = {"kill": "kill", "pause": "pause", "power-loss": "power-loss", "partition": "partition",
+           "degrade": "degrade"}
+STOP_F = {"kill": "restart", "pause": "resume", "power-loss": "restart", "partition": "heal",
+          "degrade": "restore"}
 # what each fault kind asks of the backend (clusters/base.py); power-loss is a kill of a broker started
 # with power_loss = true, which _preflight checks as well
-NEEDS: dict[str, type] = {"kill": Killable, "pause": Pausable, "power-loss": Killable, "partition": Partitionable}
+NEEDS: dict[str, type] = {"kill": Killable, "pause": Pausable, "power-loss": Killable, "partition": Partitionable,
+                          "degrade": Degradable}
 
 
 @dataclass
@@ -229,6 +232,8 @@ class Nemesis:
             extra: dict[str, Any] = {"partition": step.partition} if who == "leader" else {}
             return targets, extra, note.strip("; ")
         nodes = [self.controller_name, *self.broker_names]
+        if kind == "degrade":
+            return self._resolve_degrade(step, nodes, fallback)
         shape, note = step.shape or rng.choice(shapes.SHAPES), ""
         if shape == "isolate":
             cut = shapes.isolate(nodes, step.targets or [fallback])
@@ -254,6 +259,24 @@ class Nemesis:
             extra["partition"] = step.partition
         return cut.targets, extra, note
 
+    def _resolve_degrade(self, step: Step, nodes: list[str], fallback: str) -> tuple[list[str], dict[str, Any], str]:
+        """A degrade step's links: both directions between its targets (the leader for degrade-leader) and
+        every other node, or every ordered pair of nodes when it names none; and its delay/jitter/loss."""
+        note, extra = "", {}
+        if FAULTS[step.fault][1] == "leader":
+            leader, note = self._leader(step.partition or 0, fallback)
+            about, extra = [leader], {"partition": step.partition}
+        else:
+            about = list(step.targets) if step.targets else []
+        if about:
+            rest = [n for n in nodes if n not in about]
+            links = ([(a, b) for a in about for b in about if a != b]
+                     + [(a, r) for a in about for r in rest] + [(r, a) for a in about for r in rest])
+        else:
+            links = [(a, b) for a in nodes for b in nodes if a != b]
+        extra.update(links=[list(x) for x in links], **(step.degradation or degradation(step.seed)))
+        return (sorted(about) or list(nodes)), extra, note
+
     def _start_fault(self, step: Step, now: float) -> None:
         kind = FAULTS[step.fault][0]
         targets, extra, note = self._resolve(step)
@@ -272,6 +295,10 @@ class Nemesis:
             if kind == "partition":
                 net = require(self.cluster, Partitionable, step.fault)
                 details.append(net.drop([tuple(d) for d in extra["drops"]]))
+            elif kind == "degrade":
+                deg = require(self.cluster, Degradable, step.fault)
+                details.append(deg.degrade([tuple(x) for x in extra["links"]], delay_ms=extra["delay_ms"],
+                                           jitter_ms=extra["jitter_ms"], loss_pct=extra["loss_pct"]))
             else:
                 action = (require(self.cluster, Pausable, step.fault).pause if kind == "pause"
                           else require(self.cluster, Killable, step.fault).kill)
@@ -299,6 +326,9 @@ class Nemesis:
                           for d in a.value["drops"]]
                 if others:  # heal removes every drop rule: put back those of other active partitions
                     details.append("kept: " + net.drop([tuple(d) for d in others]))
+            elif fault.kind == "degrade":
+                deg = require(self.cluster, Degradable, fault.step.fault)
+                details.append(deg.restore([tuple(x) for x in fault.value["links"]]))
             else:
                 action = (require(self.cluster, Pausable, fault.step.fault).resume if fault.kind == "pause"
                           else require(self.cluster, Killable, fault.step.fault).restart)

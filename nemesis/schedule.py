@@ -1,7 +1,7 @@
 """Fault names and the two schedules: a seeded random one, and an explicit one read from a TOML file.
 
 A schedule is a sequence of `Step`s (start time, fault name, optional targets / shape / topic partition,
-duration). The random schedule decides everything it can from the seed alone (which fault, which node,
+degradation, duration). The random schedule decides everything it can from the seed alone (which fault, which node,
 how a partition is cut), so the same seed and node list give the same sequence; only "the leader" is
 looked up when the step starts.
 """
@@ -28,8 +28,15 @@ FAULTS: dict[str, tuple[str, str | None]] = {
     "power-loss-leader": ("power-loss", "leader"),
     "partition": ("partition", None),
     **{f"partition-{s}": ("partition", None) for s in SHAPES},
+    "degrade": ("degrade", None),              # every link of the cluster (or those of `targets`)
+    "degrade-leader": ("degrade", "leader"),   # the links to and from a partition's leader
 }
 PROCESS_KINDS = ("kill", "pause", "power-loss")
+# degrade faults: the seeded choices when a step does not set them (delay, jitter as a share of it, loss)
+DEGRADE_DELAYS_MS = (25.0, 50.0, 100.0)
+DEGRADE_JITTER_SHARE = 0.4
+DEGRADE_LOSS_PCT = (0.0, 2.0, 5.0)
+DEGRADE_FIELDS = ("delay_ms", "jitter_ms", "loss_pct")
 
 
 class ScheduleError(HighwaterError, ValueError):
@@ -63,6 +70,7 @@ class Step:
     targets: list[str] | None = None  # None: chosen when the step starts (random broker, leader, c0)
     shape: str | None = None          # partitions only
     partition: int | None = None      # topic partition whose leader "-leader" faults target
+    degradation: dict | None = None   # degrade faults: {delay_ms, jitter_ms, loss_pct}
     seed: int = 0                     # per-step seed for choices made when it starts (shuffles, fallbacks)
     entry: int | None = None          # 1-based entry number in a schedule file
 
@@ -73,7 +81,16 @@ class Step:
     def key(self) -> tuple:
         """Everything the seed decides, for comparing sequences."""
         return (round(self.at, 6), self.fault, tuple(self.targets or ()), self.shape, self.partition,
-                self.seed, round(self.duration, 6))
+                self.seed, round(self.duration, 6), tuple(sorted((self.degradation or {}).items())))
+
+
+def degradation(seed: int, given: dict | None = None) -> dict:
+    """A degrade step's {delay_ms, jitter_ms, loss_pct}: the values given, the rest chosen with the seed."""
+    rng = random.Random(seed ^ 0x5EED)
+    delay = rng.choice(DEGRADE_DELAYS_MS)
+    chosen = {"delay_ms": delay, "jitter_ms": round(delay * DEGRADE_JITTER_SHARE, 3),
+              "loss_pct": rng.choice(DEGRADE_LOSS_PCT)}
+    return {**chosen, **{k: float(v) for k, v in (given or {}).items() if v is not None}}
 
 
 # --- random ----------------------------------------------------------------------------------------
@@ -106,7 +123,8 @@ def random_steps(seed: int, faults: list[str], interval_s: float, brokers: list[
         elif target == "broker":
             targets = [broker]
         yield Step(at=k * interval_s, fault=fault, duration=interval_s, targets=targets, shape=shape,
-                   partition=partition, seed=step_seed)
+                   partition=partition, seed=step_seed,
+                   degradation=degradation(step_seed) if kind == "degrade" else None)
 
 
 # --- file -------------------------------------------------------------------------------------------
@@ -122,6 +140,12 @@ STEP = declare(
     Setting("targets", object, None, "a list of node names; default: chosen when the step starts"),
     Setting("shape", object, None, "partition faults: a shape from nemesis/shapes.py"),
     Setting("partition", object, None, "leader-targeted faults: the topic partition whose leader is hit"),
+    Setting("delay_ms", float, None, "degrade faults: delay of every packet (default: chosen with the seed)",
+            min=0, finite=True, what="a number of milliseconds >= 0"),
+    Setting("jitter_ms", float, None, "degrade faults: +- this much around the delay (default: seeded)",
+            min=0, finite=True, what="a number of milliseconds >= 0"),
+    Setting("loss_pct", float, None, "degrade faults: share of packets dropped (default: seeded)",
+            min=0, max=100, finite=True, what="a percentage in 0..100"),
 )
 
 
@@ -164,6 +188,9 @@ def _parse_step(path: str, i: int, raw: dict, nodes: list[str], partitions: int,
         raise bad(exc.key, exc.problem) from None
     at, fault, duration = values["at"], values["fault"], values["duration"]
     kind, target = FAULTS[fault]
+    given = {k: values.get(k) for k in DEGRADE_FIELDS if raw.get(k) is not None}
+    if given and kind != "degrade":
+        raise bad(sorted(given)[0], f"only degrade faults take {', '.join(DEGRADE_FIELDS)} (fault is {fault!r})")
 
     shape = raw.get("shape")
     if shape is not None:
@@ -206,7 +233,8 @@ def _parse_step(path: str, i: int, raw: dict, nodes: list[str], partitions: int,
     else:
         partition = random.Random(step_seed).randrange(max(1, partitions))
     return Step(at=float(at), fault=fault, duration=float(duration), targets=targets, shape=shape,
-                partition=partition, seed=step_seed, entry=i)
+                partition=partition, seed=step_seed, entry=i,
+                degradation=degradation(step_seed, given) if kind == "degrade" else None)
 
 
 def _check_overlaps(path: Path, steps: list[Step], lines: list[int]) -> None:
@@ -214,10 +242,10 @@ def _check_overlaps(path: Path, steps: list[Step], lines: list[int]) -> None:
         for b in steps[i + 1:]:
             if b.at >= a.at + a.duration:
                 break
-            if a.kind == "partition" and b.kind == "partition":
-                raise ScheduleError(f"{_at_line(path, lines, b.entry)}: step {b.entry}: field 'at': partition at {b.at:g}s overlaps the "
-                                    f"partition of step {a.entry} ({a.at:g}s-{a.at + a.duration:g}s); "
-                                    f"partitions must not overlap")
+            if a.kind == b.kind and a.kind in ("partition", "degrade"):
+                raise ScheduleError(f"{_at_line(path, lines, b.entry)}: step {b.entry}: field 'at': {a.kind} at {b.at:g}s overlaps the "
+                                    f"{a.kind} of step {a.entry} ({a.at:g}s-{a.at + a.duration:g}s); "
+                                    f"{a.kind}s must not overlap")
             if a.kind in PROCESS_KINDS and b.kind in PROCESS_KINDS:
                 same = set(a.targets or ()) & set(b.targets or ())
                 if same or (a.targets is None and b.targets is None and

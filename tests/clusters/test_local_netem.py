@@ -222,3 +222,41 @@ def test_cleanup_removes_the_chain_and_delayer_of_a_sigkilled_owner(tmp_path):
             owner.wait()
         from clusters.leftovers import clean
         clean(Registry(tmp_path / "registry"))
+
+
+@pytest.mark.root
+def test_the_nemesis_degrade_fault_delays_a_node_s_links_and_restores_them(cluster, tmp_path):
+    import json
+
+    from nemesis import Nemesis
+    from rundir.history import History
+    (tmp_path / "schedule.toml").write_text('[[step]]\nat = 0.1\nfault = "degrade"\ntargets = ["n1"]\n'
+                                            'duration = 2.5\ndelay_ms = 40\njitter_ms = 0\nloss_pct = 0\n')
+    h = History(tmp_path / "history.jsonl")
+    nem = Nemesis(cluster, h, faults=[], schedule=tmp_path / "schedule.toml", seed=1)
+    hosts = _hosts(cluster)
+    nem.start()
+    try:
+        deadline = time.monotonic() + 5
+        while not nem.active() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert nem.active() == ["degrade n1"]
+        assert 38 <= _one_way_ms(hosts["n2"], hosts["n1"], n=10)[0] < 60     # into n1
+        assert 38 <= _one_way_ms(hosts["n1"], hosts["c0"], n=10)[0] < 60     # out of n1
+        assert _one_way_ms(hosts["n2"], hosts["n3"], n=10)[0] < 5            # not about n1
+    finally:
+        nem.stop()
+        h.close()
+    assert cluster.degradation().rules() == [] and cluster.degradation().delayers == {}
+    ops = [json.loads(x) for x in (tmp_path / "history.jsonl").read_text().splitlines()]
+    assert [(o["type"], o["f"], o["value"]["phase"]) for o in ops] == [
+        ("invoke", "degrade", "start"), ("info", "degrade", "start"),
+        ("invoke", "restore", "stop"), ("info", "restore", "stop")]
+    v = ops[1]["value"]
+    assert (v["fault"], v["name"], v["targets"], v["delay_ms"], v["jitter_ms"], v["loss_pct"]) == \
+        ("degrade", "degrade", ["n1"], 40.0, 0.0, 0.0)
+    assert sorted(map(tuple, v["links"])) == sorted([("n1", x) for x in ("c0", "n2", "n3")] +
+                                                   [(x, "n1") for x in ("c0", "n2", "n3")])
+    assert v["detail"].startswith("degrading n1->c0, n1->n2, n1->n3, c0->n1, n2->n1, n3->n1: 40ms+-0ms loss 0%")
+    assert ops[3]["value"]["detail"] == "restored n1->c0, n1->n2, n1->n3, c0->n1, n2->n1, n3->n1"
+    assert ops[3].get("error") is None

@@ -109,7 +109,8 @@ def test_a_partition_without_shape_gets_a_seeded_one(tmp_path):
     ('[[step]]\nat = 1\nfault = "kill"\nduration = 1\ntargets = ["n7"]\n',
      "step 1: field 'targets': unknown node 'n7' (nodes: c0, n1, n2, n3)"),
     ('[[step]]\nat = 1\nfault = "kill"\nduration = 1\ntarget = ["n1"]\n',
-     "step 1: field 'target': unknown field (known: at, duration, fault, partition, shape, targets)"
+     "step 1: field 'target': unknown field (known: at, delay_ms, duration, fault, jitter_ms, loss_pct, partition, "
+     "shape, targets)"
      " (did you mean 'targets'?)"),  # the message gained "did you mean" (rundir/settings.py)
     ('[[step]]\nat = 1\nfault = "kill"\nduration = 1\nshape = "ring"\n',
      "step 1: field 'shape': only partition faults have a shape (fault is 'kill')"),
@@ -168,4 +169,36 @@ def test_unreadable_and_invalid_toml_files(tmp_path):
 
 
 def test_every_fault_name_maps_to_a_history_kind():
-    assert {kind for kind, _ in FAULTS.values()} == {"kill", "pause", "power-loss", "partition"}
+    assert {kind for kind, _ in FAULTS.values()} == {"kill", "pause", "power-loss", "partition", "degrade"}
+
+
+def test_degrade_steps_take_their_setting_from_the_file_or_the_seed(tmp_path):
+    p = _write(tmp_path, "[[step]]\nat = 1\nfault = \"degrade\"\nduration = 2\ntargets = [\"n1\"]\n"
+                         "delay_ms = 40\nloss_pct = 10\n"
+                         "[[step]]\nat = 4\nfault = \"degrade-leader\"\nduration = 1\n")
+    a, b = load_schedule(p, NODES, seed=3)
+    assert a.degradation["delay_ms"] == 40.0 and a.degradation["loss_pct"] == 10.0
+    assert a.degradation["jitter_ms"] in (10.0, 20.0, 40.0)           # seeded: 40 % of a seeded delay
+    assert b.degradation == load_schedule(p, NODES, seed=3)[1].degradation
+    assert b.degradation["delay_ms"] in (25.0, 50.0, 100.0) and b.degradation["loss_pct"] in (0.0, 2.0, 5.0)
+    assert b.degradation["jitter_ms"] == b.degradation["delay_ms"] * 0.4
+    steps = random_steps(7, ["degrade"], 1.0, ["n1", "n2", "n3"], quiet_probability=0)
+    first = [next(steps) for _ in range(20)]
+    assert all(s.degradation and s.targets is None for s in first)
+    assert len({s.degradation["delay_ms"] for s in first}) > 1       # the seed varies the setting
+
+
+@pytest.mark.parametrize("text, message", [
+    ("[[step]]\nat = 1\nfault = \"kill\"\nduration = 1\ndelay_ms = 5\n",
+     "step 1: field 'delay_ms': only degrade faults take delay_ms, jitter_ms, loss_pct (fault is 'kill')"),
+    ("[[step]]\nat = 1\nfault = \"degrade\"\nduration = 1\nloss_pct = 101\n",
+     "step 1: field 'loss_pct': "),
+    ("[[step]]\nat = 1\nfault = \"degrade\"\nduration = 3\n[[step]]\nat = 2\nfault = \"degrade\"\nduration = 1\n",
+     "step 2: field 'at': degrade at 2s overlaps the degrade of step 1 (1s-4s); degrades must not overlap"),
+    ("[[step]]\nat = 1\nfault = \"degrade-leader\"\nduration = 1\ntargets = [\"n1\"]\n",
+     "step 1: field 'targets': 'degrade-leader' chooses its own targets"),
+])
+def test_bad_degrade_steps(tmp_path, text, message):
+    with pytest.raises(ScheduleError) as err:
+        load_schedule(_write(tmp_path, text), NODES)
+    assert message in str(err.value)
