@@ -18,6 +18,7 @@ from markupsafe import Markup, escape
 from rundir import formats as runformat
 from rundir import kinds
 from reports.jsonfast import dumps_compact
+from reports.totals import LOST, partition_totals
 
 # what the report tells a reader about each kind (declared with the kind in rundir/kinds.py)
 EXPLANATIONS: dict[str, str] = {k.name: k.explanation for k in kinds.KINDS}
@@ -197,10 +198,23 @@ def anomaly_kinds(results: dict[str, Any] | None, offset_anchors: set[tuple[int,
         count = body.get("count")
         count = count if isinstance(count, int) else len(examples)
         stories = [story_html(story(kind, e)) for e in shown] if story is not None else []
-        out.append(AnomalyKind(kind, count, bool(body.get("fails_run", True)),
-                               EXPLANATIONS.get(kind, "A kind of anomaly this report has no description of."),
+        explanation = EXPLANATIONS.get(kind, "A kind of anomaly this report has no description of.")
+        if kind == LOST:
+            explanation += loss_shape_sentence(results)
+        out.append(AnomalyKind(kind, count, bool(body.get("fails_run", True)), explanation,
                                columns, rows, max(0, count - len(shown)), stories=stories))
     return out
+
+
+def loss_shape_sentence(results: dict[str, Any] | None) -> str:
+    """Where the lost writes fall in each partition's acknowledged sequence (results.json `loss_shape`),
+    as a sentence after the lost-write explanation: ' Lost, by place in the acknowledged sequence
+    (offset order): partition 0: prefix 3 (1 run), middle 0, suffix 12 (2 runs).' Empty without it."""
+    shapes = [(p, t.shape_text) for p, t in partition_totals(results).items() if t.shape_text]
+    if not shapes:
+        return ""
+    return (" Lost, by place in the acknowledged sequence (offset order): "
+            + "; ".join(f"partition {p}: {text}" for p, text in shapes) + ".")
 
 
 def example_times(results: dict[str, Any] | None, op_times: dict[int, float]) -> list[tuple[float, str, int]]:

@@ -2,7 +2,7 @@
 
 The checker lists only its first few examples of each anomaly kind, but it counts all of them:
 results.json has `partitions[].acked` / `.lost`, `anomalies.<kind>.by_partition`, `.histogram` on the
-shared `time_axis`, and `anomalies["lost-write"].ack_times` (docs/formats.md). Every number the report
+shared `time_axis`, and `anomalies["lost-write"].ack_times` and `.loss_shape` (docs/formats.md). Every number the report
 prints per partition comes from here, never from counting examples. A results.json written before those
 fields existed has only the examples: then the counts are taken from the examples and flagged
 (`from_examples`), so the page can say that they are a lower bound.
@@ -15,6 +15,7 @@ from typing import Any
 from rundir import formats as runformat
 
 LOST = "lost-write"
+SHAPE_CLASSES = ("prefix", "middle", "suffix")   # and "all": every acknowledged write lost
 
 
 def _int(v: Any) -> int | None:
@@ -69,6 +70,22 @@ class PartitionTotals:
     last_ack_s: float | None = None
     kinds: dict[str, int] = field(default_factory=dict)  # other anomaly kinds found in this partition
     kinds_from_examples: set[str] = field(default_factory=set)
+    shape: dict[str, tuple[int, int]] | None = None  # loss shape: class -> (writes, runs); None: not given
+
+    @property
+    def shape_text(self) -> str | None:
+        """'prefix 3 (1 run), middle 0, suffix 12 (2 runs)', 'all 6 (every acknowledged write)', or None
+        without a loss shape (nothing lost, or a results.json written before it existed)."""
+        if not self.shape:
+            return None
+        every = self.shape.get("all", (0, 0))[0]
+        if every:
+            return f"all {every:,} (every acknowledged write)"
+        parts = []
+        for c in SHAPE_CLASSES:
+            n, runs = self.shape.get(c, (0, 0))
+            parts.append(f"{c} {n:,} ({runs:,} run{'' if runs == 1 else 's'})" if n else f"{c} 0")
+        return ", ".join(parts)
 
     @property
     def lost_text(self) -> str:
@@ -127,6 +144,9 @@ def partition_totals(results: dict[str, Any] | None) -> dict[int, PartitionTotal
                     continue
                 if isinstance(span, dict) and p in out:
                     out[p].first_ack_s, out[p].last_ack_s = _num(span.get("first_s")), _num(span.get("last_s"))
+        for p, shape in _loss_shapes(lw).items():
+            if p in out:
+                out[p].shape = shape
     elif listed_lost:
         for p, n in listed_lost.items():
             get(p).lost = n
@@ -141,6 +161,33 @@ def partition_totals(results: dict[str, Any] | None) -> dict[int, PartitionTotal
             if not exact:
                 pt.kinds_from_examples.add(kind)
     return dict(sorted(out.items()))
+
+
+def _loss_shapes(lost: dict[str, Any]) -> dict[int, dict[str, tuple[int, int]]]:
+    """`loss_shape.by_partition` as {partition: {class: (writes, runs)}}; partitions whose entry is not
+    readable are left out."""
+    ls = lost.get("loss_shape")
+    bp = ls.get("by_partition") if isinstance(ls, dict) else None
+    if not isinstance(bp, dict):
+        return {}
+    out: dict[int, dict[str, tuple[int, int]]] = {}
+    for k, body in bp.items():
+        try:
+            p = int(k)
+        except (TypeError, ValueError):
+            continue
+        if not isinstance(body, dict):
+            continue
+        shape = {}
+        for c in (*SHAPE_CLASSES, "all"):
+            entry = body.get(c) or {}
+            n, runs = (_int(entry.get("writes")), _int(entry.get("runs"))) if isinstance(entry, dict) else (None, None)
+            if n is None or runs is None:
+                break
+            shape[c] = (n, runs)
+        else:
+            out[p] = shape
+    return out
 
 
 @dataclass

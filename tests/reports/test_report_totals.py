@@ -252,3 +252,70 @@ def test_an_unknown_verdict_says_what_could_not_be_checked(tmp_path):
     html = write_report(make_run(tmp_path / "r", "unknown")).read_text()
     assert ("What could not be checked: partition 0: no replica recovered; 3 acknowledged writes could not be "
             "checked; history.jsonl:7: torn line skipped (--lenient).") in html
+
+
+def _shape(**classes: tuple[int, int]) -> dict:
+    return {c: dict(zip(("writes", "runs"), classes.get(c, (0, 0)))) for c in ("prefix", "middle", "suffix", "all")}
+
+
+def explain_text(html: str) -> str:
+    art = article(html, "kind-lost-write")
+    p = art[art.index('<p class="explain">') + len('<p class="explain">'):]
+    return p[:p.index("</p>")]
+
+
+def test_loss_shape_per_partition_after_the_lost_write_explanation(tmp_path):
+    """results.json's loss_shape (docs/formats.md) as one line per partition where lost writes are
+    explained: partition 0 lost 2 writes in the middle in two runs, partition 1 the last 3 in one."""
+    run = make_run(tmp_path / "r", "lossy2")
+    results = json.loads((run / "results.json").read_text())
+    results["anomalies"]["lost-write"]["loss_shape"] = {
+        "by_partition": {"0": _shape(middle=(2, 2)), "1": _shape(suffix=(3, 1))},
+        "total": _shape(middle=(2, 2), suffix=(3, 1))}
+    (run / "results.json").write_text(json.dumps(results))
+    text = explain_text(write_report(run).read_text())
+    assert text.endswith(" Lost, by place in the acknowledged sequence (offset order): "
+                         "partition 0: prefix 0, middle 2 (2 runs), suffix 0; "
+                         "partition 1: prefix 0, middle 0, suffix 3 (1 run).")
+    totals = partition_totals(results)
+    assert totals[0].shape == {"prefix": (0, 0), "middle": (2, 2), "suffix": (0, 0), "all": (0, 0)}
+
+
+def test_loss_shape_of_a_partition_that_lost_everything_and_of_large_counts(tmp_path):
+    run = make_run(tmp_path / "r", "lossy2")
+    results = json.loads((run / "results.json").read_text())
+    results["anomalies"]["lost-write"]["loss_shape"] = {
+        "by_partition": {"0": _shape(prefix=(1200, 1), middle=(3, 1), suffix=(12, 2)), "1": _shape(all=(6, 1))},
+        "total": _shape(prefix=(1200, 1), middle=(3, 1), suffix=(12, 2), all=(6, 1))}
+    (run / "results.json").write_text(json.dumps(results))
+    text = explain_text(write_report(run).read_text())
+    assert text.endswith("partition 0: prefix 1,200 (1 run), middle 3 (1 run), suffix 12 (2 runs); "
+                         "partition 1: all 6 (every acknowledged write).")
+
+
+def test_no_loss_shape_line_without_the_field(lossy2):
+    """The fixture's results.json predates loss_shape (as older files do): the explanation stays as it was."""
+    run, html = lossy2
+    assert "loss_shape" not in json.loads((run / "results.json").read_text())["anomalies"]["lost-write"]
+    assert "acknowledged sequence" not in explain_text(html)
+    assert all(t.shape is None and t.shape_text is None for t in partition_totals(
+        json.loads((run / "results.json").read_text())).values())
+
+
+def test_loss_shape_from_the_reference_checker(tmp_path):
+    """End to end: a hand-built history whose partition 0 loses its first acknowledged write (the final
+    log holds an unacknowledged value there) and its last two (acknowledged beyond the HW)."""
+    from simulated_runs import RunBuilder
+    from checkers.check import check_run
+
+    b = RunBuilder()
+    for o in range(5):
+        b.send(1, 0, o, offset=o)
+    b.send(2, 0, 99, outcome="info")
+    b.final(0, [99, 1, 2])
+    run = b.write(tmp_path / "run")
+    results = check_run(run, engine="reference")
+    assert results["anomalies"]["lost-write"]["loss_shape"]["by_partition"] == {
+        "0": _shape(prefix=(1, 1), suffix=(2, 1))}
+    assert explain_text(write_report(run).read_text()).endswith(
+        "(offset order): partition 0: prefix 1 (1 run), middle 0, suffix 2 (1 run).")
