@@ -37,6 +37,9 @@ replica, epoch 0; controller.json topics are created once expected_brokers broke
 A broker registering again while still registered is treated as bounced: fenced, then unfenced. A heartbeat
 from a fenced broker with its current broker_epoch unfences it. Leaderless partitions elect again whenever
 a broker is unfenced.
+KIP-966 (controller.json eligible_leader_replicas, min_insync_replicas): eligible leader replicas per
+partition, elected when no ISR member is live; REGISTER_BROKER's clean_shutdown=false takes a broker out of
+them (state.py). ELECT_LEADER (admin): make a named eligible replica leader, or elect again (state.py).
 """
 from __future__ import annotations
 

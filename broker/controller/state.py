@@ -3,8 +3,9 @@ topics and partitions (replicas, leader, leader_epoch, ISR, isr_version) and the
 
 No sockets, clocks or files: time comes in as `now_ms` (a monotonic clock of the caller's choosing), and
 every operation returns the structured events it caused (dicts with an "event" key: `registered`,
-`fenced`, `unfenced`, `topic-created`, `leader-change`, `isr-change`). Any change bumps `version` once per
-operation; `to_dict()` / `from_dict()` are the durable form (store.py writes it).
+`fenced`, `unfenced`, `topic-created`, `leader-change`, `isr-change`, `elect-leader`, `unclean-shutdown`).
+Any change bumps `version` once per operation; `to_dict()` / `from_dict()` are the durable form (store.py
+writes it).
 
 Rules (Kafka's, see /tmp/client-api.md "Control plane"):
 - a broker silent for longer than the session timeout is fenced (brokers expiring at the same check are
@@ -21,7 +22,15 @@ Rules (Kafka's, see /tmp/client-api.md "Control plane"):
   a topic that would give any live broker more than `max_replicas_per_broker` replicas (existing ones
   included) with INVALID_PARTITIONS: a broker's open files grow with its replicas;
 - new topics place replicas round-robin over the live broker ids in ascending order (partition i gets
-  ids[i], ids[i+1], ...), with ISR = replicas and leader = the first replica.
+  ids[i], ids[i+1], ...), with ISR = replicas and leader = the first replica;
+- ELECT_LEADER (`elect_leader`): a named live replica that is eligible (ISR; ELR with KIP-966; any with
+  unclean), or the election rule again for a partition whose leader is missing or fenced.
+
+KIP-966, with `eligible_leader_replicas` (docs/architecture.md "Eligible leader replicas"): replicas leaving
+an ISR that is or becomes smaller than `min_insync_replicas` join the partition's ELR, an ISR at min ISR
+clears it; the ISR may become empty (no last-member rule); elections go ISR -> live ELR member (it becomes
+the ISR) -> unclean -> none; a registration with clean_shutdown=False takes the broker out of every ELR and
+out of the ISR where it is the sole member of a leaderless partition.
 """
 from __future__ import annotations
 
