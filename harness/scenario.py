@@ -1,7 +1,7 @@
 """Declarative scenario files: parse and validate a TOML scenario into a config and a list of steps.
 
-A scenario pins down a fault sequence exactly (the seeds' cases, KIP-279, KAFKA-7128) instead of
-drawing faults at random. Layout (docs/running.md, "Scenarios"):
+A scenario pins down a fault sequence exactly (the seeds' cases, KIP-279, KAFKA-7128, KAFKA-7415)
+instead of drawing faults at random. Layout (docs/running.md, "Scenarios"):
 
     name = "seed-data-loss"
     description = "..."
@@ -17,12 +17,31 @@ drawing faults at random. Layout (docs/running.md, "Scenarios"):
     isr = ["n1", "n2"]
     timeout = 20
 
-Actions: start, stop (SIGTERM, clean), kill (SIGKILL), restart, pause (SIGSTOP), resume (SIGCONT),
-power-loss (SIGKILL of a broker running with broker.power_loss = true), partition (`drop` one-way
-pairs, or `isolate` a node from `from` (default: every other broker)), heal, produce (`count` values
-with `acks`, `expect`ing ok/fail/info/any), sleep (`seconds`), wait (until every given condition
-holds: `leader`, `isr`, `hw` (partition HW at least), `fenced`, `alive`, and for one replica `node` with
-`leo` / `node_hw` (exactly); `timeout` seconds).
+Every step may have `note` (free text) and `mode` ("hw", "leader-epoch" or a list of them): a step with
+`mode` plays only in those truncation modes and is recorded as skipped in the others.
+
+Steps (`do`) and their fields:
+- start, restart, stop (SIGTERM, clean), kill (SIGKILL), pause (SIGSTOP), resume (SIGCONT): `node`.
+- power-loss: `node` (a broker): SIGKILL of a broker running with broker.power_loss = true (set
+  automatically when a scenario has this step).
+- partition: `drop` (one-way [from, to] pairs) or `isolate` a node from `from` (default: every other
+  broker), both ways.
+- heal: no field removes every drop; `drop` or `isolate`/`from` (as for partition) remove only those
+  one-way drops (a partial heal).
+- degrade: pairs as partition (`drop` or `isolate`/`from`), `delay_ms` (required), `jitter_ms` (0),
+  `loss_pct` (0-100, 0): tc netem on those one-way links. restore: optional pairs; none restores all.
+- corrupt: `node` (a broker that is down at that point: killed, stopped or power-lost), `how` (one of
+  STORAGE_FAULTS), `partition` (optional), `seed` (0).
+- flush: `node` (a broker), `partition` (optional; default every partition): fsync its logs now.
+- elect: `node` (optional: the replica to make leader), `unclean` (false), `partition` (0).
+- produce: `count` values with `acks`, `partition`, `expect`ing ok/fail/info/any, `timeout`.
+- sleep: `seconds`.
+- wait: until every given condition holds: `leader`, `isr`, `hw` (partition HW at least), `fenced`,
+  `alive`, and for one replica `node` with `leo` / `node_hw` (exactly); `partition`, `timeout` seconds.
+- assert: on `node`'s event log, `event` (a name from EVENT_NAMES), `match` (a table: every given field
+  equal), `count` (exact number of matching events, 0 = none; default at least one), `since` (a step
+  number: only events logged after that step started); or on a broker's epoch cache, `epochs` (a list of
+  [epoch, start offset]) for `partition` (0). Polls until it holds or `timeout` (5 s) passes.
 
 Errors are one line naming the file, the step number (1-based), its line and the field.
 """
@@ -38,18 +57,38 @@ from rundir.settings import Setting, SettingError, at_line, declare, did_you_mea
 from rundir.exits import HighwaterError
 
 NODE_ACTIONS = ("start", "stop", "kill", "restart", "pause", "resume", "power-loss")
-ACTIONS = NODE_ACTIONS + ("partition", "heal", "produce", "sleep", "wait")
+ACTIONS = NODE_ACTIONS + ("partition", "heal", "degrade", "restore", "corrupt", "flush", "elect", "produce",
+                          "sleep", "wait", "assert")
 EXPECTS = ("ok", "fail", "info", "any")
 WAIT_CONDITIONS = ("leader", "isr", "hw", "fenced", "alive", "node", "leo", "node_hw")
+PAIRS = ("drop", "isolate", "from")
+# the storage faults of a corrupt step (clusters/base.py Corruptible)
+STORAGE_FAULTS = ("bitflip", "truncate", "hw-checkpoint-delete", "hw-checkpoint-corrupt",
+                  "epoch-checkpoint-delete", "epoch-checkpoint-corrupt")
+# the events an assert step may name: what the brokers and the controller write to their event logs
+# (docs/formats.md "Node event logs"); a name outside it is a typo, which would make `count = 0` pass
+EVENT_NAMES = ("corrupt", "elect-refused", "epoch-answer", "epoch-query", "fatal", "fenced", "fetch-fenced",
+               "flush", "hw-change", "internal-error", "isr-change", "isr-proposal-failed", "leader-change",
+               "listening", "metadata-error", "metadata-rejected", "partition-skipped", "re-register",
+               "recovered", "recovery", "registered", "role", "stale-fetch-served", "stall", "start", "stop",
+               "storage-error", "topic-error", "truncate", "unclean-shutdown")
+# down after these steps until a restart/start (a corrupt step needs its node down)
+DOWN_ACTIONS = ("kill", "stop", "power-loss")
 
-# action -> allowed fields (besides "do" and "note")
+# action -> allowed fields (besides "do", "note" and "mode")
 STEP_FIELDS: dict[str, tuple[str, ...]] = {
     **{a: ("node",) for a in NODE_ACTIONS},
-    "partition": ("drop", "isolate", "from"),
-    "heal": (),
+    "partition": PAIRS,
+    "heal": PAIRS,
+    "degrade": PAIRS + ("delay_ms", "jitter_ms", "loss_pct"),
+    "restore": PAIRS,
+    "corrupt": ("node", "how", "partition", "seed"),
+    "flush": ("node", "partition"),
+    "elect": ("node", "unclean", "partition"),
     "produce": ("count", "acks", "partition", "expect", "timeout"),
     "sleep": ("seconds",),
     "wait": WAIT_CONDITIONS + ("partition", "timeout"),
+    "assert": ("node", "event", "match", "count", "since", "epochs", "partition", "timeout"),
 }
 
 
@@ -62,7 +101,22 @@ NUMBERS = declare(
     Setting("hw", int, None, "wait: the partition HW is at least this", min=0, what="an integer >= 0"),
     Setting("leo", int, None, "wait: the replica's log end offset is exactly this", min=0, what="an integer >= 0"),
     Setting("node_hw", int, None, "wait: the replica's HW is exactly this", min=0, what="an integer >= 0"),
+    Setting("seed", int, 0, "corrupt: which byte or record the fault picks", min=0, what="an integer >= 0"),
+    Setting("delay_ms", float, None, "degrade: added one-way delay", min=0, finite=True,
+            what="a number of milliseconds >= 0"),
+    Setting("jitter_ms", float, 0.0, "degrade: delay variation", min=0, finite=True,
+            what="a number of milliseconds >= 0"),
+    Setting("loss_pct", float, 0.0, "degrade: packets lost", min=0, max=100, what="a percentage from 0 to 100"),
 )
+# where an action's field means something else than in NUMBERS
+ACTION_NUMBERS = {
+    "assert": declare(
+        Setting("count", int, None, "assert: exactly this many matching events", min=0, what="an integer >= 0"),
+        Setting("since", int, None, "assert: events logged after that step started", min=1,
+                what="a step number >= 1"),
+        Setting("timeout", float, 5.0, "assert: seconds to poll", above=0, what="a number above 0"),
+    ),
+}
 # top-level keys besides the test-file sections
 TOP_KEYS = ("name", "description", "final_wait", "seed", "results_dir", "expect", "step")
 
@@ -78,6 +132,14 @@ class Step:
     do: str
     args: dict[str, Any] = field(default_factory=dict)
     note: str = ""
+    modes: tuple[str, ...] | None = None      # truncation modes it plays in (None: every mode)
+
+    def plays_in(self, mode: str) -> bool:
+        return self.modes is None or mode in self.modes
+
+    def where(self, path: Path | str) -> str:
+        """`file:line: step N (do)`, the start of every message about this step."""
+        return f"{at_line(path, self.line)}: step {self.number} ({self.do})"
 
     def describe(self) -> str:
         parts = [f"{k}={v}" for k, v in self.args.items()]
@@ -145,6 +207,7 @@ def load(path: Path | str, *, truncation: str | None = None) -> Scenario:
     brokers = [f"n{i}" for i in range(1, cfg.cluster.nodes + 1)]
     steps = [_parse_step(path, i + 1, lines[i] if i < len(lines) else None, raw, cfg, brokers)
              for i, raw in enumerate(raw_steps)]
+    _check_sequence(path, steps, cfg.broker.truncation)
     if cfg.broker.power_loss is False and any(s.do == "power-loss" for s in steps):
         cfg.broker.power_loss = True       # the broker must run in the power-loss emulation
     return Scenario(path, name, description, cfg, steps, expect)
@@ -197,9 +260,11 @@ def _parse_step(path: Path, number: int, line: int | None, raw: Any, cfg, broker
     note = raw.get("note", "")
     if not isinstance(note, str):
         raise ScenarioError(f"{prefix} ({do}): field 'note' must be a string")
+    modes = _modes(raw["mode"], lambda why: ScenarioError(f"{prefix} ({do}): field 'mode' {why}")) \
+        if "mode" in raw else None
     args: dict[str, Any] = {}
     for key, value in raw.items():
-        if key in ("do", "note"):
+        if key in ("do", "note", "mode"):
             continue
         if key not in allowed:
             raise ScenarioError(f"{prefix} ({do}): unknown field '{key}' (allowed: {', '.join(allowed) or 'none'})"
@@ -216,19 +281,31 @@ def _parse_step(path: Path, number: int, line: int | None, raw: Any, cfg, broker
         return value
 
     def need(key: str) -> Any:
-        """args[key] checked against its declaration (NUMBERS); args keep the value as written."""
+        """args[key] checked against its declaration (ACTION_NUMBERS, NUMBERS); args keep the value as written."""
+        setting = ACTION_NUMBERS.get(do, {}).get(key) or NUMBERS[key]
         try:
-            return NUMBERS[key].value(args[key])
+            return setting.value(args[key])
         except SettingError as exc:
             raise bad(key, exc.problem) from None
+
+    def need_partition(default: int | None = NUMBERS["partition"].default) -> None:
+        if default is not None:
+            args.setdefault("partition", default)
+        if "partition" in args and need("partition") >= cfg.topic.partitions:
+            raise bad("partition", f"must be below the topic's {cfg.topic.partitions} partitions")
 
     if do in NODE_ACTIONS:
         if "node" not in args:
             raise bad("node", "is missing")
         need_node("node", args["node"], brokers if do == "power-loss" else all_nodes)
-    elif do == "partition":
-        if ("drop" in args) == ("isolate" in args):
-            raise ScenarioError(f"{prefix} (partition): give exactly one of 'drop' or 'isolate'")
+    elif do in ("partition", "heal", "degrade", "restore"):
+        required = do in ("partition", "degrade")
+        if "drop" in args and "isolate" in args:
+            raise ScenarioError(f"{prefix} ({do}): give exactly one of 'drop' or 'isolate'")
+        if required and "drop" not in args and "isolate" not in args:
+            raise ScenarioError(f"{prefix} ({do}): give exactly one of 'drop' or 'isolate'")
+        if "from" in args and "isolate" not in args:
+            raise bad("from", "goes with 'isolate', not 'drop'" if "drop" in args else "goes with 'isolate'")
         if "drop" in args:
             pairs = args["drop"]
             if not isinstance(pairs, list) or not pairs:
@@ -242,9 +319,7 @@ def _parse_step(path: Path, number: int, line: int | None, raw: Any, cfg, broker
                     raise bad("drop", f"a node cannot be cut from itself ({a!r})")
                 out.append((a, b))
             args["drop"] = out
-            if "from" in args:
-                raise bad("from", "goes with 'isolate', not 'drop'")
-        else:
+        elif "isolate" in args:
             node = need_node("isolate", args["isolate"], all_nodes)
             others = args.get("from", [b for b in brokers if b != node])
             if not isinstance(others, list) or not others:
@@ -254,13 +329,41 @@ def _parse_step(path: Path, number: int, line: int | None, raw: Any, cfg, broker
                 raise bad("from", f"must not contain the isolated node {node!r}")
             args["drop"] = [p for o in others for p in ((node, o), (o, node))]
             args["from"] = others
+        if do == "degrade":
+            if "delay_ms" not in args:
+                raise bad("delay_ms", "is missing")
+            need("delay_ms")
+            for key in ("jitter_ms", "loss_pct"):
+                args.setdefault(key, NUMBERS[key].default)
+                need(key)
+    elif do == "corrupt":
+        for key in ("node", "how"):
+            if key not in args:
+                raise bad(key, "is missing")
+        need_node("node", args["node"], brokers)
+        if args["how"] not in STORAGE_FAULTS:
+            raise bad("how", f"must be one of {', '.join(STORAGE_FAULTS)}, got {args['how']!r}"
+                             f"{did_you_mean(str(args['how']), STORAGE_FAULTS)}")
+        need_partition(None)
+        args.setdefault("seed", NUMBERS["seed"].default)
+        need("seed")
+    elif do == "flush":
+        if "node" not in args:
+            raise bad("node", "is missing")
+        need_node("node", args["node"], brokers)
+        need_partition(None)
+    elif do == "elect":
+        if "node" in args:
+            need_node("node", args["node"], brokers)
+        args.setdefault("unclean", False)
+        if not isinstance(args["unclean"], bool):
+            raise bad("unclean", f"must be true or false, got {args['unclean']!r}")
+        need_partition()
     elif do == "produce":
         args.setdefault("count", NUMBERS["count"].default)
         need("count")
         args["acks"] = _acks(args.get("acks", cfg.client.acks), bad)
-        args.setdefault("partition", NUMBERS["partition"].default)
-        if need("partition") >= cfg.topic.partitions:
-            raise bad("partition", f"must be below the topic's {cfg.topic.partitions} partitions")
+        need_partition()
         args.setdefault("expect", "ok")
         if args["expect"] not in EXPECTS:
             raise bad("expect", f"must be one of {', '.join(EXPECTS)}, got {args['expect']!r}")
@@ -276,9 +379,7 @@ def _parse_step(path: Path, number: int, line: int | None, raw: Any, cfg, broker
                                 f"(leader, isr, hw, fenced, alive, node with leo/node_hw)")
         args.setdefault("timeout", NUMBERS["timeout"].default)
         need("timeout")
-        args.setdefault("partition", NUMBERS["partition"].default)
-        if need("partition") >= cfg.topic.partitions:
-            raise bad("partition", f"must be below the topic's {cfg.topic.partitions} partitions")
+        need_partition()
         if "leader" in args:
             need_node("leader", args["leader"], brokers + ["none"])
         if "isr" in args:
@@ -300,7 +401,83 @@ def _parse_step(path: Path, number: int, line: int | None, raw: Any, cfg, broker
             for key in ("leo", "node_hw"):
                 if key in args:
                     need(key)
-    return Step(number, line, do, args, note)
+    elif do == "assert":
+        _parse_assert(args, number, brokers, all_nodes, bad, need, need_node, need_partition)
+    return Step(number, line, do, args, note, modes)
+
+
+def _parse_assert(args, number, brokers, all_nodes, bad, need, need_node, need_partition) -> None:
+    """An assert step: on a node's event log (`event`, `match`, `count`, `since`) or on a broker's epoch
+    cache (`epochs`, `partition`); `timeout` for both."""
+    if "node" not in args:
+        raise bad("node", "is missing")
+    if ("event" in args) == ("epochs" in args):
+        raise bad("event", "or 'epochs': give exactly one (what to assert on)")
+    args.setdefault("timeout", ACTION_NUMBERS["assert"]["timeout"].default)
+    need("timeout")
+    if "event" in args:
+        need_node("node", args["node"], all_nodes)
+        for key in ("partition",):
+            if key in args:
+                raise bad(key, "goes with 'epochs' (for events, put it in 'match')")
+        event = args["event"]
+        if not isinstance(event, str) or event not in EVENT_NAMES:
+            raise bad("event", f"must be an event name (docs/formats.md), got {event!r}"
+                               f"{did_you_mean(str(event), EVENT_NAMES)}")
+        match = args.setdefault("match", {})
+        if not isinstance(match, dict):
+            raise bad("match", f"must be a table of event fields, e.g. {{to = 2, why = \"hw\"}}, got {match!r}")
+        for key in ("ts", "node", "event"):
+            if key in match:
+                raise bad("match", f"must not name {key!r} (it is given by the step)")
+        if "count" in args:
+            need("count")
+        if "since" in args:
+            if need("since") > number:
+                raise bad("since", f"must name this step ({number}) or an earlier one, got {args['since']}")
+    else:
+        need_node("node", args["node"], brokers)
+        for key in ("match", "count", "since"):
+            if key in args:
+                raise bad(key, "goes with 'event', not 'epochs'")
+        epochs = args["epochs"]
+        ok = isinstance(epochs, list) and all(
+            isinstance(e, list) and len(e) == 2 and all(isinstance(x, int) and not isinstance(x, bool) and x >= 0
+                                                        for x in e) for e in epochs)
+        if not ok:
+            raise bad("epochs", f"must be a list of [epoch, start offset] pairs of integers >= 0, got {epochs!r}")
+        args["epochs"] = [list(e) for e in epochs]
+        need_partition()
+
+
+def _modes(raw: Any, bad) -> tuple[str, ...]:
+    """A step's `mode`: one truncation mode or a non-empty list of them."""
+    values = [raw] if isinstance(raw, str) else raw
+    if not isinstance(values, list) or not values or not all(isinstance(m, str) for m in values):
+        raise bad(f"must be a truncation mode ({', '.join(config_mod.TRUNCATION_MODES)}) or a list of them, "
+                  f"got {raw!r}")
+    for m in values:
+        if m not in config_mod.TRUNCATION_MODES:
+            raise bad(f"must be one of {', '.join(config_mod.TRUNCATION_MODES)}, got {m!r}"
+                      f"{did_you_mean(m, config_mod.TRUNCATION_MODES)}")
+    return tuple(dict.fromkeys(values))
+
+
+def _check_sequence(path: Path, steps: list[Step], mode: str) -> None:
+    """What depends on the steps before: a corrupt step's node is down (killed, stopped or power-lost and
+    not started again) at that point, counting only the steps that play in `mode`."""
+    down: set[str] = set()
+    for s in steps:
+        if not s.plays_in(mode):
+            continue
+        node = s.args.get("node")
+        if s.do in DOWN_ACTIONS:
+            down.add(node)
+        elif s.do in ("restart", "start"):
+            down.discard(node)
+        elif s.do == "corrupt" and node not in down:
+            raise ScenarioError(f"{s.where(path)}: field 'node' must name a broker that is down at this point "
+                                f"(kill, stop or power-loss it first; in {mode} mode {node} is running)")
 
 
 def _acks(raw: Any, bad) -> int | str:

@@ -2,9 +2,23 @@
 
 Node and network actions are recorded as nemesis operations (process "nemesis", docs/formats.md): a
 kill / power-loss / stop opens a fault window on that node that the matching restart closes, pause /
-resume likewise, partition / heal likewise. Before the final phase every window still open is closed
-(heal, resume, restart), so each `start` has its `stop`. Produce steps are ordinary `send` operations.
-Each step's outcome and timing go to `scenario.json` in the run directory.
+resume likewise, partition / heal likewise, degrade / restore likewise (fault "degrade"); a corrupt step
+is one instant window (fault "corrupt": its start and its stop one after the other). Before the final
+phase every window still open is closed (heal, restore, resume, restart), so each `start` has its `stop`.
+Produce steps are ordinary `send` operations; flush, elect and assert steps are not in the history.
+
+A partial heal (`heal` with pairs) or restore removes only those one-way links. Each window it touches
+ends (its `stop`, with `healed`: the pairs of that window it removed); where some of the window's pairs
+are still in force, a new window starts at once with the rest (its `start` has f "heal" / "restore",
+`drop` / `links` the remaining pairs and `rest_of` the id it continues). So windows stay paired and each
+one's pairs are exactly what was in force during it; a window is split, never stopped twice.
+
+A step with `mode` plays only in those truncation modes; in the others it is recorded as skipped.
+Each step's outcome (ok, failed, skipped), detail and timing (history time and wall clock: an assert's
+`since` compares the wall clock with the event logs' `ts`) go to `scenario.json` in the run directory.
+A failed step (an assertion that did not hold, a wait that timed out, ...) ends the scenario: `failed`
+says `file:line: step N (...) did not play out: ...` with what was expected and what was seen, the
+final phase still runs, and the outcome is unknown (exit 2), never "as expected".
 
 `run_scenario(scenario)` plays a scenario through the run lifecycle (harness/lifecycle.py) with
 `ScenarioSteps` driving the middle; `highwater scenario`, `highwater rerun` and suites all call it.
@@ -17,8 +31,10 @@ import time
 from typing import Any
 
 from broker.client import Admin, Producer
-from clusters.base import Killable, Partitionable, Pausable, Stoppable, require
+from clusters import base as cluster_base
+from clusters.base import Degradable, EventLogs, Killable, Partitionable, Pausable, Stoppable, require
 from rundir import formats as runformat
+from rundir.settings import at_line
 from harness import config as config_mod, lifecycle
 from harness.scenario import Scenario, Step
 from workloads.pacing import ValueSource
@@ -30,14 +46,36 @@ SCENARIO_JSON = "scenario.json"
 POLL_S = 0.1
 
 
+MAX_SEEN = 400          # characters of "what was seen" in a failed assertion's one-line message
+
+
 class StepFailed(RuntimeError):
     """A step did not play out as written (a wait timed out, a produce had another outcome)."""
 
 
-# what each node or network step asks of the backend (clusters/base.py)
+class AssertionFailed(StepFailed):
+    """An assert step's condition did not hold within its timeout: `expected` and `seen` say how."""
+
+    def __init__(self, expected: str, seen: str, timeout: float):
+        super().__init__(f"assertion failed after {timeout:g}s: expected {expected}; saw {seen}")
+        self.expected, self.seen = expected, seen
+
+
+# what each node or network step asks of the backend (clusters/base.py); an assert step on an event
+# log needs EventLogs (step_needs), one on an epoch cache asks the broker itself
 STEP_NEEDS: dict[str, type] = {"kill": Killable, "power-loss": Killable, "restart": Killable, "start": Killable,
                                "stop": Stoppable, "pause": Pausable, "resume": Pausable,
-                               "partition": Partitionable, "heal": Partitionable}
+                               "partition": Partitionable, "heal": Partitionable,
+                               "degrade": Degradable, "restore": Degradable}
+if hasattr(cluster_base, "Corruptible"):       # helper "storage" adds it (issue 18)
+    STEP_NEEDS["corrupt"] = cluster_base.Corruptible
+
+
+def step_needs(step) -> type | None:
+    """The capability a step asks of the backend, None when it needs none."""
+    if step.do == "assert":
+        return EventLogs if "event" in step.args else None
+    return STEP_NEEDS.get(step.do)
 
 
 class ScenarioRunner:
@@ -52,8 +90,10 @@ class ScenarioRunner:
         self._ids = itertools.count(1)
         self.open: dict[str, tuple[str, int]] = {}      # node -> (fault, id) for kill/power-loss/stop/pause
         self.partitions: list[tuple[int, list[tuple[str, str]]]] = []
+        self.degraded: list[tuple[int, list[tuple[str, str]]]] = []
         self.timeline: list[dict[str, Any]] = []
         self.failed: str | None = None
+        self.started_wall_ns: dict[int, int] = {}        # step number -> wall clock when it started
 
     # --- nemesis records -----------------------------------------------------------------------------
     def _record(self, f: str, fault: str, phase: str, fid: int, targets: list[str], action, **extra) -> str:
@@ -90,7 +130,7 @@ class ScenarioRunner:
 
     def do_step(self, step: Step) -> str:
         a, c = step.args, self.cluster
-        need = STEP_NEEDS.get(step.do)
+        need = step_needs(step)
         if need is not None:            # one line naming the backend and the step if it cannot do it
             c = require(c, need, step.do)
         if step.do == "kill":
@@ -120,7 +160,28 @@ class ScenarioRunner:
             self.partitions.append((fid, pairs))
             return detail
         if step.do == "heal":
-            return self._heal()
+            return self._heal(a.get("drop"))
+        if step.do == "degrade":
+            pairs = a["drop"]
+            fid = next(self._ids)
+            settings = {k: a[k] for k in ("delay_ms", "jitter_ms", "loss_pct")}
+            detail = self._record("degrade", "degrade", "start", fid, _targets(pairs),
+                                  lambda: c.degrade(pairs, **settings), links=[list(p) for p in pairs], **settings)
+            self.degraded.append((fid, pairs))
+            return detail
+        if step.do == "restore":
+            return self._restore(a.get("drop"))
+        if step.do == "corrupt":
+            return self._corrupt(c, a)
+        if step.do == "flush":
+            return self._admin(lambda admin: admin.flush(
+                int(a["node"][1:]), self.topic if "partition" in a else None, a.get("partition")))
+        if step.do == "elect":
+            broker = int(a["node"][1:]) if "node" in a else None
+            return self._admin(lambda admin: admin.elect_leader(self.topic, a["partition"], broker,
+                                                                unclean=a["unclean"]))
+        if step.do == "assert":
+            return self._assert(step)
         if step.do == "sleep":
             self.session.interrupt.wait(a["seconds"])
             return f"slept {a['seconds']}s"
@@ -130,16 +191,82 @@ class ScenarioRunner:
             return self._wait(step)
         raise StepFailed(f"unknown action {step.do!r}")
 
-    def _heal(self) -> str:
-        if not self.partitions:
-            return self.cluster.heal()
-        details = []
-        for i, (fid, pairs) in enumerate(self.partitions):
-            targets = sorted({n for p in pairs for n in p})
-            action = self.cluster.heal if i == 0 else (lambda: "healed with the first")
-            details.append(self._record("heal", "partition", "stop", fid, targets, action))
-        self.partitions = []
-        return details[0]
+    def _heal(self, pairs: list[tuple[str, str]] | None = None) -> str:
+        """Every drop (pairs None) or only those one-way drops (a partial heal; module docstring)."""
+        if pairs is None:
+            if not self.partitions:
+                return self.cluster.heal()
+            details = []
+            for i, (fid, window) in enumerate(self.partitions):
+                action = self.cluster.heal if i == 0 else (lambda: "healed with the first")
+                details.append(self._record("heal", "partition", "stop", fid, _targets(window), action))
+            self.partitions = []
+            return details[0]
+        self.partitions, detail = self._lift("heal", "partition", "drop", self.partitions, pairs,
+                                             lambda: self.cluster.heal(pairs))
+        return detail
+
+    def _restore(self, pairs: list[tuple[str, str]] | None = None) -> str:
+        """Every degraded link (pairs None) or only those (module docstring)."""
+        c = require(self.cluster, Degradable, "restore")
+        if pairs is None:
+            if not self.degraded:
+                return c.restore(None)
+            details = []
+            for i, (fid, window) in enumerate(self.degraded):
+                action = (lambda: c.restore(None)) if i == 0 else (lambda: "restored with the first")
+                details.append(self._record("restore", "degrade", "stop", fid, _targets(window), action))
+            self.degraded = []
+            return details[0]
+        self.degraded, detail = self._lift("restore", "degrade", "links", self.degraded, pairs,
+                                           lambda: c.restore(pairs))
+        return detail
+
+    def _lift(self, f: str, fault: str, key: str, windows: list, pairs: list[tuple[str, str]], action):
+        """Remove `pairs` from the open `windows` of `fault`: each window touched stops, and what is left
+        of it starts again as a new window (`rest_of`). Returns (the open windows now, the detail)."""
+        lifted = set(pairs)
+        done = "healed" if f == "heal" else "restored"
+        touched = [(fid, w) for fid, w in windows if lifted & set(w)]
+        if not touched:
+            return windows, action()        # nothing of it was in force: no window changes
+        detail = ""
+        for i, (fid, w) in enumerate(touched):
+            step_action = action if i == 0 else (lambda: f"{done} with the first")
+            d = self._record(f, fault, "stop", fid, _targets(w), step_action,
+                             **{done: [list(p) for p in w if p in lifted]})
+            detail = detail or d
+        still = [(fid, w) for fid, w in windows if (fid, w) not in touched]
+        for fid, w in touched:
+            rest = [p for p in w if p not in lifted]
+            if rest:
+                nfid = next(self._ids)
+                text = f"still in force: {', '.join(f'{s}->{d}' for s, d in rest)} (rest of window {fid})"
+                self._record(f, fault, "start", nfid, _targets(rest), lambda t=text: t,
+                             **{key: [list(p) for p in rest]}, rest_of=fid)
+                still.append((nfid, rest))
+                detail += f"; {text}"
+        return still, detail
+
+    def _corrupt(self, c, a: dict[str, Any]) -> str:
+        node = a["node"]
+        if self.cluster.is_running(node):
+            raise StepFailed(f"{node} is running: a corrupt step needs its node down (kill, stop or power-loss it)")
+        fid = next(self._ids)
+        extra = {"how": a["how"], "partition": a.get("partition"), "seed": a["seed"]}
+        detail = self._record("corrupt", "corrupt", "start", fid, [node],
+                              lambda: c.corrupt(node, a["how"], partition=a.get("partition"), seed=a["seed"]),
+                              **extra)
+        self._record("corrupt", "corrupt", "stop", fid, [node], lambda: "instant fault", **extra)
+        return detail
+
+    def _admin(self, action) -> str:
+        admin = Admin(controller=self.session.controller_address(),
+                      timeout_s=float(self.scenario.config.client.timeout))
+        try:
+            return action(admin)
+        finally:
+            admin.close()
 
     def _produce(self, step: Step) -> str:
         a = step.args
@@ -218,15 +345,58 @@ class ScenarioRunner:
         finally:
             admin.close()
 
+    # --- assert steps -------------------------------------------------------------------------------------
+    def _assert(self, step: Step) -> str:
+        """Poll the condition until it holds (the detail says what was seen) or the timeout passes
+        (AssertionFailed with what was expected and what was seen last)."""
+        a = step.args
+        timeout = float(a["timeout"])
+        if "event" in a:
+            logs = require(self.cluster, EventLogs, "assert")
+            since = self.started_wall_ns.get(a["since"]) if "since" in a else None
+
+            def observe() -> tuple[bool, str, str]:
+                return _judge_events(logs.events(a["node"]), a, since)
+        else:
+            admin = Admin(controller=self.session.controller_address(), timeout_s=1.0)
+
+            def observe() -> tuple[bool, str, str]:
+                return _judge_epochs(admin.replicas(int(a["node"][1:])), self.topic, a)
+        start = time.monotonic()
+        try:
+            while True:
+                try:
+                    ok, expected, seen = observe()
+                except Exception as exc:  # noqa: BLE001 - node briefly unreachable: keep polling
+                    ok, expected, seen = False, _expected(a), f"{type(exc).__name__}: {exc}"
+                if ok:
+                    return f"after {time.monotonic() - start:.2f}s: {seen}"
+                if time.monotonic() - start >= timeout or self.session.interrupt.is_set():
+                    raise AssertionFailed(expected, _clip(seen), timeout)
+                time.sleep(POLL_S)
+        finally:
+            if "event" not in a:
+                admin.close()
+
     # --- whole scenario ---------------------------------------------------------------------------------
     def run(self) -> bool:
         """Play every step; stop at the first that fails. Returns True when all steps played out."""
+        mode = self.scenario.config.broker.truncation
         for step in self.scenario.steps:
             if self.session.interrupt.is_set():
                 self.failed = "interrupted"
                 break
+            self.started_wall_ns[step.number] = time.time_ns()
             entry = {"step": step.number, "do": step.do, "args": _jsonable(step.args), "note": step.note,
-                     "start_ns": self.history.elapsed_ns()}
+                     "start_ns": self.history.elapsed_ns(), "start_wall_ns": self.started_wall_ns[step.number]}
+            if step.modes is not None:
+                entry["mode"] = list(step.modes)
+            if not step.plays_in(mode):
+                entry.update(outcome="skipped", detail=f"plays only in {' and '.join(step.modes)} mode, "
+                                                       f"this run is {mode}", end_ns=entry["start_ns"])
+                log.info("%s: skipped (%s mode)", step.describe(), mode)
+                self.timeline.append(entry)
+                continue
             phases = getattr(self.session, "phases", None)
             if phases is not None:          # the progress display names the step being played
                 phases.step(step.describe())
@@ -236,7 +406,9 @@ class ScenarioRunner:
                 log.info("%s: %s", step.describe(), detail)
             except Exception as exc:  # noqa: BLE001 - recorded, the final phase still runs
                 entry.update(outcome="failed", detail=f"{type(exc).__name__}: {exc}")
-                self.failed = f"{self.scenario.path}: {step.describe()} did not play out: {exc}"
+                if isinstance(exc, AssertionFailed):
+                    entry.update(expected=exc.expected, seen=exc.seen)
+                self.failed = f"{at_line(self.scenario.path, step.line)}: {step.describe()} did not play out: {exc}"
                 log.error("%s", self.failed)
             entry["end_ns"] = self.history.elapsed_ns()
             self.timeline.append(entry)
@@ -252,6 +424,11 @@ class ScenarioRunner:
                 self._heal()
         except Exception as exc:  # noqa: BLE001
             self.session.problem("scenario: heal failed", exc)
+        try:
+            if self.degraded:
+                self._restore()
+        except Exception as exc:  # noqa: BLE001
+            self.session.problem("scenario: restore failed", exc)
         for node in list(self.open):
             fault = self.open[node][0]
             try:
@@ -273,11 +450,71 @@ def _jsonable(args: dict[str, Any]) -> dict[str, Any]:
     return {k: ([list(p) for p in v] if k == "drop" else v) for k, v in args.items()}
 
 
+def _targets(pairs: list[tuple[str, str]]) -> list[str]:
+    return sorted({n for p in pairs for n in p})
+
+
+def _clip(text: str) -> str:
+    return text if len(text) <= MAX_SEEN else text[:MAX_SEEN - 3] + "..."
+
+
+def _fields(match: dict[str, Any]) -> str:
+    return ", ".join(f"{k}={v!r}" for k, v in match.items())
+
+
+def _expected(a: dict[str, Any]) -> str:
+    if "epochs" in a:
+        return f"{a['node']}'s epoch cache for partition {a['partition']} = {a['epochs']}"
+    count = a.get("count")
+    amount = "at least one" if count is None else ("no" if count == 0 else f"exactly {count}")
+    match = f" with {_fields(a['match'])}" if a.get("match") else ""
+    since = f" since step {a['since']} started" if "since" in a else ""
+    return f"{amount} {a['event']!r} event{'' if count == 1 else 's'} on {a['node']}{match}{since}"
+
+
+def _judge_events(events: list[dict], a: dict[str, Any], since_ns: int | None) -> tuple[bool, str, str]:
+    """(holds, expected, seen) for an assert on an event log: the events named, logged at or after
+    `since_ns` (wall clock), whose fields equal every field of `match`, counted."""
+    named = [e for e in events if e.get("event") == a["event"]
+             and (since_ns is None or (isinstance(e.get("ts"), int) and e["ts"] >= since_ns))]
+    match = a.get("match") or {}
+    hits = [e for e in named if all(k in e and e[k] == v for k, v in match.items())]
+    count = a.get("count")
+    ok = len(hits) >= 1 if count is None else len(hits) == count
+    shown = hits if hits and ok else named
+    listed = "; ".join("{" + ", ".join(f"{k}={v!r}" for k, v in e.items() if k not in ("ts", "node", "event"))
+                       + "}" for e in shown[-3:])
+    seen = f"{len(hits)} matching of {len(named)} {a['event']!r} event{'' if len(named) == 1 else 's'}"
+    if listed:
+        seen += f" ({'last ' if len(shown) > 3 else ''}{listed})"
+    return ok, _expected(a), seen
+
+
+def _judge_epochs(report: dict | None, topic: str, a: dict[str, Any]) -> tuple[bool, str, str]:
+    """(holds, expected, seen) for an assert on a broker's epoch cache (DESCRIBE_REPLICAS "epochs")."""
+    if report is None:
+        return False, _expected(a), f"{a['node']} did not answer DESCRIBE_REPLICAS"
+    entry = report.get((topic, a["partition"]))
+    if entry is None:
+        return False, _expected(a), f"{a['node']} holds no replica of {topic}/{a['partition']}"
+    if "epochs" not in entry:
+        return False, _expected(a), (f"{a['node']}'s DESCRIBE_REPLICAS answer has no 'epochs' (this broker does "
+                                     f"not report its epoch cache)")
+    epochs = [list(e) for e in entry["epochs"]]
+    return epochs == a["epochs"], _expected(a), f"epochs {epochs}"
+
+
 # --- the scenario as the lifecycle's middle -----------------------------------------------------------
 
 def scenario_faults(scenario: Scenario) -> list[str]:
-    """The faults a scenario injects (its partition steps need the firewall), for the backend preflight."""
-    return ["partition"] if any(s.do == "partition" for s in scenario.steps) else []
+    """The faults a scenario injects (its partition steps need the firewall, its degrade steps the
+    backend's degradation tools), for the backend preflight."""
+    faults = []
+    if any(s.do == "partition" for s in scenario.steps):
+        faults.append("partition")
+    if any(s.do == "degrade" for s in scenario.steps):
+        faults.append("degrade")
+    return faults
 
 
 def validate_scenario(scenario: Scenario, where: str) -> None:
@@ -303,8 +540,11 @@ class ScenarioSteps(lifecycle.Middle):
     def set_up(self, session) -> None:
         """Every node or network step's capability, before the cluster starts (as the nemesis does):
         a backend that cannot do one is a setup error, not a step failing mid-run."""
+        mode = getattr(getattr(getattr(self.scenario, "config", None), "broker", None), "truncation", None)
         for step in self.scenario.steps:
-            need = STEP_NEEDS.get(step.do)
+            if mode is not None and not step.plays_in(mode):
+                continue
+            need = step_needs(step)
             if need is not None:
                 require(session.cluster, need, step.do)
 

@@ -100,3 +100,137 @@ def test_file_level_errors(tmp_path):
         S.load(write(tmp_path, 'colour = 1\n' + BASE + '[[step]]\ndo = "heal"\n'))
     # the message gained "did you mean" (rundir/settings.py)
     assert str(e.value) == f"{tmp_path / 's.toml'}:1: unknown key 'colour' (did you mean 'cluster'?)"
+
+
+# --- issue 18: partial heal, degrade/restore, corrupt, flush, elect, mode, assert ------------------------
+
+def test_new_steps_parsed_with_defaults(tmp_path):
+    p = write(tmp_path, BASE + '[[step]]\ndo = "heal"\n'
+                              '[[step]]\ndo = "heal"\ndrop = [["n1", "n2"]]\n'
+                              '[[step]]\ndo = "heal"\nisolate = "n2"\nmode = "hw"\n'
+                              '[[step]]\ndo = "flush"\nnode = "n2"\n'
+                              '[[step]]\ndo = "flush"\nnode = "n1"\npartition = 0\nmode = ["leader-epoch", "hw"]\n'
+                              '[[step]]\ndo = "elect"\n'
+                              '[[step]]\ndo = "elect"\nnode = "n2"\nunclean = true\n'
+                              '[[step]]\ndo = "assert"\nnode = "n1"\nevent = "truncate"\n'
+                              'match = {from = 2, to = 1, why = "hw"}\ncount = 0\nsince = 2\n'
+                              '[[step]]\ndo = "assert"\nnode = "n2"\nepochs = [[0, 0], [1, 2]]\ntimeout = 9\n'
+                              '[[step]]\ndo = "degrade"\nisolate = "n1"\ndelay_ms = 50\n'
+                              '[[step]]\ndo = "restore"\ndrop = [["n1", "n2"]]\n'
+                              '[[step]]\ndo = "restore"\n'
+                              '[[step]]\ndo = "kill"\nnode = "n2"\n'
+                              '[[step]]\ndo = "corrupt"\nnode = "n2"\nhow = "bitflip"\n'
+                              '[[step]]\ndo = "assert"\nnode = "c0"\nevent = "fenced"\n')
+    sc = S.load(p)
+    got = [(s.do, s.args, s.modes) for s in sc.steps]
+    assert got == [
+        ("heal", {}, None),
+        ("heal", {"drop": [("n1", "n2")]}, None),
+        ("heal", {"isolate": "n2", "drop": [("n2", "n1"), ("n1", "n2")], "from": ["n1"]}, ("hw",)),
+        ("flush", {"node": "n2"}, None),
+        ("flush", {"node": "n1", "partition": 0}, ("leader-epoch", "hw")),
+        ("elect", {"unclean": False, "partition": 0}, None),
+        ("elect", {"node": "n2", "unclean": True, "partition": 0}, None),
+        ("assert", {"node": "n1", "event": "truncate", "match": {"from": 2, "to": 1, "why": "hw"}, "count": 0,
+                    "since": 2, "timeout": 5.0}, None),
+        ("assert", {"node": "n2", "epochs": [[0, 0], [1, 2]], "timeout": 9, "partition": 0}, None),
+        ("degrade", {"isolate": "n1", "drop": [("n1", "n2"), ("n2", "n1")], "from": ["n2"], "delay_ms": 50,
+                     "jitter_ms": 0.0, "loss_pct": 0.0}, None),
+        ("restore", {"drop": [("n1", "n2")]}, None),
+        ("restore", {}, None),
+        ("kill", {"node": "n2"}, None),
+        ("corrupt", {"node": "n2", "how": "bitflip", "seed": 0}, None),
+        ("assert", {"node": "c0", "event": "fenced", "match": {}, "timeout": 5.0}, None),
+    ]
+    assert [s.plays_in("leader-epoch") for s in sc.steps[2:5]] == [False, True, True]
+    assert sc.steps[13].where(p) == f"{p}:53: step 14 (corrupt)"
+
+
+@pytest.mark.parametrize("steps, message", [
+    ('[[step]]\ndo = "heal"\ndrop = [["n1", "n2"]]\nisolate = "n1"\n', "step 1 (heal): give exactly one of 'drop' or 'isolate'"),
+    ('[[step]]\ndo = "heal"\nfrom = ["n1"]\n', "step 1 (heal): field 'from' goes with 'isolate'"),
+    ('[[step]]\ndo = "heal"\ndrop = []\n', "step 1 (heal): field 'drop' must be a non-empty list of [from, to] node pairs"),
+    ('[[step]]\ndo = "restore"\ndrop = [["n1", "n9"]]\n', "step 1 (restore): field 'drop' must be one of c0, n1, n2, got 'n9'"),
+    ('[[step]]\ndo = "degrade"\ndrop = [["n1", "n2"]]\n', "step 1 (degrade): field 'delay_ms' is missing"),
+    ('[[step]]\ndo = "degrade"\ndelay_ms = 5\n', "step 1 (degrade): give exactly one of 'drop' or 'isolate'"),
+    ('[[step]]\ndo = "degrade"\nisolate = "n1"\ndelay_ms = -5\n', "step 1 (degrade): field 'delay_ms' must be"),
+    ('[[step]]\ndo = "degrade"\nisolate = "n1"\ndelay_ms = 5\nloss_pct = 101\n',
+     "step 1 (degrade): field 'loss_pct' must be a percentage from 0 to 100, got 101"),
+    ('[[step]]\ndo = "flush"\n', "step 1 (flush): field 'node' is missing"),
+    ('[[step]]\ndo = "flush"\nnode = "c0"\n', "step 1 (flush): field 'node' must be one of n1, n2, got 'c0'"),
+    ('[[step]]\ndo = "flush"\nnode = "n1"\npartition = 1\n', "step 1 (flush): field 'partition' must be below the topic's 1 partitions"),
+    ('[[step]]\ndo = "elect"\nunclean = "yes"\n', "step 1 (elect): field 'unclean' must be true or false, got 'yes'"),
+    ('[[step]]\ndo = "elect"\nnode = "n3"\n', "step 1 (elect): field 'node' must be one of n1, n2, got 'n3'"),
+    ('[[step]]\ndo = "elect"\nunclen = true\n', "step 1 (elect): unknown field 'unclen' (allowed: node, unclean, partition) "
+                                              "(did you mean 'unclean'?)"),
+    ('[[step]]\ndo = "sleep"\nseconds = 1\nmode = "kip-101"\n', "step 1 (sleep): field 'mode' must be one of hw, leader-epoch, got 'kip-101'"),
+    ('[[step]]\ndo = "sleep"\nseconds = 1\nmode = []\n', "step 1 (sleep): field 'mode' must be a truncation mode"),
+    ('[[step]]\ndo = "assert"\nevent = "truncate"\n', "step 1 (assert): field 'node' is missing"),
+    ('[[step]]\ndo = "assert"\nnode = "n1"\n', "step 1 (assert): field 'event' or 'epochs': give exactly one"),
+    ('[[step]]\ndo = "assert"\nnode = "n1"\nevent = "truncate"\nepochs = []\n', "field 'event' or 'epochs': give exactly one"),
+    ('[[step]]\ndo = "assert"\nnode = "n1"\nevent = "truncation"\n',
+     "step 1 (assert): field 'event' must be an event name (docs/formats.md), got 'truncation' (did you mean 'truncate'?)"),
+    ('[[step]]\ndo = "assert"\nnode = "n1"\nevent = "truncate"\nmatch = 2\n', "step 1 (assert): field 'match' must be a table"),
+    ('[[step]]\ndo = "assert"\nnode = "n1"\nevent = "truncate"\nmatch = {node = "n1"}\n', "field 'match' must not name 'node'"),
+    ('[[step]]\ndo = "assert"\nnode = "n1"\nevent = "truncate"\ncount = -1\n', "step 1 (assert): field 'count' must be an integer >= 0, got -1"),
+    ('[[step]]\ndo = "assert"\nnode = "n1"\nevent = "truncate"\nsince = 2\n',
+     "step 1 (assert): field 'since' must name this step (1) or an earlier one, got 2"),
+    ('[[step]]\ndo = "assert"\nnode = "n1"\nevent = "truncate"\nsince = 0\n', "step 1 (assert): field 'since' must be a step number >= 1"),
+    ('[[step]]\ndo = "assert"\nnode = "n1"\nevent = "truncate"\npartition = 0\n',
+     "step 1 (assert): field 'partition' goes with 'epochs' (for events, put it in 'match')"),
+    ('[[step]]\ndo = "assert"\nnode = "n1"\nevent = "truncate"\ntimeout = 0\n', "step 1 (assert): field 'timeout' must be a number above 0"),
+    ('[[step]]\ndo = "assert"\nnode = "c0"\nepochs = [[0, 0]]\n', "step 1 (assert): field 'node' must be one of n1, n2, got 'c0'"),
+    ('[[step]]\ndo = "assert"\nnode = "n1"\nepochs = [[0]]\n', "step 1 (assert): field 'epochs' must be a list of [epoch, start offset] pairs"),
+    ('[[step]]\ndo = "assert"\nnode = "n1"\nepochs = [[0, 0]]\ncount = 1\n', "step 1 (assert): field 'count' goes with 'event', not 'epochs'"),
+    ('[[step]]\ndo = "corrupt"\nnode = "n1"\n', "step 1 (corrupt): field 'how' is missing"),
+    ('[[step]]\ndo = "corrupt"\nnode = "n1"\nhow = "bitflips"\n',
+     "step 1 (corrupt): field 'how' must be one of bitflip, truncate, hw-checkpoint-delete"),
+    ('[[step]]\ndo = "corrupt"\nnode = "n1"\nhow = "bitflip"\n',
+     "step 1 (corrupt): field 'node' must name a broker that is down at this point (kill, stop or power-loss it "
+     "first; in leader-epoch mode n1 is running)"),
+    ('[[step]]\ndo = "kill"\nnode = "n1"\n[[step]]\ndo = "restart"\nnode = "n1"\n'
+     '[[step]]\ndo = "corrupt"\nnode = "n1"\nhow = "truncate"\nseed = -1\n',
+     "step 3 (corrupt): field 'seed' must be an integer >= 0, got -1"),
+    ('[[step]]\ndo = "kill"\nnode = "n1"\nmode = "hw"\n[[step]]\ndo = "corrupt"\nnode = "n1"\nhow = "truncate"\n',
+     "step 2 (corrupt): field 'node' must name a broker that is down at this point"),
+])
+def test_new_step_errors_name_file_step_line_field(tmp_path, steps, message):
+    p = write(tmp_path, BASE + steps)
+    with pytest.raises(S.ScenarioError) as e:
+        S.load(p)
+    text = str(e.value)
+    assert message in text
+    assert text.startswith(f"{p}:")
+    assert "\n" not in text
+
+
+def test_new_step_error_names_its_line(tmp_path):
+    p = write(tmp_path, BASE + '[[step]]\ndo = "heal"\n\n[[step]]\ndo = "assert"\nnode = "n1"\nevent = "truncate"\n'
+                               'match = {to = 1}\ncount = 1.5\n')
+    with pytest.raises(S.ScenarioError) as e:
+        S.load(p)
+    assert str(e.value) == f"{p}:9: step 2 (assert): field 'count' must be an integer >= 0, got 1.5"
+
+
+def test_corrupt_sees_the_node_down_only_in_the_modes_its_kill_plays(tmp_path):
+    text = BASE + ('[[step]]\ndo = "kill"\nnode = "n1"\nmode = "hw"\n'
+                   '[[step]]\ndo = "corrupt"\nnode = "n1"\nhow = "bitflip"\nmode = "hw"\n')
+    p = write(tmp_path, text)
+    assert [s.do for s in S.load(p, truncation="hw").steps] == ["kill", "corrupt"]
+    assert [s.do for s in S.load(p, truncation="leader-epoch").steps] == ["kill", "corrupt"]   # both skip
+
+
+def test_kafka_7415_scenario_parses_in_both_modes():
+    path = REPO / "scenarios" / "kafka-7415.toml"
+    plays = {}
+    for mode in ("hw", "leader-epoch"):
+        sc = S.load(path, truncation=mode)
+        assert sc.expect == {"hw": [], "leader-epoch": []}
+        plays[mode] = [s.number for s in sc.steps if s.do == "assert" and s.plays_in(mode)]
+        epochs = [s.args["epochs"] for s in sc.steps if s.do == "assert" and "epochs" in s.args]
+        assert epochs == [[[0, 0], [1, 1]], [[0, 0], [1, 1]]]
+    assert plays == {"hw": [9, 10, 14, 17], "leader-epoch": [9, 12, 13, 14, 17]}
+    truncs = {s.modes: s.args["match"] for s in sc.steps if s.do == "assert" and s.args.get("event") == "truncate"
+              and s.modes}
+    assert truncs == {("hw",): {"from": 2, "to": 1, "why": "hw"},
+                      ("leader-epoch",): {"from": 2, "to": 1, "why": "leader-epoch"}}
