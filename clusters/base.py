@@ -14,6 +14,7 @@ capability protocols it implements:
 | `Partitionable` | drop, heal        | the partition faults, scenario `partition`/`heal` steps  |
 | `Degradable`    | degrade, restore  | the degrade faults, scenario `degrade`/`restore` steps   |
 | `EventLogs`     | events            | scenario `assert` steps on a node's event log            |
+| `Corruptible`   | corrupt           | the corrupt-* faults, scenario `corrupt` step            |
 
 Power loss is not a capability of its own: it is a kill of a broker started with the broker setting
 `power_loss = true` (its unflushed appends live only in memory), so it needs `Killable`.
@@ -196,7 +197,20 @@ class EventLogs(Protocol):
         written one yet. Works while the node is down or paused."""
 
 
-CAPABILITIES: tuple[type, ...] = (Killable, Stoppable, Pausable, Partitionable, Degradable, EventLogs)
+@runtime_checkable
+class Corruptible(Protocol):
+    """Damage a stopped node's data files (clusters/storage_faults.py holds the byte-level mutations)."""
+
+    @abc.abstractmethod
+    def corrupt(self, node: str, how: str, *, partition: int | None = None, seed: int = 0) -> str:
+        """Apply storage fault `how` (clusters/storage_faults.STORAGE_FAULTS: bitflip, truncate,
+        hw-checkpoint-delete, hw-checkpoint-corrupt, epoch-checkpoint-delete, epoch-checkpoint-corrupt) to
+        one replica of broker `node` (of topic partition `partition` if given), choosing with `seed`.
+        The node must be down (killed or stopped): ClusterError if it runs. Returns one line naming the
+        file and the byte or offset."""
+
+
+CAPABILITIES: tuple[type, ...] = (Killable, Stoppable, Pausable, Partitionable, Degradable, EventLogs, Corruptible)
 
 C = TypeVar("C")
 

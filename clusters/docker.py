@@ -18,6 +18,11 @@ Faults (through clusters/ssh_cluster.py, the SSH backend's code path, except whe
 - pause / resume: `docker pause` / `docker unpause` (the whole node freezes, sshd included).
 - partitions: iptables DROP rules inside the receiving container (NET_ADMIN).
 - power-loss: SIGKILL of a broker running with `power_loss = true`, as on the local backend.
+- corrupt (Corruptible): with the broker down (its process killed, or its container crashed), the node's
+  data directory is copied out with the engine's archive API (get_archive works on a stopped container),
+  damaged here by clusters/storage_faults.py and the changed files put back (put_archive); a deleted
+  file is removed with `docker exec rm` (a running container, kill mode "process") and refused on a
+  stopped container, which cannot run a command.
 
 Teardown removes exactly the run's containers and network (images are a cache and stay); the same
 labels let `highwater cleanup` remove what a killed harness left (clusters/docker_leftovers.py).
@@ -25,23 +30,25 @@ labels let `highwater cleanup` remove what a killed harness left (clusters/docke
 from __future__ import annotations
 
 import os
+import posixpath
 import signal
 import subprocess
 import time
 from pathlib import Path
 
-from clusters.base import ClusterError, ClusterSpec, NodeAddress
+from clusters.base import ClusterError, ClusterSpec, Corruptible, NodeAddress
 from clusters.docker_hosts import DockerHosts, engine
 from clusters.docker_image import CODE_DIR, ensure_node_image
 from clusters.ssh_cluster import BROKER_PORT, CONTROLLER, CONTROLLER_PORT, RemoteCluster
 from clusters.run_registry import proc_state as _state
 from clusters.ssh_control import RemoteResult, SshError, SshNode, SshTarget
+from clusters.storage_faults import StorageFaultError, corrupt_data_dir
 
 WORKDIR = "/var/lib/highwater"
 KILL_MODES = ("process", "node")
 
 
-class DockerCluster(RemoteCluster):
+class DockerCluster(RemoteCluster, Corruptible):
     backend_name = "docker"
 
     def __init__(self, spec: ClusterSpec, *, base_image: str | None = None, image: str | None = None,
@@ -185,6 +192,57 @@ class DockerCluster(RemoteCluster):
             member = tar.next()
             fh = tar.extractfile(member) if member is not None else None
             return fh.read() if fh is not None else b""
+
+    def corrupt(self, node: str, how: str, *, partition: int | None = None, seed: int = 0) -> str:
+        """A storage fault on the down broker's data directory (module docstring)."""
+        import io
+        import tarfile
+        import tempfile
+        import docker.errors
+        with self._lock:
+            self._check(node)
+            if node == CONTROLLER:
+                raise ClusterError(f"{node}: corrupt applies to brokers, not the controller")
+            if self.is_running(node):
+                raise ClusterError(f"{node}: cannot corrupt its data files while it runs (kill or stop it first)")
+            container = self.hosts.containers[node]
+            remote = posixpath.join(self.remote_dir(node), "data")
+            try:
+                stream, _stat = container.get_archive(remote)
+                archive = io.BytesIO(b"".join(stream))
+            except docker.errors.APIError as exc:
+                raise ClusterError(f"{node}: cannot read {remote} from container "
+                                   f"{self.hosts.container_name(node)}: {exc}") from None
+            with tempfile.TemporaryDirectory(prefix="hw-corrupt-") as tmp:
+                with tarfile.open(fileobj=archive) as tar:
+                    members = {m.name: m for m in tar.getmembers()}
+                    tar.extractall(tmp, filter="data")
+                try:
+                    fault = corrupt_data_dir(Path(tmp) / "data", how, partition=partition, seed=seed)
+                except StorageFaultError as exc:
+                    raise ClusterError(f"{node}: {exc}") from None
+                for rel in fault.written:
+                    name = posixpath.join("data", rel.as_posix())
+                    info = members[name]
+                    data = (Path(tmp) / name).read_bytes()
+                    info.size = len(data)
+                    info.name = rel.name
+                    buf = io.BytesIO()
+                    with tarfile.open(fileobj=buf, mode="w") as out:
+                        out.addfile(info, io.BytesIO(data))
+                    target = posixpath.join(remote, rel.parent.as_posix())
+                    if not container.put_archive(target, buf.getvalue()):
+                        raise ClusterError(f"{node}: could not write {name} back into container "
+                                           f"{self.hosts.container_name(node)}")
+                for rel in fault.removed:
+                    path = posixpath.join(remote, rel.as_posix())
+                    if self.hosts.status(node) != "running":
+                        raise ClusterError(f"{node}: cannot delete {path} in a stopped container "
+                                           f"(use docker kill mode 'process')")
+                    code, out = container.exec_run(["rm", "-f", path])
+                    if code != 0:
+                        raise ClusterError(f"{node}: rm {path} exited {code}: {out.decode(errors='replace')[:200]}")
+            return f"{node}: {fault.detail}"
 
     def crash(self, node: str) -> str:
         """Whole-node crash: `docker kill` of the node's container (every process in it dies at once)."""

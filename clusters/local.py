@@ -32,14 +32,15 @@ from pathlib import Path
 from typing import Callable
 
 from clusters.addresses import Allocation, allocate
-from clusters.base import (Cluster, ClusterError, ClusterSpec, Degradable, EventLogs, Killable, NodeAddress,
-                           Partitionable, Pausable, Stoppable)
+from clusters.base import (Cluster, ClusterError, ClusterSpec, Corruptible, Degradable, EventLogs, Killable,
+                           NodeAddress, Partitionable, Pausable, Stoppable)
 from clusters.event_logs import parse_event_log
 from clusters.local_firewall import Firewall, available_tool, make_firewall, short_id
 from clusters.local_netem import Degradation
 from clusters import local_netem
 from clusters.processes import NodeProcess
 from clusters.run_registry import ProcessRecord, Registry
+from clusters.storage_faults import StorageFaultError, corrupt_data_dir
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CONTROLLER = "c0"
@@ -56,7 +57,7 @@ def broker_command(python: str = sys.executable) -> CommandFactory:
     return command
 
 
-class LocalCluster(Cluster, Killable, Stoppable, Pausable, Partitionable, Degradable, EventLogs):
+class LocalCluster(Cluster, Killable, Stoppable, Pausable, Partitionable, Degradable, EventLogs, Corruptible):
     backend_name = "local"
 
     def __init__(self, spec: ClusterSpec, *, registry: Registry | None = None,
@@ -312,6 +313,21 @@ class LocalCluster(Cluster, Killable, Stoppable, Pausable, Partitionable, Degrad
                 return "no drop rules installed"
             self._firewall.heal()
             return "healed (all drop rules removed)"
+
+    # --- storage faults ---------------------------------------------------------------------------------
+    def corrupt(self, node: str, how: str, *, partition: int | None = None, seed: int = 0) -> str:
+        """Damage broker `node`'s data files in nodes/<node>/data (clusters/storage_faults.py); it must be down."""
+        with self._lock:
+            if node == CONTROLLER:
+                raise ClusterError(f"{node}: corrupt applies to brokers, not the controller")
+            self._address(node)  # validates the name
+            if self.is_running(node):
+                raise ClusterError(f"{node}: cannot corrupt its data files while it runs (kill or stop it first)")
+            try:
+                fault = corrupt_data_dir(self.node_dir(node) / "data", how, partition=partition, seed=seed)
+            except StorageFaultError as exc:
+                raise ClusterError(f"{node}: {exc}") from None
+            return f"{node}: {fault.detail}"
 
     # --- event logs -------------------------------------------------------------------------------------
     def events(self, node: str) -> list[dict]:

@@ -111,8 +111,12 @@ class ReplicaManager:
         if rec.cut:
             self.events.emit("truncate", partition=p, topic=topic, **{"from": None}, to=rec.cut_offset,
                              why="recovery", bytes_cut=rec.bytes_cut, reason=rec.reason)
-        hw = store.hw_checkpoint.read() or 0
-        entries = store.epoch_checkpoint.read()
+        loaded = store.read_checkpoints()       # a lost or corrupt checkpoint never stops the broker
+        for bad in loaded.problems:
+            self.events.emit("storage-error", topic=topic, partition=p, error=f"{bad.file}: {bad.problem}"[:300],
+                             file=bad.file, action=bad.action, why="checkpoint")
+        hw = loaded.hw or 0
+        entries = loaded.epoch_entries
         replica = PartitionReplica(topic, p, cfg.node_id, store.log, self.repl_config, hw=hw, epoch_entries=entries)
         part = Partition(topic, p, store, replica)
         part.checkpointed_hw = hw

@@ -10,6 +10,10 @@ Layout:
         .lock                                 flock held while the log is open
 
 The marker is what tells the offline dump that a directory is a broker data directory.
+
+A checkpoint that cannot be read at start-up (garbage bytes, wrong header, cut short) never stops the
+broker: `read_checkpoints` reads it as missing and says why (docs/architecture.md, "Storage faults and
+restart"): a lost HW restarts from the log start, lost leader-epoch entries are rebuilt from the log.
 """
 from __future__ import annotations
 
@@ -20,7 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from broker.limits import topic_name_problem
-from broker.storage.checkpoints import EPOCH_FILE, HW_FILE, EpochCheckpoint, HwCheckpoint, write_atomically
+from broker.storage.checkpoints import (EPOCH_FILE, HW_FILE, CheckpointError, EpochCheckpoint, HwCheckpoint,
+                                        write_atomically)
 from broker.storage.log import DEFAULT_SEGMENT_RECORDS, RecoveryReport, SegmentedLog
 
 MARKER_FILE = "highwater-storage.json"
@@ -80,6 +85,23 @@ def list_partitions(data_dir: Path | str) -> list[tuple[str, int]]:
     return sorted(found)
 
 
+@dataclass(frozen=True)
+class CheckpointProblem:
+    """A checkpoint file that could not be used at start-up and what was done instead."""
+
+    file: str           # HW_FILE or EPOCH_FILE
+    path: str
+    problem: str        # "missing" or the CheckpointError message (file, line)
+    action: str         # what the broker does instead
+
+
+@dataclass(frozen=True)
+class LoadedCheckpoints:
+    hw: int | None                      # None: no usable HW checkpoint (start from the log start)
+    epoch_entries: list[tuple[int, int]]
+    problems: tuple[CheckpointProblem, ...] = ()
+
+
 @dataclass
 class PartitionStore:
     """Everything one replica keeps on disk: the log and the two checkpoints."""
@@ -101,6 +123,31 @@ class PartitionStore:
                                 flush_policy=flush_policy)
         return cls(topic, partition, directory, log, HwCheckpoint(directory / HW_FILE),
                    EpochCheckpoint(directory / EPOCH_FILE))
+
+    def read_checkpoints(self) -> LoadedCheckpoints:
+        """Both checkpoints for start-up, never raising for a bad one: a corrupt file reads as missing (the
+        file stays until the next checkpoint write replaces it) and is listed in `problems`, as is a
+        missing file while the log holds records (it was lost: a fresh replica has neither)."""
+        problems = []
+        has_records = self.log.leo() > self.log.log_start()
+        try:
+            hw = self.hw_checkpoint.read()
+            if hw is None and has_records:
+                problems.append(CheckpointProblem(HW_FILE, str(self.hw_checkpoint.path), "missing",
+                                                  f"HW starts at the log start {self.log.log_start()}"))
+        except CheckpointError as exc:
+            hw = None
+            problems.append(CheckpointProblem(HW_FILE, str(self.hw_checkpoint.path), str(exc),
+                                              f"HW starts at the log start {self.log.log_start()}"))
+        rebuild = f"leader epochs rebuilt from the log (offsets {self.log.log_start()}..{self.log.leo()})"
+        try:
+            entries = self.epoch_checkpoint.read()
+            if not entries and has_records and not self.epoch_checkpoint.path.exists():
+                problems.append(CheckpointProblem(EPOCH_FILE, str(self.epoch_checkpoint.path), "missing", rebuild))
+        except CheckpointError as exc:
+            entries = []
+            problems.append(CheckpointProblem(EPOCH_FILE, str(self.epoch_checkpoint.path), str(exc), rebuild))
+        return LoadedCheckpoints(hw, entries, tuple(problems))
 
     @property
     def recovery(self) -> RecoveryReport:

@@ -23,8 +23,9 @@ from harness.scenario_runner import ScenarioRunner, ScenarioSteps
 from nemesis import Nemesis
 
 ALL = ["Killable", "Stoppable", "Pausable", "Partitionable", "EventLogs"]
-# degradation (clusters/local_netem.py) only on the local backend so far
-LOCAL = ["Killable", "Stoppable", "Pausable", "Partitionable", "Degradable", "EventLogs"]
+# degradation (clusters/local_netem.py) only on the local backend so far; storage faults on local and Docker
+LOCAL = ["Killable", "Stoppable", "Pausable", "Partitionable", "Degradable", "EventLogs", "Corruptible"]
+DOCKER = ALL + ["Corruptible"]
 
 
 class CoreOnly(Cluster):
@@ -72,7 +73,7 @@ def test_the_real_local_cluster_has_every_capability(tmp_path):
 
 @pytest.mark.parametrize("cls", [DockerCluster, SshCluster, RemoteCluster, LocalCluster])
 def test_every_backend_class_declares_every_capability(cls):
-    assert capabilities(cls) == (LOCAL if cls is LocalCluster else ALL)
+    assert capabilities(cls) == {LocalCluster: LOCAL, DockerCluster: DOCKER}.get(cls, ALL)
     assert base.backend_name(cls) == {DockerCluster: "docker", SshCluster: "ssh", RemoteCluster: "remote",
                                       LocalCluster: "local"}[cls]
 
