@@ -469,7 +469,8 @@ def _expected(a: dict[str, Any]) -> str:
     amount = "at least one" if count is None else ("no" if count == 0 else f"exactly {count}")
     match = f" with {_fields(a['match'])}" if a.get("match") else ""
     since = f" since step {a['since']} started" if "since" in a else ""
-    return f"{amount} {a['event']!r} event{'' if count == 1 else 's'} on {a['node']}{match}{since}"
+    plural = "" if count in (None, 1) else "s"
+    return f"{amount} {a['event']!r} event{plural} on {a['node']}{match}{since}"
 
 
 def _judge_events(events: list[dict], a: dict[str, Any], since_ns: int | None) -> tuple[bool, str, str]:

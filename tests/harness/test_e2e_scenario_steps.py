@@ -1,0 +1,154 @@
+"""End to end on real processes: the issue-18 scenario steps. One two-broker cluster plays flush, a partial
+heal, degrade/restore, elect, assert on an event log, a step skipped by `mode`, and an assertion that does
+not hold (exit 2, one line naming file:line, step, expected and seen; never "as expected"); the nemesis
+history stays paired across the partial heal. The shipped scenarios/kafka-7415.toml plays in both modes."""
+from __future__ import annotations
+
+import pytest
+
+from rundir import formats as runformat
+from e2e_helpers import REPO, load_json, run_dir_from_stdout, run_highwater
+
+STEPS = """name = "steps"
+final_wait = 20
+[cluster]
+nodes = 2
+[topic]
+partitions = 1
+replication_factor = 2
+[broker]
+min_insync_replicas = 1
+flush = "never"
+replica_lag_time_max_ms = 60000
+[client]
+acks = "all"
+timeout = 3.0
+[checker]
+engine = "reference"
+[expect]
+leader-epoch = []
+
+[[step]]
+do = "wait"
+leader = "n1"
+isr = ["n1", "n2"]
+[[step]]
+do = "produce"
+count = 2
+[[step]]
+do = "flush"
+node = "n1"
+partition = 0
+[[step]]
+do = "partition"
+isolate = "n2"
+from = ["n1"]
+[[step]]
+do = "heal"
+drop = [["n1", "n2"]]
+note = "partial: n2 -> n1 stays dropped"
+[[step]]
+do = "degrade"
+drop = [["n1", "n2"]]
+delay_ms = 20
+[[step]]
+do = "restore"
+[[step]]
+do = "heal"
+[[step]]
+do = "elect"
+node = "n2"
+[[step]]
+do = "wait"
+leader = "n2"
+isr = ["n1", "n2"]
+timeout = 20
+[[step]]
+do = "assert"
+node = "n1"
+event = "role"
+match = {role = "follower", epoch = 1}
+count = 1
+since = 9
+[[step]]
+do = "assert"
+node = "n1"
+event = "truncate"
+count = 7
+mode = "hw"
+note = "skipped: this run is leader-epoch"
+[[step]]
+do = "assert"
+node = "n2"
+event = "truncate"
+count = 0
+[[step]]
+do = "assert"
+node = "n1"
+event = "truncate"
+match = {why = "hw"}
+timeout = 1
+note = "does not hold in leader-epoch mode"
+[[step]]
+do = "produce"
+note = "never played"
+"""
+
+
+@pytest.mark.slow
+def test_new_steps_on_real_processes(tmp_path):
+    f = tmp_path / "steps.toml"
+    f.write_text(STEPS)
+    r = run_highwater("scenario", str(f), "--results-dir", str(tmp_path / "res"), "--plain", timeout=300)
+    assert r.returncode == 2, r.stderr
+    run_dir = run_dir_from_stdout(r.stdout)
+    timeline = load_json(run_dir / "scenario.json")
+    steps = {s["step"]: s for s in timeline["steps"]}
+    assert [steps[n]["outcome"] for n in range(1, 15)] == ["ok"] * 11 + ["skipped", "ok", "failed"]
+    assert 15 not in steps
+    assert steps[3]["detail"].startswith("broker 1 flushed hw/0 to offset 2 (was 0)"), steps[3]
+    assert steps[5]["detail"] == "healed n1->n2; still in force: n2->n1 (rest of window 1)"
+    assert steps[9]["detail"].startswith("broker 2 leads hw/0 at epoch 1"), steps[9]
+    assert steps[11]["detail"].endswith("1 matching of 1 'role' event ({partition=0, role='follower', epoch=1})")
+    assert steps[12]["detail"] == "plays only in hw mode, this run is leader-epoch"
+    assert steps[13]["detail"].endswith(": 0 matching of 0 'truncate' events")
+    line = [n for n, text in enumerate(STEPS.splitlines(), start=1) if text == "[[step]]"][13]
+    failed = (f"{f}:{line}: step 14 (assert: node=n1, event=truncate, match={{'why': 'hw'}}, timeout=1) "
+              f"did not play out: assertion failed after 1s: expected at least one 'truncate' event on n1 "
+              f"with why='hw'; saw 0 matching of ")
+    assert steps[14]["expected"] == "at least one 'truncate' event on n1 with why='hw'"
+    assert steps[14]["seen"].startswith("0 matching of ")
+    assert timeline["failed"].startswith(failed), timeline["failed"]
+    assert line == 74
+    assert "as expected" not in r.stderr
+    assert "not judged: a step did not play out" in r.stderr
+    assert r.stderr.splitlines()[-1].startswith("highwater: UNKNOWN (exit 2)")
+    # the nemesis history: paired windows, the partial heal splits window 1 (its rest is window 2)
+    ops = [line.obj for line in runformat.iter_jsonl(run_dir / runformat.NEMESIS) if line.obj["type"] == "info"]
+    got = [(o["f"], o["value"]["fault"], o["value"]["phase"], o["value"]["id"],
+            o["value"].get("drop") or o["value"].get("links") or o["value"].get("healed") or o["value"].get("restored"))
+           for o in ops]
+    assert got == [("partition", "partition", "start", 1, [["n2", "n1"], ["n1", "n2"]]),
+                   ("heal", "partition", "stop", 1, [["n1", "n2"]]),
+                   ("heal", "partition", "start", 2, [["n2", "n1"]]),
+                   ("degrade", "degrade", "start", 3, [["n1", "n2"]]),
+                   ("restore", "degrade", "stop", 3, None),
+                   ("heal", "partition", "stop", 2, None)]
+    assert ops[2]["value"]["rest_of"] == 1 and ops[3]["value"]["delay_ms"] == 20
+    assert (run_dir / "report.html").is_file()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode, why", [("hw", "hw"), ("leader-epoch", "leader-epoch")])
+def test_kafka_7415_scenario_asserts_the_truncation_reason(tmp_path, mode, why):
+    r = run_highwater("scenario", str(REPO / "scenarios" / "kafka-7415.toml"), "--truncation", mode,
+                      "--results-dir", str(tmp_path / "res"), "--plain", timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert f"scenario expects no anomalies in {mode} mode; found none: as expected" in r.stderr
+    timeline = load_json(run_dir_from_stdout(r.stdout) / "scenario.json")
+    outcome = {s["step"]: s["outcome"] for s in timeline["steps"]}
+    skipped = sorted(n for n, o in outcome.items() if o == "skipped")
+    assert skipped == ([11, 12, 13] if mode == "hw" else [9])
+    assert set(outcome.values()) == {"ok", "skipped"} and len(outcome) == 17
+    details = {s["step"]: s["detail"] for s in timeline["steps"]}
+    assert details[14].endswith(f"1 matching of 1 'truncate' event ({{partition=0, from=2, to=1, why={why!r}}})")
