@@ -30,6 +30,11 @@ Fault names (FAULTS):
     partition                                    a random shape among the ones below
     partition-isolate, partition-halves, partition-ring, partition-leader, partition-bridge,
     partition-one-way, partition-controller      one shape only
+    degrade, degrade-leader                      delay / jitter / loss on links, restored at the stop
+    corrupt-bitflip, corrupt-truncate,           SIGKILL of a broker, then a storage fault on its data files
+    corrupt-checkpoint                           (clusters/storage_faults.py; the checkpoint kind chosen
+                                                 with the seed), restart at the stop; never more than a
+                                                 minority of the brokers down or damaged at once
 
 Random mode: every `interval_s` the active fault (if any) is stopped; then a seeded choice either stays
 quiet for the next interval (probability `quiet_probability`, default 0.3, so the cluster can recover) or

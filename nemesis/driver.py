@@ -15,22 +15,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from clusters.base import Cluster, ClusterError, Degradable, Killable, Partitionable, Pausable, require
+from clusters.base import (Cluster, ClusterError, Corruptible, Degradable, Killable, Partitionable, Pausable,
+                           require)
 from nemesis import shapes
-from nemesis.schedule import (FAULTS, PROCESS_KINDS, ScheduleError, Step, check_fault_names, degradation,
-                              load_schedule, random_steps)
+from nemesis.schedule import (FAULTS, PROCESS_KINDS, ScheduleError, Step, check_fault_names, corrupt_how,
+                              degradation, load_schedule, random_steps)
 
 log = logging.getLogger("highwater.nemesis")
 PROCESS = "nemesis"
 
 START_F = {"kill": "kill", "pause": "pause", "power-loss": "power-loss", "partition": "partition",
-           "degrade": "degrade"}
+           "degrade": "degrade", "corrupt": "corrupt"}
 STOP_F = {"kill": "restart", "pause": "resume", "power-loss": "restart", "partition": "heal",
-          "degrade": "restore"}
+          "degrade": "restore", "corrupt": "restart"}
 # what each fault kind asks of the backend (clusters/base.py); power-loss is a kill of a broker started
 # with power_loss = true, which _preflight checks as well
 NEEDS: dict[str, type] = {"kill": Killable, "pause": Pausable, "power-loss": Killable, "partition": Partitionable,
-                          "degrade": Degradable}
+                          "degrade": Degradable, "corrupt": Corruptible}
 
 
 @dataclass
@@ -113,6 +114,8 @@ class Nemesis:
         # does the backend have what each fault needs (kill, pause, partition)? one line naming both
         for f in self.faults:
             require(self.cluster, NEEDS[FAULTS[f][0]], f)
+            if FAULTS[f][0] == "corrupt":       # the broker is killed, damaged, then restarted
+                require(self.cluster, Killable, f)
         if "power-loss" in kinds and (self.cluster.spec.broker_settings or {}).get("power_loss") is not True:
             raise ScheduleError("nemesis: the power-loss fault needs brokers started with broker setting "
                                 "power_loss = true")
@@ -230,6 +233,10 @@ class Nemesis:
             if skipped:
                 note += f"; skipped {', '.join(skipped)} (already faulted)"
             extra: dict[str, Any] = {"partition": step.partition} if who == "leader" else {}
+            if kind == "corrupt":
+                targets, more = self._minority(targets, busy)
+                note += more
+                extra = {"how": corrupt_how(step.fault, step.seed), "partition": step.partition}
             return targets, extra, note.strip("; ")
         nodes = [self.controller_name, *self.broker_names]
         if kind == "degrade":
@@ -258,6 +265,15 @@ class Nemesis:
         if shape == "leader":
             extra["partition"] = step.partition
         return cut.targets, extra, note
+
+    def _minority(self, targets: list[str], busy: set[str]) -> tuple[list[str], str]:
+        """Corrupt faults: keep only brokers, and only as many as leave the brokers down or corrupted (the
+        process-faulted ones and these) a minority, so a majority always holds intact data."""
+        brokers = [t for t in targets if t in self.broker_names]
+        room = max(0, (len(self.broker_names) - 1) // 2 - len(busy & set(self.broker_names)))
+        kept, dropped = brokers[:room], [t for t in targets if t not in brokers[:room]]
+        return kept, (f"; skipped {', '.join(dropped)} (a majority of brokers must stay up and intact)"
+                      if dropped else "")
 
     def _resolve_degrade(self, step: Step, nodes: list[str], fallback: str) -> tuple[list[str], dict[str, Any], str]:
         """A degrade step's links: both directions between its targets (the leader for degrade-leader) and
@@ -299,6 +315,15 @@ class Nemesis:
                 deg = require(self.cluster, Degradable, step.fault)
                 details.append(deg.degrade([tuple(x) for x in extra["links"]], delay_ms=extra["delay_ms"],
                                            jitter_ms=extra["jitter_ms"], loss_pct=extra["loss_pct"]))
+            elif kind == "corrupt":
+                killer = require(self.cluster, Killable, step.fault)
+                storage = require(self.cluster, Corruptible, step.fault)
+
+                def kill_and_corrupt(node: str) -> str:
+                    killed = killer.kill(node)
+                    return f"{killed}; " + storage.corrupt(node, extra["how"], partition=extra["partition"],
+                                                           seed=step.seed)
+                _act_on_each(kill_and_corrupt, targets, details, errors)
             else:
                 action = (require(self.cluster, Pausable, step.fault).pause if kind == "pause"
                           else require(self.cluster, Killable, step.fault).kill)
@@ -329,7 +354,7 @@ class Nemesis:
             elif fault.kind == "degrade":
                 deg = require(self.cluster, Degradable, fault.step.fault)
                 details.append(deg.restore([tuple(x) for x in fault.value["links"]]))
-            else:
+            else:   # kill, power-loss and corrupt end with a restart
                 action = (require(self.cluster, Pausable, fault.step.fault).resume if fault.kind == "pause"
                           else require(self.cluster, Killable, fault.step.fault).restart)
                 _act_on_each(action, fault.targets, details, errors)

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
+from clusters.storage_faults import STORAGE_FAULTS
 from nemesis.shapes import SHAPES
 from rundir.exits import HighwaterError
 from rundir.settings import REQUIRED, Setting, SettingError, at_line, declare, did_you_mean, header_lines, parse_table, read_toml
@@ -30,8 +31,23 @@ FAULTS: dict[str, tuple[str, str | None]] = {
     **{f"partition-{s}": ("partition", None) for s in SHAPES},
     "degrade": ("degrade", None),              # every link of the cluster (or those of `targets`)
     "degrade-leader": ("degrade", "leader"),   # the links to and from a partition's leader
+    # storage faults: kill a broker, damage its data files while it is down, restart it at the stop
+    "corrupt-bitflip": ("corrupt", "broker"),
+    "corrupt-truncate": ("corrupt", "broker"),
+    "corrupt-checkpoint": ("corrupt", "broker"),
 }
-PROCESS_KINDS = ("kill", "pause", "power-loss")
+PROCESS_KINDS = ("kill", "pause", "power-loss", "corrupt")
+# corrupt faults: the storage faults (clusters/storage_faults.py) each may apply, one chosen with the step's seed
+CORRUPT_HOW: dict[str, tuple[str, ...]] = {
+    "corrupt-bitflip": ("bitflip",),
+    "corrupt-truncate": ("truncate",),
+    "corrupt-checkpoint": tuple(h for h in STORAGE_FAULTS if "checkpoint" in h),
+}
+
+
+def corrupt_how(fault: str, seed: int) -> str:
+    """The storage fault a corrupt-* step applies (clusters/storage_faults.STORAGE_FAULTS)."""
+    return random.Random(seed ^ 0xC0FFEE).choice(CORRUPT_HOW[fault])
 # degrade faults: the seeded choices when a step does not set them (delay, jitter as a share of it, loss)
 DEGRADE_DELAYS_MS = (25.0, 50.0, 100.0)
 DEGRADE_JITTER_SHARE = 0.4
@@ -217,8 +233,8 @@ def _parse_step(path: str, i: int, raw: dict, nodes: list[str], partitions: int,
         if target in ("leader", "controller") or (kind == "partition" and shape in ("ring", "leader", "controller")):
             raise bad("targets", f"{fault!r}{' shape ' + repr(shape) if kind == 'partition' else ''} "
                                  f"chooses its own targets")
-        if kind == "power-loss" and "c0" in targets:
-            raise bad("targets", "power-loss applies to brokers only, not the controller c0")
+        if kind in ("power-loss", "corrupt") and "c0" in targets:
+            raise bad("targets", f"{kind} applies to brokers only, not the controller c0")
         if kind == "partition" and shape == "bridge" and len(targets) != 1:
             raise bad("targets", f"a bridge has exactly one middle node, got {targets!r}")
         if kind == "partition" and len(targets) >= len(nodes):

@@ -169,7 +169,7 @@ def test_unreadable_and_invalid_toml_files(tmp_path):
 
 
 def test_every_fault_name_maps_to_a_history_kind():
-    assert {kind for kind, _ in FAULTS.values()} == {"kill", "pause", "power-loss", "partition", "degrade"}
+    assert {kind for kind, _ in FAULTS.values()} == {"kill", "pause", "power-loss", "partition", "degrade", "corrupt"}
 
 
 def test_degrade_steps_take_their_setting_from_the_file_or_the_seed(tmp_path):
