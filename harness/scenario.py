@@ -51,6 +51,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from clusters.storage_faults import STORAGE_FAULTS      # the kinds of a corrupt step (Corruptible)
 from harness import config as config_mod
 from rundir.formats import ANOMALY_KINDS
 from rundir.settings import Setting, SettingError, at_line, declare, did_you_mean, header_lines, line_of, read_toml
@@ -62,9 +63,6 @@ ACTIONS = NODE_ACTIONS + ("partition", "heal", "degrade", "restore", "corrupt", 
 EXPECTS = ("ok", "fail", "info", "any")
 WAIT_CONDITIONS = ("leader", "isr", "hw", "fenced", "alive", "node", "leo", "node_hw")
 PAIRS = ("drop", "isolate", "from")
-# the storage faults of a corrupt step (clusters/base.py Corruptible)
-STORAGE_FAULTS = ("bitflip", "truncate", "hw-checkpoint-delete", "hw-checkpoint-corrupt",
-                  "epoch-checkpoint-delete", "epoch-checkpoint-corrupt")
 # the events an assert step may name: what the brokers and the controller write to their event logs
 # (docs/formats.md "Node event logs"); a name outside it is a typo, which would make `count = 0` pass
 EVENT_NAMES = ("corrupt", "elect-refused", "epoch-answer", "epoch-query", "fatal", "fenced", "fetch-fenced",

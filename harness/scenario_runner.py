@@ -31,8 +31,8 @@ import time
 from typing import Any
 
 from broker.client import Admin, Producer
-from clusters import base as cluster_base
-from clusters.base import Degradable, EventLogs, Killable, Partitionable, Pausable, Stoppable, require
+from clusters.base import (Corruptible, Degradable, EventLogs, Killable, Partitionable, Pausable, Stoppable,
+                           require)
 from rundir import formats as runformat
 from rundir.settings import at_line
 from harness import config as config_mod, lifecycle
@@ -66,9 +66,7 @@ class AssertionFailed(StepFailed):
 STEP_NEEDS: dict[str, type] = {"kill": Killable, "power-loss": Killable, "restart": Killable, "start": Killable,
                                "stop": Stoppable, "pause": Pausable, "resume": Pausable,
                                "partition": Partitionable, "heal": Partitionable,
-                               "degrade": Degradable, "restore": Degradable}
-if hasattr(cluster_base, "Corruptible"):       # helper "storage" adds it (issue 18)
-    STEP_NEEDS["corrupt"] = cluster_base.Corruptible
+                               "degrade": Degradable, "restore": Degradable, "corrupt": Corruptible}
 
 
 def step_needs(step) -> type | None:

@@ -1,6 +1,6 @@
 """End to end on real processes: the issue-18 scenario steps. One two-broker cluster plays flush, a partial
-heal, degrade/restore, elect, assert on an event log, a step skipped by `mode`, and an assertion that does
-not hold (exit 2, one line naming file:line, step, expected and seen; never "as expected"); the nemesis
+heal, degrade/restore, corrupt (a torn tail on a killed broker, cut by its recovery), elect, asserts on event logs, a step
+skipped by `mode`, and an assertion that does not hold (exit 2, one line naming file:line, step, expected and seen; never "as expected"); the nemesis
 history stays paired across the partial heal. The shipped scenarios/kafka-7415.toml plays in both modes."""
 from __future__ import annotations
 
@@ -56,6 +56,30 @@ do = "restore"
 [[step]]
 do = "heal"
 [[step]]
+do = "kill"
+node = "n2"
+[[step]]
+do = "corrupt"
+node = "n2"
+how = "truncate"
+partition = 0
+seed = 1
+[[step]]
+do = "restart"
+node = "n2"
+[[step]]
+do = "wait"
+leader = "n1"
+isr = ["n1", "n2"]
+timeout = 20
+[[step]]
+do = "assert"
+node = "n2"
+event = "truncate"
+match = {partition = 0, why = "recovery"}
+count = 1
+since = 11
+[[step]]
 do = "elect"
 node = "n2"
 [[step]]
@@ -67,9 +91,9 @@ timeout = 20
 do = "assert"
 node = "n1"
 event = "role"
-match = {role = "follower", epoch = 1}
+match = {role = "follower"}
 count = 1
-since = 9
+since = 14
 [[step]]
 do = "assert"
 node = "n1"
@@ -82,6 +106,7 @@ do = "assert"
 node = "n2"
 event = "truncate"
 count = 0
+since = 14
 [[step]]
 do = "assert"
 node = "n1"
@@ -104,22 +129,25 @@ def test_new_steps_on_real_processes(tmp_path):
     run_dir = run_dir_from_stdout(r.stdout)
     timeline = load_json(run_dir / "scenario.json")
     steps = {s["step"]: s for s in timeline["steps"]}
-    assert [steps[n]["outcome"] for n in range(1, 15)] == ["ok"] * 11 + ["skipped", "ok", "failed"]
-    assert 15 not in steps
+    assert [steps[n]["outcome"] for n in range(1, 20)] == ["ok"] * 16 + ["skipped", "ok", "failed"]
+    assert 20 not in steps
     assert steps[3]["detail"].startswith("broker 1 flushed hw/0 to offset 2 (was 0)"), steps[3]
     assert steps[5]["detail"] == "healed n1->n2; still in force: n2->n1 (rest of window 1)"
-    assert steps[9]["detail"].startswith("broker 2 leads hw/0 at epoch 1"), steps[9]
-    assert steps[11]["detail"].endswith("1 matching of 1 'role' event ({partition=0, role='follower', epoch=1})")
-    assert steps[12]["detail"] == "plays only in hw mode, this run is leader-epoch"
-    assert steps[13]["detail"].endswith(": 0 matching of 0 'truncate' events")
-    line = [n for n, text in enumerate(STEPS.splitlines(), start=1) if text == "[[step]]"][13]
-    failed = (f"{f}:{line}: step 14 (assert: node=n1, event=truncate, match={{'why': 'hw'}}, timeout=1) "
+    assert steps[10]["detail"].startswith("n2: "), steps[10]
+    assert "1 matching of 1 'truncate' event ({partition=0, topic='hw', from=None, to=1, why='recovery'" \
+        in steps[13]["detail"], steps[13]
+    assert steps[14]["detail"].startswith("broker 2 leads hw/0 at epoch "), steps[14]
+    assert "1 matching of 1 'role' event ({partition=0, role='follower', epoch=" in steps[16]["detail"], steps[16]
+    assert steps[17]["detail"] == "plays only in hw mode, this run is leader-epoch"
+    assert steps[18]["detail"].endswith(": 0 matching of 0 'truncate' events")
+    line = [n for n, text in enumerate(STEPS.splitlines(), start=1) if text == "[[step]]"][18]
+    failed = (f"{f}:{line}: step 19 (assert: node=n1, event=truncate, match={{'why': 'hw'}}, timeout=1) "
               f"did not play out: assertion failed after 1s: expected at least one 'truncate' event on n1 "
               f"with why='hw'; saw 0 matching of ")
-    assert steps[14]["expected"] == "at least one 'truncate' event on n1 with why='hw'"
-    assert steps[14]["seen"].startswith("0 matching of ")
+    assert steps[19]["expected"] == "at least one 'truncate' event on n1 with why='hw'"
+    assert steps[19]["seen"].startswith("0 matching of ")
     assert timeline["failed"].startswith(failed), timeline["failed"]
-    assert line == 74
+    assert line == 99
     assert "as expected" not in r.stderr
     assert "not judged: a step did not play out" in r.stderr
     assert r.stderr.splitlines()[-1].startswith("highwater: UNKNOWN (exit 2)")
@@ -133,7 +161,12 @@ def test_new_steps_on_real_processes(tmp_path):
                    ("heal", "partition", "start", 2, [["n2", "n1"]]),
                    ("degrade", "degrade", "start", 3, [["n1", "n2"]]),
                    ("restore", "degrade", "stop", 3, None),
-                   ("heal", "partition", "stop", 2, None)]
+                   ("heal", "partition", "stop", 2, None),
+                   ("kill", "kill", "start", 4, None),
+                   ("corrupt", "corrupt", "start", 5, None),
+                   ("corrupt", "corrupt", "stop", 5, None),
+                   ("restart", "kill", "stop", 4, None)]
+    assert ops[7]["value"]["how"] == "truncate" and ops[7]["value"]["targets"] == ["n2"]
     assert ops[2]["value"]["rest_of"] == 1 and ops[3]["value"]["delay_ms"] == 20
     assert (run_dir / "report.html").is_file()
 
