@@ -234,3 +234,21 @@ def test_kafka_7415_scenario_parses_in_both_modes():
               and s.modes}
     assert truncs == {("hw",): {"from": 2, "to": 1, "why": "hw"},
                       ("leader-epoch",): {"from": 2, "to": 1, "why": "leader-epoch"}}
+
+
+def test_docs_and_docstring_list_every_step_and_field():
+    text = (REPO / "docs" / "running.md").read_text()
+    section = text[text.index("## Scenarios"):text.index("### Shipped scenarios")]
+    rows = [line for line in section.splitlines() if line.startswith("| `")]
+    for do in S.ACTIONS:
+        row = next((r for r in rows if f"`{do}`" in r.split("|")[1]), None)
+        assert row is not None, do
+        if do != "wait":            # the wait fields are in the example above the table
+            for name in S.STEP_FIELDS[do]:
+                assert f"`{name}`" in row or f"`{name} =" in row, (do, name)
+        assert f"- {do}" in S.__doc__ or f", {do}" in S.__doc__ or f"{do}:" in S.__doc__, do
+        for name in S.STEP_FIELDS[do]:
+            assert f"`{name}`" in S.__doc__, (do, name)
+    for name in S.WAIT_CONDITIONS + ("partition", "timeout"):
+        assert f"{name} =" in section, name
+    assert "`mode`" in section and "`mode`" in S.__doc__
