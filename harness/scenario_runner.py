@@ -480,7 +480,7 @@ def _judge_events(events: list[dict], a: dict[str, Any], since_ns: int | None) -
     hits = [e for e in named if all(k in e and e[k] == v for k, v in match.items())]
     count = a.get("count")
     ok = len(hits) >= 1 if count is None else len(hits) == count
-    shown = hits if hits and ok else named
+    shown = hits or named           # the matching events, else the ones of that name (what did not match)
     listed = "; ".join("{" + ", ".join(f"{k}={v!r}" for k, v in e.items() if k not in ("ts", "node", "event"))
                        + "}" for e in shown[-3:])
     seen = f"{len(hits)} matching of {len(named)} {a['event']!r} event{'' if len(named) == 1 else 's'}"
