@@ -17,6 +17,9 @@ Faults (through clusters/ssh_cluster.py, the SSH backend's code path, except whe
 - stop: SIGTERM of the broker process, SIGKILL after the stop grace (a paused container is unpaused first).
 - pause / resume: `docker pause` / `docker unpause` (the whole node freezes, sshd included).
 - partitions: iptables DROP rules inside the receiving container (NET_ADMIN).
+- degradation (delay, jitter, loss): the receiving container's mangle chain queues the source's packets to
+  a delayer daemon in that container (clusters/ssh_control.RemoteDegradation); a crashed container loses
+  its degradation (the links are then undegraded until degraded again).
 - power-loss: SIGKILL of a broker running with `power_loss = true`, as on the local backend.
 - corrupt (Corruptible): with the broker down (its process killed, or its container crashed), the node's
   data directory is copied out with the engine's archive API (get_archive works on a stopped container),
@@ -102,6 +105,7 @@ class DockerCluster(RemoteCluster, Corruptible):
         except Exception as exc:  # noqa: BLE001 - reported, teardown goes on
             errors.append(f"removing containers/network: {type(exc).__name__}: {exc}")
         self._firewalls.clear()
+        self._degradations.clear()
         if len(errors) == before:
             hosts.key_file.unlink(missing_ok=True)   # the run's client key opens nothing any more
 
@@ -115,6 +119,8 @@ class DockerCluster(RemoteCluster, Corruptible):
             self._ssh[node].close()
             self.hosts.start(node)
             self._ssh[node].connect()
+            # its degradation (rules, delayers) died with the old namespace and processes: forgotten
+            self._degradations.pop(node, None)
             # a restarted container has a fresh network namespace: put back the drops still in force
             old = self._firewalls.pop(node, None)
             if old is not None and old.sources:

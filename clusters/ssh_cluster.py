@@ -1,7 +1,7 @@
 """A cluster whose nodes are reached over SSH: the part the SSH and Docker backends share.
 
 `RemoteCluster` implements the Cluster interface and every capability (Killable, Stoppable, Pausable,
-Partitionable; clusters/base.py) on top of one `SshNode` per node (clusters/ssh_control.py).
+Partitionable, Degradable; clusters/base.py) on top of one `SshNode` per node (clusters/ssh_control.py).
 Subclasses only say how nodes come to exist (`_provision`: containers, or hosts from a nodes file) and
 how they go away (`_deprovision`); everything else is common:
 
@@ -15,6 +15,8 @@ how they go away (`_deprovision`); everything else is common:
   the same data directory.
 - Partitions: a one-way drop src -> dst is a DROP rule for src's address in the run's chain on dst (the
   local backend's rule model, applied on the receiving node).
+- Degradation: likewise on dst: its mangle chain queues src's packets to a delayer daemon on dst
+  (clusters/ssh_control.RemoteDegradation; the node needs python3 and iptables, as for partitions).
 - collect(): node logs to `run_dir/nodes/<node>/`; `python3 -m broker dump` runs on each broker and its
   output is downloaded to `run_dir/replicas/<node>/`.
 """
@@ -28,10 +30,11 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from clusters.base import (Cluster, ClusterError, ClusterSpec, EventLogs, Killable, NodeAddress, Partitionable,
-                           Pausable, Stoppable)
+from clusters.base import (Cluster, ClusterError, ClusterSpec, Degradable, EventLogs, Killable, NodeAddress,
+                           Partitionable, Pausable, Stoppable)
 from clusters.event_logs import parse_event_log
-from clusters.ssh_control import RemoteFirewall, SshError, SshNode
+from clusters.local_firewall import short_id
+from clusters.ssh_control import RemoteDegradation, RemoteFirewall, SshError, SshNode
 
 CONTROLLER = "c0"
 CONTROLLER_PORT = 9000
@@ -66,7 +69,7 @@ def parallel(fn, items, *, what: str) -> list:
     return results
 
 
-class RemoteCluster(Cluster, Killable, Stoppable, Pausable, Partitionable, EventLogs):
+class RemoteCluster(Cluster, Killable, Stoppable, Pausable, Partitionable, Degradable, EventLogs):
     backend_name = "remote"
     python = "python3"
 
@@ -79,6 +82,7 @@ class RemoteCluster(Cluster, Killable, Stoppable, Pausable, Partitionable, Event
         self._addresses: dict[str, NodeAddress] = {}
         self._ssh: dict[str, SshNode] = {}
         self._firewalls: dict[str, RemoteFirewall] = {}
+        self._degradations: dict[str, RemoteDegradation] = {}
         self._started: set[str] = set()      # nodes whose daemon was started at least once
         self._lock = threading.RLock()
         self._provisioned = False
@@ -222,6 +226,12 @@ class RemoteCluster(Cluster, Killable, Stoppable, Pausable, Partitionable, Event
                         del self._firewalls[node]
                     except Exception as exc:  # noqa: BLE001
                         errors.append(f"firewall on {node}: {exc}")
+                for node, deg in list(self._degradations.items()):
+                    try:
+                        deg.remove()
+                        del self._degradations[node]
+                    except Exception as exc:  # noqa: BLE001
+                        errors.append(f"degradation on {node}: {exc}")
             self._deprovision(errors)
             for ssh in self._ssh.values():
                 ssh.close()
@@ -349,6 +359,54 @@ class RemoteCluster(Cluster, Killable, Stoppable, Pausable, Partitionable, Event
             if ssh.run(f"test -f {shlex.quote(remote)}", check=False).exit_status != 0:
                 return b""          # not written yet
             raise ClusterError(f"{node}: cannot read its event log: {exc}") from None
+
+    def _degradation(self, node: str) -> RemoteDegradation:
+        if node not in self._degradations:
+            self._degradations[node] = RemoteDegradation(self._ssh[node], self.spec.run_id, self.remote_dir(node),
+                                                         self.python)
+        return self._degradations[node]
+
+    def degrade(self, pairs: list[tuple[str, str]], *, delay_ms: float, jitter_ms: float = 0.0,
+                loss_pct: float = 0.0) -> str:
+        """Delay/loss of the links src -> dst, applied on each dst (its mangle chain and delayer daemons)."""
+        if delay_ms < 0 or jitter_ms < 0 or not 0 <= loss_pct <= 100:
+            raise ClusterError(f"degrade: delay_ms and jitter_ms must be >= 0 and loss_pct in 0..100, got "
+                               f"delay_ms={delay_ms}, jitter_ms={jitter_ms}, loss_pct={loss_pct}")
+        with self._lock:
+            by_dst = self._by_dst(pairs)
+            seed = int(short_id(self.spec.run_id), 16)
+            parallel(lambda d: self._degradation(d).degrade(by_dst[d], delay_ms, jitter_ms, loss_pct, seed),
+                     by_dst, what="degrading")
+            what = f"{delay_ms:g}ms+-{jitter_ms:g}ms loss {loss_pct:g}%"
+            return (f"degrading {', '.join(f'{s}->{d}' for s, d in pairs)}: {what}" if pairs
+                    else "nothing to degrade")
+
+    def restore(self, pairs: list[tuple[str, str]] | None = None) -> str:
+        with self._lock:
+            if pairs is None:
+                live = [n for n, deg in self._degradations.items() if deg.installed]
+                if not live:
+                    return "no degradation installed"
+                parallel(lambda n: self._degradations[n].restore(), live, what="restoring")
+                return "restored (all degradation removed)"
+            by_dst = self._by_dst(pairs)
+            live = [d for d in by_dst if d in self._degradations]
+            parallel(lambda d: self._degradations[d].restore(by_dst[d]), live, what="restoring")
+            return "restored " + ", ".join(f"{s}->{d}" for s, d in pairs) if pairs else "nothing to restore"
+
+    def _by_dst(self, pairs: list[tuple[str, str]]) -> dict[str, list[str]]:
+        for s, d in pairs:
+            self._check(s)
+            self._check(d)
+        by_dst: dict[str, list[str]] = {}
+        for s, d in pairs:
+            by_dst.setdefault(d, []).append(self._addresses[s].host)
+        return by_dst
+
+    def degrade_rules(self, node: str) -> list[str]:
+        """The rules currently in the run's degradation chain on `node` (for tests and diagnostics)."""
+        deg = self._degradations.get(node)
+        return deg.rules() if deg is not None and deg.installed else []
 
     def drop_rules(self, node: str) -> list[str]:
         """The DROP rules currently in the run's chain on `node` (for tests and diagnostics)."""

@@ -469,3 +469,118 @@ class RemoteFirewall:
                       f"{t} -w -F {c} 2>/dev/null; {t} -w -X {c} 2>/dev/null; true")
         self.installed = False
         self.sources = []
+
+
+class RemoteDegradation:
+    """One run's degraded links INTO one node (delay, jitter, loss; clusters/local_netem.py's model applied on
+    the receiving node): the mangle chain `HWN-<8 hex>` jumped to from the top of PREROUTING with the comment
+    `highwater:<run id>`, holding per degraded source `-s SRC/32 [-m statistic ... -j DROP]` and
+    `-s SRC/32 -j NFQUEUE --queue-num Q --queue-bypass`, and one delayer daemon per delay setting
+    (clusters/netem_delayer.py, copied to the node's run directory, run by its python3 with a pid file)."""
+
+    def __init__(self, node: SshNode, run_id: str, rdir: str, python: str = "python3"):
+        self.node, self.run_id, self.rdir, self.python = node, run_id, rdir, python
+        self.chain = f"HWN-{short_id(run_id)}"
+        self.comment = f"{COMMENT_PREFIX}{run_id}"[:250]
+        self.tool: str | None = None
+        self.installed = False
+        self.links: dict[str, tuple[float, float, float]] = {}     # source address -> (delay, jitter, loss)
+        self.delayers: dict[tuple[float, float], tuple[int, str]] = {}   # (delay, jitter) -> (queue, pid file)
+        self._uploaded = False
+
+    def _ipt(self) -> str:
+        if self.tool is None:
+            fw = RemoteFirewall(self.node, self.run_id)
+            self.tool = f"{fw._pick_tool()} -w -t mangle"
+        return self.tool
+
+    def install(self) -> None:
+        t, c = self._ipt(), shlex.quote(self.chain)
+        jump = f"PREROUTING -m comment --comment {shlex.quote(self.comment)} -j {c}"
+        self.node.run(f"{t} -n -L {c} >/dev/null 2>&1 || {t} -N {c}; "
+                      f"{t} -C {jump} 2>/dev/null || {t} -I {jump.replace('PREROUTING', 'PREROUTING 1', 1)}")
+        self.installed = True
+
+    def _delayer(self, delay_ms: float, jitter_ms: float, seed: int) -> int:
+        key = (float(delay_ms), float(jitter_ms))
+        if key in self.delayers and self.node.pid_of(self.delayers[key][1]) is not None:
+            return self.delayers[key][0]
+        script = posixpath.join(self.rdir, "netem_delayer.py")
+        if not self._uploaded:
+            self.node.run(f"mkdir -p {shlex.quote(self.rdir)}")
+            self.node.write_file(script, (Path(__file__).resolve().parent / "netem_delayer.py").read_bytes())
+            self._uploaded = True
+        k = len(self.delayers)
+        while any(p.endswith(f"delay-{k}.pid") for _, p in self.delayers.values()):
+            k += 1
+        pidfile, out = posixpath.join(self.rdir, f"delay-{k}.pid"), posixpath.join(self.rdir, f"delay-{k}.out")
+        self.node.start_daemon([self.python, script, "--run-id", self.run_id, "--setting", str(k),
+                                "--delay-ms", repr(key[0]), "--jitter-ms", repr(key[1]), "--seed", str(seed)],
+                               cwd=self.rdir, env={"PYTHONUNBUFFERED": "1"}, stdout=out, pidfile=pidfile)
+        r = self.node.run(f"i=0; while [ $i -lt 200 ]; do grep -m1 '^QUEUE ' {shlex.quote(out)} && exit 0; "
+                          f"sleep 0.05; i=$((i+1)); done; tail -n 3 {shlex.quote(out)}; exit 4", check=False)
+        if r.exit_status != 0:
+            raise SshError(f"{self.node.target.where()}: the delayer did not start: "
+                           f"{r.stdout.strip().replace(chr(10), ' | ') or 'no output'}")
+        queue = int(r.stdout.split()[1])
+        self.delayers[key] = (queue, pidfile)
+        return queue
+
+    @staticmethod
+    def _rules(src: str, link: tuple[float, float, float], queue: int) -> list[str]:
+        m = f"-s {shlex.quote(src)}/32"
+        out = [f"{m} -m statistic --mode random --probability {link[2] / 100:.6f} -j DROP"] if link[2] > 0 else []
+        return out + [f"{m} -j NFQUEUE --queue-num {queue} --queue-bypass"]
+
+    def degrade(self, sources: list[str], delay_ms: float, jitter_ms: float, loss_pct: float, seed: int) -> None:
+        if not self.installed:
+            self.install()
+        queue = self._delayer(delay_ms, jitter_ms, seed)
+        self._unlink(sources)
+        t, c = self._ipt(), shlex.quote(self.chain)
+        link = (float(delay_ms), float(jitter_ms), float(loss_pct))
+        self.node.run(" && ".join(f"{t} -A {c} {rule}" for s in sources for rule in self._rules(s, link, queue)))
+        for s in sources:
+            self.links[s] = link
+        self._stop_unused()
+
+    def _unlink(self, sources: list[str]) -> None:
+        t, c = self._ipt(), shlex.quote(self.chain)
+        cmds = []
+        for s in sources:
+            link = self.links.pop(s, None)
+            if link is not None:
+                queue = self.delayers.get(link[:2], (0, ""))[0]
+                cmds += [f"{t} -D {c} {rule} 2>/dev/null" for rule in self._rules(s, link, queue)]
+        if cmds:
+            self.node.run("; ".join(cmds) + "; true")
+
+    def restore(self, sources: list[str] | None = None) -> None:
+        if sources is None:
+            if self.installed:
+                self.node.run(f"{self._ipt()} -F {shlex.quote(self.chain)}")
+            self.links.clear()
+        else:
+            self._unlink(sources)
+        self._stop_unused()
+
+    def _stop_unused(self) -> None:
+        used = {link[:2] for link in self.links.values()}
+        for key in [k for k in self.delayers if k not in used]:
+            _, pidfile = self.delayers.pop(key)
+            self.node.stop_daemon(pidfile, grace_s=5)
+
+    def rules(self) -> list[str]:
+        r = self.node.run(f"{self._ipt()} -S {shlex.quote(self.chain)}", check=False)
+        return [line for line in r.stdout.splitlines() if line.startswith("-A ")]
+
+    def remove(self) -> None:
+        """Stop every delayer, delete the PREROUTING jump(s) and the chain. Idempotent."""
+        self.links.clear()
+        self._stop_unused()
+        if self.installed:
+            t, c = self._ipt(), shlex.quote(self.chain)
+            jump = f"PREROUTING -m comment --comment {shlex.quote(self.comment)} -j {c}"
+            self.node.run(f"while {t} -D {jump} 2>/dev/null; do :; done; {t} -F {c} 2>/dev/null; "
+                          f"{t} -X {c} 2>/dev/null; true")
+            self.installed = False

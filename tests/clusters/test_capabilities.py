@@ -22,9 +22,9 @@ from clusters.ssh_cluster import RemoteCluster
 from harness.scenario_runner import ScenarioRunner, ScenarioSteps
 from nemesis import Nemesis
 
-ALL = ["Killable", "Stoppable", "Pausable", "Partitionable", "EventLogs"]
-# degradation (clusters/local_netem.py) only on the local backend so far; storage faults on local and Docker
-LOCAL = ["Killable", "Stoppable", "Pausable", "Partitionable", "Degradable", "EventLogs", "Corruptible"]
+ALL = ["Killable", "Stoppable", "Pausable", "Partitionable", "Degradable", "EventLogs"]
+# storage faults on local and Docker only
+LOCAL = ALL + ["Corruptible"]
 DOCKER = ALL + ["Corruptible"]
 
 
