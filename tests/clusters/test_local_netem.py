@@ -260,3 +260,25 @@ def test_the_nemesis_degrade_fault_delays_a_node_s_links_and_restores_them(clust
     assert v["detail"].startswith("degrading n1->c0, n1->n2, n1->n3, c0->n1, n2->n1, n3->n1: 40ms+-0ms loss 0%")
     assert ops[3]["value"]["detail"] == "restored n1->c0, n1->n2, n1->n3, c0->n1, n2->n1, n3->n1"
     assert ops[3].get("error") is None
+
+
+@pytest.mark.root
+def test_two_runs_degrade_at_once_without_touching_each_other(cluster, tmp_path):
+    other = LocalCluster(ClusterSpec(f"netem-other-{os.getpid()}", tmp_path / "run2", brokers=1),
+                         registry=Registry(tmp_path / "registry2"), command=echo_server.command)
+    other.start()
+    try:
+        h, o = _hosts(cluster), _hosts(other)
+        cluster.degrade([("n1", "n2")], delay_ms=40)
+        other.degrade([("n1", "c0")], delay_ms=40)    # the same setting: still its own chain, queue, delayer
+        mine, theirs = cluster.degradation(), other.degradation()
+        assert mine.chain != theirs.chain
+        assert next(iter(mine.delayers.values())).queue != next(iter(theirs.delayers.values())).queue
+        assert 38 <= _one_way_ms(h["n1"], h["n2"], n=8)[0] < 60
+        assert 38 <= _one_way_ms(o["n1"], o["c0"], n=8)[0] < 60
+        other.teardown()                               # removes only its own jump, chain and delayer
+        assert theirs.chain not in _mangle() and mine.chain in _mangle()
+        assert 38 <= _one_way_ms(h["n1"], h["n2"], n=8)[0] < 60
+        assert _one_way_ms(o["n1"], o["c0"], n=8)[0] < 5
+    finally:
+        other.teardown()
