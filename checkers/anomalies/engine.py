@@ -132,7 +132,7 @@ def _analyze(t: Tables, col_dir: Path, N: int, say, persisted: list[DataFrame], 
         counts.setdefault(k, 0)
     if counts["lost-write"]:
         say("loss shape")
-    shapes = loss_shape.analyze(recs, blocks, lost, counts["lost-write"], bits)
+    shapes = loss_shape.analyze(recs, blocks, lost, {p: n for p, n in lost_by_part.items() if n}, bits)
 
     say("explaining examples")
     # the acks at inconsistent offsets are among the exact pass's records (such offsets are never in a
@@ -196,7 +196,7 @@ def _count_and_first(allf: DataFrame, N: int, small: bool, persisted: list[DataF
                      axis: totals.TimeAxis) -> tuple[list, list, list | DataFrame]:
     """Counts per (kind, partition, flag, time bucket) with the first and last time in each (`n`,
     `tmin`, `tmax`; bucket null: untimed), the first N findings of each kind in example order
-    (partition, order_key, order_subkey), and the lost writes as (partition, index, offset) for
+    (partition, order_key, order_subkey), and the lost writes as (partition, history index) for
     loss_shape.py. Small inputs have few findings: one job collects them all and the driver counts and
     orders them (the lost writes: a list). Otherwise two Spark jobs over the persisted union (the lost
     writes: a DataFrame over it, not yet computed)."""
@@ -224,8 +224,7 @@ def _count_and_first(allf: DataFrame, N: int, small: bool, persisted: list[DataF
             if taken.get(r["kind"], 0) < N:
                 taken[r["kind"]] = taken.get(r["kind"], 0) + 1
                 top_rows.append(r)
-        lost = [(r["partition"], r["order_key"], json.loads(r["payload"])["soffset"])
-                for r in found if r["kind"] == "lost-write"]
+        lost = [(r["partition"], r["order_key"]) for r in found if r["kind"] == "lost-write"]
         return count_rows, top_rows, lost
     # the union has one partition per shuffle partition of every family (hundreds at 10M sends) but holds
     # only flagged rows: fewer, larger tasks read it (the families' last steps still run on every core)
@@ -236,9 +235,7 @@ def _count_and_first(allf: DataFrame, N: int, small: bool, persisted: list[DataF
                                             F.lit(axis.buckets - 1))).cast("int")
     count_rows = rows(allf.groupBy("kind", "partition", "flag", bucket.alias("bucket")).agg(
         F.sum("weight").alias("n"), F.min(t).alias("tmin"), F.max(t).alias("tmax")))
-    lost = allf.filter(F.col("kind") == "lost-write").select(
-        "partition", F.col("order_key").alias("index"),
-        F.get_json_object("payload", "$.soffset").cast("long").alias("offset"))
+    lost = allf.filter(F.col("kind") == "lost-write").select("partition", F.col("order_key").alias("index"))
     if not count_rows or N <= 0:
         return count_rows, [], lost
     w = Window.partitionBy("kind").orderBy(*order)

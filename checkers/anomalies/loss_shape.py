@@ -1,13 +1,13 @@
 """The Spark engine's loss shape: where each partition's lost writes fall in its acknowledged sequence.
 
-The rule is checkers/loss_shape.py's. Only the blocks of 2^bits offsets (digests.py) that hold a lost
-write are looked at record by record: their acknowledged sends come from the exact pass's persisted
-input records (offsets.py; a block with a lost write is never clean, so they are all there). Every
-other block of the partition with an acknowledged send holds no lost write, so for the runs it is one
-kept element and enters the sequence as one marker row at its first offset. One window over those rows
-per partition, ordered by (offset, history index), tells each lost write how many kept elements come
-before it and whether the element before it was lost too; one small aggregation counts writes and run
-starts per class. Nothing runs when nothing was lost.
+The rule is checkers/loss_shape.py's. The acknowledged sends of the blocks of 2^bits offsets that the
+digests (digests.py) could not show clean come from the exact pass's persisted input records
+(offsets.py); every lost write is among them (a block holding one is never clean). A clean block holds
+no lost write, so for the runs its acknowledged sends are one kept element: it enters the sequence as
+one marker row at its first offset. One window over those rows per partition with lost writes,
+ordered by (offset, history index), tells each lost write how many kept elements come before it and
+whether the element before it was lost too; one small aggregation counts writes and run starts per
+class. One Spark job, and none when nothing was lost.
 """
 from __future__ import annotations
 
@@ -17,40 +17,36 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from checkers import loss_shape
-from checkers.anomalies import digests
 from checkers.anomalies.tables import rows
 
 BROADCAST_LOST = 2_000_000
 
 
-def analyze(recs: DataFrame, blocks: list[dict[str, Any]], lost: list[tuple[int, int, int]] | DataFrame,
-            n_lost: int, bits: int) -> dict[int, dict[str, dict[str, int]]]:
+def analyze(recs: DataFrame, blocks: list[dict[str, Any]], lost: list[tuple[int, int]] | DataFrame,
+            lossy: dict[int, int], bits: int) -> dict[int, dict[str, dict[str, int]]]:
     """Per partition with lost writes, {class: {"writes", "runs"}} (checkers/loss_shape.py).
 
     `recs`: offsets.analyze's input records; `blocks`: digests.summarize's rows (with `acks`); `lost`:
-    the lost writes as (partition, history index, acknowledged offset), a list on the driver or a
-    DataFrame with those columns; `n_lost`: how many."""
-    if not n_lost:
+    the lost writes as (partition, history index), a list on the driver or a DataFrame with columns
+    partition, index; `lossy`: the number of lost writes per partition (only partitions with some);
+    `bits`: the digests' block size."""
+    if not lossy:
         return {}
     spark = recs.sparkSession
     c, L = F.col, F.lit
+    parts = sorted(lossy)
     if isinstance(lost, list):
-        lost_blocks = {(p, o >> bits) for p, _i, o in lost}
-        lost_df = spark.createDataFrame([(p, i) for p, i, _o in lost], "partition int, index long")
-    else:
-        lost_df = lost.select(c("partition").cast("int").alias("partition"), c("index").cast("long").alias("index"))
-        lost_blocks = {(r["partition"], r["block"]) for r in rows(
-            lost.select("partition", digests.block_of(c("offset"), bits).alias("block")).distinct())}
-    lossy = {p for p, _b in lost_blocks}
-    markers = [(b["partition"], b["block"] << bits, -1) for b in blocks
-               if b["partition"] in lossy and b["acks"] and (b["partition"], b["block"]) not in lost_blocks]
-    acks = digests.restrict(recs.filter(c("src") == 0).select("partition", "offset", c("key").alias("index")),
-                            sorted(lost_blocks), bits)
-    flagged = lost_df.select("partition", "index", L(True).alias("lost"))
-    if n_lost <= BROADCAST_LOST:
+        lost = spark.createDataFrame(lost, "partition int, index long")
+    flagged = lost.select(c("partition").cast("int").alias("partition"), c("index").cast("long").alias("index"),
+                          L(True).alias("lost"))
+    if sum(lossy.values()) <= BROADCAST_LOST:
         flagged = F.broadcast(flagged)
+    acks = recs.filter((c("src") == 0) & c("partition").isin(parts)).select(
+        "partition", "offset", c("key").alias("index"))
     seq = acks.join(flagged, ["partition", "index"], "left").select(
         "partition", "offset", "index", F.coalesce(c("lost"), L(False)).alias("lost"))
+    markers = [(b["partition"], b["block"] << bits, -1) for b in blocks
+               if b["partition"] in lossy and b["clean"] and b["acks"]]
     if markers:
         seq = seq.unionByName(spark.createDataFrame(markers, "partition int, offset long, index long")
                               .select("partition", "offset", "index", L(False).alias("lost")))
