@@ -5,7 +5,8 @@ runs the same final phase, collection and checker as `highwater run`, and says w
 found are the ones the scenario expects in that truncation mode (never "as expected" when a step did
 not play out). Progress and the verdict line on stderr as with `highwater run`; the last line on stdout
 is the path of the run's report. Exit codes as `highwater run` (the checker's verdict); 2 when a step
-did not play out as written; 254 for a bad scenario file.
+did not play out as written (an assert step that did not hold, a wait that timed out, a refused
+election, ...), whatever the checker found; 254 for a bad scenario file.
 """
 from __future__ import annotations
 
