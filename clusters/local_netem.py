@@ -15,7 +15,8 @@ netem does with the firewall's ownership model instead (clusters/local_firewall.
   `-s SRC/32 -d DST/32 -j NFQUEUE --queue-num Q --queue-bypass`. Only packets between this run's /32
   addresses match; no other traffic on lo is looked at twice. PREROUTING comes before the filter table's
   INPUT, so a partition (drop chain) still applies to a degraded link.
-- Delay: a delayer process per (delay, jitter) setting (`python -m clusters.netem_delayer ...`) binds netfilter queue Q over netlink, and gives each queued packet its ACCEPT verdict
+- Delay: a delayer process per (delay, jitter) setting (`python -m clusters.netem_delayer ...`) binds
+  netfilter queue Q over netlink, and gives each queued packet its ACCEPT verdict
   `delay_ms` +- uniform(`jitter_ms`) after it arrived (so, as with netem, jitter reorders packets). It
   binds the first free queue number from a hash of the run id (a queue already bound by another run's
   delayer is refused by the kernel, so two runs never share one) and prints it. `--queue-bypass` and the
