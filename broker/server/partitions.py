@@ -437,7 +437,8 @@ class ReplicaManager:
             r = part.replica
             out.append({"topic": topic, "partition": p, "role": r.role, "leader_epoch": r.leader_epoch,
                         "leader": r.leader_id, "leo": r.leo, "hw": r.hw, "isr": sorted(r.isr),
-                        "isr_version": r.isr_version, "phase": r.follower_phase})
+                        "isr_version": r.isr_version, "phase": r.follower_phase,
+                        "epochs": [list(e) for e in r.epoch_cache.entries()]})
         return out
 
 
