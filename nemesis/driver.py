@@ -236,7 +236,8 @@ class Nemesis:
             if kind == "corrupt":
                 targets, more = self._minority(targets, busy)
                 note += more
-                extra = {"how": corrupt_how(step.fault, step.seed), "partition": step.partition}
+                # partition None: the fault picks the replica with the step's seed among every partition
+                extra = {"how": corrupt_how(step.fault, step.seed), "partition": None}
             return targets, extra, note.strip("; ")
         nodes = [self.controller_name, *self.broker_names]
         if kind == "degrade":

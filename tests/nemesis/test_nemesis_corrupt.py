@@ -70,7 +70,7 @@ def test_corrupt_step_kills_damages_restarts_and_keeps_a_majority(cluster, tmp_p
     assert [(o["f"], o["value"]["fault"], o["value"]["phase"], o["value"]["targets"]) for o in ops[::2]] == [
         ("corrupt", "corrupt", "start", ["n2"]), ("restart", "corrupt", "stop", ["n2"])]
     start = ops[1]["value"]
-    assert (start["how"], start["partition"], start["name"]) == ("bitflip", 0, "corrupt-bitflip")
+    assert (start["how"], start["partition"], start["name"]) == ("bitflip", None, "corrupt-bitflip")
     assert start["detail"].startswith(f"SIGKILL n2 pid {old}; n2: bit ")
     assert "flipped in hw-0/" in start["detail"] and ops[1].get("error") is None
     # the second step was skipped: n2 down + n3 would be a majority of 3 brokers
