@@ -65,3 +65,20 @@ def test_kafka_6880(tmp_path, fencing, mode):
         asked, cut = (0, 1) if fencing else (2, None)
         assert [(q["epoch"], q["current_epoch"], q["error"], q["truncate_to"])
                 for q in node_events(run_dir, "n2", "epoch-query")] == [(asked, 2, None, cut)]
+
+
+def test_the_two_files_stage_the_same_steps():
+    """Only the switch, the expectation and the asserts on what the switch changes differ (fast: parse only)."""
+    from harness import scenario
+
+    fenced = scenario.load(REPO / "scenarios" / "kafka-6880.toml")
+    unfenced = scenario.load(REPO / "scenarios" / "kafka-6880-unfenced.toml")
+    assert (fenced.config.broker.fetch_fencing, unfenced.config.broker.fetch_fencing) == (True, False)
+    assert fenced.expect == {"hw": [], "leader-epoch": []}
+    assert unfenced.expect == {"hw": ["divergence"], "leader-epoch": ["divergence"]}
+    plays = [[(s.do, s.args) for s in sc.steps if s.do != "assert"] for sc in (fenced, unfenced)]
+    assert plays[0] == plays[1] and len(plays[0]) == 26
+    assert [s.args["event"] for s in fenced.steps if s.do == "assert"] == [
+        "fetch-fenced", "stale-fetch-served", "truncate", "epoch-query"]
+    assert [s.args["event"] for s in unfenced.steps if s.do == "assert"] == [
+        "stale-fetch-served", "fetch-fenced", "truncate", "epoch-query"]
