@@ -227,9 +227,10 @@ def test_kafka_7415_scenario_parses_in_both_modes():
         sc = S.load(path, truncation=mode)
         assert sc.expect == {"hw": [], "leader-epoch": []}
         plays[mode] = [s.number for s in sc.steps if s.do == "assert" and s.plays_in(mode)]
-        assert [s.args.get("since") for s in sc.steps if s.do == "assert"] == [7, 7, 7, 7, 7, None]
+        assert [s.args.get("since") for s in sc.steps if s.do == "assert"] == [None, 7, 7, 7, 7, 7, None]
+        assert sc.steps[8].do == "assert" and sc.steps[8].args["epochs"] == [[0, 0], [1, 1]]
         assert sc.steps[6].do == "elect" and sc.steps[6].args == {"node": "n2", "unclean": False, "partition": 0}
-    assert plays == {"hw": [9, 14, 17], "leader-epoch": [11, 12, 13, 14, 17]}
+    assert plays == {"hw": [9, 10, 15, 18], "leader-epoch": [9, 12, 13, 14, 15, 18]}
     truncs = {s.modes: s.args["match"] for s in sc.steps if s.do == "assert" and s.args.get("event") == "truncate"
               and s.modes}
     assert truncs == {("hw",): {"from": 2, "to": 1, "why": "hw"},
