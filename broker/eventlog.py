@@ -15,6 +15,22 @@ from pathlib import Path
 from typing import Any, TextIO
 
 
+# Every event name a broker or the controller writes, each documented in docs/formats.md ("Node event
+# logs"). Scenario `assert` steps accept only these; tests/broker/test_node_eventlog.py checks the list
+# against the names the source emits and the docs' table.
+EVENT_NAMES = frozenset({
+    # replication (broker/replication/events.py)
+    "leader-change", "isr-change", "truncate", "hw-change", "role", "fetch-fenced", "stale-fetch-served",
+    "epoch-query", "epoch-answer",
+    # broker process and storage (broker/server)
+    "start", "stop", "registered", "re-register", "recovered", "corrupt", "storage-error", "flush",
+    "partition-skipped", "metadata-error", "metadata-rejected", "isr-proposal-failed", "internal-error",
+    # controller (broker/controller)
+    "listening", "fenced", "unfenced", "topic-created", "topic-error", "unclean-shutdown", "elect-leader",
+    "elect-refused", "stall", "fatal",
+})
+
+
 class EventLog:
     def __init__(self, path: str | Path | None, node: str, *, echo: TextIO | None = None):
         self.node = node

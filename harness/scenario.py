@@ -52,6 +52,7 @@ from pathlib import Path
 from typing import Any
 
 from clusters.storage_faults import STORAGE_FAULTS      # the kinds of a corrupt step (Corruptible)
+from broker.eventlog import EVENT_NAMES as broker_event_names
 from harness import config as config_mod
 from rundir.formats import ANOMALY_KINDS
 from rundir.settings import Setting, SettingError, at_line, declare, did_you_mean, header_lines, line_of, read_toml
@@ -65,11 +66,7 @@ WAIT_CONDITIONS = ("leader", "isr", "hw", "fenced", "alive", "node", "leo", "nod
 PAIRS = ("drop", "isolate", "from")
 # the events an assert step may name: what the brokers and the controller write to their event logs
 # (docs/formats.md "Node event logs"); a name outside it is a typo, which would make `count = 0` pass
-EVENT_NAMES = ("corrupt", "elect-refused", "epoch-answer", "epoch-query", "fatal", "fenced", "fetch-fenced",
-               "flush", "hw-change", "internal-error", "isr-change", "isr-proposal-failed", "leader-change",
-               "listening", "metadata-error", "metadata-rejected", "partition-skipped", "re-register",
-               "recovered", "recovery", "registered", "role", "stale-fetch-served", "stall", "start", "stop",
-               "storage-error", "topic-error", "truncate", "unclean-shutdown")
+EVENT_NAMES = tuple(sorted(broker_event_names))
 # down after these steps until a restart/start (a corrupt step needs its node down)
 DOWN_ACTIONS = ("kill", "stop", "power-loss")
 

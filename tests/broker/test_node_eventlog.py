@@ -34,3 +34,22 @@ def test_appends_across_reopen(tmp_path):
     log.emit("stop", reason="SIGTERM")
     log.close()
     assert [json.loads(l)["event"] for l in path.read_text().splitlines()] == ["start", "stop"]
+
+
+def test_event_names_registry_matches_source_and_docs():
+    """broker/eventlog.EVENT_NAMES (what scenario asserts accept) is exactly what the broker and the
+    controller emit, and docs/formats.md documents each one."""
+    import re
+    from pathlib import Path
+
+    from broker.eventlog import EVENT_NAMES
+
+    root = Path(__file__).resolve().parents[2]
+    pattern = re.compile(r'(?:emit\(|"event": |ClassVar\[str\] = )"([a-z][a-z-]*)"')
+    emitted = set()
+    for path in (root / "broker").rglob("*.py"):
+        emitted.update(pattern.findall(path.read_text()))
+    assert emitted == set(EVENT_NAMES), (sorted(emitted - set(EVENT_NAMES)), sorted(set(EVENT_NAMES) - emitted))
+    docs = (root / "docs" / "formats.md").read_text()
+    documented = set(re.findall(r"^\| `([a-z][a-z-]*)` \|", docs, re.M))
+    assert set(EVENT_NAMES) <= documented, sorted(set(EVENT_NAMES) - documented)
