@@ -92,3 +92,24 @@ def test_spark_loss_shape_across_blocks(blocky, spark, monkeypatch, path):
     res = check_run(blocky, engine="spark", spark=spark, write=False)
     assert res["anomalies"]["lost-write"]["loss_shape"] == WANT
     assert "loss shape" in res["checker"]["phases_s"]
+
+
+@pytest.mark.parametrize("lenient", [False, True])
+def test_an_ack_without_offset_has_no_place_in_the_sequence(tmp_path, lenient):
+    """Every acknowledged write is placed by its offset: an ok send without one is a format error (with
+    --lenient the line is skipped, an input problem, and the run is never valid)."""
+    from rundir.formats import FormatError
+
+    b = RunBuilder()
+    b.send(1, 0, 1, offset=0)
+    b.send(1, 0, 2, offset=None)
+    b.send(1, 0, 3, offset=2)
+    b.final(0, [1, 9, 3])
+    b.write(tmp_path)
+    if not lenient:
+        with pytest.raises(FormatError, match=r"history.jsonl:4: .*'value.offset'"):
+            check_run(tmp_path, engine="reference", write=False)
+        return
+    res = check_run(tmp_path, engine="reference", write=False, lenient=True)
+    assert res["valid"] == "unknown" and res["anomalies"]["lost-write"]["count"] == 0
+    assert res["anomalies"]["lost-write"]["loss_shape"] == {"by_partition": {}, "total": shape()}
