@@ -78,6 +78,9 @@ class PartitionReplica:
         self._phase: str | None = None
         self._query_epoch: int | None = None
         self._follower_isr: tuple[int, ...] = ()
+        # KIP-841: brokers the controller has fenced; the leader does not propose them for the ISR (the
+        # controller would refuse, and a zombie fetcher would be proposed again every fetch round)
+        self._fenced_brokers: frozenset[int] = frozenset()
         # leader: follower requests already logged as fetch-fenced / stale-fetch-served in this epoch
         self._logged_requests: set[tuple] = set()
         # follower: the last refused OffsetsForLeaderEpoch logged (a refusal is retried every back-off)
@@ -207,6 +210,11 @@ class PartitionReplica:
         self.role, self._leader, self._unsent_proposal = NONE, None, None
         self._phase, self._query_epoch = None, None
         self._events.append(RoleChange(self.partition, NONE, self.leader_epoch))
+
+    def set_fenced_brokers(self, broker_ids: Iterable[int]) -> None:
+        """The brokers the controller currently fences (from the metadata): not proposed for the ISR
+        until they are live again (KIP-841)."""
+        self._fenced_brokers = frozenset(broker_ids)
 
     # --- leader: produce ------------------------------------------------------------------------
 
@@ -474,7 +482,8 @@ class PartitionReplica:
     def _maybe_expand_isr(self, remote: RemoteReplica) -> None:
         st = self._leader
         assert st is not None
-        if st.pending is not None or remote.broker_id in st.isr or remote.broker_id not in st.replicas:
+        if (st.pending is not None or remote.broker_id in st.isr or remote.broker_id not in st.replicas
+                or remote.broker_id in self._fenced_brokers):
             return
         leo = remote.leo if remote.leo is not None else -1
         if leo < self.hw:

@@ -157,6 +157,9 @@ class ReplicaManager:
     def apply_metadata(self, md: Metadata) -> None:
         self.metadata = md
         me = self.config.node_id
+        fenced = [b for b, info in md.brokers.items() if not info.alive]
+        for part in self.partitions.values():
+            part.replica.set_fenced_brokers(fenced)
         for (topic, p), ps in md.partitions.items():
             part = self.partitions.get((topic, p))
             if me not in ps.replicas and part is None:
@@ -164,6 +167,7 @@ class ReplicaManager:
             try:
                 if part is None:
                     part = self._create(topic, p)
+                    part.replica.set_fenced_brokers(fenced)
                 self._apply_partition(part, ps)
             except Exception as exc:    # noqa: BLE001 - one bad partition must not stop the broker
                 self._skip(topic, p, exc)

@@ -201,3 +201,18 @@ def test_same_epoch_become_leader_updates_isr_only():
     r.handle_fetch(2, 0, 0, now_ms=0)
     r.become_leader(0, [1], [1, 2], 2, now_ms=5)
     assert (r.isr, r.isr_version, r.remote_leo(2)) == ({1}, 2, 0)   # follower state kept
+
+
+def test_fenced_follower_is_not_proposed_for_the_isr_kip841():
+    """A follower the controller fences (a zombie still fetching) is not proposed for the ISR; once the
+    metadata says it is live again, its next caught-up fetch proposes it."""
+    r = leader(isr=(1, 2), replicas=(1, 2, 3))
+    r.produce([b"a"], acks=1, now_ms=1)
+    r.handle_fetch(2, 1, 0, now_ms=2)                     # the HW reaches 1
+    r.set_fenced_brokers([3])
+    r.handle_fetch(3, 1, 0, now_ms=3)                     # caught up, but fenced
+    assert r.take_isr_proposal() is None and r.pending_isr_proposal is None
+    r.set_fenced_brokers([])
+    r.handle_fetch(3, 1, 0, now_ms=4)
+    proposal = r.take_isr_proposal()
+    assert proposal is not None and (proposal.isr, proposal.kind) == ((1, 2, 3), "expand")
