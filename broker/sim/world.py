@@ -1,0 +1,820 @@
+"""The simulated world: N brokers holding one partition, the controller, a network, disks and a clock.
+
+Owns `SimSettings`, `World`, `SimNode`, `Message`, `Ack` and `SimError`. The brokers run the real
+replication core (`broker.replication.replica.PartitionReplica`) and the controller is the real
+`broker.controller.state.ControllerState`; this module plays only what a shell does around them:
+
+- network: every request and answer is a `Message` in `in_flight` (fetch and OffsetsForLeaderEpoch
+  requests and answers, heartbeats, registrations, metadata pushes, alter-isr proposals and answers).
+  Any of them may be delivered (in any order), dropped or duplicated. Links are one-way between any
+  two of the nodes and the controller "c0"; a message on a cut link cannot be delivered until healed.
+- disks: a flushed prefix per node (flush "always": everything; "never": only `flush` actions), the
+  HW checkpoint (`checkpoint` actions) and the leader-epoch checkpoint (written after every event,
+  before acknowledging, as Kafka does). `crash` keeps the whole log, `power-loss` only the flushed part.
+- controller: a change of its state pushes a metadata message to every registered live broker; a
+  broker applies it as broker/server/partitions.py does (leader -> become_leader, another leader ->
+  become_follower + ISR, no leader -> become_none).
+- clients: `produce` writes one value to a broker that believes it leads; acks=1 is acknowledged on
+  append, acks=-1 when `produce_status` completes (parked produces are re-checked after every event).
+
+`enabled()` lists every legal action in a fixed order, bounded in number: at most `LINK_SEND_CAP`
+requests on a link when sending, `LINK_CAP` messages on a link when duplicating, at most two metadata
+pushes per link (a third supersedes the oldest), `advance` in the fixed sizes of `SimSettings.advances`
+(`apply` accepts any positive size, so a shrinker may shorten advances).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from broker.controller import messages as cm
+from broker.controller.state import ControllerState
+from broker.records import MemoryLog, Record
+from broker.replication.config import ReplicationConfig
+from broker.replication.messages import (
+    EpochRequest, EpochResponse, FetchRequest, FetchResponse, IsrProposal,
+)
+from broker.replication.replica import LEADER, FOLLOWER, PartitionReplica
+from broker.sim import actions as A
+from broker.sim.actions import Action, CONTROLLER
+
+TOPIC, PARTITION = "t", 0
+LINK_SEND_CAP = 2        # a node sends a request / heartbeat only while its link holds fewer messages
+LINK_CAP = 3             # a message is duplicated only while its link holds fewer messages
+METADATA_CAP = 2         # metadata pushes waiting on one link; a newer one supersedes the oldest
+
+
+class SimError(RuntimeError):
+    """An action that is not enabled in this state, or a bad setting (the message names which)."""
+
+
+@dataclass(frozen=True)
+class SimSettings:
+    replicas: int = 3
+    truncation: str = "leader-epoch"            # "hw" | "leader-epoch" (| "kip-101", demonstration)
+    acks: int = 1                               # 1 | -1 (all) | 0
+    min_insync_replicas: int = 1
+    unclean_leader_election: bool = False
+    fetch_fencing: bool = True
+    eligible_leader_replicas: bool = False      # KIP-966 (controller ELR + strict min-ISR HW)
+    flush: str = "always"                       # "always" | "never" (a power loss drops the unflushed tail)
+    replica_lag_time_max_ms: int = 1000
+    session_timeout_ms: int = 3000
+    isr_join_requires_epoch_start: bool = True  # KAFKA-7128 rule
+    fetch_max_records: int = 1000
+    auto_checkpoint_hw: bool = False            # True: the HW checkpoint follows the HW after every event
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.replicas <= 9:
+            raise SimError(f"sim settings: replicas must be 1..9, got {self.replicas}")
+        if self.truncation not in ("hw", "leader-epoch", "kip-101"):
+            raise SimError(f"sim settings: truncation must be 'hw' or 'leader-epoch', got {self.truncation!r}")
+        if self.acks not in (0, 1, -1):
+            raise SimError(f"sim settings: acks must be 0, 1 or -1 (all), got {self.acks!r}")
+        if not 1 <= self.min_insync_replicas:
+            raise SimError(f"sim settings: min_insync_replicas must be >= 1, got {self.min_insync_replicas}")
+        if self.flush not in ("always", "never"):
+            raise SimError(f"sim settings: flush must be 'always' or 'never', got {self.flush!r}")
+        if self.replica_lag_time_max_ms < 1 or self.session_timeout_ms < 1:
+            raise SimError("sim settings: replica_lag_time_max_ms and session_timeout_ms must be >= 1")
+
+    @property
+    def advances(self) -> tuple[int, ...]:
+        """The clock steps `enabled()` offers: a short one, one past the replica lag limit and one
+        past the session timeout."""
+        return tuple(sorted({100, self.replica_lag_time_max_ms + 1, self.session_timeout_ms + 1}))
+
+    def replication_config(self) -> ReplicationConfig:
+        return ReplicationConfig(truncation=self.truncation, min_insync_replicas=self.min_insync_replicas,
+                                 replica_lag_time_max_ms=self.replica_lag_time_max_ms,
+                                 replica_fetch_max_records=self.fetch_max_records,
+                                 isr_join_requires_epoch_start=self.isr_join_requires_epoch_start,
+                                 fetch_fencing=self.fetch_fencing,
+                                 strict_min_isr_hw=self.eligible_leader_replicas)
+
+    @classmethod
+    def from_args(cls, args: Any) -> "SimSettings":
+        """From an argparse namespace (or any object) with some of: replicas, truncation, acks ("1",
+        "all", "-1"), min_insync_replicas, unclean_election / unclean_leader_election, fetch_fencing,
+        eligible_leader_replicas, flush, replica_lag_time_max_ms, session_timeout_ms. Missing or None
+        attributes keep the defaults."""
+        kw: dict[str, Any] = {}
+        aliases = {"unclean_election": "unclean_leader_election"}
+        names = {f.name for f in fields(cls)}
+        items = vars(args).items() if hasattr(args, "__dict__") else dict(args).items()
+        for key, value in items:
+            key = aliases.get(key, key)
+            if key in names and value is not None:
+                kw[key] = value
+        if "acks" in kw:
+            acks = kw["acks"]
+            if isinstance(acks, str):
+                if acks.strip().lower() == "all":
+                    acks = -1
+                else:
+                    try:
+                        acks = int(acks)
+                    except ValueError:
+                        raise SimError(f"sim settings: acks must be 0, 1, -1 or all, got {acks!r}") from None
+            kw["acks"] = acks
+        return cls(**kw)
+
+
+@dataclass(slots=True)
+class Message:
+    """One message on the network. kind: fetch, fetch-answer, epoch, epoch-answer, heartbeat,
+    register, metadata, alter-isr, alter-isr-answer. `body` depends on the kind; `inc` is the
+    incarnation of the node it belongs to (an answer is never handed to a later incarnation)."""
+    id: int
+    kind: str
+    src: str
+    dst: str
+    body: Any
+    inc: int = 0
+
+    def describe(self, world: "World") -> str:
+        b = self.body
+        if self.kind == "fetch":
+            return f"{self.src}'s fetch from {b.fetch_offset} (epoch {b.current_leader_epoch}) reaches {self.dst}"
+        if self.kind == "fetch-answer":
+            req, resp = b
+            if resp.error is not None:
+                what = f"{resp.error}"
+            else:
+                what = f"{len(resp.records)} records, HW {resp.high_watermark}"
+            return f"{self.src}'s answer to {self.dst}'s fetch from {req.fetch_offset} ({what}) reaches {self.dst}"
+        if self.kind == "epoch":
+            return (f"{self.src}'s OffsetsForLeaderEpoch (where does epoch {b.requested_epoch} end?) "
+                    f"reaches {self.dst}")
+        if self.kind == "epoch-answer":
+            req, resp = b
+            what = str(resp.error) if resp.error is not None else (
+                f"epoch {resp.end.epoch} ends at {resp.end.end_offset}" if resp.end else "no answer")
+            return f"{self.src}'s answer to {self.dst}'s OffsetsForLeaderEpoch ({what}) reaches {self.dst}"
+        if self.kind == "heartbeat":
+            return f"{self.src}'s heartbeat reaches the controller"
+        if self.kind == "register":
+            return f"{self.src}'s registration reaches the controller"
+        if self.kind == "metadata":
+            ps, version = b
+            return (f"metadata v{version} (leader {_name(ps.leader)}, epoch {ps.leader_epoch}, "
+                    f"ISR {_names(ps.isr)}) reaches {self.dst}")
+        if self.kind == "alter-isr":
+            p, _ = b
+            return f"{self.src}'s proposal ISR {_names(p.isr)} ({p.kind}) reaches the controller"
+        if self.kind == "alter-isr-answer":
+            p, res = b
+            return f"the controller's answer {res.error} to ISR {_names(p.isr)} reaches {self.dst}"
+        return f"{self.kind} from {self.src} reaches {self.dst}"
+
+
+def _name(broker_id: int | None) -> str:
+    return "none" if broker_id is None else f"n{broker_id}"
+
+
+def _names(ids) -> str:
+    return "{" + ",".join(f"n{i}" for i in ids) + "}"
+
+
+@dataclass(frozen=True, slots=True)
+class Ack:
+    """An acknowledged write: the client was told `value` is at `offset` (written in `epoch` by `leader`)."""
+    value: str
+    offset: int
+    epoch: int
+    leader: str
+
+
+@dataclass(slots=True)
+class Parked:
+    value: str
+    node: str
+    offset: int
+    epoch: int
+
+
+@dataclass
+class SimNode:
+    name: str
+    broker_id: int
+    log: MemoryLog
+    replica: PartitionReplica | None = None
+    up: bool = True
+    inc: int = 0                                  # incarnation: bumped by every restart
+    flushed: int = 0                              # records [0, flushed) survive a power loss
+    hw_checkpoint: int = 0
+    epoch_checkpoint: list[tuple[int, int]] = field(default_factory=list)
+    broker_epoch: int | None = None               # None: not (yet) registered in this incarnation
+    meta_version: int = -1                        # the newest metadata version applied
+
+
+class World:
+    """See the module docstring. `history` holds the applied actions (with their story text)."""
+
+    def __init__(self, settings: SimSettings | None = None):
+        self.settings = s = settings or SimSettings()
+        self.config = s.replication_config()
+        self.now_ms = 0
+        self.controller = ControllerState(session_timeout_ms=s.session_timeout_ms,
+                                          unclean_leader_election=s.unclean_leader_election,
+                                          eligible_leader_replicas=s.eligible_leader_replicas,
+                                          min_insync_replicas=s.min_insync_replicas)
+        self.nodes: dict[str, SimNode] = {}
+        self._by_id: dict[int, SimNode] = {}
+        for i in range(1, s.replicas + 1):
+            n = SimNode(f"n{i}", i, MemoryLog())
+            n.replica = self._new_replica(n)
+            self.nodes[n.name] = n
+            self._by_id[i] = n
+        self.endpoints: tuple[str, ...] = tuple(self.nodes) + (CONTROLLER,)
+        self.in_flight: dict[int, Message] = {}
+        self.link_count: dict[tuple[str, str], int] = {}
+        self.cuts: set[tuple[str, str]] = set()
+        self.acked: list[Ack] = []
+        self.parked: list[Parked] = []
+        self.outcomes: list[tuple[str, str]] = []     # (value, "acked" | "failed: ..." | "unknown: ...")
+        self.history: list[Action] = []
+        self.leader_hw_seen: dict[tuple[str, int], int] = {}
+        self.events: list[dict] = []                  # the controller's events, in order
+        self.next_value = 1
+        self._next_msg = 1
+        # start: every broker registers, the topic is created, every broker learns the metadata
+        for n in self.nodes.values():
+            n.broker_epoch, ev = self.controller.register_broker(n.broker_id, n.name, 0, 0)
+            self.events.extend(ev)
+        results, ev = self.controller.create_topics([cm.TopicSpec(TOPIC, 1, s.replicas)])
+        if results[0][1] != cm.NONE:                                   # pragma: no cover - setup bug
+            raise SimError(f"sim: topic creation failed: {results}")
+        self.events.extend(ev)
+        ps = self.controller.partition(TOPIC, PARTITION).view()
+        for n in self.nodes.values():
+            self._apply_metadata(n, ps, self.controller.version)
+        self._after_event()
+
+    # --- looking at the state --------------------------------------------------------------------
+
+    def values(self, node: str) -> list[str]:
+        log = self.nodes[node].log
+        return [r.value.decode() for r in log.read(0, log.leo())]
+
+    def records(self, node: str) -> list[Record]:
+        log = self.nodes[node].log
+        return log.read(0, log.leo())
+
+    def partition_state(self) -> cm.PartitionState:
+        return self.controller.partition(TOPIC, PARTITION).view()
+
+    def leader(self) -> str | None:
+        """The leader by the controller (None when it has none)."""
+        p = self.controller.partition(TOPIC, PARTITION)
+        return None if p.leader is None else self._by_id[p.leader].name
+
+    def leaders(self) -> list[tuple[str, int]]:
+        """(node, epoch) of every live replica that believes it leads."""
+        return [(n.name, n.replica.leader_epoch) for n in self.nodes.values()
+                if n.up and n.replica is not None and n.replica.role == LEADER]
+
+    def link_open(self, src: str, dst: str) -> bool:
+        return (src, dst) not in self.cuts
+
+    # --- enabled actions -------------------------------------------------------------------------
+
+    def enabled(self) -> list[Action]:
+        out: list[Action] = []
+        add = out.append
+        nodes = self.nodes
+        lc = self.link_count
+        ctl = self.controller
+        for n in nodes.values():
+            r = n.replica
+            if n.up and r is not None and r.role == LEADER:
+                add(Action(A.PRODUCE, n.name))
+        for n in nodes.values():
+            if self._can_send(n):
+                add(Action(A.SEND, n.name))
+        for m in self.in_flight.values():
+            if (m.src, m.dst) not in self.cuts:
+                add(Action(A.DELIVER, msg=m.id))
+            add(Action(A.DROP, msg=m.id))
+            if lc.get((m.src, m.dst), 0) < LINK_CAP:
+                add(Action(A.DUPLICATE, msg=m.id))
+        for n in nodes.values():
+            if n.up and n.broker_epoch is not None and lc.get((n.name, CONTROLLER), 0) < LINK_SEND_CAP:
+                add(Action(A.HEARTBEAT, n.name))
+        if self._expire_due():
+            add(Action(A.EXPIRE))
+        for n in nodes.values():
+            if self._metadata_due(n):
+                add(Action(A.METADATA, n.name))
+        for n in nodes.values():
+            if self._shrink_due(n):
+                add(Action(A.ALTER_ISR, n.name))
+        for n in nodes.values():
+            if n.up:
+                add(Action(A.CRASH, n.name))
+                if n.flushed < n.log.leo():
+                    add(Action(A.POWER_LOSS, n.name))
+            else:
+                add(Action(A.RESTART, n.name))
+        for n in nodes.values():
+            if n.up and n.flushed < n.log.leo():
+                add(Action(A.FLUSH, n.name))
+        for n in nodes.values():
+            if n.up and n.replica is not None and n.hw_checkpoint != n.replica.hw:
+                add(Action(A.CHECKPOINT, n.name))
+        p = ctl.partition(TOPIC, PARTITION)
+        for n in nodes.values():
+            how = self._elect_how(p, n.broker_id)
+            if how == "clean":
+                add(Action(A.ELECT, n.name, arg=0))
+            elif how == "unclean":
+                add(Action(A.ELECT, n.name, arg=1))
+        for a in self.endpoints:
+            for b in self.endpoints:
+                if a != b:
+                    add(Action(A.HEAL if (a, b) in self.cuts else A.CUT, a, b))
+        for ms in self.settings.advances:
+            add(Action(A.ADVANCE, arg=ms))
+        return out
+
+    def is_enabled(self, action: Action) -> bool:
+        k, n = action.kind, self.nodes.get(action.node) if action.node is not None else None
+        if k == A.ADVANCE:
+            return isinstance(action.arg, int) and action.arg > 0
+        if k == A.EXPIRE:
+            return self._expire_due()
+        if k in (A.DELIVER, A.DROP, A.DUPLICATE):
+            m = self.in_flight.get(action.msg)  # type: ignore[arg-type]
+            if m is None:
+                return False
+            if k == A.DELIVER:
+                return (m.src, m.dst) not in self.cuts
+            if k == A.DUPLICATE:
+                return self.link_count.get((m.src, m.dst), 0) < LINK_CAP
+            return True
+        if k in (A.CUT, A.HEAL):
+            a, b = action.node, action.peer
+            if a not in self.endpoints or b not in self.endpoints or a == b:
+                return False
+            return ((a, b) in self.cuts) == (k == A.HEAL)
+        if n is None:
+            return False
+        r = n.replica
+        if k == A.PRODUCE:
+            return n.up and r is not None and r.role == LEADER
+        if k == A.SEND:
+            return self._can_send(n)
+        if k == A.HEARTBEAT:
+            return (n.up and n.broker_epoch is not None
+                    and self.link_count.get((n.name, CONTROLLER), 0) < LINK_SEND_CAP)
+        if k == A.METADATA:
+            return self._metadata_due(n)
+        if k == A.ALTER_ISR:
+            return self._shrink_due(n)
+        if k == A.CRASH:
+            return n.up
+        if k == A.POWER_LOSS:
+            return n.up and n.flushed < n.log.leo()
+        if k == A.RESTART:
+            return not n.up
+        if k == A.FLUSH:
+            return n.up and n.flushed < n.log.leo()
+        if k == A.CHECKPOINT:
+            return n.up and r is not None and n.hw_checkpoint != r.hw
+        if k == A.ELECT:
+            how = self._elect_how(self.controller.partition(TOPIC, PARTITION), n.broker_id)
+            return how is not None and (how == "unclean") == bool(action.arg)
+        return False
+
+    def _can_send(self, n: SimNode) -> bool:
+        r = n.replica
+        if not n.up or r is None or r.role != FOLLOWER or r.leader_id is None:
+            return False
+        if r.follower_phase not in ("truncating", "fetching"):
+            return False
+        return self.link_count.get((n.name, self._by_id[r.leader_id].name), 0) < LINK_SEND_CAP
+
+    def _expire_due(self) -> bool:
+        t, limit = self.now_ms, self.controller.session_timeout_ms
+        return any(not b.fenced and t - b.last_heartbeat_ms > limit for b in self.controller.brokers.values())
+
+    def _metadata_due(self, n: SimNode) -> bool:
+        return (n.up and n.broker_epoch is not None and n.meta_version < self.controller.version
+                and self.link_count.get((CONTROLLER, n.name), 0) < LINK_SEND_CAP
+                and not any(m.kind == "metadata" and m.dst == n.name for m in self.in_flight.values()))
+
+    def _shrink_due(self, n: SimNode) -> bool:
+        r = n.replica
+        if not n.up or r is None or r.role != LEADER or r.pending_isr_proposal is not None:
+            return False
+        st = r._leader          # read-only look at the leader state: would the shrink timer propose?
+        return bool(st is not None and st.out_of_sync(r.broker_id, r.leo, self.now_ms,
+                                                      self.config.replica_lag_time_max_ms))
+
+    def _elect_how(self, p, broker_id: int) -> str | None:
+        """"clean" / "unclean" when an admin election of the broker would change the leader, else None.
+        Unclean admin elections are offered only with unclean_leader_election set."""
+        if p.leader == broker_id or not self.controller.is_live(broker_id):
+            return None
+        if broker_id in p.isr or (self.settings.eligible_leader_replicas and broker_id in p.elr):
+            return "clean"
+        if self.settings.unclean_leader_election:
+            return "unclean"
+        return None
+
+    # --- applying ----------------------------------------------------------------------------------
+
+    def apply(self, action: Action) -> Action:
+        """Apply an enabled action; returns it with its story line (also appended to `history`).
+        Raises SimError when the action is not enabled now."""
+        if not self.is_enabled(action):
+            raise SimError(f"sim: action not enabled: {action.short()}")
+        text = getattr(self, "_do_" + action.kind.replace("-", "_"))(action)
+        self._after_event()
+        done = action.with_text(text)
+        self.history.append(done)
+        return done
+
+    def run(self, actions) -> "World":
+        for a in actions:
+            self.apply(a)
+        return self
+
+    def _do_produce(self, a: Action) -> str:
+        n = self.nodes[a.node]
+        r = n.replica
+        value = f"v{self.next_value}"
+        self.next_value += 1
+        acks = self.settings.acks
+        acks_text = "all" if acks == -1 else str(acks)
+        res = r.produce([value.encode()], acks=acks, now_ms=self.now_ms)
+        if res.error is not None and res.base_offset < 0:
+            self.outcomes.append((value, f"failed: {res.error}"))
+            return f"{n.name} appends {value} (acks={acks_text}): refused, {res.error}"
+        if acks != -1:
+            self.acked.append(Ack(value, res.base_offset, res.epoch, n.name))
+            self.outcomes.append((value, "acked"))
+            return f"{n.name} appends {value} (acks={acks_text}): acknowledged at offset {res.base_offset}"
+        if res.complete:
+            self.acked.append(Ack(value, res.base_offset, res.epoch, n.name))
+            self.outcomes.append((value, "acked"))
+            return f"{n.name} appends {value} (acks=all): acknowledged at offset {res.base_offset}"
+        self.parked.append(Parked(value, n.name, res.last_offset, res.epoch))
+        return f"{n.name} appends {value} (acks=all) at offset {res.base_offset}: waiting for the HW"
+
+    def _do_send(self, a: Action) -> str:
+        n = self.nodes[a.node]
+        r = n.replica
+        req = r.next_follower_request()
+        leader = self._by_id[req.leader_id].name
+        if isinstance(req, EpochRequest):
+            self._send("epoch", n.name, leader, req, n.inc)
+            return f"{n.name} asks {leader} where epoch {req.requested_epoch} ends (OffsetsForLeaderEpoch)"
+        self._send("fetch", n.name, leader, req, n.inc)
+        return f"{n.name} sends {leader} a fetch from offset {req.fetch_offset} (epoch {req.current_leader_epoch})"
+
+    def _do_deliver(self, a: Action) -> str:
+        m = self._take(a.msg)
+        text = f"deliver #{m.id}: " + m.describe(self)
+        note = self._deliver(m)
+        return text + (f": {note}" if note else "")
+
+    def _do_drop(self, a: Action) -> str:
+        m = self._take(a.msg)
+        return f"drop #{m.id}: " + m.describe(self).replace(" reaches ", " never reaches ", 1)
+
+    def _do_duplicate(self, a: Action) -> str:
+        m = self.in_flight[a.msg]
+        copy = self._send(m.kind, m.src, m.dst, m.body, m.inc)
+        return f"duplicate #{m.id} as #{copy.id}: " + m.describe(self).split(" reaches ")[0]
+
+    def _do_heartbeat(self, a: Action) -> str:
+        n = self.nodes[a.node]
+        self._send("heartbeat", n.name, CONTROLLER, n.broker_epoch, n.inc)
+        return f"{n.name} sends a heartbeat (broker epoch {n.broker_epoch})"
+
+    def _do_expire(self, a: Action) -> str:
+        before = self.controller.version
+        ev = self.controller.expire_sessions(self.now_ms)
+        self.events.extend(ev)
+        fenced = [f"n{e['broker']}" for e in ev if e["event"] == "fenced"]
+        self._controller_changed(before)
+        return f"the controller fences {', '.join(fenced)} (no heartbeat for over {self.settings.session_timeout_ms} ms)" \
+            + self._leader_note(ev)
+
+    def _do_metadata(self, a: Action) -> str:
+        n = self.nodes[a.node]
+        ps = self.partition_state()
+        self._send("metadata", CONTROLLER, n.name, (ps, self.controller.version), n.inc)
+        return f"the controller sends {n.name} metadata v{self.controller.version}"
+
+    def _do_alter_isr(self, a: Action) -> str:
+        n = self.nodes[a.node]
+        proposal = n.replica.maybe_shrink_isr(self.now_ms)
+        if proposal is None:                           # pragma: no cover - _shrink_due said otherwise
+            return f"{n.name}'s ISR timer: nothing to shrink"
+        self._send("alter-isr", n.name, CONTROLLER, (proposal, n.broker_epoch), n.inc)
+        return f"{n.name} proposes ISR {_names(proposal.isr)} (shrink) to the controller"
+
+    def _do_crash(self, a: Action) -> str:
+        self._down(self.nodes[a.node])
+        return f"{a.node} is killed (SIGKILL): its log stays as it is"
+
+    def _do_power_loss(self, a: Action) -> str:
+        n = self.nodes[a.node]
+        cut = n.flushed
+        self._down(n)
+        n.log.truncate_to(cut)
+        return f"{n.name} loses power: the unflushed tail from offset {cut} is gone"
+
+    def _do_restart(self, a: Action) -> str:
+        n = self.nodes[a.node]
+        n.up = True
+        n.inc += 1
+        n.broker_epoch, n.meta_version = None, -1
+        n.replica = self._new_replica(n)
+        self._send("register", n.name, CONTROLLER, None, n.inc)
+        return (f"{n.name} restarts (LEO {n.log.leo()}, HW checkpoint {n.hw_checkpoint}) "
+                f"and asks the controller to register it")
+
+    def _do_cut(self, a: Action) -> str:
+        self.cuts.add((a.node, a.peer))
+        return f"cut {a.node} -> {a.peer}: messages that way stop arriving"
+
+    def _do_heal(self, a: Action) -> str:
+        self.cuts.discard((a.node, a.peer))
+        return f"heal {a.node} -> {a.peer}"
+
+    def _do_advance(self, a: Action) -> str:
+        self.now_ms += a.arg
+        return f"{a.arg} ms pass (now {self.now_ms} ms)"
+
+    def _do_elect(self, a: Action) -> str:
+        n = self.nodes[a.node]
+        before = self.controller.version
+        res, ev = self.controller.elect_leader(TOPIC, PARTITION, broker=n.broker_id, unclean=bool(a.arg))
+        self.events.extend(ev)
+        self._controller_changed(before)
+        kind = "unclean " if a.arg else ""
+        if res.error != cm.NONE:                       # pragma: no cover - _elect_how said otherwise
+            return f"admin {kind}election of {n.name} refused: {res.error}"
+        return f"admin {kind}election: {n.name} leads epoch {res.leader_epoch}, ISR {_names(res.isr)}"
+
+    def _do_flush(self, a: Action) -> str:
+        n = self.nodes[a.node]
+        n.flushed = n.log.leo()
+        return f"{n.name} flushes its log up to offset {n.flushed}"
+
+    def _do_checkpoint(self, a: Action) -> str:
+        n = self.nodes[a.node]
+        n.hw_checkpoint = n.replica.hw
+        return f"{n.name} writes its HW checkpoint: {n.hw_checkpoint}"
+
+    # --- delivery ----------------------------------------------------------------------------------
+
+    def _deliver(self, m: Message) -> str:
+        k = m.kind
+        if m.dst == CONTROLLER:
+            return self._deliver_to_controller(m)
+        n = self.nodes[m.dst]
+        r = n.replica
+        if not n.up or r is None:
+            return f"{n.name} is down: lost"
+        if k == "fetch":
+            req: FetchRequest = m.body
+            resp = r.handle_fetch(req.replica_id, req.fetch_offset, req.current_leader_epoch, self.now_ms,
+                                  req.max_records)
+            self._answer("fetch-answer", m, (req, resp))
+            return f"HW {r.hw}" if resp.error is None else str(resp.error)
+        if k == "epoch":
+            ereq: EpochRequest = m.body
+            eresp = r.handle_offsets_for_leader_epoch(ereq.requested_epoch, ereq.current_leader_epoch,
+                                                      ereq.replica_id)
+            self._answer("epoch-answer", m, (ereq, eresp))
+            return ""
+        if k == "fetch-answer":
+            freq, fresp = m.body
+            leo = r.leo
+            if not r.on_fetch_response(freq, fresp):
+                return "stale, ignored"
+            return f"{n.name} LEO {leo}->{r.leo}, HW {r.hw}"
+        if k == "epoch-answer":
+            ereq, eresp = m.body
+            leo = r.leo
+            if not r.on_epoch_response(ereq, eresp):
+                return "stale, ignored"
+            return f"{n.name} truncates to {r.leo}" if r.leo < leo else f"{n.name} keeps its log (LEO {leo})"
+        if k == "metadata":
+            ps, version = m.body
+            if version <= n.meta_version:
+                return "older than what it has, ignored"
+            self._apply_metadata(n, ps, version)
+            return f"{n.name} is {r.role} of epoch {r.leader_epoch}"
+        if k == "alter-isr-answer":
+            proposal, res = m.body
+            self._isr_answer(n, proposal, res)
+            return ""
+        raise AssertionError(k)                        # pragma: no cover
+
+    def _deliver_to_controller(self, m: Message) -> str:
+        ctl = self.controller
+        before = ctl.version
+        n = self.nodes[m.src]
+        ev: list[dict] = []
+        note = ""
+        if m.kind == "heartbeat":
+            err, ev = ctl.heartbeat(n.broker_id, m.body, self.now_ms)
+            note = "" if err == cm.NONE else err
+        elif m.kind == "register":
+            epoch, ev = ctl.register_broker(n.broker_id, n.name, 0, self.now_ms, clean_shutdown=False)
+            if n.up and n.inc == m.inc:
+                n.broker_epoch = epoch                 # the answer (simplified: it always arrives)
+            note = f"broker epoch {epoch}"
+        elif m.kind == "alter-isr":
+            proposal, broker_epoch = m.body
+            res, ev = ctl.alter_isr(cm.AlterIsr(proposal.topic, proposal.partition, proposal.leader_id,
+                                                proposal.leader_epoch, proposal.based_on_version,
+                                                tuple(proposal.isr), broker_epoch))
+            if n.up and n.inc == m.inc:
+                self._send("alter-isr-answer", CONTROLLER, n.name, (proposal, res), n.inc)
+            note = res.error if res.error != cm.NONE else f"ISR {_names(res.isr)} v{res.isr_version}"
+        else:                                           # pragma: no cover
+            raise AssertionError(m.kind)
+        self.events.extend(ev)
+        self._controller_changed(before)
+        return note + self._leader_note(ev)
+
+    def _isr_answer(self, n: SimNode, proposal: IsrProposal, res: cm.AlterIsrResult) -> None:
+        """As broker/server/partitions.py: accepted -> on_isr_changed; refused -> the proposal failed,
+        and a newer ISR for our own leadership in the answer is taken."""
+        r = n.replica
+        if res.error == cm.NONE:
+            if r.role == LEADER and r.leader_epoch == res.leader_epoch and n.broker_id in res.isr:
+                r.on_isr_changed(res.isr, res.isr_version, self.now_ms)
+            else:
+                r.on_isr_proposal_failed(proposal)
+            return
+        r.on_isr_proposal_failed(proposal)
+        if (res.leader == n.broker_id and res.leader_epoch == r.leader_epoch and r.role == LEADER
+                and n.broker_id in res.isr):
+            r.on_isr_changed(res.isr, res.isr_version, self.now_ms)
+
+    def _apply_metadata(self, n: SimNode, ps: cm.PartitionState, version: int) -> None:
+        """As broker/server/partitions.py apply_metadata for one partition."""
+        n.meta_version = version
+        r = n.replica
+        me = n.broker_id
+        try:
+            if ps.leader == me:
+                r.become_leader(ps.leader_epoch, ps.isr, ps.replicas, ps.isr_version, self.now_ms)
+            elif ps.leader is not None and me in ps.replicas:
+                if r.become_follower(ps.leader_epoch, ps.leader, self.now_ms, isr=ps.isr) is None:
+                    r.on_isr_changed(ps.isr, ps.isr_version, self.now_ms)
+            elif r.role != "none" and ps.leader_epoch >= r.leader_epoch:
+                r.become_none()
+        except ValueError:
+            pass                                        # inconsistent metadata: wait for the next one
+
+    # --- internals ---------------------------------------------------------------------------------
+
+    def _new_replica(self, n: SimNode) -> PartitionReplica:
+        r = PartitionReplica(TOPIC, PARTITION, n.broker_id, n.log, self.config, hw=n.hw_checkpoint,
+                             epoch_entries=n.epoch_checkpoint)
+        return r
+
+    def _send(self, kind: str, src: str, dst: str, body: Any, inc: int) -> Message:
+        m = Message(self._next_msg, kind, src, dst, body, inc)
+        self._next_msg += 1
+        self.in_flight[m.id] = m
+        key = (src, dst)
+        self.link_count[key] = self.link_count.get(key, 0) + 1
+        return m
+
+    def _take(self, msg_id: int) -> Message:
+        m = self.in_flight.pop(msg_id)
+        key = (m.src, m.dst)
+        self.link_count[key] -= 1
+        return m
+
+    def _answer(self, kind: str, request: Message, body: Any) -> None:
+        """The answer to `request` goes back to the node that sent it, if that incarnation still runs."""
+        n = self.nodes[request.src]
+        if n.up and n.inc == request.inc:
+            self._send(kind, request.dst, request.src, body, n.inc)
+
+    def _down(self, n: SimNode) -> None:
+        n.up = False
+        n.replica = None
+        n.broker_epoch = None
+        for mid in [mid for mid, m in self.in_flight.items() if m.dst == n.name]:
+            self._take(mid)                             # the connections to it are gone
+        for p in [p for p in self.parked if p.node == n.name]:
+            self.parked.remove(p)
+            self.outcomes.append((p.value, "unknown: leader crashed"))
+
+    def _controller_changed(self, before: int) -> None:
+        """Push the new metadata to every registered live broker (at most METADATA_CAP per link)."""
+        version = self.controller.version
+        if version == before:
+            return
+        ps = self.partition_state()
+        for n in self.nodes.values():
+            if not n.up or n.broker_epoch is None:
+                continue
+            waiting = [m.id for m in self.in_flight.values() if m.kind == "metadata" and m.dst == n.name]
+            if len(waiting) >= METADATA_CAP:
+                self._take(waiting[0])                  # superseded by the newer push
+            self._send("metadata", CONTROLLER, n.name, (ps, version), n.inc)
+
+    def _leader_note(self, ev: list[dict]) -> str:
+        for e in ev:
+            if e["event"] == "leader-change":
+                return f"; leader {_name(e['leader'])}, epoch {e['epoch']}, ISR {_names(e['isr'])}"
+        return ""
+
+    def _after_event(self) -> None:
+        """What the shells do after every step: send ISR proposals made while handling a fetch, write
+        epoch checkpoints (before acknowledging), flush (flush "always"), re-check parked acks=all
+        produces, and note each leader's HW for its epoch."""
+        always = self.settings.flush == "always"
+        auto_hw = self.settings.auto_checkpoint_hw
+        seen = self.leader_hw_seen
+        for n in self.nodes.values():
+            r = n.replica
+            if not n.up or r is None:
+                continue
+            leo = n.log.leo()
+            if always or n.flushed > leo:
+                n.flushed = leo
+            if r._events:
+                r.drain_events()
+            entries = r.epoch_checkpoint_due()
+            if entries is not None:
+                n.epoch_checkpoint = entries
+            if auto_hw:
+                n.hw_checkpoint = r.hw
+            if r.role == LEADER:
+                proposal = r.take_isr_proposal()
+                if proposal is not None:
+                    self._send("alter-isr", n.name, CONTROLLER, (proposal, n.broker_epoch), n.inc)
+                key = (n.name, r.leader_epoch)
+                hw = r.hw
+                if seen.get(key, -1) < hw:
+                    seen[key] = hw
+        if self.parked:
+            for p in list(self.parked):
+                n = self.nodes[p.node]
+                st = n.replica.produce_status(p.offset, p.epoch)
+                if st.state == "complete":
+                    self.parked.remove(p)
+                    self.acked.append(Ack(p.value, p.offset, p.epoch, p.node))
+                    self.outcomes.append((p.value, "acked"))
+                elif st.state == "failed":
+                    self.parked.remove(p)
+                    self.outcomes.append((p.value, ("unknown: " if str(st.error) == "NOT_LEADER" else "failed: ")
+                                          + str(st.error)))
+
+    # --- settling ----------------------------------------------------------------------------------
+
+    def settle(self, max_rounds: int = 200) -> None:
+        """Heal every link, restart every node, and let messages flow (no time passes) until nothing
+        changes: the state the end-of-schedule loss check looks at. Applied through `apply`, so the
+        steps appear in `history`."""
+        for a, b in sorted(self.cuts):
+            self.apply(Action(A.HEAL, a, b))
+        for n in self.nodes.values():
+            if not n.up:
+                self.apply(Action(A.RESTART, n.name))
+        stable = 0
+        last = None
+        for _ in range(max_rounds):
+            while self.in_flight:
+                self.apply(Action(A.DELIVER, msg=next(iter(self.in_flight))))
+            for n in self.nodes.values():
+                if self._needs_heartbeat(n) and self.is_enabled(Action(A.HEARTBEAT, n.name)):
+                    self.apply(Action(A.HEARTBEAT, n.name))
+                for kind in (A.METADATA, A.SEND):
+                    act = Action(kind, n.name)
+                    if self.is_enabled(act):
+                        self.apply(act)
+            if self.leader() is None:
+                for n in self.nodes.values():
+                    act = Action(A.ELECT, n.name, arg=0)
+                    if self.is_enabled(act):
+                        self.apply(act)
+                        break
+            fp = self._fingerprint()
+            stable = stable + 1 if fp == last else 0
+            last = fp
+            if stable >= 3:
+                return
+
+    def _needs_heartbeat(self, n: SimNode) -> bool:
+        b = self.controller.brokers.get(n.broker_id)
+        return b is not None and (b.fenced or b.last_heartbeat_ms < self.now_ms)
+
+    def _fingerprint(self) -> tuple:
+        return (self.controller.version, len(self.acked), len(self.parked),
+                tuple((n.up, n.log.leo(), n.replica.hw if n.replica else -1,
+                       n.replica.role if n.replica else "", n.replica.follower_phase if n.replica else "")
+                      for n in self.nodes.values()))
