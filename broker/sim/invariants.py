@@ -82,7 +82,11 @@ def hw_within_leo(world: Any) -> str | None:
 
 
 def leader_hw_monotonic(world: Any) -> str | None:
-    seen = _memo(world)["leader_hw"]
+    """Uses `World.leader_hw_seen` (the highest HW each (node, epoch) had, noted by the world after every
+    event, so events between two checks count too) when the world keeps it, else the memo."""
+    seen = getattr(world, "leader_hw_seen", None)
+    if not isinstance(seen, dict):
+        seen = _memo(world)["leader_hw"]
     for name, r in _live(world):
         if r.role != "leader":
             continue

@@ -1,0 +1,319 @@
+"""The seeded search over simulated fault schedules (issue 19): `explore`, `replay`, `Finding`, `ExploreResult`.
+
+Owned by helper "explorer". A schedule is a run of one fresh `World(settings)`: `length` times, the
+legal actions (`World.enabled()`) are grouped by kind, a kind is drawn with the weights of `WEIGHTS`
+(among the kinds that have a legal action now), then one action of that kind uniformly, and it is
+applied. After every event the per-event invariants of broker/sim/invariants.py are checked; after the
+last one `World.settle()` heals the cluster and the settled checks run (no-acked-loss). The first
+violation ends the schedule and becomes a `Finding` holding the actions up to it, so
+`replay(settings, finding.actions)` reports it again.
+
+Determinism: schedule i of seed s draws only from `random.Random(f"{s}:{i}")`, so a schedule depends
+on (settings, seed, i) alone. With `workers` > 1 the schedule indices are cut into fixed chunks handed
+to worker processes; the results are merged in schedule order and the stop rules are applied during
+the merge, so the schedules, events and findings are the same for any worker count when the search
+is bounded by `schedules` (a time `budget_s` only decides how many schedules run). The clock
+(`clock`, default time.monotonic) is read for the budget and `elapsed_s` only, never by a schedule.
+
+Weights (`WEIGHTS`, relative, per kind; a kind with no legal action does not count):
+- message traffic dominates so that replication actually progresses: deliver 30, send 16, produce 12;
+- controller traffic: heartbeat 6, metadata 5, alter-isr 4, expire 3;
+- clock: advance 6 (ISR shrinks and session expiry need time to pass);
+- faults are rarer, so that the cluster often gets back to work between them: restart 4, crash 2,
+  power-loss 1.5, drop 2, duplicate 1, cut 1.5, heal 3, elect 1.5, flush 2, checkpoint 2.
+Unknown kinds (a newer world.py) get `DEFAULT_WEIGHT`.
+"""
+from __future__ import annotations
+
+import random
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+from broker.sim import invariants as inv
+
+WEIGHTS: dict[str, float] = {
+    "deliver": 30, "send": 16, "produce": 12,
+    "heartbeat": 6, "metadata": 5, "alter-isr": 4, "expire": 3,
+    "advance": 6,
+    "restart": 4, "crash": 2, "power-loss": 1.5, "drop": 2, "duplicate": 1, "cut": 1.5, "heal": 3,
+    "elect": 1.5, "flush": 2, "checkpoint": 2,
+}
+DEFAULT_WEIGHT = 2.0
+CHUNK = 25                      # schedules per unit of work handed to a worker process
+
+
+@dataclass
+class Finding:
+    """A violated invariant: its name, the one-line violation, where it came from (seed and schedule
+    index; None / -1 for a replay) and the actions that lead to it. `step` is the number of events
+    applied when it was seen (len(actions), or that plus "settle" for a settled check: `settled`);
+    `expected` says the configuration does not promise this invariant (invariants.promises)."""
+    invariant: str
+    text: str
+    seed: Any
+    index: int
+    actions: list = field(default_factory=list)
+    step: int = 0
+    settled: bool = False
+    expected: bool = False
+
+    def describe(self) -> str:
+        where = "after settle" if self.settled else f"after event {self.step}"
+        tag = " (expected: not promised by these settings)" if self.expected else ""
+        return f"{self.invariant} {where}: {self.text}{tag}"
+
+
+@dataclass
+class ExploreResult:
+    schedules: int              # schedules run (in order: 0 .. schedules-1)
+    events: int                 # events applied in them (settle not counted)
+    findings: list[Finding]
+    elapsed_s: float
+    stopped: str = ""           # why the search ended: "schedules", "budget", "finding", "all-invariants"
+
+
+def _world_module():
+    from broker.sim import world
+    return world
+
+
+def _sim_errors() -> tuple[type[BaseException], ...]:
+    errors: list[type[BaseException]] = []
+    w = _world_module()
+    if isinstance(getattr(w, "SimError", None), type):
+        errors.append(w.SimError)
+    from broker.replication.sim import SimError as OldSimError
+    errors.append(OldSimError)
+    return tuple(errors)
+
+
+def _pick(rng: random.Random, enabled: Sequence[Any]) -> Any:
+    """Kind by weight among the kinds present, then an action of that kind uniformly (both draws from rng)."""
+    groups: dict[str, list] = {}
+    for a in enabled:
+        g = groups.get(a.kind)
+        if g is None:
+            groups[a.kind] = [a]
+        else:
+            g.append(a)
+    total = 0.0
+    for kind in groups:
+        total += WEIGHTS.get(kind, DEFAULT_WEIGHT)
+    x = rng.random() * total
+    chosen = None
+    for kind, g in groups.items():
+        chosen = g
+        x -= WEIGHTS.get(kind, DEFAULT_WEIGHT)
+        if x < 0:
+            break
+    assert chosen is not None
+    return chosen[0] if len(chosen) == 1 else chosen[rng.randrange(len(chosen))]
+
+
+def _applied(world: Any, action: Any, result: Any) -> Any:
+    """The action as applied (with the world's story text when it gives one)."""
+    if result is not None and getattr(result, "kind", None) == action.kind:
+        return result
+    return action
+
+
+def run_schedule(settings: Any, seed: Any, index: int, length: int = 50) -> tuple[int, Finding | None, list]:
+    """Schedule `index` of `seed`: (events applied, the finding or None, the actions applied)."""
+    World = _world_module().World
+    rng = random.Random(f"{seed}:{index}")
+    world = World(settings)
+    promised = inv.promises(settings)
+    actions: list = []
+    check = inv.check_event
+    for _ in range(length):
+        enabled = world.enabled()
+        if not enabled:
+            break
+        action = _pick(rng, enabled)
+        actions.append(_applied(world, action, world.apply(action)))
+        hit = check(world)
+        if hit is not None:
+            return len(actions), Finding(hit[0], hit[1], seed, index, actions, len(actions), False,
+                                         hit[0] not in promised), actions
+    world.settle()
+    hit = inv.check_settled(world)
+    if hit is not None:
+        return len(actions), Finding(hit[0], hit[1], seed, index, actions, len(actions), True,
+                                     hit[0] not in promised), actions
+    return len(actions), None, actions
+
+
+def schedule_actions(settings: Any, seed: Any, index: int, length: int = 50) -> list:
+    """The actions schedule `index` of `seed` applies (up to its finding, if any)."""
+    return run_schedule(settings, seed, index, length)[2]
+
+
+def replay(settings: Any, actions: Sequence[Any], *, seed: Any = None, index: int = -1) -> Finding | None:
+    """Apply `actions` exactly on a fresh World, checking the per-event invariants after each; then
+    settle and run the settled checks. The first violation is returned as a Finding (None: all held).
+    An action that is not enabled when its turn comes makes the list invalid: None as well."""
+    World = _world_module().World
+    errors = _sim_errors()
+    world = World(settings)
+    promised = inv.promises(settings)
+    done: list = []
+    for action in actions:
+        try:
+            result = world.apply(action)
+        except errors:
+            return None
+        done.append(_applied(world, action, result))
+        hit = inv.check_event(world)
+        if hit is not None:
+            return Finding(hit[0], hit[1], seed, index, done, len(done), False, hit[0] not in promised)
+    world.settle()
+    hit = inv.check_settled(world)
+    if hit is not None:
+        return Finding(hit[0], hit[1], seed, index, done, len(done), True, hit[0] not in promised)
+    return None
+
+
+def _run_chunk(settings: Any, seed: Any, start: int, stop: int, length: int,
+               stop_on_finding: bool) -> list[tuple[int, Finding | None]]:
+    """Schedules [start, stop): (events, finding) each; with stop_on_finding it ends at the first finding
+    (the merge would cut there anyway)."""
+    out = []
+    for i in range(start, stop):
+        try:
+            events, finding, _ = run_schedule(settings, seed, i, length)
+        except Exception as exc:          # a simulator bug: name the schedule so it can be replayed
+            raise RuntimeError(f"explore: schedule {i} of seed {seed!r} failed: {type(exc).__name__}: {exc}") from exc
+        out.append((events, finding))
+        if finding is not None and stop_on_finding:
+            break
+    return out
+
+
+class _Merge:
+    """Folds chunk results in schedule order and applies the stop rules (the same for any worker count)."""
+
+    def __init__(self, first_per_invariant: bool, stop_on_finding: bool, limit: int | None):
+        self.first_per_invariant, self.stop_on_finding, self.limit = first_per_invariant, stop_on_finding, limit
+        self.schedules = self.events = 0
+        self.findings: list[Finding] = []
+        self.seen: set[str] = set()
+        self.stopped = ""
+
+    def add(self, results: list[tuple[int, Finding | None]]) -> bool:
+        """Returns True when the search is over."""
+        for events, finding in results:
+            if self.stopped:
+                return True
+            self.schedules += 1
+            self.events += events
+            if finding is not None and not (self.first_per_invariant and finding.invariant in self.seen):
+                self.findings.append(finding)
+                self.seen.add(finding.invariant)
+                if self.stop_on_finding:
+                    self.stopped = "finding"
+                elif self.first_per_invariant and self.seen >= set(inv.INVARIANTS):
+                    self.stopped = "all-invariants"
+            if self.limit is not None and self.schedules >= self.limit and not self.stopped:
+                self.stopped = "schedules"
+        return bool(self.stopped)
+
+
+def explore(settings: Any, *, seed: Any, schedules: int | None = None, budget_s: float | None = None,
+            length: int = 50, workers: int = 1, progress: Callable[[int, int, list], None] | None = None,
+            first_per_invariant: bool = True, stop_on_finding: bool = False,
+            clock: Callable[[], float] = time.monotonic) -> ExploreResult:
+    """Run schedules 0, 1, 2, ... of `seed` until `schedules` have run or `budget_s` seconds have passed
+    (whichever comes first; at least one of them must be given).
+
+    first_per_invariant: keep only the first finding (in schedule order) of each invariant, and stop
+    once every invariant has one; False keeps every failing schedule. stop_on_finding: stop at the
+    first finding (time to first failure). progress(schedules, events, findings) is called in this
+    process after each chunk of schedules, `findings` being the list so far.
+    """
+    if schedules is None and budget_s is None:
+        raise ValueError("explore: give schedules or budget_s")
+    if schedules is not None and schedules < 0:
+        raise ValueError(f"explore: schedules must be >= 0, got {schedules}")
+    if length < 1:
+        raise ValueError(f"explore: length must be >= 1, got {length}")
+    if workers < 1:
+        raise ValueError(f"explore: workers must be >= 1, got {workers}")
+    _world_module()                          # import before any fork
+    t0 = clock()
+    deadline = None if budget_s is None else t0 + budget_s
+    merge = _Merge(first_per_invariant, stop_on_finding, schedules)
+    if schedules == 0:
+        return ExploreResult(0, 0, [], clock() - t0, "schedules")
+
+    def chunks():
+        start = 0
+        while schedules is None or start < schedules:
+            stop = start + CHUNK if schedules is None else min(start + CHUNK, schedules)
+            yield start, stop
+            start = stop
+
+    def report():
+        if progress is not None:
+            progress(merge.schedules, merge.events, list(merge.findings))
+
+    if workers == 1:
+        for start, stop in chunks():
+            if deadline is not None and clock() >= deadline:
+                merge.stopped = "budget"
+                break
+            done = merge.add(_run_chunk(settings, seed, start, stop, length, stop_on_finding))
+            report()
+            if done:
+                break
+    else:
+        _explore_parallel(settings, seed, length, workers, stop_on_finding, chunks(), merge, deadline, clock, report)
+    return ExploreResult(merge.schedules, merge.events, merge.findings, clock() - t0, merge.stopped or "budget")
+
+
+def _explore_parallel(settings, seed, length, workers, stop_on_finding, chunks, merge: _Merge, deadline, clock,
+                      report) -> None:
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    # fork is fast and safe while this is the only thread; with others (a progress display) use forkserver
+    method = "fork" if threading.active_count() == 1 else "forkserver"
+    ctx = multiprocessing.get_context(method)
+    pending: list = []                       # futures in schedule order
+    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+        try:
+            exhausted = False
+            while True:
+                while not exhausted and len(pending) < 2 * workers and (deadline is None or clock() < deadline):
+                    nxt = next(chunks, None)
+                    if nxt is None:
+                        exhausted = True
+                        break
+                    pending.append(pool.submit(_run_chunk, settings, seed, nxt[0], nxt[1], length, stop_on_finding))
+                if not pending:
+                    if not exhausted:
+                        merge.stopped = merge.stopped or "budget"
+                    break
+                head = pending.pop(0)
+                if deadline is not None and not head.done():
+                    # past the deadline, unfinished work is abandoned: the result is the prefix done so far
+                    remaining = deadline - clock()
+                    if remaining <= 0:
+                        head.cancel()
+                        merge.stopped = merge.stopped or "budget"
+                        break
+                    try:
+                        results = head.result(timeout=remaining)
+                    except TimeoutError:
+                        merge.stopped = merge.stopped or "budget"
+                        break
+                else:
+                    results = head.result()
+                done = merge.add(results)
+                report()
+                if done:
+                    break
+        finally:
+            for f in pending:
+                f.cancel()

@@ -1,0 +1,153 @@
+"""broker/sim/explore.py: the seeded search over simulated schedules.
+
+Determinism (the same seed gives the same action lists and findings; 1 worker and 2 worker processes
+give the same result), the search finds the HW-truncation loss in hw mode with acks=1 within a bounded
+number of schedules and finds nothing in leader-epoch mode with the safe settings, replay reproduces a
+finding exactly, and the stop rules, progress callback and budget behave as documented.
+"""
+from __future__ import annotations
+
+import pytest
+
+from broker.sim import explore as ex
+from broker.sim import invariants as inv
+from broker.sim.actions import Action
+from broker.sim.world import SimSettings, World
+
+HW_ACKS1 = SimSettings(truncation="hw", acks=1)
+SAFE = SimSettings(truncation="leader-epoch", acks=-1, min_insync_replicas=2)
+
+
+def key(f: ex.Finding):
+    return (f.invariant, f.text, f.seed, f.index, f.step, f.settled, f.expected, list(f.actions))
+
+
+def test_the_same_seed_gives_the_same_schedules():
+    for i in range(5):
+        a = ex.schedule_actions(HW_ACKS1, 7, i)
+        b = ex.schedule_actions(HW_ACKS1, 7, i)
+        assert a == b and len(a) >= 1
+        assert [str(x) for x in a] == [str(x) for x in b]      # the story lines too
+    assert ex.schedule_actions(HW_ACKS1, 7, 0) != ex.schedule_actions(HW_ACKS1, 8, 0)
+    assert ex.schedule_actions(HW_ACKS1, 7, 0) != ex.schedule_actions(HW_ACKS1, 7, 1)
+
+
+def test_the_same_seed_gives_the_same_findings():
+    r1 = ex.explore(HW_ACKS1, seed=3, schedules=40, first_per_invariant=False)
+    r2 = ex.explore(HW_ACKS1, seed=3, schedules=40, first_per_invariant=False)
+    assert (r1.schedules, r1.events) == (r2.schedules, r2.events) == (40, r1.events)
+    assert r1.findings and [key(f) for f in r1.findings] == [key(f) for f in r2.findings]
+    assert [f.index for f in r1.findings] == sorted({f.index for f in r1.findings})   # one per failing schedule
+
+
+def test_one_and_two_workers_give_the_same_result():
+    one = ex.explore(HW_ACKS1, seed=11, schedules=60, workers=1, first_per_invariant=False)
+    two = ex.explore(HW_ACKS1, seed=11, schedules=60, workers=2, first_per_invariant=False)
+    assert (one.schedules, one.events, one.stopped) == (two.schedules, two.events, two.stopped) == (60, one.events,
+                                                                                                    "schedules")
+    assert one.findings and [key(f) for f in one.findings] == [key(f) for f in two.findings]
+    first1 = ex.explore(HW_ACKS1, seed=11, schedules=500, workers=1, stop_on_finding=True)
+    first2 = ex.explore(HW_ACKS1, seed=11, schedules=500, workers=2, stop_on_finding=True)
+    assert (first1.schedules, first1.events, first1.stopped) == (first2.schedules, first2.events, "finding")
+    assert [key(f) for f in first1.findings] == [key(f) for f in first2.findings]
+    assert first1.schedules == first1.findings[0].index + 1 == one.findings[0].index + 1
+
+
+def test_hw_mode_with_acks_1_finds_a_loss_and_replay_reproduces_it():
+    r = ex.explore(HW_ACKS1, seed=1, schedules=200, stop_on_finding=True)
+    assert r.stopped == "finding" and len(r.findings) == 1
+    f = r.findings[0]
+    assert f.invariant in ("no-acked-loss", "committed-prefix-agreement")
+    assert f.expected is True                                # hw mode promises neither
+    assert r.schedules == f.index + 1 <= 200
+    again = ex.replay(HW_ACKS1, f.actions)
+    assert again is not None
+    assert (again.invariant, again.text, again.step, again.settled) == (f.invariant, f.text, f.step, f.settled)
+    assert again.actions == f.actions and (again.seed, again.index) == (None, -1)
+    assert ex.replay(HW_ACKS1, []) is None                   # nothing happened: nothing to find
+
+
+def test_hw_mode_with_acks_all_finds_a_loss_too():
+    s = SimSettings(truncation="hw", acks=-1, min_insync_replicas=2)
+    r = ex.explore(s, seed=1, schedules=300, stop_on_finding=True)
+    assert r.findings and r.findings[0].invariant in ("no-acked-loss", "committed-prefix-agreement")
+
+
+def test_leader_epoch_with_the_safe_settings_finds_nothing_in_300_schedules():
+    assert inv.promises_no_loss(SAFE)
+    r = ex.explore(SAFE, seed=1, schedules=300, first_per_invariant=False)
+    assert (r.schedules, r.stopped, r.findings) == (300, "schedules", [])
+    assert r.events > 300 * 40                               # the schedules did run (a few may end early)
+
+
+def test_replay_of_an_action_that_is_not_enabled_is_no_finding():
+    # n1 leads at the start, so an unclean election of n1 and a restart of a running node are illegal
+    assert ex.replay(HW_ACKS1, [Action("restart", "n2")]) is None
+    assert ex.replay(HW_ACKS1, [Action("deliver", msg=999)]) is None
+
+
+def test_a_finding_holds_the_actions_up_to_the_violation():
+    r = ex.explore(HW_ACKS1, seed=1, schedules=200, first_per_invariant=False)
+    assert r.findings
+    for f in r.findings[:5]:
+        assert f.step == len(f.actions)
+        if f.invariant == "no-acked-loss":
+            assert f.settled                                 # checked only after settle()
+        assert ex.schedule_actions(HW_ACKS1, 1, f.index) == f.actions
+
+
+def test_first_per_invariant_keeps_one_finding_per_invariant():
+    all_ = ex.explore(HW_ACKS1, seed=5, schedules=80, first_per_invariant=False)
+    first = ex.explore(HW_ACKS1, seed=5, schedules=80)
+    names = []
+    for f in all_.findings:
+        if f.invariant not in names:
+            names.append(f.invariant)
+    assert [f.invariant for f in first.findings] == names
+    assert [key(f) for f in first.findings] == [key(next(g for g in all_.findings if g.invariant == n)) for n in names]
+    assert len(all_.findings) > len(first.findings)
+
+
+def test_progress_is_called_with_growing_counts_and_ends_at_the_result():
+    calls = []
+    r = ex.explore(HW_ACKS1, seed=2, schedules=60, progress=lambda s, e, f: calls.append((s, e, len(f))))
+    assert [c[0] for c in calls] == [25, 50, 60]
+    assert calls[-1] == (r.schedules, r.events, len(r.findings))
+    assert all(a[1] <= b[1] for a, b in zip(calls, calls[1:]))
+
+
+def test_a_budget_stops_the_search_by_the_injected_clock():
+    ticks = iter(range(1000))
+    r = ex.explore(SAFE, seed=1, budget_s=2.5, clock=lambda: next(ticks))
+    # clock reads: start (0), before chunk 1 (1), before chunk 2 (2), before chunk 3 (3 >= 2.5: stop), end
+    assert (r.schedules, r.stopped) == (50, "budget")
+
+
+@pytest.mark.parametrize("kw", [dict(), dict(schedules=-1), dict(schedules=5, length=0), dict(schedules=5, workers=0)])
+def test_bad_arguments_are_refused(kw):
+    with pytest.raises(ValueError):
+        ex.explore(SAFE, seed=1, **kw)
+
+
+def test_the_weights_cover_every_action_kind():
+    from broker.sim.actions import KINDS
+    assert set(ex.WEIGHTS) == set(KINDS)
+
+
+def test_invariants_on_a_real_world_healthy_then_broken_by_hand():
+    w = World(SAFE)
+    for v in range(3):
+        w.apply(Action("produce", "n1"))
+    w.settle()
+    assert [(n.replica.role, n.replica.leo, n.replica.hw) for n in w.nodes.values()] == [
+        ("leader", 3, 3), ("follower", 3, 3), ("follower", 3, 3)]
+    assert inv.check_settled(w) is None
+    w.nodes["n3"].log.truncate_to(2)
+    assert inv.hw_within_leo(w) == "n3: HW 3 is past its LEO 2"
+    w2 = World(SAFE)
+    w2.apply(Action("produce", "n1"))
+    w2.settle()
+    w2.acked.append(type(w2.acked[0])("v9", 1, 0, "n1"))
+    assert inv.no_acked_loss(w2) == "1 of 2 acknowledged writes missing from the committed log of n1 (HW 1): v9@1"
+    w2.nodes["n1"].replica._hw = 0
+    assert inv.leader_hw_monotonic(w2) == "n1: leader HW went back from 1 to 0 in epoch 0"
