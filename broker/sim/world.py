@@ -99,13 +99,14 @@ class SimSettings:
         eligible_leader_replicas, flush, replica_lag_time_max_ms, session_timeout_ms. Missing or None
         attributes keep the defaults."""
         kw: dict[str, Any] = {}
-        aliases = {"unclean_election": "unclean_leader_election"}
-        names = {f.name for f in fields(cls)}
-        items = vars(args).items() if hasattr(args, "__dict__") else dict(args).items()
-        for key, value in items:
-            key = aliases.get(key, key)
-            if key in names and value is not None:
-                kw[key] = value
+        aliases = {"unclean_leader_election": "unclean_election"}
+        get = (lambda k: args.get(k)) if isinstance(args, dict) else (lambda k: getattr(args, k, None))
+        for f in fields(cls):
+            value = get(f.name)
+            if value is None and f.name in aliases:
+                value = get(aliases[f.name])
+            if value is not None:
+                kw[f.name] = value
         if "acks" in kw:
             acks = kw["acks"]
             if isinstance(acks, str):
@@ -807,7 +808,9 @@ class World:
             stable = stable + 1 if fp == last else 0
             last = fp
             if stable >= 3:
-                return
+                break
+        while self.in_flight:                           # the last round's requests and their answers
+            self.apply(Action(A.DELIVER, msg=next(iter(self.in_flight))))
 
     def _needs_heartbeat(self, n: SimNode) -> bool:
         b = self.controller.brokers.get(n.broker_id)
