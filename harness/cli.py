@@ -24,6 +24,7 @@ COMMANDS: dict[str, str] = {
     "rerun": "harness.reproduce:rerun",
     "cleanup": "harness.cleanup_command:cleanup",
     "suite": "harness.suite_command:suite",
+    "explore": "harness.explore_command:explore_cmd",
     "check": "checkers.cli:check",
     "jvm-archive": "checkers.cli:jvm_archive",
     "spark": "checkers.service_cli:spark",

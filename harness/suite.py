@@ -11,7 +11,9 @@ against their expectations, with the suite's artifacts written as it goes.
     results/suites/<suite>/latest -> <timestamp>
 
 Each repeat is a whole run through the run lifecycle (harness/lifecycle.py): `harness.runner.run_test`,
-or `harness.scenario_runner.run_scenario` for a configuration that replays a scenario file. The budget
+or `harness.scenario_runner.run_scenario` for a configuration that replays a scenario file; an explore
+configuration's repeat is one exploration in simulation instead (harness/exploration.py
+`run_exploration`: `<configuration>/<timestamp>/explore.json` and its scenario files). The budget
 is checked before each configuration: it starts only when all its repeats are expected to fit in what
 is left (time limit plus the checking and recovery overhead seen so far); otherwise it is reported as
 skipped. A run in progress is never cut.
@@ -19,6 +21,7 @@ skipped. A run in progress is never cut.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import datetime as _dt
 import fnmatch
 import os
@@ -33,7 +36,8 @@ from harness import junit
 from harness import scenario as scenario_mod
 from harness.runner import run_test
 from harness.scenario_runner import run_scenario
-from harness.suite_expect import RepeatResult, evaluate, repeat_from_results, suite_exit_code
+from harness.suite_expect import (RepeatResult, evaluate, repeat_from_explore, repeat_from_results,
+                                  suite_exit_code)
 from harness.suite_file import Suite, SuiteConfig
 from reports.suite_page import write_suite_page
 from rundir import formats as runformat, store
@@ -45,6 +49,8 @@ SUITE_HTML = "suite.html"
 FORMAT_VERSION = 1
 # first guess of what a run costs beyond its time limit (start-up, final phase, checker), by checker engine
 OVERHEAD_GUESS_S = {"reference": 20.0, "spark": 30.0}
+# an explore configuration bounded by a schedule count only: schedules per second assumed for the budget
+EXPLORE_RATE_GUESS = 50.0
 
 
 @dataclass
@@ -58,10 +64,14 @@ class ConfigOutcome:
 
     def to_json(self) -> dict[str, Any]:
         c = self.config
-        return {"name": c.name, "test": c.test, "row": c.row, "column": c.column, "description": c.description,
-                "expect": c.expect.to_json(), "settings": _jsonable(c.settings), "repeats_planned": self.planned,
-                "time_limit": c.cfg.time_limit, "status": self.status, "message": self.message,
-                "elapsed_s": round(self.elapsed_s, 3), "repeats": [r.to_json() for r in self.repeats]}
+        out = {"name": c.name, "test": c.test, "row": c.row, "column": c.column, "description": c.description,
+               "expect": c.expect.to_json(), "settings": _jsonable(c.settings), "repeats_planned": self.planned,
+               "time_limit": c.cfg.time_limit, "status": self.status, "message": self.message,
+               "elapsed_s": round(self.elapsed_s, 3), "repeats": [r.to_json() for r in self.repeats]}
+        if c.explore is not None:
+            out["kind"] = "explore"
+            out["explore"] = c.explore.to_json()
+        return out
 
 
 def _jsonable(settings: dict[str, Any]) -> dict[str, Any]:
@@ -84,18 +94,20 @@ def _iso(t: float) -> str:
 
 class SuiteRun:
     """One execution of a suite. `run_fn(cfg, session_hook=...)` is harness.runner.run_test and
-    `scenario_fn(path, cfg, session_hook=...)` is `run_suite_scenario` (tests pass stand-ins)."""
+    `scenario_fn(path, cfg, session_hook=...)` is `run_suite_scenario` and `explore_fn(opts, results_root,
+    name)` is harness/exploration.py `run_exploration` (tests pass stand-ins)."""
 
     def __init__(self, suite: Suite, results_root: Path | str = "results", *, repeat: int | None = None,
                  only: str | None = None, budget_s: float | None = None,
                  run_fn: Callable[..., Any] | None = None, scenario_fn: Callable[..., Any] | None = None, say: Callable[[str], None] = lambda _m: None,
-                 clock: Callable[[], float] = time.monotonic):
+                 clock: Callable[[], float] = time.monotonic, explore_fn: Callable[..., Any] | None = None):
         self.suite = suite
         self.results_root = Path(results_root)
         self.repeat, self.only, self.budget_s = repeat, only, budget_s
         self.say, self.clock = say, clock
         self.run_fn = run_fn or run_test
         self.scenario_fn = scenario_fn or run_suite_scenario
+        self.explore_fn = explore_fn or run_suite_explore
         self.selected = select(suite.configs, only)
         self.outcomes = [ConfigOutcome(c, planned=repeat or c.repeats) for c in self.selected]
         self.interrupt = threading.Event()
@@ -116,6 +128,12 @@ class SuiteRun:
 
     # --- budget --------------------------------------------------------------------------------------------
     def estimate_run_s(self, c: SuiteConfig) -> float:
+        if c.explore is not None:   # the search's bound, and one shrink's budget
+            o = c.explore
+            search = o.budget_s if o.budget_s is not None else o.schedules / EXPLORE_RATE_GUESS
+            if o.budget_s is not None and o.schedules is not None:
+                search = min(search, o.schedules / EXPLORE_RATE_GUESS)
+            return search + o.shrink_budget + 5.0
         engine = c.cfg.checker.engine
         seen = self.overheads.get(engine)
         overhead = sum(seen) / len(seen) if seen else OVERHEAD_GUESS_S.get(engine, 60.0)
@@ -179,6 +197,8 @@ class SuiteRun:
         return suite_exit_code([o.status for o in self.outcomes])
 
     def run_one(self, c: SuiteConfig, k: int) -> RepeatResult:
+        if c.explore is not None:
+            return self.explore_one(c, k)
         cfg = copy.deepcopy(c.cfg)
         cfg.name = c.name
         cfg.results_dir = str(self.path)
@@ -211,6 +231,23 @@ class SuiteRun:
             k, outcome.exit_code, outcome.results, run_dir=self._rel(run_dir),
             report=self._rel(report) if report.exists() else None, seed=cfg.seed, elapsed_s=elapsed,
             problems=(["interrupted"] if getattr(outcome, "interrupted", False) else []) + list(outcome.problems))
+
+    def explore_one(self, c: SuiteConfig, k: int) -> RepeatResult:
+        """One exploration of an explore configuration: repeat k uses seed + k - 1 when the entry has a
+        seed, else a fresh one (recorded in explore.json and suite.json)."""
+        opts = c.explore
+        if opts.seed is not None:
+            opts = dataclasses.replace(opts, seed=opts.seed + k - 1)
+        t0 = self.clock()
+        try:
+            out = self.explore_fn(opts, results_root=self.path, name=c.name)
+        except Exception as exc:  # noqa: BLE001 - record and go on
+            self.problems.append(f"{c.name} repeat {k}: {type(exc).__name__}: {exc}")
+            return repeat_from_explore(k, 255, None, seed=opts.seed, elapsed_s=self.clock() - t0,
+                                       problems=[f"internal error: {type(exc).__name__}: {exc}"])
+        return repeat_from_explore(k, out.exit_code, out.doc, run_dir=self._rel(out.run_dir),
+                                   report=self._rel(out.path), seed=out.doc.get("seed"),
+                                   elapsed_s=self.clock() - t0)
 
     def _rel(self, p: Path) -> str:
         try:
@@ -255,6 +292,13 @@ class SuiteRun:
                 self.say(msg)
         if status != "running" and self.dir is not None:
             _point_latest(self.dir.root / self.suite.name / store.LATEST, self.dir.timestamp)
+
+
+def run_suite_explore(opts, *, results_root: Path, name: str):
+    """One exploration for a suite configuration (harness/exploration.py), quiet: the suite prints
+    its own line per repeat. Returns an ExploreRun."""
+    from harness.exploration import run_exploration
+    return run_exploration(opts, results_root=results_root, name=name)
 
 
 def run_suite_scenario(path: Path, cfg, *, session_hook=None):

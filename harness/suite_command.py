@@ -27,9 +27,12 @@ from rundir.exits import EXIT_USAGE
 
 def validate_configs(configs, suite_file) -> str | None:
     """The validate step of a suite: every selected configuration's backend, schedule file and faults
-    (and its scenario's) checked before the suite's directory is created. The first problem, or None."""
+    (and its scenario's) checked before the suite's directory is created (explore configurations run in
+    simulation and were validated when the file was read). The first problem, or None."""
     for c in configs:
         where = lambda _key, c=c: f"{suite_file}: configuration {c.name!r}"  # noqa: E731
+        if c.explore is not None:    # a simulation: no cluster, backend or faults to check
+            continue
         try:
             if c.scenario is not None:
                 sc = scenario_mod.load(c.scenario, truncation=c.cfg.broker.truncation)
@@ -53,7 +56,8 @@ def validate_configs(configs, suite_file) -> str | None:
 @click.option("--results-dir", default="results", show_default=True,
               help="results directory; the suite writes into RESULTS_DIR/suites/<suite>/<timestamp>/")
 def suite(suite_file, repeat, only, budget, results_dir) -> int:
-    """Run a suite of chaos-test configurations with expectations (safe / finds anomalies)."""
+    """Run a suite of chaos-test configurations with expectations (safe / finds anomalies; explorations:
+    found / none)."""
     try:
         s = load_suite(suite_file)
     except SuiteError as exc:

@@ -10,6 +10,12 @@ of a configuration is one of:
               verdict is unknown (e.g. a partition never recovered), or a finds configuration whose kinds
               were not shown while some repeat went unchecked
     skipped   not run (time budget exhausted, interrupted); never counted as passed
+
+An explore entry's repeat is one exploration in simulation (harness/exploration.py): its counts are
+findings per violated invariant, `findings` the shrunk ones with their stories. `expect = "found"`
+passes when one repeat found a violation (of `invariant`, when named) and fails when every repeat
+explored to its end without one; `expect = "none"` fails on any finding. A repeat that ended in an
+error (exit 254/255) makes the outcome inconclusive unless the expectation is already decided.
 """
 from __future__ import annotations
 
@@ -36,6 +42,8 @@ class RepeatResult:
     problems: list[str] = field(default_factory=list)
     allowed: list[str] = field(default_factory=list)       # kinds counted but not failing the run (policy)
     line: str = field(default="", compare=False)           # the verdict line (not in suite.json)
+    findings: list[dict[str, Any]] | None = None           # explore repeats: the shrunk findings (explore.json)
+    explored: dict[str, Any] | None = None                 # explore repeats: schedules, events, seconds
 
     @property
     def found(self) -> set[str]:
@@ -49,9 +57,14 @@ class RepeatResult:
         return int(self.counts.get(kind, 0))
 
     def to_json(self) -> dict[str, Any]:
-        return {"index": self.index, "exit_code": self.exit_code, "valid": self.valid, "counts": dict(self.counts),
-                "unseen": self.unseen, "run_dir": self.run_dir, "report": self.report, "seed": self.seed,
-                "elapsed_s": round(self.elapsed_s, 3), "problems": list(self.problems), "allowed": list(self.allowed)}
+        out = {"index": self.index, "exit_code": self.exit_code, "valid": self.valid, "counts": dict(self.counts),
+               "unseen": self.unseen, "run_dir": self.run_dir, "report": self.report, "seed": self.seed,
+               "elapsed_s": round(self.elapsed_s, 3), "problems": list(self.problems), "allowed": list(self.allowed)}
+        if self.findings is not None:
+            out["findings"] = list(self.findings)
+        if self.explored is not None:
+            out["explored"] = dict(self.explored)
+        return out
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> "RepeatResult":
@@ -59,7 +72,8 @@ class RepeatResult:
                    counts={str(k): int(v) for k, v in (d.get("counts") or {}).items()},
                    unseen=int(d.get("unseen") or 0), run_dir=d.get("run_dir"), report=d.get("report"),
                    seed=d.get("seed"), elapsed_s=float(d.get("elapsed_s") or 0.0),
-                   problems=list(d.get("problems") or []), allowed=list(d.get("allowed") or []))
+                   problems=list(d.get("problems") or []), allowed=list(d.get("allowed") or []),
+                   findings=d.get("findings"), explored=d.get("explored"))
 
 
 def repeat_from_results(index: int, exit_code: int, results: dict[str, Any] | None, **extra) -> RepeatResult:
@@ -92,11 +106,55 @@ def _why_unchecked(r: RepeatResult) -> str:
     return f"not checked (exit {r.exit_code}{first})"
 
 
+def repeat_from_explore(index: int, exit_code: int, doc: dict[str, Any] | None, **extra) -> RepeatResult:
+    """A RepeatResult from an exploration's exit code and explore.json (None when it did not finish)."""
+    if doc is None:
+        extra.setdefault("line", f"ERROR (exit {exit_code})"
+                                 + (f": {extra['problems'][0]}" if extra.get("problems") else ""))
+        return RepeatResult(index=index, exit_code=exit_code, valid=None, findings=[], **extra)
+    from harness.exploration import summary_line
+    counts = {str(k): int(v) for k, v in (doc.get("findings_by_invariant") or {}).items() if v}
+    explored = {k: doc.get(k) for k in ("schedules", "events", "explore_s", "schedules_per_s")}
+    extra.setdefault("line", summary_line(doc))
+    return RepeatResult(index=index, exit_code=exit_code, valid=not counts, counts=counts,
+                        findings=list(doc.get("findings") or []), explored=explored, **extra)
+
+
+def _explored_text(r: RepeatResult) -> str:
+    e = r.explored or {}
+    return f"{int(e.get('schedules') or 0):,} schedules, {int(e.get('events') or 0):,} events"
+
+
+def evaluate_explore(expect: Expectation, repeats: list[RepeatResult]) -> tuple[str, str]:
+    n = len(repeats)
+    ran = [r for r in repeats if r.checked]
+    if expect.explore == "none":
+        bad = [r for r in ran if r.found]
+        if bad:
+            parts = "; ".join(f"repeat {r.index} (seed {r.seed}) found {_kinds_text(r)}" for r in bad)
+            return "failed", f"expected no finding, but {len(bad)} of {n} repeats found one: {parts}"
+        if len(ran) < n:
+            parts = "; ".join(f"repeat {r.index} {_why_unchecked(r)}" for r in repeats if not r.checked)
+            return "error", f"expected no finding, not shown: {parts}"
+        return "passed", "no finding in " + "; ".join(f"repeat {r.index}: {_explored_text(r)}" for r in repeats)
+    want = expect.invariant
+    for r in ran:
+        if (want is None and r.found) or (want is not None and want in r.found):
+            return "passed", f"repeat {r.index} of {n} found {_kinds_text(r, [want] if want else None)}"
+    what = want or "a violation"
+    summary = "; ".join(f"repeat {r.index} found {_kinds_text(r)} in {_explored_text(r)}" if r.checked else
+                        f"repeat {r.index} {_why_unchecked(r)}" for r in repeats)
+    status = "failed" if len(ran) == n else "error"
+    return status, f"expected to find {what}, but no repeat did: {summary}"
+
+
 def evaluate(expect: Expectation, repeats: list[RepeatResult]) -> tuple[str, str]:
     """(status, message) for a configuration; the message names the broken expectation."""
     n = len(repeats)
     if n == 0:
         return "skipped", "not run"
+    if expect.explore is not None:
+        return evaluate_explore(expect, repeats)
     if expect.safe:
         bad = [r for r in repeats if r.valid is False]
         if bad:

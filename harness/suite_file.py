@@ -44,6 +44,10 @@ from harness import scenario as scenario_mod
 # short setting names: the flags of `highwater run` that make sense per configuration
 SHORT_KEYS = {k: v for k, v in config_mod.FLAG_KEYS.items() if k not in ("results_dir", "test_name")}
 ENTRY_KEYS = ("name", "description", "safe", "finds", "repeats", "matrix", "scenario")
+# the keys of an explore entry ([[test]] with `explore = {...}`); its options are harness/exploration.py's
+EXPLORE_ENTRY_KEYS = ("name", "description", "repeats", "explore", "expect", "invariant")
+EXPLORE_EXPECT = ("found", "none")
+EXPLORE_COLUMN = "explore"
 NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 
 
@@ -76,11 +80,24 @@ class SuiteError(HighwaterError, ValueError):
 class Expectation:
     safe: bool = False
     finds: tuple[str, ...] = ()
+    explore: str | None = None          # an explore entry's: "found" or "none"
+    invariant: str | None = None        # with explore "found": the invariant that must be violated
 
     def describe(self) -> str:
+        if self.explore == "none":
+            return "explore finds nothing"
+        if self.explore == "found":
+            return f"explore finds {self.invariant or 'a violation'}"
         return "safe" if self.safe else "finds " + ", ".join(self.finds)
 
     def to_json(self) -> dict[str, Any]:
+        # explore expectations also carry the safe / finds shape, so readers of suite.json that know only
+        # those (harness/junit.py) still say something true
+        if self.explore == "none":
+            return {"explore": "none", "safe": True}
+        if self.explore == "found":
+            return {"explore": "found", "invariant": self.invariant,
+                    "finds": [self.invariant or "an invariant violation"]}
         return {"safe": True} if self.safe else {"finds": list(self.finds)}
 
 
@@ -98,6 +115,7 @@ class SuiteConfig:
     description: str = ""
     where: str = ""                 # file:line of the [[test]] entry
     scenario: Path | None = None    # replay this scenario file (harness/scenario.py) instead of a random run
+    explore: Any = None             # harness/exploration.py ExploreOptions: explore in simulation instead
 
 
 @dataclass
@@ -284,6 +302,12 @@ def _expand_entry(ctx: _Ctx, raw: dict[str, Any], i: int, defaults: dict[str, An
     if label in entry_names:
         raise ctx.error(what, "name", f"is used by an earlier [[test]]", table="test", entry=i)
     entry_names.add(label)
+    if "explore" in raw:
+        return [_explore_entry(ctx, raw, i, what, suite_repeats)]
+    for key in ("expect", "invariant"):
+        if key in raw:
+            raise ctx.error(what, key, "belongs to explore entries (explore = {...}); a run or scenario entry "
+                                       "says safe = true or finds = [...]", table="test", entry=i)
     description = _entry_value(ctx, DESCRIPTION, raw.get("description", ""), what, i)
     expect = _expectation(ctx, raw, what, i)
     repeats = _entry_value(ctx, REPEATS, raw.get("repeats", suite_repeats), what, i)
@@ -360,3 +384,58 @@ def _short_name(dotted: str) -> str:
         if target == dotted:
             return short
     return dotted
+
+
+# --- explore entries -----------------------------------------------------------------------------
+
+def _explore_entry(ctx: _Ctx, raw: dict[str, Any], i: int, what: str, suite_repeats: int) -> SuiteConfig:
+    """`explore = {...}` (or a [test.explore] table): a seeded search in simulation
+    (harness/exploration.py) with `expect = "found" | "none"` and, with found, an optional
+    `invariant`. Suite [defaults] do not apply: they are settings of real runs."""
+    from broker.sim.invariants import INVARIANTS
+    from harness.exploration import parse_options
+
+    for key in raw:
+        if key not in EXPLORE_ENTRY_KEYS:
+            hint = (" (put it inside explore = {...})" if key.replace("-", "_") in _explore_option_names()
+                    else f" (known: {', '.join(EXPLORE_ENTRY_KEYS)})")
+            raise ctx.error(what, key, f"is not a key of an explore entry{hint}", table="test", entry=i)
+    table = raw["explore"]
+    if not isinstance(table, dict):
+        raise ctx.error(what, "explore", f"must be a table of explore options, got {table!r}", table="test", entry=i)
+    try:
+        opts = parse_options(table)
+    except SettingError as exc:
+        line = (line_of(ctx.text, exc.key, table="test.explore", entry=i)
+                or line_of(ctx.text, "explore", table="test", entry=i)
+                or line_of(ctx.text, "", table="test.explore", entry=i))
+        raise SuiteError(f"{at_line(ctx.path, line)}: {what}: key 'explore.{exc.key}' {exc.problem}") from None
+    description = _entry_value(ctx, DESCRIPTION, raw.get("description", ""), what, i)
+    repeats = _entry_value(ctx, REPEATS, raw.get("repeats", suite_repeats), what, i)
+    expect = raw.get("expect")
+    if expect is None:
+        raise ctx.error(what, "", 'has no expectation: give expect = "found" or expect = "none"',
+                        table="test", entry=i)
+    if expect not in EXPLORE_EXPECT:
+        raise ctx.error(what, "expect", f'must be "found" or "none", got {expect!r}', table="test", entry=i)
+    invariant = raw.get("invariant")
+    if invariant is not None:
+        if expect != "found":
+            raise ctx.error(what, "invariant", 'goes with expect = "found" only', table="test", entry=i)
+        if invariant not in INVARIANTS:
+            raise ctx.error(what, "invariant", f"names unknown invariant {invariant!r} "
+                                               f"(known: {', '.join(INVARIANTS)})", table="test", entry=i)
+    cfg = TestConfig()
+    cfg.name = raw["name"]
+    cfg.time_limit = float(opts.budget_s or 0.0)
+    cfg.seed = opts.seed
+    settings = {"explore." + k: v for k, v in table.items()}
+    return SuiteConfig(
+        name=raw["name"], test=raw["name"], row=raw["name"], column=EXPLORE_COLUMN, settings=settings, cfg=cfg,
+        expect=Expectation(explore=expect, invariant=invariant), repeats=repeats, description=description,
+        where=at_line(ctx.path, line_of(ctx.text, table="test", entry=i)), explore=opts)
+
+
+def _explore_option_names() -> set[str]:
+    from harness.exploration import OPTIONS
+    return set(OPTIONS)

@@ -7,6 +7,9 @@ Read from a suite directory's suite.json (harness/suite.py writes it; docs/suite
   coloured against its expectation: green as expected, red broken, amber inconclusive, grey not run.
   It links to each repeat's report.
 - Configurations: expectation, outcome message, settings, one line per repeat.
+- Explorations: for each explore configuration (a seeded search in simulation, harness/explore_command.py)
+  the findings of every repeat, each with its invariant, its shrunk story and its scenario file; its
+  matrix cell counts findings per invariant instead of lost writes.
 - Trend: the same suite's earlier runs found next to this one (results/suites/<suite>/*/suite.json):
   per configuration, outcome and lost-write count over the last runs.
 
@@ -44,10 +47,19 @@ class Cell:
     planned: int
     message: str
     links: list[tuple[str, str]] = field(default_factory=list)   # (label, href) per repeat
+    found: dict[str, int] | None = None     # explore configurations: findings per invariant (else None)
 
     @property
     def word(self) -> str:
         return STATUS_WORD.get(self.status, self.status)
+
+    @property
+    def counts_text(self) -> str:
+        if self.found is None:
+            return f"lost {self.lost} · div {self.divergent}"
+        if not self.found:
+            return "nothing found"
+        return "found " + ", ".join(f"{k} {n}" for k, n in self.found.items())
 
 
 @dataclass
@@ -61,6 +73,10 @@ class Matrix:
 
 
 def expect_text(expect: dict[str, Any]) -> str:
+    if expect.get("explore") == "none":
+        return "explore finds nothing"
+    if expect.get("explore") == "found":
+        return f"explore finds {expect.get('invariant') or 'a violation'}"
     return "safe" if expect.get("safe") else "finds " + ", ".join(expect.get("finds") or [])
 
 
@@ -82,11 +98,73 @@ def make_cell(c: dict[str, Any]) -> Cell:
         if href:
             links.append((f"r{r.get('index')}", href))
     status = str(c.get("status") or "pending")
+    found = None
+    if c.get("kind") == "explore":
+        found = {}
+        for r in repeats:
+            for k, v in (r.get("counts") or {}).items():
+                found[k] = found.get(k, 0) + int(v)
+        others = {}
     return Cell(name=str(c.get("name")), status=status, css=STATUS_CLASS.get(status, "not-run"),
                 expect=expect_text(c.get("expect") or {}), lost=_sum(repeats, "lost-write"),
                 divergent=_sum(repeats, "divergence"), others=sorted(others.items()), ran=len(repeats),
                 planned=int(c.get("repeats_planned") or len(repeats)), message=str(c.get("message") or ""),
-                links=links)
+                links=links, found=found)
+
+
+# --- explorations ----------------------------------------------------------------------------------
+
+@dataclass
+class ExploreFinding:
+    repeat: int
+    invariant: str
+    text: str
+    expected: bool
+    seed: Any
+    index: Any
+    original_length: Any
+    shrunk_length: Any
+    story: list[str]
+    scenario: str | None      # href of the scenario file, relative to the suite directory
+
+
+@dataclass
+class Exploration:
+    name: str
+    status: str
+    css: str
+    expect: str
+    message: str
+    options: dict[str, Any]
+    explored: list[str]                     # one line per repeat: seed, schedules, events, seconds
+    findings: list[ExploreFinding]
+
+
+def explorations(summary: dict[str, Any]) -> list[Exploration]:
+    """The explore configurations of a suite summary with their repeats' findings."""
+    out = []
+    for c in summary.get("configs") or []:
+        if c.get("kind") != "explore":
+            continue
+        status = str(c.get("status") or "pending")
+        lines, findings = [], []
+        for r in c.get("repeats") or []:
+            e = r.get("explored") or {}
+            rate = f", {float(e['schedules_per_s']):,.0f}/s" if e.get("schedules_per_s") else ""
+            lines.append(f"r{r.get('index')}: seed {r.get('seed')}, {int(e.get('schedules') or 0):,} schedules, "
+                         f"{int(e.get('events') or 0):,} events in {float(e.get('explore_s') or 0):.1f} s{rate}")
+            base = r.get("run_dir")
+            for f in r.get("findings") or []:
+                findings.append(ExploreFinding(
+                    repeat=int(r.get("index") or 0), invariant=str(f.get("invariant")), text=str(f.get("text") or ""),
+                    expected=bool(f.get("expected")), seed=f.get("seed"), index=f.get("index"),
+                    original_length=f.get("original_length"), shrunk_length=f.get("shrunk_length"),
+                    story=[str(x) for x in f.get("story") or []],
+                    scenario=f"{base}/{f['scenario']}" if base and f.get("scenario") else None))
+        out.append(Exploration(name=str(c.get("name")), status=status, css=STATUS_CLASS.get(status, "not-run"),
+                               expect=expect_text(c.get("expect") or {}), message=str(c.get("message") or ""),
+                               options=dict(c.get("explore") or {}), explored=lines, findings=findings))
+    return out
 
 
 def safety_matrix(summary: dict[str, Any]) -> Matrix:
@@ -183,6 +261,7 @@ def render_suite_page(suite_dir: Path) -> str:
     generated = _dt.datetime.now(tz=_dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
     return environment().get_template("suite.html.j2").render(
         s=summary, configs=configs, cells=cells, matrix=safety_matrix(summary), trend=trend(suite_dir, summary),
+        explorations=explorations(summary),
         expect_text=expect_text, status_word=STATUS_WORD, status_class=STATUS_CLASS,
         index_href="index.html" if (suite_dir / "index.html").exists() else None,
         generated=generated, css=asset("report.css"))

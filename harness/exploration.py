@@ -1,0 +1,321 @@
+"""Explorations in simulation: the options, one run of the search into the run store, and its output.
+
+Owned by helper "cli" (issue 19); `highwater explore` (harness/explore_command.py) and the suite's
+`explore` entries (harness/suite_file.py, harness/suite.py) both go through here.
+
+- `OPTIONS` / `parse_options`: the declared options, by their suite-file names (the flags are the same
+  with dashes), validated once for both; `ExploreOptions` holds them, `sim_settings` turns them into
+  broker/sim/world.py `SimSettings`.
+- `run_exploration`: broker/sim/explore.py `explore` (first finding per invariant), each finding shrunk
+  (broker/sim/shrink.py) and told as a numbered story (broker/sim/story.py), then
+  `<results>/<name>/<timestamp>/` gets explore.json and one scenario file per finding
+  (harness/explore_export.py `to_scenario`), and `<results>/<name>/latest` points at it.
+
+explore.json: {format, kind "explore", name, timestamp, argv, code, options, settings (SimSettings),
+promises (the invariants the configuration promises), seed, schedules, events, findings_total,
+findings_by_invariant, stopped, explore_s, elapsed_s, schedules_per_s, findings: [{invariant, text,
+first_text, seed, index, expected, settled, original_length, shrunk_length, shrink_s, story, actions,
+scenario}], exit_code}. A finding is "expected" when the configuration does not promise its invariant
+(broker/sim/invariants.py `promises`); it is a finding all the same (exit 1).
+"""
+from __future__ import annotations
+
+import dataclasses
+import secrets
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from rundir import formats as runformat, store
+from rundir.exits import EXIT_INVALID, EXIT_VALID
+from rundir.settings import Setting, SettingError, declare, did_you_mean
+
+EXPLORE_JSON = "explore.json"
+FORMAT_VERSION = 1
+DEFAULT_NAME = "explore"
+DEFAULT_BUDGET_S = 30.0          # neither --schedules nor --budget: explore for this long
+SHRUNK_PER_INVARIANT = 1         # findings shrunk and written per violated invariant (the first ones)
+_NAME_CHARS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
+
+
+def _acks(raw: Any) -> int:
+    text = str(raw).strip().lower() if not isinstance(raw, bool) else ""
+    if text in ("all", "-1"):
+        return -1
+    if text in ("0", "1"):
+        return int(text)
+    raise ValueError(f"must be 0, 1 or all, got {raw!r}")
+
+
+def check_name(raw: Any) -> str:
+    if not isinstance(raw, str) or not raw or raw[0] in "._-" or not set(raw) <= _NAME_CHARS:
+        raise ValueError(f"must be letters, digits, '.', '_' or '-', got {raw!r}")
+    return raw
+
+
+# The options of an exploration, by their suite-file names (the flags are the same with dashes). Defaults
+# are the safe configuration `highwater run` uses; the sim settings are broker/sim/world.py SimSettings.
+OPTIONS: dict[str, Setting] = declare(
+    Setting("truncation", str, "leader-epoch", "hw (pre-0.11) or leader-epoch (KIP-101/279)",
+            choices=("hw", "leader-epoch")),
+    Setting("acks", object, -1, "0, 1 or all", parse=_acks),
+    Setting("min_insync_replicas", int, 2, "ISR members an acks=all write needs", min=1),
+    Setting("unclean_election", bool, False, "unclean leader election"),
+    Setting("fetch_fencing", bool, True, "KIP-320: leaders refuse requests from another leader epoch"),
+    Setting("eligible_leader_replicas", bool, False, "KIP-966 eligible leader replicas"),
+    Setting("flush", str, "always", "always or never (never: a power loss loses the unflushed tail)",
+            choices=("always", "never")),
+    Setting("replicas", int, 3, "replicas (nodes n1..nN)", min=1, max=9),
+    Setting("length", int, 50, "events per schedule", min=1),
+    Setting("schedules", object, None, "stop after this many schedules", parse=lambda v: _positive_int(v)),
+    Setting("budget", object, None, "stop after this many seconds", parse=lambda v: _positive_float(v)),
+    Setting("seed", object, None, "seed of the search (default: a fresh one, recorded)",
+            parse=lambda v: _int(v)),
+    Setting("workers", int, 1, "processes exploring in parallel", min=1, max=64),
+    Setting("shrink_budget", float, 30.0, "seconds to shrink each finding", min=0, finite=True),
+)
+
+
+def _int(raw: Any) -> int:
+    if isinstance(raw, bool):
+        raise ValueError(f"must be an integer, got {raw!r}")
+    if isinstance(raw, int):
+        return raw
+    if isinstance(raw, str) and raw.strip().lstrip("-").isdigit():
+        return int(raw)
+    raise ValueError(f"must be an integer, got {raw!r}")
+
+
+def _positive_int(raw: Any) -> int:
+    try:
+        v = _int(raw)
+    except ValueError:
+        v = 0
+    if v < 1:
+        raise ValueError(f"must be an integer of at least 1, got {raw!r}")
+    return v
+
+
+def _positive_float(raw: Any) -> float:
+    if isinstance(raw, bool):
+        raise ValueError(f"must be a number of seconds above 0, got {raw!r}")
+    try:
+        v = float(raw)
+    except (TypeError, ValueError):
+        raise ValueError(f"must be a number of seconds above 0, got {raw!r}") from None
+    if not (v > 0) or v == float("inf"):
+        raise ValueError(f"must be a number of seconds above 0, got {raw!r}")
+    return v
+
+
+@dataclass(frozen=True)
+class ExploreOptions:
+    truncation: str = "leader-epoch"
+    acks: int = -1
+    min_insync_replicas: int = 2
+    unclean_election: bool = False
+    fetch_fencing: bool = True
+    eligible_leader_replicas: bool = False
+    flush: str = "always"
+    replicas: int = 3
+    length: int = 50
+    schedules: int | None = None
+    budget: float | None = None
+    seed: int | None = None
+    workers: int = 1
+    shrink_budget: float = 30.0
+
+    @property
+    def budget_s(self) -> float | None:
+        """The search's time budget: the one given, else DEFAULT_BUDGET_S when no schedule count is."""
+        if self.budget is None and self.schedules is None:
+            return DEFAULT_BUDGET_S
+        return self.budget
+
+    def describe(self) -> str:
+        acks = "all" if self.acks == -1 else str(self.acks)
+        parts = [self.truncation, f"acks={acks}", f"min.insync.replicas={self.min_insync_replicas}"]
+        parts.append("unclean election" if self.unclean_election else "no unclean election")
+        if not self.fetch_fencing:
+            parts.append("no fetch fencing")
+        if self.eligible_leader_replicas:
+            parts.append("ELR")
+        parts += [f"flush={self.flush}", f"{self.replicas} replicas"]
+        return ", ".join(parts)
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def parse_options(table: dict[str, Any], *, text: bool = False) -> ExploreOptions:
+    """Validate explore options (a suite's `explore = {...}` table, or the flags as strings with `text`).
+    Raise SettingError naming the key; cross-field rules are checked too."""
+    for key in table:
+        if key not in OPTIONS:
+            raise SettingError(key, f"is not an explore option (known: {', '.join(OPTIONS)})"
+                                    f"{did_you_mean(key, OPTIONS)}", "unknown")
+    values = {}
+    for key, value in table.items():
+        if value is None:
+            continue
+        values[key] = OPTIONS[key].value(value, text=text)
+    opts = ExploreOptions(**values)
+    if opts.min_insync_replicas > opts.replicas:
+        raise SettingError("min_insync_replicas", f"must be at most the number of replicas ({opts.replicas}), "
+                                                  f"got {opts.min_insync_replicas}")
+    return opts
+
+
+def sim_settings(opts: ExploreOptions):
+    """The broker/sim/world.py SimSettings of an exploration."""
+    from broker.sim.world import SimSettings
+    return SimSettings(replicas=opts.replicas, truncation=opts.truncation, acks=opts.acks,
+                       min_insync_replicas=opts.min_insync_replicas,
+                       unclean_leader_election=opts.unclean_election, fetch_fencing=opts.fetch_fencing,
+                       eligible_leader_replicas=opts.eligible_leader_replicas, flush=opts.flush)
+
+
+def _settings_json(settings) -> dict[str, Any]:
+    try:
+        return dataclasses.asdict(settings)
+    except TypeError:
+        return dict(vars(settings))
+
+
+def finding_expected(settings, invariant: str) -> bool:
+    """A violation the configuration does not promise to avoid (broker/sim/invariants.py `promises`:
+    e.g. no-acked-loss with acks=1, or committed-prefix-agreement in hw mode): still a finding."""
+    from broker.sim.invariants import promises
+    return invariant not in promises(settings)
+
+
+def promised(settings) -> list[str]:
+    from broker.sim.invariants import INVARIANTS, promises
+    kept = promises(settings)
+    return [name for name in INVARIANTS if name in kept]
+
+
+# --- one exploration -----------------------------------------------------------------------------
+
+@dataclass
+class ExploreRun:
+    run_dir: Path
+    path: Path                 # explore.json
+    doc: dict[str, Any]
+    exit_code: int
+
+
+def _invariant_slug(name: str) -> str:
+    return "".join(ch if ch in _NAME_CHARS else "-" for ch in name)
+
+
+def run_exploration(opts: ExploreOptions, *, results_root: Path | str = "results", name: str = DEFAULT_NAME,
+                    progress: Callable[..., None] | None = None,
+                    say: Callable[[str], None] = lambda _m: None,
+                    searched: Callable[[], None] | None = None) -> ExploreRun:
+    """Explore, shrink the first finding of each violated invariant, write the scenario files and
+    explore.json into a new run directory `<results_root>/<name>/<timestamp>/`; point `latest` at it.
+    `progress` follows the search; `searched()` is called when it ends (before shrinking)."""
+    from broker.sim.explore import explore
+    from broker.sim.shrink import shrink
+    from broker.sim.story import story
+    from harness.explore_export import to_scenario
+
+    settings = sim_settings(opts)
+    seed = opts.seed if opts.seed is not None else secrets.randbelow(2**31)
+    run = store.create_run_dir(results_root, name)
+    say(f"explore {opts.describe()}; seed {seed}, {opts.length} events per schedule, "
+        + (f"{opts.schedules} schedules" if opts.schedules else "")
+        + (" or " if opts.schedules and opts.budget_s else "")
+        + (f"{opts.budget_s:g} s" if opts.budget_s else "")
+        + f", {opts.workers} worker{'s' if opts.workers != 1 else ''}, into {run.path}")
+    t0 = time.monotonic()
+    result = explore(settings, seed=seed, schedules=opts.schedules, budget_s=opts.budget_s, length=opts.length,
+                     workers=opts.workers, progress=progress)
+    explore_s = time.monotonic() - t0
+    if searched is not None:
+        searched()
+
+    counts: dict[str, int] = {}
+    firsts: dict[str, list] = {}
+    for f in result.findings:
+        counts[f.invariant] = counts.get(f.invariant, 0) + 1
+        if len(firsts.setdefault(f.invariant, [])) < SHRUNK_PER_INVARIANT:
+            firsts[f.invariant].append(f)
+
+    findings_json = []
+    k = 0
+    for invariant, chosen in firsts.items():
+        for f in chosen:
+            k += 1
+            say(f"finding {k}: {invariant} in schedule {f.index} ({len(f.actions)} events); shrinking "
+                f"(up to {opts.shrink_budget:g} s)")
+            s0 = time.monotonic()
+            small = shrink(settings, f, budget_s=opts.shrink_budget) if opts.shrink_budget > 0 else f
+            shrink_s = time.monotonic() - s0
+            scenario_name = f"finding-{k}-{_invariant_slug(invariant)}.toml"
+            (run.path / scenario_name).write_text(to_scenario(settings, small))
+            findings_json.append({
+                "invariant": invariant, "text": small.text, "first_text": f.text, "seed": f.seed,
+                "index": f.index, "expected": finding_expected(settings, invariant),
+                "settled": bool(getattr(f, "settled", False)),
+                "original_length": len(f.actions), "shrunk_length": len(small.actions),
+                "shrink_s": round(shrink_s, 3), "story": list(story(small.actions)),
+                "actions": [str(a) for a in small.actions], "scenario": scenario_name})
+
+    elapsed = time.monotonic() - t0
+    code = EXIT_INVALID if result.findings else EXIT_VALID
+    doc = {
+        "format": FORMAT_VERSION,
+        "kind": "explore",
+        "name": run.name,
+        "timestamp": run.timestamp,
+        "argv": store.command_line(),
+        "code": store.code_version(),
+        "options": opts.to_json(),
+        "settings": _settings_json(settings),
+        "promises": promised(settings),
+        "seed": seed,
+        "schedules": result.schedules,
+        "events": result.events,
+        "findings_total": len(result.findings),
+        "findings_by_invariant": counts,
+        "stopped": getattr(result, "stopped", ""),
+        "explore_s": round(getattr(result, "elapsed_s", explore_s) or explore_s, 3),
+        "elapsed_s": round(elapsed, 3),
+        "schedules_per_s": round(result.schedules / explore_s, 1) if explore_s > 0 else None,
+        "findings": findings_json,
+        "exit_code": code,
+    }
+    path = run.path / EXPLORE_JSON
+    runformat.write_json(path, doc)
+    store.update_latest(run)
+    return ExploreRun(run_dir=run.path, path=path, doc=doc, exit_code=code)
+
+
+def summary_line(doc: dict[str, Any]) -> str:
+    """`FOUND no-acked-loss (expected), hw-within-leo in 4,210 schedules, 210,500 events, 30.0 s`
+    or `NOTHING FOUND in ...`: the verdict line of an exploration."""
+    where = (f"in {doc.get('schedules', 0):,} schedules, {doc.get('events', 0):,} events, "
+             f"{float(doc.get('explore_s') or 0):.1f} s")
+    counts = doc.get("findings_by_invariant") or {}
+    if not counts:
+        return f"NOTHING FOUND {where}"
+    expected = {f["invariant"] for f in doc.get("findings") or [] if f.get("expected")}
+    parts = [k + (f" ({', '.join(x for x in (f'{n} schedules' if n > 1 else '', 'expected' if k in expected else '') if x)})"
+                  if n > 1 or k in expected else "") for k, n in counts.items()]
+    return f"FOUND {', '.join(parts)} {where}"
+
+
+def print_findings(doc: dict[str, Any], run_dir: Path, echo: Callable[[str], None]) -> None:
+    for k, f in enumerate(doc.get("findings") or [], start=1):
+        note = " (expected: this configuration does not promise it)" if f.get("expected") else ""
+        echo(f"finding {k}: {f['invariant']}{note}: {f['text']}")
+        echo(f"  schedule {f['index']} of seed {f['seed']}, {f['original_length']} events, shrunk to "
+             f"{f['shrunk_length']}:")
+        for line in f.get("story") or []:
+            echo(f"    {line}")
+        echo(f"  scenario file: {Path(run_dir) / f['scenario']}")
+
+
