@@ -1,8 +1,14 @@
 """A deterministic simulator of 2-3 replicas of one partition, for scenario tests and demonstrations.
 
 It plays the network (one fetch or OffsetsForLeaderEpoch exchange per `fetch_round`, optionally with
-the answer lost), the controller (epochs, elections, accepting ISR proposals), the disks (a flushed
-prefix per node; HW and epoch checkpoints) and the clock (`advance`). Nothing is random: a scenario
+the answer lost), the disks (a flushed prefix per node; HW and epoch checkpoints) and the clock
+(`advance`). The controller is the real one, `broker.controller.state.ControllerState` (`controller`):
+`start` creates the topic with it, `elect` is its ELECT_LEADER (`elect_leader`), ISR proposals go
+through its `alter_isr`, and `epoch`, `leader`, `isr` and `isr_version` read its partition record.
+The brokers are registered once and never fenced (the simulator tells replicas about elections
+itself), so where the old rule "a clean election keeps the live ISR members" needs it, dead members
+leave the ISR by an `alter_isr` on the new leader's behalf right after the election; re-electing the
+current leader changes nothing (the controller's answer), where the old simulator bumped the epoch. Nothing is random: a scenario
 is the exact sequence of calls. It also remembers which values were acknowledged, so a test can ask
 which acknowledged values a replica lost (`lost_acked`) and where replicas disagree (`divergence`).
 A node cut off from the controller (`cut_from_controller`) misses elections but keeps talking to the
@@ -13,6 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
+from broker.controller import messages as cm
+from broker.controller.state import ControllerState, PartitionRecord
 from broker.records import MemoryLog, Record
 from broker.replication.config import ReplicationConfig
 from broker.replication.events import Event
@@ -84,15 +92,40 @@ class Sim:
             n = SimNode(name, i, MemoryLog())
             n.replica = self._new_replica(n)
             self.nodes[name] = n
-        # the controller's view of the partition
-        self.epoch = -1
-        self.leader: str | None = None
-        self.isr: set[str] = set()
-        self.isr_version = 0
+        # the real controller state machine; brokers register now, the topic is created by start()
+        self.controller = ControllerState(min_insync_replicas=self.config.min_insync_replicas,
+                                          session_timeout_ms=2 ** 62)
+        for n in self.nodes.values():
+            self.controller.register_broker(n.broker_id, n.name, 0, self.now_ms)
         self.acked: list[tuple[str, int]] = []          # (value, offset), in acknowledgement order
         self.outcomes: list[ProduceOutcome] = []
         self._pending: list[ProduceOutcome] = []
         self.cut_off: set[str] = set()                  # nodes that do not hear from the controller
+
+    # --- the controller's view of the partition ---------------------------------------------------
+
+    def _partition(self) -> PartitionRecord | None:
+        return self.controller.partition(self.topic, self.partition)
+
+    @property
+    def epoch(self) -> int:
+        p = self._partition()
+        return -1 if p is None else p.leader_epoch
+
+    @property
+    def leader(self) -> str | None:
+        p = self._partition()
+        return None if p is None or p.leader is None else self._by_id(p.leader).name
+
+    @property
+    def isr(self) -> set[str]:
+        p = self._partition()
+        return set() if p is None else {self._by_id(i).name for i in p.isr}
+
+    @property
+    def isr_version(self) -> int:
+        p = self._partition()
+        return 0 if p is None else p.isr_version
 
     # --- clock, controller ----------------------------------------------------------------------
 
@@ -100,35 +133,96 @@ class Sim:
         self.now_ms += ms
 
     def start(self, leader: str, isr: Iterable[str] | None = None) -> None:
-        """Epoch 0: `leader` leads, every other node follows, ISR = all nodes unless given."""
+        """Epoch 0: the controller creates the topic with `leader` leading, every other node follows,
+        ISR = all nodes unless given (then an ISR change of epoch 0, version 1)."""
         if self.epoch >= 0:
             raise SimError("sim: already started")
-        self.isr = set(isr) if isr is not None else set(self.nodes)
-        self.elect(leader, isr=self.isr)
+        n = self._up(leader)
+        ids = self._ids(self.nodes)
+        results, _ = self.controller.create_topics([cm.TopicSpec(self.topic, self.partition + 1, len(ids))])
+        if results[0][1] != cm.NONE:
+            raise SimError(f"sim: the controller refused the topic: {results[0][1]} {results[0][2]}")
+        p = self._partition()
+        assert p is not None
+        if p.leader != n.broker_id:
+            # the controller places the first replica as leader; put `leader` first in the replica
+            # order and reload the controller from its durable form (state.py's to_dict / from_dict)
+            d = self.controller.to_dict()
+            rec = d["topics"][0]["partitions"][self.partition]
+            rec["replicas"] = [n.broker_id] + [r for r in rec["replicas"] if r != n.broker_id]
+            rec["isr"] = list(rec["replicas"])
+            rec["leader"] = n.broker_id
+            self.controller = ControllerState.from_dict(d, now_ms=self.now_ms, session_timeout_ms=2 ** 62,
+                                                        min_insync_replicas=self.config.min_insync_replicas)
+        if isr is not None:
+            self._set_isr(set(isr) | {leader})
+        self._announce()
 
     def elect(self, node: str, isr: Iterable[str] | None = None, unclean: bool = False) -> None:
-        """Elect `node` as the controller would: epoch + 1, ISR = old ISR's live members (clean) or
-        just `node` (unclean), unless `isr` is given. Every live node learns the new leader."""
+        """Elect `node` through the controller's ELECT_LEADER: epoch + 1, ISR = the old ISR's live
+        members (clean) or just `node` (unclean), unless `isr` is given. Every live node learns the new
+        leader."""
         n = self._up(node)
         if node in self.cut_off:
             raise SimError(f"sim: {node} is cut off from the controller and cannot be told it leads")
-        if isr is not None:
-            new_isr = set(isr) | {node}
-        elif unclean:
-            new_isr = {node}
+        if isr is None and not unclean and node not in self.isr:
+            raise SimError(f"sim: clean election of {node} impossible, ISR is {sorted(self.isr)}")
+        clean = node in self.isr
+        if self.leader == node:
+            self._bump_epoch()
         else:
-            if node not in self.isr:
-                raise SimError(f"sim: clean election of {node} impossible, ISR is {sorted(self.isr)}")
-            new_isr = {m for m in self.isr if self.nodes[m].up} | {node}
-        self.epoch += 1
-        self.isr_version += 1
-        self.leader, self.isr = node, new_isr
-        assert n.replica is not None
-        n.replica.become_leader(self.epoch, self._ids(new_isr), self._ids(self.nodes), self.isr_version, self.now_ms)
+            res, _ = self.controller.elect_leader(self.topic, self.partition, broker=n.broker_id,
+                                                  unclean=unclean or (isr is not None and not clean))
+            if res.error != cm.NONE:
+                raise SimError(f"sim: the controller refused to elect {node}: {res.error} {res.message}")
+        if isr is not None:
+            want = set(isr) | {node}
+        elif unclean and not clean:
+            want = {node}
+        elif unclean:
+            want = {node}
+        else:
+            want = {m for m in self.isr if self.nodes[m].up} | {node}
+        if want != self.isr:
+            self._set_isr(want)
+        self._announce()
+
+    def _bump_epoch(self) -> None:
+        """Re-electing the current leader: ControllerState has no operation for a new epoch of the same
+        leader (its ELECT_LEADER answers "already leads"), so the controller is reloaded from its durable
+        form with the epoch and ISR version one higher, as a controller failover that re-announces the
+        leader in a new epoch would leave it. The one place the simulator edits controller state."""
+        d = self.controller.to_dict()
+        for t in d["topics"]:
+            if t["name"] == self.topic:
+                rec = t["partitions"][self.partition]
+                rec["leader_epoch"] += 1
+                rec["isr_version"] += 1
+        d["version"] += 1
+        self.controller = ControllerState.from_dict(d, now_ms=self.now_ms, session_timeout_ms=2 ** 62,
+                                                    min_insync_replicas=self.config.min_insync_replicas)
+
+    def _set_isr(self, names: set[str]) -> None:
+        """The ISR becomes `names` by an AlterIsr on the current leader's behalf."""
+        p = self._partition()
+        assert p is not None and p.leader is not None
+        res, _ = self.controller.alter_isr(cm.AlterIsr(self.topic, self.partition, p.leader, p.leader_epoch,
+                                                       p.isr_version, tuple(self._ids(names))))
+        if res.error != cm.NONE:
+            raise SimError(f"sim: the controller refused ISR {sorted(names)}: {res.error} {res.message}")
+
+    def _announce(self) -> None:
+        """Every live node not cut off learns the controller's leader, epoch and ISR."""
+        p = self._partition()
+        assert p is not None and p.leader is not None
+        lead = self._by_id(p.leader)
+        now = self.now_ms
+        if lead.up and lead.replica is not None and lead.name not in self.cut_off:
+            lead.replica.become_leader(p.leader_epoch, p.isr, p.replicas, p.isr_version, now)
         for m in self.nodes.values():
-            if m.up and m.name != node and m.name not in self.cut_off:
+            if m.up and m.name != lead.name and m.name not in self.cut_off:
                 assert m.replica is not None
-                m.replica.become_follower(self.epoch, n.broker_id, self.now_ms, isr=self._ids(new_isr))
+                m.replica.become_follower(p.leader_epoch, lead.broker_id, now, isr=p.isr)
         self._after_step()
 
     def cut_from_controller(self, node: str) -> None:
@@ -368,16 +462,17 @@ class Sim:
             self._controller_decide(proposal)
 
     def _controller_decide(self, proposal: IsrProposal) -> None:
-        """Accept if the proposal is based on the current epoch and ISR version (AlterPartition)."""
+        """The controller's AlterIsr: accepted if based on the current epoch and ISR version."""
         proposer = self._by_id(proposal.leader_id)
-        if proposal.leader_epoch != self.epoch or proposal.based_on_version != self.isr_version:
-            if proposer.up and proposer.replica is not None:
-                proposer.replica.on_isr_proposal_failed(proposal)
-            return
-        self.isr_version += 1
-        self.isr = {self._by_id(i).name for i in proposal.isr}
-        if proposer.up and proposer.replica is not None:      # else the answer is lost with it
-            proposer.replica.on_isr_changed(proposal.isr, self.isr_version, self.now_ms)
+        res, _ = self.controller.alter_isr(cm.AlterIsr(proposal.topic, proposal.partition, proposal.leader_id,
+                                                       proposal.leader_epoch, proposal.based_on_version,
+                                                       tuple(proposal.isr)))
+        if not proposer.up or proposer.replica is None:
+            return                                              # the answer is lost with it
+        if res.error != cm.NONE:
+            proposer.replica.on_isr_proposal_failed(proposal)
+        else:
+            proposer.replica.on_isr_changed(res.isr, res.isr_version, self.now_ms)
 
     def _after_step(self) -> None:
         if self.leader is not None and self.nodes[self.leader].up:

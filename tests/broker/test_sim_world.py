@@ -283,3 +283,40 @@ def test_kip_101_case_1_keeps_the_write_with_leader_epoch_truncation():
     w.settle()
     assert {n: w.values(n) for n in w.nodes} == {"n1": ["v1", "v2"], "n2": ["v1", "v2"], "n3": ["v1", "v2"]}
     assert committed_losses(w) == []
+
+
+# --- the old hand-driven simulator runs on the real controller too --------------------------------------
+
+def test_old_sim_elections_and_isr_changes_go_through_controller_state(monkeypatch):
+    from broker.replication.config import ReplicationConfig
+    from broker.replication.sim import Sim
+    calls = []
+    for name in ("create_topics", "elect_leader", "alter_isr"):
+        real = getattr(ControllerState, name)
+
+        def spy(self, *args, _real=real, _name=name, **kw):
+            calls.append(_name)
+            return _real(self, *args, **kw)
+        monkeypatch.setattr(ControllerState, name, spy)
+    sim = Sim(["A", "B", "C"], ReplicationConfig(replica_lag_time_max_ms=1000))
+    assert type(sim.controller) is ControllerState
+    sim.start("A")
+    sim.crash("C")
+    sim.elect("B")                    # clean: the controller elects B, then C (dead) leaves the ISR
+    assert calls == ["create_topics", "elect_leader", "alter_isr"]
+    p = sim.controller.partition("t", 0)
+    assert (p.leader, p.leader_epoch, p.isr, p.isr_version) == (2, 1, [1, 2], 2)
+    assert (sim.leader, sim.epoch, sim.isr, sim.isr_version) == ("B", 1, {"A", "B"}, 2)
+    sim.advance(1500)
+    proposal = sim.shrink_isr()       # A has not fetched from B: the proposal goes to alter_isr
+    assert proposal.isr == (2,) and calls[-1] == "alter_isr"
+    assert (sim.controller.partition("t", 0).isr, sim.isr) == ([2], {"B"})
+
+
+def test_old_sim_starts_with_any_leader_at_epoch_0():
+    from broker.replication.sim import Sim
+    sim = Sim(["A", "B", "C"])
+    sim.start("B", isr={"B", "C"})
+    p = sim.controller.partition("t", 0)
+    assert (p.leader, p.leader_epoch, p.replicas, p.isr) == (2, 0, [2, 1, 3], [2, 3])
+    assert (sim.replica("B").role, sim.replica("A").role, sim.replica("A").leader_id) == ("leader", "follower", 2)
