@@ -12,7 +12,9 @@ round changes nothing or the budget is spent:
 3. merge adjacent clock advances into one (`advance 200` + `advance 300` -> `advance 500`);
 4. shorten each advance: the smallest amount (binary search down to 1 ms) that still fails.
 
-Everything is deterministic: the candidates are tried in a fixed order, so the same finding shrinks to
+Message ids are handed out in order, so a removal renumbers the later messages: `shrink` names each
+message by the event that created it (`apply_tracked`) and rewrites deliver / drop / duplicate for each
+candidate. Everything is deterministic: the candidates are tried in a fixed order, so the same finding shrinks to
 the same schedule, unless the time budget (`budget_s`, the only use of a clock here, read through the
 injectable `clock`) or `max_tries` cuts it short. Results of `fails` are cached per candidate.
 """
@@ -46,6 +48,8 @@ def _advance_ms(action: Any) -> int:
 
 
 def _with_ms(action: Any, ms: int) -> Any:
+    if any(f.name == "text" for f in dataclasses.fields(action)):
+        return dataclasses.replace(action, arg=ms, text="")      # the old story line named the old amount
     return dataclasses.replace(action, arg=ms)
 
 
@@ -152,27 +156,108 @@ def _shorten_advances(current: list[Any], test, stats: ShrinkStats) -> list[Any]
     return current
 
 
+@dataclasses.dataclass(frozen=True)
+class _Step:
+    """One event of the schedule being shrunk: its index in the original schedule (which names the
+    messages it created, see `_Renumber`) and, for an advance, the (possibly shortened) amount."""
+    index: int
+    kind: str
+    arg: int | None
+
+
+class _Renumber:
+    """Message ids are handed out in order (`World._send`), so removing an event renumbers every later
+    message and a later `deliver #12` would name another message or none. A message is therefore
+    named by where it came from in the original schedule: (index of the event that created it, kind,
+    source, destination, n-th such one of that event); `concrete(steps)` replays a candidate on a fresh
+    World, maps each deliver / drop / duplicate to the id its message has now, and returns the plain
+    action list, or None when an event is not enabled (or its message was never created)."""
+
+    def __init__(self, settings, actions: Sequence[Any]):
+        from broker.sim.world import World
+        self.settings, self.World = settings, World
+        self.original = list(actions)
+        self.origin: dict[int, tuple] = {}
+        world = World(settings)
+        for j, action in enumerate(self.original):
+            for key, mid in self._apply(world, j, action):
+                self.origin[mid] = key
+
+    @staticmethod
+    def _apply(world, j: int, action) -> list[tuple[tuple, int]]:
+        return apply_tracked(world, j, action)
+
+    def concrete(self, steps: Sequence[_Step]) -> list[Any] | None:
+        world = self.World(self.settings)
+        now: dict[tuple, int] = {}
+        out = []
+        for step in steps:
+            action = self.original[step.index]
+            if step.kind == "advance":
+                action = dataclasses.replace(action, arg=step.arg, text="")
+            elif action.msg is not None:
+                key = self.origin.get(action.msg)
+                if key is None or key not in now:
+                    return None
+                action = dataclasses.replace(action, msg=now[key], text="")
+            if not world.is_enabled(action):
+                return None
+            for key, mid in self._apply(world, step.index, action):
+                now[key] = mid
+            out.append(dataclasses.replace(action, text=""))
+        return out
+
+
+def apply_tracked(world, j: int, action) -> list[tuple[tuple, int]]:
+    """Apply `action` (event number `j` of its schedule) to `world`; returns (origin, id) for each message
+    it created that is still in flight, origin = (j, kind, source, destination, n-th such one). Two
+    replays of one schedule (after removals, or in another truncation mode) name a message alike."""
+    first = world._next_msg
+    world.apply(action)
+    made, seen = [], {}
+    for mid in range(first, world._next_msg):
+        m = world.in_flight.get(mid)
+        if m is None:
+            continue
+        kind = (m.kind, m.src, m.dst)
+        seen[kind] = seen.get(kind, 0) + 1
+        made.append(((j,) + kind + (seen[kind],), mid))
+    return made
+
+
+def _explore_replay(settings, actions):
+    from broker.sim.explore import replay
+    return replay(settings, actions)
+
+
 def shrink(settings, finding, *, budget_s: float | None = 30, also: Callable[[list[Any]], bool] | None = None,
-           max_tries: int | None = None, stats: ShrinkStats | None = None):
+           max_tries: int | None = None, stats: ShrinkStats | None = None, replay: Callable | None = None):
     """`finding` with its actions shrunk: the smallest schedule found whose replay under `settings` fails
     the same invariant (and, when given, satisfies `also(actions)`, e.g. "the leader-epoch replay of it
-    is clean"). The returned Finding keeps invariant, seed and index and takes the text of the shrunk
-    schedule's replay."""
-    from broker.sim.explore import replay
+    is clean"). Message ids are renumbered for each candidate (`_Renumber`). `replay` defaults to
+    `broker.sim.explore.replay`. The returned Finding keeps invariant, seed and index and takes the
+    shrunk schedule (with the world's story lines) and the text of its replay."""
+    from broker.sim.world import World
+    replay = replay or _explore_replay
+    renumber = _Renumber(settings, finding.actions)
+    last: dict[tuple, tuple[list[Any], Any]] = {}
 
-    last: dict[tuple, Any] = {}
-
-    def fails(actions: list[Any]) -> bool:
+    def fails(steps: list[_Step]) -> bool:
+        actions = renumber.concrete(steps)
+        if actions is None:
+            return False
         got = replay(settings, actions)
         if got is None or got.invariant != finding.invariant:
             return False
         if also is not None and not also(actions):
             return False
-        last[tuple(actions)] = got
+        last[tuple(steps)] = (actions, got)
         return True
 
-    shrunk = shrink_actions(list(finding.actions), fails, budget_s=budget_s, max_tries=max_tries, stats=stats)
-    got = last.get(tuple(shrunk))
-    text = got.text if got is not None else finding.text
-    return dataclasses.replace(finding, actions=list(shrunk) if isinstance(finding.actions, list) else tuple(shrunk),
-                               text=text)
+    steps = [_Step(j, a.kind, a.arg if a.kind == "advance" else None) for j, a in enumerate(finding.actions)]
+    shrunk = shrink_actions(steps, fails, budget_s=budget_s, max_tries=max_tries, stats=stats)
+    actions, got = last[tuple(shrunk)]
+    told = World(settings).run(actions).history          # the same actions with their story lines
+    keep = {f.name for f in dataclasses.fields(finding)} - {"invariant", "seed", "index", "actions"}
+    return dataclasses.replace(finding, actions=list(told),
+                               **{k: getattr(got, k) for k in keep if hasattr(got, k)})

@@ -1,0 +1,327 @@
+"""A found (and shrunk) simulated schedule as a scenario file that `highwater scenario` replays on real brokers.
+
+`to_scenario(settings, finding)` returns the TOML text (harness/scenario.py language). The schedule is
+replayed in the simulator (broker/sim/world.py) in the finding's truncation mode and, in lockstep, in the
+other mode; the file's steps and the waits between them come from those replays, so the real cluster is
+at the simulated point before the next step. Every simulated event is written as a comment with its
+story line (`# sim 3: ...`), followed by its real steps, if it has any.
+
+The mapping:
+
+- settings -> [cluster] nodes = replicas; [topic] one partition, replication factor = replicas;
+  [broker] min_insync_replicas, unclean_leader_election, flush, fetch_fencing, eligible_leader_replicas,
+  session_timeout_ms; replica_lag_time_max_ms = 60000 and long-polling fetches (10 s) so that the real
+  brokers neither shrink the ISR nor learn a HW on their own while the schedule plays; [client] acks;
+  [checker] the reference engine. [expect]: the finding's invariant as a checker kind in its mode
+  (no-acked-loss -> lost-write, committed-prefix-agreement -> divergence; the other invariants have no
+  checker kind: []), and in the other mode the kind if the simulated replay there fails the same
+  invariant, else [].
+- fetch gating: the simulated followers fetch only when the schedule says so, the real ones all the
+  time. So after the first wait every broker-to-broker link is cut, and a delivered fetch (or
+  OffsetsForLeaderEpoch) answer from L to F becomes: heal F<->L, wait until F's LEO and HW are the
+  simulated ones, cut F<->L again. The follower's HW then lags the leader's by one round, as in the
+  simulation (its next fetch is parked at the leader, which learns its LEO from it).
+- produce -> produce (count 1, the settings' acks; expect ok if the simulation acknowledged it, fail if
+  refused, any if it was still waiting for the HW), then a wait on the leader's LEO.
+- crash -> kill; power-loss -> power-loss; restart -> restart; flush -> flush;
+  elect -> elect (node, unclean = arg), then a wait on leader and ISR.
+- cut / heal involving the controller c0 -> partition / heal (a one-way drop, a partial heal).
+  Between brokers the links are gated anyway: a simulated cut keeps a gate shut when it would open.
+- expire, and a delivered registration or ISR proposal that changes the controller's state: the real
+  controller does this on its own (session timeout, registration); a wait on the new leader / ISR.
+- message-level events without a real step (a follower's send, a request reaching the leader, a
+  dropped or duplicated message, heartbeats, metadata pushes, the ISR-shrink timer, HW checkpoints,
+  clock advances) are comments: `# sim: <event> has no real-process step (...)`.
+
+Waits whose values differ between the modes are written twice, with `mode = "hw"` and `mode =
+"leader-epoch"`; from the event where the other mode's replay stops (an action not enabled there)
+only the finding's mode is waited for. The final phase of `highwater scenario` heals and restarts
+everything, as the simulation's `settle()` does before the no-acked-loss check.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+from typing import Any
+
+from broker.sim import actions as A
+from broker.sim.shrink import apply_tracked
+from broker.sim.world import World, SimError
+
+KINDS = {"no-acked-loss": "lost-write", "committed-prefix-agreement": "divergence"}
+MODES = ("hw", "leader-epoch")
+WAIT_TIMEOUT = 20
+REAL_LAG_MS = 60000
+REAL_FETCH_WAIT_MS = 10000
+
+_NO_STEP = {
+    A.SEND: "the real follower sends its fetches on its own, gated by the partitions",
+    A.DROP: "a lost message; the real links are cut around it by the fetch gating",
+    A.DUPLICATE: "a duplicated message",
+    A.HEARTBEAT: "the real brokers heartbeat on their own",
+    A.METADATA: "the real controller pushes metadata on its own",
+    A.ALTER_ISR: "the real leader shrinks the ISR after replica_lag_time_max_ms (60 s here)",
+    A.ADVANCE: "real time passes; the waits cover the timers",
+    A.CHECKPOINT: "the real brokers checkpoint the HW every hw_checkpoint_interval_ms (100 ms)",
+}
+
+
+def _toml(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return str(value)
+    if isinstance(value, str):
+        return json.dumps(value)
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_toml(v) for v in value) + "]"
+    raise TypeError(value)                       # pragma: no cover
+
+
+def _step(do: str, **fields: Any) -> list[str]:
+    lines = ["[[step]]", f"do = {_toml(do)}"]
+    lines += [f"{k} = {_toml(v)}" for k, v in fields.items() if v is not None]
+    return lines + [""]
+
+
+def _state(world: World) -> dict[str, Any]:
+    ps = world.partition_state()
+    nodes = {name: (n.log.leo(), n.replica.hw) if n.up and n.replica is not None else None
+             for name, n in world.nodes.items()}
+    return {"leader": world.leader() or "none", "isr": sorted(f"n{b}" for b in ps.isr), "nodes": nodes}
+
+
+def other_mode(settings) -> str:
+    return "leader-epoch" if settings.truncation == "hw" else "hw"
+
+
+class _Lockstep:
+    """The schedule applied to the finding's World and, while it stays valid, to the other mode's."""
+
+    def __init__(self, settings):
+        self.main = World(settings)
+        self.other: World | None = World(dataclasses.replace(settings, truncation=other_mode(settings)))
+        self.ids: dict[tuple, int] = {}             # message origin -> id in the other world
+        self.origin: dict[int, tuple] = {}          # id in the main world -> origin
+        self.other_stopped_at: int | None = None
+
+    def apply(self, j: int, action) -> Any:
+        for key, mid in apply_tracked(self.main, j, action):
+            self.origin[mid] = key
+        done = self.main.history[-1]
+        if self.other is not None:
+            twin = action
+            if action.msg is not None:
+                key = self.origin.get(action.msg)
+                twin = dataclasses.replace(action, msg=self.ids.get(key, -1), text="")
+            try:
+                if not self.other.is_enabled(twin):
+                    raise SimError("not enabled")
+                for key, mid in apply_tracked(self.other, j, twin):
+                    self.ids[key] = mid
+            except SimError:
+                self.other, self.other_stopped_at = None, j
+        return done
+
+
+def _expect(settings, finding, replay) -> tuple[dict[str, list[str]], list[str]]:
+    kind = KINDS.get(finding.invariant)
+    notes = []
+    if kind is None:
+        notes.append(f"# the invariant {finding.invariant} has no checker anomaly kind: nothing is expected")
+    mine = [kind] if kind else []
+    other = other_mode(settings)
+    other_settings = dataclasses.replace(settings, truncation=other)
+    renumbered = _renumber_for(settings, finding.actions, other_settings)
+    got = replay(other_settings, renumbered) if renumbered is not None else None
+    if renumbered is None:
+        notes.append(f"# the schedule is not playable in {other} mode in the simulation: nothing expected there")
+        theirs: list[str] = []
+    elif got is not None and got.invariant == finding.invariant:
+        theirs = mine
+        notes.append(f"# in {other} mode the simulation fails {finding.invariant} as well")
+    else:
+        theirs = []
+        notes.append(f"# in {other} mode the simulated replay of the same schedule holds "
+                     f"{finding.invariant}" + (f" (it fails {got.invariant})" if got is not None else ""))
+    return {settings.truncation: mine, other: theirs}, notes
+
+
+def _renumber_for(settings, actions, other_settings) -> list | None:
+    step = _Lockstep(settings)
+    out = []
+    for j, a in enumerate(actions):
+        before = len(step.other.history) if step.other is not None else 0
+        step.apply(j, dataclasses.replace(a, text=""))
+        if step.other is None:
+            return None
+        out.append(step.other.history[before] if len(step.other.history) > before else a)
+    return [dataclasses.replace(a, text="") for a in out]
+
+
+def _default_replay(settings, actions):
+    from broker.sim.explore import replay
+    return replay(settings, actions)
+
+
+def to_scenario(settings, finding, *, name: str | None = None, replay=None) -> str:
+    """The scenario file's text for `finding` (a Finding of broker.sim.explore) under `settings`."""
+    replay = replay or _default_replay
+    mode, other = settings.truncation, other_mode(settings)
+    if mode not in MODES:
+        raise ValueError(f"explore export: truncation {mode!r} has no real-process mode (hw, leader-epoch)")
+    actions = [dataclasses.replace(a, text="") for a in finding.actions]
+    name = name or f"explore-{finding.invariant}-{finding.seed}-{finding.index}".replace(":", "-")
+    expect, expect_notes = _expect(settings, finding, replay)
+    brokers = [f"n{i}" for i in range(1, settings.replicas + 1)]
+    out: list[str] = [
+        f"# Found by highwater explore (seed {finding.seed!r}, schedule {finding.index}) in {mode} mode and shrunk "
+        f"to {len(actions)} events.",
+        f"# Invariant {finding.invariant}: {finding.text}",
+        "# Written by harness/explore_export.py: each simulated event is a comment '# sim N: ...' followed by",
+        "# its real steps; the waits hold the real cluster at the simulated state (docs/running.md, 'Exploring').",
+        f"name = {_toml(name)}",
+        f"description = {_toml(f'A shrunk schedule of highwater explore: {finding.invariant} in {mode} mode ({finding.text}).')}",
+        "final_wait = 30",
+        "",
+        "[cluster]", f"nodes = {settings.replicas}", "",
+        "[topic]", "partitions = 1", f"replication_factor = {settings.replicas}", "",
+        "[broker]",
+        f"min_insync_replicas = {settings.min_insync_replicas}",
+        f"unclean_leader_election = {_toml(settings.unclean_leader_election)}",
+        f"flush = {_toml(settings.flush)}",
+        f"fetch_fencing = {_toml(settings.fetch_fencing)}",
+        f"eligible_leader_replicas = {_toml(settings.eligible_leader_replicas)}",
+        f"session_timeout_ms = {max(settings.session_timeout_ms, 3000)}",
+        f"replica_lag_time_max_ms = {REAL_LAG_MS}",
+        f"replica_fetch_wait_max_ms = {REAL_FETCH_WAIT_MS}",
+        "hw_checkpoint_interval_ms = 100",
+        "",
+        "[client]", f"acks = {_toml('all' if settings.acks == -1 else settings.acks)}", "timeout = 2.0", "",
+        "[checker]", 'engine = "reference"', "",
+        *expect_notes,
+        "[expect]",
+        *[f"{m} = {_toml(expect[m])}" for m in MODES], "",
+    ]
+    if not settings.isr_join_requires_epoch_start:
+        out.insert(4, "# sim: isr_join_requires_epoch_start = false has no broker setting: the real brokers keep the rule")
+    gates = sorted((a, b) for a in brokers for b in brokers if a != b)
+    out += ["# the simulation starts with n1 leading epoch 0 and every replica in the ISR", *_step(
+        "wait", leader="n1", isr=brokers, timeout=30, note="n1 leads epoch 0")]
+    out += _step("partition", drop=[list(p) for p in gates],
+                 note="fetch gating: brokers exchange fetches only where the simulation delivers an answer")
+    sim_cuts: set[tuple[str, str]] = set()
+    lock = _Lockstep(settings)
+    last: dict[tuple[str, str], Any] = {}          # (mode, node) -> the (LEO, HW) last waited for
+    for m, world in ((mode, lock.main), (other, lock.other)):
+        for node, st in _state(world)["nodes"].items():
+            last[(m, node)] = st
+    for j, action in enumerate(actions):
+        main_before = _state(lock.main)
+        msg = lock.main.in_flight.get(action.msg) if action.msg is not None else None
+        outcomes_before = len(lock.main.outcomes)
+        other_before = lock.other
+        done = lock.apply(j, action)
+        out.append(f"# sim {j + 1}: {done}")
+        if other_before is not None and lock.other is None:
+            out.append(f"# ({other} mode: this event is not possible in the simulation; from here on only "
+                       f"{mode} mode is waited for)")
+        after = {mode: _state(lock.main)}
+        if lock.other is not None:
+            after[other] = _state(lock.other)
+        k = action.kind
+        waited: set[str] = set()
+        if k == A.PRODUCE:
+            outcome = lock.main.outcomes[outcomes_before][1] if len(lock.main.outcomes) > outcomes_before else "pending"
+            expect_send = "ok" if outcome == "acked" else "fail" if outcome.startswith("failed") else "any"
+            if action.node != main_before["leader"]:
+                out.append(f"# sim: {action.node} believes it leads; the real client sends to the controller's "
+                           f"leader {main_before['leader']}")
+            out += _step("produce", count=1, expect=expect_send)
+            out += _node_waits(after, action.node, mode, last)
+            waited.add(action.node)
+        elif k == A.DELIVER and msg is not None and msg.kind in ("fetch-answer", "epoch-answer"):
+            f, leader = msg.dst, msg.src
+            pairs = [[f, leader], [leader, f]]
+            open_pairs = [p for p in pairs if tuple(p) not in sim_cuts]
+            if open_pairs:
+                out += _step("heal", drop=open_pairs, note=f"{f} may fetch from {leader}")
+                out += _node_waits(after, f, mode, last)
+                out += _step("partition", drop=open_pairs, note=f"{f} stops fetching from {leader}")
+                waited.add(f)
+            else:
+                out.append(f"# sim: the link is cut in the simulation too: the real gate stays shut")
+        elif k == A.CRASH:
+            out += _step("kill", node=action.node)
+        elif k == A.POWER_LOSS:
+            out += _step("power-loss", node=action.node)
+        elif k == A.RESTART:
+            out += _step("restart", node=action.node, note="it registers with the controller on its own")
+        elif k == A.FLUSH:
+            out += _step("flush", node=action.node)
+        elif k == A.ELECT:
+            out += _step("elect", node=action.node, unclean=bool(action.arg))
+        elif k in (A.CUT, A.HEAL):
+            pair = (action.node, action.peer)
+            if A.CONTROLLER in pair:
+                out += _step("partition" if k == A.CUT else "heal", drop=[list(pair)])
+            else:
+                (sim_cuts.add if k == A.CUT else sim_cuts.discard)(pair)
+                out.append(f"# the real link {pair[0]} -> {pair[1]} is gated: it opens only for the simulated "
+                           f"fetch answers" + (", and stays shut while this cut lasts" if k == A.CUT else ""))
+        elif k == A.EXPIRE:
+            out.append("# the real controller fences a silent broker after session_timeout_ms on its own")
+        elif k == A.DELIVER:
+            what = msg.kind if msg is not None else "message"
+            if (main_before["leader"], main_before["isr"]) != (after[mode]["leader"], after[mode]["isr"]):
+                out.append(f"# sim: the delivered {what} changed the controller's state; the real controller "
+                           f"gets it on its own")
+            else:
+                out.append(f"# sim: delivering a {what} message has no real-process step: the real brokers "
+                           f"exchange it on their own" + ("; it is played with its answer (the gate)"
+                                                          if what in ("fetch", "epoch") else ""))
+        else:
+            out.append(f"# sim: {k} has no real-process step: {_NO_STEP.get(k, 'no counterpart')}")
+        if k not in (A.PRODUCE,) and (main_before["leader"] != after[mode]["leader"]
+                                     or main_before["isr"] != after[mode]["isr"] or k == A.ELECT):
+            out += _controller_waits(after, mode)
+        # a request reaching the leader is played when its answer opens the gate: no wait in between
+        if not (k == A.DELIVER and msg is not None and msg.kind in ("fetch", "epoch")):
+            for node in brokers:
+                if node not in waited and any(last.get((m, node)) != st["nodes"][node] for m, st in after.items()):
+                    out += _node_waits(after, node, mode, last)
+        out.append("")
+    out.append("# the final phase heals every link and restarts every node (the simulation's settle())")
+    return "\n".join(out).rstrip() + "\n"
+
+
+def _split(after: dict[str, dict], mode: str, pick) -> list[tuple[str | None, Any]]:
+    """[(mode or None, value)]: one entry when every replayed mode agrees, else one per mode."""
+    values = {m: pick(s) for m, s in after.items()}
+    if len(after) == 2 and len({json.dumps(v, sort_keys=True) for v in values.values()}) == 1:
+        return [(None, values[mode])]
+    if len(after) == 1:
+        return [(mode, values[mode])]
+    return [(m, values[m]) for m in MODES if m in values]
+
+
+def _node_waits(after: dict[str, dict], node: str, mode: str, last: dict) -> list[str]:
+    """Waits until `node`'s LEO and HW are the simulated ones (per mode where they differ); a down node
+    has nothing to wait for. Notes what was waited for in `last`."""
+    out: list[str] = []
+    for m in after:
+        last[(m, node)] = after[m]["nodes"].get(node)
+    for m, value in _split(after, mode, lambda s: s["nodes"].get(node)):
+        if value is None:
+            continue
+        leo, hw = value
+        out += _step("wait", node=node, leo=leo, node_hw=hw, timeout=WAIT_TIMEOUT, mode=m)
+    return out
+
+
+def _controller_waits(after: dict[str, dict], mode: str) -> list[str]:
+    out: list[str] = []
+    for m, value in _split(after, mode, lambda s: (s["leader"], s["isr"])):
+        leader, isr = value
+        out += _step("wait", leader=leader, isr=isr or None, timeout=WAIT_TIMEOUT, mode=m)
+    return out
