@@ -39,7 +39,8 @@ from broker.sim import actions as A
 from broker.sim.actions import Action, CONTROLLER
 
 TOPIC, PARTITION = "t", 0
-LINK_SEND_CAP = 2        # a node sends a request / heartbeat only while its link holds fewer messages
+LINK_SEND_CAP = 2        # a follower sends a request only while fewer requests and answers are on the way
+                         # between it and its leader; a heartbeat / metadata only below this on its link
 LINK_CAP = 3             # a message is duplicated only while its link holds fewer messages
 METADATA_CAP = 2         # metadata pushes waiting on one link; a newer one supersedes the oldest
 
@@ -157,7 +158,7 @@ class Message:
         if self.kind == "register":
             return f"{self.src}'s registration reaches the controller"
         if self.kind == "metadata":
-            ps, version = b
+            ps, version, _fenced = b
             return (f"metadata v{version} (leader {_name(ps.leader)}, epoch {ps.leader_epoch}, "
                     f"ISR {_names(ps.isr)}) reaches {self.dst}")
         if self.kind == "alter-isr":
@@ -239,6 +240,20 @@ class World:
         self.events: list[dict] = []                  # the controller's events, in order
         self.next_value = 1
         self._next_msg = 1
+        self.meta_waiting: dict[str, int] = {name: 0 for name in self.nodes}   # metadata pushes per node
+        # the Action objects enabled() hands out, built once (frozen, so they can be shared)
+        self._acts = {name: {k: Action(k, name) for k in (A.PRODUCE, A.SEND, A.HEARTBEAT, A.METADATA,
+                                                          A.ALTER_ISR, A.CRASH, A.POWER_LOSS, A.RESTART,
+                                                          A.FLUSH, A.CHECKPOINT)}
+                      for name in self.nodes}
+        for name in self.nodes:
+            self._acts[name]["elect-clean"] = Action(A.ELECT, name, arg=0)
+            self._acts[name]["elect-unclean"] = Action(A.ELECT, name, arg=1)
+        self._link_acts = [((a, b), Action(A.CUT, a, b), Action(A.HEAL, a, b))
+                           for a in self.endpoints for b in self.endpoints if a != b]
+        self._advance_acts = [Action(A.ADVANCE, arg=ms) for ms in s.advances]
+        self._expire_act = Action(A.EXPIRE)
+        self._msg_act_cache: dict[int, tuple[Action, Action, Action]] = {}
         # start: every broker registers, the topic is created, every broker learns the metadata
         for n in self.nodes.values():
             n.broker_epoch, ev = self.controller.register_broker(n.broker_id, n.name, 0, 0)
@@ -249,7 +264,7 @@ class World:
         self.events.extend(ev)
         ps = self.controller.partition(TOPIC, PARTITION).view()
         for n in self.nodes.values():
-            self._apply_metadata(n, ps, self.controller.version)
+            self._apply_metadata(n, ps, self.controller.version, self._fenced())
         self._after_event()
 
     # --- looking at the state --------------------------------------------------------------------
@@ -281,62 +296,72 @@ class World:
     # --- enabled actions -------------------------------------------------------------------------
 
     def enabled(self) -> list[Action]:
+        """The legal actions now, in a fixed order: produce, send, then deliver / drop / duplicate per
+        message (by id), heartbeat, expire, metadata, alter-isr, crash / power-loss / restart, flush,
+        checkpoint, elect, cut / heal per link, advance. The Action objects are built once and reused."""
         out: list[Action] = []
         add = out.append
-        nodes = self.nodes
+        nodes = list(self.nodes.values())
         lc = self.link_count
-        ctl = self.controller
-        for n in nodes.values():
+        cuts = self.cuts
+        acts = self._acts
+        for n in nodes:
             r = n.replica
-            if n.up and r is not None and r.role == LEADER:
-                add(Action(A.PRODUCE, n.name))
-        for n in nodes.values():
+            if r is not None and r.role == LEADER:
+                add(acts[n.name][A.PRODUCE])
+        for n in nodes:
             if self._can_send(n):
-                add(Action(A.SEND, n.name))
+                add(acts[n.name][A.SEND])
         for m in self.in_flight.values():
-            if (m.src, m.dst) not in self.cuts:
-                add(Action(A.DELIVER, msg=m.id))
-            add(Action(A.DROP, msg=m.id))
-            if lc.get((m.src, m.dst), 0) < LINK_CAP:
-                add(Action(A.DUPLICATE, msg=m.id))
-        for n in nodes.values():
+            link = (m.src, m.dst)
+            deliver, drop, dup = self._msg_acts(m.id)
+            if link not in cuts:
+                add(deliver)
+            add(drop)
+            if lc.get(link, 0) < LINK_CAP:
+                add(dup)
+        for n in nodes:
             if n.up and n.broker_epoch is not None and lc.get((n.name, CONTROLLER), 0) < LINK_SEND_CAP:
-                add(Action(A.HEARTBEAT, n.name))
+                add(acts[n.name][A.HEARTBEAT])
         if self._expire_due():
-            add(Action(A.EXPIRE))
-        for n in nodes.values():
+            add(self._expire_act)
+        for n in nodes:
             if self._metadata_due(n):
-                add(Action(A.METADATA, n.name))
-        for n in nodes.values():
+                add(acts[n.name][A.METADATA])
+        for n in nodes:
             if self._shrink_due(n):
-                add(Action(A.ALTER_ISR, n.name))
-        for n in nodes.values():
+                add(acts[n.name][A.ALTER_ISR])
+        for n in nodes:
+            a = acts[n.name]
             if n.up:
-                add(Action(A.CRASH, n.name))
+                add(a[A.CRASH])
                 if n.flushed < n.log.leo():
-                    add(Action(A.POWER_LOSS, n.name))
+                    add(a[A.POWER_LOSS])
             else:
-                add(Action(A.RESTART, n.name))
-        for n in nodes.values():
+                add(a[A.RESTART])
+        for n in nodes:
             if n.up and n.flushed < n.log.leo():
-                add(Action(A.FLUSH, n.name))
-        for n in nodes.values():
-            if n.up and n.replica is not None and n.hw_checkpoint != n.replica.hw:
-                add(Action(A.CHECKPOINT, n.name))
-        p = ctl.partition(TOPIC, PARTITION)
-        for n in nodes.values():
+                add(acts[n.name][A.FLUSH])
+        for n in nodes:
+            r = n.replica
+            if r is not None and n.hw_checkpoint != r.hw:
+                add(acts[n.name][A.CHECKPOINT])
+        p = self.controller.partition(TOPIC, PARTITION)
+        for n in nodes:
             how = self._elect_how(p, n.broker_id)
-            if how == "clean":
-                add(Action(A.ELECT, n.name, arg=0))
-            elif how == "unclean":
-                add(Action(A.ELECT, n.name, arg=1))
-        for a in self.endpoints:
-            for b in self.endpoints:
-                if a != b:
-                    add(Action(A.HEAL if (a, b) in self.cuts else A.CUT, a, b))
-        for ms in self.settings.advances:
-            add(Action(A.ADVANCE, arg=ms))
+            if how is not None:
+                add(acts[n.name]["elect-" + how])
+        for link, cut, heal in self._link_acts:
+            add(heal if link in cuts else cut)
+        out.extend(self._advance_acts)
         return out
+
+    def _msg_acts(self, msg_id: int) -> tuple[Action, Action, Action]:
+        got = self._msg_act_cache.get(msg_id)
+        if got is None:
+            got = (Action(A.DELIVER, msg=msg_id), Action(A.DROP, msg=msg_id), Action(A.DUPLICATE, msg=msg_id))
+            self._msg_act_cache[msg_id] = got
+        return got
 
     def is_enabled(self, action: Action) -> bool:
         k, n = action.kind, self.nodes.get(action.node) if action.node is not None else None
@@ -393,7 +418,9 @@ class World:
             return False
         if r.follower_phase not in ("truncating", "fetching"):
             return False
-        return self.link_count.get((n.name, self._by_id[r.leader_id].name), 0) < LINK_SEND_CAP
+        leader = self._by_id[r.leader_id].name
+        lc = self.link_count
+        return lc.get((n.name, leader), 0) + lc.get((leader, n.name), 0) < LINK_SEND_CAP
 
     def _expire_due(self) -> bool:
         t, limit = self.now_ms, self.controller.session_timeout_ms
@@ -401,8 +428,8 @@ class World:
 
     def _metadata_due(self, n: SimNode) -> bool:
         return (n.up and n.broker_epoch is not None and n.meta_version < self.controller.version
-                and self.link_count.get((CONTROLLER, n.name), 0) < LINK_SEND_CAP
-                and not any(m.kind == "metadata" and m.dst == n.name for m in self.in_flight.values()))
+                and self.meta_waiting[n.name] == 0
+                and self.link_count.get((CONTROLLER, n.name), 0) < LINK_SEND_CAP)
 
     def _shrink_due(self, n: SimNode) -> bool:
         r = n.replica
@@ -452,7 +479,10 @@ class World:
         if res.error is not None and res.base_offset < 0:
             self.outcomes.append((value, f"failed: {res.error}"))
             return f"{n.name} appends {value} (acks={acks_text}): refused, {res.error}"
-        if acks != -1:
+        if acks == 0:
+            self.outcomes.append((value, "sent (acks=0)"))
+            return f"{n.name} appends {value} (acks=0) at offset {res.base_offset}: the client hears nothing"
+        if acks == 1:
             self.acked.append(Ack(value, res.base_offset, res.epoch, n.name))
             self.outcomes.append((value, "acked"))
             return f"{n.name} appends {value} (acks={acks_text}): acknowledged at offset {res.base_offset}"
@@ -506,7 +536,7 @@ class World:
     def _do_metadata(self, a: Action) -> str:
         n = self.nodes[a.node]
         ps = self.partition_state()
-        self._send("metadata", CONTROLLER, n.name, (ps, self.controller.version), n.inc)
+        self._send("metadata", CONTROLLER, n.name, (ps, self.controller.version, self._fenced()), n.inc)
         return f"the controller sends {n.name} metadata v{self.controller.version}"
 
     def _do_alter_isr(self, a: Action) -> str:
@@ -606,10 +636,10 @@ class World:
                 return "stale, ignored"
             return f"{n.name} truncates to {r.leo}" if r.leo < leo else f"{n.name} keeps its log (LEO {leo})"
         if k == "metadata":
-            ps, version = m.body
+            ps, version, fenced = m.body
             if version <= n.meta_version:
                 return "older than what it has, ignored"
-            self._apply_metadata(n, ps, version)
+            self._apply_metadata(n, ps, version, fenced)
             return f"{n.name} is {r.role} of epoch {r.leader_epoch}"
         if k == "alter-isr-answer":
             proposal, res = m.body
@@ -660,10 +690,12 @@ class World:
                 and n.broker_id in res.isr):
             r.on_isr_changed(res.isr, res.isr_version, self.now_ms)
 
-    def _apply_metadata(self, n: SimNode, ps: cm.PartitionState, version: int) -> None:
-        """As broker/server/partitions.py apply_metadata for one partition."""
+    def _apply_metadata(self, n: SimNode, ps: cm.PartitionState, version: int, fenced: tuple[int, ...]) -> None:
+        """As broker/server/partitions.py apply_metadata for one partition (fenced brokers first:
+        KIP-841, they are not proposed for the ISR)."""
         n.meta_version = version
         r = n.replica
+        r.set_fenced_brokers(fenced)
         me = n.broker_id
         try:
             if ps.leader == me:
@@ -689,12 +721,17 @@ class World:
         self.in_flight[m.id] = m
         key = (src, dst)
         self.link_count[key] = self.link_count.get(key, 0) + 1
+        if kind == "metadata":
+            self.meta_waiting[dst] += 1
         return m
 
     def _take(self, msg_id: int) -> Message:
         m = self.in_flight.pop(msg_id)
         key = (m.src, m.dst)
         self.link_count[key] -= 1
+        self._msg_act_cache.pop(msg_id, None)
+        if m.kind == "metadata":
+            self.meta_waiting[m.dst] -= 1
         return m
 
     def _answer(self, kind: str, request: Message, body: Any) -> None:
@@ -719,13 +756,17 @@ class World:
         if version == before:
             return
         ps = self.partition_state()
+        fenced = self._fenced()
         for n in self.nodes.values():
             if not n.up or n.broker_epoch is None:
                 continue
-            waiting = [m.id for m in self.in_flight.values() if m.kind == "metadata" and m.dst == n.name]
-            if len(waiting) >= METADATA_CAP:
-                self._take(waiting[0])                  # superseded by the newer push
-            self._send("metadata", CONTROLLER, n.name, (ps, version), n.inc)
+            if self.meta_waiting[n.name] >= METADATA_CAP:
+                oldest = next(m.id for m in self.in_flight.values() if m.kind == "metadata" and m.dst == n.name)
+                self._take(oldest)                      # superseded by the newer push
+            self._send("metadata", CONTROLLER, n.name, (ps, version, fenced), n.inc)
+
+    def _fenced(self) -> tuple[int, ...]:
+        return tuple(sorted(b for b, st in self.controller.brokers.items() if st.fenced))
 
     def _leader_note(self, ev: list[dict]) -> str:
         for e in ev:
