@@ -55,6 +55,7 @@ class ExploreProgress:
         self._lock = threading.Lock()
         self._live = None
         self._closed = False
+        self._printed: tuple | None = None      # the counts of the last plain line
         if not self.plain:
             from rich.console import Console
             from rich.live import Live
@@ -111,8 +112,9 @@ class ExploreProgress:
             self._live.update(self._render())
             return
         now = self.clock()
-        if force or now - self._last >= self.interval_s:
-            self._last = now
+        state = (self.schedules, self.events, self.findings)
+        if (force and state != self._printed) or now - self._last >= self.interval_s:
+            self._last, self._printed = now, state
             print(f"highwater {self.line()}", file=self.stream, flush=True)
 
     def close(self) -> None:

@@ -1,0 +1,158 @@
+"""`highwater explore` (harness/explore_command.py): option errors, the progress line, and real short
+explorations of broker/sim (hw with acks=1 must find; leader-epoch with the safe settings must not)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from harness.cli import main
+from harness.explore_command import ExploreProgress
+from harness.exploration import ExploreOptions, parse_options
+from rundir.settings import SettingError
+
+
+def run_cli(capsys, *args: str) -> tuple[int, list[str], list[str]]:
+    code = main(["explore", *args])
+    out, err = capsys.readouterr()
+    return code, out.splitlines(), err.splitlines()
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--acks", "2"], "highwater: --acks must be 0, 1 or all, got '2'"),
+    (["--truncation", "kip"], "highwater: --truncation must be one of hw, leader-epoch, got 'kip'"),
+    (["--budget", "0"], "highwater: --budget must be a number of seconds above 0, got '0'"),
+    (["--schedules", "x"], "highwater: --schedules must be an integer of at least 1, got 'x'"),
+    (["--schedules", "0"], "highwater: --schedules must be an integer of at least 1, got '0'"),
+    (["--replicas", "3", "--min-insync-replicas", "4"],
+     "highwater: --min-insync-replicas must be at most the number of replicas (3), got 4"),
+    (["--replicas", "12"], "highwater: --replicas must be at most 9, got 12"),
+    (["--flush", "interval"], "highwater: --flush must be one of always, never, got 'interval'"),
+    (["--workers", "0"], "highwater: --workers must be at least 1, got 0"),
+    (["--seed", "1.5"], "highwater: --seed must be an integer, got '1.5'"),
+    (["--name", "../up"], "highwater: --name must be letters, digits, '.', '_' or '-', got '../up'"),
+])
+def test_bad_options_are_one_line_naming_the_flag_exit_254_and_leave_nothing(tmp_path, capsys, args, message):
+    out_dir = tmp_path / "results"
+    code, out, err = run_cli(capsys, *args, "--out", str(out_dir))
+    assert code == 254
+    assert err == [message]
+    assert out == []
+    assert not out_dir.exists()
+
+
+def test_options_defaults_and_conversions():
+    assert parse_options({}) == ExploreOptions()
+    o = parse_options({"acks": "all", "truncation": "hw", "min_insync_replicas": "1", "budget": "2.5",
+                       "seed": "7", "unclean_election": "true"}, text=True)
+    assert (o.acks, o.truncation, o.min_insync_replicas, o.budget, o.seed, o.unclean_election) == \
+        (-1, "hw", 1, 2.5, 7, True)
+    assert parse_options({"acks": 1}).acks == 1
+    assert ExploreOptions().budget_s == 30.0                     # neither bound given: the default budget
+    assert ExploreOptions(schedules=10).budget_s is None          # a schedule count alone bounds the search
+    with pytest.raises(SettingError) as exc:
+        parse_options({"ack": 1})
+    assert exc.value.key == "ack" and "did you mean 'acks'" in exc.value.problem
+
+
+class Clock:
+    def __init__(self):
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class Stream:
+    def __init__(self):
+        self.lines: list[str] = []
+
+    def write(self, text: str) -> None:
+        self.lines.extend(line for line in text.splitlines() if line)
+
+    def flush(self) -> None:
+        pass
+
+    def isatty(self) -> bool:
+        return False
+
+
+def test_progress_off_a_terminal_is_plain_lines_every_interval():
+    clock, stream = Clock(), Stream()
+    p = ExploreProgress(ExploreOptions(budget=20.0), stream=stream, clock=clock, interval_s=5.0)
+    assert p.plain
+    clock.now += 2.0
+    p(400, 20000, 0)
+    assert stream.lines == []                                   # before the first interval: nothing
+    clock.now += 3.0
+    p(1000, 50000, [type("F", (), {"invariant": "no-acked-loss"})()])
+    assert stream.lines == ["highwater explore: 1,000 schedules (200/s) · 50,000 events · "
+                            "findings 1 (no-acked-loss 1) · 15 s left"]
+    clock.now += 1.0
+    p({"schedules": 1100, "events": 55000, "findings": 2})
+    assert len(stream.lines) == 1
+    p.close()
+    p.close()                                                   # closing twice prints once
+    assert stream.lines[1:] == ["highwater explore: 1,100 schedules (183/s) · 55,000 events · findings 2 · 14 s left"]
+
+
+# --- real explorations (broker/sim) ------------------------------------------------------------------
+
+UNSAFE = ["--truncation", "hw", "--acks", "1", "--min-insync-replicas", "1"]
+SAFE = ["--truncation", "leader-epoch", "--acks", "all", "--min-insync-replicas", "2", "--no-unclean-election"]
+
+
+def test_hw_acks1_finds_lost_write_prints_the_story_and_writes_the_scenario(tmp_path, capsys):
+    out_dir = tmp_path / "results"
+    code, out, err = run_cli(capsys, *UNSAFE, "--seed", "1", "--budget", "8", "--shrink-budget", "10",
+                             "--out", str(out_dir), "--plain")
+    assert code == 1, err
+    path = Path(out[-1])
+    assert path.name == "explore.json" and path.parent.parent == out_dir / "explore"
+    assert (out_dir / "explore" / "latest").resolve() == path.parent.resolve()
+    doc = json.loads(path.read_text())
+    assert doc["kind"] == "explore" and doc["seed"] == 1 and doc["exit_code"] == 1
+    assert doc["options"]["truncation"] == "hw" and doc["settings"]["acks"] == 1
+    assert "no-acked-loss" not in doc["promises"]
+    assert doc["schedules"] >= 1 and doc["events"] >= doc["schedules"]
+    assert doc["findings_total"] == sum(doc["findings_by_invariant"].values()) >= 1
+    found = {f["invariant"]: f for f in doc["findings"]}
+    assert "no-acked-loss" in found
+    f = found["no-acked-loss"]
+    assert f["expected"] is True
+    assert 1 <= f["shrunk_length"] <= f["original_length"]
+    assert len(f["story"]) == f["shrunk_length"] and f["story"][0].startswith("1")
+    scenario = path.parent / f["scenario"]
+    assert scenario.exists() and scenario.read_text().strip()
+    # the command prints each finding's story and scenario path, then the verdict; explore.json last
+    text = "\n".join(err)
+    assert "finding" in text and "no-acked-loss (expected: this configuration does not promise it)" in text
+    assert f"scenario file: {scenario}" in text
+    for line in f["story"]:
+        assert f"highwater:     {line}" in err
+    assert err[-1].startswith("highwater: FOUND ") and err[-1].endswith("(seed 1, exit 1)")
+
+
+def test_same_seed_same_schedules_and_findings(tmp_path, capsys):
+    docs = []
+    for k in range(2):
+        code, out, err = run_cli(capsys, *UNSAFE, "--seed", "5", "--schedules", "300", "--shrink-budget", "5",
+                                 "--out", str(tmp_path / f"r{k}"), "--plain")
+        assert code in (0, 1), err
+        docs.append(json.loads(Path(out[-1]).read_text()))
+    a, b = docs
+    assert (a["schedules"], a["events"], a["findings_by_invariant"]) == (b["schedules"], b["events"],
+                                                                      b["findings_by_invariant"])
+    assert a["schedules"] == 300
+    assert [(f["index"], f["story"]) for f in a["findings"]] == [(f["index"], f["story"]) for f in b["findings"]]
+
+
+def test_leader_epoch_safe_finds_nothing_within_the_budget(tmp_path, capsys):
+    code, out, err = run_cli(capsys, *SAFE, "--seed", "3", "--budget", "4", "--out", str(tmp_path), "--plain")
+    assert code == 0, err
+    doc = json.loads(Path(out[-1]).read_text())
+    assert doc["findings"] == [] and doc["findings_total"] == 0 and doc["exit_code"] == 0
+    assert "no-acked-loss" in doc["promises"]
+    assert doc["schedules"] > 0
+    assert err[-1].startswith("highwater: NOTHING FOUND in ")
