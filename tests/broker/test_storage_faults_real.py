@@ -4,7 +4,7 @@ truncation, min.insync.replicas=2): write, SIGKILL a follower, damage its data f
 it and check that it comes up, logs the event the rule of docs/architecture.md "Storage faults and restart"
 says (a `truncate` with why=recovery at the damaged record; a `storage-error` with why=checkpoint naming
 the file), catches up, and that after a final read every replica holds exactly the acknowledged values
-(broker/storage/dump.py). The Docker variant runs one fault through the engine's archive API.
+(broker/storage/dump.py). The Docker variant runs a bit flip (the engine's archive API) and a checkpoint deletion (docker exec).
 """
 from __future__ import annotations
 
@@ -142,7 +142,10 @@ def test_a_damaged_follower_restarts_catches_up_and_loses_nothing(tmp_path, how)
 
 @pytest.mark.slow
 @pytest.mark.docker
-def test_docker_bitflip_on_a_down_follower_is_cut_and_refetched(tmp_path):
+@pytest.mark.parametrize("how", ["bitflip", "hw-checkpoint-delete"])
+def test_docker_storage_fault_on_a_down_follower(tmp_path, how):
+    """bitflip: files copied out and back (archive API); hw-checkpoint-delete: `docker exec rm` (kill mode
+    "process": the container runs, the broker process is dead)."""
     from clusters.docker import DockerCluster
     spec = ClusterSpec(f"sfd-{tmp_path.name}"[:40], tmp_path / "run", brokers=3, broker_settings=BROKER,
                        controller_settings=CONTROLLER)
@@ -159,11 +162,12 @@ def test_docker_bitflip_on_a_down_follower_is_cut_and_refetched(tmp_path):
         wait_until(lambda: leos(admin) == [N] * 3, 20, what="every replica at the log end")
         follower = f"n{[b for b in (1, 2, 3) if b != info.leader][0]}"
         c.kill(follower)
-        detail = c.corrupt(follower, "bitflip", seed=3)
+        time.sleep(0.5)          # several HW checkpoint intervals (100 ms): the file exists on the follower
+        detail = c.corrupt(follower, how, seed=3)
         c.restart(follower)
         wait_until(lambda: full_isr(admin), 30, what=f"{follower} back in the ISR")
         wait_until(lambda: leos(admin) == [N] * 3, 20, what="every replica at the log end again")
-        expected_event("bitflip", detail, c.events(follower))
+        expected_event(how, detail, c.events(follower))
     finally:
         for client in (admin, producer):
             if client is not None:
