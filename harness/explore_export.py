@@ -132,7 +132,7 @@ def _expect(settings, finding, replay) -> tuple[dict[str, list[str]], list[str]]
     mine = [kind] if kind else []
     other = other_mode(settings)
     other_settings = dataclasses.replace(settings, truncation=other)
-    renumbered = _renumber_for(settings, finding.actions, other_settings)
+    renumbered = renumbered_for(settings, finding.actions, other_settings)
     got = replay(other_settings, renumbered) if renumbered is not None else None
     if renumbered is None:
         notes.append(f"# the schedule is not playable in {other} mode in the simulation: nothing expected there")
@@ -147,8 +147,12 @@ def _expect(settings, finding, replay) -> tuple[dict[str, list[str]], list[str]]
     return {settings.truncation: mine, other: theirs}, notes
 
 
-def _renumber_for(settings, actions, other_settings) -> list | None:
+def renumbered_for(settings, actions, other_settings) -> list | None:
+    """`actions` (a schedule under `settings`) as the same events under `other_settings` (the other
+    truncation mode): deliver / drop / duplicate renumbered to the ids their messages have there.
+    None when an event is not possible there."""
     step = _Lockstep(settings)
+    step.other = World(other_settings)
     out = []
     for j, a in enumerate(actions):
         before = len(step.other.history) if step.other is not None else 0
@@ -157,6 +161,29 @@ def _renumber_for(settings, actions, other_settings) -> list | None:
             return None
         out.append(step.other.history[before] if len(step.other.history) > before else a)
     return [dataclasses.replace(a, text="") for a in out]
+
+
+def replay_gaps(settings, actions) -> list[str]:
+    """Where the real replay of `actions` cannot follow the simulation: a produce at a node that is not
+    the controller's leader of the current epoch (a stale leader the simulation kept uninformed; the
+    real client sends to the controller's leader, and real brokers learn the metadata within
+    milliseconds). Empty: every produce lands where the simulation put it. Each entry names the event."""
+    world = World(settings)
+    gaps = []
+    for j, a in enumerate(actions):
+        if a.kind == A.PRODUCE:
+            ps = world.partition_state()
+            r = world.nodes[a.node].replica
+            if world.leader() != a.node or r is None or r.leader_epoch != ps.leader_epoch:
+                gaps.append(f"event {j + 1}: {a.node} takes a write as leader of epoch "
+                            f"{r.leader_epoch if r else '?'} while the controller's leader is "
+                            f"{world.leader() or 'none'} (epoch {ps.leader_epoch})")
+        try:
+            world.apply(dataclasses.replace(a, text=""))
+        except SimError as exc:
+            gaps.append(f"event {j + 1}: {exc}")
+            break
+    return gaps
 
 
 def _default_replay(settings, actions):
@@ -174,12 +201,14 @@ def to_scenario(settings, finding, *, name: str | None = None, replay=None) -> s
     name = name or f"explore-{finding.invariant}-{finding.seed}-{finding.index}".replace(":", "-")
     expect, expect_notes = _expect(settings, finding, replay)
     brokers = [f"n{i}" for i in range(1, settings.replicas + 1)]
+    gaps = replay_gaps(settings, actions)
     out: list[str] = [
         f"# Found by highwater explore (seed {finding.seed!r}, schedule {finding.index}) in {mode} mode and shrunk "
         f"to {len(actions)} events.",
         f"# Invariant {finding.invariant}: {finding.text}",
         "# Written by harness/explore_export.py: each simulated event is a comment '# sim N: ...' followed by",
         "# its real steps; the waits hold the real cluster at the simulated state (docs/running.md, 'Exploring').",
+        *[f"# NOT FAITHFUL: {g}" for g in gaps],
         f"name = {_toml(name)}",
         f"description = {_toml(f'A shrunk schedule of highwater explore: {finding.invariant} in {mode} mode ({finding.text}).')}",
         "final_wait = 30",
