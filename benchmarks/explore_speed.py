@@ -1,0 +1,176 @@
+"""Exploration speed and power (issue 19): schedules per minute, time to first failure and shrunk size per
+configuration, and a long safe run that must find nothing.
+
+    .venv/bin/python benchmarks/explore_speed.py [--seed 1] [--speed-s 20] [--search-schedules 3000]
+        [--shrink-budget 10] [--long-events 1000000] [--workers 2] [--json FILE] [--only NAME ...]
+
+1. speed: schedules of 50 events per minute for 3 replicas (leader-epoch, acks=-1, min ISR 2; and hw,
+   acks=1), with workers=1 and workers=2, each for --speed-s seconds (target: >= 5,000/min on 2 cores).
+2. per configuration of CONFIGS (hw with acks=1 and acks=-1, the shipped scenarios' bugs, the unsafe
+   settings of the other safety levels, and their safe counterparts): the first finding of each
+   invariant within --search-schedules schedules (one worker): its schedule index, the time to it (the
+   search's elapsed time up to that schedule's chunk, measured with the progress callback), its length,
+   and the length after broker/sim/shrink.py `shrink` (at most --shrink-budget seconds each), with
+   whether the configuration promises that invariant.
+3. long safe run: leader-epoch, acks=-1, min ISR 2, clean elections, fencing, flush always, for at least
+   --long-events events with --workers processes: events run and findings (must be 0).
+Figures depend on the machine and on what else runs on it.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from broker.sim import explore as ex  # noqa: E402
+from broker.sim import invariants as inv  # noqa: E402
+from broker.sim.world import SimSettings  # noqa: E402
+
+SAFE = dict(truncation="leader-epoch", acks=-1, min_insync_replicas=2)
+# name -> (settings, what it stands for)
+CONFIGS: dict[str, tuple[dict, str]] = {
+    "hw-acks1": (dict(truncation="hw", acks=1), "hw truncation, acks=1, min ISR 1 (KIP-101 cases 1 and 2: "
+                                                "seed-data-loss, seed-divergence)"),
+    "hw-acks-all": (dict(truncation="hw", acks=-1, min_insync_replicas=2), "hw truncation, acks=all, min ISR 2"),
+    "kip-279": (dict(truncation="kip-101", acks=-1, unclean_leader_election=True),
+                "KIP-279: single-round KIP-101 exchange, unclean elections (scenarios/kip-279.toml)"),
+    "kip-279-fixed": (dict(truncation="leader-epoch", acks=-1, unclean_leader_election=True),
+                      "the same with KIP-279's iterative exchange (unclean elections still lose writes)"),
+    "kafka-7128": (dict(SAFE, isr_join_requires_epoch_start=False),
+                   "KAFKA-7128: ISR join on LEO >= HW only, otherwise safe (scenarios/kafka-7128.toml)"),
+    "kafka-7128-hw": (dict(truncation="hw", acks=-1, min_insync_replicas=2, isr_join_requires_epoch_start=False),
+                      "KAFKA-7128 rule off with hw truncation (the scenario's hw mode)"),
+    "no-fencing": (dict(SAFE, fetch_fencing=False), "KIP-320 off (KAFKA-6880), otherwise safe"),
+    "no-elr-power-loss": (dict(SAFE, flush="never"), "KIP-966 off, flush never (power loss), otherwise safe"),
+    "elr-power-loss": (dict(SAFE, flush="never", eligible_leader_replicas=True),
+                       "KIP-966 on, flush never: promised safe"),
+    "unclean": (dict(SAFE, unclean_leader_election=True), "unclean elections on, otherwise safe"),
+    "safe": (dict(SAFE), "leader-epoch, acks=all, min ISR 2, clean elections: promised safe"),
+}
+
+
+def speed(settings: SimSettings, workers: int, seconds: float, seed: int) -> dict:
+    r = ex.explore(settings, seed=seed, budget_s=seconds, workers=workers, first_per_invariant=False)
+    per_min = r.schedules / r.elapsed_s * 60
+    return {"workers": workers, "schedules": r.schedules, "events": r.events, "elapsed_s": round(r.elapsed_s, 2),
+            "schedules_per_min": round(per_min), "events_per_s": round(r.events / r.elapsed_s),
+            "findings": len(r.findings)}
+
+
+def search(name: str, kw: dict, schedules: int, seed: int, shrink_budget: float) -> dict:
+    settings = SimSettings(**kw)
+    seen_at: dict[str, float] = {}
+    t0 = time.monotonic()
+
+    def progress(n, events, findings):
+        now = time.monotonic() - t0
+        for f in findings:
+            seen_at.setdefault(f.invariant, now)
+
+    r = ex.explore(settings, seed=seed, schedules=schedules, progress=progress)
+    rows = []
+    try:
+        from broker.sim.shrink import shrink
+    except ImportError:                      # shrinker not there yet
+        shrink = None
+    for f in r.findings:
+        row = {"invariant": f.invariant, "schedule": f.index, "schedules_to_find": f.index + 1,
+               "time_to_find_s": round(seen_at.get(f.invariant, r.elapsed_s), 2), "length": len(f.actions),
+               "promised": not f.expected, "text": f.text}
+        if shrink is not None:
+            t1 = time.monotonic()
+            try:
+                small = shrink(settings, f, budget_s=shrink_budget)
+                row["shrunk"] = len(small.actions)
+                row["shrink_s"] = round(time.monotonic() - t1, 2)
+                row["story"] = [str(a) for a in small.actions]
+            except Exception as exc:        # report, keep measuring the others
+                row["shrunk"] = None
+                row["shrink_error"] = f"{type(exc).__name__}: {exc}"
+        rows.append(row)
+    return {"name": name, "settings": kw, "what": CONFIGS[name][1], "promises_no_loss": inv.promises_no_loss(settings),
+            "schedules": r.schedules, "events": r.events, "elapsed_s": round(r.elapsed_s, 2), "findings": rows}
+
+
+def long_safe(events: int, workers: int, seed: int, length: int = 50) -> dict:
+    settings = SimSettings(**SAFE)
+    n = -(-events // length)
+    r = ex.explore(settings, seed=seed, schedules=n, workers=workers, first_per_invariant=False)
+    while r.events < events:                 # a schedule may end early: top up with another seed's schedules
+        more = ex.explore(settings, seed=f"{seed}+", schedules=-(-(events - r.events) // length), workers=workers,
+                          first_per_invariant=False)
+        r = ex.ExploreResult(r.schedules + more.schedules, r.events + more.events, r.findings + more.findings,
+                             r.elapsed_s + more.elapsed_s, r.stopped)
+    return {"settings": SAFE, "schedules": r.schedules, "events": r.events, "elapsed_s": round(r.elapsed_s, 1),
+            "findings": [f.describe() for f in r.findings], "workers": workers}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--speed-s", type=float, default=20.0, help="seconds per speed measurement [20]")
+    ap.add_argument("--search-schedules", type=int, default=3000, help="schedules per configuration [3000]")
+    ap.add_argument("--shrink-budget", type=float, default=10.0, help="seconds per shrink [10]")
+    ap.add_argument("--long-events", type=int, default=1_000_000, help="events of the long safe run [1000000]")
+    ap.add_argument("--workers", type=int, default=2, help="workers of the long safe run [2]")
+    ap.add_argument("--only", nargs="*", default=None, help="parts: speed, search, long, or configuration names")
+    ap.add_argument("--json", default=None, help="also write the figures to this file")
+    args = ap.parse_args(argv)
+    if args.speed_s <= 0 or args.search_schedules < 1 or args.long_events < 1 or args.workers < 1:
+        print("explore_speed: --speed-s, --search-schedules, --long-events and --workers must be positive",
+              file=sys.stderr)
+        return 2
+    only = set(args.only) if args.only else None
+    unknown = (only or set()) - {"speed", "search", "long"} - set(CONFIGS)
+    if unknown:
+        print(f"explore_speed: --only: unknown part(s) {sorted(unknown)}", file=sys.stderr)
+        return 2
+    out: dict = {"seed": args.seed}
+
+    def want(part: str) -> bool:
+        return only is None or part in only
+
+    if want("speed"):
+        out["speed"] = []
+        for label, kw in (("leader-epoch acks=all minISR=2", SAFE), ("hw acks=1", dict(truncation="hw", acks=1))):
+            for w in (1, 2):
+                row = {"settings": label, **speed(SimSettings(**kw), w, args.speed_s, args.seed)}
+                out["speed"].append(row)
+                print(f"speed  {label:32} workers={w}: {row['schedules_per_min']:>7,} schedules/min "
+                      f"({row['events_per_s']:,} events/s, {row['schedules']:,} schedules in {row['elapsed_s']} s)",
+                      flush=True)
+    names = [n for n in CONFIGS if want("search") or (only and n in only)]
+    if names:
+        out["search"] = []
+        for name in names:
+            res = search(name, CONFIGS[name][0], args.search_schedules, args.seed, args.shrink_budget)
+            out["search"].append(res)
+            head = (f"search {name:18} {res['schedules']:,} schedules in {res['elapsed_s']} s, "
+                    f"promises no loss: {res['promises_no_loss']}")
+            print(head, flush=True)
+            if not res["findings"]:
+                print("         no finding", flush=True)
+            for f in res["findings"]:
+                shrunk = f.get("shrunk", "-")
+                print(f"         {f['invariant']:27} schedule {f['schedule']:>5}  {f['time_to_find_s']:>6} s  "
+                      f"{f['length']:>3} events -> shrunk {shrunk}  "
+                      f"{'PROMISED ' if f['promised'] else ''}{f['text'][:90]}", flush=True)
+    if want("long"):
+        res = long_safe(args.long_events, args.workers, args.seed)
+        out["long"] = res
+        print(f"long   safe leader-epoch: {res['events']:,} events in {res['schedules']:,} schedules, "
+              f"{res['elapsed_s']} s, workers={res['workers']}: {len(res['findings'])} findings", flush=True)
+        for f in res["findings"][:5]:
+            print(f"         {f}")
+    if args.json:
+        Path(args.json).write_text(json.dumps(out, indent=1, default=str) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
