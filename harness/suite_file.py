@@ -21,6 +21,10 @@ or `finds = ["lost-write", ...]` (at least one repeat must show every listed ano
     [test.matrix]
     nemesis = ["kill", "pause", "partition"]    # one configuration per value: leader-epoch-safe-kill, ...
 
+An entry with `explore = {...}` is a seeded search in simulation instead (harness/exploration.py options,
+`expect = "found" | "none"`, optionally `invariant = "no-acked-loss"`); it takes no run settings, matrix
+or [defaults] and expands to one configuration in the `explore` column.
+
 Settings are applied on top of harness/config.py's defaults in the order defaults, test, matrix values,
 and validated there, so a suite accepts exactly what `highwater run` accepts. Every error is one line
 naming the file (and line when it can be found), the table or entry and the key.

@@ -200,3 +200,49 @@ def test_nightly_explore_entries(tmp_path):
     assert (safe.explore.truncation, safe.explore.acks, safe.explore.min_insync_replicas) == ("leader-epoch", -1, 2)
     assert safe.expect == Expectation(explore="none")
     assert unsafe.explore.budget == safe.explore.budget == 60
+
+
+class FakeExplore:
+    """Plays run_exploration for the budget arithmetic: a fake clock moves by the search's budget."""
+
+    def __init__(self):
+        self.now = 0.0
+        self.calls: list[tuple[str, int | None]] = []
+
+    def clock(self) -> float:
+        return self.now
+
+    def __call__(self, opts, *, results_root, name):
+        from harness.exploration import ExploreRun
+        self.calls.append((name, opts.seed))
+        self.now += opts.budget_s
+        run_dir = Path(results_root) / name / f"r{len(self.calls)}"
+        run_dir.mkdir(parents=True)
+        doc = {"seed": opts.seed, "schedules": 10, "events": 500, "explore_s": opts.budget_s,
+               "findings_by_invariant": {}, "findings": []}
+        (run_dir / "explore.json").write_text(json.dumps(doc))
+        return ExploreRun(run_dir=run_dir, path=run_dir / "explore.json", doc=doc, exit_code=0)
+
+
+def test_budget_skips_an_exploration_that_would_not_fit_and_repeats_step_the_seed(tmp_path):
+    suite = load_suite(write(tmp_path, """\
+[[test]]
+name = "a"
+repeats = 2
+explore = { budget = 10, seed = 40, shrink_budget = 5 }
+expect = "none"
+
+[[test]]
+name = "b"
+explore = { budget = 31, shrink_budget = 5 }
+expect = "none"
+"""))
+    fake = FakeExplore()
+    runner = SuiteRun(suite, tmp_path / "results", budget_s=60, explore_fn=fake, clock=fake.clock)
+    assert runner.estimate_run_s(suite.configs[0]) == 20.0      # budget + shrink budget + 5 s
+    assert runner.run() == 2                                    # b was skipped: nothing broken, not all run
+    assert fake.calls == [("a", 40), ("a", 41)]
+    doc = json.loads((runner.path / "suite.json").read_text())
+    a, b = doc["configs"]
+    assert a["status"] == "passed" and [r["seed"] for r in a["repeats"]] == [40, 41]
+    assert b["status"] == "skipped" and b["message"].startswith("not run: needs about 41s")
