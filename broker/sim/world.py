@@ -321,7 +321,7 @@ class World:
             if lc.get(link, 0) < LINK_CAP:
                 add(dup)
         for n in nodes:
-            if n.up and n.broker_epoch is not None and lc.get((n.name, CONTROLLER), 0) < LINK_SEND_CAP:
+            if n.up and lc.get((n.name, CONTROLLER), 0) < LINK_SEND_CAP:
                 add(acts[n.name][A.HEARTBEAT])
         if self._expire_due():
             add(self._expire_act)
@@ -391,8 +391,7 @@ class World:
         if k == A.SEND:
             return self._can_send(n)
         if k == A.HEARTBEAT:
-            return (n.up and n.broker_epoch is not None
-                    and self.link_count.get((n.name, CONTROLLER), 0) < LINK_SEND_CAP)
+            return n.up and self.link_count.get((n.name, CONTROLLER), 0) < LINK_SEND_CAP
         if k == A.METADATA:
             return self._metadata_due(n)
         if k == A.ALTER_ISR:
@@ -520,7 +519,12 @@ class World:
         return f"duplicate #{m.id} as #{copy.id}: " + m.describe(self).split(" reaches ")[0]
 
     def _do_heartbeat(self, a: Action) -> str:
+        """A registered broker's heartbeat; a broker not registered yet (its registration was lost)
+        asks to register again instead, as the broker's start-up loop retries."""
         n = self.nodes[a.node]
+        if n.broker_epoch is None:
+            self._send("register", n.name, CONTROLLER, None, n.inc)
+            return f"{n.name} asks the controller to register it again"
         self._send("heartbeat", n.name, CONTROLLER, n.broker_epoch, n.inc)
         return f"{n.name} sends a heartbeat (broker epoch {n.broker_epoch})"
 
@@ -854,6 +858,9 @@ class World:
             self.apply(Action(A.DELIVER, msg=next(iter(self.in_flight))))
 
     def _needs_heartbeat(self, n: SimNode) -> bool:
+        if n.broker_epoch is None:
+            return not any(m.kind == "register" and m.src == n.name and m.inc == n.inc
+                           for m in self.in_flight.values())
         b = self.controller.brokers.get(n.broker_id)
         return b is not None and (b.fenced or b.last_heartbeat_ms < self.now_ms)
 

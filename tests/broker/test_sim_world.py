@@ -320,3 +320,16 @@ def test_old_sim_starts_with_any_leader_at_epoch_0():
     p = sim.controller.partition("t", 0)
     assert (p.leader, p.leader_epoch, p.replicas, p.isr) == (2, 0, [2, 1, 3], [2, 3])
     assert (sim.replica("B").role, sim.replica("A").role, sim.replica("A").leader_id) == ("leader", "follower", 2)
+
+
+def test_a_lost_registration_is_sent_again():
+    w = World(SimSettings(replicas=2))
+    w.apply(Action(A.CRASH, "n2"))
+    w.apply(Action(A.RESTART, "n2"))
+    w.apply(Action(A.DROP, msg=msg(w, "register", "n2", "c0")))
+    assert w.nodes["n2"].broker_epoch is None and w.nodes["n2"].replica.role == "none"
+    assert str(w.apply(Action(A.HEARTBEAT, "n2"))) == "n2 asks the controller to register it again"
+    w.apply(Action(A.DELIVER, msg=msg(w, "register", "n2", "c0")))
+    assert w.nodes["n2"].broker_epoch == 3                   # n1 1, n2 2 at the start
+    w.apply(Action(A.DELIVER, msg=msg(w, "metadata", "c0", "n2")))
+    assert (w.nodes["n2"].replica.role, w.nodes["n2"].replica.leader_id) == ("follower", 1)
