@@ -181,7 +181,8 @@ def test_kafka_7415_scenario_asserts_the_truncation_reason(tmp_path, mode, why):
     timeline = load_json(run_dir_from_stdout(r.stdout) / "scenario.json")
     outcome = {s["step"]: s["outcome"] for s in timeline["steps"]}
     skipped = sorted(n for n, o in outcome.items() if o == "skipped")
-    assert skipped == ([11, 12, 13] if mode == "hw" else [9])
-    assert set(outcome.values()) == {"ok", "skipped"} and len(outcome) == 17
+    assert skipped == ([12, 13, 14] if mode == "hw" else [10])
+    assert set(outcome.values()) == {"ok", "skipped"} and len(outcome) == 18
     details = {s["step"]: s["detail"] for s in timeline["steps"]}
-    assert details[14].endswith(f"1 matching of 1 'truncate' event ({{partition=0, from=2, to=1, why={why!r}}})")
+    assert details[9].endswith("epochs [[0, 0], [1, 1]]")
+    assert details[15].endswith(f"1 matching of 1 'truncate' event ({{partition=0, from=2, to=1, why={why!r}}})")
