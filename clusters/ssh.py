@@ -177,9 +177,9 @@ class SshCluster(RemoteCluster):
         self._need_firewall = False
 
     def check_faults(self, faults: list[str]) -> None:
-        """Partitions need a working iptables (root or CAP_NET_ADMIN) on every node; that can only be
+        """Partitions and degradation need a working iptables (root or CAP_NET_ADMIN) on every node; that can only be
         checked once connected, so start() checks it on each node and fails naming the node."""
-        self._need_firewall = any(f.startswith("partition") for f in faults)
+        self._need_firewall = any(f.startswith(("partition", "degrade")) for f in faults)
 
     def _entries(self) -> dict[str, NodeEntry]:
         return {CONTROLLER: self.inventory.controller,

@@ -90,11 +90,16 @@ def check_backend(name: str, cluster_cfg=None, *, brokers: int = 1) -> None:
 
 def check_faults(name: str, faults: list[str]) -> None:
     """Faults the backend cannot inject on this machine, found without building a cluster: the local
-    backend's partitions need root and iptables or nft (the same check LocalCluster.check_faults makes).
-    The docker and ssh backends check their nodes once those exist."""
-    if name == "local" and any(f.startswith("partition") for f in faults):
+    backend's partitions need root and iptables or nft, its degradation root and iptables (the same
+    checks LocalCluster.check_faults makes). The docker and ssh backends check their nodes once those exist."""
+    if name != "local":
+        return
+    if any(f.startswith("partition") for f in faults):
         from clusters.local_firewall import available_tool
         available_tool()
+    if any(f.startswith("degrade") for f in faults):
+        from clusters.local_netem import available
+        available()
 
 
 def make_cluster(name: str, spec: ClusterSpec, cluster_cfg=None) -> Cluster:
