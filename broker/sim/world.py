@@ -106,19 +106,23 @@ class SimSettings:
             value = get(f.name)
             if value is None and f.name in aliases:
                 value = get(aliases[f.name])
-            if value is not None:
-                kw[f.name] = value
-        if "acks" in kw:
-            acks = kw["acks"]
-            if isinstance(acks, str):
-                if acks.strip().lower() == "all":
-                    acks = -1
-                else:
-                    try:
-                        acks = int(acks)
-                    except ValueError:
-                        raise SimError(f"sim settings: acks must be 0, 1, -1 or all, got {acks!r}") from None
-            kw["acks"] = acks
+            if value is None:
+                continue
+            default = f.default
+            if f.name == "acks" and isinstance(value, str) and value.strip().lower() == "all":
+                value = -1
+            elif isinstance(default, bool) and isinstance(value, str):
+                word = value.strip().lower()
+                if word not in ("true", "false", "on", "off", "yes", "no", "1", "0"):
+                    raise SimError(f"sim settings: {f.name} must be true or false, got {value!r}")
+                value = word in ("true", "on", "yes", "1")
+            elif isinstance(default, int) and not isinstance(default, bool) and not isinstance(value, int):
+                try:
+                    value = int(str(value).strip())
+                except ValueError:
+                    raise SimError(f"sim settings: {f.name} must be an integer"
+                                   + (" or all" if f.name == "acks" else "") + f", got {value!r}") from None
+            kw[f.name] = value
         return cls(**kw)
 
 
@@ -792,8 +796,7 @@ class World:
             leo = n.log.leo()
             if always or n.flushed > leo:
                 n.flushed = leo
-            if r._events:
-                r.drain_events()
+            r.drain_events()
             entries = r.epoch_checkpoint_due()
             if entries is not None:
                 n.epoch_checkpoint = entries

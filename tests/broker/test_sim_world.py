@@ -230,6 +230,10 @@ def test_settings_from_args():
         "hw", -1, 2, True, "always")
     with pytest.raises(SimError, match="acks"):
         SimSettings.from_args({"acks": "some"})
+    s = SimSettings.from_args({"acks": "1", "replicas": "2", "fetch_fencing": "off", "min_insync_replicas": 3})
+    assert (s.acks, s.replicas, s.fetch_fencing, s.min_insync_replicas) == (1, 2, False, 3)
+    with pytest.raises(SimError, match="replicas must be an integer"):
+        SimSettings.from_args({"replicas": "three"})
     with pytest.raises(SimError, match="truncation"):
         SimSettings(truncation="none")
 
