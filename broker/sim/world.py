@@ -147,7 +147,8 @@ class Message:
             if resp.error is not None:
                 what = f"{resp.error}"
             else:
-                what = f"{len(resp.records)} records, HW {resp.high_watermark}"
+                k = len(resp.records)
+                what = f"{k} record{'' if k == 1 else 's'}, HW {resp.high_watermark}"
             return f"{self.src}'s answer to {self.dst}'s fetch from {req.fetch_offset} ({what}) reaches {self.dst}"
         if self.kind == "epoch":
             return (f"{self.src}'s OffsetsForLeaderEpoch (where does epoch {b.requested_epoch} end?) "
@@ -293,6 +294,11 @@ class World:
         """(node, epoch) of every live replica that believes it leads."""
         return [(n.name, n.replica.leader_epoch) for n in self.nodes.values()
                 if n.up and n.replica is not None and n.replica.role == LEADER]
+
+    @property
+    def next_msg_id(self) -> int:
+        """The id the next message will get (ids are handed out in order, starting at 1)."""
+        return self._next_msg
 
     def link_open(self, src: str, dst: str) -> bool:
         return (src, dst) not in self.cuts
