@@ -337,3 +337,48 @@ def test_a_lost_registration_is_sent_again():
     assert w.nodes["n2"].broker_epoch == 3                   # n1 1, n2 2 at the start
     w.apply(Action(A.DELIVER, msg=msg(w, "metadata", "c0", "n2")))
     assert (w.nodes["n2"].replica.role, w.nodes["n2"].replica.leader_id) == ("follower", 1)
+
+
+def _shrink_to_leader_only(w: World) -> None:
+    w.apply(Action(A.ADVANCE, arg=1001))
+    w.apply(Action(A.ALTER_ISR, "n1"))
+    w.apply(Action(A.DELIVER, msg=msg(w, "alter-isr", "n1", "c0")))
+
+
+def test_unclean_admin_election_only_with_unclean_election_on():
+    for unclean in (False, True):
+        w = World(SimSettings(replicas=2, unclean_leader_election=unclean))
+        _shrink_to_leader_only(w)
+        assert w.controller.partition("t", 0).isr == [1]
+        assert (Action(A.ELECT, "n2", arg=1) in w.enabled()) == unclean
+        assert Action(A.ELECT, "n2", arg=0) not in w.enabled()
+    assert str(w.apply(Action(A.ELECT, "n2", arg=1))) == "admin unclean election: n2 leads epoch 1, ISR {n2}"
+
+
+def test_kip_966_a_restart_registers_as_unclean_and_leaves_the_elr():
+    w = World(SimSettings(replicas=2, min_insync_replicas=2, eligible_leader_replicas=True))
+    _shrink_to_leader_only(w)
+    assert (w.controller.partition("t", 0).isr, w.controller.partition("t", 0).elr) == ([1], [2])
+    assert Action(A.ELECT, "n2", arg=0) in w.enabled()             # an ELR member is a clean choice
+    w.apply(Action(A.CRASH, "n2"))
+    w.apply(Action(A.RESTART, "n2"))
+    w.apply(Action(A.DELIVER, msg=msg(w, "register", "n2", "c0")))
+    assert [e for e in w.events if e["event"] == "registered"][-1]["clean_shutdown"] is False
+    assert [e["event"] for e in w.events].count("unclean-shutdown") == 1
+    assert w.controller.partition("t", 0).elr == []
+    assert Action(A.ELECT, "n2", arg=0) not in w.enabled()
+
+
+def test_a_crash_drops_the_messages_to_the_node_and_later_ones_are_lost():
+    w = World(SimSettings(replicas=2))
+    w.apply(Action(A.SEND, "n2"))
+    w.apply(Action(A.DELIVER, msg=1))                                # the answer #2 waits for n2
+    w.apply(Action(A.CRASH, "n2"))
+    assert w.in_flight == {}
+    w.apply(Action(A.RESTART, "n2"))
+    w.apply(Action(A.CRASH, "n1"))
+    w.apply(Action(A.DELIVER, msg=msg(w, "register", "n2", "c0")))
+    w.apply(Action(A.DELIVER, msg=msg(w, "metadata", "c0", "n2")))   # n2 follows n1, which is down
+    w.apply(Action(A.SEND, "n2"))
+    fetch = msg(w, "fetch", "n2", "n1")
+    assert str(w.apply(Action(A.DELIVER, msg=fetch))).endswith("reaches n1: n1 is down: lost")
