@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import secrets
+import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -231,8 +232,12 @@ def run_exploration(opts: ExploreOptions, *, results_root: Path | str = "results
         + (f"{opts.budget_s:g} s" if opts.budget_s else "")
         + f", {opts.workers} worker{'s' if opts.workers != 1 else ''}, into {run.path}")
     t0 = time.monotonic()
-    result = explore(settings, seed=seed, schedules=opts.schedules, budget_s=opts.budget_s, length=opts.length,
-                     workers=opts.workers, progress=progress)
+    try:
+        result = explore(settings, seed=seed, schedules=opts.schedules, budget_s=opts.budget_s,
+                         length=opts.length, workers=opts.workers, progress=progress)
+    except BaseException:   # an error or Ctrl-C in the search: no half-empty run directory stays behind
+        shutil.rmtree(run.path, ignore_errors=True)
+        raise
     explore_s = time.monotonic() - t0
     if searched is not None:
         searched()

@@ -113,7 +113,8 @@ class ExploreProgress:
             return
         now = self.clock()
         state = (self.schedules, self.events, self.findings)
-        if (force and state != self._printed) or now - self._last >= self.interval_s:
+        fresh = state != self._printed and (self._printed is not None or self.schedules > 0)
+        if (force and fresh) or now - self._last >= self.interval_s:
             self._last, self._printed = now, state
             print(f"highwater {self.line()}", file=self.stream, flush=True)
 
@@ -172,6 +173,7 @@ def explore_cmd(name, out, plain, **flags) -> int:
         outcome = run_exploration(opts, results_root=out, name=name, progress=display, say=say,
                                   searched=display.close)
     except Exception as exc:  # noqa: BLE001 - one line and an exit code
+        display.close()
         return report_error(exc)
     finally:
         display.close()

@@ -156,3 +156,16 @@ def test_leader_epoch_safe_finds_nothing_within_the_budget(tmp_path, capsys):
     assert "no-acked-loss" in doc["promises"]
     assert doc["schedules"] > 0
     assert err[-1].startswith("highwater: NOTHING FOUND in ")
+
+
+def test_an_error_in_the_search_leaves_no_run_directory(tmp_path, capsys, monkeypatch):
+    import broker.sim.explore as sim_explore
+
+    def boom(*_a, **_k):
+        raise RuntimeError("the search broke")
+
+    monkeypatch.setattr(sim_explore, "explore", boom)
+    code, out, err = run_cli(capsys, "--budget", "1", "--out", str(tmp_path), "--plain")
+    assert code == 255
+    assert err[-1] == "highwater: internal error: RuntimeError: the search broke"
+    assert out == [] and list((tmp_path / "explore").iterdir()) == []
