@@ -22,6 +22,12 @@ Weights (`WEIGHTS`, relative, per kind; a kind with no legal action does not cou
 - faults are rarer, so that the cluster often gets back to work between them: restart 4, crash 2,
   power-loss 1.5, drop 2, duplicate 1, cut 1.5, heal 3, elect 1.5, flush 2, checkpoint 2.
 Unknown kinds (a newer world.py) get `DEFAULT_WEIGHT`.
+
+Swarm testing (`swarm=True`, off by default so that the default schedules stay as they are): each
+schedule first draws, from its own generator, which of the fault kinds of `SWARM_KINDS` it uses (each
+kept with probability 1/2); the other kinds never occur in it. A schedule without drops or crashes
+gets further with the faults it does have, so sequences that need several faults of a few kinds in a
+row turn up more often (Groce et al., "Swarm testing", ISSTA 2012).
 """
 from __future__ import annotations
 
@@ -41,6 +47,7 @@ WEIGHTS: dict[str, float] = {
     "elect": 1.5, "flush": 2, "checkpoint": 2,
 }
 DEFAULT_WEIGHT = 2.0
+SWARM_KINDS = ("drop", "duplicate", "crash", "power-loss", "cut", "elect", "expire", "flush", "checkpoint", "advance")
 CHUNK = 25                      # schedules per unit of work handed to a worker process
 
 
@@ -89,10 +96,13 @@ def _sim_errors() -> tuple[type[BaseException], ...]:
     return tuple(errors)
 
 
-def _pick(rng: random.Random, enabled: Sequence[Any]) -> Any:
-    """Kind by weight among the kinds present, then an action of that kind uniformly (both draws from rng)."""
+def _pick(rng: random.Random, enabled: Sequence[Any], excluded: frozenset[str] = frozenset()) -> Any:
+    """Kind by weight among the kinds present (and not excluded), then an action of that kind uniformly
+    (both draws from rng). None when every enabled action is of an excluded kind."""
     groups: dict[str, list] = {}
     for a in enabled:
+        if a.kind in excluded:
+            continue
         g = groups.get(a.kind)
         if g is None:
             groups[a.kind] = [a]
@@ -101,6 +111,8 @@ def _pick(rng: random.Random, enabled: Sequence[Any]) -> Any:
     total = 0.0
     for kind in groups:
         total += WEIGHTS.get(kind, DEFAULT_WEIGHT)
+    if not groups:
+        return None
     x = rng.random() * total
     chosen = None
     for kind, g in groups.items():
@@ -119,10 +131,17 @@ def _applied(world: Any, action: Any, result: Any) -> Any:
     return action
 
 
-def run_schedule(settings: Any, seed: Any, index: int, length: int = 50) -> tuple[int, Finding | None, list]:
+def swarm_exclusions(rng: random.Random) -> frozenset[str]:
+    """The fault kinds a swarm schedule leaves out (drawn first from the schedule's generator)."""
+    return frozenset(k for k in SWARM_KINDS if rng.random() < 0.5)
+
+
+def run_schedule(settings: Any, seed: Any, index: int, length: int = 50,
+                 swarm: bool = False) -> tuple[int, Finding | None, list]:
     """Schedule `index` of `seed`: (events applied, the finding or None, the actions applied)."""
     World = _world_module().World
     rng = random.Random(f"{seed}:{index}")
+    excluded = swarm_exclusions(rng) if swarm else frozenset()
     world = World(settings)
     promised = inv.promises(settings)
     actions: list = []
@@ -131,7 +150,9 @@ def run_schedule(settings: Any, seed: Any, index: int, length: int = 50) -> tupl
         enabled = world.enabled()
         if not enabled:
             break
-        action = _pick(rng, enabled)
+        action = _pick(rng, enabled, excluded)
+        if action is None:
+            break
         actions.append(_applied(world, action, world.apply(action)))
         hit = check(world)
         if hit is not None:
@@ -145,9 +166,9 @@ def run_schedule(settings: Any, seed: Any, index: int, length: int = 50) -> tupl
     return len(actions), None, actions
 
 
-def schedule_actions(settings: Any, seed: Any, index: int, length: int = 50) -> list:
+def schedule_actions(settings: Any, seed: Any, index: int, length: int = 50, swarm: bool = False) -> list:
     """The actions schedule `index` of `seed` applies (up to its finding, if any)."""
-    return run_schedule(settings, seed, index, length)[2]
+    return run_schedule(settings, seed, index, length, swarm)[2]
 
 
 def replay(settings: Any, actions: Sequence[Any], *, seed: Any = None, index: int = -1) -> Finding | None:
@@ -176,13 +197,13 @@ def replay(settings: Any, actions: Sequence[Any], *, seed: Any = None, index: in
 
 
 def _run_chunk(settings: Any, seed: Any, start: int, stop: int, length: int,
-               stop_on_finding: bool) -> list[tuple[int, Finding | None]]:
+               stop_on_finding: bool, swarm: bool = False) -> list[tuple[int, Finding | None]]:
     """Schedules [start, stop): (events, finding) each; with stop_on_finding it ends at the first finding
     (the merge would cut there anyway)."""
     out = []
     for i in range(start, stop):
         try:
-            events, finding, _ = run_schedule(settings, seed, i, length)
+            events, finding, _ = run_schedule(settings, seed, i, length, swarm)
         except Exception as exc:          # a simulator bug: name the schedule so it can be replayed
             raise RuntimeError(f"explore: schedule {i} of seed {seed!r} failed: {type(exc).__name__}: {exc}") from exc
         out.append((events, finding))
@@ -222,15 +243,16 @@ class _Merge:
 
 def explore(settings: Any, *, seed: Any, schedules: int | None = None, budget_s: float | None = None,
             length: int = 50, workers: int = 1, progress: Callable[[int, int, list], None] | None = None,
-            first_per_invariant: bool = True, stop_on_finding: bool = False,
+            first_per_invariant: bool = True, stop_on_finding: bool = False, swarm: bool = False,
             clock: Callable[[], float] = time.monotonic) -> ExploreResult:
     """Run schedules 0, 1, 2, ... of `seed` until `schedules` have run or `budget_s` seconds have passed
     (whichever comes first; at least one of them must be given).
 
     first_per_invariant: keep only the first finding (in schedule order) of each invariant, and stop
     once every invariant has one; False keeps every failing schedule. stop_on_finding: stop at the
-    first finding (time to first failure). progress(schedules, events, findings) is called in this
-    process after each chunk of schedules, `findings` being the list so far.
+    first finding (time to first failure). swarm: swarm testing (module docstring). progress(schedules,
+    events, findings) is called in this process after each chunk of schedules, `findings` being the
+    list so far.
     """
     if schedules is None and budget_s is None:
         raise ValueError("explore: give schedules or budget_s")
@@ -263,17 +285,18 @@ def explore(settings: Any, *, seed: Any, schedules: int | None = None, budget_s:
             if deadline is not None and clock() >= deadline:
                 merge.stopped = "budget"
                 break
-            done = merge.add(_run_chunk(settings, seed, start, stop, length, stop_on_finding))
+            done = merge.add(_run_chunk(settings, seed, start, stop, length, stop_on_finding, swarm))
             report()
             if done:
                 break
     else:
-        _explore_parallel(settings, seed, length, workers, stop_on_finding, chunks(), merge, deadline, clock, report)
+        _explore_parallel(settings, seed, length, workers, stop_on_finding, swarm, chunks(), merge, deadline, clock,
+                          report)
     return ExploreResult(merge.schedules, merge.events, merge.findings, clock() - t0, merge.stopped or "budget")
 
 
-def _explore_parallel(settings, seed, length, workers, stop_on_finding, chunks, merge: _Merge, deadline, clock,
-                      report) -> None:
+def _explore_parallel(settings, seed, length, workers, stop_on_finding, swarm, chunks, merge: _Merge, deadline,
+                      clock, report) -> None:
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
@@ -290,7 +313,8 @@ def _explore_parallel(settings, seed, length, workers, stop_on_finding, chunks, 
                     if nxt is None:
                         exhausted = True
                         break
-                    pending.append(pool.submit(_run_chunk, settings, seed, nxt[0], nxt[1], length, stop_on_finding))
+                    pending.append(pool.submit(_run_chunk, settings, seed, nxt[0], nxt[1], length, stop_on_finding,
+                                               swarm))
                 if not pending:
                     if not exhausted:
                         merge.stopped = merge.stopped or "budget"
