@@ -125,6 +125,9 @@ def test_hw_acks1_finds_lost_write_prints_the_story_and_writes_the_scenario(tmp_
     assert len(f["story"]) == f["shrunk_length"] and f["story"][0].startswith("1")
     scenario = path.parent / f["scenario"]
     assert scenario.exists() and scenario.read_text().strip()
+    from harness import scenario as scenario_mod          # a file `highwater scenario` accepts
+    sc = scenario_mod.load(scenario, truncation="hw")
+    assert sc.config.broker.truncation == "hw" and "lost-write" in sc.expect["hw"]
     # the command prints each finding's story and scenario path, then the verdict; explore.json last
     text = "\n".join(err)
     assert "finding" in text and "no-acked-loss (expected: this configuration does not promise it)" in text
