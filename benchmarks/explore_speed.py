@@ -7,11 +7,14 @@ configuration, and a long safe run that must find nothing.
 1. speed: schedules of 50 events per minute for 3 replicas (leader-epoch, acks=-1, min ISR 2; and hw,
    acks=1), with workers=1 and workers=2, each for --speed-s seconds (target: >= 5,000/min on 2 cores).
 2. per configuration of CONFIGS (hw with acks=1 and acks=-1, the shipped scenarios' bugs, the unsafe
-   settings of the other safety levels, and their safe counterparts): the first finding of each
-   invariant within --search-schedules schedules (one worker): its schedule index, the time to it (the
-   search's elapsed time up to that schedule's chunk, measured with the progress callback), its length,
-   and the length after broker/sim/shrink.py `shrink` (at most --shrink-budget seconds each), with
-   whether the configuration promises that invariant.
+   settings of the other safety levels, and their safe counterparts), within --search-schedules
+   schedules (one worker), per invariant: the first finding ("first") and the first finding the fix
+   avoids ("fix-avoids": its exact replay under the configuration's fixed settings is possible and
+   clean, e.g. a loss that only hw truncation loses, KIP-101's cases). For each: its schedule index, the
+   time to it (the search's elapsed time up to that schedule's chunk, taken by the progress callback),
+   its length and its length after broker/sim/shrink.py `shrink` (at most --shrink-budget seconds; a
+   fix-avoids finding is shrunk keeping that property), and whether the configuration promises it; then the same with swarm testing (explore's
+   swarm=True) unless --no-swarm.
 3. long safe run: leader-epoch, acks=-1, min ISR 2, clean elections, fencing, flush always, for at least
    --long-events events with --workers processes: events run and findings (must be 0).
 Figures depend on the machine and on what else runs on it.
@@ -32,26 +35,38 @@ from broker.sim import invariants as inv  # noqa: E402
 from broker.sim.world import SimSettings  # noqa: E402
 
 SAFE = dict(truncation="leader-epoch", acks=-1, min_insync_replicas=2)
-# name -> (settings, what it stands for)
-CONFIGS: dict[str, tuple[dict, str]] = {
-    "hw-acks1": (dict(truncation="hw", acks=1), "hw truncation, acks=1, min ISR 1 (KIP-101 cases 1 and 2: "
-                                                "seed-data-loss, seed-divergence)"),
-    "hw-acks-all": (dict(truncation="hw", acks=-1, min_insync_replicas=2), "hw truncation, acks=all, min ISR 2"),
+# name -> (settings, what it stands for, the settings with the fix: a finding "the fix avoids" is one whose
+# exact replay under them is valid and finds nothing)
+CONFIGS: dict[str, tuple[dict, str, dict | None]] = {
+    "hw-acks1": (dict(truncation="hw", acks=1), "hw truncation, acks=1, min ISR 1; what leader-epoch avoids: "
+                 "KIP-101 case 1 (no-acked-loss, seed-data-loss) and case 2 (committed-prefix-agreement, "
+                 "seed-divergence)", dict(truncation="leader-epoch", acks=1)),
+    "hw-acks-all": (dict(truncation="hw", acks=-1, min_insync_replicas=2), "hw truncation, acks=all, min ISR 2",
+                    dict(SAFE)),
     "kip-279": (dict(truncation="kip-101", acks=-1, unclean_leader_election=True),
-                "KIP-279: single-round KIP-101 exchange, unclean elections (scenarios/kip-279.toml)"),
-    "kip-279-fixed": (dict(truncation="leader-epoch", acks=-1, unclean_leader_election=True),
-                      "the same with KIP-279's iterative exchange (unclean elections still lose writes)"),
+                "KIP-279: single-round KIP-101 exchange, unclean elections (scenarios/kip-279.toml)",
+                dict(truncation="leader-epoch", acks=-1, unclean_leader_election=True)),
     "kafka-7128": (dict(SAFE, isr_join_requires_epoch_start=False),
-                   "KAFKA-7128: ISR join on LEO >= HW only, otherwise safe (scenarios/kafka-7128.toml)"),
+                   "KAFKA-7128: ISR join on LEO >= HW only, otherwise safe (scenarios/kafka-7128.toml)", dict(SAFE)),
     "kafka-7128-hw": (dict(truncation="hw", acks=-1, min_insync_replicas=2, isr_join_requires_epoch_start=False),
-                      "KAFKA-7128 rule off with hw truncation (the scenario's hw mode)"),
-    "no-fencing": (dict(SAFE, fetch_fencing=False), "KIP-320 off (KAFKA-6880), otherwise safe"),
-    "no-elr-power-loss": (dict(SAFE, flush="never"), "KIP-966 off, flush never (power loss), otherwise safe"),
+                      "KAFKA-7128 rule off with hw truncation (the scenario's hw mode)",
+                      dict(truncation="hw", acks=-1, min_insync_replicas=2)),
+    "no-fencing": (dict(SAFE, fetch_fencing=False), "KIP-320 off (KAFKA-6880), otherwise safe", dict(SAFE)),
+    "no-elr-power-loss": (dict(SAFE, flush="never"), "KIP-966 off, flush never (power loss), otherwise safe",
+                          dict(SAFE, flush="never", eligible_leader_replicas=True)),
     "elr-power-loss": (dict(SAFE, flush="never", eligible_leader_replicas=True),
-                       "KIP-966 on, flush never: promised safe"),
-    "unclean": (dict(SAFE, unclean_leader_election=True), "unclean elections on, otherwise safe"),
-    "safe": (dict(SAFE), "leader-epoch, acks=all, min ISR 2, clean elections: promised safe"),
+                       "KIP-966 on, flush never: promised safe", None),
+    "unclean": (dict(SAFE, unclean_leader_election=True), "unclean elections on, otherwise safe", dict(SAFE)),
+    "safe": (dict(SAFE), "leader-epoch, acks=all, min ISR 2, clean elections: promised safe", None),
 }
+
+
+def fix_avoids(fixed: SimSettings, actions) -> bool:
+    """The exact schedule is possible under the fixed settings and finds nothing there."""
+    try:
+        return ex.replay(fixed, actions, raise_invalid=True) is None
+    except ex._sim_errors():
+        return False
 
 
 def speed(settings: SimSettings, workers: int, seconds: float, seed: int) -> dict:
@@ -62,30 +77,44 @@ def speed(settings: SimSettings, workers: int, seconds: float, seed: int) -> dic
             "findings": len(r.findings)}
 
 
-def search(name: str, kw: dict, schedules: int, seed: int, shrink_budget: float) -> dict:
+def search(name: str, kw: dict, schedules: int, seed: int, shrink_budget: float, swarm: bool = False) -> dict:
+    """Every failing schedule in `schedules`; per invariant the first one, and the first one the fix
+    avoids (see CONFIGS), each with its time to find and its shrunk length (the latter shrunk keeping
+    "the fix avoids it")."""
     settings = SimSettings(**kw)
-    seen_at: dict[str, float] = {}
+    fixed_kw = CONFIGS[name][2]
+    fixed = SimSettings(**fixed_kw) if fixed_kw is not None else None
+    seen_at: dict[int, float] = {}
     t0 = time.monotonic()
 
     def progress(n, events, findings):
         now = time.monotonic() - t0
         for f in findings:
-            seen_at.setdefault(f.invariant, now)
+            seen_at.setdefault(f.index, now)
 
-    r = ex.explore(settings, seed=seed, schedules=schedules, progress=progress)
-    rows = []
+    r = ex.explore(settings, seed=seed, schedules=schedules, progress=progress, swarm=swarm,
+                   first_per_invariant=False)
     try:
         from broker.sim.shrink import shrink
     except ImportError:                      # shrinker not there yet
         shrink = None
+    picks: list[tuple[str, ex.Finding]] = []
     for f in r.findings:
-        row = {"invariant": f.invariant, "schedule": f.index, "schedules_to_find": f.index + 1,
-               "time_to_find_s": round(seen_at.get(f.invariant, r.elapsed_s), 2), "length": len(f.actions),
+        if not any(kind == "first" and g.invariant == f.invariant for kind, g in picks):
+            picks.append(("first", f))
+        if fixed is not None and not any(kind == "fix-avoids" and g.invariant == f.invariant for kind, g in picks):
+            if fix_avoids(fixed, f.actions):
+                picks.append(("fix-avoids", f))
+    rows = []
+    for kind, f in picks:
+        row = {"kind": kind, "invariant": f.invariant, "schedule": f.index, "schedules_to_find": f.index + 1,
+               "time_to_find_s": round(seen_at.get(f.index, r.elapsed_s), 2), "length": len(f.actions),
                "promised": not f.expected, "text": f.text}
         if shrink is not None:
             t1 = time.monotonic()
+            also = (lambda acts: fix_avoids(fixed, acts)) if kind == "fix-avoids" else None
             try:
-                small = shrink(settings, f, budget_s=shrink_budget)
+                small = shrink(settings, f, budget_s=shrink_budget, also=also)
                 row["shrunk"] = len(small.actions)
                 row["shrink_s"] = round(time.monotonic() - t1, 2)
                 row["story"] = [str(a) for a in small.actions]
@@ -93,8 +122,10 @@ def search(name: str, kw: dict, schedules: int, seed: int, shrink_budget: float)
                 row["shrunk"] = None
                 row["shrink_error"] = f"{type(exc).__name__}: {exc}"
         rows.append(row)
-    return {"name": name, "settings": kw, "what": CONFIGS[name][1], "promises_no_loss": inv.promises_no_loss(settings),
-            "schedules": r.schedules, "events": r.events, "elapsed_s": round(r.elapsed_s, 2), "findings": rows}
+    failing = len({f.index for f in r.findings})
+    return {"name": name, "swarm": swarm, "settings": kw, "fixed": fixed_kw, "what": CONFIGS[name][1],
+            "promises_no_loss": inv.promises_no_loss(settings), "schedules": r.schedules, "events": r.events,
+            "failing_schedules": failing, "elapsed_s": round(r.elapsed_s, 2), "findings": rows}
 
 
 def long_safe(events: int, workers: int, seed: int, length: int = 50) -> dict:
@@ -119,6 +150,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--long-events", type=int, default=1_000_000, help="events of the long safe run [1000000]")
     ap.add_argument("--workers", type=int, default=2, help="workers of the long safe run [2]")
     ap.add_argument("--only", nargs="*", default=None, help="parts: speed, search, long, or configuration names")
+    ap.add_argument("--swarm", action=argparse.BooleanOptionalAction, default=True,
+                    help="search each configuration with swarm testing too [on]")
     ap.add_argument("--json", default=None, help="also write the figures to this file")
     args = ap.parse_args(argv)
     if args.speed_s <= 0 or args.search_schedules < 1 or args.long_events < 1 or args.workers < 1:
@@ -147,19 +180,20 @@ def main(argv: list[str] | None = None) -> int:
     names = [n for n in CONFIGS if want("search") or (only and n in only)]
     if names:
         out["search"] = []
-        for name in names:
-            res = search(name, CONFIGS[name][0], args.search_schedules, args.seed, args.shrink_budget)
+        for name, swarm in [(n, sw) for n in names for sw in ((False, True) if args.swarm else (False,))]:
+            res = search(name, CONFIGS[name][0], args.search_schedules, args.seed, args.shrink_budget, swarm)
             out["search"].append(res)
-            head = (f"search {name:18} {res['schedules']:,} schedules in {res['elapsed_s']} s, "
+            head = (f"search {name + (' swarm' if swarm else ''):24} {res['schedules']:,} schedules in "
+                    f"{res['elapsed_s']} s, {res['failing_schedules']} failing; "
                     f"promises no loss: {res['promises_no_loss']}")
             print(head, flush=True)
             if not res["findings"]:
                 print("         no finding", flush=True)
             for f in res["findings"]:
                 shrunk = f.get("shrunk", "-")
-                print(f"         {f['invariant']:27} schedule {f['schedule']:>5}  {f['time_to_find_s']:>6} s  "
-                      f"{f['length']:>3} events -> shrunk {shrunk}  "
-                      f"{'PROMISED ' if f['promised'] else ''}{f['text'][:90]}", flush=True)
+                print(f"         {f['kind']:10} {f['invariant']:27} schedule {f['schedule']:>5} {f['time_to_find_s']:>6} s "
+                      f"{f['length']:>3} events -> shrunk {shrunk:>3}  "
+                      f"{'PROMISED ' if f['promised'] else ''}{f['text'][:80]}", flush=True)
     if want("long"):
         res = long_safe(args.long_events, args.workers, args.seed)
         out["long"] = res

@@ -171,10 +171,12 @@ def schedule_actions(settings: Any, seed: Any, index: int, length: int = 50, swa
     return run_schedule(settings, seed, index, length, swarm)[2]
 
 
-def replay(settings: Any, actions: Sequence[Any], *, seed: Any = None, index: int = -1) -> Finding | None:
+def replay(settings: Any, actions: Sequence[Any], *, seed: Any = None, index: int = -1,
+           raise_invalid: bool = False) -> Finding | None:
     """Apply `actions` exactly on a fresh World, checking the per-event invariants after each; then
     settle and run the settled checks. The first violation is returned as a Finding (None: all held).
-    An action that is not enabled when its turn comes makes the list invalid: None as well."""
+    An action that is not enabled when its turn comes makes the list invalid: None as well, or, with
+    raise_invalid, the world's SimError (to tell "clean" from "not possible here")."""
     World = _world_module().World
     errors = _sim_errors()
     world = World(settings)
@@ -184,6 +186,8 @@ def replay(settings: Any, actions: Sequence[Any], *, seed: Any = None, index: in
         try:
             result = world.apply(action)
         except errors:
+            if raise_invalid:
+                raise
             return None
         done.append(_applied(world, action, result))
         hit = inv.check_event(world)

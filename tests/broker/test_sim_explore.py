@@ -168,3 +168,23 @@ def test_swarm_schedules_leave_out_the_drawn_fault_kinds_and_are_deterministic()
     assert [key(f) for f in one.findings] == [key(f) for f in two.findings] and one.events == two.events
     plain = ex.explore(HW_ACKS1, seed=4, schedules=50, first_per_invariant=False)
     assert [key(f) for f in plain.findings] != [key(f) for f in one.findings]   # swarm: other schedules
+
+
+def test_replay_can_tell_an_impossible_list_from_a_clean_one():
+    from broker.sim.world import SimError
+    with pytest.raises(SimError):
+        ex.replay(HW_ACKS1, [Action("restart", "n2")], raise_invalid=True)
+    assert ex.replay(HW_ACKS1, [Action("produce", "n1")], raise_invalid=True) is None
+
+
+def test_kip_279_divergence_in_five_events_kip101_mode_only():
+    """A stale leader (n1, epoch 0) takes v1 while n3 leads epoch 1 and takes v2 at the same offset; n3
+    crashes, n1 is elected again (epoch 2). n3 asks where epoch 1 ends; n1 answers "epoch 0 ends at 1".
+    KIP-101's single round keeps v2 (divergence); KIP-279's rule (leader-epoch) truncates it."""
+    acts = [Action("elect", "n3", arg=0), Action("deliver", msg=3), Action("produce", "n1"), Action("produce", "n3"),
+            Action("crash", "n3")]
+    got = ex.replay(SimSettings(truncation="kip-101", acks=-1), acts)
+    assert got is not None and (got.invariant, got.text, got.settled) == (
+        "committed-prefix-agreement", "n1 and n3 differ at offset 0 below both HWs (1, 1): v1@epoch 0 vs v2@epoch 1",
+        True)
+    assert ex.replay(SimSettings(truncation="leader-epoch", acks=-1), acts, raise_invalid=True) is None
