@@ -33,6 +33,9 @@ The mapping:
   dropped or duplicated message, heartbeats, metadata pushes, the ISR-shrink timer, HW checkpoints,
   clock advances) are comments: `# sim: <event> has no real-process step (...)`.
 
+Nodes still down at the end are restarted while the links are still gated, and the controller's new
+leader is waited for (the simulation's settle() registers them before any fetch; the final phase would
+heal first, and a restarted old leader would serve from its stored metadata until it registers).
 Waits whose values differ between the modes are written twice, with `mode = "hw"` and `mode =
 "leader-epoch"`; from the event where the other mode's replay stops (an action not enabled there)
 only the finding's mode is waited for. The final phase of `highwater scenario` heals and restarts
@@ -167,7 +170,9 @@ def replay_gaps(settings, actions) -> list[str]:
     """Where the real replay of `actions` cannot follow the simulation: a produce at a node that is not
     the controller's leader of the current epoch (a stale leader the simulation kept uninformed; the
     real client sends to the controller's leader, and real brokers learn the metadata within
-    milliseconds). Empty: every produce lands where the simulation put it. Each entry names the event."""
+    milliseconds), and an acks=all produce that is not answered at once (the simulation goes on while
+    it waits for the HW; the scenario's produce step blocks until its answer or its timeout). Empty:
+    every produce plays as simulated. Each entry names the event."""
     world = World(settings)
     gaps = []
     for j, a in enumerate(actions):
@@ -178,11 +183,15 @@ def replay_gaps(settings, actions) -> list[str]:
                 gaps.append(f"event {j + 1}: {a.node} takes a write as leader of epoch "
                             f"{r.leader_epoch if r else '?'} while the controller's leader is "
                             f"{world.leader() or 'none'} (epoch {ps.leader_epoch})")
+        parked = len(world.parked)
         try:
             world.apply(dataclasses.replace(a, text=""))
         except SimError as exc:
             gaps.append(f"event {j + 1}: {exc}")
             break
+        if a.kind == A.PRODUCE and len(world.parked) > parked:
+            gaps.append(f"event {j + 1}: an acks=all write waits for the HW while the schedule goes on; a scenario's "
+                        f"produce step waits for its answer (missing: a produce step that does not wait)")
     return gaps
 
 
@@ -320,8 +329,41 @@ def to_scenario(settings, finding, *, name: str | None = None, replay=None) -> s
                 if node not in waited and any(last.get((m, node)) != st["nodes"][node] for m, st in after.items()):
                     out += _node_waits(after, node, mode, last)
         out.append("")
+    out += _restarts_before_heal(lock, mode, other)
     out.append("# the final phase heals every link and restarts every node (the simulation's settle())")
     return "\n".join(out).rstrip() + "\n"
+
+
+def _restarts_before_heal(lock: _Lockstep, mode: str, other: str) -> list[str]:
+    """settle() restarts the nodes that are down and their registrations reach the controller before any
+    fetch can: a restarted leader is fenced ("re-registered") and the leadership moves before it serves
+    anything. The final phase of `highwater scenario` would heal the links first, and a restarted old
+    leader would serve its followers from its stored metadata until it registers; so the nodes down at
+    the end are restarted here, while the links are still gated, and the controller's new leader is
+    waited for."""
+    down = [name for name, n in lock.main.nodes.items() if not n.up]
+    if not down:
+        return []
+    out = ["# settle: the nodes down at the end restart while the brokers are still cut from each other "
+           "(the simulation registers them before any fetch)"]
+    after = {}
+    for m, world in ((mode, lock.main), (other, lock.other)):
+        if world is None:
+            continue
+        for name in down:
+            if world.nodes[name].up:
+                continue
+            world.apply(A.Action(A.RESTART, name))
+            reg = next((mm.id for mm in world.in_flight.values() if mm.kind == "register" and mm.src == name), None)
+            if reg is not None and world.is_enabled(A.Action(A.DELIVER, msg=reg)):
+                world.apply(A.Action(A.DELIVER, msg=reg))
+        after[m] = _state(world)
+    for name in down:
+        out += _step("restart", node=name, note="settle: it registers before the links heal")
+    for m, value in _split(after, mode, lambda st: st["leader"]):
+        out += _step("wait", leader=value, timeout=WAIT_TIMEOUT, mode=m)
+    out.append("")
+    return out
 
 
 def _split(after: dict[str, dict], mode: str, pick) -> list[tuple[str | None, Any]]:

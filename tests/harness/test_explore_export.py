@@ -100,6 +100,7 @@ def test_node_and_link_events_map_to_their_steps(tmp_path):
         ("restart", "n3", None),
         ("produce", None, None),
         ("power-loss", "n1", None),
+        ("restart", "n1", None),          # settle: restarted while the links are still gated
     ]
     lines = text.splitlines()
     assert "# the invariant hw-within-leo has no checker anomaly kind: nothing is expected" in lines
