@@ -312,6 +312,13 @@ class PartitionReplica:
 
     # --- leader: ISR ------------------------------------------------------------------------------
 
+    def isr_shrink_due(self, now_ms: int) -> bool:
+        """Would `maybe_shrink_isr(now_ms)` propose a shrink? (A question only: nothing changes.)"""
+        st = self._leader
+        if self.role != LEADER or st is None or st.pending is not None:
+            return False
+        return bool(st.out_of_sync(self.broker_id, self.leo, now_ms, self.config.replica_lag_time_max_ms))
+
     def maybe_shrink_isr(self, now_ms: int) -> IsrProposal | None:
         """Propose removing ISR followers not caught up for replica_lag_time_max_ms (never the
         leader). None when nothing to remove, not leader, or a proposal is already in flight."""

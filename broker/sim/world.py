@@ -441,12 +441,7 @@ class World:
                 and self.link_count.get((CONTROLLER, n.name), 0) < LINK_SEND_CAP)
 
     def _shrink_due(self, n: SimNode) -> bool:
-        r = n.replica
-        if not n.up or r is None or r.role != LEADER or r.pending_isr_proposal is not None:
-            return False
-        st = r._leader          # read-only look at the leader state: would the shrink timer propose?
-        return bool(st is not None and st.out_of_sync(r.broker_id, r.leo, self.now_ms,
-                                                      self.config.replica_lag_time_max_ms))
+        return n.up and n.replica is not None and n.replica.isr_shrink_due(self.now_ms)
 
     def _elect_how(self, p, broker_id: int) -> str | None:
         """"clean" / "unclean" when an admin election of the broker would change the leader, else None.
