@@ -565,7 +565,8 @@ def scenario_record(scenario: Scenario) -> dict[str, Any]:
     """test.json's "scenario": the file, its expectation and its steps (`highwater rerun` compares them)."""
     return {"path": str(scenario.path), "name": scenario.name, "description": scenario.description,
             "expect": scenario.expect,
-            "steps": [{"step": s.number, "do": s.do, "note": s.note} for s in scenario.steps]}
+            "steps": [{"step": s.number, "do": s.do, "note": s.note, **({"modes": list(s.modes)} if s.modes else {})}
+                      for s in scenario.steps]}
 
 
 def run_scenario(scenario: Scenario, *, session_hook=None, extra_record=None):
