@@ -22,13 +22,19 @@ The mapping:
   simulated ones, cut F<->L again. The follower's HW then lags the leader's by one round, as in the
   simulation (its next fetch is parked at the leader, which learns its LEO from it).
 - produce -> produce (count 1, the settings' acks; expect ok if the simulation acknowledged it, fail if
-  refused, any if it was still waiting for the HW), then a wait on the leader's LEO.
+  refused, any if it was still waiting for the HW), then a wait on the leader's LEO (not its HW: when
+  the real leader advances it is not pinned down by the schedule).
 - crash -> kill; power-loss -> power-loss; restart -> restart; flush -> flush;
   elect -> elect (node, unclean = arg), then a wait on leader and ISR.
 - cut / heal involving the controller c0 -> partition / heal (a one-way drop, a partial heal).
   Between brokers the links are gated anyway: a simulated cut keeps a gate shut when it would open.
-- expire, and a delivered registration or ISR proposal that changes the controller's state: the real
-  controller does this on its own (session timeout, registration); a wait on the new leader / ISR.
+- expire: the simulation fences the brokers whose heartbeats it did not deliver; the real brokers
+  heartbeat on their own, so each fenced broker that is up is cut from the controller (a one-way drop
+  towards c0), `wait fenced`, then a wait on the new leader / ISR; the drop is healed when the
+  simulation delivers that broker's next heartbeat or registration (`wait alive`). A crashed broker
+  is fenced by the real controller on its own (`wait fenced`).
+- a delivered registration or ISR proposal that changes the controller's state: the real controller
+  gets it on its own; a wait on the new leader / ISR.
 - message-level events without a real step (a follower's send, a request reaching the leader, a
   dropped or duplicated message, heartbeats, metadata pushes, the ISR-shrink timer, HW checkpoints,
   clock advances) are comments: `# sim: <event> has no real-process step (...)`.
@@ -249,6 +255,8 @@ def to_scenario(settings, finding, *, name: str | None = None, replay=None) -> s
     out += _step("partition", drop=[list(p) for p in gates],
                  note="fetch gating: brokers exchange fetches only where the simulation delivers an answer")
     sim_cuts: set[tuple[str, str]] = set()
+    c0_cuts: set[tuple[str, str]] = set()           # one-way drops towards / from the controller in force
+    fence_cuts: set[str] = set()                    # brokers cut from c0 here only to be fenced (see EXPIRE)
     lock = _Lockstep(settings)
     last: dict[tuple[str, str], Any] = {}          # (mode, node) -> the (LEO, HW) last waited for
     for m, world in ((mode, lock.main), (other, lock.other)):
@@ -258,6 +266,7 @@ def to_scenario(settings, finding, *, name: str | None = None, replay=None) -> s
         main_before = _state(lock.main)
         msg = lock.main.in_flight.get(action.msg) if action.msg is not None else None
         outcomes_before = len(lock.main.outcomes)
+        fenced_before = {b for b, st in lock.main.controller.brokers.items() if st.fenced}
         other_before = lock.other
         done = lock.apply(j, action)
         out.append(f"# sim {j + 1}: {done}")
@@ -269,6 +278,8 @@ def to_scenario(settings, finding, *, name: str | None = None, replay=None) -> s
             after[other] = _state(lock.other)
         k = action.kind
         waited: set[str] = set()
+        fenced_now = sorted(f"n{b}" for b, st in lock.main.controller.brokers.items()
+                            if st.fenced and b not in fenced_before)
         if k == A.PRODUCE:
             outcome = lock.main.outcomes[outcomes_before][1] if len(lock.main.outcomes) > outcomes_before else "pending"
             expect_send = "ok" if outcome == "acked" else "fail" if outcome.startswith("failed") else "any"
@@ -276,7 +287,7 @@ def to_scenario(settings, finding, *, name: str | None = None, replay=None) -> s
                 out.append(f"# sim: {action.node} believes it leads; the real client sends to the controller's "
                            f"leader {main_before['leader']}")
             out += _step("produce", count=1, expect=expect_send)
-            out += _node_waits(after, action.node, mode, last)
+            out += _node_waits(after, action.node, mode, last, hw=False)
             waited.add(action.node)
         elif k == A.DELIVER and msg is not None and msg.kind in ("fetch-answer", "epoch-answer"):
             f, leader = msg.dst, msg.src
@@ -302,13 +313,36 @@ def to_scenario(settings, finding, *, name: str | None = None, replay=None) -> s
         elif k in (A.CUT, A.HEAL):
             pair = (action.node, action.peer)
             if A.CONTROLLER in pair:
-                out += _step("partition" if k == A.CUT else "heal", drop=[list(pair)])
+                (sim_cuts.add if k == A.CUT else sim_cuts.discard)(pair)
+                if k == A.CUT and pair in c0_cuts:
+                    out.append("# already cut (the fencing above)")
+                else:
+                    out += _step("partition" if k == A.CUT else "heal", drop=[list(pair)])
+                    (c0_cuts.add if k == A.CUT else c0_cuts.discard)(pair)
+                    if k == A.HEAL:
+                        fence_cuts.discard(pair[0])
             else:
                 (sim_cuts.add if k == A.CUT else sim_cuts.discard)(pair)
                 out.append(f"# the real link {pair[0]} -> {pair[1]} is gated: it opens only for the simulated "
                            f"fetch answers" + (", and stays shut while this cut lasts" if k == A.CUT else ""))
         elif k == A.EXPIRE:
-            out.append("# the real controller fences a silent broker after session_timeout_ms on its own")
+            for f in fenced_now:
+                if lock.main.nodes[f].up and (f, A.CONTROLLER) not in c0_cuts:
+                    out += _step("partition", drop=[[f, A.CONTROLLER]],
+                                 note=f"{f}'s heartbeats stop reaching the controller, which fences it")
+                    c0_cuts.add((f, A.CONTROLLER))
+                    fence_cuts.add(f)
+                out += _step("wait", fenced=f, timeout=WAIT_TIMEOUT)
+            if not fenced_now:
+                out.append("# sim: the controller's session check fenced nobody")
+        elif k == A.DELIVER and msg is not None and msg.kind in ("heartbeat", "register") and msg.src in fence_cuts:
+            f = msg.src
+            fence_cuts.discard(f)
+            if (f, A.CONTROLLER) not in sim_cuts:
+                c0_cuts.discard((f, A.CONTROLLER))
+                out += _step("heal", drop=[[f, A.CONTROLLER]], note=f"{f}'s {msg.kind} reaches the controller again")
+            if not lock.main.controller.brokers[lock.main.nodes[f].broker_id].fenced:
+                out += _step("wait", alive=f, timeout=WAIT_TIMEOUT)
         elif k == A.DELIVER:
             what = msg.kind if msg is not None else "message"
             if (main_before["leader"], main_before["isr"]) != (after[mode]["leader"], after[mode]["isr"]):
@@ -376,17 +410,17 @@ def _split(after: dict[str, dict], mode: str, pick) -> list[tuple[str | None, An
     return [(m, values[m]) for m in MODES if m in values]
 
 
-def _node_waits(after: dict[str, dict], node: str, mode: str, last: dict) -> list[str]:
-    """Waits until `node`'s LEO and HW are the simulated ones (per mode where they differ); a down node
-    has nothing to wait for. Notes what was waited for in `last`."""
+def _node_waits(after: dict[str, dict], node: str, mode: str, last: dict, hw: bool = True) -> list[str]:
+    """Waits until `node`'s LEO and HW are the simulated ones (per mode where they differ; with hw=False
+    the LEO only); a down node has nothing to wait for. Notes what was waited for in `last`."""
     out: list[str] = []
     for m in after:
         last[(m, node)] = after[m]["nodes"].get(node)
     for m, value in _split(after, mode, lambda s: s["nodes"].get(node)):
         if value is None:
             continue
-        leo, hw = value
-        out += _step("wait", node=node, leo=leo, node_hw=hw, timeout=WAIT_TIMEOUT, mode=m)
+        leo, node_hw = value
+        out += _step("wait", node=node, leo=leo, node_hw=node_hw if hw else None, timeout=WAIT_TIMEOUT, mode=m)
     return out
 
 

@@ -52,7 +52,7 @@ def test_kip101_case_1_as_a_scenario(tmp_path):
         ("wait", {"leader": "n1", "isr": ["n1", "n2", "n3"]}, None),
         ("partition", {"drop": gates}, None),
         ("produce", {"count": 1, "expect": "ok", "acks": 1}, None),
-        ("wait", {"node": "n1", "leo": 1, "node_hw": 0}, None),
+        ("wait", {"node": "n1", "leo": 1}, None),
         ("heal", {"drop": [("n3", "n1"), ("n1", "n3")]}, None),
         ("wait", {"node": "n3", "leo": 1, "node_hw": 0}, None),
         ("partition", {"drop": [("n3", "n1"), ("n1", "n3")]}, None),
@@ -134,3 +134,22 @@ def test_renumbered_for_the_other_mode():
                          Action("send", "n3"), ("epoch", "n3", "n2")])
     assert str(le_only[-1]).startswith("deliver #6: n3's OffsetsForLeaderEpoch (where does epoch 0 end?) reaches n2")
     assert renumbered_for(le, le_only, HW) is None
+
+
+def test_an_expired_session_becomes_a_cut_to_the_controller(tmp_path):
+    """The simulation fences n2 and n3 because it delivered none of their heartbeats; the real brokers
+    heartbeat on their own, so the file cuts them from c0 until the simulation delivers n2's next one."""
+    history = build(HW, [Action("advance", arg=3001), Action("heartbeat", "n1"), ("heartbeat", "n1", "c0"),
+                         Action("expire"), Action("heartbeat", "n2"), ("heartbeat", "n2", "c0")])
+    assert str(history[3]) == "the controller fences n2, n3 (no heartbeat for over 3000 ms)"
+    path = tmp_path / "f.toml"
+    path.write_text(to_scenario(HW, Finding("hw-within-leo", "made up", 1, 0, history), name="fencing"))
+    assert steps_of(path, "hw")[2:] == [
+        ("partition", {"drop": [("n2", "c0")]}, None),
+        ("wait", {"fenced": "n2"}, None),
+        ("partition", {"drop": [("n3", "c0")]}, None),
+        ("wait", {"fenced": "n3"}, None),
+        ("wait", {"leader": "n1", "isr": ["n1"]}, None),
+        ("heal", {"drop": [("n2", "c0")]}, None),
+        ("wait", {"alive": "n2"}, None),
+    ]
