@@ -44,7 +44,9 @@ def found_and_shrunk():
 def test_exploration_finds_and_shrinks_the_hw_lost_write():
     """The simulated half alone (fast): the finding, its shrunk size, and a file that parses in both modes."""
     first, small = found_and_shrunk()
+    # pinned for this seed and the simulator as it is (a change to broker/sim's choices moves them)
     assert (first.index, len(first.actions)) == (85, 50)
+    assert [a.short() for a in small.actions] == ["n1 produce", "elect n2", "n2 crash"]
     assert len(small.actions) <= 10
     assert replay(HW, small.actions).invariant == "no-acked-loss"
     assert hw_only_and_replayable(small.actions)
