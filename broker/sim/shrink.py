@@ -63,18 +63,19 @@ def shrink_actions(actions: Sequence[Any], fails: Callable[[list[Any]], bool], *
     deadline = None if budget_s is None else clock() + budget_s
     cache: dict[tuple, bool] = {}
 
-    def test(candidate: list[Any]) -> bool:
+    def test(candidate: list[Any], budgeted: bool = True) -> bool:
         key = tuple(candidate)
         if key in cache:
             return cache[key]
-        if (deadline is not None and clock() > deadline) or (max_tries is not None and stats.tries >= max_tries):
+        if budgeted and ((deadline is not None and clock() >= deadline)
+                         or (max_tries is not None and stats.tries >= max_tries)):
             raise _Budget()
         stats.tries += 1
         cache[key] = bool(fails(list(candidate)))
         return cache[key]
 
     current = list(actions)
-    if not test(current):
+    if not test(current, budgeted=False):              # the schedule itself is checked whatever the budget
         raise ValueError("shrink: the schedule to shrink does not fail")
     try:
         while True:

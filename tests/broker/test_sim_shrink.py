@@ -82,12 +82,18 @@ def test_budget_stops_shrinking_and_returns_a_failing_schedule():
     # a fake clock: one "second" per reading, so the budget of 5 s allows only a few replays
     got = shrink_actions(padded(), needs_3_7_12_with_250ms, budget_s=5, clock=lambda: float(next(ticks)),
                          stats=stats)
-    # readings: 0 sets the deadline at 5; replays at 1..5; the reading 6 stops
+    # readings: 0 sets the deadline at 5; the schedule itself is checked without a reading; replays at
+    # 1..4; the reading 5 stops
     assert stats.out_of_budget and stats.tries == 5
     assert needs_3_7_12_with_250ms(got)
     limited = ShrinkStats()
     shrink_actions(padded(), needs_3_7_12_with_250ms, budget_s=None, max_tries=7, stats=limited)
     assert limited.out_of_budget and limited.tries == 7
+    # a budget of 0 still checks the schedule and returns it as it is
+    zero = ShrinkStats()
+    assert shrink_actions(padded(), needs_3_7_12_with_250ms, budget_s=0, clock=lambda: 7.0,
+                          stats=zero) == padded()
+    assert zero.out_of_budget and zero.tries == 1
 
 
 # --- on the simulator: KIP-101 case 1 padded with noise -------------------------------------------
