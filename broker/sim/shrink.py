@@ -213,10 +213,10 @@ def apply_tracked(world, j: int, action) -> list[tuple[tuple, int]]:
     """Apply `action` (event number `j` of its schedule) to `world`; returns (origin, id) for each message
     it created that is still in flight, origin = (j, kind, source, destination, n-th such one). Two
     replays of one schedule (after removals, or in another truncation mode) name a message alike."""
-    first = world._next_msg
+    first = world.next_msg_id
     world.apply(action)
     made, seen = [], {}
-    for mid in range(first, world._next_msg):
+    for mid in range(first, world.next_msg_id):
         m = world.in_flight.get(mid)
         if m is None:
             continue
