@@ -56,7 +56,8 @@ class Finding:
     """A violated invariant: its name, the one-line violation, where it came from (seed and schedule
     index; None / -1 for a replay) and the actions that lead to it. `step` is the number of events
     applied when it was seen (len(actions), or that plus "settle" for a settled check: `settled`);
-    `expected` says the configuration does not promise this invariant (invariants.promises)."""
+    `expected` says the configuration does not promise this invariant for this schedule
+    (invariants.promises(settings, actions))."""
     invariant: str
     text: str
     seed: Any
@@ -143,7 +144,6 @@ def run_schedule(settings: Any, seed: Any, index: int, length: int = 50,
     rng = random.Random(f"{seed}:{index}")
     excluded = swarm_exclusions(rng) if swarm else frozenset()
     world = World(settings)
-    promised = inv.promises(settings)
     actions: list = []
     check = inv.check_event
     for _ in range(length):
@@ -157,12 +157,12 @@ def run_schedule(settings: Any, seed: Any, index: int, length: int = 50,
         hit = check(world)
         if hit is not None:
             return len(actions), Finding(hit[0], hit[1], seed, index, actions, len(actions), False,
-                                         hit[0] not in promised), actions
+                                         hit[0] not in inv.promises(settings, actions)), actions
     world.settle()
     hit = inv.check_settled(world)
     if hit is not None:
         return len(actions), Finding(hit[0], hit[1], seed, index, actions, len(actions), True,
-                                     hit[0] not in promised), actions
+                                     hit[0] not in inv.promises(settings, actions)), actions
     return len(actions), None, actions
 
 
@@ -180,7 +180,6 @@ def replay(settings: Any, actions: Sequence[Any], *, seed: Any = None, index: in
     World = _world_module().World
     errors = _sim_errors()
     world = World(settings)
-    promised = inv.promises(settings)
     done: list = []
     for action in actions:
         try:
@@ -192,11 +191,13 @@ def replay(settings: Any, actions: Sequence[Any], *, seed: Any = None, index: in
         done.append(_applied(world, action, result))
         hit = inv.check_event(world)
         if hit is not None:
-            return Finding(hit[0], hit[1], seed, index, done, len(done), False, hit[0] not in promised)
+            return Finding(hit[0], hit[1], seed, index, done, len(done), False,
+                           hit[0] not in inv.promises(settings, done))
     world.settle()
     hit = inv.check_settled(world)
     if hit is not None:
-        return Finding(hit[0], hit[1], seed, index, done, len(done), True, hit[0] not in promised)
+        return Finding(hit[0], hit[1], seed, index, done, len(done), True,
+                       hit[0] not in inv.promises(settings, done))
     return None
 
 

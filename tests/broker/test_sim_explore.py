@@ -188,3 +188,19 @@ def test_kip_279_divergence_in_five_events_kip101_mode_only():
         "committed-prefix-agreement", "n1 and n3 differ at offset 0 below both HWs (1, 1): v1@epoch 0 vs v2@epoch 1",
         True)
     assert ex.replay(SimSettings(truncation="leader-epoch", acks=-1), acts, raise_invalid=True) is None
+
+
+def test_two_power_losses_with_eligible_leader_replicas_are_outside_the_promise():
+    """The explorer's finding (swarm search, seed 1): v1 (acks=all) is acknowledged on the strength of a
+    fetch n3 sent before it lost power, then the leader n1 loses power too; no disk holds v1. KIP-966
+    protects against fewer than min.insync.replicas unclean shutdowns, so this is an expected finding."""
+    s = SimSettings(truncation="leader-epoch", acks=-1, min_insync_replicas=2, flush="never",
+                    eligible_leader_replicas=True)
+    acts = [Action("crash", "n2"), Action("restart", "n2"), Action("deliver", msg=1), Action("produce", "n1"),
+            Action("send", "n3"), Action("deliver", msg=5), Action("deliver", msg=2), Action("deliver", msg=6),
+            Action("send", "n3"), Action("advance", arg=1001), Action("power-loss", "n3"), Action("deliver", msg=7),
+            Action("power-loss", "n1")]
+    got = ex.replay(s, acts)
+    assert got is not None and (got.invariant, got.text, got.expected) == (
+        "no-acked-loss", "1 of 1 acknowledged writes missing from any node (no leader): v1@0", True)
+    assert ex.replay(s, acts[:-1]) is None                     # one power loss: nothing lost

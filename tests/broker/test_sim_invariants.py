@@ -226,3 +226,14 @@ def test_promises_agreement_does_not_depend_on_acks_or_min_isr():
                                "committed-prefix-agreement"}
     assert inv.promises(SimpleNamespace(**{**SAFE, "truncation": "hw"})) == {
         "one-leader-per-epoch", "hw-within-leo", "leader-hw-monotonic"}
+
+
+def test_eligible_leader_replicas_promise_covers_fewer_power_losses_than_min_isr():
+    elr = SimpleNamespace(**{**SAFE, "flush": "never", "eligible_leader_replicas": True})
+    one = [SimpleNamespace(kind="power-loss"), SimpleNamespace(kind="produce")]
+    two = one + [SimpleNamespace(kind="power-loss")]
+    assert "no-acked-loss" in inv.promises(elr) and "no-acked-loss" in inv.promises(elr, one)
+    assert "no-acked-loss" not in inv.promises(elr, two)
+    assert "committed-prefix-agreement" not in inv.promises(elr, two)
+    always = SimpleNamespace(**SAFE)
+    assert "no-acked-loss" in inv.promises(always, two + two)          # flush always: nothing to lose
