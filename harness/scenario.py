@@ -34,7 +34,12 @@ Steps (`do`) and their fields:
   STORAGE_FAULTS), `partition` (optional), `seed` (0).
 - flush: `node` (a broker), `partition` (optional; default every partition): fsync its logs now.
 - elect: `node` (optional: the replica to make leader), `unclean` (false), `partition` (0).
-- produce: `count` values with `acks`, `partition`, `expect`ing ok/fail/info/any, `timeout`.
+- produce: `count` values with `acks`, `partition`, `expect`ing ok/fail/info/any, `timeout` (the client's,
+  which is also how long the broker may hold an acks=all write), `wait` (true). With `wait = false` the
+  sends start in the background (each send's invoke is recorded at once, its ok/fail/info when the answer
+  comes) and the step returns at once; `expect` is then checked when they are awaited.
+- await: `timeout` (30): wait for every produce started with `wait = false` and check their `expect`.
+  The end of the steps (before the final phase) awaits whatever is still under way.
 - sleep: `seconds`.
 - wait: until every given condition holds: `leader`, `isr`, `hw` (partition HW at least), `fenced`,
   `alive`, and for one replica `node` with `leo` / `node_hw` (exactly); `partition`, `timeout` seconds.
@@ -60,7 +65,7 @@ from rundir.exits import HighwaterError
 
 NODE_ACTIONS = ("start", "stop", "kill", "restart", "pause", "resume", "power-loss")
 ACTIONS = NODE_ACTIONS + ("partition", "heal", "degrade", "restore", "corrupt", "flush", "elect", "produce",
-                          "sleep", "wait", "assert")
+                          "await", "sleep", "wait", "assert")
 EXPECTS = ("ok", "fail", "info", "any")
 WAIT_CONDITIONS = ("leader", "isr", "hw", "fenced", "alive", "node", "leo", "node_hw")
 PAIRS = ("drop", "isolate", "from")
@@ -80,7 +85,8 @@ STEP_FIELDS: dict[str, tuple[str, ...]] = {
     "corrupt": ("node", "how", "partition", "seed"),
     "flush": ("node", "partition"),
     "elect": ("node", "unclean", "partition"),
-    "produce": ("count", "acks", "partition", "expect", "timeout"),
+    "produce": ("count", "acks", "partition", "expect", "timeout", "wait"),
+    "await": ("timeout",),
     "sleep": ("seconds",),
     "wait": WAIT_CONDITIONS + ("partition", "timeout"),
     "assert": ("node", "event", "match", "count", "since", "epochs", "partition", "timeout"),
@@ -91,7 +97,7 @@ STEP_FIELDS: dict[str, tuple[str, ...]] = {
 NUMBERS = declare(
     Setting("count", int, 1, "produce: values to send", min=1, what="an integer >= 1"),
     Setting("partition", int, 0, "produce, wait: the topic partition", min=0, what="an integer >= 0"),
-    Setting("timeout", float, 30.0, "produce, wait: seconds", above=0, what="a number above 0"),
+    Setting("timeout", float, 30.0, "produce, await, wait: seconds", above=0, what="a number above 0"),
     Setting("seconds", float, None, "sleep: seconds", above=0, what="a number above 0"),
     Setting("hw", int, None, "wait: the partition HW is at least this", min=0, what="an integer >= 0"),
     Setting("leo", int, None, "wait: the replica's log end offset is exactly this", min=0, what="an integer >= 0"),
@@ -364,6 +370,11 @@ def _parse_step(path: Path, number: int, line: int | None, raw: Any, cfg, broker
             raise bad("expect", f"must be one of {', '.join(EXPECTS)}, got {args['expect']!r}")
         if "timeout" in args:
             need("timeout")
+        if "wait" in args and not isinstance(args["wait"], bool):      # absent: true (the step waits)
+            raise bad("wait", f"must be true or false, got {args['wait']!r}")
+    elif do == "await":
+        args.setdefault("timeout", NUMBERS["timeout"].default)
+        need("timeout")
     elif do == "sleep":
         if "seconds" not in args:
             raise bad("seconds", "is missing")
@@ -460,9 +471,16 @@ def _modes(raw: Any, bad) -> tuple[str, ...]:
 
 def _check_sequence(path: Path, steps: list[Step], mode: str) -> None:
     """What depends on the steps before: a corrupt step's node is down (killed, stopped or power-lost and
-    not started again) at that point, counting only the steps that play in `mode`."""
+    not started again) at that point, counting only the steps that play in `mode`; an await step comes
+    after a produce with `wait = false` (in the file, whatever their modes)."""
     down: set[str] = set()
+    background = False
     for s in steps:
+        if s.do == "produce" and s.args.get("wait") is False:
+            background = True
+        elif s.do == "await" and not background:
+            raise ScenarioError(f"{s.where(path)}: field 'do' = \"await\" needs an earlier produce step with "
+                                f"wait = false (nothing to await)")
         if not s.plays_in(mode):
             continue
         node = s.args.get("node")

@@ -6,6 +6,11 @@ resume likewise, partition / heal likewise, degrade / restore likewise (fault "d
 is one instant window (fault "corrupt": its start and its stop one after the other). Before the final
 phase every window still open is closed (heal, restore, resume, restart), so each `start` has its `stop`.
 Produce steps are ordinary `send` operations; flush, elect and assert steps are not in the history.
+A produce with `wait = false` sends in the background: one thread, one Producer and one history process
+per send; the step returns once every send's invoke is recorded, and the completions are recorded when
+the answers come. An `await` step joins them (its timeout) and checks their `expect`; when the steps
+end, whatever is still under way is awaited the same way (a timeline entry "do": "await", "step":
+null), before the faults are undone and the final phase starts.
 
 A partial heal (`heal` with pairs) or restore removes only those one-way links. Each window it touches
 ends (its `stop`, with `healed`: the pairs of that window it removed); where some of the window's pairs
@@ -27,6 +32,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import threading
 import time
 from typing import Any
 
@@ -92,6 +98,7 @@ class ScenarioRunner:
         self.timeline: list[dict[str, Any]] = []
         self.failed: str | None = None
         self.started_wall_ns: dict[int, int] = {}        # step number -> wall clock when it started
+        self.background: list[tuple[Step, list["_Send"]]] = []   # produce steps with wait = false, not awaited
 
     # --- nemesis records -----------------------------------------------------------------------------
     def _record(self, f: str, fault: str, phase: str, fid: int, targets: list[str], action, **extra) -> str:
@@ -184,7 +191,11 @@ class ScenarioRunner:
             self.session.interrupt.wait(a["seconds"])
             return f"slept {a['seconds']}s"
         if step.do == "produce":
+            if not step.args.get("wait", True):
+                return self._produce_background(step)
             return self._produce(step)
+        if step.do == "await":
+            return self._await(float(step.args["timeout"]))
         if step.do == "wait":
             return self._wait(step)
         raise StepFailed(f"unknown action {step.do!r}")
@@ -284,6 +295,59 @@ class ScenarioRunner:
         if want != "any" and any(k != want for k in outcomes):
             raise StepFailed(f"expected every send to be {want}, got {outcomes}")
         return f"sent {a['count']} with acks={a['acks']}: {outcomes}"
+
+    def _produce_background(self, step: Step) -> str:
+        """Start the step's sends, each in its own thread; return once each invoke is recorded."""
+        a = step.args
+        timeout_s = float(a.get("timeout", self.scenario.config.client.timeout))
+        sends = []
+        for _ in range(a["count"]):
+            producer = Producer(controller=self.session.controller_address(), acks=a["acks"],
+                                timeout_s=timeout_s, retries=0)
+            send = _Send(self.history, self.history.new_process(), producer, self.topic, a["partition"],
+                         self.values.next(), name=f"scenario-step-{step.number}")
+            sends.append(send)
+            send.start()
+            if not send.invoked.wait(timeout_s + 5.0):
+                raise StepFailed(f"the send of value {send.value} was not invoked within {timeout_s + 5.0:g}s")
+        self.background.append((step, sends))
+        return f"started {a['count']} with acks={a['acks']} in the background (timeout {timeout_s:g}s)"
+
+    def _await(self, timeout: float) -> str:
+        """Wait for every background send (up to `timeout` seconds), then check each produce's `expect`."""
+        if not self.background:
+            return "nothing under way"
+        deadline = time.monotonic() + timeout
+        for _step, sends in self.background:
+            for send in sends:
+                send.join(max(0.0, deadline - time.monotonic()))
+        waiting = [(st, [s for s in sends if s.is_alive()]) for st, sends in self.background]
+        waiting = [(st, left) for st, left in waiting if left]
+        if waiting:
+            raise StepFailed(f"timed out after {timeout:g}s: " + "; ".join(
+                f"{len(left)} send{'s' if len(left) != 1 else ''} of step {st.number} still unanswered"
+                for st, left in waiting))
+        done, self.background = self.background, []
+        details, wrong = [], []
+        for st, sends in done:
+            outcomes = [s.outcome for s in sends]
+            details.append(f"step {st.number}: {outcomes}")
+            want = st.args["expect"]
+            if want != "any" and any(k != want for k in outcomes):
+                wrong.append(f"step {st.number} (produce) expected every send to be {want}, got {outcomes}")
+        if wrong:
+            raise StepFailed("; ".join(wrong))
+        return "; ".join(details)
+
+    def drain(self) -> None:
+        """Before the faults are undone: let every background send finish (each is bounded by its
+        client timeout), so none is answered only after the final phase heals. Never raises."""
+        for _step, sends in self.background:
+            for send in sends:
+                send.join(send.producer.timeout_s + 5.0)
+                if send.is_alive():
+                    self.session.problem(f"scenario: the background send of value {send.value} did not end",
+                                         RuntimeError("still running"))
 
     # --- wait conditions ------------------------------------------------------------------------------
     def _observe(self, admin, step: Step) -> tuple[bool, str]:
@@ -413,7 +477,25 @@ class ScenarioRunner:
             self.write_timeline()
             if self.failed:
                 break
+        if self.failed is None and self.background:
+            self._await_at_end()
         return self.failed is None
+
+    def _await_at_end(self) -> None:
+        """The end of the steps awaits the produce steps still under way (default await timeout)."""
+        from harness.scenario import NUMBERS
+        entry: dict[str, Any] = {"step": None, "do": "await", "args": {}, "start_ns": self.history.elapsed_ns(),
+                                 "note": "the end of the steps awaits the produce steps started with wait = false",
+                                 "start_wall_ns": time.time_ns()}
+        try:
+            entry.update(outcome="ok", detail=self._await(float(NUMBERS["timeout"].default)))
+        except Exception as exc:  # noqa: BLE001 - recorded, the final phase still runs
+            entry.update(outcome="failed", detail=f"{type(exc).__name__}: {exc}")
+            self.failed = f"{self.scenario.path}: the end of the steps (await) did not play out: {exc}"
+            log.error("%s", self.failed)
+        entry["end_ns"] = self.history.elapsed_ns()
+        self.timeline.append(entry)
+        self.write_timeline()
 
     def close_faults(self) -> None:
         """Heal, resume and restart whatever the scenario left broken, recording each stop. Never raises."""
@@ -442,6 +524,40 @@ class ScenarioRunner:
                              {"scenario": str(self.scenario.path), "name": self.scenario.name,
                               "truncation": self.scenario.config.broker.truncation,
                               "steps": self.timeline, "failed": self.failed})
+
+
+class _Send(threading.Thread):
+    """One background send (a produce step with wait = false): `invoked` is set once its invoke is in the
+    history (or it ended without one), `outcome` is ok / fail / info when it ends."""
+
+    def __init__(self, history, process: int, producer, topic: str, partition: int, value: int, *, name: str):
+        super().__init__(name=name, daemon=True)
+        self.history, self.process, self.producer = history, process, producer
+        self.topic, self.partition, self.value = topic, partition, value
+        self.invoked = threading.Event()
+        self.outcome: str | None = None
+
+    def run(self) -> None:
+        outer = self
+
+        class Noting:                       # the history, telling the step when the invoke is recorded
+            def invoke(self, *args, **kwargs):
+                try:
+                    return outer.history.invoke(*args, **kwargs)
+                finally:
+                    outer.invoked.set()
+
+            def complete(self, *args, **kwargs):
+                return outer.history.complete(*args, **kwargs)
+
+        try:
+            self.outcome = send_op(Noting(), self.process, self.producer, self.topic, self.partition, self.value)
+        except Exception as exc:  # noqa: BLE001 - the history itself failed: no outcome to check against
+            log.error("background send of %s failed: %r", self.value, exc)
+            self.outcome = f"error: {type(exc).__name__}"
+        finally:
+            self.invoked.set()
+            self.producer.close()
 
 
 def _jsonable(args: dict[str, Any]) -> dict[str, Any]:
@@ -554,6 +670,7 @@ class ScenarioSteps(lifecycle.Middle):
 
     def wind_down(self, session) -> None:
         if self.runner is not None:
+            self.runner.drain()
             self.runner.close_faults()
             self.runner.write_timeline()
 

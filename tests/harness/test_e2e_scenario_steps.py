@@ -186,3 +186,68 @@ def test_kafka_7415_scenario_asserts_the_truncation_reason(tmp_path, mode, why):
     details = {s["step"]: s["detail"] for s in timeline["steps"]}
     assert details[9].endswith("epochs [[0, 0], [1, 1]]")
     assert details[15].endswith(f"1 matching of 1 'truncate' event ({{partition=0, from=2, to=1, why={why!r}}})")
+
+
+BACKGROUND = """name = "background-produce"
+final_wait = 20
+[cluster]
+nodes = 2
+[topic]
+partitions = 1
+replication_factor = 2
+[broker]
+min_insync_replicas = 2
+replica_lag_time_max_ms = 60000
+[client]
+acks = "all"
+timeout = 3.0
+[checker]
+engine = "reference"
+[expect]
+hw = []
+leader-epoch = []
+
+[[step]]
+do = "wait"
+leader = "n1"
+isr = ["n1", "n2"]
+[[step]]
+do = "partition"
+isolate = "n2"
+from = ["n1"]
+note = "n2 cannot fetch: the HW cannot pass the write"
+[[step]]
+do = "produce"
+wait = false
+timeout = 30
+expect = "ok"
+[[step]]
+do = "sleep"
+seconds = 2
+[[step]]
+do = "heal"
+[[step]]
+do = "await"
+timeout = 20
+"""
+
+
+@pytest.mark.slow
+def test_produce_without_waiting_returns_at_once_and_completes_after_the_heal(tmp_path):
+    f = tmp_path / "background.toml"
+    f.write_text(BACKGROUND)
+    r = run_highwater("scenario", str(f), "--results-dir", str(tmp_path / "res"), "--plain", timeout=300)
+    assert r.returncode == 0, r.stderr
+    run_dir = run_dir_from_stdout(r.stdout)
+    steps = {s["step"]: s for s in load_json(run_dir / "scenario.json")["steps"]}
+    assert [steps[n]["outcome"] for n in range(1, 7)] == ["ok"] * 6 and None not in steps
+    produce, heal, awaited = steps[3], steps[5], steps[6]
+    assert produce["detail"] == "started 1 with acks=all in the background (timeout 30s)"
+    assert produce["end_ns"] - produce["start_ns"] < 0.5e9          # returned at once, the write still waits
+    assert awaited["detail"] == "step 3: ['ok']"
+    # the history: the send's invoke during the produce step, its ok only after the heal
+    sends = [line.obj for line in runformat.iter_jsonl(run_dir / runformat.HISTORY) if line.obj["f"] == "send"]
+    assert [o["type"] for o in sends] == ["invoke", "ok"]
+    assert produce["start_ns"] <= sends[0]["time"] <= produce["end_ns"]
+    assert sends[1]["time"] >= heal["start_ns"]
+    assert sends[1]["value"]["offset"] == 0

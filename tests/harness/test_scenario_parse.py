@@ -55,7 +55,7 @@ def test_steps_parsed_with_defaults(tmp_path):
     ('[[step]]\ndo = "produce"\nacks = 3\n', "step 1 (produce): field 'acks' must be 0, 1 or \"all\", got 3"),
     ('[[step]]\ndo = "produce"\ncolour = 3\n', "step 1 (produce): unknown field 'colour'"),
     ('[[step]]\ndo = "produce"\ncout = 3\n', "step 1 (produce): unknown field 'cout' (allowed: count, acks, "
-                                           "partition, expect, timeout) (did you mean 'count'?)"),
+                                           "partition, expect, timeout, wait) (did you mean 'count'?)"),
     ('[[step]]\ndo = "produce"\ncount = 0\n', "step 1 (produce): field 'count' must be an integer >= 1, got 0"),
     ('[[step]]\ndo = "sleep"\nseconds = true\n', "step 1 (sleep): field 'seconds' must be a number above 0, got True"),
     ('[[step]]\ndo = "wait"\ntimeout = 3\n', "step 1 (wait): give at least one condition"),
@@ -253,3 +253,39 @@ def test_docs_and_docstring_list_every_step_and_field():
     for name in S.WAIT_CONDITIONS + ("partition", "timeout"):
         assert f"{name} =" in section, name
     assert "`mode`" in section and "`mode`" in S.__doc__
+
+
+# --- produce without waiting, await ----------------------------------------------------------------
+
+def test_produce_wait_false_and_await_parse(tmp_path):
+    p = write(tmp_path, BASE + '[[step]]\ndo = "produce"\nacks = "all"\nwait = false\ntimeout = 40\n'
+                              '[[step]]\ndo = "produce"\nwait = true\n'
+                              '[[step]]\ndo = "await"\n'
+                              '[[step]]\ndo = "await"\ntimeout = 5\nmode = "hw"\n')
+    sc = S.load(p)
+    bg, fg, aw, aw5 = sc.steps
+    assert bg.args == {"count": 1, "acks": "all", "partition": 0, "expect": "ok", "timeout": 40, "wait": False}
+    assert fg.args == {"count": 1, "acks": "all", "partition": 0, "expect": "ok", "wait": True}   # client.acks
+    assert (aw.do, aw.args, aw.line) == ("await", {"timeout": 30.0}, 14)
+    assert (aw5.args, aw5.modes) == ({"timeout": 5}, ("hw",))
+
+
+@pytest.mark.parametrize("steps, message", [
+    ('[[step]]\ndo = "produce"\nwait = "no"\n', ":6: step 1 (produce): field 'wait' must be true or false, got 'no'"),
+    ('[[step]]\ndo = "produce"\nwait = 0\n', ":6: step 1 (produce): field 'wait' must be true or false, got 0"),
+    ('[[step]]\ndo = "produce"\n[[step]]\ndo = "await"\n',
+     ':8: step 2 (await): field \'do\' = "await" needs an earlier produce step with wait = false (nothing to await)'),
+    ('[[step]]\ndo = "await"\n[[step]]\ndo = "produce"\nwait = false\n',
+     ':6: step 1 (await): field \'do\' = "await" needs an earlier produce step with wait = false'),
+    ('[[step]]\ndo = "produce"\nwait = false\n[[step]]\ndo = "await"\ntimeout = 0\n',
+     ":9: step 2 (await): field 'timeout' must be a number above 0, got 0"),
+    ('[[step]]\ndo = "produce"\nwait = false\n[[step]]\ndo = "await"\nnode = "n1"\n',
+     ":9: step 2 (await): unknown field 'node' (allowed: timeout)"),
+])
+def test_produce_wait_and_await_errors_name_file_line_step_field(tmp_path, steps, message):
+    p = write(tmp_path, BASE + steps)
+    with pytest.raises(S.ScenarioError) as e:
+        S.load(p)
+    text = str(e.value)
+    assert text.startswith(f"{p}{message}"), text
+    assert "\n" not in text
