@@ -6,16 +6,24 @@ Owned by helper "cli" (issue 19); `highwater explore` (harness/explore_command.p
 - `OPTIONS` / `parse_options`: the declared options, by their suite-file names (the flags are the same
   with dashes), validated once for both; `ExploreOptions` holds them, `sim_settings` turns them into
   broker/sim/world.py `SimSettings`.
-- `run_exploration`: broker/sim/explore.py `explore` (first finding per invariant), each finding shrunk
-  (broker/sim/shrink.py) and told as a numbered story (broker/sim/story.py), then
+- `run_exploration`: broker/sim/explore.py `explore` (every failing schedule), per violated invariant
+  the first finding that `shrink_conditions` can keep most of (`pick_findings`; "index", while
+  "first_index" is the invariant's first failing schedule), each shrunk
+  (broker/sim/shrink.py, `shrink_conditions`: preferring a schedule the real cluster can replay and, in
+  hw mode, one the leader-epoch replay survives) and told as a numbered story with the settle steps
+  where the loss happens (broker/sim/story.py), then
   `<results>/<name>/<timestamp>/` gets explore.json and one scenario file per finding
   (harness/explore_export.py `to_scenario`), and `<results>/<name>/latest` points at it.
 
 explore.json: {format, kind "explore", name, timestamp, argv, code, options, settings (SimSettings),
 promises (the invariants the configuration promises), seed, schedules, events, findings_total,
 findings_by_invariant, stopped, explore_s, elapsed_s, schedules_per_s, findings: [{invariant, text,
-first_text, seed, index, expected, settled, original_length, shrunk_length, shrink_s, story, actions,
-scenario}], exit_code}. A finding is "expected" when the configuration does not promise its invariant
+first_text, seed, index, first_index, expected, settled, original_length, shrunk_length, shrunk_for, shrink_s, story,
+actions, scenario}], exit_code}. "shrunk_for" says what the shrink kept besides the invariant: "faithful
+replay" (no replay gap, harness/explore_export.py `replay_gaps`), "faithful replay, leader-epoch holds
+it" / "leader-epoch holds it" (hw mode: the same events in leader-epoch mode do not fail the
+invariant, so the story shows the hw bug, not a loss every mode has), or "same invariant only" (the
+found schedule itself has gaps and leader-epoch fails it too: nothing stricter could be kept). A finding is "expected" when the configuration does not promise its invariant
 (broker/sim/invariants.py `promises`); it is a finding all the same (exit 1).
 """
 from __future__ import annotations
@@ -36,7 +44,8 @@ EXPLORE_JSON = "explore.json"
 FORMAT_VERSION = 1
 DEFAULT_NAME = "explore"
 DEFAULT_BUDGET_S = 30.0          # neither --schedules nor --budget: explore for this long
-SHRUNK_PER_INVARIANT = 1         # findings shrunk and written per violated invariant (the first ones)
+SHRUNK_PER_INVARIANT = 1         # findings shrunk and written per violated invariant
+PICK_LIMIT = 300                 # findings of an invariant looked at for one that shrink_conditions keeps
 _NAME_CHARS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
 
 
@@ -211,6 +220,53 @@ def _invariant_slug(name: str) -> str:
     return "".join(ch if ch in _NAME_CHARS else "-" for ch in name)
 
 
+FAITHFUL = "faithful replay"
+LE_HOLDS = "leader-epoch holds it"
+SAME_ONLY = "same invariant only"
+
+
+def shrink_conditions(settings, finding, *, replay=None) -> tuple[Callable[[list], bool] | None, str, list[str]]:
+    """What the shrink of `finding` keeps besides its invariant: (the `also` predicate or None, the
+    "shrunk_for" text, the conditions the found schedule does not meet). A condition is used only when the found schedule meets it, so the shrink always
+    keeps the finding; without any, the plain shrink ("same invariant only")."""
+    from harness.explore_export import renumbered_for, replay_gaps
+    if replay is None:
+        from broker.sim.explore import replay
+    le = dataclasses.replace(settings, truncation="leader-epoch") if settings.truncation == "hw" else None
+
+    def faithful(actions) -> bool:
+        return not replay_gaps(settings, actions)
+
+    def le_holds(actions) -> bool:
+        other = renumbered_for(settings, actions, le)
+        if other is None:
+            return False
+        got = replay(le, other)
+        return got is None or got.invariant != finding.invariant
+
+    checks = [(FAITHFUL, faithful)] + ([(LE_HOLDS, le_holds)] if le is not None else [])
+    kept = [(name, check) for name, check in checks if check(list(finding.actions))]
+    missing = [name for name, _c in checks if name not in dict(kept)]
+    if not kept:
+        return None, SAME_ONLY, missing
+    preds = [check for _name, check in kept]
+    return (lambda actions: all(p(actions) for p in preds)), ", ".join(name for name, _c in kept), missing
+
+
+def pick_findings(settings, found: list) -> list[tuple[Any, tuple]]:
+    """The findings of one invariant (in schedule order) to shrink, SHRUNK_PER_INVARIANT of them, each
+    with its `shrink_conditions`: the first ones that meet every condition, else those that meet the
+    most, looking at the first PICK_LIMIT (the earliest wins a tie)."""
+    scored = []
+    for f in found[:PICK_LIMIT]:
+        cond = shrink_conditions(settings, f)
+        scored.append((len(cond[2]), len(scored), f, cond))
+        if sum(1 for s in scored if s[0] == 0) >= SHRUNK_PER_INVARIANT:
+            break
+    scored.sort(key=lambda s: (s[0], s[1]))
+    return [(f, cond) for _m, _i, f, cond in scored[:SHRUNK_PER_INVARIANT]]
+
+
 def run_exploration(opts: ExploreOptions, *, results_root: Path | str = "results", name: str = DEFAULT_NAME,
                     progress: Callable[..., None] | None = None,
                     say: Callable[[str], None] = lambda _m: None,
@@ -234,7 +290,7 @@ def run_exploration(opts: ExploreOptions, *, results_root: Path | str = "results
     t0 = time.monotonic()
     try:
         result = explore(settings, seed=seed, schedules=opts.schedules, budget_s=opts.budget_s,
-                         length=opts.length, workers=opts.workers, progress=progress)
+                         length=opts.length, workers=opts.workers, progress=progress, first_per_invariant=False)
     except BaseException:   # an error or Ctrl-C in the search: no half-empty run directory stays behind
         shutil.rmtree(run.path, ignore_errors=True)
         raise
@@ -243,30 +299,43 @@ def run_exploration(opts: ExploreOptions, *, results_root: Path | str = "results
         searched()
 
     counts: dict[str, int] = {}
-    firsts: dict[str, list] = {}
-    for f in result.findings:
+    every: dict[str, list] = {}
+    for f in sorted(result.findings, key=lambda f: f.index):
         counts[f.invariant] = counts.get(f.invariant, 0) + 1
-        if len(firsts.setdefault(f.invariant, [])) < SHRUNK_PER_INVARIANT:
-            firsts[f.invariant].append(f)
+        every.setdefault(f.invariant, []).append(f)
 
     findings_json = []
     k = 0
-    for invariant, chosen in firsts.items():
-        for f in chosen:
+    for invariant, found in every.items():
+        for f, (also, shrunk_for, missing) in pick_findings(settings, found):
             k += 1
-            say(f"finding {k}: {invariant} in schedule {f.index} ({len(f.actions)} events); shrinking "
-                f"(up to {opts.shrink_budget:g} s)")
+            first = found[0]
+            say(f"finding {k}: {invariant} in schedule {f.index} ({len(f.actions)} events"
+                + (f"; the first of {len(found)} that meets {shrunk_for}" if f is not first else "")
+                + f"); shrinking (up to {opts.shrink_budget:g} s)")
             s0 = time.monotonic()
-            small = shrink(settings, f, budget_s=opts.shrink_budget) if opts.shrink_budget > 0 else f
+            if opts.shrink_budget > 0:
+                try:
+                    small = shrink(settings, f, budget_s=opts.shrink_budget, also=also)
+                except ValueError:          # the condition does not hold for the schedule itself after all
+                    also, shrunk_for, missing = None, SAME_ONLY, [FAITHFUL, LE_HOLDS]
+                    small = shrink(settings, f, budget_s=opts.shrink_budget)
+            else:
+                small = f
             shrink_s = time.monotonic() - s0
+            if missing:
+                say(f"finding {k}: the found schedule does not meet {' / '.join(missing)} (so the shrink "
+                    f"cannot keep it): shrunk for {shrunk_for}")
             scenario_name = f"finding-{k}-{_invariant_slug(invariant)}.toml"
             (run.path / scenario_name).write_text(to_scenario(settings, small))
             findings_json.append({
                 "invariant": invariant, "text": small.text, "first_text": f.text, "seed": f.seed,
-                "index": f.index, "expected": finding_expected(settings, invariant),
+                "index": f.index, "first_index": found[0].index,
+                "expected": bool(getattr(small, "expected", finding_expected(settings, invariant))),
                 "settled": bool(getattr(f, "settled", False)),
                 "original_length": len(f.actions), "shrunk_length": len(small.actions),
-                "shrink_s": round(shrink_s, 3), "story": list(story(small.actions)),
+                "shrunk_for": shrunk_for,
+                "shrink_s": round(shrink_s, 3), "story": list(story(small.actions, settings, settle=True)),
                 "actions": [str(a) for a in small.actions], "scenario": scenario_name})
 
     elapsed = time.monotonic() - t0
@@ -318,7 +387,7 @@ def print_findings(doc: dict[str, Any], run_dir: Path, echo: Callable[[str], Non
         note = " (expected: this configuration does not promise it)" if f.get("expected") else ""
         echo(f"finding {k}: {f['invariant']}{note}: {f['text']}")
         echo(f"  schedule {f['index']} of seed {f['seed']}, {f['original_length']} events, shrunk to "
-             f"{f['shrunk_length']}:")
+             f"{f['shrunk_length']} (kept: {f.get('shrunk_for', SAME_ONLY)}):")
         for line in f.get("story") or []:
             echo(f"    {line}")
         echo(f"  scenario file: {Path(run_dir) / f['scenario']}")

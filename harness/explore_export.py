@@ -22,8 +22,11 @@ The mapping:
   simulated ones, cut F<->L again. The follower's HW then lags the leader's by one round, as in the
   simulation (its next fetch is parked at the leader, which learns its LEO from it).
 - produce -> produce (count 1, the settings' acks; expect ok if the simulation acknowledged it, fail if
-  refused, any if it was still waiting for the HW), then a wait on the leader's LEO (not its HW: when
-  the real leader advances it is not pinned down by the schedule).
+  refused), then a wait on the leader's LEO (not its HW: when the real leader advances it is not pinned
+  down by the schedule). An acks=all write that waits for the HW while the schedule goes on is a
+  produce with `wait = false` (timeout PARKED_TIMEOUT) expecting what the simulation answered it later
+  (ok, fail; any for an unknown outcome or none); one `await` step after the last event (before the
+  end-of-schedule restarts) checks them.
 - crash -> kill; power-loss -> power-loss; restart -> restart; flush -> flush;
   elect -> elect (node, unclean = arg), then a wait on leader and ISR.
 - cut / heal involving the controller c0 -> partition / heal (a one-way drop, a partial heal).
@@ -62,6 +65,8 @@ MODES = ("hw", "leader-epoch")
 WAIT_TIMEOUT = 20
 REAL_LAG_MS = 60000
 REAL_FETCH_WAIT_MS = 10000
+PARKED_TIMEOUT = 25            # s: the client timeout of a produce that does not wait (below the await's)
+AWAIT_TIMEOUT = 30
 
 _NO_STEP = {
     A.SEND: "the real follower sends its fetches on its own, gated by the partitions",
@@ -172,13 +177,41 @@ def renumbered_for(settings, actions, other_settings) -> list | None:
     return [dataclasses.replace(a, text="") for a in out]
 
 
+def write_outcomes(settings, actions) -> dict[int, tuple[str, str, int | None]]:
+    """For each produce event (its index in `actions`): (value, what the simulation answered the client,
+    the index of the event that answered it). A write never answered within the schedule has outcome
+    "waiting" and no index. An event that cannot be applied ends the replay."""
+    world = World(settings)
+    produced: dict[str, int] = {}
+    out: dict[int, tuple[str, str, int | None]] = {}
+    for j, a in enumerate(actions):
+        seen = len(world.outcomes)
+        if a.kind == A.PRODUCE:
+            produced[f"v{world.next_value}"] = j
+        try:
+            world.apply(dataclasses.replace(a, text=""))
+        except SimError:
+            break
+        for value, outcome in world.outcomes[seen:]:
+            if value in produced:
+                out[produced[value]] = (value, outcome, j)
+    for value, j in produced.items():
+        out.setdefault(j, (value, "waiting", None))
+    return out
+
+
+def _expect_of(outcome: str) -> str:
+    return "ok" if outcome == "acked" else "fail" if outcome.startswith("failed") else "any"
+
+
 def replay_gaps(settings, actions) -> list[str]:
     """Where the real replay of `actions` cannot follow the simulation: a produce at a node that is not
     the controller's leader of the current epoch (a stale leader the simulation kept uninformed; the
     real client sends to the controller's leader, and real brokers learn the metadata within
-    milliseconds), and an acks=all produce that is not answered at once (the simulation goes on while
-    it waits for the HW; the scenario's produce step blocks until its answer or its timeout). Empty:
-    every produce plays as simulated. Each entry names the event."""
+    milliseconds), and an acks=all write still waiting for the HW when the schedule ends (the
+    simulation's settle() may acknowledge it; the scenario awaits it before its final phase heals, so
+    the real one times out). An acks=all write answered later in the schedule is no gap: it is a
+    produce with `wait = false`. Empty: every produce plays as simulated. Each entry names the event."""
     world = World(settings)
     gaps = []
     for j, a in enumerate(actions):
@@ -189,15 +222,16 @@ def replay_gaps(settings, actions) -> list[str]:
                 gaps.append(f"event {j + 1}: {a.node} takes a write as leader of epoch "
                             f"{r.leader_epoch if r else '?'} while the controller's leader is "
                             f"{world.leader() or 'none'} (epoch {ps.leader_epoch})")
-        parked = len(world.parked)
         try:
             world.apply(dataclasses.replace(a, text=""))
         except SimError as exc:
             gaps.append(f"event {j + 1}: {exc}")
-            break
-        if a.kind == A.PRODUCE and len(world.parked) > parked:
-            gaps.append(f"event {j + 1}: an acks=all write waits for the HW while the schedule goes on; a scenario's "
-                        f"produce step waits for its answer (missing: a produce step that does not wait)")
+            return gaps
+    for j, (value, outcome, _at) in sorted(write_outcomes(settings, actions).items()):
+        if outcome == "waiting" and settings.acks == -1:
+            gaps.append(f"event {j + 1}: the acks=all write {value} still waits for the HW when the schedule "
+                        f"ends (the simulation's settle() may answer it; the real one is awaited before the "
+                        f"final phase heals and times out)")
     return gaps
 
 
@@ -258,6 +292,8 @@ def to_scenario(settings, finding, *, name: str | None = None, replay=None) -> s
     c0_cuts: set[tuple[str, str]] = set()           # one-way drops towards / from the controller in force
     fence_cuts: set[str] = set()                    # brokers cut from c0 here only to be fenced (see EXPIRE)
     lock = _Lockstep(settings)
+    answers = write_outcomes(settings, actions)
+    background: list[str] = []                      # values of the produce steps that do not wait
     last: dict[tuple[str, str], Any] = {}          # (mode, node) -> the (LEO, HW) last waited for
     for m, world in ((mode, lock.main), (other, lock.other)):
         for node, st in _state(world)["nodes"].items():
@@ -286,7 +322,15 @@ def to_scenario(settings, finding, *, name: str | None = None, replay=None) -> s
             if action.node != main_before["leader"]:
                 out.append(f"# sim: {action.node} believes it leads; the real client sends to the controller's "
                            f"leader {main_before['leader']}")
-            out += _step("produce", count=1, expect=expect_send)
+            if outcome == "pending":
+                value, final, at = answers.get(j, ("?", "waiting", None))
+                out.append(f"# sim: {value} waits for the HW; "
+                           + (f"sim {at + 1} answers it: {final}" if at is not None
+                              else "no event of the schedule answers it"))
+                out += _step("produce", count=1, expect=_expect_of(final), wait=False, timeout=PARKED_TIMEOUT)
+                background.append(value)
+            else:
+                out += _step("produce", count=1, expect=expect_send)
             out += _node_waits(after, action.node, mode, last, hw=False)
             waited.add(action.node)
         elif k == A.DELIVER and msg is not None and msg.kind in ("fetch-answer", "epoch-answer"):
@@ -362,6 +406,10 @@ def to_scenario(settings, finding, *, name: str | None = None, replay=None) -> s
             for node in brokers:
                 if node not in waited and any(last.get((m, node)) != st["nodes"][node] for m, st in after.items()):
                     out += _node_waits(after, node, mode, last)
+        out.append("")
+    if background:
+        out += _step("await", timeout=AWAIT_TIMEOUT,
+                     note=f"the acks=all writes that did not wait ({', '.join(background)}) have their answers")
         out.append("")
     out += _restarts_before_heal(lock, mode, other)
     out.append("# the final phase heals every link and restarts every node (the simulation's settle())")

@@ -122,7 +122,11 @@ def test_hw_acks1_finds_lost_write_prints_the_story_and_writes_the_scenario(tmp_
     f = found["no-acked-loss"]
     assert f["expected"] is True
     assert 1 <= f["shrunk_length"] <= f["original_length"]
-    assert len(f["story"]) == f["shrunk_length"] and f["story"][0].startswith("1")
+    told = [line for line in f["story"] if ". (settle) " not in line]
+    assert len(told) == f["shrunk_length"] and f["story"][0].startswith("1")
+    assert len(f["story"]) > len(told)                      # the settle steps where the write is cut
+    assert f["shrunk_for"] in ("faithful replay, leader-epoch holds it", "faithful replay", "leader-epoch holds it",
+                               "same invariant only")
     scenario = path.parent / f["scenario"]
     assert scenario.exists() and scenario.read_text().strip()
     from harness import scenario as scenario_mod          # a file `highwater scenario` accepts
@@ -172,3 +176,77 @@ def test_an_error_in_the_search_leaves_no_run_directory(tmp_path, capsys, monkey
     assert code == 255
     assert err[-1] == "highwater: internal error: RuntimeError: the search broke"
     assert out == [] and list((tmp_path / "explore").iterdir()) == []
+
+
+# --- which finding is shrunk, and for what (issue 19) -------------------------------------------------
+
+def _history(settings, steps):
+    from broker.sim.world import World
+    world = World(settings)
+    for a in steps:
+        world.apply(a)
+    return world.history
+
+
+def test_shrink_conditions_only_ask_what_the_found_schedule_meets():
+    from broker.sim.actions import Action
+    from broker.sim.explore import replay
+    from broker.sim.world import SimSettings
+    from harness.exploration import shrink_conditions
+    hw = SimSettings(truncation="hw", acks=1, min_insync_replicas=1)
+    # a write at a stale leader: a replay gap, and leader-epoch loses it as well
+    stale = replay(hw, _history(hw, [Action("elect", "n2", arg=0), Action("produce", "n1")]), seed=1, index=0)
+    also, shrunk_for, missing = shrink_conditions(hw, stale)
+    assert (also, shrunk_for, missing) == (None, "same invariant only", ["faithful replay", "leader-epoch holds it"])
+    # write, then elect n2: faithful, but every mode loses it
+    trivial = _history(hw, [Action("produce", "n1"), Action("elect", "n2", arg=0)])
+    also, shrunk_for, missing = shrink_conditions(hw, replay(hw, trivial, seed=1, index=0))
+    assert (shrunk_for, missing) == ("faithful replay", ["leader-epoch holds it"])
+    # write, elect n2, kill n2: n1 comes back as leader; hw truncation had already cut v1, leader-epoch keeps it
+    hw_only = _history(hw, [Action("produce", "n1"), Action("elect", "n2", arg=0), Action("crash", "n2")])
+    also, shrunk_for, missing = shrink_conditions(hw, replay(hw, hw_only, seed=1, index=0))
+    assert (shrunk_for, missing) == ("faithful replay, leader-epoch holds it", [])
+    assert also(list(hw_only)) is True and also(list(trivial)) is False
+    # leader-epoch mode: only the faithfulness condition exists
+    le = SimSettings(truncation="leader-epoch", acks=1, min_insync_replicas=1)
+    le_trivial = _history(le, [Action("produce", "n1"), Action("elect", "n2", arg=0)])
+    assert shrink_conditions(le, replay(le, le_trivial, seed=1, index=0))[1:] == ("faithful replay", [])
+
+
+def test_hw_finding_is_shrunk_to_a_faithful_hw_only_story(tmp_path, capsys):
+    code, out, err = run_cli(capsys, *UNSAFE, "--seed", "3", "--schedules", "300", "--shrink-budget", "10",
+                             "--out", str(tmp_path), "--plain")
+    assert code == 1, err
+    doc = json.loads(Path(out[-1]).read_text())
+    f = doc["findings"][0]
+    assert (f["invariant"], f["first_index"], f["index"]) == ("no-acked-loss", 1, 85)
+    assert f["shrunk_for"] == "faithful replay, leader-epoch holds it"
+    assert f["story"] == [
+        "1. n1 appends v1 (acks=1): acknowledged at offset 0",
+        "2. admin election: n2 leads epoch 1, ISR {n1,n2,n3}",
+        "3. n2 is killed (SIGKILL): its log stays as it is",
+        "4. (settle) deliver #1: metadata v5 (leader n2, epoch 1, ISR {n1,n2,n3}) reaches n1: n1 is follower of "
+        "epoch 1 (n1 LEO 1->0)",
+        "5. (settle) deliver #4: n2's registration reaches the controller: broker epoch 4; leader n1, epoch 2, "
+        "ISR {n1,n3}"]
+    text = (Path(out[-1]).parent / f["scenario"]).read_text()
+    assert "NOT FAITHFUL" not in text and 'leader-epoch = []' in text and 'hw = ["lost-write"]' in text
+    assert ("highwater: finding 1: no-acked-loss in schedule 85 (50 events; the first of "
+            f"{doc['findings_by_invariant']['no-acked-loss']} that meets faithful replay, leader-epoch holds it); "
+            "shrinking (up to 10 s)") in err
+    assert "highwater:   schedule 85 of seed 3, 50 events, shrunk to 3 (kept: faithful replay, leader-epoch holds it):" in err
+
+
+def test_a_finding_no_condition_can_keep_is_still_shrunk_and_says_so(tmp_path, capsys, monkeypatch):
+    import harness.exploration as exploration
+    monkeypatch.setattr(exploration, "PICK_LIMIT", 1)      # only the first finding (schedule 0 of seed 1)
+    code, out, err = run_cli(capsys, *UNSAFE, "--seed", "1", "--schedules", "20", "--shrink-budget", "5",
+                             "--out", str(tmp_path), "--plain")
+    assert code == 1, err
+    doc = json.loads(Path(out[-1]).read_text())
+    f = doc["findings"][0]
+    assert (f["index"], f["first_index"], f["shrunk_for"]) == (0, 0, "same invariant only")
+    assert f["shrunk_length"] == 2 and f["story"][:2] == ["1. n1 appends v1 (acks=1): acknowledged at offset 0",
+                                                          "2. admin election: n2 leads epoch 1, ISR {n1,n2,n3}"]
+    assert ("highwater: finding 1: the found schedule does not meet faithful replay / leader-epoch holds it (so the "
+            "shrink cannot keep it): shrunk for same invariant only") in err

@@ -153,3 +153,67 @@ def test_an_expired_session_becomes_a_cut_to_the_controller(tmp_path):
         ("heal", {"drop": [("n2", "c0")]}, None),
         ("wait", {"alive": "n2"}, None),
     ]
+
+
+ALL = SimSettings(truncation="hw", acks=-1, min_insync_replicas=1)
+
+
+def acks_all_loss() -> list:
+    """v1 (acks=all) waits for the HW while n3 and then n2 fetch it; n2's next fetch lets n1 acknowledge
+    it (sim 11); then n1 and n2 are killed. Settling, n3 first hears that n2 leads epoch 1 and cuts v1
+    to its HW (hw truncation), then leads epoch 2 without it."""
+    return build(ALL, [Action("produce", "n1"), Action("send", "n3"), ("fetch", "n3", "n1"),
+                       ("fetch-answer", "n1", "n3"), Action("send", "n2"), Action("send", "n3"),
+                       ("fetch", "n3", "n1"), ("fetch", "n2", "n1"), ("fetch-answer", "n1", "n2"),
+                       Action("send", "n2"), ("fetch", "n2", "n1"), Action("crash", "n1"), Action("crash", "n2")])
+
+
+def test_an_acks_all_write_answered_later_is_a_produce_that_does_not_wait(tmp_path):
+    history = acks_all_loss()
+    found = replay(ALL, history, seed=2, index=683)
+    assert found.invariant == "no-acked-loss"
+    assert replay_gaps(ALL, history) == []                   # answered within the schedule: faithful
+    text = to_scenario(ALL, found)
+    path = tmp_path / "all.toml"
+    path.write_text(text)
+    sc = scenario_mod.load(path, truncation="hw")
+    assert sc.expect == {"hw": ["lost-write"], "leader-epoch": []} and sc.config.client.acks == "all"
+    gates = [("n1", "n2"), ("n1", "n3"), ("n2", "n1"), ("n2", "n3"), ("n3", "n1"), ("n3", "n2")]
+    assert steps_of(path, "hw") == [
+        ("wait", {"leader": "n1", "isr": ["n1", "n2", "n3"]}, None),
+        ("partition", {"drop": gates}, None),
+        ("produce", {"count": 1, "expect": "ok", "wait": False, "acks": "all"}, None),
+        ("wait", {"node": "n1", "leo": 1}, None),
+        ("heal", {"drop": [("n3", "n1"), ("n1", "n3")]}, None),
+        ("wait", {"node": "n3", "leo": 1, "node_hw": 0}, None),
+        ("partition", {"drop": [("n3", "n1"), ("n1", "n3")]}, None),
+        ("heal", {"drop": [("n2", "n1"), ("n1", "n2")]}, None),
+        ("wait", {"node": "n2", "leo": 1, "node_hw": 0}, None),
+        ("partition", {"drop": [("n2", "n1"), ("n1", "n2")]}, None),
+        ("kill", {"node": "n1"}, None),
+        ("kill", {"node": "n2"}, None),
+        ("await", {}, None),
+        ("restart", {"node": "n1"}, None),
+        ("restart", {"node": "n2"}, None),
+        ("wait", {"leader": "n3"}, None),
+    ]
+    produce = next(s for s in sc.steps if s.do == "produce")
+    assert produce.args["timeout"] == 25 and next(s for s in sc.steps if s.do == "await").args["timeout"] == 30
+    lines = text.splitlines()
+    assert "# sim: v1 waits for the HW; sim 11 answers it: acked" in lines
+    assert not any("NOT FAITHFUL" in line for line in lines)
+
+
+def test_an_acks_all_write_still_waiting_at_the_end_is_marked_not_faithful(tmp_path):
+    history = acks_all_loss()[:3]
+    assert replay_gaps(ALL, history) == [
+        "event 1: the acks=all write v1 still waits for the HW when the schedule ends (the simulation's settle() "
+        "may answer it; the real one is awaited before the final phase heals and times out)"]
+    text = to_scenario(ALL, Finding("hw-within-leo", "made up", 1, 0, history), name="waiting")
+    lines = text.splitlines()
+    assert "# sim: v1 waits for the HW; no event of the schedule answers it" in lines
+    path = tmp_path / "w.toml"
+    path.write_text(text)
+    assert [(s.do, s.args.get("expect"), s.args.get("wait")) for s in scenario_mod.load(path).steps
+            if s.do in ("produce", "await")] == [("produce", "any", False), ("await", None, None)]
+    assert any(line.startswith("# NOT FAITHFUL: event 1: the acks=all write v1 still waits") for line in lines)
