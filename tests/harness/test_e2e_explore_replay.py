@@ -5,10 +5,12 @@ shrunk (broker/sim/shrink.py) to a short schedule that the leader-epoch simulati
 that the real cluster can follow (harness/explore_export.replay_gaps: every write goes to the
 controller's current leader); harness/explore_export.to_scenario writes the scenario file, and
 `highwater scenario` (real brokers, real iptables, reference checker) finds lost-write with hw
-truncation and nothing with leader-epoch truncation."""
+truncation and nothing with leader-epoch truncation. The same holds for an acks=all finding (hw, min ISR
+1, seed 2), whose write waits for the HW while the schedule goes on: a produce step with wait = false."""
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import pytest
 
@@ -74,4 +76,44 @@ def test_shrunk_schedule_replays_on_real_brokers(tmp_path):
         results = load_json(run_dir / runformat.RESULTS_JSON)
         assert r.returncode == want_code, r.stderr
         assert found_kinds(results) == want_kinds, results
+        assert "as expected" in r.stderr and "NOT as expected" not in r.stderr
+
+
+# --- an acks=all finding (issue 19: produce steps that do not wait) -----------------------------------
+
+ACKS_ALL = ["--truncation", "hw", "--acks", "all", "--min-insync-replicas", "1", "--seed", "2",
+            "--schedules", "700", "--shrink-budget", "30"]
+
+
+@pytest.mark.slow
+@pytest.mark.root
+def test_acks_all_hw_finding_replays_as_lost_write_in_hw_and_valid_in_leader_epoch(tmp_path):
+    """`highwater explore` in hw mode with acks=all and min ISR 1, seed 2: the first finding that replays
+    faithfully and that leader-epoch survives is schedule 683. Shrunk to 13 events: v1 waits for the HW
+    while n3 and n2 fetch it, n2's next fetch lets n1 acknowledge it, n1 and n2 are killed; settling,
+    n3 first hears that n2 leads and cuts v1 to its HW. Its file has v1 as a produce that does not wait."""
+    r = run_highwater("explore", *ACKS_ALL, "--out", str(tmp_path / "explore"), "--plain", timeout=300)
+    assert r.returncode == 1, r.stderr
+    explore_json = Path(r.stdout.strip().splitlines()[-1])
+    assert explore_json.name == "explore.json", r.stdout
+    doc = load_json(explore_json)
+    f = doc["findings"][0]
+    assert (f["invariant"], f["index"], f["shrunk_length"]) == ("no-acked-loss", 683, 13), f
+    assert f["shrunk_for"] == "faithful replay, leader-epoch holds it"
+    assert f["actions"][0] == "n1 appends v1 (acks=all) at offset 0: waiting for the HW"
+    assert f["actions"][-2:] == ["n1 is killed (SIGKILL): its log stays as it is",
+                                 "n2 is killed (SIGKILL): its log stays as it is"]
+    path = explore_json.parent / f["scenario"]
+    text = path.read_text()
+    assert "NOT FAITHFUL" not in text and "wait = false" in text
+    for mode, want_code, want_kinds in (("hw", 1, ["lost-write"]), ("leader-epoch", 0, [])):
+        r = run_highwater("scenario", str(path), "--truncation", mode, "--results-dir", str(tmp_path / mode),
+                          "--checker", "reference", "--plain", timeout=300)
+        run_dir = run_dir_from_stdout(r.stdout)
+        timeline = load_json(run_dir / "scenario.json")
+        assert timeline["failed"] is None, f"{mode}: {timeline['failed']}\n{r.stderr}"
+        awaited = [s for s in timeline["steps"] if s["do"] == "await"]
+        assert [s["detail"] for s in awaited] == ["step 3: ['ok']"], awaited     # v1 was acknowledged
+        assert r.returncode == want_code, r.stderr
+        assert found_kinds(load_json(run_dir / runformat.RESULTS_JSON)) == want_kinds
         assert "as expected" in r.stderr and "NOT as expected" not in r.stderr
