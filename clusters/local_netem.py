@@ -21,7 +21,10 @@ netem does with the firewall's ownership model instead (clusters/local_firewall.
   binds the first free queue number from a hash of the run id (a queue already bound by another run's
   delayer is refused by the kernel, so two runs never share one) and prints it. `--queue-bypass` and the
   queue's fail-open flag mean that a dead or overloaded delayer never turns a degraded link into a
-  partition: packets then pass undelayed.
+  partition: packets then pass undelayed. That is not silent: `restore` (the end of every degrade
+  window) raises ClusterError naming the dead delayer and its links (after removing them), so the run
+  records the window's error; a later degrade with that setting starts a new delayer and moves the
+  setting's links to its queue. Each link remembers its queue, and its rules are deleted by it.
 - Ownership and cleanup: the chain is found by `local_firewall.find_leftovers()` (it lists mangle chains
   too) with its owner from the jump comment, and removed by `highwater cleanup` when that owner is dead;
   delayer processes are recorded in the run registry as processes of the run (node name `delay-<Q>`),
@@ -54,8 +57,8 @@ def _ipt(args: list[str], *, check: bool = True) -> subprocess.CompletedProcess:
     argv = ["iptables", "-w", "-t", TABLE, *args]
     r = subprocess.run(argv, capture_output=True, text=True, timeout=30)
     if check and r.returncode != 0:
-        raise ClusterError(f"degrade: command failed ({r.returncode}): {' '.join(argv)}: "
-                           f"{(r.stderr or r.stdout).strip()}")
+        said = " | ".join(x.strip() for x in (r.stderr or r.stdout).splitlines() if x.strip())
+        raise ClusterError(f"degrade: command failed ({r.returncode}): {' '.join(argv)}: {said}")
     return r
 
 
@@ -79,9 +82,11 @@ class Delayer:
 
 @dataclass
 class LinkDegradation:
+    """One degraded link's setting and the queue its NFQUEUE rule names (its rules are deleted by it)."""
     delay_ms: float
     jitter_ms: float
     loss_pct: float
+    queue: int = 0
 
 
 @dataclass
@@ -134,20 +139,22 @@ class Degradation:
             err = (proc.stderr.read() or "").strip().splitlines()[-1:] or ["no output"]
             raise ClusterError(f"degrade: the delayer did not start ({err[0]})")
         from clusters.run_registry import proc_start_time
-        d = Delayer(int(line.split()[1]), proc, proc_start_time(proc.pid) or 0, argv)
-        self.delayers[key] = d
+        new = Delayer(int(line.split()[1]), proc, proc_start_time(proc.pid) or 0, argv)
+        self.delayers[key] = new
+        if d is not None:           # the dead one it replaces: close its pipes, drop it from the registry
+            self._stop(d)
         if self.on_spawn:
-            self.on_spawn(d)
-        return d
+            self.on_spawn(new)
+        return new
 
     @staticmethod
-    def _rules(src: str, dst: str, link: LinkDegradation, queue: int) -> list[list[str]]:
+    def _rules(src: str, dst: str, link: LinkDegradation) -> list[list[str]]:
         match = ["-s", f"{src}/32", "-d", f"{dst}/32"]
         out = []
         if link.loss_pct > 0:
             out.append(match + ["-m", "statistic", "--mode", "random", "--probability",
                                 f"{link.loss_pct / 100:.6f}", "-j", "DROP"])
-        out.append(match + ["-j", "NFQUEUE", "--queue-num", str(queue), "--queue-bypass"])
+        out.append(match + ["-j", "NFQUEUE", "--queue-num", str(link.queue), "--queue-bypass"])
         return out
 
     def degrade(self, pairs: list[tuple[str, str]], *, delay_ms: float, jitter_ms: float = 0.0,
@@ -159,10 +166,16 @@ class Degradation:
         if not self.installed:
             self.install()
         d = self._delayer(delay_ms, jitter_ms, seed)
-        for src, dst in pairs:
+        key = (float(delay_ms), float(jitter_ms))
+        # links of this setting still queued to a delayer that died (and was just replaced) move to the new one
+        asked = set(pairs)
+        stale = [(p, link.loss_pct) for p, link in self.links.items()
+                 if (link.delay_ms, link.jitter_ms) == key and link.queue != d.queue and p not in asked]
+        todo = [(p, float(loss_pct)) for p in pairs] + stale
+        for (src, dst), loss in todo:
             self._unlink(src, dst)
-            link = LinkDegradation(float(delay_ms), float(jitter_ms), float(loss_pct))
-            for rule in self._rules(src, dst, link, d.queue):
+            link = LinkDegradation(key[0], key[1], loss, d.queue)
+            for rule in self._rules(src, dst, link):
                 _ipt(["-A", self.chain, *rule])
             self.links[(src, dst)] = link
         self._stop_unused()
@@ -171,12 +184,30 @@ class Degradation:
         link = self.links.pop((src, dst), None)
         if link is None:
             return
-        d = self.delayers.get((link.delay_ms, link.jitter_ms))
-        for rule in self._rules(src, dst, link, d.queue if d else 0):
+        for rule in self._rules(src, dst, link):     # by the queue the rule was made with
             _ipt(["-D", self.chain, *rule], check=False)
 
+    def dead(self, pairs: list[tuple[str, str]] | None = None) -> list[str]:
+        """One line per delayer that serves one of these links (None: any link) but has exited: those
+        links have passed undelayed since (the rules' queue bypass), so the degradation did not hold."""
+        out = []
+        for key, d in sorted(self.delayers.items()):
+            links = sorted(p for p, link in self.links.items() if link.queue == d.queue
+                           and (pairs is None or p in pairs))
+            if links and d.proc.poll() is not None:
+                out.append(f"the delayer of queue {d.queue} ({key[0]:g}ms+-{key[1]:g}ms) exited with code "
+                           f"{d.proc.returncode}: {', '.join(f'{s}->{t}' for s, t in links)} passed undelayed")
+        return out
+
     def restore(self, pairs: list[tuple[str, str]] | None = None) -> None:
-        """Remove the degradation of these links (None: of every link); stop the delayers left unused."""
+        """Remove the degradation of these links (None: of every link); stop the delayers left unused.
+        Raises ClusterError (after removing them) when a delayer of these links had died (`dead`)."""
+        dead = self.dead(None if pairs is None else [tuple(p) for p in pairs])
+        self._restore(pairs)
+        if dead:
+            raise ClusterError("degrade: " + "; ".join(dead))
+
+    def _restore(self, pairs: list[tuple[str, str]] | None) -> None:
         if pairs is None:
             if self.installed:
                 _ipt(["-F", self.chain], check=False)
