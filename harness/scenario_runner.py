@@ -95,6 +95,7 @@ class ScenarioRunner:
         self.open: dict[str, tuple[str, int]] = {}      # node -> (fault, id) for kill/power-loss/stop/pause
         self.partitions: list[tuple[int, list[tuple[str, str]]]] = []
         self.degraded: list[tuple[int, list[tuple[str, str]]]] = []
+        self.installed: set[str] = set()    # "partition"/"degrade" once such a step ran: close_faults undoes it
         self.timeline: list[dict[str, Any]] = []
         self.failed: str | None = None
         self.started_wall_ns: dict[int, int] = {}        # step number -> wall clock when it started
@@ -160,20 +161,22 @@ class ScenarioRunner:
             pairs = a["drop"]
             fid = next(self._ids)
             targets = sorted({n for p in pairs for n in p})
-            detail = self._record("partition", "partition", "start", fid, targets, lambda: c.drop(pairs),
-                                  drop=[list(p) for p in pairs])
+            # the window is open before the action runs: if it fails partway (some rules in), the run's
+            # heal (or close_faults) still stops it and removes what went in
             self.partitions.append((fid, pairs))
-            return detail
+            self.installed.add("partition")
+            return self._record("partition", "partition", "start", fid, targets, lambda: c.drop(pairs),
+                                drop=[list(p) for p in pairs])
         if step.do == "heal":
             return self._heal(a.get("drop"))
         if step.do == "degrade":
             pairs = a["drop"]
             fid = next(self._ids)
             settings = {k: a[k] for k in ("delay_ms", "jitter_ms", "loss_pct")}
-            detail = self._record("degrade", "degrade", "start", fid, _targets(pairs),
-                                  lambda: c.degrade(pairs, **settings), links=[list(p) for p in pairs], **settings)
-            self.degraded.append((fid, pairs))
-            return detail
+            self.degraded.append((fid, pairs))      # open before the action: as for partition above
+            self.installed.add("degrade")
+            return self._record("degrade", "degrade", "start", fid, _targets(pairs),
+                                lambda: c.degrade(pairs, **settings), links=[list(p) for p in pairs], **settings)
         if step.do == "restore":
             return self._restore(a.get("drop"))
         if step.do == "corrupt":
@@ -500,12 +503,12 @@ class ScenarioRunner:
     def close_faults(self) -> None:
         """Heal, resume and restart whatever the scenario left broken, recording each stop. Never raises."""
         try:
-            if self.partitions:
+            if self.partitions or "partition" in self.installed:   # no window open: heal(None) all the same
                 self._heal()
         except Exception as exc:  # noqa: BLE001
             self.session.problem("scenario: heal failed", exc)
         try:
-            if self.degraded:
+            if self.degraded or "degrade" in self.installed:       # likewise restore(None)
                 self._restore()
         except Exception as exc:  # noqa: BLE001
             self.session.problem("scenario: restore failed", exc)

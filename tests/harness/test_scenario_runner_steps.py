@@ -139,3 +139,40 @@ def test_capabilities_are_checked_before_start_and_skipped_steps_are_not():
     corrupt = [SimpleNamespace(do="corrupt", args={"node": "n1", "how": "bitflip", "seed": 0}, plays_in=lambda m: True)]
     with pytest.raises(ClusterError, match="cannot inject fault 'corrupt': it is not Corruptible"):
         R.ScenarioSteps(SimpleNamespace(steps=corrupt, config=config)).set_up(SimpleNamespace(cluster=EventLess()))
+
+
+class FailingNet(Recorder):
+    """drop and degrade put some rules in, then fail (as a backend failing partway does); heal/restore work."""
+    backend_name = "failing"
+
+    def drop(self, pairs):
+        self.calls.append(("drop", pairs))
+        raise ClusterError("drop: iptables failed on the second rule")
+
+    def degrade(self, pairs, *, delay_ms, jitter_ms=0.0, loss_pct=0.0):
+        self.calls.append(("degrade", pairs))
+        raise ClusterError("degrade: iptables failed on the second rule")
+
+    def restore(self, pairs=None):
+        self.calls.append(("restore", pairs))
+        return "restored"
+
+
+@pytest.mark.parametrize("do, fault, stop", [("partition", "partition", "heal"), ("degrade", "degrade", "restore")])
+def test_a_window_whose_start_failed_partway_is_still_closed_and_its_rules_removed(do, fault, stop):
+    rec = FailingNet()
+    r = runner(rec)
+    r.session.problem = lambda what, exc: rec.calls.append(("problem", what))
+    args = {"drop": [("n1", "n2"), ("n2", "n1")], "delay_ms": 50, "jitter_ms": 0, "loss_pct": 0}
+    with pytest.raises(ClusterError):
+        r.do_step(SimpleNamespace(do=do, args=args))
+    assert rec.ops[0][:4] == (do, fault, "start", 1)           # recorded as started (failed)
+    r.close_faults()
+    assert rec.ops[1][:4] == (stop, fault, "stop", 1)          # and stopped by close_faults
+    assert rec.calls == [("drop" if do == "partition" else do, [("n1", "n2"), ("n2", "n1")]), (stop, None)]
+    # a degradation whose window was closed already is still removed at the end (restore(None))
+    rec2 = FailingNet()
+    r2 = runner(rec2)
+    r2.installed.add(fault)
+    r2.close_faults()
+    assert rec2.calls == [(stop, None)] and rec2.ops == []
