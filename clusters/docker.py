@@ -45,7 +45,7 @@ from clusters.docker_image import CODE_DIR, ensure_node_image
 from clusters.ssh_cluster import BROKER_PORT, CONTROLLER, CONTROLLER_PORT, RemoteCluster
 from clusters.run_registry import proc_state as _state
 from clusters.ssh_control import RemoteResult, SshError, SshNode, SshTarget
-from clusters.storage_faults import StorageFaultError, corrupt_data_dir
+from clusters.storage_faults import STORAGE_FAULTS, StorageFaultError, corrupt_data_dir
 
 WORKDIR = "/var/lib/highwater"
 KILL_MODES = ("process", "node")
@@ -249,6 +249,14 @@ class DockerCluster(RemoteCluster, Corruptible):
                     if code != 0:
                         raise ClusterError(f"{node}: rm {path} exited {code}: {out.decode(errors='replace')[:200]}")
             return f"{node}: {fault.detail}"
+
+    def midrun_storage_faults(self) -> tuple[str, ...]:
+        """The storage faults `corrupt` can apply after this backend's kill: with kill mode "node" the
+        container is stopped, and a file cannot be deleted from a stopped container, so only the garbling
+        ones (the nemesis chooses among these; a scenario naming a delete variant is refused at the step)."""
+        if self.kill_mode == "node":
+            return tuple(h for h in STORAGE_FAULTS if not h.endswith("-delete"))
+        return STORAGE_FAULTS
 
     def crash(self, node: str) -> str:
         """Whole-node crash: `docker kill` of the node's container (every process in it dies at once)."""

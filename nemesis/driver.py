@@ -116,6 +116,7 @@ class Nemesis:
             require(self.cluster, NEEDS[FAULTS[f][0]], f)
             if FAULTS[f][0] == "corrupt":       # the broker is killed, damaged, then restarted
                 require(self.cluster, Killable, f)
+                corrupt_how(f, 0, self._midrun_storage_faults())    # ScheduleError if it can apply none
         if "power-loss" in kinds and (self.cluster.spec.broker_settings or {}).get("power_loss") is not True:
             raise ScheduleError("nemesis: the power-loss fault needs brokers started with broker setting "
                                 "power_loss = true")
@@ -237,7 +238,7 @@ class Nemesis:
                 targets, more = self._minority(targets, busy)
                 note += more
                 # partition None: the fault picks the replica with the step's seed among every partition
-                extra = {"how": corrupt_how(step.fault, step.seed), "partition": None}
+                extra = {"how": corrupt_how(step.fault, step.seed, self._midrun_storage_faults()), "partition": None}
             return targets, extra, note.strip("; ")
         nodes = [self.controller_name, *self.broker_names]
         if kind == "degrade":
@@ -266,6 +267,12 @@ class Nemesis:
         if shape == "leader":
             extra["partition"] = step.partition
         return cut.targets, extra, note
+
+    def _midrun_storage_faults(self) -> tuple[str, ...] | None:
+        """The storage faults the backend can apply mid-run (clusters/docker.py: no deletes with kill mode
+        "node"); None when it does not say (all of them)."""
+        midrun = getattr(self.cluster, "midrun_storage_faults", None)
+        return tuple(midrun()) if callable(midrun) else None
 
     def _minority(self, targets: list[str], busy: set[str]) -> tuple[list[str], str]:
         """Corrupt faults: keep only brokers, and only as many as leave the brokers down or corrupted (the

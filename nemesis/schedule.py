@@ -45,9 +45,13 @@ CORRUPT_HOW: dict[str, tuple[str, ...]] = {
 }
 
 
-def corrupt_how(fault: str, seed: int) -> str:
-    """The storage fault a corrupt-* step applies (clusters/storage_faults.STORAGE_FAULTS)."""
-    return random.Random(seed ^ 0xC0FFEE).choice(CORRUPT_HOW[fault])
+def corrupt_how(fault: str, seed: int, allowed: tuple[str, ...] | None = None) -> str:
+    """The storage fault a corrupt-* step applies (clusters/storage_faults.STORAGE_FAULTS), chosen with the
+    seed among those the backend can apply mid-run (`allowed`, its `midrun_storage_faults()`; None: all)."""
+    choices = [h for h in CORRUPT_HOW[fault] if allowed is None or h in allowed]
+    if not choices:
+        raise ScheduleError(f"fault {fault!r}: the backend can apply none of {', '.join(CORRUPT_HOW[fault])} mid-run")
+    return random.Random(seed ^ 0xC0FFEE).choice(choices)
 # degrade faults: the seeded choices when a step does not set them (delay, jitter as a share of it, loss)
 DEGRADE_DELAYS_MS = (25.0, 50.0, 100.0)
 DEGRADE_JITTER_SHARE = 0.4
