@@ -403,6 +403,9 @@ class ControllerState:
         it is never elected with a cut log (only an unclean election may pick it)."""
         touched = [p for p in self.partitions()
                    if broker_id in p.elr or (p.isr == [broker_id] and p.leader is None)]
+        if not touched:
+            return          # in no ELR and leading nothing alone: nothing to take away (its `registered`
+                            # event says clean_shutdown: false); a new broker's first start is unclean too
         events.append({"event": "unclean-shutdown", "broker": broker_id,
                        "partitions": [f"{p.topic}/{p.partition}" for p in touched]})
         for p in touched:

@@ -8,8 +8,9 @@ stop fetchers, flush every log, write the HW and epoch checkpoints, exit 0.
 
 Clean-shutdown marker (KIP-966): a stop that flushed every log without a storage error writes
 `<data_dir>/clean-shutdown` last; start-up reads and removes it (before registering), and the registration
-tells the controller `clean_shutdown`: true when the marker was there (or the data dir held no partition,
-so nothing could be lost), false otherwise (killed, power cut, crashed: the unflushed tail may be gone).
+tells the controller `clean_shutdown`: true when the marker was there and start-up recovery cut no log,
+false otherwise (killed, power cut, crashed: the unflushed tail may be gone; a log damaged while the
+broker was down; an empty data dir, which may be a replaced disk).
 """
 from __future__ import annotations
 
@@ -145,17 +146,23 @@ class BrokerNode:
         self.events.close()
 
     def _take_clean_shutdown_marker(self) -> bool:
-        """Whether the last stop was clean (see the module docstring); removes the marker, durably."""
+        """Whether the last stop was clean (see the module docstring); removes the marker, durably. Clean
+        means the marker was there AND start-up recovery cut no log: a log damaged while the broker was
+        down (a flipped bit, a cut segment) lost records whatever the last stop was. No marker is unclean,
+        as in Kafka, also for an empty data dir: it may be a replaced disk of a broker the controller still
+        counts as an eligible leader (the controller's unclean-shutdown handling is a no-op for a broker in
+        no ELR)."""
         path = Path(self.config.data_dir) / CLEAN_SHUTDOWN_FILE
         if not path.exists():
-            return not self.replicas.partitions         # a new data dir has nothing to lose
+            return False
+        cut = any(part.store.recovery.cut for part in self.replicas.partitions.values())
         path.unlink()
         dfd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
         try:
             os.fsync(dfd)
         finally:
             os.close(dfd)
-        return True
+        return not cut
 
     def _write_clean_shutdown_marker(self) -> bool:
         """Write the marker if every log was flushed (no storage error left); False if not written."""

@@ -11,6 +11,7 @@ import pytest
 from broker.client import Admin, Producer
 from broker.client.errors import ClientError
 from broker.server.launch import LocalCluster, wait_until
+from clusters.storage_faults import corrupt_data_dir
 from real_processes import wait_full_isr
 
 
@@ -79,18 +80,31 @@ def test_clean_shutdown_marker_is_written_on_sigterm_and_reported_at_registratio
             c.start_broker(1)
             wait_until(lambda: not marker.exists(), 10, "the marker removed at start-up")
             wait_until(lambda: _registrations(c) == 2, 15, "the second registration")
+            with Producer(controller=c.controller_address, acks=1, timeout_s=5.0) as producer:
+                producer.send("cs", 0, [b"v0", b"v1", b"v2"])
+            assert c.brokers[1].terminate() == 0    # a clean stop writes the marker ...
+            assert marker.exists()
+            corrupt_data_dir(c.data_dir(1), "bitflip", seed=1)   # ... but the log is damaged while down
+            c.start_broker(1)
+            wait_until(lambda: _registrations(c) == 3, 15, "the third registration")
             c.kill(1)                               # SIGKILL: no marker
             assert not marker.exists()
             c.start_broker(1)
-            wait_until(lambda: _registrations(c) == 3, 15, "the third registration")
+            wait_until(lambda: _registrations(c) == 4, 15, "the fourth registration")
         starts = [e["clean_shutdown"] for e in c.events(1) if e["event"] == "start"]
         registered = [e["clean_shutdown"] for e in c.events(1) if e["event"] == "registered"]
-        assert starts == registered == [True, True, False]   # new data dir, after SIGTERM, after SIGKILL
+        # new data dir (no marker: it may be a replaced disk), after SIGTERM, after SIGTERM with a record
+        # damaged while the broker was down (the recovery cut makes it unclean), after SIGKILL
+        assert starts == registered == [False, True, False, False]
+        assert [e["why"] for e in c.events(1) if e["event"] == "truncate"] == ["recovery"]
         stops = [e for e in c.events(1) if e["event"] == "stop"]
-        assert [s["clean_shutdown_marker"] for s in stops] == [True]
+        assert [s["clean_shutdown_marker"] for s in stops] == [True, True]
         controller = [json.loads(line) for line in (tmp_path / "c0" / "controller.log").read_text().splitlines()]
-        assert [e["clean_shutdown"] for e in controller if e["event"] == "registered"] == [True, True, False]
-        assert [e["broker"] for e in controller if e["event"] == "unclean-shutdown"] == [1]
+        assert [e["clean_shutdown"] for e in controller if e["event"] == "registered"] == [False, True, False, False]
+        # only the registrations that took something away: after the cut, broker 1 (the sole ISR member
+        # of a leaderless cs/0) leaves the ISR; by the SIGKILL restart it is in no ISR or ELR any more
+        assert [(e["broker"], e["partitions"]) for e in controller if e["event"] == "unclean-shutdown"] \
+            == [(1, ["cs/0"])]
 
 
 def _registrations(c) -> int:
