@@ -18,8 +18,9 @@ Faults (through clusters/ssh_cluster.py, the SSH backend's code path, except whe
 - pause / resume: `docker pause` / `docker unpause` (the whole node freezes, sshd included).
 - partitions: iptables DROP rules inside the receiving container (NET_ADMIN).
 - degradation (delay, jitter, loss): the receiving container's mangle chain queues the source's packets to
-  a delayer daemon in that container (clusters/ssh_control.RemoteDegradation); a crashed container loses
-  its degradation (the links are then undegraded until degraded again).
+  a delayer daemon in that container (clusters/ssh_control.RemoteDegradation). A crashed container loses
+  its rules and delayers with its network namespace and processes; its degraded links are remembered
+  (as are degrade/restore steps made while it is down) and installed again when it starts, as drops are.
 - power-loss: SIGKILL of a broker running with `power_loss = true`, as on the local backend.
 - corrupt (Corruptible): with the broker down (its process killed, or its container crashed), the node's
   data directory is copied out with the engine's archive API (get_archive works on a stopped container),
@@ -42,6 +43,7 @@ from pathlib import Path
 from clusters.base import ClusterError, ClusterSpec, Corruptible, NodeAddress
 from clusters.docker_hosts import DockerHosts, engine
 from clusters.docker_image import CODE_DIR, ensure_node_image
+from clusters.local_firewall import short_id
 from clusters.ssh_cluster import BROKER_PORT, CONTROLLER, CONTROLLER_PORT, RemoteCluster
 from clusters.run_registry import proc_state as _state
 from clusters.ssh_control import RemoteResult, SshError, SshNode, SshTarget
@@ -119,12 +121,18 @@ class DockerCluster(RemoteCluster, Corruptible):
             self._ssh[node].close()
             self.hosts.start(node)
             self._ssh[node].connect()
-            # its degradation (rules, delayers) died with the old namespace and processes: forgotten
-            self._degradations.pop(node, None)
             # a restarted container has a fresh network namespace: put back the drops still in force
             old = self._firewalls.pop(node, None)
             if old is not None and old.sources:
                 self._firewall(node).drop_from(old.sources)
+            # and the degraded links (their rules and delayers died with it): installed again, per setting
+            links = self._degradations.pop(node, None)
+            settings: dict[tuple[float, float, float], list[str]] = {}
+            for src, link in (links.links if links is not None else {}).items():
+                settings.setdefault(link, []).append(src)
+            seed = int(short_id(self.spec.run_id), 16)
+            for (delay, jitter, loss), sources in settings.items():
+                self._degradation(node).degrade(sources, delay, jitter, loss, seed)
 
     def _firewall_shell(self, node: str) -> "ContainerNetShell":
         return ContainerNetShell(self._ssh[node], self.hosts, node)
@@ -336,6 +344,54 @@ class DockerCluster(RemoteCluster, Corruptible):
             if live:
                 super().heal(live)
             return "healed " + ", ".join(f"{s}->{d}" for s, d in pairs) if pairs else "nothing to heal"
+
+    def _forget_degradation(self, node: str) -> None:
+        """A down node's degradation: its rules and delayers died with the container, nothing to remove."""
+        deg = self._degradations.get(node)
+        if deg is not None:
+            deg.installed, deg.delayers = False, {}
+
+    def degrade(self, pairs: list[tuple[str, str]], *, delay_ms: float, jitter_ms: float = 0.0,
+                loss_pct: float = 0.0) -> str:
+        """As on every backend; a link into a crashed (not running) node is remembered and installed when
+        its container starts again (as a drop is)."""
+        if delay_ms < 0 or jitter_ms < 0 or not 0 <= loss_pct <= 100:
+            raise ClusterError(f"degrade: delay_ms and jitter_ms must be >= 0 and loss_pct in 0..100, got "
+                               f"delay_ms={delay_ms}, jitter_ms={jitter_ms}, loss_pct={loss_pct}")
+        with self._lock:
+            by_dst = self._by_dst(pairs)
+            down = [(s, d) for s, d in pairs if self._down(d)]
+            live = [p for p in pairs if p not in down]
+            if live:
+                super().degrade(live, delay_ms=delay_ms, jitter_ms=jitter_ms, loss_pct=loss_pct)
+            for d in {d for _, d in down}:
+                self._forget_degradation(d)
+                deg = self._degradation(d)
+                for src in by_dst[d]:
+                    deg.links[src] = (float(delay_ms), float(jitter_ms), float(loss_pct))
+            what = f"{delay_ms:g}ms+-{jitter_ms:g}ms loss {loss_pct:g}%"
+            return (f"degrading {', '.join(f'{s}->{d}' for s, d in pairs)}: {what}" if pairs
+                    else "nothing to degrade")
+
+    def restore(self, pairs: list[tuple[str, str]] | None = None) -> str:
+        """As on every backend; the links into a crashed node are only forgotten (their rules and delayers
+        died with it; the ones not restored come back when it starts again)."""
+        with self._lock:
+            if pairs is None:
+                for node in [n for n in self._degradations if self._down(n)]:
+                    self._forget_degradation(node)
+                    self._degradations[node].links.clear()
+                return super().restore(None)
+            by_dst = self._by_dst(pairs)
+            down = [(s, d) for s, d in pairs if self._down(d)]
+            for d in {d for _, d in down}:
+                if d in self._degradations:
+                    for src in by_dst[d]:
+                        self._degradations[d].links.pop(src, None)
+            live = [p for p in pairs if p not in down]
+            if live:
+                super().restore(live)
+            return "restored " + ", ".join(f"{s}->{d}" for s, d in pairs) if pairs else "nothing to restore"
 
     def container_status(self, node: str) -> str:
         self._check(node)

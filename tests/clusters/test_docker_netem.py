@@ -62,3 +62,26 @@ def test_degrade_delays_one_link_between_containers_and_restore_removes_it(clust
     assert len(c.degrade_rules("n1")) == 2
     assert c.restore() == "restored (all degradation removed)"
     assert c.degrade_rules("n1") == []
+
+
+@pytest.mark.slow
+def test_degradation_comes_back_after_a_container_crash(cluster):
+    c = cluster
+    c.degrade([("n1", "n2")], delay_ms=80)
+    c.crash("n2")                                       # docker kill: its rules and delayer die with it
+    c.degrade([("c0", "n2")], delay_ms=60)              # into the crashed node: remembered
+    c.restart("n2")                                     # docker start: both links installed again
+    deg = c._degradations["n2"]
+    queues = {k: q for k, (q, _) in deg.delayers.items()}
+    hosts = {n: (c.controller() if n == "c0" else c.brokers()[n]).host for n in ("c0", "n1")}
+    assert sorted(c.degrade_rules("n2")) == sorted(
+        f"-A {deg.chain} -s {hosts[n]}/32 -j NFQUEUE --queue-num {queues[(ms, 0.0)]} --queue-bypass"
+        for n, ms in (("n1", 80.0), ("c0", 60.0)))
+    assert 78 <= _connect_ms(c, "n1", "n2") < 200
+    c.crash("n2")
+    assert c.restore([("n1", "n2")]) == "restored n1->n2"      # into the crashed node: forgotten
+    c.restart("n2")
+    assert c.degrade_rules("n2") == [
+        f"-A {c._degradations['n2'].chain} -s {hosts['c0']}/32 -j NFQUEUE "
+        f"--queue-num {next(iter(c._degradations['n2'].delayers.values()))[0]} --queue-bypass"]
+    assert _connect_ms(c, "n1", "n2") < 20
