@@ -30,6 +30,44 @@ EVENT_NAMES = frozenset({
     "elect-refused", "stall", "fatal",
 })
 
+# The fields each event may carry besides `ts`, `node` and `event` (docs/formats.md), so a scenario
+# `assert` cannot match on a misspelt field and pass vacuously with `count = 0`;
+# tests/broker/test_node_eventlog.py checks every field the source writes is listed.
+EVENT_FIELDS: dict[str, frozenset[str]] = {name: frozenset(fields.split()) for name, fields in {
+    "leader-change": "topic partition leader epoch isr elr",
+    "isr-change": "topic partition isr version elr",
+    "truncate": "topic partition from to why bytes_cut reason",
+    "hw-change": "partition old new",
+    "role": "partition role epoch",
+    "fetch-fenced": "partition replica request request_epoch leader_epoch error",
+    "stale-fetch-served": "partition replica request request_epoch leader_epoch",
+    "epoch-query": "partition leader epoch current_epoch error answer_epoch answer_end truncate_to",
+    "epoch-answer": "partition replica epoch answer_epoch answer_end",
+    "start": "version host port truncation flush power_loss min_insync_replicas clean_shutdown brokers topics restored",
+    "stop": "version reason clean_shutdown_marker stuck_tasks",
+    "registered": "broker broker_epoch host port clean_shutdown",
+    "re-register": "reason",
+    "recovered": "topic partition leo hw checkpoint_hw epochs",
+    "corrupt": "topic partition offset reason where role leader_epoch leo hw",
+    "storage-error": "topic partition error why file action",
+    "flush": "partitions",
+    "partition-skipped": "topic partition error",
+    "metadata-error": "version error",
+    "metadata-rejected": "partition error",
+    "isr-proposal-failed": "partition isr kind error",
+    "internal-error": "task api error",
+    "listening": "host port",
+    "fenced": "broker broker_epoch why",
+    "unfenced": "broker broker_epoch",
+    "topic-created": "topic partitions replication_factor",
+    "topic-error": "topic error message",
+    "unclean-shutdown": "broker partitions",
+    "elect-leader": "topic partition requested unclean leader how",
+    "elect-refused": "topic partition requested unclean error message",
+    "stall": "ms",
+    "fatal": "error",
+}.items()}
+
 
 class EventLog:
     def __init__(self, path: str | Path | None, node: str, *, echo: TextIO | None = None):

@@ -57,7 +57,7 @@ from pathlib import Path
 from typing import Any
 
 from clusters.storage_faults import STORAGE_FAULTS      # the kinds of a corrupt step (Corruptible)
-from broker.eventlog import EVENT_NAMES as broker_event_names
+from broker.eventlog import EVENT_FIELDS, EVENT_NAMES as broker_event_names
 from harness import config as config_mod
 from rundir.formats import ANOMALY_KINDS
 from rundir.settings import Setting, SettingError, at_line, declare, did_you_mean, header_lines, line_of, read_toml
@@ -436,6 +436,11 @@ def _parse_assert(args, number, brokers, all_nodes, bad, need, need_node, need_p
         for key in ("ts", "node", "event"):
             if key in match:
                 raise bad("match", f"must not name {key!r} (it is given by the step)")
+        known = sorted(EVENT_FIELDS.get(event, ()))
+        for key in match:
+            if key not in known:     # a misspelt field would match nothing: `count = 0` would pass vacuously
+                raise bad("match", f"names {key!r}, which a {event!r} event does not have (fields: "
+                                   f"{', '.join(known)}){did_you_mean(str(key), known)}")
         if "count" in args:
             need("count")
         if "since" in args:

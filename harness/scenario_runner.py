@@ -50,6 +50,7 @@ log = logging.getLogger("harness.scenario")
 
 SCENARIO_JSON = "scenario.json"
 POLL_S = 0.1
+COUNT_SETTLE_S = 0.5     # an exact-count assert is judged again this much later before it passes
 
 
 MAX_SEEN = 400          # characters of "what was seen" in a failed assertion's one-line message
@@ -434,6 +435,14 @@ class ScenarioRunner:
                     ok, expected, seen = observe()
                 except Exception as exc:  # noqa: BLE001 - node briefly unreachable: keep polling
                     ok, expected, seen = False, _expected(a), f"{type(exc).__name__}: {exc}"
+                if ok and "event" in a and a.get("count") is not None:
+                    # an exact count must still hold a moment later: a duplicate logged just after the
+                    # first poll that saw the count would otherwise go unnoticed
+                    self.session.interrupt.wait(COUNT_SETTLE_S)
+                    try:
+                        ok, expected, seen = observe()
+                    except Exception as exc:  # noqa: BLE001
+                        ok, expected, seen = False, _expected(a), f"{type(exc).__name__}: {exc}"
                 if ok:
                     return f"after {time.monotonic() - start:.2f}s: {seen}"
                 if time.monotonic() - start >= timeout or self.session.interrupt.is_set():
