@@ -34,7 +34,11 @@ Fault names (FAULTS):
     corrupt-bitflip, corrupt-truncate,           SIGKILL of a broker, then a storage fault on its data files
     corrupt-checkpoint                           (clusters/storage_faults.py; the checkpoint kind chosen
                                                  with the seed), restart at the stop; never more than a
-                                                 minority of the brokers down or damaged at once
+                                                 minority of the brokers down or damaged at once: a
+                                                 corrupted broker counts as damaged until the controller
+                                                 reports it back in the ISR of every partition of the
+                                                 topic it replicates (not when it restarts); a step that
+                                                 would exceed that is skipped (stats.skipped says why)
 
 Random mode: every `interval_s` the active fault (if any) is stopped; then a seeded choice either stays
 quiet for the next interval (probability `quiet_probability`, default 0.3, so the cluster can recover) or

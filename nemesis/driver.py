@@ -99,6 +99,7 @@ class Nemesis:
         self._active: list[ActiveFault] = []
         self._next_id = 1
         self._admin = None
+        self._damaged: set[str] = set()   # corrupted brokers not yet back in the ISR of all their partitions
         self._stopped = False
         self.stats = NemesisStats()
         self.error: BaseException | None = None
@@ -274,14 +275,35 @@ class Nemesis:
         midrun = getattr(self.cluster, "midrun_storage_faults", None)
         return tuple(midrun()) if callable(midrun) else None
 
+    def _caught_up(self, node: str) -> bool:
+        """Is broker `node` in the ISR of every partition of the topic it replicates (the controller's
+        answer)? False when that cannot be told (no admin client, or the lookup fails)."""
+        if self.admin_factory is None:
+            return False
+        try:
+            if self._admin is None:
+                self._admin = self.admin_factory()
+            infos = list(self._admin.describe(self.topic))
+        except Exception:
+            self._drop_admin()
+            return False
+        broker = int(node[1:])
+        return bool(infos) and all(broker in info.isr for info in infos if broker in info.replicas)
+
     def _minority(self, targets: list[str], busy: set[str]) -> tuple[list[str], str]:
-        """Corrupt faults: keep only brokers, and only as many as leave the brokers down or corrupted (the
-        process-faulted ones and these) a minority, so a majority always holds intact data."""
-        brokers = [t for t in targets if t in self.broker_names]
-        room = max(0, (len(self.broker_names) - 1) // 2 - len(busy & set(self.broker_names)))
+        """Corrupt faults: keep only brokers, and only as many as leave the brokers down or damaged a
+        minority. Damaged: process-faulted now, or corrupted and not yet back in the ISR of every partition
+        it replicates (a restarted broker holds damaged data until it has caught up and rejoined)."""
+        busy_brokers = busy & set(self.broker_names)
+        self._damaged -= {b for b in self._damaged - busy_brokers if self._caught_up(b)}
+        down = busy_brokers | self._damaged
+        brokers = [t for t in targets if t in self.broker_names and t not in down]
+        room = max(0, (len(self.broker_names) - 1) // 2 - len(down))
         kept, dropped = brokers[:room], [t for t in targets if t not in brokers[:room]]
-        return kept, (f"; skipped {', '.join(dropped)} (a majority of brokers must stay up and intact)"
-                      if dropped else "")
+        rejoining = sorted(self._damaged - busy_brokers)
+        why = "a majority of brokers must stay up and intact" + (
+            f"; {', '.join(rejoining)} corrupted, not yet back in the ISR" if rejoining else "")
+        return kept, (f"; skipped {', '.join(dropped)} ({why})" if dropped else "")
 
     def _resolve_degrade(self, step: Step, nodes: list[str], fallback: str) -> tuple[list[str], dict[str, Any], str]:
         """A degrade step's links: both directions between its targets (the leader for degrade-leader) and
@@ -331,6 +353,7 @@ class Nemesis:
                     killed = killer.kill(node)
                     return f"{killed}; " + storage.corrupt(node, extra["how"], partition=extra["partition"],
                                                            seed=step.seed)
+                self._damaged.update(targets)     # until back in the ISR (_minority)
                 _act_on_each(kill_and_corrupt, targets, details, errors)
             else:
                 action = (require(self.cluster, Pausable, step.fault).pause if kind == "pause"

@@ -1,0 +1,91 @@
+"""The corrupt-* faults' minority rule (nemesis/driver.py `_minority`): a corrupted broker counts as damaged
+after its restart until the controller reports it back in the ISR of every partition it replicates.
+The admin client is a stand-in answering describe(); the broker-side ISR is tested with real brokers in
+tests/broker."""
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from clusters.base import ClusterSpec
+from clusters.local import LocalCluster
+from clusters.run_registry import Registry
+from nemesis import Nemesis
+from nemesis.schedule import Step
+
+
+class History:
+    def __init__(self):
+        self.ops = []
+
+    def invoke(self, process, f, value):
+        pass
+
+    def complete(self, process, typ, f, value, error=None):
+        self.ops.append((f, value["targets"], value.get("detail"), error))
+
+
+class Admin:
+    """describe(topic) answers the ISR it is given; counts the questions."""
+    def __init__(self, isr):
+        self.isr, self.asked = isr, 0
+
+    def describe(self, topic):
+        self.asked += 1
+        return [SimpleNamespace(partition=p, leader=1, epoch=1, isr=list(isr), replicas=[1, 2, 3, 4, 5])
+                for p, isr in enumerate(self.isr)]
+
+    def close(self):
+        pass
+
+
+class Storage(LocalCluster):
+    """A local cluster (not started) whose kill/corrupt/restart only say what they would do."""
+    def kill(self, node):
+        return f"kill {node}"
+
+    def corrupt(self, node, how, *, partition=None, seed=0):
+        return f"corrupt {node}"
+
+    def restart(self, node):
+        return f"restart {node}"
+
+
+def _nemesis(tmp_path, admin):
+    c = Storage(ClusterSpec("minority", tmp_path / "run", brokers=5), registry=Registry(tmp_path / "reg"))
+    h = History()
+    return Nemesis(c, h, ["corrupt-bitflip"], admin_factory=lambda: admin, partitions=2), h
+
+
+def _corrupt(nem, node, at=0.0):
+    nem._start_fault(Step(at=at, fault="corrupt-bitflip", duration=1.0, targets=[node], seed=1), at)
+
+
+def test_a_restarted_corrupted_broker_counts_until_it_is_back_in_every_isr(tmp_path):
+    admin = Admin([[1, 3, 4, 5], [1, 3, 4, 5]])    # n2 restarted, not caught up anywhere
+    nem, h = _nemesis(tmp_path, admin)
+    _corrupt(nem, "n2")
+    _corrupt(nem, "n3")                              # 5 brokers: two may be damaged at once
+    assert [a.targets for a in nem._active] == [["n2"], ["n3"]]
+    for fault in list(nem._active):                  # both restarted
+        nem._stop_fault(fault)
+    _corrupt(nem, "n4")        # n2 out of both ISRs, n3 in them: n3 has rejoined, n2 still damaged
+    assert nem._damaged == {"n2", "n4"}
+    assert [a.targets for a in nem._active] == [["n4"]]
+    _corrupt(nem, "n5")        # n2 (rejoining) + n4 (down): no room
+    assert nem.stats.skipped == ["corrupt-bitflip at 0s: no eligible target (skipped n5 (a majority of brokers "
+                                 "must stay up and intact; n2 corrupted, not yet back in the ISR))"]
+    admin.isr = [[1, 2, 3, 5], [2, 3, 5]]            # n2 back in the ISR of both partitions
+    _corrupt(nem, "n5")
+    assert [a.targets for a in nem._active] == [["n4"], ["n5"]] and nem._damaged == {"n4", "n5"}
+
+
+def test_a_partly_rejoined_broker_or_an_unanswered_lookup_still_counts(tmp_path):
+    admin = Admin([[1, 2], [1]])                     # n2 back in partition 0 only, n3 in neither
+    nem, h = _nemesis(tmp_path, admin)
+    nem._damaged = {"n2", "n3"}
+    _corrupt(nem, "n4")
+    assert nem._active == [] and nem._damaged == {"n2", "n3"}
+    admin.describe = lambda topic: (_ for _ in ()).throw(OSError("controller unreachable"))
+    admin.isr = [[1, 2, 3, 4, 5]] * 2
+    _corrupt(nem, "n4")
+    assert nem._active == [] and nem._damaged == {"n2", "n3"}
