@@ -263,6 +263,43 @@ def test_the_nemesis_degrade_fault_delays_a_node_s_links_and_restores_them(clust
 
 
 @pytest.mark.root
+def test_a_delayer_dying_inside_a_nemesis_window_is_that_window_s_error(cluster, tmp_path):
+    import json
+
+    from nemesis import Nemesis
+    from rundir.history import History
+    (tmp_path / "schedule.toml").write_text('[[step]]\nat = 0.1\nfault = "degrade"\ntargets = ["n1"]\n'
+                                            'duration = 1.0\ndelay_ms = 40\njitter_ms = 0\nloss_pct = 0\n')
+    h = History(tmp_path / "history.jsonl")
+    nem = Nemesis(cluster, h, faults=[], schedule=tmp_path / "schedule.toml", seed=1)
+    hosts = _hosts(cluster)
+    nem.start()
+    try:
+        deadline = time.monotonic() + 5
+        while not nem.active() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        ((d,),) = [list(cluster.degradation().delayers.values())]
+        os.kill(d.proc.pid, signal.SIGKILL)
+        d.proc.wait(5)
+        assert _one_way_ms(hosts["n2"], hosts["n1"], n=5)[0] < 5     # queue bypass: undelayed, not cut
+        deadline = time.monotonic() + 5
+        while nem.active() and time.monotonic() < deadline:
+            time.sleep(0.02)
+    finally:
+        nem.stop()
+        h.close()
+    assert cluster.degradation().rules() == [] and cluster.degradation().delayers == {}
+    ops = [json.loads(x) for x in (tmp_path / "history.jsonl").read_text().splitlines()]
+    assert [(o["type"], o["f"], o["value"]["phase"]) for o in ops][2:] == [("invoke", "restore", "stop"),
+                                                                          ("info", "restore", "stop")]
+    links = ", ".join(f"{hosts[s]}->{hosts[t]}" for s, t in sorted(
+        [("n1", x) for x in ("c0", "n2", "n3")] + [(x, "n1") for x in ("c0", "n2", "n3")],
+        key=lambda p: (hosts[p[0]], hosts[p[1]])))
+    assert ops[3]["error"] == f"degrade: the delayer of queue {d.queue} (40ms+-0ms) exited with code -9: {links} passed undelayed"
+    assert nem.stats.errors == [ops[3]["error"]]
+
+
+@pytest.mark.root
 def test_two_runs_degrade_at_once_without_touching_each_other(cluster, tmp_path):
     other = LocalCluster(ClusterSpec(f"netem-other-{os.getpid()}", tmp_path / "run2", brokers=1),
                          registry=Registry(tmp_path / "registry2"), command=echo_server.command)
