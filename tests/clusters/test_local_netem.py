@@ -295,7 +295,8 @@ def test_a_delayer_dying_inside_a_nemesis_window_is_that_window_s_error(cluster,
     links = ", ".join(f"{hosts[s]}->{hosts[t]}" for s, t in sorted(
         [("n1", x) for x in ("c0", "n2", "n3")] + [(x, "n1") for x in ("c0", "n2", "n3")],
         key=lambda p: (hosts[p[0]], hosts[p[1]])))
-    assert ops[3]["error"] == f"degrade: the delayer of queue {d.queue} (40ms+-0ms) exited with code -9: {links} passed undelayed"
+    assert ops[3]["error"] == (f"degrade: the delayer of queue {d.queue} (40ms+-0ms) exited with code -9: "
+                               f"{links} passed undelayed")
     assert nem.stats.errors == [ops[3]["error"]]
 
 
