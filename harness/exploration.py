@@ -290,7 +290,8 @@ def run_exploration(opts: ExploreOptions, *, results_root: Path | str = "results
     t0 = time.monotonic()
     try:
         result = explore(settings, seed=seed, schedules=opts.schedules, budget_s=opts.budget_s,
-                         length=opts.length, workers=opts.workers, progress=progress, first_per_invariant=False)
+                         length=opts.length, workers=opts.workers, progress=progress, first_per_invariant=False,
+                         keep_per_invariant=PICK_LIMIT)
     except BaseException:   # an error or Ctrl-C in the search: no half-empty run directory stays behind
         shutil.rmtree(run.path, ignore_errors=True)
         raise
@@ -298,10 +299,9 @@ def run_exploration(opts: ExploreOptions, *, results_root: Path | str = "results
     if searched is not None:
         searched()
 
-    counts: dict[str, int] = {}
+    counts: dict[str, int] = dict(result.found)        # every failing schedule, kept or not
     every: dict[str, list] = {}
     for f in sorted(result.findings, key=lambda f: f.index):
-        counts[f.invariant] = counts.get(f.invariant, 0) + 1
         every.setdefault(f.invariant, []).append(f)
 
     findings_json = []
@@ -353,7 +353,7 @@ def run_exploration(opts: ExploreOptions, *, results_root: Path | str = "results
         "seed": seed,
         "schedules": result.schedules,
         "events": result.events,
-        "findings_total": len(result.findings),
+        "findings_total": sum(counts.values()),
         "findings_by_invariant": counts,
         "stopped": getattr(result, "stopped", ""),
         "explore_s": round(getattr(result, "elapsed_s", explore_s) or explore_s, 3),

@@ -80,6 +80,7 @@ class ExploreResult:
     findings: list[Finding]
     elapsed_s: float
     stopped: str = ""           # why the search ended: "schedules", "budget", "finding", "all-invariants"
+    found: dict[str, int] = field(default_factory=dict)   # failing schedules per invariant (all, kept or not)
 
 
 def _world_module():
@@ -220,8 +221,11 @@ def _run_chunk(settings: Any, seed: Any, start: int, stop: int, length: int,
 class _Merge:
     """Folds chunk results in schedule order and applies the stop rules (the same for any worker count)."""
 
-    def __init__(self, first_per_invariant: bool, stop_on_finding: bool, limit: int | None):
+    def __init__(self, first_per_invariant: bool, stop_on_finding: bool, limit: int | None,
+                 keep_per_invariant: int | None = None):
         self.first_per_invariant, self.stop_on_finding, self.limit = first_per_invariant, stop_on_finding, limit
+        self.keep = keep_per_invariant
+        self.found: dict[str, int] = {}
         self.schedules = self.events = 0
         self.findings: list[Finding] = []
         self.seen: set[str] = set()
@@ -234,7 +238,10 @@ class _Merge:
                 return True
             self.schedules += 1
             self.events += events
-            if finding is not None and not (self.first_per_invariant and finding.invariant in self.seen):
+            if finding is not None:
+                self.found[finding.invariant] = self.found.get(finding.invariant, 0) + 1
+            if (finding is not None and not (self.first_per_invariant and finding.invariant in self.seen)
+                    and (self.keep is None or self.found[finding.invariant] <= self.keep)):
                 self.findings.append(finding)
                 self.seen.add(finding.invariant)
                 if self.stop_on_finding:
@@ -249,13 +256,15 @@ class _Merge:
 def explore(settings: Any, *, seed: Any, schedules: int | None = None, budget_s: float | None = None,
             length: int = 50, workers: int = 1, progress: Callable[[int, int, list], None] | None = None,
             first_per_invariant: bool = True, stop_on_finding: bool = False, swarm: bool = False,
-            clock: Callable[[], float] = time.monotonic) -> ExploreResult:
+            keep_per_invariant: int | None = None, clock: Callable[[], float] = time.monotonic) -> ExploreResult:
     """Run schedules 0, 1, 2, ... of `seed` until `schedules` have run or `budget_s` seconds have passed
     (whichever comes first; at least one of them must be given).
 
     first_per_invariant: keep only the first finding (in schedule order) of each invariant, and stop
     once every invariant has one; False keeps every failing schedule. stop_on_finding: stop at the
-    first finding (time to first failure). swarm: swarm testing (module docstring). progress(schedules,
+    first finding (time to first failure). keep_per_invariant: with first_per_invariant False, keep at
+    most this many findings of each invariant (the first ones, so memory stays bounded on a long search;
+    `found` still counts them all). swarm: swarm testing (module docstring). progress(schedules,
     events, findings) is called in this process after each chunk of schedules, `findings` being the
     list so far.
     """
@@ -270,7 +279,7 @@ def explore(settings: Any, *, seed: Any, schedules: int | None = None, budget_s:
     _world_module()                          # import before any fork
     t0 = clock()
     deadline = None if budget_s is None else t0 + budget_s
-    merge = _Merge(first_per_invariant, stop_on_finding, schedules)
+    merge = _Merge(first_per_invariant, stop_on_finding, schedules, keep_per_invariant)
     if schedules == 0:
         return ExploreResult(0, 0, [], clock() - t0, "schedules")
 
@@ -297,7 +306,8 @@ def explore(settings: Any, *, seed: Any, schedules: int | None = None, budget_s:
     else:
         _explore_parallel(settings, seed, length, workers, stop_on_finding, swarm, chunks(), merge, deadline, clock,
                           report)
-    return ExploreResult(merge.schedules, merge.events, merge.findings, clock() - t0, merge.stopped or "budget")
+    return ExploreResult(merge.schedules, merge.events, merge.findings, clock() - t0, merge.stopped or "budget",
+                         dict(merge.found))
 
 
 def _explore_parallel(settings, seed, length, workers, stop_on_finding, swarm, chunks, merge: _Merge, deadline,

@@ -204,3 +204,14 @@ def test_two_power_losses_with_eligible_leader_replicas_are_outside_the_promise(
     assert got is not None and (got.invariant, got.text, got.expected) == (
         "no-acked-loss", "1 of 1 acknowledged writes missing from any node (no leader): v1@0", True)
     assert ex.replay(s, acts[:-1]) is None                     # one power loss: nothing lost
+
+
+def test_keep_per_invariant_bounds_the_findings_kept_but_counts_them_all():
+    every = ex.explore(HW_ACKS1, seed=1, schedules=200, first_per_invariant=False)
+    capped = ex.explore(HW_ACKS1, seed=1, schedules=200, first_per_invariant=False, keep_per_invariant=2)
+    assert capped.found == every.found and sum(every.found.values()) == len(every.findings) > 4
+    by_inv: dict[str, list[int]] = {}
+    for f in every.findings:
+        by_inv.setdefault(f.invariant, []).append(f.index)
+    assert [(f.invariant, f.index) for f in capped.findings] == \
+        [(f.invariant, f.index) for f in every.findings if f.index in by_inv[f.invariant][:2]]
