@@ -129,7 +129,7 @@ class DockerCluster(RemoteCluster, Corruptible):
             links = self._degradations.pop(node, None)
             settings: dict[tuple[float, float, float], list[str]] = {}
             for src, link in (links.links if links is not None else {}).items():
-                settings.setdefault(link, []).append(src)
+                settings.setdefault(link[:3], []).append(src)
             seed = int(short_id(self.spec.run_id), 16)
             for (delay, jitter, loss), sources in settings.items():
                 self._degradation(node).degrade(sources, delay, jitter, loss, seed)
@@ -368,7 +368,7 @@ class DockerCluster(RemoteCluster, Corruptible):
                 self._forget_degradation(d)
                 deg = self._degradation(d)
                 for src in by_dst[d]:
-                    deg.links[src] = (float(delay_ms), float(jitter_ms), float(loss_pct))
+                    deg.links[src] = (float(delay_ms), float(jitter_ms), float(loss_pct), -1)   # no rules yet
             what = f"{delay_ms:g}ms+-{jitter_ms:g}ms loss {loss_pct:g}%"
             return (f"degrading {', '.join(f'{s}->{d}' for s, d in pairs)}: {what}" if pairs
                     else "nothing to degrade")

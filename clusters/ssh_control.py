@@ -484,7 +484,9 @@ class RemoteDegradation:
         self.comment = f"{COMMENT_PREFIX}{run_id}"[:250]
         self.tool: str | None = None
         self.installed = False
-        self.links: dict[str, tuple[float, float, float]] = {}     # source address -> (delay, jitter, loss)
+        # source address -> (delay, jitter, loss, queue its rules send to): rules are deleted by the queue
+        # they were made with, also after a dead delayer was replaced by one on another queue
+        self.links: dict[str, tuple[float, float, float, int]] = {}
         self.delayers: dict[tuple[float, float], tuple[int, str]] = {}   # (delay, jitter) -> (queue, pid file)
         self._uploaded = False
 
@@ -527,7 +529,7 @@ class RemoteDegradation:
         return queue
 
     @staticmethod
-    def _rules(src: str, link: tuple[float, float, float], queue: int) -> list[str]:
+    def _rules(src: str, link: tuple[float, ...], queue: int) -> list[str]:
         m = f"-s {shlex.quote(src)}/32"
         out = [f"{m} -m statistic --mode random --probability {link[2] / 100:.6f} -j DROP"] if link[2] > 0 else []
         return out + [f"{m} -j NFQUEUE --queue-num {queue} --queue-bypass"]
@@ -536,12 +538,17 @@ class RemoteDegradation:
         if not self.installed:
             self.install()
         queue = self._delayer(delay_ms, jitter_ms, seed)
-        self._unlink(sources)
+        key = (float(delay_ms), float(jitter_ms))
+        # links of the same setting still sending to a replaced (dead) delayer's queue move to the new one
+        moved = {src: link for src, link in self.links.items()
+                 if src not in sources and link[:2] == key and link[3] != queue}
+        self._unlink([*sources, *moved])
         t, c = self._ipt(), shlex.quote(self.chain)
-        link = (float(delay_ms), float(jitter_ms), float(loss_pct))
-        self.node.run(" && ".join(f"{t} -A {c} {rule}" for s in sources for rule in self._rules(s, link, queue)))
-        for s in sources:
-            self.links[s] = link
+        wanted = {**{src: (key[0], key[1], link[2], queue) for src, link in moved.items()},
+                  **{src: (key[0], key[1], float(loss_pct), queue) for src in sources}}
+        self.node.run(" && ".join(f"{t} -A {c} {rule}" for src, link in wanted.items()
+                                  for rule in self._rules(src, link, queue)))
+        self.links.update(wanted)
         self._stop_unused()
 
     def _unlink(self, sources: list[str]) -> None:
@@ -550,8 +557,7 @@ class RemoteDegradation:
         for s in sources:
             link = self.links.pop(s, None)
             if link is not None:
-                queue = self.delayers.get(link[:2], (0, ""))[0]
-                cmds += [f"{t} -D {c} {rule} 2>/dev/null" for rule in self._rules(s, link, queue)]
+                cmds += [f"{t} -D {c} {rule} 2>/dev/null" for rule in self._rules(s, link, link[3])]
         if cmds:
             self.node.run("; ".join(cmds) + "; true")
 

@@ -44,7 +44,7 @@ class Deg:
         self.calls.append(("degrade", sorted(sources), delay_ms, jitter_ms, loss_pct))
         self.delayers[(delay_ms, jitter_ms)] = (1, "pid")
         for s in sources:
-            self.links[s] = (float(delay_ms), float(jitter_ms), float(loss_pct))
+            self.links[s] = (float(delay_ms), float(jitter_ms), float(loss_pct), 1)    # queue 1, as the real one
 
     def restore(self, sources=None):
         self.calls.append(("restore", sources))
@@ -75,7 +75,7 @@ def test_degraded_links_come_back_when_a_crashed_container_starts(c):
     new = c._degradations["n2"]
     assert new is not old
     assert sorted(new.calls) == [("degrade", ["10.9.0.2"], 50.0, 5.0, 0.0), ("degrade", ["10.9.0.3"], 30.0, 0.0, 10.0)]
-    assert new.links == {"10.9.0.2": (50.0, 5.0, 0.0), "10.9.0.3": (30.0, 0.0, 10.0)}
+    assert new.links == {"10.9.0.2": (50.0, 5.0, 0.0, 1), "10.9.0.3": (30.0, 0.0, 10.0, 1)}
 
 
 def test_restore_of_links_into_a_crashed_node_forgets_them(c):
@@ -84,7 +84,7 @@ def test_restore_of_links_into_a_crashed_node_forgets_them(c):
     assert c.restore([("n1", "n2")]) == "restored n1->n2"     # only forgotten: nothing to run on n2
     assert c._degradations["n2"].calls == [("degrade", ["10.9.0.2", "10.9.0.3"], 50, 0.0, 0.0)]
     c._reachable("n2")
-    assert c._degradations["n2"].links == {"10.9.0.2": (50.0, 0.0, 0.0)}    # c0->n2 only
+    assert c._degradations["n2"].links == {"10.9.0.2": (50.0, 0.0, 0.0, 1)}    # c0->n2 only
     c.hosts.state["n2"] = "exited"
     assert c.restore() == "restored (all degradation removed)"    # n1 restored for real; n2 forgotten
     assert c._degradations["n1"].calls[-1] == ("restore", None)
