@@ -24,7 +24,7 @@ from harness import config as config_mod
 from harness import scenario as scenario_mod
 from harness.run_command import execute as execute_run
 from harness.scenario_command import play
-from harness.scenario_runner import scenario_faults
+from harness.scenario_runner import scenario_faults, scenario_record
 from rundir import formats as runformat
 from rundir.exits import (EXIT_INTERNAL, EXIT_INVALID, EXIT_UNKNOWN, EXIT_USAGE, EXIT_VALID, HighwaterError,
                           worst as worst_exit)
@@ -121,7 +121,7 @@ def load_scenario(test: dict[str, Any], cfg: config_mod.TestConfig, path: Path):
         sc = scenario_mod.load(rec["path"], truncation=cfg.broker.truncation)
     except scenario_mod.ScenarioError as exc:
         raise RerunError(f"{path}: field 'scenario.path': the scenario no longer loads: {exc}") from None
-    now = [{"step": s.number, "do": s.do, "note": s.note} for s in sc.steps]
+    now = scenario_record(sc)["steps"]          # the same record test.json holds
     if isinstance(rec.get("steps"), list) and now != rec["steps"]:
         raise RerunError(f"{path}: field 'scenario.steps': {rec['path']} has changed since the run; "
                          "a rerun would not replay the same steps")
