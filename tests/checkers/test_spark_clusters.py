@@ -77,7 +77,9 @@ def _check(cluster: StandaloneCluster, run_dir: Path, output: Path, *master: str
     return doc, elapsed
 
 
-@pytest.mark.parametrize("name", list(RUNS))
+# one run kind in the default selection; the others (~3.5 min together) with the nightly marker
+@pytest.mark.parametrize("name", [n if n == "scenarios-all" else pytest.param(n, marks=pytest.mark.nightly)
+                                  for n in RUNS])
 def test_standalone_cluster_matches_local(tmp_path, standalone, name):
     build, exit_code = RUNS[name]
     run_dir = tmp_path / name
