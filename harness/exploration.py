@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from rundir import formats as runformat, store
-from rundir.exits import EXIT_INVALID, EXIT_VALID
+from rundir.exits import EXIT_INVALID, EXIT_UNKNOWN, EXIT_VALID
 from rundir.settings import Setting, SettingError, declare, did_you_mean
 
 EXPLORE_JSON = "explore.json"
@@ -258,13 +258,16 @@ def pick_findings(settings, found: list) -> list[tuple[Any, tuple]]:
     with its `shrink_conditions`: the first ones that meet every condition, else those that meet the
     most, looking at the first PICK_LIMIT (the earliest wins a tie)."""
     scored = []
-    for f in found[:PICK_LIMIT]:
+    # a finding that breaks a promise the settings make comes before any expected one, whatever its index
+    ordered = sorted(found, key=lambda f: bool(getattr(f, "expected", False)))[:PICK_LIMIT]
+    for f in ordered:
         cond = shrink_conditions(settings, f)
-        scored.append((len(cond[2]), len(scored), f, cond))
-        if sum(1 for s in scored if s[0] == 0) >= SHRUNK_PER_INVARIANT:
+        expected = bool(getattr(f, "expected", False))
+        scored.append((expected, len(cond[2]), len(scored), f, cond))
+        if sum(1 for s in scored if s[:2] == (expected, 0)) >= SHRUNK_PER_INVARIANT:
             break
-    scored.sort(key=lambda s: (s[0], s[1]))
-    return [(f, cond) for _m, _i, f, cond in scored[:SHRUNK_PER_INVARIANT]]
+    scored.sort(key=lambda s: s[:3])
+    return [(f, cond) for *_key, f, cond in scored[:SHRUNK_PER_INVARIANT]]
 
 
 def run_exploration(opts: ExploreOptions, *, results_root: Path | str = "results", name: str = DEFAULT_NAME,
@@ -339,7 +342,9 @@ def run_exploration(opts: ExploreOptions, *, results_root: Path | str = "results
                 "actions": [str(a) for a in small.actions], "scenario": scenario_name})
 
     elapsed = time.monotonic() - t0
-    code = EXIT_INVALID if result.findings else EXIT_VALID
+    # a search that ran no schedule at all (a budget spent before the first chunk came back) checked
+    # nothing: unknown, never "nothing found"
+    code = EXIT_INVALID if result.findings else (EXIT_VALID if result.schedules else EXIT_UNKNOWN)
     doc = {
         "format": FORMAT_VERSION,
         "kind": "explore",
@@ -355,6 +360,7 @@ def run_exploration(opts: ExploreOptions, *, results_root: Path | str = "results
         "events": result.events,
         "findings_total": sum(counts.values()),
         "findings_by_invariant": counts,
+        "unexpected_by_invariant": dict(getattr(result, "unexpected", {}) or {}),
         "stopped": getattr(result, "stopped", ""),
         "explore_s": round(getattr(result, "elapsed_s", explore_s) or explore_s, 3),
         "elapsed_s": round(elapsed, 3),
@@ -375,10 +381,22 @@ def summary_line(doc: dict[str, Any]) -> str:
              f"{float(doc.get('explore_s') or 0):.1f} s")
     counts = doc.get("findings_by_invariant") or {}
     if not counts:
+        if not doc.get("schedules"):
+            return f"NOTHING SEARCHED (unknown) {where}"
         return f"NOTHING FOUND {where}"
-    expected = {f["invariant"] for f in doc.get("findings") or [] if f.get("expected")}
-    parts = [k + (f" ({', '.join(x for x in (f'{n} schedules' if n > 1 else '', 'expected' if k in expected else '') if x)})"
-                  if n > 1 or k in expected else "") for k, n in counts.items()]
+    unexpected = doc.get("unexpected_by_invariant")
+    if unexpected is None:          # an explore.json from before the split: judge by the shrunk findings
+        unexpected = {k: 0 if any(f.get("expected") for f in doc.get("findings") or [] if f["invariant"] == k)
+                      else n for k, n in counts.items()}
+
+    def label(k: str, n: int) -> str:
+        bad = int(unexpected.get(k, 0))
+        words = [f"{n} schedules" if n > 1 else "",
+                 "expected" if bad == 0 else (f"{bad} not expected" if bad < n else "")]
+        words = [w for w in words if w]
+        return k + (f" ({', '.join(words)})" if words else "")
+
+    parts = [label(k, n) for k, n in counts.items()]
     return f"FOUND {', '.join(parts)} {where}"
 
 

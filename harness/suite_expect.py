@@ -116,6 +116,9 @@ def repeat_from_explore(index: int, exit_code: int, doc: dict[str, Any] | None, 
     counts = {str(k): int(v) for k, v in (doc.get("findings_by_invariant") or {}).items() if v}
     explored = {k: doc.get(k) for k in ("schedules", "events", "explore_s", "schedules_per_s")}
     extra.setdefault("line", summary_line(doc))
+    if not counts and not doc.get("schedules"):      # nothing searched: never "no finding"
+        return RepeatResult(index=index, exit_code=exit_code, valid=None, counts=counts, findings=[],
+                            explored=explored, **extra)
     return RepeatResult(index=index, exit_code=exit_code, valid=not counts, counts=counts,
                         findings=list(doc.get("findings") or []), explored=explored, **extra)
 

@@ -81,6 +81,7 @@ class ExploreResult:
     elapsed_s: float
     stopped: str = ""           # why the search ended: "schedules", "budget", "finding", "all-invariants"
     found: dict[str, int] = field(default_factory=dict)   # failing schedules per invariant (all, kept or not)
+    unexpected: dict[str, int] = field(default_factory=dict)   # of those, the ones the settings promised
 
 
 def _world_module():
@@ -226,6 +227,7 @@ class _Merge:
         self.first_per_invariant, self.stop_on_finding, self.limit = first_per_invariant, stop_on_finding, limit
         self.keep = keep_per_invariant
         self.found: dict[str, int] = {}
+        self.unexpected: dict[str, int] = {}
         self.schedules = self.events = 0
         self.findings: list[Finding] = []
         self.seen: set[str] = set()
@@ -238,10 +240,19 @@ class _Merge:
                 return True
             self.schedules += 1
             self.events += events
+            keep_it = False
             if finding is not None:
-                self.found[finding.invariant] = self.found.get(finding.invariant, 0) + 1
-            if (finding is not None and not (self.first_per_invariant and finding.invariant in self.seen)
-                    and (self.keep is None or self.found[finding.invariant] <= self.keep)):
+                name = finding.invariant
+                self.found[name] = self.found.get(name, 0) + 1
+                if not finding.expected:
+                    self.unexpected[name] = self.unexpected.get(name, 0) + 1
+                # the cap counts expected and unexpected findings apart: a promise broken late in a
+                # search full of expected findings is still kept
+                same_kind = (self.found[name] - self.unexpected.get(name, 0) if finding.expected
+                             else self.unexpected[name])
+                keep_it = ((self.keep is None or same_kind <= self.keep)
+                           and not (self.first_per_invariant and name in self.seen))
+            if keep_it:
                 self.findings.append(finding)
                 self.seen.add(finding.invariant)
                 if self.stop_on_finding:
@@ -296,7 +307,7 @@ def explore(settings: Any, *, seed: Any, schedules: int | None = None, budget_s:
 
     if workers == 1:
         for start, stop in chunks():
-            if deadline is not None and clock() >= deadline:
+            if deadline is not None and clock() >= deadline and merge.schedules > 0:   # at least one chunk
                 merge.stopped = "budget"
                 break
             done = merge.add(_run_chunk(settings, seed, start, stop, length, stop_on_finding, swarm))
@@ -307,7 +318,7 @@ def explore(settings: Any, *, seed: Any, schedules: int | None = None, budget_s:
         _explore_parallel(settings, seed, length, workers, stop_on_finding, swarm, chunks(), merge, deadline, clock,
                           report)
     return ExploreResult(merge.schedules, merge.events, merge.findings, clock() - t0, merge.stopped or "budget",
-                         dict(merge.found))
+                         dict(merge.found), dict(merge.unexpected))
 
 
 def _explore_parallel(settings, seed, length, workers, stop_on_finding, swarm, chunks, merge: _Merge, deadline,
@@ -323,7 +334,8 @@ def _explore_parallel(settings, seed, length, workers, stop_on_finding, swarm, c
         try:
             exhausted = False
             while True:
-                while not exhausted and len(pending) < 2 * workers and (deadline is None or clock() < deadline):
+                while not exhausted and len(pending) < 2 * workers and (
+                        deadline is None or clock() < deadline or (merge.schedules == 0 and not pending)):
                     nxt = next(chunks, None)
                     if nxt is None:
                         exhausted = True
@@ -335,7 +347,7 @@ def _explore_parallel(settings, seed, length, workers, stop_on_finding, swarm, c
                         merge.stopped = merge.stopped or "budget"
                     break
                 head = pending.pop(0)
-                if deadline is not None and not head.done():
+                if deadline is not None and not head.done() and merge.schedules > 0:
                     # past the deadline, unfinished work is abandoned: the result is the prefix done so far
                     remaining = deadline - clock()
                     if remaining <= 0:

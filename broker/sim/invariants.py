@@ -207,23 +207,29 @@ INVARIANTS: dict[str, Callable[[Any], str | None]] = {
 }
 
 
-def _power_loss_safe(settings: Any) -> bool:
-    return settings.flush == "always" or bool(settings.eligible_leader_replicas)
+def _power_loss_safe(settings: Any, actions: Any = None) -> bool:
+    """Power losses cannot cost committed records: flush "always" (nothing unflushed), eligible leader
+    replicas (bounded by `power_losses_within_promise`), or -- for a given schedule -- no power loss in
+    it at all (a crash keeps the whole log, so flush "never" behaves as "always")."""
+    if settings.flush == "always" or settings.eligible_leader_replicas:
+        return True
+    return actions is not None and not any(getattr(a, "kind", None) == "power-loss" for a in actions)
 
 
-def promises_no_loss(settings: Any) -> bool:
-    """Whether the configuration promises that no acknowledged write is lost once the cluster heals."""
+def promises_no_loss(settings: Any, actions: Any = None) -> bool:
+    """Whether the configuration (for the schedule `actions`, when given) promises that no acknowledged
+    write is lost once the cluster heals."""
     return (settings.truncation == "leader-epoch" and settings.acks == -1 and settings.min_insync_replicas >= 2
             and not settings.unclean_leader_election and settings.fetch_fencing
-            and getattr(settings, "isr_join_requires_epoch_start", True) and _power_loss_safe(settings))
+            and getattr(settings, "isr_join_requires_epoch_start", True) and _power_loss_safe(settings, actions))
 
 
-def promises_agreement(settings: Any) -> bool:
+def promises_agreement(settings: Any, actions: Any = None) -> bool:
     """Whether committed prefixes must agree: what no-loss needs except acks and min ISR, which only
     decide when a write is acknowledged, not what is committed."""
     return (settings.truncation == "leader-epoch" and not settings.unclean_leader_election
             and settings.fetch_fencing and getattr(settings, "isr_join_requires_epoch_start", True)
-            and _power_loss_safe(settings))
+            and _power_loss_safe(settings, actions))
 
 
 def power_losses_within_promise(settings: Any, actions: Any = None) -> bool:
@@ -241,9 +247,9 @@ def promises(settings: Any, actions: Any = None) -> frozenset[str]:
     `power_losses_within_promise`); a violation of another one is an expected finding."""
     out = set(ALWAYS_PROMISED)
     within = power_losses_within_promise(settings, actions)
-    if promises_agreement(settings) and within:
+    if promises_agreement(settings, actions) and within:
         out.add("committed-prefix-agreement")
-    if promises_no_loss(settings) and within:
+    if promises_no_loss(settings, actions) and within:
         out.add("no-acked-loss")
     return frozenset(out)
 

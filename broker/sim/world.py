@@ -665,6 +665,9 @@ class World:
         if m.kind == "heartbeat":
             err, ev = ctl.heartbeat(n.broker_id, m.body, self.now_ms)
             note = "" if err == cm.NONE else err
+            if err == cm.STALE_BROKER_EPOCH and n.up and n.inc == m.inc and n.broker_epoch == m.body:
+                n.broker_epoch = None           # as broker/server/controller_link.py: register again
+                note += ": it will register again"
         elif m.kind == "register":
             epoch, ev = ctl.register_broker(n.broker_id, n.name, 0, self.now_ms, clean_shutdown=False)
             if n.up and n.inc == m.inc:
@@ -753,8 +756,8 @@ class World:
         n.up = False
         n.replica = None
         n.broker_epoch = None
-        for mid in [mid for mid, m in self.in_flight.items() if m.dst == n.name]:
-            self._take(mid)                             # the connections to it are gone
+        for mid in [mid for mid, m in self.in_flight.items() if n.name in (m.dst, m.src)]:
+            self._take(mid)                             # its connections are reset: nothing it sent arrives later
         for p in [p for p in self.parked if p.node == n.name]:
             self.parked.remove(p)
             self.outcomes.append((p.value, "unknown: leader crashed"))

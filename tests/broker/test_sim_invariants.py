@@ -237,3 +237,12 @@ def test_eligible_leader_replicas_promise_covers_fewer_power_losses_than_min_isr
     assert "committed-prefix-agreement" not in inv.promises(elr, two)
     always = SimpleNamespace(**SAFE)
     assert "no-acked-loss" in inv.promises(always, two + two)          # flush always: nothing to lose
+
+
+def test_flush_never_without_elr_promises_what_always_does_for_a_schedule_without_power_loss():
+    never = SimpleNamespace(**{**SAFE, "flush": "never"})
+    crash_only = [SimpleNamespace(kind="crash"), SimpleNamespace(kind="produce")]
+    with_power_loss = crash_only + [SimpleNamespace(kind="power-loss")]
+    assert "no-acked-loss" not in inv.promises(never)                        # in general: no promise
+    assert {"no-acked-loss", "committed-prefix-agreement"} <= inv.promises(never, crash_only)
+    assert not {"no-acked-loss", "committed-prefix-agreement"} & inv.promises(never, with_power_loss)

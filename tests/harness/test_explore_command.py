@@ -219,22 +219,22 @@ def test_hw_finding_is_shrunk_to_a_faithful_hw_only_story(tmp_path, capsys):
     assert code == 1, err
     doc = json.loads(Path(out[-1]).read_text())
     f = doc["findings"][0]
-    assert (f["invariant"], f["first_index"], f["index"]) == ("no-acked-loss", 1, 85)
+    assert (f["invariant"], f["first_index"], f["index"]) == ("no-acked-loss", 1, 5)
     assert f["shrunk_for"] == "faithful replay, leader-epoch holds it"
     assert f["story"] == [
         "1. n1 appends v1 (acks=1): acknowledged at offset 0",
-        "2. admin election: n2 leads epoch 1, ISR {n1,n2,n3}",
-        "3. n2 is killed (SIGKILL): its log stays as it is",
-        "4. (settle) deliver #1: metadata v5 (leader n2, epoch 1, ISR {n1,n2,n3}) reaches n1: n1 is follower of "
+        "2. admin election: n3 leads epoch 1, ISR {n1,n2,n3}",
+        "3. n3 is killed (SIGKILL): its log stays as it is",
+        "4. (settle) deliver #1: metadata v5 (leader n3, epoch 1, ISR {n1,n2,n3}) reaches n1: n1 is follower of "
         "epoch 1 (n1 LEO 1->0)",
-        "5. (settle) deliver #4: n2's registration reaches the controller: broker epoch 4; leader n1, epoch 2, "
-        "ISR {n1,n3}"]
+        "5. (settle) deliver #4: n3's registration reaches the controller: broker epoch 4; leader n1, epoch 2, "
+        "ISR {n1,n2}"]
     text = (Path(out[-1]).parent / f["scenario"]).read_text()
     assert "NOT FAITHFUL" not in text and 'leader-epoch = []' in text and 'hw = ["lost-write"]' in text
-    assert ("highwater: finding 1: no-acked-loss in schedule 85 (50 events; the first of "
+    assert ("highwater: finding 1: no-acked-loss in schedule 5 (50 events; the first of "
             f"{doc['findings_by_invariant']['no-acked-loss']} that meets faithful replay, leader-epoch holds it); "
             "shrinking (up to 10 s)") in err
-    assert "highwater:   schedule 85 of seed 3, 50 events, shrunk to 3 (kept: faithful replay, leader-epoch holds it):" in err
+    assert "highwater:   schedule 5 of seed 3, 50 events, shrunk to 3 (kept: faithful replay, leader-epoch holds it):" in err
 
 
 def test_a_finding_no_condition_can_keep_is_still_shrunk_and_says_so(tmp_path, capsys, monkeypatch):
@@ -246,7 +246,34 @@ def test_a_finding_no_condition_can_keep_is_still_shrunk_and_says_so(tmp_path, c
     doc = json.loads(Path(out[-1]).read_text())
     f = doc["findings"][0]
     assert (f["index"], f["first_index"], f["shrunk_for"]) == (0, 0, "same invariant only")
-    assert f["shrunk_length"] == 2 and f["story"][:2] == ["1. n1 appends v1 (acks=1): acknowledged at offset 0",
-                                                          "2. admin election: n2 leads epoch 1, ISR {n1,n2,n3}"]
+    assert f["shrunk_length"] == 6 and f["story"][4:6] == [
+        "5. n1 appends v1 (acks=1): acknowledged at offset 0",
+        "6. the controller fences n1, n3 (no heartbeat for over 3000 ms); leader n2, epoch 1, ISR {n2}"]
     assert ("highwater: finding 1: the found schedule does not meet faithful replay / leader-epoch holds it (so the "
             "shrink cannot keep it): shrunk for same invariant only") in err
+
+
+def test_a_broken_promise_is_shrunk_before_expected_findings_and_labelled(monkeypatch):
+    from broker.sim.explore import Finding
+    from harness import exploration
+
+    monkeypatch.setattr(exploration, "shrink_conditions", lambda settings, f: (None, "same invariant only", []))
+    found = [Finding("no-acked-loss", "lost", 1, i, expected=True) for i in range(3)]
+    found.append(Finding("no-acked-loss", "lost", 1, 90, expected=False))
+    [(picked, _cond)] = exploration.pick_findings(None, found)
+    assert (picked.index, picked.expected) == (90, False)
+    doc = {"schedules": 100, "events": 5000, "explore_s": 1.0, "findings_by_invariant": {"no-acked-loss": 4},
+           "unexpected_by_invariant": {"no-acked-loss": 1}, "findings": []}
+    assert exploration.summary_line(doc).startswith("FOUND no-acked-loss (4 schedules, 1 not expected) in 100")
+    doc["unexpected_by_invariant"] = {}
+    assert exploration.summary_line(doc).startswith("FOUND no-acked-loss (4 schedules, expected) in 100")
+
+
+def test_an_exploration_that_searched_nothing_is_unknown_not_valid():
+    from harness.exploration import summary_line
+    from harness.suite_expect import repeat_from_explore
+
+    doc = {"schedules": 0, "events": 0, "explore_s": 0.2, "findings_by_invariant": {}, "findings": []}
+    assert summary_line(doc).startswith("NOTHING SEARCHED (unknown) in 0 schedules")
+    r = repeat_from_explore(1, 2, doc)
+    assert r.valid is None and not r.checked
