@@ -161,8 +161,11 @@ def test_docker_storage_fault_on_a_down_follower(tmp_path, how):
             send(producer, [value(i) for i in range(start, start + 10)])
         wait_until(lambda: leos(admin) == [N] * 3, 20, what="every replica at the log end")
         follower = f"n{[b for b in (1, 2, 3) if b != info.leader][0]}"
-        c.kill(follower)
+        fid = int(follower[1:])
+        wait_until(lambda: (admin.replicas(fid) or {}).get((TOPIC, 0), {}).get("hw") == N, 20,
+                   what=f"{follower} knowing the HW {N}")
         time.sleep(0.5)          # several HW checkpoint intervals (100 ms): the file exists on the follower
+        c.kill(follower)
         detail = c.corrupt(follower, how, seed=3)
         c.restart(follower)
         wait_until(lambda: full_isr(admin), 30, what=f"{follower} back in the ISR")
