@@ -87,6 +87,7 @@ ACKS_ALL = ["--truncation", "hw", "--acks", "all", "--min-insync-replicas", "1",
 
 @pytest.mark.slow
 @pytest.mark.root
+@pytest.mark.nightly           # a second replay (about 21 s); the acks=1 one above runs by default
 def test_acks_all_hw_finding_replays_as_lost_write_in_hw_and_valid_in_leader_epoch(tmp_path):
     """`highwater explore` in hw mode with acks=all and min ISR 1, seed 5: the first finding that replays
     faithfully and that leader-epoch survives is schedule 144. Shrunk to 13 events: v1 waits for the HW

@@ -172,7 +172,8 @@ def test_new_steps_on_real_processes(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("mode, why", [("hw", "hw"), ("leader-epoch", "leader-epoch")])
+@pytest.mark.parametrize("mode, why", [pytest.param("hw", "hw", marks=pytest.mark.nightly),   # nightly replays it too
+                                       ("leader-epoch", "leader-epoch")])
 def test_kafka_7415_scenario_asserts_the_truncation_reason(tmp_path, mode, why):
     r = run_highwater("scenario", str(REPO / "scenarios" / "kafka-7415.toml"), "--truncation", mode,
                       "--results-dir", str(tmp_path / "res"), "--plain", timeout=300)
