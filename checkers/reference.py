@@ -285,7 +285,8 @@ def analyze(col_dir: Path | str, examples: int = 10) -> dict[str, Any]:
                 if best_any is None or mark > best_any:
                     best_any = mark
                 continue
-            same = best_epoch.get(ob["epoch"])
+            # epoch -1: unknown (docs/formats.md), so never compared as the same epoch
+            same = best_epoch.get(ob["epoch"]) if ob["epoch"] is not None and ob["epoch"] >= 0 else None
             kind = prev = None
             if same is not None and same[0] > ob["hw"]:
                 kind, prev = "hw-regression", same

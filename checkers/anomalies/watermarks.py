@@ -5,8 +5,9 @@ A of the same partition completed before B was invoked (real-time order: A's com
 invoke index, so overlapping operations are never compared) and A.hw > B.hw. If such an A exists in
 B's own leader epoch it is an `hw-regression` (a leader's HW went back: an anomaly); otherwise, if one
 exists in another epoch, it is an `hw-regression-cross-epoch` (a new leader's HW may lag: reported, not
-failing by default). The example's `previous` is the earlier observation with the highest HW (then the
-highest index).
+failing by default). An epoch of -1 (a Kafka client that cannot tell it) is nobody's own epoch: a
+regression there is only ever cross-epoch. The example's `previous` is the earlier observation with the
+highest HW (then the highest index).
 """
 from __future__ import annotations
 
@@ -46,9 +47,11 @@ def analyze(t: Tables, keep: list[DataFrame]) -> DataFrame:
     ev = ev.select("*", F.max("mark").over(w_epoch).alias("prev_same"))
     ev = ev.select("*", F.max("mark").over(w_part).alias("prev_any"))
     q = ev.filter(F.col("me").isNotNull()).select("me.*", "prev_same", "prev_any")
-    kind = (F.when(F.col("prev_same.hw") > F.col("hw"), L("hw-regression"))
+    # a negative epoch is unknown (a Kafka client that cannot tell it, docs/formats.md): never "the same"
+    same = (F.col("epoch") >= 0) & (F.col("prev_same.hw") > F.col("hw"))
+    kind = (F.when(same, L("hw-regression"))
             .when(F.col("prev_any.hw") > F.col("hw"), L("hw-regression-cross-epoch")))
-    prev = F.when(F.col("prev_same.hw") > F.col("hw"), F.col("prev_same")).otherwise(F.col("prev_any"))
+    prev = F.when(same, F.col("prev_same")).otherwise(F.col("prev_any"))
     out = q.select(*cols, kind.alias("kind"), prev.alias("prev")).filter(F.col("kind").isNotNull())
     return finding(out, F.col("kind"), ["epoch", "hw", "index", "time", "process", "invoke_index", "f", "prev"],
                    order_key=F.col("index"), time=F.col("time"))

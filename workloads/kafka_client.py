@@ -1,0 +1,536 @@
+"""Real Kafka clients behind the native client's interface: the workloads' `--client kafka`.
+
+Owns the adapters that let producers, consumers and final reads drive a Kafka-protocol cluster through a
+Kafka client library from PyPI, with the same duck-typed calls as `broker.client.Producer` / `Consumer`:
+
+    p = make_producer("confluent", ["127.0.0.1:9101"], acks="all", timeout_s=2.0, retries=0)
+    p.send("hw", 0, [b"17"])                    # SendResult(offsets=[5], epoch=-1)
+    c = make_consumer("kafka-python", ["127.0.0.1:9101"], timeout_s=2.0)
+    c.fetch("hw", 0, 0, max_records=1000, max_wait_ms=100)   # FetchResult(records, hw, epoch)
+
+Libraries: "confluent" (confluent-kafka, librdkafka) and "kafka-python". Every failure becomes a
+`broker.client.ClientError(code, definite)`: `code` is Kafka's error name for a broker error (the same name
+for both libraries) or the library's own name for a local one; `definite` comes from the tables below
+(KAFKA_ERRORS for broker error codes, CONFLUENT_LOCAL_ERRORS and KAFKA_PYTHON_ERRORS for the libraries'
+local errors), documented in docs/clients.md. Anything not in a table is unknown (indefinite).
+
+What the history gets: a send's `epoch` is -1, UNKNOWN_EPOCH (neither library reports the leader epoch of
+a produce acknowledgement: a Produce response has no such field). A poll's `hw` is asked of the leader
+(ListOffsets, latest) after the records were gathered, so it is an observation made inside the operation;
+its `epoch` is the leader epoch the client's metadata held before and after that request when both agree
+(kafka-python), else -1 (confluent-kafka does not expose it). docs/formats.md says how the checker treats
+epoch -1 (unknown: never "the same epoch" as another observation).
+"""
+from __future__ import annotations
+
+import collections
+import logging
+import threading
+import time
+import uuid
+from typing import Any, Iterable
+
+from broker.client import ClientError, FetchResult, SendResult
+
+log = logging.getLogger(__name__)
+
+LIBRARIES = ("confluent", "kafka-python")
+# the epoch recorded when the client cannot tell it: Kafka's own "no epoch" value (docs/formats.md)
+UNKNOWN_EPOCH = -1
+
+# --- classification -------------------------------------------------------------------------------------
+# Kafka broker error code -> (Kafka's name, definite). Definite: Kafka's semantics guarantee the broker did
+# not append (it refused the request before writing, or it concerns a read). Every other code is unknown.
+KAFKA_ERRORS: dict[int, tuple[str, bool]] = {
+    1: ("OFFSET_OUT_OF_RANGE", True),          # a read: nothing written
+    2: ("CORRUPT_MESSAGE", True),              # the batch failed validation before the append
+    3: ("UNKNOWN_TOPIC_OR_PARTITION", True),   # no replica here to append to
+    4: ("INVALID_FETCH_SIZE", True),
+    5: ("LEADER_NOT_AVAILABLE", True),         # no leader: nobody appended
+    6: ("NOT_LEADER_OR_FOLLOWER", True),       # refused by a non-leader before any append
+    7: ("REQUEST_TIMED_OUT", False),           # acks=all timed out AFTER the local append
+    8: ("BROKER_NOT_AVAILABLE", False),
+    9: ("REPLICA_NOT_AVAILABLE", True),
+    10: ("MESSAGE_TOO_LARGE", True),           # size checked before the append
+    13: ("NETWORK_EXCEPTION", False),          # the connection broke: the request may have been served
+    17: ("INVALID_TOPIC_EXCEPTION", True),
+    18: ("RECORD_LIST_TOO_LARGE", True),
+    19: ("NOT_ENOUGH_REPLICAS", True),         # ISR below min.insync.replicas, checked BEFORE the append
+    20: ("NOT_ENOUGH_REPLICAS_AFTER_APPEND", False),  # appended to the leader, ISR shrank before the ack
+    21: ("INVALID_REQUIRED_ACKS", True),
+    29: ("TOPIC_AUTHORIZATION_FAILED", True),
+    32: ("INVALID_TIMESTAMP", True),
+    35: ("UNSUPPORTED_VERSION", True),         # the request was not decoded
+    42: ("INVALID_REQUEST", True),
+    43: ("UNSUPPORTED_FOR_MESSAGE_FORMAT", True),
+    56: ("KAFKA_STORAGE_ERROR", False),        # the log dir failed, possibly during the write
+    74: ("FENCED_LEADER_EPOCH", True),         # reads only (a Produce carries no leader epoch)
+    75: ("UNKNOWN_LEADER_EPOCH", True),
+    87: ("INVALID_RECORD", True),              # record validation precedes the append
+    -1: ("UNKNOWN_SERVER_ERROR", False),
+}
+
+# librdkafka's local (client-side) errors, by KafkaError constant name -> definite
+CONFLUENT_LOCAL_ERRORS: dict[str, bool] = {
+    "_MSG_TIMED_OUT": False,       # message.timeout.ms ran out: it may have been sent and appended
+    "_TIMED_OUT": False,           # a request timed out after being sent
+    "_TIMED_OUT_QUEUE": False,
+    "_TRANSPORT": False,           # the connection broke, perhaps after the broker appended
+    "_ALL_BROKERS_DOWN": False,
+    "_PURGE_INFLIGHT": False,      # purged while in flight: may have been appended
+    "_DESTROY": False,             # the client was closed with the message outstanding
+    "_BAD_MSG": False,             # the answer could not be parsed
+    "_FATAL": False,
+    "_FAIL": False,
+    "_RESOLVE": True,              # the broker's name did not resolve: nothing was sent
+    "_UNKNOWN_PARTITION": True,    # refused by produce() or before any request: never sent
+    "_UNKNOWN_TOPIC": True,
+    "_QUEUE_FULL": True,           # produce() refused it: never enqueued
+    "_PURGE_QUEUE": True,          # purged from the local queue: never sent
+    "_INVALID_ARG": True,
+    "_STATE": True,
+    "_AUTO_OFFSET_RESET": True,    # a read: the fetch offset was out of range (code OFFSET_OUT_OF_RANGE)
+    "_LOG_TRUNCATION": True,       # a read: the log was truncated below the position (code OFFSET_OUT_OF_RANGE)
+}
+# local errors that mean "reposition the consumer": recorded under Kafka's name so the consumer worker
+# reassigns (workloads/consumer.py reacts to OFFSET_OUT_OF_RANGE)
+_CONFLUENT_RENAME = {"_AUTO_OFFSET_RESET": "OFFSET_OUT_OF_RANGE", "_LOG_TRUNCATION": "OFFSET_OUT_OF_RANGE"}
+
+# kafka-python's exceptions without a broker error code, by class name -> definite. Exceptions with a
+# Kafka code (`errno`) are classified by KAFKA_ERRORS; a class not listed here is unknown.
+KAFKA_PYTHON_ERRORS: dict[str, bool] = {
+    "KafkaTimeoutError": False,     # from a future: the batch expired or the answer did not come in time
+    "KafkaConnectionError": False,  # the connection broke, perhaps after the broker appended
+    "NodeNotReadyError": True,      # no connection to the leader: the request was not sent
+    "TooManyInFlightRequests": True,
+    "MetadataEmptyBrokerList": True,
+    "StaleMetadata": True,          # the client had no leader to send to
+    "CorrelationIdError": False,
+    "Cancelled": False,             # the request was cancelled after it may have been sent
+    "KafkaProtocolError": False,
+    "InvalidReceiveError": False,
+    "IllegalStateError": True,      # a client-side precondition: nothing sent
+    "IllegalArgumentError": True,
+    "KafkaConfigurationError": True,
+    "NoOffsetForPartitionError": True,   # a read
+    "LogTruncationError": True,          # a read (code OFFSET_OUT_OF_RANGE)
+}
+_KAFKA_PYTHON_RENAME = {"LogTruncationError": "OFFSET_OUT_OF_RANGE", "NoOffsetForPartitionError": "OFFSET_OUT_OF_RANGE"}
+
+
+def classify_code(code: int, message: str = "") -> ClientError:
+    """The ClientError for a Kafka broker error code (unknown codes: indefinite, named KAFKA_ERROR_<n>)."""
+    name, definite = KAFKA_ERRORS.get(code, (f"KAFKA_ERROR_{code}", False))
+    return ClientError(name, definite, message or name)
+
+
+def classify_confluent(err: Any, context: str = "") -> ClientError:
+    """A confluent_kafka.KafkaError as a ClientError."""
+    code, name = int(err.code()), str(err.name())
+    text = f"{context}: {err.str()}" if context else str(err.str())
+    if code >= -1:
+        return classify_code(code, text)
+    return ClientError(_CONFLUENT_RENAME.get(name, name), CONFLUENT_LOCAL_ERRORS.get(name, False), text)
+
+
+def classify_kafka_python(exc: BaseException, context: str = "") -> ClientError:
+    """A kafka-python exception (raised from a future or a call) as a ClientError."""
+    text = f"{context}: {type(exc).__name__}: {exc}" if context else f"{type(exc).__name__}: {exc}"
+    errno = getattr(exc, "errno", None)
+    if isinstance(errno, int) and not isinstance(errno, bool):
+        return classify_code(errno, text)
+    for cls in type(exc).__mro__:         # a subclass of a listed class is classified like it
+        if cls.__name__ in KAFKA_PYTHON_ERRORS:
+            return ClientError(_KAFKA_PYTHON_RENAME.get(cls.__name__, cls.__name__),
+                               KAFKA_PYTHON_ERRORS[cls.__name__], text)
+    return ClientError(type(exc).__name__, False, text)
+
+
+def _acks(acks) -> int:
+    table = {0: 0, 1: 1, -1: -1, "all": -1, "0": 0, "1": 1, "-1": -1}
+    if acks not in table:
+        raise ValueError(f"acks must be 0, 1 or 'all', got {acks!r}")
+    return table[acks]
+
+
+def _as_bytes(value) -> bytes:
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value)
+    if isinstance(value, str):
+        return value.encode()
+    raise TypeError(f"values must be bytes or str, got {type(value).__name__}")
+
+
+def _servers(bootstrap: Iterable[str] | str) -> list[str]:
+    servers = [bootstrap] if isinstance(bootstrap, str) else list(bootstrap)
+    servers = [s for part in servers for s in str(part).split(",") if s.strip()]
+    if not servers:
+        raise ValueError("no bootstrap servers given")
+    return servers
+
+
+# --- producers ------------------------------------------------------------------------------------------
+class ConfluentProducer:
+    """confluent-kafka Producer: one value per produce() to an explicit partition, waiting for its delivery
+    report. Idempotence off, `retries` attempts more (default 0: each send is one attempt)."""
+
+    library = "confluent"
+
+    def __init__(self, bootstrap, acks="all", timeout_s: float = 2.0, retries: int = 0):
+        from confluent_kafka import Producer
+        if retries < 0:
+            raise ValueError(f"retries must be >= 0, got {retries}")
+        self.acks = _acks(acks)
+        self.timeout_s = float(timeout_s)
+        timeout_ms = max(1, int(self.timeout_s * 1000))
+        self._p = Producer({
+            "bootstrap.servers": ",".join(_servers(bootstrap)),
+            "client.id": "highwater",
+            "acks": self.acks,
+            "enable.idempotence": False,
+            "retries": int(retries),
+            "max.in.flight.requests.per.connection": 1,
+            "linger.ms": 0,
+            "request.timeout.ms": timeout_ms,
+            # the local deadline: the request's own timeout plus a second for a metadata lookup first
+            "message.timeout.ms": timeout_ms + 1000,
+            "retry.backoff.ms": 50,
+            "topic.metadata.refresh.interval.ms": 5000,
+            "broker.address.family": "v4",
+            "log_level": 3,
+        })
+        self._lock = threading.Lock()
+
+    def send(self, topic: str, partition: int, values: Iterable[bytes]) -> SendResult:
+        batch = [_as_bytes(v) for v in values]
+        if not batch:
+            raise ValueError("send() needs at least one value")
+        with self._lock:
+            reports: list[Any] = [None] * len(batch)   # (err, offset, epoch) per value
+            done = [0]
+
+            def report_for(i):
+                def on_delivery(err, msg):
+                    epoch = msg.leader_epoch() if msg is not None and hasattr(msg, "leader_epoch") else None
+                    reports[i] = (err, None if msg is None else msg.offset(), epoch)
+                    done[0] += 1
+                return on_delivery
+
+            for i, value in enumerate(batch):
+                try:
+                    self._p.produce(topic, value=value, partition=int(partition), on_delivery=report_for(i))
+                except BufferError as exc:
+                    raise ClientError("_QUEUE_FULL", i == 0, f"produce to {topic}/{partition}: {exc}") from None
+                except Exception as exc:  # noqa: BLE001 - KafkaException: refused before it was queued
+                    err = exc.args[0] if exc.args and hasattr(exc.args[0], "code") else None
+                    if err is None:
+                        raise ClientError(type(exc).__name__, i == 0, f"produce: {exc}") from None
+                    e = classify_confluent(err, f"produce to {topic}/{partition}")
+                    raise ClientError(e.code, e.definite and i == 0, e.message) from None
+            deadline = time.monotonic() + self.timeout_s + 3.0
+            while done[0] < len(batch):
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise ClientError("TIMEOUT", False,
+                                      f"produce to {topic}/{partition}: no delivery report in time")
+                self._p.poll(min(left, 0.05))
+        errors = [classify_confluent(r[0], f"produce to {topic}/{partition}") for r in reports if r[0] is not None]
+        if errors:
+            definite = all(e.definite for e in errors) and len(errors) == len(batch)
+            raise ClientError(errors[0].code, definite, errors[0].message)
+        offsets = [int(r[1]) for r in reports]
+        if self.acks == 0 or any(o < 0 for o in offsets):
+            return SendResult([], None)            # acks=0: no offset was reported
+        epochs = {r[2] for r in reports}
+        epoch = epochs.pop() if len(epochs) == 1 else None
+        return SendResult(offsets, epoch if isinstance(epoch, int) and epoch >= 0 else UNKNOWN_EPOCH)
+
+    def close(self) -> None:
+        try:
+            self._p.flush(0)
+        except Exception:  # noqa: BLE001
+            pass
+
+
+class KafkaPythonProducer:
+    """kafka-python KafkaProducer: send() to an explicit partition, then the future's result."""
+
+    library = "kafka-python"
+
+    def __init__(self, bootstrap, acks="all", timeout_s: float = 2.0, retries: int = 0):
+        from kafka import KafkaProducer
+        if retries < 0:
+            raise ValueError(f"retries must be >= 0, got {retries}")
+        self.acks = _acks(acks)
+        self.timeout_s = float(timeout_s)
+        timeout_ms = max(1, int(self.timeout_s * 1000))
+        self._p = KafkaProducer(
+            bootstrap_servers=_servers(bootstrap), client_id="highwater",
+            acks="all" if self.acks == -1 else self.acks, retries=int(retries), enable_idempotence=False,
+            max_in_flight_requests_per_connection=1, linger_ms=0, request_timeout_ms=timeout_ms,
+            delivery_timeout_ms=timeout_ms + 1000, max_block_ms=timeout_ms, retry_backoff_ms=50,
+            metadata_max_age_ms=5000)
+        self._lock = threading.Lock()
+
+    def send(self, topic: str, partition: int, values: Iterable[bytes]) -> SendResult:
+        batch = [_as_bytes(v) for v in values]
+        if not batch:
+            raise ValueError("send() needs at least one value")
+        context = f"produce to {topic}/{partition}"
+        with self._lock:
+            futures = []
+            for i, value in enumerate(batch):
+                try:
+                    futures.append(self._p.send(topic, value=value, partition=int(partition)))
+                except Exception as exc:  # noqa: BLE001 - refused before it entered the accumulator
+                    e = classify_kafka_python(exc, context)
+                    # a metadata wait that ran out (max_block_ms) never appended the record anywhere
+                    definite = (e.definite or type(exc).__name__ == "KafkaTimeoutError") and i == 0
+                    raise ClientError(e.code, definite, e.message) from None
+            self._p.flush(timeout=self.timeout_s + 3.0)
+            offsets, errors = [], []
+            for fut in futures:
+                try:
+                    md = fut.get(timeout=0.5 if fut.is_done else self.timeout_s + 3.0)
+                    offsets.append(int(md.offset))
+                except Exception as exc:  # noqa: BLE001
+                    errors.append(classify_kafka_python(exc, context))
+        if errors:
+            definite = all(e.definite for e in errors) and len(errors) == len(batch)
+            raise ClientError(errors[0].code, definite, errors[0].message)
+        if self.acks == 0 or any(o < 0 for o in offsets):
+            return SendResult([], None)
+        return SendResult(offsets, UNKNOWN_EPOCH)
+
+    def close(self) -> None:
+        try:
+            self._p.close(timeout=1)
+        except Exception:  # noqa: BLE001
+            pass
+
+
+# --- consumers ------------------------------------------------------------------------------------------
+class _BufferedConsumer:
+    """fetch(topic, partition, offset) over a library consumer that streams every assigned partition into
+    one queue: records of partitions not asked for are buffered per partition. A fetch at an offset other
+    than the partition's next one repositions it. After the records are gathered the HW is asked of the
+    leader. Waits: up to max_wait_ms for records; up to the request timeout more when the log has records
+    at the offset (the HW is above it) that the client has not delivered yet."""
+
+    library = "?"
+
+    def __init__(self, timeout_s: float):
+        self.timeout_s = float(timeout_s)
+        self._lock = threading.Lock()
+        self._next: dict[tuple[str, int], int] = {}          # partition -> next offset to deliver
+        self._buf: dict[tuple[str, int], collections.deque] = {}
+        self._errors: dict[tuple[str, int], ClientError] = {}
+
+    # library hooks
+    def _position(self, key: tuple[str, int], offset: int, new: bool) -> None: raise NotImplementedError
+    def _pull(self, timeout_s: float, max_n: int) -> None: raise NotImplementedError   # calls _deliver/_error
+    def _high_watermark(self, key: tuple[str, int]) -> int: raise NotImplementedError
+    def _leader_epoch(self, key: tuple[str, int]) -> int | None: return None
+
+    def _deliver(self, key, offset: int, epoch: int | None, value: bytes | None) -> None:
+        if key in self._next and offset >= self._next[key]:
+            buf = self._buf[key]
+            if not buf or offset > buf[-1][0]:
+                buf.append((int(offset), -1 if epoch is None else int(epoch), value or b""))
+
+    def _error(self, key, err: ClientError) -> None:
+        if key in self._next:
+            self._errors[key] = err
+
+    def _take(self, key, max_records: int) -> list:
+        buf, nxt, out = self._buf[key], self._next[key], []
+        while buf and buf[0][0] < nxt:
+            buf.popleft()
+        while buf and len(out) < max_records:
+            out.append(buf.popleft())
+        return out
+
+    def fetch(self, topic: str, partition: int, offset: int, max_records: int = 1000,
+              max_wait_ms: int = 0) -> FetchResult:
+        key, offset = (topic, int(partition)), int(offset)
+        with self._lock:
+            if self._next.get(key) != offset:
+                new = key not in self._next
+                self._next[key] = offset
+                self._buf[key] = collections.deque()
+                self._errors.pop(key, None)
+                self._position(key, offset, new)
+            start = time.monotonic()
+            wait_until = start + max(0, max_wait_ms) / 1000.0
+            give_up = start + self.timeout_s + max(0, max_wait_ms) / 1000.0
+            records: list = []
+            while True:
+                records = self._take(key, max(1, max_records))
+                if records:
+                    if len(records) < max_records:      # what has arrived meanwhile, without waiting
+                        self._pull(0, max_records - len(records))
+                        records += self._take(key, max_records - len(records))
+                    break
+                if key in self._errors:
+                    raise self._errors.pop(key)
+                now = time.monotonic()
+                if now < wait_until:
+                    self._pull(min(wait_until - now, 0.1), max(1, max_records))
+                    continue
+                epoch_before = self._leader_epoch(key)
+                hw = self._high_watermark(key)
+                if hw <= offset or self._buf[key]:
+                    # nothing at the offset yet (or it just arrived): an empty answer, like a fetch's
+                    return self._result(key, offset, [], hw, epoch_before)
+                if now >= give_up:
+                    raise ClientError("TIMEOUT", False, f"fetch {topic}/{partition} at {offset}: the log's HW "
+                                                        f"is {hw} but no record arrived in {self.timeout_s}s")
+                self._pull(min(give_up - now, 0.1), max(1, max_records))
+            if records:
+                self._next[key] = records[-1][0] + 1
+            epoch_before = self._leader_epoch(key)
+            hw = self._high_watermark(key)
+            return self._result(key, offset, records, hw, epoch_before)
+
+    def _result(self, key, offset, records, hw, epoch_before) -> FetchResult:
+        epoch_after = self._leader_epoch(key)
+        same = epoch_before == epoch_after and epoch_after is not None and epoch_after >= 0
+        return FetchResult(records, int(hw), epoch_after if same else UNKNOWN_EPOCH)
+
+
+class ConfluentConsumer(_BufferedConsumer):
+    """confluent-kafka Consumer with assign() (no group membership, nothing committed)."""
+
+    library = "confluent"
+
+    def __init__(self, bootstrap, timeout_s: float = 2.0):
+        super().__init__(timeout_s)
+        from confluent_kafka import Consumer, TopicPartition
+        self._TP = TopicPartition
+        timeout_ms = max(1, int(self.timeout_s * 1000))
+        self._c = Consumer({
+            "bootstrap.servers": ",".join(_servers(bootstrap)),
+            "client.id": "highwater",
+            "group.id": f"highwater-{uuid.uuid4().hex[:12]}",   # required by the API; never joined
+            "enable.auto.commit": False,
+            "enable.auto.offset.store": False,
+            "auto.offset.reset": "error",        # an out-of-range position is reported, never skipped
+            "enable.partition.eof": False,
+            "fetch.wait.max.ms": 100,
+            "fetch.error.backoff.ms": 50,
+            "socket.timeout.ms": max(timeout_ms, 10),
+            "topic.metadata.refresh.interval.ms": 5000,
+            "broker.address.family": "v4",
+            "log_level": 3,
+        })
+
+    def _position(self, key, offset, new) -> None:
+        tp = self._TP(key[0], key[1], offset)
+        if not new:
+            self._c.incremental_unassign([self._TP(key[0], key[1])])
+        self._c.incremental_assign([tp])
+
+    def _pull(self, timeout_s, max_n) -> None:
+        for msg in self._c.consume(num_messages=max(1, min(max_n, 10000)), timeout=max(0.0, timeout_s)):
+            err = msg.error()
+            key = (msg.topic(), msg.partition())
+            if err is not None:
+                if err.code() == -191:          # _PARTITION_EOF: not an error
+                    continue
+                e = classify_confluent(err, f"fetch {key[0]}/{key[1]}")
+                if msg.partition() is not None and msg.partition() >= 0:
+                    self._error(key, e)
+                else:
+                    log.debug("consumer error %s", e)
+                continue
+            self._deliver(key, msg.offset(), msg.leader_epoch(), msg.value())
+
+    def _high_watermark(self, key) -> int:
+        from confluent_kafka import KafkaException
+        try:
+            _low, high = self._c.get_watermark_offsets(self._TP(key[0], key[1]), timeout=self.timeout_s,
+                                                       cached=False)
+        except KafkaException as exc:
+            raise classify_confluent(exc.args[0], f"list offsets {key[0]}/{key[1]}") from None
+        return int(high)
+
+    def close(self) -> None:
+        try:
+            self._c.close()
+        except Exception:  # noqa: BLE001
+            pass
+
+
+class KafkaPythonConsumer(_BufferedConsumer):
+    """kafka-python KafkaConsumer with assign() + seek() (no group, nothing committed)."""
+
+    library = "kafka-python"
+
+    def __init__(self, bootstrap, timeout_s: float = 2.0):
+        super().__init__(timeout_s)
+        from kafka import KafkaConsumer, TopicPartition
+        self._TP = TopicPartition
+        timeout_ms = max(1, int(self.timeout_s * 1000))
+        self._c = KafkaConsumer(
+            bootstrap_servers=_servers(bootstrap), client_id="highwater", group_id=None,
+            enable_auto_commit=False, auto_offset_reset="none", fetch_max_wait_ms=100,
+            request_timeout_ms=max(timeout_ms, 1000), metadata_max_age_ms=5000, retry_backoff_ms=50)
+
+    def _position(self, key, offset, new) -> None:
+        tps = [self._TP(t, p) for t, p in self._next]
+        if new:
+            self._c.assign(tps)
+            for (t, p), nxt in self._next.items():
+                self._c.seek(self._TP(t, p), nxt)
+        else:
+            self._c.seek(self._TP(*key), offset)
+
+    def _pull(self, timeout_s, max_n) -> None:
+        try:
+            batches = self._c.poll(timeout_ms=int(max(0.0, timeout_s) * 1000), max_records=max(1, max_n))
+        except Exception as exc:  # noqa: BLE001 - a fetch error: it names its partitions when it can
+            e = classify_kafka_python(exc)
+            parts = getattr(exc, "args", [None])[0]
+            keys = [(tp.topic, tp.partition) for tp in parts] if isinstance(parts, dict) else list(self._next)
+            for key in keys:
+                self._error(key, e)
+            return
+        for tp, recs in batches.items():
+            for r in recs:
+                self._deliver((tp.topic, tp.partition), r.offset, getattr(r, "leader_epoch", None), r.value)
+
+    def _high_watermark(self, key) -> int:
+        tp = self._TP(*key)
+        try:
+            return int(self._c.end_offsets([tp], timeout_ms=int(self.timeout_s * 1000))[tp])
+        except Exception as exc:  # noqa: BLE001
+            raise classify_kafka_python(exc, f"list offsets {key[0]}/{key[1]}") from None
+
+    def _leader_epoch(self, key) -> int | None:
+        try:
+            epoch = self._c._cluster.leader_epoch_for_partition(self._TP(*key))   # the client's metadata
+        except Exception:  # noqa: BLE001 - a client without it: unknown
+            return None
+        return epoch if isinstance(epoch, int) and epoch >= 0 else None
+
+    def close(self) -> None:
+        try:
+            self._c.close(autocommit=False)
+        except Exception:  # noqa: BLE001
+            pass
+
+
+_PRODUCERS = {"confluent": ConfluentProducer, "kafka-python": KafkaPythonProducer}
+_CONSUMERS = {"confluent": ConfluentConsumer, "kafka-python": KafkaPythonConsumer}
+
+
+def make_producer(library: str, bootstrap, *, acks="all", timeout_s: float = 2.0, retries: int = 0):
+    if library not in _PRODUCERS:
+        raise ValueError(f"unknown Kafka client library {library!r} (known: {', '.join(LIBRARIES)})")
+    return _PRODUCERS[library](bootstrap, acks=acks, timeout_s=timeout_s, retries=retries)
+
+
+def make_consumer(library: str, bootstrap, *, timeout_s: float = 2.0):
+    if library not in _CONSUMERS:
+        raise ValueError(f"unknown Kafka client library {library!r} (known: {', '.join(LIBRARIES)})")
+    return _CONSUMERS[library](bootstrap, timeout_s=timeout_s)
