@@ -1,0 +1,339 @@
+"""Kafka RecordBatch (magic v2) encoding and decoding, with its CRC-32C.
+
+Batch layout (big-endian): baseOffset int64, batchLength int32, partitionLeaderEpoch int32,
+magic int8 (= 2), crc uint32 (CRC-32C of every byte from attributes to the batch end),
+attributes int16, lastOffsetDelta int32, baseTimestamp int64, maxTimestamp int64, producerId int64,
+producerEpoch int16, baseSequence int32, record count int32, then the records. A record: length
+varint, attributes int8, timestampDelta varlong, offsetDelta varint, key (varint length, -1 null),
+value (likewise), header count varint, headers (key: varint length + UTF-8, value: varint length,
+-1 null). Compressed batches (attributes bits 0-2 != 0) are refused with `UnsupportedCompression`.
+"""
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass, field
+
+import crc32c as _crc32c_pkg
+
+from .primitives import uvarint_bytes
+
+__all__ = ["crc32c", "Record", "RecordBatch", "RecordError", "UnsupportedCompression", "decode_batches",
+           "encode_batch", "BATCH_OVERHEAD", "MAGIC"]
+
+MAGIC = 2
+BATCH_OVERHEAD = 61          # header bytes before the first record
+_LOG_OVERHEAD = 12           # baseOffset + batchLength
+_MIN_BATCH_LENGTH = BATCH_OVERHEAD - _LOG_OVERHEAD   # 49: batchLength of an empty batch
+_HEAD = struct.Struct(">qiibIhiqqqhii")   # the 61-byte header
+_AFTER_CRC = struct.Struct(">hiqqqhii")   # attributes .. record count (40 bytes)
+
+COMPRESSION_MASK = 0x07
+TIMESTAMP_TYPE_MASK = 0x08
+TRANSACTIONAL_FLAG = 0x10
+CONTROL_FLAG = 0x20
+
+
+def crc32c(data) -> int:
+    """CRC-32C (Castagnoli) of `data`."""
+    return _crc32c_pkg.crc32c(data)
+
+
+class RecordError(ValueError):
+    """Malformed record batch bytes (CRC mismatch, wrong magic, bad lengths, record count mismatch,
+    a partial batch). One line naming the batch's byte position and what was wrong."""
+
+
+class UnsupportedCompression(RecordError):
+    """A well-formed batch whose records are compressed (codec = attributes & 7)."""
+
+    def __init__(self, codec: int, message: str):
+        self.codec = codec
+        super().__init__(message)
+
+
+@dataclass(slots=True)
+class Record:
+    offset: int
+    timestamp: int
+    key: bytes | None
+    value: bytes | None
+    headers: list = field(default_factory=list)   # [(key: str, value: bytes | None)]
+
+
+@dataclass
+class RecordBatch:
+    base_offset: int
+    partition_leader_epoch: int
+    magic: int
+    attributes: int
+    last_offset_delta: int
+    base_timestamp: int
+    max_timestamp: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    records: list[Record]
+    crc: int = 0
+    size: int = 0              # bytes on the wire, baseOffset to the end
+
+    @property
+    def compression(self) -> int:
+        return self.attributes & COMPRESSION_MASK
+
+    @property
+    def is_transactional(self) -> bool:
+        return bool(self.attributes & TRANSACTIONAL_FLAG)
+
+    @property
+    def is_control(self) -> bool:
+        return bool(self.attributes & CONTROL_FLAG)
+
+    @property
+    def last_offset(self) -> int:
+        return self.base_offset + self.last_offset_delta
+
+
+def _uvarint_slow(data: bytes, pos: int, end: int, max_bytes: int, where: str) -> tuple[int, int]:
+    result = 0
+    shift = 0
+    for _ in range(max_bytes):
+        if pos >= end:
+            raise RecordError(f"{where}: varint runs past the record end")
+        b = data[pos]
+        pos += 1
+        result |= (b & 0x7F) << shift
+        if b < 0x80:
+            return result, pos
+        shift += 7
+    raise RecordError(f"{where}: varint longer than {max_bytes} bytes")
+
+
+def _decode_records(data: bytes, pos: int, end: int, count: int, base_offset: int, base_ts: int,
+                    where: str) -> list[Record]:
+    """The per-record loop: varints inlined for their common one-byte form."""
+    records = []
+    append_rec = records.append
+    for i in range(count):
+        # record length (zigzag varint)
+        if pos >= end:
+            raise RecordError(f"{where}: record {i}: {count} records declared, bytes end after {i}")
+        b = data[pos]
+        if b < 0x80:
+            n = b
+            pos += 1
+        elif pos + 1 < end and data[pos + 1] < 0x80:
+            n = (b & 0x7F) | (data[pos + 1] << 7)
+            pos += 2
+        else:
+            n, pos = _uvarint_slow(data, pos, end, 5, where)
+        length = (n >> 1) ^ -(n & 1)
+        if length < 6 or pos + length > end:
+            raise RecordError(f"{where}: record {i}: bad length {length} ({end - pos} bytes left)")
+        rend = pos + length
+        # attributes int8 (unused), timestamp delta (varlong), offset delta (varint)
+        pos += 1
+        b = data[pos]
+        if b < 0x80:
+            n = b
+            pos += 1
+        elif pos + 1 < rend and data[pos + 1] < 0x80:
+            n = (b & 0x7F) | (data[pos + 1] << 7)
+            pos += 2
+        else:
+            n, pos = _uvarint_slow(data, pos, rend, 10, where)
+        ts_delta = (n >> 1) ^ -(n & 1)
+        if pos >= rend:
+            raise RecordError(f"{where}: record {i}: truncated before its offset delta")
+        b = data[pos]
+        if b < 0x80:
+            n = b
+            pos += 1
+        elif pos + 1 < rend and data[pos + 1] < 0x80:
+            n = (b & 0x7F) | (data[pos + 1] << 7)
+            pos += 2
+        else:
+            n, pos = _uvarint_slow(data, pos, rend, 5, where)
+        off_delta = (n >> 1) ^ -(n & 1)
+        # key
+        if pos >= rend:
+            raise RecordError(f"{where}: record {i}: truncated before its key")
+        b = data[pos]
+        if b < 0x80:
+            n = b
+            pos += 1
+        elif pos + 1 < rend and data[pos + 1] < 0x80:
+            n = (b & 0x7F) | (data[pos + 1] << 7)
+            pos += 2
+        else:
+            n, pos = _uvarint_slow(data, pos, rend, 5, where)
+        klen = (n >> 1) ^ -(n & 1)
+        if klen < 0:
+            if klen != -1:
+                raise RecordError(f"{where}: record {i}: key length {klen}")
+            key = None
+        else:
+            if pos + klen > rend:
+                raise RecordError(f"{where}: record {i}: key length {klen} runs past the record")
+            key = data[pos:pos + klen]
+            pos += klen
+        # value
+        if pos >= rend:
+            raise RecordError(f"{where}: record {i}: truncated before its value")
+        b = data[pos]
+        if b < 0x80:
+            n = b
+            pos += 1
+        elif pos + 1 < rend and data[pos + 1] < 0x80:
+            n = (b & 0x7F) | (data[pos + 1] << 7)
+            pos += 2
+        else:
+            n, pos = _uvarint_slow(data, pos, rend, 5, where)
+        vlen = (n >> 1) ^ -(n & 1)
+        if vlen < 0:
+            if vlen != -1:
+                raise RecordError(f"{where}: record {i}: value length {vlen}")
+            value = None
+        else:
+            if pos + vlen > rend:
+                raise RecordError(f"{where}: record {i}: value length {vlen} runs past the record")
+            value = data[pos:pos + vlen]
+            pos += vlen
+        # headers
+        if pos >= rend:
+            raise RecordError(f"{where}: record {i}: truncated before its header count")
+        b = data[pos]
+        if b == 0:
+            pos += 1
+            headers = []
+        else:
+            headers = _decode_headers(data, pos, rend, where, i)
+            pos = rend
+        if pos != rend:
+            raise RecordError(f"{where}: record {i}: {rend - pos} bytes left over inside the record")
+        append_rec(Record(base_offset + off_delta, base_ts + ts_delta, key, value, headers))
+    if pos != end:
+        raise RecordError(f"{where}: {end - pos} bytes after the {count} declared records")
+    return records
+
+
+def _zz(data: bytes, pos: int, end: int, where: str, max_bytes: int = 5) -> tuple[int, int]:
+    n, pos = _uvarint_slow(data, pos, end, max_bytes, where)
+    return (n >> 1) ^ -(n & 1), pos
+
+
+def _decode_headers(data: bytes, pos: int, rend: int, where: str, i: int) -> list:
+    count, pos = _zz(data, pos, rend, where)
+    if count < 0 or count > rend - pos:
+        raise RecordError(f"{where}: record {i}: header count {count}")
+    headers = []
+    for _ in range(count):
+        klen, pos = _zz(data, pos, rend, where)
+        if klen < 0 or pos + klen > rend:
+            raise RecordError(f"{where}: record {i}: header key length {klen}")
+        try:
+            hkey = data[pos:pos + klen].decode("utf-8")
+        except UnicodeDecodeError:
+            raise RecordError(f"{where}: record {i}: header key is not UTF-8") from None
+        pos += klen
+        vlen, pos = _zz(data, pos, rend, where)
+        if vlen < -1 or pos + vlen > rend:
+            raise RecordError(f"{where}: record {i}: header value length {vlen}")
+        if vlen == -1:
+            hval = None
+        else:
+            hval = data[pos:pos + vlen]
+            pos += vlen
+        headers.append((hkey, hval))
+    if pos != rend:
+        raise RecordError(f"{where}: record {i}: {rend - pos} bytes left over inside the record")
+    return headers
+
+
+def decode_batches(data: bytes, allow_partial_tail: bool = False) -> list[RecordBatch]:
+    """Every RecordBatch in `data`, CRCs verified. A partial batch at the end is an error unless
+    `allow_partial_tail` (a fetch response may end in one), which drops it."""
+    if type(data) is not bytes:
+        data = bytes(data)
+    batches = []
+    pos = 0
+    total = len(data)
+    while pos < total:
+        where = f"batch at byte {pos}"
+        if total - pos < BATCH_OVERHEAD:
+            if allow_partial_tail:
+                break
+            raise RecordError(f"{where}: {total - pos} bytes, a batch header needs {BATCH_OVERHEAD}")
+        (base_offset, batch_length, leader_epoch, magic, crc, attributes, last_delta, base_ts, max_ts,
+         producer_id, producer_epoch, base_seq, count) = _HEAD.unpack_from(data, pos)
+        if batch_length < _MIN_BATCH_LENGTH:
+            raise RecordError(f"{where}: batch length {batch_length} is less than {_MIN_BATCH_LENGTH}")
+        end = pos + _LOG_OVERHEAD + batch_length
+        if end > total:
+            if allow_partial_tail:
+                break
+            raise RecordError(f"{where}: batch length {batch_length} runs {end - total} bytes past the data")
+        if magic != MAGIC:
+            raise RecordError(f"{where}: magic {magic}, only magic 2 (RecordBatch v2) is supported")
+        actual = _crc32c_pkg.crc32c(memoryview(data)[pos + 21:end])
+        if actual != crc:
+            raise RecordError(f"{where}: CRC-32C mismatch (stored {crc:#010x}, computed {actual:#010x})")
+        if count < 0 or count > (end - pos - BATCH_OVERHEAD) // 7:
+            raise RecordError(f"{where}: record count {count} cannot fit in {end - pos - BATCH_OVERHEAD} bytes")
+        codec = attributes & COMPRESSION_MASK
+        if codec:
+            raise UnsupportedCompression(codec, f"{where}: compressed records (codec {codec}) are not supported")
+        records = _decode_records(data, pos + BATCH_OVERHEAD, end, count, base_offset, base_ts, where)
+        if records and records[-1].offset - base_offset != last_delta:
+            raise RecordError(f"{where}: last offset delta {last_delta}, last record has "
+                              f"{records[-1].offset - base_offset}")
+        batches.append(RecordBatch(base_offset, leader_epoch, magic, attributes, last_delta, base_ts, max_ts,
+                                   producer_id, producer_epoch, base_seq, records, crc, end - pos))
+        pos = end
+    return batches
+
+
+def _zigzag_bytes(v: int) -> bytes:
+    if 0 <= v < 64:
+        return bytes((v << 1,))
+    return uvarint_bytes((v << 1) ^ (v >> 63) if v < 0 else v << 1)
+
+
+_NULL = b"\x01"   # zigzag(-1)
+
+
+def encode_batch(base_offset: int, leader_epoch: int, records: list[tuple[int, bytes | None, bytes | None]],
+                 *, producer_id: int = -1, producer_epoch: int = -1, base_sequence: int = -1,
+                 attributes: int = 0) -> bytes:
+    """One uncompressed RecordBatch v2 of `records` [(timestamp_ms, key, value)] at offsets
+    base_offset + i, CRC-32C filled in."""
+    if not records:
+        raise ValueError("encode_batch: no records")
+    if attributes & COMPRESSION_MASK:
+        raise ValueError("encode_batch: compression is not supported")
+    base_ts = records[0][0]
+    max_ts = base_ts
+    body = bytearray()
+    for i, (ts, key, value) in enumerate(records):
+        if ts > max_ts:
+            max_ts = ts
+        rec = bytearray(b"\x00")                     # attributes
+        rec += _zigzag_bytes(ts - base_ts)
+        rec += _zigzag_bytes(i)
+        if key is None:
+            rec += _NULL
+        else:
+            rec += _zigzag_bytes(len(key))
+            rec += key
+        if value is None:
+            rec += _NULL
+        else:
+            rec += _zigzag_bytes(len(value))
+            rec += value
+        rec.append(0)                                # no headers
+        body += _zigzag_bytes(len(rec))
+        body += rec
+    after_crc = _AFTER_CRC.pack(attributes, len(records) - 1, base_ts, max_ts, producer_id, producer_epoch,
+                                base_sequence, len(records)) + body
+    crc = _crc32c_pkg.crc32c(after_crc)
+    head = struct.pack(">qiibI", base_offset, len(after_crc) + 9, leader_epoch, MAGIC, crc)
+    return head + after_crc
