@@ -1,5 +1,6 @@
 """The broker node process: wires config, event log, storage, replica manager, RPC server, control plane
-and timers together, and owns the life cycle.
+and timers together, and owns the life cycle. The client listener serves the native protocol and the
+Kafka protocol (broker/server/kafka_handlers.py) on the same port.
 
 Start-up: load broker.json (bad -> one line on stderr, exit 2), open every partition found in data_dir
 (start-up recovery; a recovery cut is logged as a `truncate` event with why=recovery), listen, print
@@ -30,6 +31,7 @@ from broker.protocol import apis
 from broker.server.aio import bounded, cancel_and_wait, run
 from broker.server.controller_link import ControllerLink
 from broker.server.handlers import Handlers
+from broker.server.kafka_handlers import KafkaHandlers
 from broker.server.partitions import ReplicaManager
 from broker.server.rpc import RpcServer
 from broker.server.timers import Timers
@@ -86,6 +88,7 @@ class BrokerNode:
             raise StartupError(f"{self.config_path}: key 'data_dir': cannot remove {CLEAN_SHUTDOWN_FILE} in "
                                f"{cfg.data_dir} ({_why(exc)})", EXIT_BAD_CONFIG) from None
         handlers = Handlers(self.replicas, cfg.node_id)
+        kafka = KafkaHandlers(self.replicas, cfg.node_id, self.controller)
         self.rpc = RpcServer({
             apis.PRODUCE: handlers.produce,
             apis.FETCH: handlers.fetch,
@@ -93,7 +96,7 @@ class BrokerNode:
             apis.DESCRIBE_REPLICAS: handlers.describe_replicas,
             apis.PING: handlers.ping,
             apis.FLUSH: handlers.flush,
-        })
+        }, kafka=kafka)
         try:
             host, port = await self.rpc.start(cfg.host, cfg.port)
         except OSError as exc:

@@ -423,6 +423,22 @@ class ReplicaManager:
         return {"error": _code(read.error), "records": [[rec.offset, rec.epoch, rec.value] for rec in read.records],
                 "hw": read.high_watermark, "leader_epoch": read.leader_epoch, "log_start": r.log.log_start()}
 
+    def read_committed(self, topic: str, p: int, offset: int, max_records: int,
+                       current_leader_epoch: int) -> tuple[str, tuple, int, int, int]:
+        """A consumer read without waiting, keeping whole records (timestamps included) for the Kafka
+        listener: (error, records, hw, leader_epoch, log_start). Same checks as `fetch`'s consumer path."""
+        part = self.partitions.get((topic, p))
+        if part is None:
+            return "UNKNOWN_PARTITION", (), -1, -1, -1
+        cle = current_leader_epoch if current_leader_epoch >= 0 else None
+        r = part.replica
+        try:
+            read = r.read_for_consumer(offset, max_records, cle)
+        except LogCorruption as exc:
+            self.recover_corrupt(part, exc)
+            return STORAGE_ERROR, (), -1, -1, -1
+        return _code(read.error), read.records, read.high_watermark, read.leader_epoch, r.log.log_start()
+
     def offsets_for_leader_epoch(self, topic: str, p: int, leader_epoch: int, current_leader_epoch: int,
                                  replica_id: int = -1) -> dict:
         part = self.partitions.get((topic, p))

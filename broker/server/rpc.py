@@ -12,6 +12,16 @@ complete within FRAME_READ_TIMEOUT_S of its first byte; a connection that sends 
 that time of connecting is closed (idle time between frames is not limited); partial frames across all
 connections hold at most BUFFER_BUDGET bytes; at most MAX_CONNECTIONS client connections are served at
 once (well under the broker's fd budget), a connection beyond that is closed on accept.
+
+Two protocols share the listener (docs/kafka-protocol.md, "Broker behaviour"): the first frame of a
+connection decides. A payload starting with the native magic b"HW" makes it a native connection (as
+above); anything else a Kafka connection, served by `KafkaHandlers` (broker/server/kafka_handlers.py) with
+the codec of broker/kafka/messages.py. The frame limits above apply to both. On a Kafka connection
+requests are answered in order, one at a time (Kafka's rule); an unsupported ApiVersions version gets
+UNSUPPORTED_VERSION with the supported ranges (the connection stays open, so the client can fall back);
+an unknown api key, another api's unsupported version, a malformed frame or a frame over the limits
+closes the connection without an answer; a handler bug is logged and answered UNKNOWN_SERVER_ERROR
+where the api has an error field (else the connection is closed).
 """
 from __future__ import annotations
 
@@ -19,10 +29,14 @@ import asyncio
 import logging
 from typing import Any, Awaitable, Callable
 
+from broker.kafka import errors as kafka_errors
+from broker.kafka.messages import KafkaDecodeError, UnsupportedRequest, decode_request, encode_response
+from broker.kafka.versions import API_VERSIONS
 from broker.protocol import apis
-from broker.protocol.framing import (MAX_FRAME, REQUEST, RESPONSE, BufferBudget, Frame, FrameError, encode,
-                                     read_frame_bounded)
+from broker.protocol.framing import (MAGIC, MAX_FRAME, REQUEST, RESPONSE, BufferBudget, Frame, FrameError,
+                                     decode_payload, encode)
 from broker.server.aio import cancel_and_wait
+from broker.server.kafka_handlers import CloseConnection
 
 log = logging.getLogger(__name__)
 
@@ -39,8 +53,9 @@ class BadRequest(ValueError):
 
 
 class RpcServer:
-    def __init__(self, handlers: dict[int, Handler]):
+    def __init__(self, handlers: dict[int, Handler], kafka=None):
         self.handlers = handlers
+        self.kafka = kafka              # KafkaHandlers, or None: native protocol only
         self._server: asyncio.base_events.Server | None = None
         self._writers: set[asyncio.StreamWriter] = set()
         self._conn_tasks: set[asyncio.Task] = set()
@@ -71,14 +86,24 @@ class RpcServer:
         try:
             while True:
                 try:
-                    frame = await read_frame_bounded(reader, max_frame=MAX_REQUEST_FRAME, budget=self._budget,
-                                                     timeout_s=FRAME_READ_TIMEOUT_S, first=first)
-                    first = False
+                    payload = await read_payload_bounded(reader, max_frame=MAX_REQUEST_FRAME, budget=self._budget,
+                                                         timeout_s=FRAME_READ_TIMEOUT_S, first=first)
                 except FrameError as exc:
                     await _answer_garbage(writer, str(exc))
                     return
-                if frame is None:
+                if payload is None:
                     return
+                if first and self.kafka is not None and payload[:len(MAGIC)] != MAGIC:
+                    await self._serve_kafka(reader, writer, payload)
+                    return
+                first = False
+                try:
+                    frame = decode_payload(payload)
+                except FrameError as exc:
+                    await _answer_garbage(writer, str(exc))
+                    return
+                finally:
+                    del payload
                 if frame.kind != REQUEST:
                     await _answer_garbage(writer, "expected a request frame")
                     return
@@ -95,6 +120,61 @@ class RpcServer:
             self._conn_tasks.discard(me)
             writer.close()
 
+    async def _serve_kafka(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                           payload: bytes | None) -> None:
+        """A Kafka connection, from its first request (`payload`) on; returns when it must be closed."""
+        while payload is not None:
+            try:
+                request = decode_request(bytes(payload))
+            except UnsupportedRequest as exc:
+                if exc.api_key != API_VERSIONS:
+                    log.debug("kafka: closing a connection: %s", exc)
+                    return
+                # as Kafka does: the ranges in the v0 format, so the client can retry in a version we speak
+                writer.write(encode_response(API_VERSIONS, 0, exc.correlation_id, self.kafka.api_versions_body(
+                    kafka_errors.UNSUPPORTED_VERSION)))
+                await writer.drain()
+            except KafkaDecodeError as exc:
+                log.debug("kafka: closing a connection after a malformed request: %s", exc)
+                return
+            else:
+                del payload
+                data = await self._kafka_answer(request)
+                if data is _CLOSE:
+                    return
+                if data is not None:
+                    writer.write(data)
+                    await writer.drain()
+            try:
+                payload = await read_payload_bounded(reader, max_frame=MAX_REQUEST_FRAME, budget=self._budget,
+                                                     timeout_s=FRAME_READ_TIMEOUT_S, first=False)
+            except FrameError as exc:
+                log.debug("kafka: closing a connection: %s", exc)
+                return
+
+    async def _kafka_answer(self, request) -> bytes | None | object:
+        """The encoded response frame, None for no response, or _CLOSE."""
+        try:
+            body = await self.kafka.handle(request)
+            if body is None:
+                return None
+            return encode_response(request.api_key, request.api_version, request.correlation_id, body)
+        except CloseConnection:
+            return _CLOSE
+        except (asyncio.CancelledError, KeyboardInterrupt):
+            raise
+        except Exception:       # a bug in a handler must not take the broker down: answer and log
+            log.exception("internal error serving kafka api %s v%s", request.api_key, request.api_version)
+        try:
+            body = self.kafka.error_body(request, kafka_errors.UNKNOWN_SERVER_ERROR)
+            if body is None:
+                return _CLOSE
+            return encode_response(request.api_key, request.api_version, request.correlation_id, body)
+        except Exception:       # noqa: BLE001 - the request itself is odd: close
+            log.exception("kafka api %s v%s: cannot encode an error response", request.api_key,
+                          request.api_version)
+            return _CLOSE
+
     async def _dispatch(self, frame: Frame) -> dict[str, Any] | None:
         handler = self.handlers.get(frame.api)
         if handler is None:
@@ -110,6 +190,72 @@ class RpcServer:
         except Exception as exc:     # a bug in a handler must not take the broker down: answer and log
             log.exception("internal error serving %s", apis.NAMES.get(frame.api, frame.api))
             return {"error": "INTERNAL_ERROR", "message": f"{type(exc).__name__}: {exc}"}
+
+
+_CLOSE = object()
+_LEN_SIZE = 4
+_CHUNK = 256 * 1024
+
+
+async def read_payload_bounded(reader: asyncio.StreamReader, *, max_frame: int, timeout_s: float,
+                               budget: BufferBudget, first: bool) -> bytearray | None:
+    """One frame's payload (the bytes after the 4-byte length), either protocol, under the limits of
+    framing.read_frame_bounded (same rules and messages): None on a clean end of stream between frames,
+    FrameError for a declared length over `max_frame`, the deadline or the buffer budget."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout_s
+    head = bytearray()
+    if not first:
+        try:
+            start = await reader.read(1)
+        except (ConnectionError, OSError):
+            return None
+        if not start:
+            return None
+        deadline = loop.time() + timeout_s
+        head += start
+    if not await _fill(reader, head, _LEN_SIZE, deadline, timeout_s, None):
+        if not head:
+            return None
+        raise FrameError(f"connection closed inside a length prefix ({len(head)} of 4 bytes)")
+    length = int.from_bytes(head, "big")
+    if length > max_frame:
+        raise FrameError(f"declared frame length {length} exceeds this listener's {max_frame}-byte limit")
+    buf = bytearray()
+    try:
+        if not await _fill(reader, buf, length, deadline, timeout_s, budget):
+            raise FrameError(f"connection closed after {len(buf)} of a {length}-byte frame")
+    except BaseException:
+        budget.used -= len(buf)
+        buf.clear()         # free an aborted frame now
+        raise
+    budget.used -= len(buf)
+    return buf
+
+
+async def _fill(reader: asyncio.StreamReader, buf: bytearray, n: int, deadline: float, timeout_s: float,
+                budget: BufferBudget | None) -> bool:
+    """Append to `buf` until it holds `n` bytes (True) or the stream ends (False); FrameError on the
+    deadline or on exceeding `budget` (whose count includes `buf`'s bytes until the caller releases them)."""
+    loop = asyncio.get_running_loop()
+    while len(buf) < n:
+        remaining = deadline - loop.time()
+        if remaining <= 0:
+            raise FrameError(f"frame not complete within {timeout_s:.1f}s ({len(buf)} of {n} bytes)")
+        try:
+            chunk = await asyncio.wait_for(reader.read(min(n - len(buf), _CHUNK)), remaining)
+        except asyncio.TimeoutError:
+            raise FrameError(f"frame not complete within {timeout_s:.1f}s ({len(buf)} of {n} bytes)") from None
+        except (ConnectionError, OSError):
+            return False
+        if not chunk:
+            return False
+        if budget is not None:
+            if budget.used + len(chunk) > budget.limit:
+                raise FrameError(f"partial frames on this listener would exceed {budget.limit} buffered bytes")
+            budget.used += len(chunk)
+        buf += chunk
+    return True
 
 
 async def _answer_garbage(writer: asyncio.StreamWriter, message: str) -> None:

@@ -58,6 +58,10 @@ GARBAGE = {
     "oversized-length": lambda: struct.pack(">I", 0xFFFFFFF0) + header(),
     "non-map-body": lambda: (lambda body: struct.pack(">I", HEADER_SIZE + len(body)) + header() + body)(
         msgpack.packb([1, 2, 3])),
+}
+# a first frame without the native magic is a Kafka request (the listener serves both): malformed as
+# Kafka, the connection is closed without an answer
+NOT_NATIVE = {
     "bad-magic": lambda: (lambda body: struct.pack(">I", HEADER_SIZE + len(body)) + header(magic=b"XX") + body)(
         msgpack.packb({})),
     "short-header": lambda: struct.pack(">I", 3) + b"abc",
@@ -71,6 +75,30 @@ def test_garbage_gets_error_and_close(broker, kind):
     assert error_frame(frame) == (RESPONSE, 0, apis.ERROR, "INVALID_REQUEST")
     assert closed
     still_serves(address)
+
+
+@pytest.mark.parametrize("kind", sorted(NOT_NATIVE))
+def test_non_native_first_frame_is_closed_as_kafka(broker, kind):
+    _cluster, address = broker
+    with socket.create_connection(address, timeout=5) as s:
+        s.sendall(NOT_NATIVE[kind]())
+        s.shutdown(socket.SHUT_WR)
+        assert s.recv(1) == b""
+    still_serves(address)
+
+
+def test_bad_magic_on_a_native_connection_gets_error(broker):
+    """Once the first frame made a connection native, a later frame with another magic is native garbage."""
+    _cluster, address = broker
+    ping = (lambda body: struct.pack(">I", HEADER_SIZE + len(body)) + header(corr=1) + body)(msgpack.packb({}))
+    with socket.create_connection(address, timeout=5) as s:
+        s.sendall(ping + NOT_NATIVE["bad-magic"]())
+        s.shutdown(socket.SHUT_WR)
+        pong, error = read_frame_blocking(s), read_frame_blocking(s)
+        assert s.recv(1) == b""
+    assert (pong.kind, pong.correlation_id, pong.body) == (RESPONSE, 1, {"error": "NONE", "broker_id": 1})
+    assert error_frame(error) == (RESPONSE, 0, apis.ERROR, "INVALID_REQUEST")
+    assert error.body["message"] == "bad magic b'XX' (expected b'HW')"
 
 
 def test_silent_truncated_frame_does_not_block_others(broker):

@@ -1,0 +1,71 @@
+"""Kafka protocol error codes (the subset the broker's Kafka handlers answer with) and the mapping from the
+broker's own error strings (broker/replication/errors.py, broker/server/partitions.py, the controller's
+codes in broker/controller/messages.py) to them.
+
+Codes and names follow Apache Kafka's `Errors` table; `NAMES` maps a code back to its name for messages.
+"""
+from __future__ import annotations
+
+UNKNOWN_SERVER_ERROR = -1                 # a handler bug or an error without a better code
+NONE = 0                                  # success
+OFFSET_OUT_OF_RANGE = 1                   # fetch offset outside [log start, log end]
+CORRUPT_MESSAGE = 2                       # a produced batch fails its CRC-32C or cannot be parsed
+UNKNOWN_TOPIC_OR_PARTITION = 3            # no such topic/partition (on this broker, for data requests)
+LEADER_NOT_AVAILABLE = 5                  # the partition has no leader right now (metadata)
+NOT_LEADER_OR_FOLLOWER = 6                # this broker is not the partition's leader
+REQUEST_TIMED_OUT = 7                     # acks=all produce not replicated in time: outcome unknown
+BROKER_NOT_AVAILABLE = 8                  # a broker the request needs is not reachable
+MESSAGE_TOO_LARGE = 10                    # a record or batch over the broker's limits
+INVALID_TOPIC_EXCEPTION = 17              # a topic name outside Kafka's rule
+NOT_ENOUGH_REPLICAS = 19                  # acks=all and the ISR is below min.insync.replicas: not appended
+NOT_ENOUGH_REPLICAS_AFTER_APPEND = 20     # appended, but the ISR fell below min.insync.replicas
+INVALID_REQUIRED_ACKS = 21                # acks other than 0, 1, -1
+UNSUPPORTED_VERSION = 35                  # ApiVersions asked in a version this broker does not speak
+TOPIC_ALREADY_EXISTS = 36                 # CreateTopics of an existing topic
+INVALID_PARTITIONS = 37                   # CreateTopics with a bad partition count
+INVALID_REPLICATION_FACTOR = 38           # CreateTopics with more replicas than brokers
+INVALID_REPLICA_ASSIGNMENT = 39           # CreateTopics with a manual assignment (not supported)
+INVALID_CONFIG = 40                       # CreateTopics with topic configs (not supported)
+NOT_CONTROLLER = 41                       # the controller could not be reached to create a topic
+INVALID_REQUEST = 42                      # a well-formed request asking for something impossible
+UNSUPPORTED_FOR_MESSAGE_FORMAT = 43       # idempotent / transactional / control batches: not supported
+KAFKA_STORAGE_ERROR = 56                  # this replica's disk failed or its log is being recovered
+FETCH_SESSION_ID_NOT_FOUND = 70           # an incremental fetch for a session this broker never made
+FENCED_LEADER_EPOCH = 74                  # the request's current leader epoch is older than the leader's
+UNKNOWN_LEADER_EPOCH = 75                 # the request's current leader epoch is newer than the leader's
+UNSUPPORTED_COMPRESSION_TYPE = 76         # a compressed batch (the broker stores uncompressed values)
+INVALID_RECORD = 87                       # a record with a key, headers or a null value
+
+NAMES: dict[int, str] = {v: k for k, v in dict(globals()).items() if k.isupper() and isinstance(v, int)}
+
+# the broker's error strings -> Kafka codes
+_BROKER_CODES: dict[str, int] = {
+    "NONE": NONE,
+    "NOT_LEADER": NOT_LEADER_OR_FOLLOWER,
+    "NOT_ASSIGNED_REPLICA": NOT_LEADER_OR_FOLLOWER,
+    "NOT_ENOUGH_REPLICAS": NOT_ENOUGH_REPLICAS,
+    "NOT_ENOUGH_REPLICAS_AFTER_APPEND": NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+    "FENCED_LEADER_EPOCH": FENCED_LEADER_EPOCH,
+    "UNKNOWN_LEADER_EPOCH": UNKNOWN_LEADER_EPOCH,
+    "OFFSET_OUT_OF_RANGE": OFFSET_OUT_OF_RANGE,
+    "UNKNOWN_PARTITION": UNKNOWN_TOPIC_OR_PARTITION,
+    "REQUEST_TIMED_OUT": REQUEST_TIMED_OUT,
+    "KAFKA_STORAGE_ERROR": KAFKA_STORAGE_ERROR,
+    "INVALID_REQUEST": INVALID_REQUEST,
+    # controller codes (CreateTopics)
+    "TOPIC_ALREADY_EXISTS": TOPIC_ALREADY_EXISTS,
+    "INVALID_TOPIC_EXCEPTION": INVALID_TOPIC_EXCEPTION,
+    "INVALID_PARTITIONS": INVALID_PARTITIONS,
+    "INVALID_REPLICATION_FACTOR": INVALID_REPLICATION_FACTOR,
+    "CONTROLLER_NOT_AVAILABLE": NOT_CONTROLLER,
+    "LEADER_NOT_AVAILABLE": LEADER_NOT_AVAILABLE,
+    "BROKER_NOT_AVAILABLE": BROKER_NOT_AVAILABLE,
+}
+
+
+def kafka_code(broker_error: str | None) -> int:
+    """The Kafka error code for one of the broker's error strings (None is success); an unknown string
+    is UNKNOWN_SERVER_ERROR."""
+    if broker_error is None:
+        return NONE
+    return _BROKER_CODES.get(str(broker_error), UNKNOWN_SERVER_ERROR)

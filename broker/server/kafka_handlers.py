@@ -1,0 +1,431 @@
+"""The broker's Kafka-protocol request handlers: one async method per API served on the client listener,
+each taking a decoded request body (broker/kafka/messages.py, snake_case field names) and returning the
+response body, calling the ReplicaManager (broker/server/partitions.py) and, for CreateTopics, the
+controller. What is served and what is refused with which code: docs/kafka-protocol.md, "Broker behaviour".
+
+`KafkaHandlers.handle(request)` dispatches; it returns None when no response is due (Produce acks=0) and
+raises `CloseConnection` when Kafka's rule is to close the connection (an acks=0 produce that failed, so
+the producer notices and refreshes its metadata). `error_body(request, code)` is the response for a
+request whose handler failed: every partition (or topic) named in it answered with `code`.
+"""
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+from typing import Any
+
+from broker.controller.client import ControllerError
+from broker.kafka import errors as E
+from broker.kafka import versions as V
+from broker.kafka.records import RecordError, UnsupportedCompression, decode_batches, encode_batch
+from broker.limits import topic_name_problem
+from broker.replication.errors import check_leader_epoch
+
+log = logging.getLogger(__name__)
+
+CLUSTER_ID = "highwater"
+MAX_FETCH_RECORDS = 5000        # records read from one partition for one fetch (bytes limit it further)
+RECORD_OVERHEAD = 24            # upper bound of a record's framing in a batch (varints, attributes)
+BATCH_OVERHEAD = 61             # a RecordBatch header
+MAX_WAIT_MS = 30_000            # a fetch long-poll waits at most this long, whatever the client asks
+AUTHORIZED_OPERATIONS_OMITTED = -(2 ** 31)
+LEADER = "leader"               # PartitionReplica.role of a leader
+
+
+class CloseConnection(Exception):
+    """Kafka's answer to this request is to close the connection (no response)."""
+
+
+class KafkaHandlers:
+    def __init__(self, replicas, broker_id: int, controller, cluster_id: str = CLUSTER_ID):
+        self.replicas = replicas
+        self.broker_id = broker_id
+        self.controller = controller
+        self.cluster_id = cluster_id
+        self.apis = {
+            V.API_VERSIONS: self.api_versions,
+            V.METADATA: self.metadata,
+            V.PRODUCE: self.produce,
+            V.FETCH: self.fetch,
+            V.LIST_OFFSETS: self.list_offsets,
+            V.OFFSET_FOR_LEADER_EPOCH: self.offset_for_leader_epoch,
+            V.CREATE_TOPICS: self.create_topics,
+        }
+
+    async def handle(self, request) -> dict[str, Any] | None:
+        handler = self.apis[request.api_key]
+        return await handler(request.body, request.api_version)
+
+    # --- ApiVersions --------------------------------------------------------------------------
+    async def api_versions(self, body: dict[str, Any], version: int = 0) -> dict[str, Any]:
+        return self.api_versions_body(E.NONE)
+
+    @staticmethod
+    def api_versions_body(error_code: int) -> dict[str, Any]:
+        """Also the answer to an unsupported ApiVersions version (UNSUPPORTED_VERSION, v0 format)."""
+        return {"error_code": error_code, "throttle_time_ms": 0,
+                "api_keys": [{"api_key": k, "min_version": lo, "max_version": hi}
+                             for k, (lo, hi) in sorted(V.SUPPORTED.items())]}
+
+    # --- Metadata -----------------------------------------------------------------------------
+    async def metadata(self, body: dict[str, Any], version: int = 1) -> dict[str, Any]:
+        md = self.replicas.metadata
+        brokers = {} if md is None else md.brokers
+        live = sorted(b for b, info in brokers.items() if info.alive)
+        requested = body.get("topics")
+        if md is None:
+            names = [] if requested is None else [t["name"] for t in requested]
+        elif requested is None:
+            names = sorted({t for t, _ in md.partitions})
+        else:
+            names = [t["name"] for t in requested]
+        topics = [self._topic_metadata(md, name, set(live)) for name in names]
+        return {"throttle_time_ms": 0,
+                "brokers": [{"node_id": b, "host": brokers[b].host, "port": brokers[b].port, "rack": None}
+                            for b in live],
+                "cluster_id": self.cluster_id, "controller_id": live[0] if live else -1,
+                "topics": topics, "cluster_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED}
+
+    def _topic_metadata(self, md, name: str | None, live: set[int]) -> dict[str, Any]:
+        out = {"name": name, "is_internal": False, "partitions": [],
+               "topic_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED}
+        if name is None or topic_name_problem(name) is not None:
+            return {**out, "error_code": E.INVALID_TOPIC_EXCEPTION}
+        parts = [] if md is None else md.topic(name)
+        if not parts:
+            return {**out, "error_code": E.UNKNOWN_TOPIC_OR_PARTITION}
+        for ps in parts:
+            out["partitions"].append({
+                "error_code": E.NONE if ps.leader is not None else E.LEADER_NOT_AVAILABLE,
+                "partition_index": ps.partition,
+                "leader_id": ps.leader if ps.leader is not None else -1,
+                "leader_epoch": ps.leader_epoch,
+                "replica_nodes": list(ps.replicas), "isr_nodes": list(ps.isr),
+                "offline_replicas": [b for b in ps.replicas if b not in live]})
+        return {**out, "error_code": E.NONE}
+
+    # --- Produce ------------------------------------------------------------------------------
+    async def produce(self, body: dict[str, Any], version: int = 3) -> dict[str, Any] | None:
+        acks = body["acks"]
+        timeout_ms = max(0, body["timeout_ms"])
+        txn = body.get("transactional_id")
+        jobs = [(t["name"], pd["index"], pd.get("records")) for t in body["topic_data"]
+                for pd in t["partition_data"]]
+        results = await asyncio.gather(*(self._produce_one(name, p, records, acks, timeout_ms, txn)
+                                         for name, p, records in jobs))
+        if acks == 0:
+            if any(r["error_code"] != E.NONE for r in results):
+                raise CloseConnection("acks=0 produce failed")
+            return None
+        answers = iter(results)
+        responses = [{"name": t["name"], "partition_responses": [next(answers) for _ in t["partition_data"]]}
+                     for t in body["topic_data"]]
+        return {"responses": responses, "throttle_time_ms": 0}
+
+    async def _produce_one(self, topic: str, p: int, records: bytes | None, acks: int, timeout_ms: int,
+                           txn: str | None) -> dict[str, Any]:
+        def answer(code: int, base_offset: int = -1, message: str | None = None) -> dict[str, Any]:
+            part = self.replicas.get(topic, p)
+            return {"index": p, "error_code": code, "base_offset": base_offset, "log_append_time_ms": -1,
+                    "log_start_offset": part.replica.log.log_start() if part is not None else -1,
+                    "record_errors": [], "error_message": message}
+
+        if acks not in (0, 1, -1):
+            return answer(E.INVALID_REQUIRED_ACKS, message=f"acks must be 0, 1 or -1, got {acks}")
+        if txn is not None:
+            return answer(E.UNSUPPORTED_FOR_MESSAGE_FORMAT, message="transactions are not supported")
+        if not records:
+            return answer(E.INVALID_RECORD, message="no records")
+        try:
+            batches = decode_batches(records)
+        except UnsupportedCompression as exc:
+            return answer(E.UNSUPPORTED_COMPRESSION_TYPE,
+                          message=f"compression codec {exc.codec}: only uncompressed batches are stored")
+        except RecordError as exc:
+            return answer(E.CORRUPT_MESSAGE, message=str(exc)[:200])
+        values: list[bytes] = []
+        for b in batches:
+            if b.compression != 0:
+                return answer(E.UNSUPPORTED_COMPRESSION_TYPE,
+                              message=f"compression type {b.compression}: only uncompressed batches")
+            if b.producer_id >= 0 or b.is_transactional or b.is_control:
+                return answer(E.UNSUPPORTED_FOR_MESSAGE_FORMAT,
+                              message="idempotent, transactional and control batches are not supported")
+            for rec in b.records:
+                if rec.key is not None or rec.headers:
+                    return answer(E.INVALID_RECORD, message="records with keys or headers are not stored")
+                if rec.value is None:
+                    return answer(E.INVALID_RECORD, message="records with a null value are not stored")
+                values.append(bytes(rec.value))
+        if not values:
+            return answer(E.INVALID_RECORD, message="no records")
+        if self.replicas.get(topic, p) is None:
+            return answer(self._missing_partition(topic, p))
+        resp = await self.replicas.produce(topic, p, acks, timeout_ms, values)
+        code = E.kafka_code(resp["error"])
+        return answer(code, resp["base_offset"] if code == E.NONE else -1)
+
+    def _missing_partition(self, topic: str, p: int) -> int:
+        """A partition this broker holds no replica of: NOT_LEADER_OR_FOLLOWER if it exists (the client's
+        metadata is stale), UNKNOWN_TOPIC_OR_PARTITION if not."""
+        md = self.replicas.metadata
+        if md is not None and md.partition(topic, p) is not None:
+            return E.NOT_LEADER_OR_FOLLOWER
+        return E.UNKNOWN_TOPIC_OR_PARTITION
+
+    # --- Fetch --------------------------------------------------------------------------------
+    async def fetch(self, body: dict[str, Any], version: int = 4) -> dict[str, Any]:
+        session_id = body.get("session_id", 0)
+        session_epoch = body.get("session_epoch", -1)
+        if session_id != 0 or session_epoch > 0:
+            # incremental fetch of a session this broker never created (it always answers sessionless)
+            return {"throttle_time_ms": 0, "error_code": E.FETCH_SESSION_ID_NOT_FOUND, "session_id": 0,
+                    "responses": []}
+        loop = asyncio.get_running_loop()
+        max_wait_s = min(max(0, body["max_wait_ms"]), MAX_WAIT_MS) / 1000.0
+        deadline = loop.time() + max_wait_s
+        min_bytes = max(1, body.get("min_bytes", 1))
+        while True:
+            responses, size, failed = self._fetch_once(body)
+            remaining = deadline - loop.time()
+            if failed or size >= min_bytes or remaining <= 0:
+                return {"throttle_time_ms": 0, "error_code": E.NONE, "session_id": 0, "responses": responses}
+            await self._wait_hw_moved(body, remaining)
+
+    def _fetch_once(self, body: dict[str, Any]) -> tuple[list[dict[str, Any]], int, bool]:
+        budget = body.get("max_bytes", 0x7FFFFFFF)
+        if budget <= 0:
+            budget = 0x7FFFFFFF
+        size, failed = 0, False
+        responses = []
+        for t in body["topics"]:
+            parts = []
+            for fp in t["partitions"]:
+                limit = min(max(0, fp["partition_max_bytes"]), budget - size)
+                pd = self._fetch_partition(t["topic"], fp, limit, first=size == 0)
+                size += len(pd["records"])
+                failed = failed or pd["error_code"] != E.NONE
+                parts.append(pd)
+            responses.append({"topic": t["topic"], "partitions": parts})
+        return responses, size, failed
+
+    def _fetch_partition(self, topic: str, fp: dict[str, Any], limit: int, first: bool) -> dict[str, Any]:
+        p = fp["partition"]
+        out = {"partition_index": p, "error_code": E.NONE, "high_watermark": -1, "last_stable_offset": -1,
+               "log_start_offset": -1, "aborted_transactions": None, "preferred_read_replica": -1,
+               "records": b""}
+        if self.replicas.get(topic, p) is None:
+            return {**out, "error_code": self._missing_partition(topic, p)}
+        max_records = max(1, min(MAX_FETCH_RECORDS, limit // (RECORD_OVERHEAD + 1) + 1))
+        error, records, hw, _epoch, log_start = self.replicas.read_committed(
+            topic, p, fp["fetch_offset"], max_records, fp.get("current_leader_epoch", -1))
+        code = E.kafka_code(error)
+        if code != E.NONE:
+            if code == E.OFFSET_OUT_OF_RANGE:
+                return {**out, "error_code": code, "high_watermark": hw, "last_stable_offset": hw,
+                        "log_start_offset": log_start}
+            return {**out, "error_code": code}
+        data = encode_records(records, limit, at_least_one=first)
+        return {**out, "high_watermark": hw, "last_stable_offset": hw, "log_start_offset": log_start,
+                "records": data}
+
+    async def _wait_hw_moved(self, body: dict[str, Any], timeout_s: float) -> None:
+        """Until the HW of any requested partition held here moves, or `timeout_s`."""
+        signals = {id(part.hw_moved): part.hw_moved
+                   for t in body["topics"] for fp in t["partitions"]
+                   if (part := self.replicas.get(t["topic"], fp["partition"])) is not None}
+        if not signals:
+            await asyncio.sleep(timeout_s)
+            return
+        waits = [asyncio.ensure_future(s.wait(timeout_s)) for s in signals.values()]
+        try:
+            await asyncio.wait(waits, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for w in waits:
+                w.cancel()
+            await asyncio.gather(*waits, return_exceptions=True)
+
+    # --- ListOffsets --------------------------------------------------------------------------
+    async def list_offsets(self, body: dict[str, Any], version: int = 1) -> dict[str, Any]:
+        topics = [{"name": t["name"],
+                   "partitions": [self._list_offset(t["name"], lp) for lp in t["partitions"]]}
+                  for t in body["topics"]]
+        return {"throttle_time_ms": 0, "topics": topics}
+
+    def _list_offset(self, topic: str, lp: dict[str, Any]) -> dict[str, Any]:
+        p = lp["partition_index"]
+        out = {"partition_index": p, "error_code": E.NONE, "timestamp": -1, "offset": -1, "leader_epoch": -1}
+        part = self.replicas.get(topic, p)
+        if part is None:
+            return {**out, "error_code": self._missing_partition(topic, p)}
+        r = part.replica
+        if r.role != LEADER:
+            return {**out, "error_code": E.NOT_LEADER_OR_FOLLOWER}
+        fenced = check_leader_epoch(lp.get("current_leader_epoch", -1), r.leader_epoch)
+        if fenced is not None:
+            return {**out, "error_code": E.kafka_code(str(fenced))}
+        ts = lp["timestamp"]
+        if ts == -2:                               # earliest
+            offset = r.log.log_start()
+            return {**out, "offset": offset, "leader_epoch": epoch_for_offset(r, offset)}
+        if ts == -1:                               # latest (the HW: there are no transactions)
+            return {**out, "offset": r.hw, "leader_epoch": epoch_for_offset(r, r.hw)}
+        if ts < 0:
+            return {**out, "error_code": E.INVALID_REQUEST}
+        found = self._first_at_or_after(part, ts)
+        if found is None:
+            return out
+        return {**out, "timestamp": found.timestamp, "offset": found.offset, "leader_epoch": found.epoch}
+
+    def _first_at_or_after(self, part, ts: int):
+        """The first committed record whose timestamp is >= ts (timestamps are the leader's clock, which
+        may step back across leaders: this scans, it does not bisect)."""
+        r = part.replica
+        offset, hw = r.log.log_start(), r.hw
+        while offset < hw:
+            chunk = r.log.read(offset, min(1000, hw - offset))
+            if not chunk:
+                return None
+            for rec in chunk:
+                if rec.offset >= hw:
+                    return None
+                if rec.timestamp >= ts:
+                    return rec
+            offset = chunk[-1].offset + 1
+        return None
+
+    # --- OffsetForLeaderEpoch -----------------------------------------------------------------
+    async def offset_for_leader_epoch(self, body: dict[str, Any], version: int = 0) -> dict[str, Any]:
+        replica_id = body.get("replica_id", -2)
+        topics = []
+        for t in body["topics"]:
+            parts = []
+            for op in t["partitions"]:
+                p = op["partition"]
+                if self.replicas.get(t["topic"], p) is None:
+                    parts.append({"error_code": self._missing_partition(t["topic"], p), "partition": p,
+                                  "leader_epoch": -1, "end_offset": -1})
+                    continue
+                resp = self.replicas.offsets_for_leader_epoch(t["topic"], p, op["leader_epoch"],
+                                                              op.get("current_leader_epoch", -1),
+                                                              replica_id if replica_id >= 0 else -1)
+                parts.append({"error_code": E.kafka_code(resp["error"]), "partition": p,
+                              "leader_epoch": resp["leader_epoch"], "end_offset": resp["end_offset"]})
+            topics.append({"topic": t["topic"], "partitions": parts})
+        return {"throttle_time_ms": 0, "topics": topics}
+
+    # --- CreateTopics -------------------------------------------------------------------------
+    async def create_topics(self, body: dict[str, Any], version: int = 2) -> dict[str, Any]:
+        md = self.replicas.metadata
+        live = 0 if md is None else sum(1 for info in md.brokers.values() if info.alive)
+        results: dict[int, dict[str, Any]] = {}
+        specs: list[tuple[int, dict[str, Any]]] = []
+        seen: set[str] = set()
+        for i, t in enumerate(body["topics"]):
+            name = t["name"]
+
+            def refuse(code: int, message: str) -> None:
+                results[i] = {"name": name, "error_code": code, "error_message": message}
+            if name in seen:
+                refuse(E.INVALID_REQUEST, f"topic {name!r} named twice in one request")
+                continue
+            seen.add(name)
+            problem = topic_name_problem(name)
+            partitions = t["num_partitions"] if t["num_partitions"] != -1 else 1
+            rf = t["replication_factor"] if t["replication_factor"] != -1 else max(1, min(3, live))
+            if problem is not None:
+                refuse(E.INVALID_TOPIC_EXCEPTION, problem)
+            elif t.get("assignments"):
+                refuse(E.INVALID_REPLICA_ASSIGNMENT, "manual replica assignments are not supported")
+            elif t.get("configs"):
+                refuse(E.INVALID_CONFIG, "topic configs are not supported: "
+                       + ", ".join(sorted(c["name"] for c in t["configs"])))
+            elif partitions < 1:
+                refuse(E.INVALID_PARTITIONS, f"num_partitions must be >= 1, got {partitions}")
+            elif rf < 1:
+                refuse(E.INVALID_REPLICATION_FACTOR, f"replication_factor must be >= 1, got {rf}")
+            elif md is not None and md.topic(name):
+                refuse(E.TOPIC_ALREADY_EXISTS, f"topic {name!r} already exists")
+            elif rf > live:
+                refuse(E.INVALID_REPLICATION_FACTOR, f"replication factor {rf} is larger than the {live} "
+                       "live brokers")
+            else:
+                specs.append((i, {"name": name, "partitions": partitions, "replication_factor": rf}))
+        if specs and not body.get("validate_only", False):
+            try:
+                answers = await self.controller.create_topics([s for _, s in specs])
+                errors = {n: (e, None) for n, e in answers.items()}
+            except ControllerError as exc:
+                errors = {s["name"]: (exc.code, exc.message or exc.code) for _, s in specs}
+            for i, spec in specs:
+                error, message = errors.get(spec["name"], ("UNKNOWN", "the controller did not answer for it"))
+                code = E.kafka_code(error)
+                results[i] = {"name": spec["name"], "error_code": code,
+                              "error_message": None if code == E.NONE else (message or str(error))}
+        for i, spec in specs:
+            results.setdefault(i, {"name": spec["name"], "error_code": E.NONE, "error_message": None})
+        return {"throttle_time_ms": 0, "topics": [results[i] for i in sorted(results)]}
+
+    # --- errors -------------------------------------------------------------------------------
+    def error_body(self, request, code: int) -> dict[str, Any] | None:
+        """The response to `request` with every partition (or topic) answered `code`; None when the api
+        has no place for an error (then the caller closes the connection)."""
+        body, key = request.body, request.api_key
+        if key == V.API_VERSIONS:
+            return self.api_versions_body(code)
+        if key == V.PRODUCE:
+            return {"throttle_time_ms": 0, "responses": [
+                {"name": t["name"], "partition_responses": [
+                    {"index": pd["index"], "error_code": code, "base_offset": -1, "log_append_time_ms": -1,
+                     "log_start_offset": -1, "record_errors": [], "error_message": E.NAMES.get(code)}
+                    for pd in t["partition_data"]]} for t in body["topic_data"]]}
+        if key == V.FETCH:
+            return {"throttle_time_ms": 0, "error_code": code, "session_id": 0, "responses": []}
+        if key == V.LIST_OFFSETS:
+            return {"throttle_time_ms": 0, "topics": [
+                {"name": t["name"], "partitions": [
+                    {"partition_index": lp["partition_index"], "error_code": code, "timestamp": -1,
+                     "offset": -1, "leader_epoch": -1} for lp in t["partitions"]]} for t in body["topics"]]}
+        if key == V.OFFSET_FOR_LEADER_EPOCH:
+            return {"throttle_time_ms": 0, "topics": [
+                {"topic": t["topic"], "partitions": [
+                    {"error_code": code, "partition": op["partition"], "leader_epoch": -1, "end_offset": -1}
+                    for op in t["partitions"]]} for t in body["topics"]]}
+        if key == V.CREATE_TOPICS:
+            return {"throttle_time_ms": 0, "topics": [
+                {"name": t["name"], "error_code": code, "error_message": E.NAMES.get(code)}
+                for t in body["topics"]]}
+        if key == V.METADATA:
+            return None
+        return None
+
+
+def epoch_for_offset(replica, offset: int) -> int:
+    """The leader epoch in force at `offset`: the largest epoch starting at or before it (-1: none)."""
+    best = -1
+    for epoch, start in replica.epoch_cache.entries():
+        if start <= offset:
+            best = epoch
+    return best
+
+
+def encode_records(records, limit: int, *, at_least_one: bool) -> bytes:
+    """RecordBatches for `records` (consecutive, committed), one batch per run of equal leader epochs,
+    stamped with that epoch, within `limit` bytes (estimated from the value sizes); with `at_least_one`
+    the first record goes out even when it alone is over the limit (KIP-74)."""
+    chosen, size, epoch = [], 0, None
+    for rec in records:
+        cost = len(rec.value) + RECORD_OVERHEAD + (BATCH_OVERHEAD if rec.epoch != epoch else 0)
+        if size + cost > limit and not (at_least_one and not chosen):
+            break
+        chosen.append(rec)
+        size += cost
+        epoch = rec.epoch
+    out = []
+    for _epoch, run in itertools.groupby(chosen, key=lambda r: r.epoch):
+        run = list(run)
+        out.append(encode_batch(run[0].offset, run[0].epoch,
+                                [(rec.timestamp or 0, None, rec.value) for rec in run]))
+    return b"".join(out)
+

@@ -1,0 +1,361 @@
+"""The Kafka protocol on a real 3-broker cluster's client listener (issue 20), driven with our own codec
+(broker/kafka/messages.py) as a raw client: ApiVersions, Metadata, Produce (acks=1/all/0), Fetch with the
+leader epoch stamped in each batch and its CRC-32C checked, the error codes of a follower, of KIP-320
+fencing and of an offset out of range, ListOffsets, OffsetForLeaderEpoch, CreateTopics, and batches the
+broker refuses (compressed, keyed, bad CRC, idempotent, transactional)."""
+from __future__ import annotations
+
+import socket
+import struct
+import time
+
+import pytest
+
+from broker.client import Admin
+from broker.kafka import errors as E
+from broker.kafka import messages as M
+from broker.kafka import versions as V
+from broker.kafka.records import crc32c, decode_batches, encode_batch
+from broker.server.launch import LocalCluster, wait_until
+from tests.broker.real_processes import wait_full_isr
+
+TOPIC = "kt"
+BROKER = {"min_insync_replicas": 2, "heartbeat_interval_ms": 200, "replica_fetch_wait_max_ms": 100}
+
+
+class KafkaConn:
+    """A raw Kafka client connection: one request at a time, correlation ids checked."""
+
+    def __init__(self, address: tuple[str, int]):
+        self.sock = socket.create_connection(address, timeout=10)
+        self.corr = 0
+
+    def send(self, api: int, version: int, body: dict) -> int:
+        self.corr += 1
+        self.sock.sendall(M.encode_request(api, version, self.corr, "kafka-listener-test", body))
+        return self.corr
+
+    def receive(self, api: int, version: int, corr: int) -> dict:
+        (n,) = struct.unpack(">I", self.recv_exactly(4))
+        got, body = M.decode_response(api, version, self.recv_exactly(n))
+        assert got == corr
+        return body
+
+    def request(self, api: int, version: int, body: dict) -> dict:
+        return self.receive(api, version, self.send(api, version, body))
+
+    def recv_exactly(self, n: int) -> bytes:
+        out = bytearray()
+        while len(out) < n:
+            chunk = self.sock.recv(n - len(out))
+            if not chunk:
+                raise ConnectionError(f"closed after {len(out)} of {n} bytes")
+            out += chunk
+        return bytes(out)
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    with LocalCluster(tmp_path_factory.mktemp("kafka-listener"), brokers=3, broker_settings=BROKER,
+                      topics=[{"name": TOPIC, "partitions": 1, "replication_factor": 3}]) as c:
+        admin = Admin(c.controller_address, timeout_s=2.0)
+        wait_full_isr(admin, TOPIC, 20, "a leader with the full ISR")
+        yield c, admin
+
+
+def leader_of(admin: Admin, topic: str = TOPIC):
+    info = wait_full_isr(admin, topic, 20, f"{topic}: a leader with the full ISR")
+    return info.leader, info.epoch
+
+
+def conn_to(cluster, broker_id: int) -> KafkaConn:
+    return KafkaConn(cluster.brokers[broker_id].address)
+
+
+def produce_body(values: list[bytes], acks: int, *, topic: str = TOPIC, records: bytes | None = None,
+                 txn: str | None = None) -> dict:
+    if records is None:
+        records = encode_batch(0, -1, [(int(time.time() * 1000), None, v) for v in values])
+    return {"transactional_id": txn, "acks": acks, "timeout_ms": 10_000,
+            "topic_data": [{"name": topic, "partition_data": [{"index": 0, "records": records}]}]}
+
+
+def produced(resp: dict) -> dict:
+    [t] = resp["responses"]
+    [p] = t["partition_responses"]
+    return p
+
+
+def fetch_body(offset: int, *, epoch: int = -1, max_wait_ms: int = 0, topic: str = TOPIC,
+               partition_max_bytes: int = 1 << 20) -> dict:
+    return {"replica_id": -1, "max_wait_ms": max_wait_ms, "min_bytes": 1, "max_bytes": 50 << 20,
+            "isolation_level": 1, "session_id": 0, "session_epoch": -1,
+            "topics": [{"topic": topic, "partitions": [
+                {"partition": 0, "current_leader_epoch": epoch, "fetch_offset": offset, "log_start_offset": -1,
+                 "partition_max_bytes": partition_max_bytes}]}],
+            "forgotten_topics_data": [], "rack_id": ""}
+
+
+def fetched(resp: dict) -> dict:
+    assert resp.get("error_code", 0) == 0 and resp.get("session_id", 0) == 0     # v7+ fields
+    [t] = resp["responses"]
+    [p] = t["partitions"]
+    return p
+
+
+def list_offsets(conn: KafkaConn, timestamp: int, *, epoch: int = -1) -> dict:
+    resp = conn.request(V.LIST_OFFSETS, 5, {"replica_id": -1, "isolation_level": 1, "topics": [
+        {"name": TOPIC, "partitions": [{"partition_index": 0, "current_leader_epoch": epoch,
+                                        "timestamp": timestamp}]}]})
+    [t] = resp["topics"]
+    [p] = t["partitions"]
+    return p
+
+
+def test_api_versions_v0_and_v3(cluster):
+    c, _admin = cluster
+    conn = conn_to(c, 1)
+    expected = sorted([k, lo, hi] for k, (lo, hi) in V.SUPPORTED.items())
+    v0 = conn.request(V.API_VERSIONS, 0, {})
+    assert v0["error_code"] == 0
+    assert sorted([a["api_key"], a["min_version"], a["max_version"]] for a in v0["api_keys"]) == expected
+    v3 = conn.request(V.API_VERSIONS, 3, {"client_software_name": "hw-test", "client_software_version": "1.0"})
+    assert v3["error_code"] == 0 and v3["throttle_time_ms"] == 0
+    assert sorted([a["api_key"], a["min_version"], a["max_version"]] for a in v3["api_keys"]) == expected
+    conn.close()
+
+
+def test_unsupported_api_versions_version_answers_v0_body(cluster):
+    """A newer client asks ApiVersions v9: UNSUPPORTED_VERSION with the ranges in the v0 body, and the
+    connection stays open for the retry in a version we speak."""
+    c, _admin = cluster
+    conn = conn_to(c, 2)
+    frame = bytearray(M.encode_request(V.API_VERSIONS, 3, 77, "new-client", {"client_software_name": "x",
+                                                                             "client_software_version": "9"}))
+    struct.pack_into(">h", frame, 6, 9)         # api_version in the header
+    conn.sock.sendall(bytes(frame))
+    body = conn.receive(V.API_VERSIONS, 0, 77)
+    assert body["error_code"] == E.UNSUPPORTED_VERSION == 35
+    assert {a["api_key"]: (a["min_version"], a["max_version"]) for a in body["api_keys"]} == V.SUPPORTED
+    assert conn.request(V.API_VERSIONS, 3, {"client_software_name": "x", "client_software_version": "1"})[
+        "error_code"] == 0
+    conn.close()
+
+
+def test_metadata_lists_brokers_and_topic(cluster):
+    c, admin = cluster
+    leader, epoch = leader_of(admin)
+    conn = conn_to(c, 3)
+    md = conn.request(V.METADATA, 8, {"topics": None, "allow_auto_topic_creation": False,
+                                      "include_cluster_authorized_operations": False,
+                                      "include_topic_authorized_operations": False})
+    assert sorted((b["node_id"], b["host"], b["port"]) for b in md["brokers"]) == sorted(
+        (b, *c.brokers[b].address) for b in (1, 2, 3))
+    assert md["cluster_id"] == "highwater" and md["controller_id"] in (1, 2, 3)
+    [topic] = [t for t in md["topics"] if t["name"] == TOPIC]
+    assert topic["error_code"] == 0 and not topic["is_internal"]
+    [p] = topic["partitions"]
+    assert (p["error_code"], p["partition_index"], p["leader_id"], p["leader_epoch"]) == (0, 0, leader, epoch)
+    assert sorted(p["replica_nodes"]) == [1, 2, 3] and sorted(p["isr_nodes"]) == [1, 2, 3]
+    assert p["offline_replicas"] == []
+    unknown = conn.request(V.METADATA, 8, {"topics": [{"name": "no-such-topic"}],
+                                           "allow_auto_topic_creation": True})
+    assert [(t["name"], t["error_code"], t["partitions"]) for t in unknown["topics"]] == [
+        ("no-such-topic", E.UNKNOWN_TOPIC_OR_PARTITION, [])]
+    time.sleep(0.5)     # no auto-creation: still unknown
+    assert conn.request(V.METADATA, 1, {"topics": [{"name": "no-such-topic"}]})["topics"][0]["error_code"] == 3
+    conn.close()
+
+
+def test_produce_acks_1_all_0_then_fetch(cluster):
+    c, admin = cluster
+    leader, epoch = leader_of(admin)
+    conn = conn_to(c, leader)
+    start = list_offsets(conn, -1)["offset"]
+    r1 = produced(conn.request(V.PRODUCE, 8, produce_body([b"a0", b"a1", b"a2"], 1)))
+    assert (r1["index"], r1["error_code"], r1["base_offset"]) == (0, 0, start)
+    r2 = produced(conn.request(V.PRODUCE, 7, produce_body([b"b0", b"b1"], -1)))
+    assert (r2["error_code"], r2["base_offset"]) == (0, start + 3)
+    # acks=0: no response; the next request's response is the next thing on the connection
+    conn.send(V.PRODUCE, 3, produce_body([b"c0"], 0))
+    wait_until(lambda: list_offsets(conn, -1)["offset"] == start + 6, 10, "the acks=0 record committed")
+
+    p = fetched(conn.request(V.FETCH, 11, fetch_body(start, epoch=epoch)))
+    assert (p["error_code"], p["high_watermark"], p["last_stable_offset"], p["log_start_offset"]) == (
+        0, start + 6, start + 6, 0)
+    batches = decode_batches(p["records"], allow_partial_tail=True)   # verifies every CRC-32C
+    values = [(r.offset, r.value) for b in batches for r in b.records]
+    assert values == list(enumerate([b"a0", b"a1", b"a2", b"b0", b"b1", b"c0"], start))
+    assert all(b.partition_leader_epoch == epoch and b.magic == 2 for b in batches)
+    assert all(r.key is None and r.headers == [] and r.timestamp > 0 for b in batches for r in b.records)
+    raw = p["records"]
+    assert struct.unpack_from(">I", raw, 17)[0] == crc32c(raw[21:12 + struct.unpack_from(">i", raw, 8)[0]])
+    # the same read in the oldest fetch version served
+    p4 = fetched(conn.request(V.FETCH, 4, fetch_body(start + 4)))
+    assert [r.value for b in decode_batches(p4["records"]) for r in b.records] == [b"b1", b"c0"]
+    conn.close()
+
+
+def test_fetch_long_poll_wakes_on_commit(cluster):
+    c, admin = cluster
+    leader, epoch = leader_of(admin)
+    consumer, producer = conn_to(c, leader), conn_to(c, leader)
+    end = list_offsets(consumer, -1)["offset"]
+    t0 = time.monotonic()
+    empty = fetched(consumer.request(V.FETCH, 11, fetch_body(end, epoch=epoch, max_wait_ms=300)))
+    assert empty["records"] == b"" and time.monotonic() - t0 >= 0.25
+    corr = consumer.send(V.FETCH, 11, fetch_body(end, epoch=epoch, max_wait_ms=10_000))
+    time.sleep(0.3)
+    t1 = time.monotonic()
+    assert produced(producer.request(V.PRODUCE, 8, produce_body([b"woke"], -1)))["error_code"] == 0
+    p = fetched(consumer.receive(V.FETCH, 11, corr))
+    assert time.monotonic() - t1 < 3
+    assert [r.value for b in decode_batches(p["records"]) for r in b.records] == [b"woke"]
+    consumer.close()
+    producer.close()
+
+
+def test_follower_answers_not_leader(cluster):
+    c, admin = cluster
+    leader, _epoch = leader_of(admin)
+    follower = next(b for b in (1, 2, 3) if b != leader)
+    conn = conn_to(c, follower)
+    assert produced(conn.request(V.PRODUCE, 8, produce_body([b"x"], -1)))["error_code"] == \
+        E.NOT_LEADER_OR_FOLLOWER == 6
+    assert fetched(conn.request(V.FETCH, 11, fetch_body(0)))["error_code"] == 6
+    assert list_offsets(conn, -1)["error_code"] == 6
+    conn.close()
+
+
+def test_leader_epoch_fencing_and_offset_out_of_range(cluster):
+    c, admin = cluster
+    leader, epoch = leader_of(admin)
+    if epoch == 0:      # move leadership once, so that an older epoch exists
+        target = next(b for b in (1, 2, 3) if b != leader)
+        admin.elect_leader(TOPIC, 0, broker=target)
+        wait_until(lambda: leader_of(admin)[1] > epoch, 20, "a new leader epoch")
+        leader, epoch = leader_of(admin)
+    conn = conn_to(c, leader)
+    wait_until(lambda: list_offsets(conn, -1)["error_code"] == 0, 10, "the new leader serving")
+    assert fetched(conn.request(V.FETCH, 11, fetch_body(0, epoch=epoch - 1)))["error_code"] == \
+        E.FENCED_LEADER_EPOCH == 74
+    assert fetched(conn.request(V.FETCH, 11, fetch_body(0, epoch=epoch + 1)))["error_code"] == \
+        E.UNKNOWN_LEADER_EPOCH == 75
+    assert list_offsets(conn, -1, epoch=epoch - 1)["error_code"] == 74
+    assert list_offsets(conn, -1, epoch=epoch + 1)["error_code"] == 75
+    hw = list_offsets(conn, -1)["offset"]
+    oor = fetched(conn.request(V.FETCH, 11, fetch_body(hw + 1000, epoch=epoch)))
+    assert (oor["error_code"], oor["high_watermark"], oor["log_start_offset"], oor["records"]) == (
+        E.OFFSET_OUT_OF_RANGE, hw, 0, b"")
+    conn.close()
+
+
+def test_list_offsets_and_offset_for_leader_epoch(cluster):
+    c, admin = cluster
+    leader, epoch = leader_of(admin)
+    conn = conn_to(c, leader)
+    before = int(time.time() * 1000)
+    time.sleep(0.01)
+    base = produced(conn.request(V.PRODUCE, 8, produce_body([b"t0", b"t1"], -1)))["base_offset"]
+    hw = base + 2
+    earliest, latest = list_offsets(conn, -2), list_offsets(conn, -1)
+    assert (earliest["error_code"], earliest["offset"], earliest["timestamp"]) == (0, 0, -1)
+    assert (latest["error_code"], latest["offset"], latest["leader_epoch"]) == (0, hw, epoch)
+    by_time = list_offsets(conn, before)
+    assert (by_time["error_code"], by_time["offset"], by_time["leader_epoch"]) == (0, base, epoch)
+    assert by_time["timestamp"] >= before
+    future = list_offsets(conn, int(time.time() * 1000) + 3_600_000)
+    assert (future["error_code"], future["offset"], future["timestamp"]) == (0, -1, -1)
+
+    resp = conn.request(V.OFFSET_FOR_LEADER_EPOCH, 3, {"replica_id": -1, "topics": [
+        {"topic": TOPIC, "partitions": [{"partition": 0, "current_leader_epoch": epoch, "leader_epoch": epoch}]}]})
+    [p] = resp["topics"][0]["partitions"]
+    assert (p["error_code"], p["partition"], p["leader_epoch"], p["end_offset"]) == (0, 0, epoch, hw)
+    resp = conn.request(V.OFFSET_FOR_LEADER_EPOCH, 2, {"topics": [
+        {"topic": "no-such-topic", "partitions": [{"partition": 0, "current_leader_epoch": -1, "leader_epoch": 0}]}]})
+    assert resp["topics"][0]["partitions"][0]["error_code"] == E.UNKNOWN_TOPIC_OR_PARTITION
+    conn.close()
+
+
+def test_create_topics(cluster):
+    c, _admin = cluster
+    conn = conn_to(c, 2)
+
+    def create(topics: list[dict], version: int = 4, validate_only: bool = False) -> list[tuple]:
+        resp = conn.request(V.CREATE_TOPICS, version, {"topics": topics, "timeout_ms": 10_000,
+                                                       "validate_only": validate_only})
+        return [(t["name"], t["error_code"]) for t in resp["topics"]]
+
+    def spec(name: str, partitions: int = 2, rf: int = 3, configs=()) -> dict:
+        return {"name": name, "num_partitions": partitions, "replication_factor": rf, "assignments": [],
+                "configs": [{"name": k, "value": v} for k, v in configs]}
+
+    assert create([spec("made-by-kafka")]) == [("made-by-kafka", 0)]
+    md = wait_until(lambda: (lambda m: m if m["topics"][0]["error_code"] == 0 else None)(
+        conn.request(V.METADATA, 8, {"topics": [{"name": "made-by-kafka"}]})), 10, "the new topic in metadata")
+    assert [p["partition_index"] for p in md["topics"][0]["partitions"]] == [0, 1]
+    assert create([spec("made-by-kafka")], version=2) == [("made-by-kafka", E.TOPIC_ALREADY_EXISTS)]
+    assert create([spec("bad/name"), spec("too-many", rf=5), spec("with-config", configs=[("x", "y")]),
+                   spec("only-checked")], validate_only=True) == [
+        ("bad/name", E.INVALID_TOPIC_EXCEPTION), ("too-many", E.INVALID_REPLICATION_FACTOR),
+        ("with-config", E.INVALID_CONFIG), ("only-checked", 0)]
+    time.sleep(0.3)
+    assert conn.request(V.METADATA, 8, {"topics": [{"name": "only-checked"}]})["topics"][0]["error_code"] == 3
+    conn.close()
+
+
+def _with_attributes(batch: bytes, attributes: int) -> bytes:
+    b = bytearray(batch)
+    struct.pack_into(">h", b, 21, attributes)
+    struct.pack_into(">I", b, 17, crc32c(bytes(b[21:])))
+    return bytes(b)
+
+
+def test_refused_batches(cluster):
+    c, admin = cluster
+    leader, _epoch = leader_of(admin)
+    conn = conn_to(c, leader)
+    end = list_offsets(conn, -1)["offset"]
+    ts = int(time.time() * 1000)
+    plain = encode_batch(0, -1, [(ts, None, b"v")])
+    corrupt = bytearray(plain)
+    corrupt[-1] ^= 0xFF
+    cases = {
+        "compressed": (_with_attributes(plain, 1), None, E.UNSUPPORTED_COMPRESSION_TYPE),
+        "keyed": (encode_batch(0, -1, [(ts, b"k", b"v")]), None, E.INVALID_RECORD),
+        "null-value": (encode_batch(0, -1, [(ts, None, None)]), None, E.INVALID_RECORD),
+        "bad-crc": (bytes(corrupt), None, E.CORRUPT_MESSAGE),
+        "idempotent": (encode_batch(0, -1, [(ts, None, b"v")], producer_id=7, producer_epoch=0,
+                                    base_sequence=0), None, E.UNSUPPORTED_FOR_MESSAGE_FORMAT),
+        "transactional": (plain, "txn-1", E.UNSUPPORTED_FOR_MESSAGE_FORMAT),
+        "empty": (b"", None, E.INVALID_RECORD),
+    }
+    got = {}
+    for name, (records, txn, _code) in cases.items():
+        p = produced(conn.request(V.PRODUCE, 8, produce_body([], -1, records=records, txn=txn)))
+        got[name] = p["error_code"]
+        assert p["base_offset"] == -1 and p["error_message"]
+    assert got == {name: code for name, (_r, _t, code) in cases.items()}
+    assert (got["compressed"], got["keyed"], got["bad-crc"]) == (76, 87, 2)
+    assert list_offsets(conn, -1)["offset"] == end      # nothing appended
+    unknown = produced(conn.request(V.PRODUCE, 8, produce_body([b"x"], 1, topic="no-such-topic")))
+    assert unknown["error_code"] == E.UNKNOWN_TOPIC_OR_PARTITION
+    conn.close()
+
+
+def test_acks_0_failure_closes_the_connection(cluster):
+    """Kafka's rule: an acks=0 produce that fails closes the connection (the producer then refreshes its
+    metadata); the broker keeps serving."""
+    c, admin = cluster
+    leader, _epoch = leader_of(admin)
+    follower = next(b for b in (1, 2, 3) if b != leader)
+    conn = conn_to(c, follower)
+    conn.send(V.PRODUCE, 8, produce_body([b"lost"], 0))
+    assert conn.sock.recv(1) == b""
+    conn.close()
+    again = conn_to(c, follower)
+    assert again.request(V.API_VERSIONS, 0, {})["error_code"] == 0
+    again.close()
