@@ -33,6 +33,7 @@ from typing import Any, Iterable
 from broker.client import ClientError, FetchResult, SendResult
 
 log = logging.getLogger(__name__)
+_LIBRDKAFKA_LOG = logging.getLogger("librdkafka")
 
 LIBRARIES = ("confluent", "kafka-python")
 # the epoch recorded when the client cannot tell it: Kafka's own "no epoch" value (docs/formats.md)
@@ -198,6 +199,7 @@ class ConfluentProducer:
             "topic.metadata.refresh.interval.ms": 5000,
             "broker.address.family": "v4",
             "log_level": 3,
+            "logger": _LIBRDKAFKA_LOG,          # librdkafka's own lines go to the harness log, not stderr
         })
         self._lock = threading.Lock()
 
@@ -422,6 +424,7 @@ class ConfluentConsumer(_BufferedConsumer):
             "topic.metadata.refresh.interval.ms": 5000,
             "broker.address.family": "v4",
             "log_level": 3,
+            "logger": _LIBRDKAFKA_LOG,          # librdkafka's own lines go to the harness log, not stderr
         })
 
     def _position(self, key, offset, new) -> None:
