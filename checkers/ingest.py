@@ -365,6 +365,17 @@ def _dump_files(run_dir: Path) -> list[tuple[str, int, Path]]:
 
 # --- the conversion --------------------------------------------------------------------------------
 
+def _no_replica_dumps(run_dir: Path) -> str | None:
+    """Why the run's backend dumps no replicas (test.json cluster.no_replica_dumps, written by a backend
+    without access to the brokers' disks, clusters/external.py), or None."""
+    try:
+        cluster = rf.load_json(run_dir / rf.TEST_JSON).get("cluster") or {}
+    except (OSError, ValueError, AttributeError, FormatError):
+        return None
+    why = cluster.get("no_replica_dumps") if isinstance(cluster, dict) else None
+    return why if isinstance(why, str) and why else None
+
+
 def _sources(run_dir: Path) -> dict[str, list[int]]:
     files = [run_dir / rf.HISTORY, run_dir / rf.FINAL_JSON] + [p for _, _, p in _dump_files(run_dir)]
     out = {}
@@ -457,8 +468,11 @@ def _convert(run_dir: Path, sources: dict, *, lenient: bool, progress) -> Ingest
         have = {(node, part) for node, part, _ in dumps}
         have_dir = (run_dir / rf.REPLICAS_DIR).is_dir()
         if not have_dir:
-            # what a run that crashed before its dumps leaves: checked without them, and said so
+            # what a run that crashed before its dumps leaves, or a backend that cannot dump replicas
+            # (test.json's cluster.no_replica_dumps): checked without them, and said so
+            why = _no_replica_dumps(run_dir)
             result.problem(rf.REPLICAS_DIR + "/", None, "no-replicas",
+                           f"no replica dumps: {why}: divergence and replica details not checked" if why else
                            "directory is missing: no replica dump was checked (divergence, replica details)")
         for line, v in (conv.final_states if have_dir else []):
             for node in sorted((v.get("replicas") or {})):

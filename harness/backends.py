@@ -1,4 +1,5 @@
-"""Cluster backends by name: "local" (processes on loopback addresses), "docker", "ssh".
+"""Cluster backends by name: "local" (processes on loopback addresses), "docker", "ssh", and "external"
+(a Kafka-compatible cluster someone else runs, reached at its bootstrap servers).
 
 A small registry mapping a backend name to a function that imports and returns the class implementing
 clusters/base.py's `Cluster`. The imports are plain, inside those functions, so that a run on the local
@@ -28,7 +29,13 @@ def _ssh() -> type[Cluster]:
     return SshCluster
 
 
-BACKENDS: dict[str, Callable[[], type[Cluster]]] = {"local": _local, "docker": _docker, "ssh": _ssh}
+def _external() -> type[Cluster]:
+    from clusters.external import ExternalCluster
+    return ExternalCluster
+
+
+BACKENDS: dict[str, Callable[[], type[Cluster]]] = {"local": _local, "docker": _docker, "ssh": _ssh,
+                                                    "external": _external}
 # a missing module of one of these is a bug or a broken checkout (exit 255), never "not available"
 PROJECT_PACKAGES = frozenset({"broker", "rundir", "clusters", "nemesis", "workloads", "checkers", "reports",
                               "harness"})
@@ -61,7 +68,16 @@ def backend_options(name: str, cluster_cfg) -> dict:
                 "accept_unknown_hosts": bool(cluster_cfg.ssh_accept_unknown_hosts)}
     if name == "docker":
         return {"base_image": cluster_cfg.base_image or None, "kill_mode": cluster_cfg.docker_kill}
+    if name == "external":
+        return {"bootstrap": cluster_cfg.bootstrap}
     return {}
+
+
+def kafka_reached(cluster) -> bool:
+    """Whether the harness reaches this cluster only through Kafka clients (clusters/external.py
+    `KafkaReached`): then its health comes from Kafka Metadata (`cluster.metadata`), not the native admin."""
+    from clusters.external import KafkaReached
+    return isinstance(cluster, KafkaReached)
 
 
 def check_backend(name: str, cluster_cfg=None, *, brokers: int = 1) -> None:
@@ -91,7 +107,11 @@ def check_backend(name: str, cluster_cfg=None, *, brokers: int = 1) -> None:
 def check_faults(name: str, faults: list[str]) -> None:
     """Faults the backend cannot inject on this machine, found without building a cluster: the local
     backend's partitions need root and iptables or nft, its degradation root and iptables (the same
-    checks LocalCluster.check_faults makes). The docker and ssh backends check their nodes once those exist."""
+    checks LocalCluster.check_faults makes); the external backend, without hosts to act on, none at all.
+    The docker and ssh backends check their nodes once those exist."""
+    if name == "external" and faults:
+        raise BackendUnavailable(f"the external backend cannot inject {', '.join(faults)}: it has no access to "
+                                 "the brokers' hosts (run it workload-only: --nemesis none)")
     if name != "local":
         return
     if any(f.startswith("partition") for f in faults):

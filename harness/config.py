@@ -116,6 +116,7 @@ class ClusterConfig:
     ssh_accept_unknown_hosts: bool = setting(False, "ssh backend: accept host keys not in known_hosts")
     base_image: str = setting("", "docker backend: an existing base image instead of debootstrap")
     docker_kill: str = setting("process", "docker backend: kill = SIGKILL of the process, or \"node\" (docker kill)")
+    bootstrap: str = setting("", "external backend: host:port[,host:port] of the Kafka-compatible cluster")
 
 
 @dataclass
@@ -247,6 +248,7 @@ FLAG_KEYS = {
     "nodes_file": "cluster.nodes_file",
     "ssh_accept_unknown_hosts": "cluster.ssh_accept_unknown_hosts",
     "base_image": "cluster.base_image",
+    "bootstrap": "cluster.bootstrap",
     "partitions": "topic.partitions",
     "replication_factor": "topic.replication_factor",
     "time_limit": "time_limit",
@@ -309,7 +311,8 @@ def validate(cfg: TestConfig) -> list[tuple[str, str]]:
             problems.append((dotted, problem))
     if c.backend not in BACKENDS:
         problems.append(("cluster.backend", f"must be one of {', '.join(BACKENDS)}, got {c.backend!r}"))
-    if not 1 <= t.replication_factor <= c.nodes:
+    problems += _external_problems(cfg)
+    if c.backend != "external" and not 1 <= t.replication_factor <= c.nodes:
         problems.append(("topic.replication_factor",
                          f"must be between 1 and the number of nodes ({c.nodes}), got {t.replication_factor}"))
     if topic_name_problem(t.name) is not None:
@@ -319,6 +322,34 @@ def validate(cfg: TestConfig) -> list[tuple[str, str]]:
                          f"must be between 1 and the replication factor ({t.replication_factor}), "
                          f"got {b.min_insync_replicas}"))
     return problems
+
+
+def _external_problems(cfg: TestConfig) -> list[tuple[str, str]]:
+    """The external backend (clusters/external.py): its bootstrap servers are required and parse; it
+    has no hosts to act on, so no nodes file; `bootstrap` means nothing to the other backends. The
+    replication factor is the cluster's business (CreateTopics refuses one it cannot place)."""
+    from clusters.external import BootstrapError, parse_bootstrap
+    c = cfg.cluster
+    if c.backend != "external":
+        return [("cluster.bootstrap", f"is only for the external backend (cluster.backend is {c.backend!r})")] \
+            if c.bootstrap else []
+    if not c.bootstrap:
+        return [("cluster.bootstrap", "is required by the external backend (--bootstrap host:port[,host:port])")]
+    try:
+        parse_bootstrap(c.bootstrap)
+    except BootstrapError as exc:
+        return [("cluster.bootstrap", str(exc))]
+    if c.nodes_file:
+        return [("cluster.nodes_file", "is not supported by the external backend yet: it cannot reach the "
+                                       "brokers' hosts, so it runs without faults (--nemesis none)")]
+    return []
+
+
+def external_defaults(cfg: TestConfig, given: set[str]) -> None:
+    """An external cluster is workload-only unless faults were asked for: the default faults become
+    none (asking for one is refused by preflight, naming the key)."""
+    if cfg.cluster.backend == "external" and "nemesis.faults" not in given:
+        cfg.nemesis.faults = []
 
 
 def _where(path: Path, text: str | None, dotted: str) -> str:
@@ -389,6 +420,7 @@ def build(test_file: str | Path | None = None, flags: dict[str, Any] | None = No
     given = {FLAG_KEYS[f]: f for f, v in (flags or {}).items() if v is not None}
     if flags:
         apply_flags(cfg, flags)
+    external_defaults(cfg, set(given) | ({"nemesis.faults"} if line_of(text, "faults", table="nemesis") else set()))
 
     def where(dotted: str) -> str:
         if dotted in given:

@@ -3,7 +3,10 @@
 `run(session, reads=...)` stops the nemesis and the workload, heals the network, resumes paused nodes
 and restarts dead ones, then waits (bounded, polling the cluster) until every partition is recovered:
 it has a leader, every replica is in the ISR, and every replica reports the same LEO with HW = LEO
-(`wait_recovered`; never a fixed sleep beyond its short poll interval). Final reads go from 0 to the HW;
+(`wait_recovered`; never a fixed sleep beyond its short poll interval). A cluster reached only through
+Kafka clients (the external backend) cannot say what each replica holds: there a partition is recovered
+when it has a leader, a full ISR, and its HW (ListOffsets) has not moved for `HW_STABLE_S` with the
+workload stopped. Final reads go from 0 to the HW;
 one `final-state` operation per partition goes into the history (`final_state_value`) and final.json
 into the run directory. The lifecycle (harness/lifecycle.py) calls it after the middle, whatever
 happened there.
@@ -22,6 +25,10 @@ from workloads.final_read import final_reads
 log = logging.getLogger("harness")
 
 
+# without per-replica states: how long leader, epoch, ISR and HW must stay the same to count as settled
+HW_STABLE_S = 1.0
+
+
 def node_name(broker_id: int | None) -> str | None:
     return None if broker_id is None else f"n{broker_id}"
 
@@ -33,12 +40,20 @@ class PartitionState:
     epoch: int
     isr: list[int]
     replicas: list[int]
-    replica_state: dict[int, tuple[int, int] | None] = field(default_factory=dict)
+    # broker id -> (LEO, HW) as each replica reports it; None when the cluster cannot say (Kafka Metadata)
+    replica_state: dict[int, tuple[int, int] | None] | None = field(default_factory=dict)
+    reported_hw: int | None = None    # without replica states: the leader's HW (ListOffsets), if it answered
+    stable_s: float = 0.0             # without replica states: how long nothing above changed (wait_recovered)
+
+    def signature(self) -> tuple:
+        return (self.leader, self.epoch, tuple(sorted(self.isr)), tuple(sorted(self.replicas)), self.reported_hw)
 
     @property
     def healthy(self) -> bool:
         if self.leader is None or sorted(self.isr) != sorted(self.replicas):
             return False
+        if self.replica_state is None:
+            return self.reported_hw is not None and self.stable_s >= HW_STABLE_S
         states = [self.replica_state.get(b) for b in self.replicas]
         if any(s is None for s in states):
             return False
@@ -47,6 +62,8 @@ class PartitionState:
 
     @property
     def hw(self) -> int:
+        if self.replica_state is None:
+            return -1 if self.reported_hw is None else self.reported_hw
         s = self.replica_state.get(self.leader) if self.leader is not None else None
         return s[1] if s else -1
 
@@ -56,6 +73,9 @@ class PartitionState:
         missing = sorted(set(self.replicas) - set(self.isr))
         if missing:
             return "not in ISR: " + ", ".join(node_name(b) for b in missing)
+        if self.replica_state is None:
+            return ("no HW from the leader" if self.reported_hw is None
+                    else f"HW {self.reported_hw} settled for {self.stable_s:.1f}s of {HW_STABLE_S:.1f}s")
         silent = [node_name(b) for b in self.replicas if self.replica_state.get(b) is None]
         if silent:
             return "no answer from " + ", ".join(silent)
@@ -64,6 +84,11 @@ class PartitionState:
 
 
 def from_info(info: Any) -> PartitionState:
+    """From a native PartitionInfo (broker/client) or a KafkaPartitionInfo (clusters/kafka_metadata.py,
+    replica_state None and the leader's `hw`)."""
+    if info.replica_state is None:
+        return PartitionState(info.partition, info.leader, info.epoch, list(info.isr), list(info.replicas),
+                              None, reported_hw=info.hw)
     return PartitionState(info.partition, info.leader, info.epoch, list(info.isr), list(info.replicas),
                           dict(info.replica_state))
 
@@ -82,11 +107,18 @@ def wait_recovered(describe: Callable[[], list[Any]], partitions: list[int], *, 
                    should_stop: Callable[[], bool] = lambda: False) -> WaitOutcome:
     start = clock()
     states: dict[int, PartitionState] = {}
+    since: dict[int, tuple[tuple, float]] = {}     # partition -> (signature, when it was first seen)
     error = None
     while True:
         try:
             states = {s.partition: s for s in map(from_info, describe())}
             error = None
+            now = clock()
+            for p, st in states.items():
+                sig = st.signature()
+                if p not in since or since[p][0] != sig:
+                    since[p] = (sig, now)
+                st.stable_s = now - since[p][1]
         except Exception as exc:  # noqa: BLE001 - controller briefly unreachable: keep polling
             error = f"{type(exc).__name__}: {exc}"
         done = bool(states) and all(p in states and states[p].healthy for p in partitions)
@@ -112,8 +144,9 @@ def final_state_value(partition: int, state: PartitionState | None, *, read_to: 
         "leader": node_name(state.leader),
         "epoch": state.epoch,
         "isr": [node_name(b) for b in state.isr],
-        "replicas": {node_name(b): ({"leo": s[0], "hw": s[1]} if s else None)
-                     for b, s in sorted(state.replica_state.items())},
+        "replicas": ({node_name(b): None for b in sorted(state.replicas)} if state.replica_state is None else
+                     {node_name(b): ({"leo": s[0], "hw": s[1]} if s else None)
+                      for b, s in sorted(state.replica_state.items())}),
         "read_to": read_to,
     }
 

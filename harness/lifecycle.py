@@ -148,7 +148,12 @@ class RunSession:
         c = self.cluster.controller()
         return (c.host, c.port)
 
-    def admin(self) -> Admin:
+    def admin(self):
+        """What the health checks ask (`describe(topic)`, `close()`): the native Admin at the controller,
+        or, for a cluster reached only through Kafka clients (the external backend), its Kafka Metadata
+        (clusters/kafka_metadata.py: leaders, ISR and HW, but no per-replica LEO/HW)."""
+        if backends.kafka_reached(self.cluster):
+            return self.cluster.metadata(timeout_s=self.cfg.client.timeout)
         return Admin(controller=self.controller_address(), timeout_s=self.cfg.client.timeout)
 
     def make_producer(self, acks=None) -> Producer:
@@ -179,7 +184,8 @@ class RunSession:
         log.info("cluster up, topic %r ready", self.cfg.topic.name)
 
     def wait_topic_ready(self, timeout_s: float) -> None:
-        """Every partition of the test topic has a leader (the controller creates the topic at start-up)."""
+        """Every partition of the test topic has a leader (the controller creates the topic at start-up;
+        on an external cluster, the backend's start)."""
         admin = self.admin()
         try:
             deadline = time.monotonic() + timeout_s

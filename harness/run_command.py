@@ -90,7 +90,10 @@ def finish_output(outcome, reasons: list[str] | None = None) -> int:
 @click.option("--power-loss/--no-power-loss", default=None,
               help="brokers emulate power loss: SIGKILL loses unflushed appends [off]")
 @click.option("--seed", type=int, default=None, help="random seed (default: a fresh one, recorded)")
-@click.option("--backend", "--cluster", "backend", default=None, help="cluster backend: local | docker | ssh [local]")
+@click.option("--backend", "--cluster", "backend", default=None,
+              help="cluster backend: local | docker | ssh | external [local]")
+@click.option("--bootstrap", default=None,
+              help="external backend: host:port[,host:port] of a Kafka-compatible cluster")
 @click.option("--nodes-file", default=None, help="ssh backend: TOML file listing the controller and brokers")
 @click.option("--ssh-accept-unknown-hosts", is_flag=True, default=None,
               help="ssh backend: accept host keys missing from known_hosts [reject]")

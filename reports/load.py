@@ -111,7 +111,10 @@ def load_run(run_dir: Path) -> Run:
         notes.append(f"history.jsonl ends in a torn line (line {history.torn_lines[-1]}), ignored: "
                      "the run's writer stopped mid-line.")
     if not (run_dir / runformat.REPLICAS_DIR).is_dir():
-        notes.append("replicas/ is missing: no replica dumps, so no side-by-side logs.")
+        why = (test.get("cluster") or {}).get("no_replica_dumps") if isinstance(test.get("cluster"), dict) else None
+        notes.append(f"no replica dumps ({why}): divergence and replica details were not checked, and there "
+                     "are no side-by-side logs." if isinstance(why, str) and why else
+                     "replicas/ is missing: no replica dumps, so no side-by-side logs.")
     partitions = build_views(run_dir, results)
     start = test.get("start_wall_ns") if isinstance(test.get("start_wall_ns"), int) else None
     broker = read_broker_events(run_dir, start, history.duration_s)

@@ -17,7 +17,7 @@ def test_local_backend_is_the_local_cluster():
 def test_unknown_backend():
     with pytest.raises(backends.BackendUnavailable) as e:
         backends.backend_class("kubernetes")
-    assert str(e.value) == "unknown cluster backend 'kubernetes' (known: local, docker, ssh)"
+    assert str(e.value) == "unknown cluster backend 'kubernetes' (known: local, docker, ssh, external)"
 
 
 def test_a_missing_dependency_makes_the_backend_unavailable(monkeypatch):

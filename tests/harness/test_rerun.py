@@ -114,7 +114,7 @@ def _bad_run(tmp_path, test_json: str | None) -> Path:
     ('{"seed": 3, "config": {"broker": {"truncation": "hw", "colour": 1}}}',
      "{run}/test.json: field 'config': unknown key 'broker.colour'"),
     ('{"seed": 3, "config": {"cluster": {"backend": "k8s"}}}',
-     "{run}/test.json: key 'cluster.backend' must be one of local, docker, ssh, got 'k8s'"),
+     "{run}/test.json: key 'cluster.backend' must be one of local, docker, ssh, external, got 'k8s'"),
 ])
 def test_rerun_refuses_an_unusable_run_dir(tmp_path, capsys, test_json, message):
     run = _bad_run(tmp_path, test_json)

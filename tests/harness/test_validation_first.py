@@ -59,14 +59,14 @@ def _reject(capsys, root: Path, *args: str) -> str:
 def test_unknown_backend_flag(tmp_path, capsys):
     root = _store(tmp_path)
     err = _reject(capsys, root, "run", "--backend", "k8s", "--results-dir", str(root))
-    assert err == "highwater: --backend: key 'cluster.backend' must be one of local, docker, ssh, got 'k8s'"
+    assert err == "highwater: --backend: key 'cluster.backend' must be one of local, docker, ssh, external, got 'k8s'"
 
 
 # One row a rejected file: its name, its text (None: the file does not exist), the flags before it and the
 # one stderr line after "highwater: " ({f} is the file's path).
 BAD_FILES = [
     pytest.param("t.toml", 'name = "x"\ntime_limit = 5\n\n[cluster]\nnodes = 3\nbackend = "k8s"\n', ("--test-file",),
-                 "{f}:6: key 'cluster.backend' must be one of local, docker, ssh, got 'k8s'",
+                 "{f}:6: key 'cluster.backend' must be one of local, docker, ssh, external, got 'k8s'",
                  id="unknown_backend_in_a_test_file"),
     pytest.param("nope.toml", None, ("--nemesis-schedule",),
                  "--nemesis-schedule: key 'nemesis.schedule_file': {f}: cannot read "
