@@ -16,7 +16,7 @@ TOML layout (every key optional):
     [topic]     name = "hw"  partitions = 3  replication_factor = 3
     [broker]    truncation = "leader-epoch"  min_insync_replicas = 2  unclean_leader_election = false
                 flush = "always"  flush_interval_ms = 1000  power_loss = false  ... (extra broker keys)
-    [client]    acks = "all"  timeout = 2.0  retries = 0
+    [client]    kind = "native"  library = "confluent"  acks = "all"  timeout = 2.0  retries = 0
     [workload]  name = "producer-consumer"  rate = 100.0  concurrency = 4  consumers = 2
     [nemesis]   faults = ["kill", "partition"]  interval = 5.0  schedule_file = ""
     [checker]   engine = "spark"  allow = []  fail_on = []
@@ -43,6 +43,8 @@ from harness.backends import BACKENDS  # the registry of backend names (imports 
 WORKLOADS = ("producer", "producer-consumer")
 NEMESIS_FAULTS = tuple(FAULTS)   # the nemesis owns the fault names; validated here so a typo fails early
 ACKS = (0, 1, "all")
+CLIENT_KINDS = ("native", "kafka")
+KAFKA_LIBRARIES = ("confluent", "kafka-python")   # workloads/kafka_client.py LIBRARIES
 CHECKER_ENGINES = ("spark", "reference")
 # A test run defaults to min.insync.replicas 2 (acks=all then needs two live ISR members, the setting
 # the seeds' safe runs use); a broker started without the key (python -m broker node) uses 1.
@@ -152,6 +154,10 @@ class BrokerConfig:
 
 @dataclass
 class ClientConfig:
+    kind: str = setting("native", "\"native\" (broker/client) or \"kafka\" (a real Kafka client, docs/clients.md)",
+                        choices=CLIENT_KINDS)
+    library: str = setting("confluent", "the Kafka client with kind = \"kafka\": \"confluent\" (confluent-kafka) "
+                           "or \"kafka-python\"", choices=KAFKA_LIBRARIES)
     acks: int | str = setting("all", "0, 1 or \"all\"", type=object, parse=parse_acks)
     timeout: float = _n(2.0, "seconds per request", above=0)
     retries: int = _n(0, "client retries per send")
@@ -261,6 +267,8 @@ FLAG_KEYS = {
     "nemesis_schedule": "nemesis.schedule_file",
     "truncation": "broker.truncation",
     "acks": "client.acks",
+    "client": "client.kind",
+    "kafka_library": "client.library",
     "min_insync_replicas": "broker.min_insync_replicas",
     "unclean_election": "broker.unclean_leader_election",
     "flush": "broker.flush",
@@ -347,9 +355,11 @@ def _external_problems(cfg: TestConfig) -> list[tuple[str, str]]:
 
 def external_defaults(cfg: TestConfig, given: set[str]) -> None:
     """An external cluster is workload-only unless faults were asked for: the default faults become
-    none (asking for one is refused by preflight, naming the key)."""
+    none (asking for one is refused by preflight, naming the key). Its client is a Kafka client."""
     if cfg.cluster.backend == "external" and "nemesis.faults" not in given:
         cfg.nemesis.faults = []
+    if cfg.cluster.backend == "external":   # reached only through Kafka clients (harness/lifecycle.py)
+        cfg.client.kind = "kafka"
 
 
 def _where(path: Path, text: str | None, dotted: str) -> str:

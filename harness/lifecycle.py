@@ -156,12 +156,34 @@ class RunSession:
             return self.cluster.metadata(timeout_s=self.cfg.client.timeout)
         return Admin(controller=self.controller_address(), timeout_s=self.cfg.client.timeout)
 
-    def make_producer(self, acks=None) -> Producer:
-        return Producer(controller=self.controller_address(),
-                        acks=self.cfg.client.acks if acks is None else acks,
+    def kafka_client(self) -> bool:
+        """Whether the workload and the final reads use a real Kafka client (`client.kind = "kafka"`, or a
+        cluster reached only through Kafka clients) instead of the native one."""
+        return self.cfg.client.kind == "kafka" or backends.kafka_reached(self.cluster)
+
+    def kafka_bootstrap(self) -> list[str]:
+        """host:port of every broker's client listener (an external cluster: its bootstrap servers)."""
+        if backends.kafka_reached(self.cluster):
+            return self.cluster.bootstrap_servers().split(",")
+        return [f"[{a.host}]:{a.port}" if ":" in a.host else f"{a.host}:{a.port}"
+                for a in self.cluster.brokers().values()]
+
+    def make_producer(self, acks=None):
+        """A producer with the run's client settings: the native Producer, or the Kafka adapter
+        (workloads/kafka_client.py) with the same calls."""
+        acks = self.cfg.client.acks if acks is None else acks
+        if self.kafka_client():
+            from workloads import kafka_client
+            return kafka_client.make_producer(self.cfg.client.library, self.kafka_bootstrap(), acks=acks,
+                                              timeout_s=self.cfg.client.timeout, retries=self.cfg.client.retries)
+        return Producer(controller=self.controller_address(), acks=acks,
                         timeout_s=self.cfg.client.timeout, retries=self.cfg.client.retries)
 
-    def make_consumer(self) -> Consumer:
+    def make_consumer(self):
+        if self.kafka_client():
+            from workloads import kafka_client
+            return kafka_client.make_consumer(self.cfg.client.library, self.kafka_bootstrap(),
+                                              timeout_s=self.cfg.client.timeout)
         return Consumer(controller=self.controller_address(), timeout_s=self.cfg.client.timeout)
 
     # --- provision and start -------------------------------------------------------------------------------

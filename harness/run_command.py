@@ -80,6 +80,9 @@ def finish_output(outcome, reasons: list[str] | None = None) -> int:
 @click.option("--nemesis-schedule", default=None, help="explicit nemesis schedule file (TOML)")
 @click.option("--truncation", default=None, help="hw | leader-epoch [leader-epoch]")
 @click.option("--acks", default=None, help="0 | 1 | all [all]")
+@click.option("--client", default=None,
+              help="native | kafka: the workload's client (kafka: a real Kafka client, docs/clients.md) [native]")
+@click.option("--kafka-library", default=None, help="with --client kafka: confluent | kafka-python [confluent]")
 @click.option("--min-insync-replicas", type=int, default=None, help="broker min.insync.replicas [2]")
 @click.option("--unclean-election/--no-unclean-election", default=None, help="unclean leader election [off]")
 @click.option("--flush", default=None, help="always | interval | never [always]")
@@ -128,6 +131,7 @@ def execute(cfg, *, plain: bool = False, extra_record: dict | None = None, state
         state["display"] = Display(session.progress, force_plain=plain).start()
         click.echo(f"highwater: run {session.run.run_id} in {session.run.path} "
                    f"(seed {session.cfg.seed}, {cfg.broker.truncation}, acks={cfg.client.acks}, "
+                   f"{'kafka client ' + cfg.client.library if cfg.client.kind == 'kafka' else 'native client'}, "
                    f"min.insync.replicas={cfg.broker.min_insync_replicas}, faults "
                    f"{','.join(cfg.nemesis.faults) or 'none'})", err=True)
 
