@@ -292,9 +292,12 @@ def decode_batches(data: bytes, allow_partial_tail: bool = False) -> list[Record
     return batches
 
 
+_SMALL_ZIGZAG = [bytes((v << 1,)) for v in range(64)]
+
+
 def _zigzag_bytes(v: int) -> bytes:
     if 0 <= v < 64:
-        return bytes((v << 1,))
+        return _SMALL_ZIGZAG[v]
     return uvarint_bytes((v << 1) ^ (v >> 63) if v < 0 else v << 1)
 
 
@@ -312,26 +315,18 @@ def encode_batch(base_offset: int, leader_epoch: int, records: list[tuple[int, b
         raise ValueError("encode_batch: compression is not supported")
     base_ts = records[0][0]
     max_ts = base_ts
-    body = bytearray()
+    zz = _zigzag_bytes
+    parts = []
+    append = parts.append
     for i, (ts, key, value) in enumerate(records):
         if ts > max_ts:
             max_ts = ts
-        rec = bytearray(b"\x00")                     # attributes
-        rec += _zigzag_bytes(ts - base_ts)
-        rec += _zigzag_bytes(i)
-        if key is None:
-            rec += _NULL
-        else:
-            rec += _zigzag_bytes(len(key))
-            rec += key
-        if value is None:
-            rec += _NULL
-        else:
-            rec += _zigzag_bytes(len(value))
-            rec += value
-        rec.append(0)                                # no headers
-        body += _zigzag_bytes(len(rec))
-        body += rec
+        # attributes, timestamp delta, offset delta, key, value, no headers
+        rec = (b"\x00" + zz(ts - base_ts) + zz(i) + (_NULL if key is None else zz(len(key)) + key)
+               + (_NULL if value is None else zz(len(value)) + value) + b"\x00")
+        append(zz(len(rec)))
+        append(rec)
+    body = b"".join(parts)
     after_crc = _AFTER_CRC.pack(attributes, len(records) - 1, base_ts, max_ts, producer_id, producer_epoch,
                                 base_sequence, len(records)) + body
     crc = _crc32c_pkg.crc32c(after_crc)
