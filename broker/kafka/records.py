@@ -85,6 +85,10 @@ class RecordBatch:
         return bool(self.attributes & TRANSACTIONAL_FLAG)
 
     @property
+    def log_append_time(self) -> bool:
+        return bool(self.attributes & TIMESTAMP_TYPE_MASK)
+
+    @property
     def is_control(self) -> bool:
         return bool(self.attributes & CONTROL_FLAG)
 
@@ -283,6 +287,9 @@ def decode_batches(data: bytes, allow_partial_tail: bool = False) -> list[Record
         if codec:
             raise UnsupportedCompression(codec, f"{where}: compressed records (codec {codec}) are not supported")
         records = _decode_records(data, pos + BATCH_OVERHEAD, end, count, base_offset, base_ts, where)
+        if attributes & TIMESTAMP_TYPE_MASK:      # LogAppendTime: every record carries the batch's time
+            for r in records:
+                r.timestamp = max_ts
         if records and records[-1].offset - base_offset != last_delta:
             raise RecordError(f"{where}: last offset delta {last_delta}, last record has "
                               f"{records[-1].offset - base_offset}")

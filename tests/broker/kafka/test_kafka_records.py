@@ -187,3 +187,14 @@ def test_encode_batch_refuses_nothing_and_compression():
         encode_batch(0, 0, [])
     with pytest.raises(ValueError):
         encode_batch(0, 0, [(1, None, b"x")], attributes=2)
+
+
+def test_log_append_time_batches_give_every_record_the_batch_time():
+    raw = encode_batch(0, 0, [(5, None, b"a"), (7, None, b"b")], attributes=R.TIMESTAMP_TYPE_MASK)
+    b = bytearray(raw)
+    struct.pack_into(">q", b, 35, 99)                 # maxTimestamp, as a broker sets it
+    struct.pack_into(">I", b, 17, R.crc32c(bytes(b[21:])))
+    [batch] = decode_batches(bytes(b))
+    assert batch.log_append_time and [r.timestamp for r in batch.records] == [99, 99]
+    kb = DefaultRecordBatch(bytes(b))
+    assert [r.timestamp for r in kb] == [99, 99]      # kafka-python reads it the same way
