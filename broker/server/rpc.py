@@ -89,7 +89,8 @@ class RpcServer:
                     payload = await read_payload_bounded(reader, max_frame=MAX_REQUEST_FRAME, budget=self._budget,
                                                          timeout_s=FRAME_READ_TIMEOUT_S, first=first)
                 except FrameError as exc:
-                    await _answer_garbage(writer, str(exc))
+                    if not (first and self.kafka is not None and isinstance(exc, NotNativeFrameError)):
+                        await _answer_garbage(writer, str(exc))
                     return
                 if payload is None:
                     return
@@ -193,6 +194,11 @@ class RpcServer:
 
 
 _CLOSE = object()
+
+
+class NotNativeFrameError(FrameError):
+    """A frame cut short (or too slow) whose first bytes already show it is not a native frame."""
+
 _LEN_SIZE = 4
 _CHUNK = 256 * 1024
 
@@ -225,9 +231,16 @@ async def read_payload_bounded(reader: asyncio.StreamReader, *, max_frame: int, 
     try:
         if not await _fill(reader, buf, length, deadline, timeout_s, budget):
             raise FrameError(f"connection closed after {len(buf)} of a {length}-byte frame")
+    except FrameError as exc:
+        budget.used -= len(buf)
+        not_native = len(buf) >= len(MAGIC) and buf[:len(MAGIC)] != MAGIC
+        buf.clear()         # free an aborted frame now
+        if not_native:
+            raise NotNativeFrameError(str(exc)) from None
+        raise
     except BaseException:
         budget.used -= len(buf)
-        buf.clear()         # free an aborted frame now
+        buf.clear()
         raise
     budget.used -= len(buf)
     return buf

@@ -1,7 +1,9 @@
 """Hostile clients against a real broker and a real controller process (issue 16): aborted large frames do
 not grow memory, half-open connections are closed after the frame timeout, the connection cap holds, and
 after a bounded batch of random and structured bad frames both still serve a produce + consume round trip
-with RSS and fd counts (read from /proc/<pid>) within bounds."""
+with RSS and fd counts (read from /proc/<pid>) within bounds. The same for mutated Kafka requests on the
+broker's listener (it serves the Kafka protocol too): afterwards a Kafka ApiVersions and a native round
+trip still work."""
 from __future__ import annotations
 
 import random
@@ -13,6 +15,9 @@ import pytest
 
 from broker.client import Consumer, Producer
 from broker.controller.server import MAX_CONNECTIONS, MAX_REQUEST_FRAME
+from broker.kafka import messages as kafka_messages
+from broker.kafka import records as kafka_records
+from broker.kafka import versions as kafka_versions
 from broker.protocol import apis, probe
 from broker.protocol.framing import RESPONSE, read_frame_blocking
 from broker.server.launch import LocalCluster, wait_until
@@ -114,3 +119,93 @@ def test_fuzzed_frames_leave_both_serving_within_bounds(cluster):
     for pid, (rss, fds) in base.items():
         settle_fds(pid, fds + 2, 3.0)
         assert probe.rss_mib(pid) < rss + 40, (pid, rss, probe.rss_mib(pid))
+
+
+# --- the Kafka side of the broker's listener ------------------------------------------------------------
+def _kafka_seed_frames() -> list[bytes]:
+    """Valid Kafka requests the fuzzer mutates (no Fetch, whose mutated max_wait_ms would park a request
+    for up to 30 s, and no CreateTopics, which could create real partitions)."""
+    batch = kafka_records.encode_batch(0, -1, [(1, None, b"fuzz-value")])
+    bodies = [
+        (kafka_versions.API_VERSIONS, 0, {}),
+        (kafka_versions.API_VERSIONS, 3, {"client_software_name": "fuzz", "client_software_version": "1"}),
+        (kafka_versions.METADATA, 8, {"topics": [{"name": "t"}], "allow_auto_topic_creation": False}),
+        (kafka_versions.METADATA, 1, {"topics": None}),
+        (kafka_versions.PRODUCE, 8, {"transactional_id": None, "acks": 1, "timeout_ms": 1000, "topic_data": [
+            {"name": "t", "partition_data": [{"index": 0, "records": batch}]}]}),
+        (kafka_versions.LIST_OFFSETS, 5, {"replica_id": -1, "isolation_level": 0, "topics": [
+            {"name": "t", "partitions": [{"partition_index": 0, "current_leader_epoch": -1, "timestamp": -2}]}]}),
+        (kafka_versions.OFFSET_FOR_LEADER_EPOCH, 3, {"replica_id": -1, "topics": [
+            {"topic": "t", "partitions": [{"partition": 0, "current_leader_epoch": -1, "leader_epoch": 0}]}]}),
+    ]
+    return [kafka_messages.encode_request(api, v, 7, "fuzz", body) for api, v, body in bodies]
+
+
+def kafka_fuzz_payloads(rng: random.Random, count: int) -> list[bytes]:
+    """Mutations of valid Kafka requests: flipped bytes (length prefix kept), a cut body with a fixed or
+    unchanged length, inserted random bytes, a random api version or key, two requests then garbage."""
+    seeds = _kafka_seed_frames()
+
+    def relength(payload: bytes) -> bytes:
+        return struct.pack(">I", len(payload)) + payload
+
+    def flip(f):
+        b = bytearray(f)
+        for _ in range(rng.randint(1, 4)):
+            i = rng.randrange(4, len(b))
+            b[i] = rng.randrange(256)
+        return bytes(b)
+
+    def cut_fixed(f):
+        return relength(f[4:rng.randint(5, len(f) - 1)])
+
+    def cut_raw(f):
+        return f[:rng.randint(1, len(f) - 1)]
+
+    def insert(f):
+        i = rng.randint(4, len(f))
+        return relength(f[4:i] + rng.randbytes(rng.randint(1, 64)) + f[i:])
+
+    def version(f):
+        b = bytearray(f)
+        struct.pack_into(">h", b, 6, rng.choice([-1, 0, 2, 13, 99, 32767]))
+        return bytes(b)
+
+    def api_key(f):
+        b = bytearray(f)
+        struct.pack_into(">h", b, 4, rng.choice([-1, 4, 10, 22, 67, 1000, 32767]))
+        return bytes(b)
+
+    def then_garbage(f):
+        return f + rng.choice(seeds) + rng.randbytes(rng.randint(1, 300))
+
+    kinds = [flip, cut_fixed, cut_raw, insert, version, api_key, then_garbage]
+    return [rng.choice(kinds)(rng.choice(seeds)) for _ in range(count)]
+
+
+def kafka_api_versions_ok(address) -> None:
+    with socket.create_connection(address, timeout=5) as s:
+        s.sendall(kafka_messages.encode_request(kafka_versions.API_VERSIONS, 3, 42, "check", {
+            "client_software_name": "check", "client_software_version": "1"}))
+        (n,) = struct.unpack(">I", s.recv(4, socket.MSG_WAITALL))
+        corr, body = kafka_messages.decode_response(kafka_versions.API_VERSIONS, 3, s.recv(n, socket.MSG_WAITALL))
+    assert corr == 42 and body["error_code"] == 0
+
+
+def test_kafka_fuzzed_frames_leave_the_broker_serving_within_bounds(cluster):
+    b, _c = pids(cluster)
+    address = cluster.brokers[1].address
+    round_trip(cluster, b"before-kafka-fuzz")
+    kafka_api_versions_ok(address)
+    rss, fds = probe.rss_mib(b), probe.fd_count(b)
+    t0 = time.monotonic()
+    for data in kafka_fuzz_payloads(random.Random(20), 400):
+        probe.send_and_close(address, data, 0.2)
+    assert time.monotonic() - t0 < 60
+    assert cluster.brokers[1].running()
+    kafka_api_versions_ok(address)
+    round_trip(cluster, b"after-kafka-fuzz")
+    settle_fds(b, fds + 2, 3.0)
+    assert probe.rss_mib(b) < rss + 40, (rss, probe.rss_mib(b))
+    # no handler bug behind any of them (rpc logs one as "internal error serving kafka api ...")
+    assert "internal error" not in (cluster.node_dir("n1") / "stdout.log").read_text()

@@ -359,3 +359,58 @@ def test_acks_0_failure_closes_the_connection(cluster):
     again = conn_to(c, follower)
     assert again.request(V.API_VERSIONS, 0, {})["error_code"] == 0
     again.close()
+
+
+# --- a handler bug (in-process server: the real handlers with a replica manager that fails) ----------------
+class _Broken:
+    """Stands in for the ReplicaManager: every call is a bug."""
+    metadata = None
+
+    def get(self, topic, partition):
+        raise RuntimeError("bug in get")
+
+
+def test_handler_bug_answers_unknown_server_error_and_keeps_serving():
+    import asyncio
+
+    from broker.server.kafka_handlers import KafkaHandlers
+    from broker.server.rpc import RpcServer
+
+    async def scenario():
+        server = RpcServer({}, kafka=KafkaHandlers(_Broken(), 1, controller=None))
+        host, port = await server.start("127.0.0.1", 0)
+
+        async def ask(frame: bytes, api: int, version: int):
+            reader, writer = await asyncio.open_connection(host, port)
+            writer.write(frame)
+            await writer.drain()
+            try:
+                (n,) = struct.unpack(">I", await reader.readexactly(4))
+                return M.decode_response(api, version, await reader.readexactly(n))[1]
+            except asyncio.IncompleteReadError as exc:
+                return ("closed", exc.partial)
+            finally:
+                writer.close()
+        try:
+            lo = await ask(M.encode_request(V.LIST_OFFSETS, 5, 1, "t", {"replica_id": -1, "isolation_level": 0,
+                           "topics": [{"name": "x", "partitions": [{"partition_index": 3, "current_leader_epoch": -1,
+                                                                    "timestamp": -1}]}]}), V.LIST_OFFSETS, 5)
+            metadata = await ask(M.encode_request(V.METADATA, 8, 2, "t", {"topics": None}), V.METADATA, 8)
+            ok = await ask(M.encode_request(V.API_VERSIONS, 0, 3, "t", {}), V.API_VERSIONS, 0)
+        finally:
+            await server.close()
+        return lo, metadata, ok
+
+    lo, metadata, ok = asyncio.run(scenario())
+    assert lo["topics"] == [{"name": "x", "partitions": [{"partition_index": 3, "error_code": -1, "timestamp": -1,
+                                                          "offset": -1, "leader_epoch": -1}]}]
+    assert metadata["brokers"] == [] and metadata["controller_id"] == -1      # metadata not known yet
+    assert ok["error_code"] == 0
+
+
+def test_kafka_code_mapping():
+    assert [E.kafka_code(s) for s in ("NOT_LEADER", "NOT_ENOUGH_REPLICAS", "NOT_ENOUGH_REPLICAS_AFTER_APPEND",
+                                      "FENCED_LEADER_EPOCH", "UNKNOWN_LEADER_EPOCH", "OFFSET_OUT_OF_RANGE",
+                                      "UNKNOWN_PARTITION", "REQUEST_TIMED_OUT", "KAFKA_STORAGE_ERROR")] == [
+        6, 19, 20, 74, 75, 1, 3, 7, 56]
+    assert (E.kafka_code(None), E.kafka_code("NONE"), E.kafka_code("SOMETHING_NEW")) == (0, 0, -1)
