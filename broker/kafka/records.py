@@ -114,7 +114,7 @@ def _uvarint_slow(data: bytes, pos: int, end: int, max_bytes: int, where: str) -
 
 def _decode_records(data: bytes, pos: int, end: int, count: int, base_offset: int, base_ts: int,
                     where: str) -> list[Record]:
-    """The per-record loop: varints inlined for their common one-byte form."""
+    """The per-record loop: varints inlined for their common one- and two-byte forms."""
     records = []
     append_rec = records.append
     for i in range(count):
