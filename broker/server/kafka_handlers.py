@@ -303,8 +303,16 @@ class KafkaHandlers:
             parts = []
             for op in t["partitions"]:
                 p = op["partition"]
-                if self.replicas.get(t["topic"], p) is None:
+                part = self.replicas.get(t["topic"], p)
+                if part is None:
                     parts.append({"error_code": self._missing_partition(t["topic"], p), "partition": p,
+                                  "leader_epoch": -1, "end_offset": -1})
+                    continue
+                # a client's current epoch is always checked (KIP-320), whatever the broker's
+                # fetch_fencing setting, which is about followers' requests
+                fenced = check_leader_epoch(op.get("current_leader_epoch", -1), part.replica.leader_epoch)
+                if replica_id < 0 and part.replica.role == LEADER and fenced is not None:
+                    parts.append({"error_code": E.kafka_code(str(fenced)), "partition": p,
                                   "leader_epoch": -1, "end_offset": -1})
                     continue
                 resp = self.replicas.offsets_for_leader_epoch(t["topic"], p, op["leader_epoch"],

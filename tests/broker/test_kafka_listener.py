@@ -233,6 +233,9 @@ def test_follower_answers_not_leader(cluster):
 def test_leader_epoch_fencing_and_offset_out_of_range(cluster):
     c, admin = cluster
     leader, epoch = leader_of(admin)
+    first = conn_to(c, leader)      # a record in this epoch, so that the epoch is in the epoch cache
+    assert produced(first.request(V.PRODUCE, 8, produce_body([b"old-epoch"], -1)))["error_code"] == 0
+    first.close()
     if epoch == 0:      # move leadership once, so that an older epoch exists
         target = next(b for b in (1, 2, 3) if b != leader)
         admin.elect_leader(TOPIC, 0, broker=target)
@@ -246,6 +249,17 @@ def test_leader_epoch_fencing_and_offset_out_of_range(cluster):
         E.UNKNOWN_LEADER_EPOCH == 75
     assert list_offsets(conn, -1, epoch=epoch - 1)["error_code"] == 74
     assert list_offsets(conn, -1, epoch=epoch + 1)["error_code"] == 75
+    for current, code in ((epoch - 1, 74), (epoch + 1, 75)):
+        resp = conn.request(V.OFFSET_FOR_LEADER_EPOCH, 3, {"replica_id": -1, "topics": [
+            {"topic": TOPIC, "partitions": [{"partition": 0, "current_leader_epoch": current, "leader_epoch": 0}]}]})
+        assert resp["topics"][0]["partitions"][0]["error_code"] == code
+    # the old epoch ends where the new one starts
+    resp = conn.request(V.OFFSET_FOR_LEADER_EPOCH, 3, {"replica_id": -1, "topics": [
+        {"topic": TOPIC, "partitions": [{"partition": 0, "current_leader_epoch": epoch, "leader_epoch": epoch - 1}]}]})
+    [p] = resp["topics"][0]["partitions"]
+    starts = dict(admin.replicas(leader)[(TOPIC, 0)]["epochs"])
+    assert (p["error_code"], p["leader_epoch"], p["end_offset"]) == (
+        0, max(e for e in starts if e < epoch), starts[epoch])
     hw = list_offsets(conn, -1)["offset"]
     oor = fetched(conn.request(V.FETCH, 11, fetch_body(hw + 1000, epoch=epoch)))
     assert (oor["error_code"], oor["high_watermark"], oor["log_start_offset"], oor["records"]) == (
