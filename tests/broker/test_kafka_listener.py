@@ -428,3 +428,25 @@ def test_kafka_code_mapping():
                                       "UNKNOWN_PARTITION", "REQUEST_TIMED_OUT", "KAFKA_STORAGE_ERROR")] == [
         6, 19, 20, 74, 75, 1, 3, 7, 56]
     assert (E.kafka_code(None), E.kafka_code("NONE"), E.kafka_code("SOMETHING_NEW")) == (0, 0, -1)
+
+
+def test_fetch_size_limits(cluster):
+    """partition_max_bytes bounds a partition's records, except that the first record of the response
+    goes out even when it alone is larger (KIP-74)."""
+    c, admin = cluster
+    leader, epoch = leader_of(admin)
+    conn = conn_to(c, leader)
+    big = bytes(range(256)) * 800                               # 204,800 bytes
+    base = produced(conn.request(V.PRODUCE, 8, produce_body([big], -1)))["base_offset"]
+    p = fetched(conn.request(V.FETCH, 11, fetch_body(base, epoch=epoch, partition_max_bytes=1000)))
+    assert [(r.offset, r.value) for b in decode_batches(p["records"]) for r in b.records] == [(base, big)]
+    small = [bytes([65 + i]) * 1000 for i in range(10)]
+    base = produced(conn.request(V.PRODUCE, 8, produce_body(small, -1)))["base_offset"]
+    got: list[bytes] = []
+    while len(got) < 10:
+        p = fetched(conn.request(V.FETCH, 11, fetch_body(base + len(got), epoch=epoch, partition_max_bytes=3000)))
+        part = [r.value for b in decode_batches(p["records"]) for r in b.records]
+        assert 1 <= len(part) <= 3 and len(p["records"]) <= 3000
+        got.extend(part)
+    assert got == small
+    conn.close()
