@@ -31,6 +31,7 @@ BATCH_OVERHEAD = 61             # a RecordBatch header
 MAX_WAIT_MS = 30_000            # a fetch long-poll waits at most this long, whatever the client asks
 AUTHORIZED_OPERATIONS_OMITTED = -(2 ** 31)
 LEADER = "leader"               # PartitionReplica.role of a leader
+MAX_VALUES_PER_PRODUCE = 100_000  # records in one produced batch: the native produce's limit (handlers.py)
 
 
 class CloseConnection(Exception):
@@ -144,6 +145,8 @@ class KafkaHandlers:
                           message=f"compression codec {exc.codec}: only uncompressed batches are stored")
         except RecordError as exc:
             return answer(E.CORRUPT_MESSAGE, message=str(exc)[:200])
+        if len(batches) != 1:       # Kafka's rule from Produce v3 on
+            return answer(E.INVALID_RECORD, message=f"{len(batches)} record batches: exactly one per partition")
         values: list[bytes] = []
         for b in batches:
             if b.compression != 0:
@@ -160,6 +163,9 @@ class KafkaHandlers:
                 values.append(bytes(rec.value))
         if not values:
             return answer(E.INVALID_RECORD, message="no records")
+        if len(values) > MAX_VALUES_PER_PRODUCE:
+            return answer(E.MESSAGE_TOO_LARGE, message=f"{len(values)} records in one batch, at most "
+                          f"{MAX_VALUES_PER_PRODUCE}")
         if self.replicas.get(topic, p) is None:
             return answer(self._missing_partition(topic, p))
         resp = await self.replicas.produce(topic, p, acks, timeout_ms, values)

@@ -346,6 +346,8 @@ def test_refused_batches(cluster):
                                     base_sequence=0), None, E.UNSUPPORTED_FOR_MESSAGE_FORMAT),
         "transactional": (plain, "txn-1", E.UNSUPPORTED_FOR_MESSAGE_FORMAT),
         "empty": (b"", None, E.INVALID_RECORD),
+        "two-batches": (plain + plain, None, E.INVALID_RECORD),
+        "too-many-records": (encode_batch(0, -1, [(ts, None, b"")] * 100_001), None, E.MESSAGE_TOO_LARGE),
     }
     got = {}
     for name, (records, txn, _code) in cases.items():
