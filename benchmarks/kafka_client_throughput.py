@@ -1,0 +1,173 @@
+"""Acknowledged writes per second and latency through real Kafka clients, beside the native client's, in
+one run against one local 3-broker cluster (real processes; the set-up of benchmarks/broker_throughput.py).
+
+    .venv/bin/python benchmarks/kafka_client_throughput.py [--seconds 8] [--threads 4] [--batch 100]
+        [--partitions 3] [--flush always] [--kafka-python]
+
+Controller and 3 brokers on loopback, RF=3, min.insync.replicas=2, leader-epoch truncation, acks=all
+throughout. Phases, each `seconds` long with `threads` client threads (one client each), round-robin
+over the partitions:
+
+  native, batch N      broker_throughput.py's own phase: one PRODUCE of N values per send
+  native, 1 per send   one value per send, waiting for its answer (what a workload send is)
+  confluent, 1 per send  the workload's adapter (workloads/kafka_client.py): produce one value, wait for
+                       its delivery report
+  confluent, batch N    plain confluent-kafka as an application batches: produce() N values to one
+                       partition without waiting, then flush() until every report is in (the
+                       counterpart of a native send of N values; latency = the whole batch)
+  kafka-python, 1 per send  (with --kafka-python) the other adapter
+
+Prints acknowledged writes/s and p50/p99 latency per phase. Kills every process it started.
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from broker.client import Admin, ClientError  # noqa: E402
+from broker.server.launch import LocalCluster, wait_until  # noqa: E402
+from broker_throughput import TOPIC, run_phase  # noqa: E402
+from workloads import kafka_client  # noqa: E402
+
+
+def _summary(name: str, acked: int, latencies: list[float], elapsed: float, errors: dict) -> dict:
+    latencies.sort()
+    q = statistics.quantiles(latencies, n=100) if len(latencies) >= 2 else [float("nan")] * 99
+    return {"name": name, "writes_per_s": acked / elapsed, "sends": len(latencies), "p50_ms": q[49] * 1000,
+            "p99_ms": q[98] * 1000, "errors": errors}
+
+
+def adapter_phase(library: str, bootstrap: list[str], threads: int, partitions: int, seconds: float) -> dict:
+    """One value per send through the workload's adapter, each send waiting for its acknowledgement."""
+    latencies: list[float] = []
+    acked = [0]
+    errors: dict[str, int] = {}
+    lock = threading.Lock()
+    clients = [kafka_client.make_producer(library, bootstrap, acks="all", timeout_s=5.0) for _ in range(threads)]
+    for k, p in enumerate(clients):     # connections and metadata before the clock starts
+        p.send(TOPIC, k % partitions, [b"warm-up"])
+    stop_at = time.monotonic() + seconds
+
+    def worker(k: int) -> None:
+        p, seq, mine = clients[k], 0, []
+        while time.monotonic() < stop_at:
+            t0 = time.perf_counter()
+            try:
+                p.send(TOPIC, (k + seq) % partitions, [b"%d-%d" % (k, seq)])
+            except ClientError as exc:
+                with lock:
+                    errors[exc.code] = errors.get(exc.code, 0) + 1
+                continue
+            finally:
+                seq += 1
+            mine.append(time.perf_counter() - t0)
+        with lock:
+            latencies.extend(mine)
+            acked[0] += len(mine)
+
+    t_start = time.monotonic()
+    ts = [threading.Thread(target=worker, args=(k,)) for k in range(threads)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    elapsed = time.monotonic() - t_start
+    for p in clients:
+        p.close()
+    return _summary(f"{library}, 1 per send", acked[0], latencies, elapsed, errors)
+
+
+def confluent_batches(bootstrap: list[str], threads: int, batch: int, partitions: int, seconds: float) -> dict:
+    """confluent-kafka with librdkafka batching: produce() `batch` values to one partition without waiting,
+    then flush() until every delivery report is in: the counterpart of one native send of `batch` values
+    (latency: the whole batch, produce() of the first value to the last report)."""
+    from confluent_kafka import Producer
+
+    latencies: list[float] = []
+    acked = [0]
+    errors: dict[str, int] = {}
+    lock = threading.Lock()
+    producers = [Producer({"bootstrap.servers": ",".join(bootstrap), "acks": "all", "enable.idempotence": False,
+                           "linger.ms": 1, "broker.address.family": "v4"}) for _ in range(threads)]
+    for k, p in enumerate(producers):   # connections and metadata before the clock starts
+        p.produce(TOPIC, value=b"warm-up", partition=k % partitions)
+        p.flush(10)
+    stop_at = time.monotonic() + seconds
+
+    def worker(k: int) -> None:
+        p, seq, mine, n = producers[k], 0, [], 0
+        while time.monotonic() < stop_at:
+            part = (k + seq // batch) % partitions
+            failed = []
+            t0 = time.perf_counter()
+            for i in range(batch):
+                p.produce(TOPIC, value=b"%d-%d" % (k, seq + i), partition=part,
+                          on_delivery=lambda err, _msg: err is not None and failed.append(err.name()))
+            left = p.flush(10)
+            seq += batch
+            if failed or left:
+                with lock:
+                    for name in failed or ["flush-timeout"]:
+                        errors[name] = errors.get(name, 0) + 1
+                continue
+            mine.append(time.perf_counter() - t0)
+            n += batch
+        with lock:
+            latencies.extend(mine)
+            acked[0] += n
+
+    t_start = time.monotonic()
+    ts = [threading.Thread(target=worker, args=(k,)) for k in range(threads)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    elapsed = time.monotonic() - t_start
+    return _summary(f"confluent, batch {batch}", acked[0], latencies, elapsed, errors)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--seconds", type=float, default=8.0)
+    ap.add_argument("--threads", type=int, default=4)
+    ap.add_argument("--batch", type=int, default=100)
+    ap.add_argument("--partitions", type=int, default=3)
+    ap.add_argument("--flush", default="always", choices=["always", "interval", "never"])
+    ap.add_argument("--kafka-python", action="store_true", help="also the kafka-python adapter")
+    args = ap.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="hw-bench-") as tmp:
+        with LocalCluster(tmp, brokers=3, broker_settings={"min_insync_replicas": 2, "flush": args.flush},
+                          topics=[{"name": TOPIC, "partitions": args.partitions, "replication_factor": 3}]) as c:
+            admin = Admin(c.controller_address)
+            wait_until(lambda: (lambda d: len(d) == args.partitions and all(
+                p.leader is not None and len(p.isr) == 3 for p in d))(admin.describe(TOPIC)), 30, "full ISRs")
+            admin.close()
+            bootstrap = [f"{c.host}:{port}" for port in c.ports.values()]
+            print(f"3 brokers, RF=3, min.insync.replicas=2, acks=all, flush={args.flush}, {args.partitions} "
+                  f"partitions, {args.threads} client threads, {args.seconds:.0f} s per phase")
+
+            def show(r):
+                print(f"{r['name']:<26} {r['writes_per_s']:9.0f} acknowledged writes/s  {r['sends']:7d} sends  "
+                      f"p50 {r['p50_ms']:7.2f} ms  p99 {r['p99_ms']:7.2f} ms"
+                      + (f"  errors {r['errors']}" if r["errors"] else ""), flush=True)
+
+            for batch in (args.batch, 1):
+                r = run_phase(c.controller_address, "all", args.threads, batch, args.partitions, args.seconds)
+                show({**r, "name": f"native, batch {batch}" if batch > 1 else "native, 1 per send"})
+            show(adapter_phase("confluent", bootstrap, args.threads, args.partitions, args.seconds))
+            show(confluent_batches(bootstrap, args.threads, args.batch, args.partitions, args.seconds))
+            if args.kafka_python:
+                show(adapter_phase("kafka-python", bootstrap, args.threads, args.partitions, args.seconds))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
