@@ -209,3 +209,28 @@ def test_kafka_fuzzed_frames_leave_the_broker_serving_within_bounds(cluster):
     assert probe.rss_mib(b) < rss + 40, (rss, probe.rss_mib(b))
     # no handler bug behind any of them (rpc logs one as "internal error serving kafka api ...")
     assert "internal error" not in (cluster.node_dir("n1") / "stdout.log").read_text()
+
+
+@pytest.mark.slow
+def test_kafka_connections_stalled_inside_a_frame_are_closed(cluster):
+    """Kafka connections that were served a request and then stop inside their next frame are closed
+    after the broker's frame read timeout, as native ones are."""
+    b, _c = pids(cluster)
+    address = cluster.brokers[1].address
+    base = probe.fd_count(b)
+    socks = []
+    try:
+        for i in range(50):
+            s = socket.create_connection(address, timeout=5)
+            s.sendall(kafka_messages.encode_request(kafka_versions.API_VERSIONS, 0, i, "stall", {}))
+            (n,) = struct.unpack(">I", s.recv(4, socket.MSG_WAITALL))
+            s.recv(n, socket.MSG_WAITALL)
+            s.sendall(kafka_messages.encode_request(kafka_versions.API_VERSIONS, 0, 1000 + i, "stall", {})[:7])
+            socks.append(s)
+        wait_until(lambda: probe.fd_count(b) >= base + 45, 5.0, "broker holds the stalled connections")
+        settle_fds(b, base + 3, FRAME_READ_TIMEOUT_S + 5)
+        assert all(s.recv(1) == b"" for s in socks)     # closed by the broker, without an answer
+    finally:
+        for s in socks:
+            s.close()
+    kafka_api_versions_ok(address)
