@@ -1,6 +1,8 @@
 """Real Kafka clients from PyPI against a real 3-broker cluster (issue 20): confluent-kafka (librdkafka)
 and kafka-python each produce 1,000 values with acks=all, every one acknowledged with its offset, then
-consume them all in order with assign from offset 0.
+consume them all in order with assign from offset 0. Under faults (slow): acks=all through a leader
+SIGKILL loses no acknowledged value; acks=1 under the KIP-101 staging of test_hw_loss_real.py loses the
+acknowledged values with truncation="hw" and keeps them with leader-epoch truncation.
 
 kafka-python 3.x turns idempotence on by default and then needs InitProducerId, which the broker does not
 serve (the broker does not deduplicate retries): its producer is made with enable_idempotence=False.
@@ -9,12 +11,13 @@ librdkafka leaves idempotence off by default.
 from __future__ import annotations
 
 import logging
+import signal
 import time
 
 import pytest
 
 from broker.client import Admin
-from broker.server.launch import LocalCluster
+from broker.server.launch import LocalCluster, wait_until
 from tests.broker.real_processes import wait_full_isr
 
 N = 1000
@@ -93,3 +96,191 @@ def test_kafka_python_produce_acks_all_and_consume(cluster, caplog):
             got.extend((r.offset, r.value) for r in records)
     consumer.close()
     assert got == list(enumerate(values()))
+
+
+# --- under faults (slow): the same guarantees the native client gets ------------------------------------
+class Client:
+    """One Kafka client library behind the two calls these tests need."""
+
+    def __init__(self, name: str, bootstrap_servers: str):
+        self.name, self.bootstrap = name, bootstrap_servers
+
+    def producer(self, acks):
+        if self.name == "confluent":
+            import confluent_kafka
+            return _ConfluentProducer(confluent_kafka.Producer({
+                "bootstrap.servers": self.bootstrap, "acks": str(acks), "enable.idempotence": False,
+                "linger.ms": 2, "retries": 0, "message.timeout.ms": 8000, "max.in.flight": 1}))
+        import kafka
+        return _KafkaPythonProducer(kafka.KafkaProducer(
+            bootstrap_servers=self.bootstrap, acks=acks, enable_idempotence=False, retries=0, linger_ms=2,
+            request_timeout_ms=5000, max_in_flight_requests_per_connection=1))
+
+    def read_all(self, topic: str, expect_at_least: int, quiet_s: float = 3.0) -> list[tuple[int, bytes]]:
+        """Every record from offset 0 (assign, no group), until none came for `quiet_s` after
+        `expect_at_least` were read (or 30 s)."""
+        got: list[tuple[int, bytes]] = []
+        deadline, last = time.monotonic() + 30, time.monotonic()
+        if self.name == "confluent":
+            import confluent_kafka
+            consumer = confluent_kafka.Consumer({"bootstrap.servers": self.bootstrap, "group.id": "hw-read",
+                                                 "enable.auto.commit": False})
+            consumer.assign([confluent_kafka.TopicPartition(topic, 0, 0)])
+            poll = lambda: [(m.offset(), m.value()) for m in consumer.consume(500, 0.3) if m.error() is None]  # noqa: E731
+        else:
+            import kafka
+            consumer = kafka.KafkaConsumer(bootstrap_servers=self.bootstrap, enable_auto_commit=False,
+                                           group_id=None)
+            tp = kafka.TopicPartition(topic, 0)
+            consumer.assign([tp])
+            consumer.seek(tp, 0)
+            poll = lambda: [(r.offset, r.value) for rs in consumer.poll(timeout_ms=300).values() for r in rs]  # noqa: E731
+        try:
+            while time.monotonic() < deadline:
+                batch = poll()
+                if batch:
+                    got.extend(batch)
+                    last = time.monotonic()
+                elif len(got) >= expect_at_least and time.monotonic() - last > quiet_s:
+                    break
+        finally:
+            consumer.close()
+        return got
+
+
+class _ConfluentProducer:
+    def __init__(self, p):
+        self.p = p
+        self.acked: dict[bytes, int] = {}
+        self.failed: list[bytes] = []
+
+    def send(self, topic: str, value: bytes) -> None:
+        def report(err, msg):
+            if err is None:
+                self.acked[msg.value()] = msg.offset()
+            else:
+                self.failed.append(msg.value())
+        while True:
+            try:
+                self.p.produce(topic, value, partition=0, on_delivery=report)
+                break
+            except BufferError:
+                self.p.poll(0.01)
+        self.p.poll(0)
+
+    def finish(self) -> None:
+        self.p.flush(30)
+
+
+class _KafkaPythonProducer:
+    def __init__(self, p):
+        self.p = p
+        self.futures: list[tuple[bytes, object]] = []
+        self.acked: dict[bytes, int] = {}
+        self.failed: list[bytes] = []
+
+    def send(self, topic: str, value: bytes) -> None:
+        self.futures.append((value, self.p.send(topic, value, partition=0)))
+
+    def finish(self) -> None:
+        self.p.flush(30)
+        for value, f in self.futures:
+            try:
+                self.acked[value] = f.get(0).offset
+            except Exception:       # noqa: BLE001 - any failure: not acknowledged
+                self.failed.append(value)
+        self.p.close(5)
+
+
+FAULT_BROKER = {"min_insync_replicas": 2, "heartbeat_interval_ms": 200, "replica_lag_time_max_ms": 4000,
+                "replica_fetch_wait_max_ms": 200}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("client", ["confluent", "kafka-python"])
+def test_acks_all_through_a_leader_kill_loses_nothing(tmp_path, client):
+    """acks=all, RF=3, min.insync.replicas=2, leader-epoch truncation: SIGKILL the leader while
+    producing, restart it; every acknowledged value is read back at its acknowledged offset, and the
+    partition reads in order without gaps."""
+    pytest.importorskip({"confluent": "confluent_kafka", "kafka-python": "kafka"}[client])
+    with LocalCluster(tmp_path, brokers=3, broker_settings=FAULT_BROKER,
+                      controller_settings={"broker_session_timeout_ms": 2500},
+                      topics=[{"name": "t", "partitions": 1, "replication_factor": 3}]) as c:
+        admin = Admin(c.controller_address, timeout_s=1.0)
+        leader = wait_full_isr(admin, "t", 20, "a leader with the full ISR").leader
+        kafka_client = Client(client, bootstrap(c))
+        producer = kafka_client.producer("all")
+        t0 = time.monotonic()
+        i, killed, restarted = 0, False, False
+        while time.monotonic() - t0 < 9:
+            producer.send("t", b"%d" % i)
+            i += 1
+            time.sleep(0.002)
+            if not killed and time.monotonic() - t0 > 2:
+                c.kill(leader)
+                killed = True
+            if killed and not restarted and time.monotonic() - t0 > 5:
+                c.start_broker(leader)
+                restarted = True
+        producer.finish()
+        wait_full_isr(admin, "t", 30, "the full ISR again")
+        got = kafka_client.read_all("t", len(producer.acked))
+        admin.close()
+    offsets = [o for o, _ in got]
+    assert offsets == list(range(len(got)))
+    stored = {v: o for o, v in got}
+    assert len(producer.acked) > 500
+    assert {v: stored.get(v) for v in producer.acked} == producer.acked       # nothing acknowledged lost
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("truncation", ["hw", "leader-epoch"])
+@pytest.mark.parametrize("client", ["confluent", "kafka-python"])
+def test_acks_1_hw_truncation_loses_an_acknowledged_write(tmp_path, client, truncation):
+    """The staging of tests/broker/test_hw_loss_real.py (KIP-101 scenario 1) with a Kafka client producing
+    (acks=1) and reading: with truncation="hw" the five acknowledged values are gone from the new leader;
+    with leader-epoch truncation they are all there."""
+    pytest.importorskip({"confluent": "confluent_kafka", "kafka-python": "kafka"}[client])
+    values = [b"m0", b"m1", b"m2", b"m3", b"m4"]
+    with LocalCluster(tmp_path, brokers=2,
+                      broker_settings={"truncation": truncation, "min_insync_replicas": 1, "flush": "always",
+                                       "hw_checkpoint_interval_ms": 60_000, "heartbeat_interval_ms": 300,
+                                       "replica_lag_time_max_ms": 30_000},
+                      controller_settings={"broker_session_timeout_ms": 8000, "unclean_leader_election": True},
+                      topics=[{"name": "kip101", "partitions": 1, "replication_factor": 2}]) as c:
+        admin = Admin(c.controller_address, timeout_s=1.0)
+        a = wait_full_isr(admin, "kip101", 30, "both replicas in the ISR", isr_size=2).leader
+        b = 3 - a
+
+        def replica(broker: int) -> dict | None:
+            rep = admin.replicas(broker)
+            return None if rep is None else rep.get(("kip101", 0))
+
+        kafka_client = Client(client, bootstrap(c))
+        producer = kafka_client.producer(1)
+        for v in values:
+            producer.send("kip101", v)
+        producer.finish()
+        assert producer.acked == {v: i for i, v in enumerate(values)}
+        wait_until(lambda: (lambda r: r and (r["leo"], r["hw"]) == (5, 5))(replica(b)), 10, "B at LEO 5, HW 5")
+        c.signal(a, signal.SIGSTOP)
+        try:
+            c.kill(b)
+            c.start_broker(b)
+            wait_until(lambda: (lambda r: r and r["role"] == "follower" and r["leader"] == a)(replica(b)), 6,
+                       "restarted B following A")
+        finally:
+            c.kill(a)
+        wait_until(lambda: (lambda r: r and r["role"] == "leader")(replica(b)), 30, "B leading")
+        # one more value through the new leader, so that the read below shows where the log now ends
+        after = kafka_client.producer(1)
+        after.send("kip101", b"after")
+        after.finish()
+        got = kafka_client.read_all("kip101", 1, quiet_s=2.0)
+        admin.close()
+    if truncation == "hw":
+        assert after.acked == {b"after": 0}
+        assert got == [(0, b"after")]           # m0..m4 were acknowledged and are gone
+    else:
+        assert after.acked == {b"after": 5}
+        assert got == list(enumerate(values + [b"after"]))
