@@ -452,3 +452,32 @@ def test_fetch_size_limits(cluster):
         got.extend(part)
     assert got == small
     conn.close()
+
+
+def test_acks_all_errors_when_followers_stop(tmp_path):
+    """Both followers SIGSTOPped: an acks=-1 produce times out (REQUEST_TIMED_OUT 7: appended, outcome
+    unknown); once the leader shrank the ISR to itself, acks=-1 is refused NOT_ENOUGH_REPLICAS (19) while
+    acks=1 is still acknowledged."""
+    import signal
+    with LocalCluster(tmp_path, brokers=3, broker_settings={**BROKER, "replica_lag_time_max_ms": 1000},
+                      controller_settings={"broker_session_timeout_ms": 30_000},
+                      topics=[{"name": TOPIC, "partitions": 1, "replication_factor": 3}]) as c:
+        admin = Admin(c.controller_address, timeout_s=2.0)
+        leader, _epoch = leader_of(admin)
+        followers = [b for b in (1, 2, 3) if b != leader]
+        conn = conn_to(c, leader)
+        for b in followers:
+            c.signal(b, signal.SIGSTOP)
+        try:
+            body = produce_body([b"waits"], -1)
+            body["timeout_ms"] = 300
+            assert produced(conn.request(V.PRODUCE, 8, body))["error_code"] == E.REQUEST_TIMED_OUT == 7
+            wait_until(lambda: admin.describe(TOPIC)[0].isr == [leader], 15, "the ISR shrunk to the leader")
+            assert produced(conn.request(V.PRODUCE, 8, produce_body([b"refused"], -1)))["error_code"] == \
+                E.NOT_ENOUGH_REPLICAS == 19
+            assert produced(conn.request(V.PRODUCE, 8, produce_body([b"one"], 1)))["error_code"] == 0
+        finally:
+            for b in followers:
+                c.signal(b, signal.SIGCONT)
+        conn.close()
+        admin.close()
