@@ -381,8 +381,8 @@ class _BufferedConsumer:
                     continue
                 epoch_before = self._leader_epoch(key)
                 hw = self._high_watermark(key)
-                if hw <= offset or self._buf[key]:
-                    # nothing at the offset yet (or it just arrived): an empty answer, like a fetch's
+                if hw <= offset:
+                    # nothing at the offset yet: an empty answer, like a fetch's
                     return self._result(key, offset, [], hw, epoch_before)
                 if now >= give_up:
                     raise ClientError("TIMEOUT", False, f"fetch {topic}/{partition} at {offset}: the log's HW "
