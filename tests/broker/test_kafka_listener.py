@@ -481,3 +481,39 @@ def test_acks_all_errors_when_followers_stop(tmp_path):
                 c.signal(b, signal.SIGCONT)
         conn.close()
         admin.close()
+
+
+def test_fetch_batches_follow_leader_epochs(cluster):
+    """Records appended under two leaders come back as one batch per run of equal epochs, each batch
+    stamped with the epoch the leader's epoch cache gives its offsets."""
+    c, admin = cluster
+    leader, epoch = leader_of(admin)
+    conn = conn_to(c, leader)
+    assert produced(conn.request(V.PRODUCE, 8, produce_body([b"before-1", b"before-2"], -1)))["error_code"] == 0
+    conn.close()
+    admin.elect_leader(TOPIC, 0, broker=next(b for b in (1, 2, 3) if b != leader))
+    wait_until(lambda: leader_of(admin)[1] > epoch, 20, "a new leader epoch")
+    leader, epoch = leader_of(admin)
+    conn = conn_to(c, leader)
+    wait_until(lambda: produced(conn.request(V.PRODUCE, 8, produce_body([b"after"], -1)))["error_code"] == 0,
+               10, "the new leader acknowledging")
+    hw = list_offsets(conn, -1)["offset"]
+    batches, offset = [], 0
+    while offset < hw:
+        p = fetched(conn.request(V.FETCH, 11, fetch_body(offset, epoch=epoch)))
+        got = decode_batches(p["records"])
+        # one batch per run of equal epochs: neighbours in a response differ
+        assert all(x.partition_leader_epoch != y.partition_leader_epoch for x, y in zip(got, got[1:]))
+        batches.extend(got)
+        offset = got[-1].last_offset + 1
+    conn.close()
+    starts = sorted(admin.replicas(leader)[(TOPIC, 0)]["epochs"], key=lambda e: e[1])
+
+    def epoch_at(o: int) -> int:
+        return max(e for e, start in starts if start <= o)
+    assert [r.offset for b in batches for r in b.records] == list(range(hw))
+    for b in batches:
+        assert {epoch_at(r.offset) for r in b.records} == {b.partition_leader_epoch}
+    per_response = [b.partition_leader_epoch for b in batches]
+    assert len(set(per_response)) >= 2 and per_response[-1] == epoch
+    assert per_response == sorted(per_response)
