@@ -10,7 +10,6 @@ librdkafka leaves idempotence off by default.
 """
 from __future__ import annotations
 
-import logging
 import signal
 import time
 
@@ -72,9 +71,8 @@ def test_confluent_kafka_produce_acks_all_and_consume(cluster):
     assert {e for _, _, e in got} == {0}       # the leader epoch stamped in the batches
 
 
-def test_kafka_python_produce_acks_all_and_consume(cluster, caplog):
+def test_kafka_python_produce_acks_all_and_consume(cluster):
     kafka = pytest.importorskip("kafka")
-    caplog.set_level(logging.WARNING)
     topic = "kafka-python"
     producer = kafka.KafkaProducer(bootstrap_servers=bootstrap(cluster), acks="all", enable_idempotence=False,
                                    linger_ms=5)
@@ -126,7 +124,9 @@ class Client:
             consumer = confluent_kafka.Consumer({"bootstrap.servers": self.bootstrap, "group.id": "hw-read",
                                                  "enable.auto.commit": False})
             consumer.assign([confluent_kafka.TopicPartition(topic, 0, 0)])
-            poll = lambda: [(m.offset(), m.value()) for m in consumer.consume(500, 0.3) if m.error() is None]  # noqa: E731
+
+            def poll():
+                return [(m.offset(), m.value()) for m in consumer.consume(500, 0.3) if m.error() is None]
         else:
             import kafka
             consumer = kafka.KafkaConsumer(bootstrap_servers=self.bootstrap, enable_auto_commit=False,
@@ -134,7 +134,9 @@ class Client:
             tp = kafka.TopicPartition(topic, 0)
             consumer.assign([tp])
             consumer.seek(tp, 0)
-            poll = lambda: [(r.offset, r.value) for rs in consumer.poll(timeout_ms=300).values() for r in rs]  # noqa: E731
+
+            def poll():
+                return [(r.offset, r.value) for rs in consumer.poll(timeout_ms=300).values() for r in rs]
         try:
             while time.monotonic() < deadline:
                 batch = poll()
