@@ -517,3 +517,29 @@ def test_fetch_batches_follow_leader_epochs(cluster):
     per_response = [b.partition_leader_epoch for b in batches]
     assert len(set(per_response)) >= 2 and per_response[-1] == epoch
     assert per_response == sorted(per_response)
+
+
+def test_pipelined_requests_are_answered_in_order(cluster):
+    """Several requests written at once (as librdkafka pipelines them), a long-polling fetch first: the
+    answers come back in request order, the fetch's after its wait."""
+    c, admin = cluster
+    leader, epoch = leader_of(admin)
+    conn = conn_to(c, leader)
+    end = list_offsets(conn, -1)["offset"]
+    requests = [(V.FETCH, 11, fetch_body(end, epoch=epoch, max_wait_ms=400)),
+                (V.API_VERSIONS, 3, {"client_software_name": "x", "client_software_version": "1"}),
+                (V.PRODUCE, 8, produce_body([b"piped"], -1)),
+                (V.METADATA, 8, {"topics": [{"name": TOPIC}]}),
+                (V.LIST_OFFSETS, 2, {"replica_id": -1, "isolation_level": 0, "topics": [
+                    {"name": TOPIC, "partitions": [{"partition_index": 0, "timestamp": -1}]}]})]
+    frames = b"".join(M.encode_request(api, v, 100 + i, "pipe", body) for i, (api, v, body) in enumerate(requests))
+    t0 = time.monotonic()
+    conn.sock.sendall(frames)
+    answers = [conn.receive(api, v, 100 + i) for i, (api, v, _body) in enumerate(requests)]   # checks corr ids
+    assert time.monotonic() - t0 >= 0.35                 # the fetch waited, and everything behind it did
+    assert fetched(answers[0])["records"] == b""
+    assert answers[1]["error_code"] == 0
+    assert (produced(answers[2])["error_code"], produced(answers[2])["base_offset"]) == (0, end)
+    assert answers[3]["topics"][0]["partitions"][0]["leader_id"] == leader
+    assert answers[4]["topics"][0]["partitions"][0]["offset"] == end + 1
+    conn.close()
