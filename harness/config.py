@@ -350,6 +350,9 @@ def _external_problems(cfg: TestConfig) -> list[tuple[str, str]]:
     if c.nodes_file:
         return [("cluster.nodes_file", "is not supported by the external backend yet: it cannot reach the "
                                        "brokers' hosts, so it runs without faults (--nemesis none)")]
+    if cfg.client.kind != "kafka":
+        return [("client.kind", f"must be \"kafka\" with the external backend (the cluster is reached only "
+                                f"through Kafka clients), got {cfg.client.kind!r}")]
     return []
 
 
@@ -358,7 +361,8 @@ def external_defaults(cfg: TestConfig, given: set[str]) -> None:
     none (asking for one is refused by preflight, naming the key). Its client is a Kafka client."""
     if cfg.cluster.backend == "external" and "nemesis.faults" not in given:
         cfg.nemesis.faults = []
-    if cfg.cluster.backend == "external":   # reached only through Kafka clients (harness/lifecycle.py)
+    # reached only through Kafka clients (harness/lifecycle.py); a native client asked for is refused
+    if cfg.cluster.backend == "external" and "client.kind" not in given:
         cfg.client.kind = "kafka"
 
 
@@ -380,6 +384,7 @@ def load_toml(path: Path | str, cfg: TestConfig | None = None) -> TestConfig:
                 _apply(cfg, path, text, f"{top}.{key}", raw)
         else:
             _apply(cfg, path, text, top, value)
+    external_defaults(cfg, {f"{top}.{key}" for top, value in data.items() if top in SECTIONS for key in value})
     check(cfg, source=str(path), text=text)
     return cfg
 
@@ -430,7 +435,8 @@ def build(test_file: str | Path | None = None, flags: dict[str, Any] | None = No
     given = {FLAG_KEYS[f]: f for f, v in (flags or {}).items() if v is not None}
     if flags:
         apply_flags(cfg, flags)
-    external_defaults(cfg, set(given) | ({"nemesis.faults"} if line_of(text, "faults", table="nemesis") else set()))
+    external_defaults(cfg, set(given) | {k for k in ("nemesis.faults", "client.kind")
+                                         if line_of(text, k.partition(".")[2], table=k.partition(".")[0])})
 
     def where(dotted: str) -> str:
         if dotted in given:
