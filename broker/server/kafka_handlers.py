@@ -20,6 +20,7 @@ from broker.kafka import errors as E
 from broker.kafka import versions as V
 from broker.kafka.records import RecordError, UnsupportedCompression, decode_batches, encode_batch
 from broker.limits import topic_name_problem
+from broker.records import LogCorruption
 from broker.replication.errors import check_leader_epoch
 
 log = logging.getLogger(__name__)
@@ -254,12 +255,12 @@ class KafkaHandlers:
 
     # --- ListOffsets --------------------------------------------------------------------------
     async def list_offsets(self, body: dict[str, Any], version: int = 1) -> dict[str, Any]:
-        topics = [{"name": t["name"],
-                   "partitions": [self._list_offset(t["name"], lp) for lp in t["partitions"]]}
+        topics = [{"name": t["name"], "partitions": [await self._list_offset(t["name"], lp)
+                                                     for lp in t["partitions"]]}
                   for t in body["topics"]]
         return {"throttle_time_ms": 0, "topics": topics}
 
-    def _list_offset(self, topic: str, lp: dict[str, Any]) -> dict[str, Any]:
+    async def _list_offset(self, topic: str, lp: dict[str, Any]) -> dict[str, Any]:
         p = lp["partition_index"]
         out = {"partition_index": p, "error_code": E.NONE, "timestamp": -1, "offset": -1, "leader_epoch": -1}
         part = self.replicas.get(topic, p)
@@ -279,17 +280,25 @@ class KafkaHandlers:
             return {**out, "offset": r.hw, "leader_epoch": epoch_for_offset(r, r.hw)}
         if ts < 0:
             return {**out, "error_code": E.INVALID_REQUEST}
-        found = self._first_at_or_after(part, ts)
+        try:
+            found = await self._first_at_or_after(part, ts)
+        except LogCorruption as exc:
+            self.replicas.recover_corrupt(part, exc)
+            return {**out, "error_code": E.KAFKA_STORAGE_ERROR}
         if found is None:
             return out
         return {**out, "timestamp": found.timestamp, "offset": found.offset, "leader_epoch": found.epoch}
 
-    def _first_at_or_after(self, part, ts: int):
+    async def _first_at_or_after(self, part, ts: int):
         """The first committed record whose timestamp is >= ts (timestamps are the leader's clock, which
-        may step back across leaders: this scans, it does not bisect)."""
+        may step back across leaders: this scans, it does not bisect; it lets other requests run between
+        chunks)."""
         r = part.replica
         offset, hw = r.log.log_start(), r.hw
-        while offset < hw:
+        while True:
+            await asyncio.sleep(0)
+            if offset >= hw or part.retired:        # retired: closed after corruption was found
+                return None
             chunk = r.log.read(offset, min(1000, hw - offset))
             if not chunk:
                 return None
@@ -299,7 +308,6 @@ class KafkaHandlers:
                 if rec.timestamp >= ts:
                     return rec
             offset = chunk[-1].offset + 1
-        return None
 
     # --- OffsetForLeaderEpoch -----------------------------------------------------------------
     async def offset_for_leader_epoch(self, body: dict[str, Any], version: int = 0) -> dict[str, Any]:
