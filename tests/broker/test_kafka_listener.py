@@ -543,3 +543,31 @@ def test_pipelined_requests_are_answered_in_order(cluster):
     assert answers[3]["topics"][0]["partitions"][0]["leader_id"] == leader
     assert answers[4]["topics"][0]["partitions"][0]["offset"] == end + 1
     conn.close()
+
+
+def test_corrupt_record_is_answered_kafka_storage_error(tmp_path):
+    """A byte flipped in the running leader's segment: the Kafka fetch that reaches it is answered
+    KAFKA_STORAGE_ERROR (56), never with the bad value, and the leader logs a `corrupt` event for it."""
+    from broker.storage.codec import HEADER_SIZE
+    from broker.storage.partition_store import partition_dir_name
+    from broker.storage.scan import scan_partition
+    with LocalCluster(tmp_path, brokers=3, broker_settings={**BROKER, "flush": "always"},
+                      controller_settings={"broker_session_timeout_ms": 2500},
+                      topics=[{"name": TOPIC, "partitions": 1, "replication_factor": 3}]) as c:
+        admin = Admin(c.controller_address, timeout_s=2.0)
+        leader, epoch = leader_of(admin)
+        conn = conn_to(c, leader)
+        values = [b"%07d" % (1_000_000 + i) for i in range(200)]
+        assert produced(conn.request(V.PRODUCE, 8, produce_body(values, -1)))["error_code"] == 0
+        segment = scan_partition(c.data_dir(leader) / partition_dir_name(TOPIC, 0)).segments[-1]
+        with open(segment.path, "r+b") as f:
+            f.seek(segment.positions[150 - segment.base] + HEADER_SIZE + 3)
+            byte = f.read(1)
+            f.seek(-1, 1)
+            f.write(bytes([byte[0] ^ 0x01]))
+        p = fetched(conn.request(V.FETCH, 11, fetch_body(100, epoch=epoch)))
+        assert (p["error_code"], p["records"]) == (E.KAFKA_STORAGE_ERROR, b"")
+        conn.close()
+        corrupt = [e for e in c.events(leader) if e.get("event") == "corrupt"]
+        assert [e["offset"] for e in corrupt] == [150]
+        admin.close()
