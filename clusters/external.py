@@ -2,7 +2,8 @@
 
     highwater run --cluster external --bootstrap host:port[,host:port] --nemesis none
 
-It provisions nothing and starts nothing. `start()` asks the cluster's Metadata (any bootstrap server),
+It provisions nothing and starts nothing. `prepare()` (called while the harness provisions, so a
+failure is a set-up error; `start()` does it otherwise) asks the cluster's Metadata (any bootstrap server),
 learns its brokers (node "n<id>" for Kafka node id <id>, at the address the broker advertises) and
 creates the test topic with CreateTopics unless it exists; an existing topic of another shape is an
 error naming both shapes. The workload, the final reads and the health checks go through Kafka clients
@@ -59,6 +60,10 @@ class KafkaReached(Protocol):
     def metadata(self, *, timeout_s: float):
         """A KafkaMetadata client (describe(topic), brokers(), close())."""
 
+    def prepare(self) -> None:
+        """Part of provisioning (so a failure is a set-up error): reach the cluster, learn its brokers and
+        make sure the test topic exists with the run's shape. start() does it when it was not done."""
+
 
 class ExternalCluster(Cluster, KafkaReached):
     backend_name = "external"
@@ -107,9 +112,14 @@ class ExternalCluster(Cluster, KafkaReached):
                                "access to the brokers")
 
     def start(self) -> None:
+        """Nothing to start: prepare() unless it was done (the harness does it while provisioning)."""
+        if not self._started:
+            self.prepare()
+
+    def prepare(self) -> None:
         """Find the cluster's brokers and make sure the test topic exists with the run's shape."""
         if self._started:
-            raise ClusterError(f"external cluster {self.bootstrap_servers()} was already started")
+            raise ClusterError(f"external cluster {self.bootstrap_servers()} was already prepared")
         md = self.metadata()
         try:
             deadline = time.monotonic() + self.ready_timeout_s

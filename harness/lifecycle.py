@@ -196,6 +196,9 @@ class RunSession:
                            controller_settings=self.cfg.controller_settings())
         self.cluster = backends.make_cluster(self.cfg.cluster.backend, spec, cluster_cfg=self.cfg.cluster)
         self.cluster.check_faults(list(faults))
+        if backends.kafka_reached(self.cluster):
+            # a cluster someone else runs: reaching it and making (or checking) the topic is set-up
+            self.cluster.prepare()
 
     def start_cluster(self) -> None:
         log.info("run %s: starting the %s cluster (%d brokers)", self.run.run_id, self.cfg.cluster.backend,

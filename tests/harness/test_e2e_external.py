@@ -1,0 +1,115 @@
+"""End to end: `highwater run --cluster external --bootstrap host:port` against a highwater cluster that the
+test starts itself (broker/server/launch.LocalCluster) and hands to the harness only as an opaque
+Kafka-compatible cluster: one bootstrap address, nothing else. The run creates its topic with
+CreateTopics, drives the workload and the final reads through confluent-kafka, waits for health
+through Kafka Metadata, and cannot dump replicas: loss is checked from the history and the final reads,
+divergence is reported as not checked (the verdict unknown, exit 2), never as clean. Bad configurations
+are refused in one line naming the key before anything is created.
+"""
+from __future__ import annotations
+
+import pytest
+
+from broker.server.launch import LocalCluster
+from rundir import formats as runformat
+from rundir.exits import EXIT_UNKNOWN, EXIT_USAGE
+from e2e_helpers import found_kinds, load_json, processes_mentioning, run_dir_from_stdout, run_highwater
+
+HOST = "127.0.0.1"
+NOT_CHECKED = {"file": "replicas/", "line": None, "partition": None,
+               "reason": "no replica dumps: the external backend has no access to the brokers' disks: "
+                         "divergence and replica details not checked"}
+
+
+@pytest.fixture
+def opaque_cluster(tmp_path):
+    """A real controller and 3 brokers with no topic: the run must create its own."""
+    with LocalCluster(tmp_path / "cluster", brokers=3, host=HOST,
+                      broker_settings={"min_insync_replicas": 2}) as cluster:
+        yield cluster
+
+
+def topic_events(cluster: LocalCluster) -> list[dict]:
+    log = cluster.workdir / "c0" / "controller.log"
+    return [e for e in map(load_json_line, log.read_text().splitlines()) if e and e.get("event") == "topic-created"]
+
+
+def load_json_line(line: str):
+    import json
+    try:
+        return json.loads(line)
+    except ValueError:
+        return None
+
+
+@pytest.mark.slow
+def test_workload_only_run_checks_loss_and_leaves_divergence_unknown(opaque_cluster, tmp_path):
+    bootstrap = f"{HOST}:{opaque_cluster.ports[2]}"        # one broker's address, as a user would give it
+    r = run_highwater("run", "--cluster", "external", "--bootstrap", bootstrap, "--time-limit", "12",
+                      "--rate", "100", "--seed", "3", "--checker", "reference", "--results-dir",
+                      str(tmp_path / "results"), "--plain", timeout=300)
+    run_dir = run_dir_from_stdout(r.stdout)
+    assert r.returncode == EXIT_UNKNOWN, r.stderr
+    assert ("highwater: UNKNOWN (exit 2): no anomalies · 1 unknown reason: replicas/: no replica dumps: the external "
+            "backend has no access to the brokers' disks: divergence and replica details not checked") in r.stderr
+    results = load_json(run_dir / runformat.RESULTS_JSON)
+    # loss and the other history checks ran and found nothing; only divergence (replica dumps) is unknown
+    assert results["valid"] == "unknown" and found_kinds(results) == []
+    assert results["anomalies"]["lost-write"]["count"] == 0 and results["unseen"]["count"] == 0
+    assert results["unknown_reasons"] == [NOT_CHECKED]
+    assert [(p["partition"], p["recovered"], p["reason"], p["lost"]) for p in results["partitions"]] == \
+        [(0, True, None, 0), (1, True, None, 0), (2, True, None, 0)]
+    acked = sum(p["acked"] for p in results["partitions"])
+    assert acked > 500 and acked == sum(p["committed"] for p in results["partitions"])
+    # no access to its internals: no replica dumps, no node logs, no configs written for its nodes
+    assert not (run_dir / runformat.REPLICAS_DIR).exists() and not (run_dir / "nodes").exists()
+    test = load_json(run_dir / runformat.TEST_JSON)
+    assert test["cluster"] == {
+        "backend": "external", "bootstrap": bootstrap,
+        "nodes": {f"n{b}": {"host": HOST, "port": opaque_cluster.ports[b], "node_id": b} for b in (1, 2, 3)},
+        "no_replica_dumps": "the external backend has no access to the brokers' disks"}
+    assert (test["config"]["client"]["kind"], test["config"]["nemesis"]["faults"]) == ("kafka", [])
+    # the final wait went through Kafka Metadata: leaders and ISR, no per-replica state
+    final = load_json(run_dir / runformat.FINAL_JSON)
+    assert final["timed_out"] is False
+    for p in final["partitions"]:
+        assert p["recovered"] and p["isr"] == ["n1", "n2", "n3"]
+        assert p["replicas"] == {"n1": None, "n2": None, "n3": None} and p["read_to"] == p["hw"]
+    # the topic was made by the run's CreateTopics (the cluster started without one), with the run's shape
+    assert [(e["topic"], e["partitions"], e["replication_factor"]) for e in topic_events(opaque_cluster)] == \
+        [("hw", 3, 3)]
+    # the report says what was not checked
+    assert "divergence and replica details were not checked" in (run_dir / "report.html").read_text()
+    assert processes_mentioning(str(run_dir)) == []
+    assert all(n.running() for n in opaque_cluster.brokers.values())     # the run left the cluster running
+
+
+def test_a_topic_of_another_shape_is_a_setup_error(tmp_path):
+    with LocalCluster(tmp_path / "cluster", brokers=1, host=HOST,
+                      topics=[{"name": "hw", "partitions": 1, "replication_factor": 1}]) as cluster:
+        r = run_highwater("run", "--cluster", "external", "--bootstrap", f"{HOST}:{cluster.ports[1]}",
+                          "--replication-factor", "1", "--min-insync-replicas", "1", "--time-limit", "2",
+                          "--checker", "reference", "--results-dir", str(tmp_path / "results"), "--plain",
+                          timeout=120)
+    assert r.returncode == EXIT_USAGE, r.stderr
+    assert (f"highwater: cannot set up the test: Kafka cluster at {HOST}:{cluster.ports[1]}: topic 'hw' exists with "
+            "1 partitions and replication factor 1, but the run asks for 3 partitions and replication factor 1 (set "
+            "topic.partitions / topic.replication_factor to match, or use another topic.name)") in r.stderr.splitlines()
+
+
+@pytest.mark.parametrize("args, line", [
+    (["--cluster", "external"],
+     "highwater: command line: key 'cluster.bootstrap' is required by the external backend "
+     "(--bootstrap host:port[,host:port])"),
+    (["--cluster", "external", "--bootstrap", "127.0.0.1:9092", "--nemesis", "kill"],
+     "highwater: --nemesis: key 'nemesis.faults' cannot be injected here: the external backend cannot inject kill: "
+     "it has no access to the brokers' hosts (run it workload-only: --nemesis none)"),
+    (["--cluster", "external", "--bootstrap", "127.0.0.1:9092", "--client", "native"],
+     "highwater: --client: key 'client.kind' must be \"kafka\" with the external backend (the cluster is reached "
+     "only through Kafka clients), got 'native'"),
+], ids=["no-bootstrap", "fault-without-hosts", "native-client"])
+def test_bad_external_configuration_is_one_line_and_creates_nothing(tmp_path, args, line):
+    results = tmp_path / "results"
+    r = run_highwater("run", *args, "--results-dir", str(results), timeout=60)
+    assert (r.returncode, r.stderr.splitlines(), r.stdout) == (EXIT_USAGE, [line], "")
+    assert not results.exists()
