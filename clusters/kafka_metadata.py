@@ -116,7 +116,29 @@ class KafkaMetadata:
                 f"replication factor {rf}, but the run asks for {partitions} partitions and replication factor "
                 f"{replication_factor} (set topic.partitions / topic.replication_factor to match, or use "
                 "another topic.name)")
-        return f"topic {topic!r} exists: {have_parts} partitions, replication factor {replication_factor}"
+        self._require_empty(topic, partitions)
+        return f"topic {topic!r} exists, empty: {have_parts} partitions, replication factor {replication_factor}"
+
+    def _require_empty(self, topic: str, partitions: int, attempts: int = 5) -> None:
+        """An existing topic must hold no record: the final reads start at offset 0 and the checker knows
+        only the values this run sent (a previous run's values would pass for this run's)."""
+        import time
+        latest: dict[int, tuple[int, int]] = {}
+        for attempt in range(attempts):
+            latest = self._latest(topic, list(range(partitions)))
+            if len(latest) == partitions:
+                break
+            time.sleep(0.5)
+        unknown = sorted(set(range(partitions)) - set(latest))
+        if unknown:
+            raise KafkaMetadataError(f"Kafka cluster at {self.bootstrap}: topic {topic!r} exists, and whether it "
+                                     f"is empty cannot be told (no ListOffsets answer for partitions {unknown})")
+        used = {p: hw for p, (hw, _) in sorted(latest.items()) if hw > 0}
+        if used:
+            raise KafkaMetadataError(
+                f"Kafka cluster at {self.bootstrap}: topic {topic!r} exists and holds records (end offsets "
+                f"{', '.join(f'p{p}={hw}' for p, hw in used.items())}): a run needs an empty topic (set "
+                "topic.name to a new one)")
 
     def describe(self, topic: str) -> list[KafkaPartitionInfo]:
         """Every partition of `topic` (Metadata), with its HW and leader epoch (ListOffsets latest) where

@@ -84,17 +84,33 @@ def test_workload_only_run_checks_loss_and_leaves_divergence_unknown(opaque_clus
     assert all(n.running() for n in opaque_cluster.brokers.values())     # the run left the cluster running
 
 
-def test_a_topic_of_another_shape_is_a_setup_error(tmp_path):
+@pytest.mark.slow
+def test_an_existing_topic_must_have_the_run_s_shape_and_be_empty(tmp_path):
+    """A topic of another shape, or one holding records (an earlier run's), is a set-up error (exit 254)
+    naming what is wrong; an empty topic of the right shape is used as it is."""
     with LocalCluster(tmp_path / "cluster", brokers=1, host=HOST,
                       topics=[{"name": "hw", "partitions": 1, "replication_factor": 1}]) as cluster:
-        r = run_highwater("run", "--cluster", "external", "--bootstrap", f"{HOST}:{cluster.ports[1]}",
-                          "--replication-factor", "1", "--min-insync-replicas", "1", "--time-limit", "2",
-                          "--checker", "reference", "--results-dir", str(tmp_path / "results"), "--plain",
-                          timeout=120)
-    assert r.returncode == EXIT_USAGE, r.stderr
-    assert (f"highwater: cannot set up the test: Kafka cluster at {HOST}:{cluster.ports[1]}: topic 'hw' exists with "
-            "1 partitions and replication factor 1, but the run asks for 3 partitions and replication factor 1 (set "
-            "topic.partitions / topic.replication_factor to match, or use another topic.name)") in r.stderr.splitlines()
+        where = f"{HOST}:{cluster.ports[1]}"
+
+        def run(*args):
+            return run_highwater("run", "--cluster", "external", "--bootstrap", where, "--replication-factor", "1",
+                                 "--min-insync-replicas", "1", "--time-limit", "3", "--checker", "reference",
+                                 "--results-dir", str(tmp_path / "results"), "--plain", *args, timeout=120)
+        r = run()
+        assert r.returncode == EXIT_USAGE, r.stderr
+        assert (f"highwater: cannot set up the test: Kafka cluster at {where}: topic 'hw' exists with 1 partitions "
+                "and replication factor 1, but the run asks for 3 partitions and replication factor 1 (set "
+                "topic.partitions / topic.replication_factor to match, or use another topic.name)"
+                ) in r.stderr.splitlines()
+        r = run("--partitions", "1")
+        assert r.returncode == EXIT_UNKNOWN, r.stderr
+        hw = load_json(run_dir_from_stdout(r.stdout) / runformat.FINAL_JSON)["partitions"][0]["hw"]
+        assert hw > 50
+        r = run("--partitions", "1")
+        assert r.returncode == EXIT_USAGE, r.stderr
+        assert (f"highwater: cannot set up the test: Kafka cluster at {where}: topic 'hw' exists and holds records "
+                f"(end offsets p0={hw}): a run needs an empty topic (set topic.name to a new one)"
+                ) in r.stderr.splitlines()
 
 
 @pytest.mark.parametrize("args, line", [
