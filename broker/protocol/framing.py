@@ -12,8 +12,8 @@ A frame is a 4-byte big-endian length N followed by N bytes:
 Anything else (wrong magic or version, a length over MAX_FRAME, a body that is not a msgpack map, a
 connection closed mid-frame) is a `FrameError`; servers answer what they can and close the connection.
 
-Servers read with `read_frame_bounded`: a per-listener maximum frame size, a deadline that covers the
-length prefix too (a connection silent before its first complete frame, or stopped inside a frame, is
+Servers read with `read_frame_bounded` (or `read_payload_bounded`, for a listener that also speaks Kafka):
+a per-listener maximum frame size, a deadline that covers the length prefix too (a connection silent before its first complete frame, or stopped inside a frame, is
 closed), and a `BufferBudget` capping the partial-frame bytes buffered across a listener's connections.
 A partial frame lives in a buffer the reader owns and empties when it gives up, so an aborted 16 MiB frame
 is freed at once (not left, with the exception that reported it, as cyclic garbage for a full collection).
@@ -111,16 +111,24 @@ class BufferBudget:
 _CHUNK = 256 * 1024
 
 
-async def read_frame_bounded(reader: asyncio.StreamReader, *, max_frame: int, timeout_s: float,
-                             budget: BufferBudget, first: bool) -> Frame | None:
-    """Read one request frame for a server. None on a clean end of stream between frames.
+class NotNativeFrameError(FrameError):
+    """A frame cut short (or too slow) whose first payload bytes already show it is not a native frame
+    (a listener that also speaks Kafka closes such a connection without a native error frame)."""
+
+
+async def read_payload_bounded(reader: asyncio.StreamReader, *, max_frame: int, timeout_s: float,
+                               budget: BufferBudget, first: bool) -> bytearray | None:
+    """Read one frame's payload (the bytes after the 4-byte length), of either protocol a listener speaks.
+    None on a clean end of stream between frames.
 
     A frame must be complete within `timeout_s` of its first byte; before the connection's `first` frame
     the clock starts now (a client that connects and sends nothing, or 1-3 bytes, is cut off). Idle time
     between complete frames is unbounded. A declared length over `max_frame`, or more buffered bytes than
-    `budget` allows across the listener, is a FrameError."""
+    `budget` allows across the listener, is a FrameError (NotNativeFrameError when the bytes read so far
+    do not start with the native magic). The returned buffer no longer counts against `budget`."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout_s
+    head = bytearray()
     if not first:
         try:
             start = await reader.read(1)
@@ -129,9 +137,7 @@ async def read_frame_bounded(reader: asyncio.StreamReader, *, max_frame: int, ti
         if not start:
             return None
         deadline = loop.time() + timeout_s
-    else:
-        start = b""
-    head = bytearray(start)
+        head += start
     if not await _fill(reader, head, _LEN.size, deadline, timeout_s, None):
         if not head:
             return None
@@ -143,10 +149,32 @@ async def read_frame_bounded(reader: asyncio.StreamReader, *, max_frame: int, ti
     try:
         if not await _fill(reader, buf, length, deadline, timeout_s, budget):
             raise FrameError(f"connection closed after {len(buf)} of a {length}-byte frame")
-        return decode_payload(buf)
-    finally:
+    except FrameError as exc:
+        not_native = len(buf) >= len(MAGIC) and buf[:len(MAGIC)] != MAGIC
         budget.used -= len(buf)
-        buf.clear()   # free the partial frame now, whatever still refers to this bytearray
+        buf.clear()         # free an aborted frame now, whatever still refers to this bytearray
+        if not_native:
+            raise NotNativeFrameError(str(exc)) from None
+        raise
+    except BaseException:
+        budget.used -= len(buf)
+        buf.clear()
+        raise
+    budget.used -= len(buf)
+    return buf
+
+
+async def read_frame_bounded(reader: asyncio.StreamReader, *, max_frame: int, timeout_s: float,
+                             budget: BufferBudget, first: bool) -> Frame | None:
+    """Read one native request frame for a server, under the limits of `read_payload_bounded`."""
+    payload = await read_payload_bounded(reader, max_frame=max_frame, timeout_s=timeout_s, budget=budget,
+                                         first=first)
+    if payload is None:
+        return None
+    try:
+        return decode_payload(payload)
+    finally:
+        payload.clear()     # the decoded body holds its own copies
 
 
 async def _fill(reader: asyncio.StreamReader, buf: bytearray, n: int, deadline: float, timeout_s: float,

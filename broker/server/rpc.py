@@ -7,7 +7,7 @@ ERROR response (api key apis.ERROR, error INVALID_REQUEST, correlation id 0) whe
 allows it, and the connection is closed; the server keeps running. A well-formed frame whose fields are
 wrong gets {"error": "INVALID_REQUEST", "message": ...} and the connection stays open.
 
-Limits (framing.read_frame_bounded): a request frame is at most MAX_REQUEST_FRAME bytes and must be
+Limits (framing.read_payload_bounded): a request frame is at most MAX_REQUEST_FRAME bytes and must be
 complete within FRAME_READ_TIMEOUT_S of its first byte; a connection that sends no complete frame within
 that time of connecting is closed (idle time between frames is not limited); partial frames across all
 connections hold at most BUFFER_BUDGET bytes; at most MAX_CONNECTIONS client connections are served at
@@ -34,7 +34,7 @@ from broker.kafka.messages import KafkaDecodeError, UnsupportedRequest, decode_r
 from broker.kafka.versions import API_VERSIONS
 from broker.protocol import apis
 from broker.protocol.framing import (MAGIC, MAX_FRAME, REQUEST, RESPONSE, BufferBudget, Frame, FrameError,
-                                     decode_payload, encode)
+                                     NotNativeFrameError, decode_payload, encode, read_payload_bounded)
 from broker.server.aio import cancel_and_wait
 from broker.server.kafka_handlers import CloseConnection
 
@@ -194,81 +194,6 @@ class RpcServer:
 
 
 _CLOSE = object()
-
-
-class NotNativeFrameError(FrameError):
-    """A frame cut short (or too slow) whose first bytes already show it is not a native frame."""
-
-_LEN_SIZE = 4
-_CHUNK = 256 * 1024
-
-
-async def read_payload_bounded(reader: asyncio.StreamReader, *, max_frame: int, timeout_s: float,
-                               budget: BufferBudget, first: bool) -> bytearray | None:
-    """One frame's payload (the bytes after the 4-byte length), either protocol, under the limits of
-    framing.read_frame_bounded (same rules and messages): None on a clean end of stream between frames,
-    FrameError for a declared length over `max_frame`, the deadline or the buffer budget."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout_s
-    head = bytearray()
-    if not first:
-        try:
-            start = await reader.read(1)
-        except (ConnectionError, OSError):
-            return None
-        if not start:
-            return None
-        deadline = loop.time() + timeout_s
-        head += start
-    if not await _fill(reader, head, _LEN_SIZE, deadline, timeout_s, None):
-        if not head:
-            return None
-        raise FrameError(f"connection closed inside a length prefix ({len(head)} of 4 bytes)")
-    length = int.from_bytes(head, "big")
-    if length > max_frame:
-        raise FrameError(f"declared frame length {length} exceeds this listener's {max_frame}-byte limit")
-    buf = bytearray()
-    try:
-        if not await _fill(reader, buf, length, deadline, timeout_s, budget):
-            raise FrameError(f"connection closed after {len(buf)} of a {length}-byte frame")
-    except FrameError as exc:
-        budget.used -= len(buf)
-        not_native = len(buf) >= len(MAGIC) and buf[:len(MAGIC)] != MAGIC
-        buf.clear()         # free an aborted frame now
-        if not_native:
-            raise NotNativeFrameError(str(exc)) from None
-        raise
-    except BaseException:
-        budget.used -= len(buf)
-        buf.clear()
-        raise
-    budget.used -= len(buf)
-    return buf
-
-
-async def _fill(reader: asyncio.StreamReader, buf: bytearray, n: int, deadline: float, timeout_s: float,
-                budget: BufferBudget | None) -> bool:
-    """Append to `buf` until it holds `n` bytes (True) or the stream ends (False); FrameError on the
-    deadline or on exceeding `budget` (whose count includes `buf`'s bytes until the caller releases them)."""
-    loop = asyncio.get_running_loop()
-    while len(buf) < n:
-        remaining = deadline - loop.time()
-        if remaining <= 0:
-            raise FrameError(f"frame not complete within {timeout_s:.1f}s ({len(buf)} of {n} bytes)")
-        try:
-            chunk = await asyncio.wait_for(reader.read(min(n - len(buf), _CHUNK)), remaining)
-        except asyncio.TimeoutError:
-            raise FrameError(f"frame not complete within {timeout_s:.1f}s ({len(buf)} of {n} bytes)") from None
-        except (ConnectionError, OSError):
-            return False
-        if not chunk:
-            return False
-        if budget is not None:
-            if budget.used + len(chunk) > budget.limit:
-                raise FrameError(f"partial frames on this listener would exceed {budget.limit} buffered bytes")
-            budget.used += len(chunk)
-        buf += chunk
-    return True
 
 
 async def _answer_garbage(writer: asyncio.StreamWriter, message: str) -> None:
