@@ -12,8 +12,10 @@ is forced by harness/config.py). `stop_all`, `teardown` and `collect` leave the 
 is no access to the brokers' disks, so no replica is dumped, and test.json's layout says so
 (`no_replica_dumps`), which the checker reports as "not checked" (checkers/ingest.py), never as clean.
 
-Faults: none. This backend has no fault capability (clusters/base.py), so a run asking for a fault is
-refused before anything starts (harness/backends.check_faults).
+Faults: without hosts, none. This class has no fault capability (clusters/base.py), so a run asking for
+a fault is refused before anything starts (harness/backends.check_faults). With a nodes file listing
+the brokers' SSH hosts, the cluster is an `ExternalHostsCluster` (clusters/external_hosts.py): kill,
+restart, pause and resume of the brokers' processes.
 """
 from __future__ import annotations
 
@@ -68,8 +70,15 @@ class KafkaReached(Protocol):
 class ExternalCluster(Cluster, KafkaReached):
     backend_name = "external"
 
+    def __new__(cls, spec: ClusterSpec, *, nodes_file=None, **options):
+        """With a nodes file, the brokers' hosts are reachable over SSH: clusters/external_hosts.py."""
+        if nodes_file and cls is ExternalCluster:
+            from clusters.external_hosts import ExternalHostsCluster
+            cls = ExternalHostsCluster
+        return super().__new__(cls)
+
     def __init__(self, spec: ClusterSpec, *, bootstrap: str = "", ready_timeout_s: float = 30.0,
-                 timeout_s: float = 5.0):
+                 timeout_s: float = 5.0, nodes_file=None, accept_unknown_hosts: bool = False):
         self.spec = spec
         self.bootstrap = parse_bootstrap(bootstrap)
         self.ready_timeout_s = ready_timeout_s

@@ -69,7 +69,8 @@ def backend_options(name: str, cluster_cfg) -> dict:
     if name == "docker":
         return {"base_image": cluster_cfg.base_image or None, "kill_mode": cluster_cfg.docker_kill}
     if name == "external":
-        return {"bootstrap": cluster_cfg.bootstrap}
+        return {"bootstrap": cluster_cfg.bootstrap, "nodes_file": cluster_cfg.nodes_file or None,
+                "accept_unknown_hosts": bool(cluster_cfg.ssh_accept_unknown_hosts)}
     return {}
 
 
@@ -97,6 +98,9 @@ def check_backend(name: str, cluster_cfg=None, *, brokers: int = 1) -> None:
         if brokers > len(inventory.brokers):
             raise NodesFileError(f"nodes file {inventory.path}: lists {len(inventory.brokers)} brokers "
                                  f"but the test needs {brokers}")
+    if name == "external" and cluster_cfg is not None and cluster_cfg.nodes_file:
+        from clusters.external_hosts import load_hosts_file
+        load_hosts_file(cluster_cfg.nodes_file)        # NodesFileError naming the file, entry and field
     if name == "docker" and cluster_cfg is not None:
         from clusters.docker import KILL_MODES
         if cluster_cfg.docker_kill not in KILL_MODES:
@@ -104,14 +108,22 @@ def check_backend(name: str, cluster_cfg=None, *, brokers: int = 1) -> None:
                                      f"{', '.join(KILL_MODES)}, got {cluster_cfg.docker_kill!r}")
 
 
-def check_faults(name: str, faults: list[str]) -> None:
+def check_faults(name: str, faults: list[str], cluster_cfg=None) -> None:
     """Faults the backend cannot inject on this machine, found without building a cluster: the local
     backend's partitions need root and iptables or nft, its degradation root and iptables (the same
-    checks LocalCluster.check_faults makes); the external backend, without hosts to act on, none at all.
-    The docker and ssh backends check their nodes once those exist."""
+    checks LocalCluster.check_faults makes); the external backend, without hosts to act on, none at all,
+    and with a nodes file only process faults (clusters/external_hosts.py FAULTS). The docker and ssh
+    backends check their nodes once those exist."""
     if name == "external" and faults:
-        raise BackendUnavailable(f"the external backend cannot inject {', '.join(faults)}: it has no access to "
-                                 "the brokers' hosts (run it workload-only: --nemesis none)")
+        if cluster_cfg is None or not cluster_cfg.nodes_file:
+            raise BackendUnavailable(f"the external backend cannot inject {', '.join(faults)}: it has no access "
+                                     "to the brokers' hosts (give them in --nodes-file, or run it workload-only: "
+                                     "--nemesis none)")
+        from clusters.external_hosts import FAULTS
+        bad = [f for f in faults if f not in FAULTS]
+        if bad:
+            raise BackendUnavailable(f"the external backend cannot inject {', '.join(bad)} (with a nodes file it "
+                                     f"offers {', '.join(FAULTS)})")
     if name != "local":
         return
     if any(f.startswith("partition") for f in faults):

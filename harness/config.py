@@ -114,7 +114,8 @@ def _n(default: Any, doc: str, **rules: Any) -> Any:
 class ClusterConfig:
     backend: str = setting("local", "where the nodes run (harness/backends.py)")
     nodes: int = _n(3, "brokers in the cluster", min=1)
-    nodes_file: str = setting("", "ssh backend: the nodes file (clusters/ssh.py)")
+    nodes_file: str = setting("", "ssh backend: the nodes file (clusters/ssh.py); external: the brokers' hosts "
+                              "(clusters/external_hosts.py)")
     ssh_accept_unknown_hosts: bool = setting(False, "ssh backend: accept host keys not in known_hosts")
     base_image: str = setting("", "docker backend: an existing base image instead of debootstrap")
     docker_kill: str = setting("process", "docker backend: kill = SIGKILL of the process, or \"node\" (docker kill)")
@@ -333,8 +334,8 @@ def validate(cfg: TestConfig) -> list[tuple[str, str]]:
 
 
 def _external_problems(cfg: TestConfig) -> list[tuple[str, str]]:
-    """The external backend (clusters/external.py): its bootstrap servers are required and parse; it
-    has no hosts to act on, so no nodes file; `bootstrap` means nothing to the other backends. The
+    """The external backend (clusters/external.py): its bootstrap servers are required and parse, and
+    its client is a Kafka client; `bootstrap` means nothing to the other backends. The
     replication factor is the cluster's business (CreateTopics refuses one it cannot place)."""
     from clusters.external import BootstrapError, parse_bootstrap
     c = cfg.cluster
@@ -347,9 +348,6 @@ def _external_problems(cfg: TestConfig) -> list[tuple[str, str]]:
         parse_bootstrap(c.bootstrap)
     except BootstrapError as exc:
         return [("cluster.bootstrap", str(exc))]
-    if c.nodes_file:
-        return [("cluster.nodes_file", "is not supported by the external backend yet: it cannot reach the "
-                                       "brokers' hosts, so it runs without faults (--nemesis none)")]
     if cfg.client.kind != "kafka":
         return [("client.kind", f"must be \"kafka\" with the external backend (the cluster is reached only "
                                 f"through Kafka clients), got {cfg.client.kind!r}")]
@@ -468,7 +466,7 @@ def preflight(cfg: TestConfig, *, where: Any = None, faults: list[str] | None = 
     except backends.BackendUnavailable as exc:
         raise ConfigError(f"{where('cluster.backend')}: key 'cluster.backend': {exc}") from None
     except Exception as exc:  # noqa: BLE001 - NodesFileError and friends: one line naming the file
-        key = "cluster.nodes_file" if cfg.cluster.backend == "ssh" else "cluster.backend"
+        key = "cluster.nodes_file" if cfg.cluster.backend in ("ssh", "external") else "cluster.backend"
         raise ConfigError(f"{where(key)}: key '{key}': {exc}") from None
     own_faults = faults is not None
     faults = list(faults) if own_faults else list(cfg.nemesis.faults)
@@ -486,7 +484,7 @@ def preflight(cfg: TestConfig, *, where: Any = None, faults: list[str] | None = 
         raise ConfigError(f"{where(fault_key)}: key '{fault_key}' injects power-loss faults, which need "
                           "broker.power_loss = true (--power-loss)")
     try:
-        backends.check_faults(cfg.cluster.backend, faults)
+        backends.check_faults(cfg.cluster.backend, faults, cfg.cluster)
     except Exception as exc:  # noqa: BLE001 - FirewallUnavailable: no root, no iptables/nft
         raise ConfigError(f"{where(fault_key)}: key '{fault_key}' cannot be injected here: {exc}") from None
 

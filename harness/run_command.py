@@ -97,7 +97,8 @@ def finish_output(outcome, reasons: list[str] | None = None) -> int:
               help="cluster backend: local | docker | ssh | external [local]")
 @click.option("--bootstrap", default=None,
               help="external backend: host:port[,host:port] of a Kafka-compatible cluster")
-@click.option("--nodes-file", default=None, help="ssh backend: TOML file listing the controller and brokers")
+@click.option("--nodes-file", default=None,
+              help="ssh backend: TOML file listing the controller and brokers; external: the brokers' SSH hosts")
 @click.option("--ssh-accept-unknown-hosts", is_flag=True, default=None,
               help="ssh backend: accept host keys missing from known_hosts [reject]")
 @click.option("--base-image", default=None, help="docker backend: existing base image instead of the debootstrap one")

@@ -70,7 +70,7 @@ def test_config_defaults_for_external():
      "--bootstrap: key 'cluster.bootstrap' entry 'kafka' must be host:port with a port 1..65535"),
     ({"backend": "external", "bootstrap": "127.0.0.1:9092", "nemesis": "kill,partition"},
      "--nemesis: key 'nemesis.faults' cannot be injected here: the external backend cannot inject kill, partition: "
-     "it has no access to the brokers' hosts (run it workload-only: --nemesis none)"),
+     "it has no access to the brokers' hosts (give them in --nodes-file, or run it workload-only: --nemesis none)"),
     ({"backend": "external", "bootstrap": "127.0.0.1:9092", "client": "native"},
      "--client: key 'client.kind' must be \"kafka\" with the external backend (the cluster is reached only through "
      "Kafka clients), got 'native'"),
