@@ -29,8 +29,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "harness"))
 from e2e_helpers import REPO, found_kinds, load_json, run_dir_from_stdout, run_highwater  # noqa: E402
 
 HOST = "127.0.0.1"
-root = pytest.mark.skipif(os.geteuid() != 0 or not Path("/usr/sbin/sshd").exists(),
-                          reason="needs root and /usr/sbin/sshd (a loopback sshd)")
+def root(test):
+    """Marker `root` (scripts/test's selection), and skipped where root or sshd is missing."""
+    return pytest.mark.root(pytest.mark.skipif(os.geteuid() != 0 or not Path("/usr/sbin/sshd").exists(),
+                                               reason="needs root and /usr/sbin/sshd (a loopback sshd)")(test))
 
 
 @pytest.fixture(scope="module")
