@@ -106,7 +106,7 @@ class ExternalHostsCluster(ExternalCluster, Killable, Pausable):
 
     def __init__(self, spec: ClusterSpec, *, bootstrap: str = "", nodes_file: str | Path | None = None,
                  accept_unknown_hosts: bool = False, command_timeout_s: float = 30.0,
-                 ready_timeout_s: float = 30.0, timeout_s: float = 5.0):
+                 ready_timeout_s: float = 30.0, timeout_s: float = 5.0, docker_containers=None):
         super().__init__(spec, bootstrap=bootstrap, ready_timeout_s=ready_timeout_s, timeout_s=timeout_s)
         self.hosts = load_hosts_file(nodes_file)
         self.accept_unknown_hosts = accept_unknown_hosts

@@ -70,7 +70,8 @@ def backend_options(name: str, cluster_cfg) -> dict:
         return {"base_image": cluster_cfg.base_image or None, "kill_mode": cluster_cfg.docker_kill}
     if name == "external":
         return {"bootstrap": cluster_cfg.bootstrap, "nodes_file": cluster_cfg.nodes_file or None,
-                "accept_unknown_hosts": bool(cluster_cfg.ssh_accept_unknown_hosts)}
+                "accept_unknown_hosts": bool(cluster_cfg.ssh_accept_unknown_hosts),
+                "docker_containers": cluster_cfg.docker_containers or None}
     return {}
 
 
@@ -115,14 +116,15 @@ def check_faults(name: str, faults: list[str], cluster_cfg=None) -> None:
     and with a nodes file only process faults (clusters/external_hosts.py FAULTS). The docker and ssh
     backends check their nodes once those exist."""
     if name == "external" and faults:
-        if cluster_cfg is None or not cluster_cfg.nodes_file:
+        if cluster_cfg is None or not (cluster_cfg.nodes_file or cluster_cfg.docker_containers):
             raise BackendUnavailable(f"the external backend cannot inject {', '.join(faults)}: it has no access "
-                                     "to the brokers' hosts (give them in --nodes-file, or run it workload-only: "
-                                     "--nemesis none)")
+                                     "to the brokers' hosts (give them in --nodes-file or --docker-containers, or "
+                                     "run it workload-only: --nemesis none)")
         from clusters.external_hosts import FAULTS
         bad = [f for f in faults if f not in FAULTS]
         if bad:
-            raise BackendUnavailable(f"the external backend cannot inject {', '.join(bad)} (with a nodes file it "
+            how = "a nodes file" if cluster_cfg.nodes_file else "Docker containers"
+            raise BackendUnavailable(f"the external backend cannot inject {', '.join(bad)} (with {how} it "
                                      f"offers {', '.join(FAULTS)})")
     if name != "local":
         return

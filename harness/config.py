@@ -120,6 +120,8 @@ class ClusterConfig:
     base_image: str = setting("", "docker backend: an existing base image instead of debootstrap")
     docker_kill: str = setting("process", "docker backend: kill = SIGKILL of the process, or \"node\" (docker kill)")
     bootstrap: str = setting("", "external backend: host:port[,host:port] of the Kafka-compatible cluster")
+    docker_containers: str = setting("", "external backend: the brokers' Docker containers, name[=node id],... "
+                                     "(clusters/external_docker.py)")
 
 
 @dataclass
@@ -256,6 +258,7 @@ FLAG_KEYS = {
     "ssh_accept_unknown_hosts": "cluster.ssh_accept_unknown_hosts",
     "base_image": "cluster.base_image",
     "bootstrap": "cluster.bootstrap",
+    "docker_containers": "cluster.docker_containers",
     "partitions": "topic.partitions",
     "replication_factor": "topic.replication_factor",
     "time_limit": "time_limit",
@@ -339,15 +342,24 @@ def _external_problems(cfg: TestConfig) -> list[tuple[str, str]]:
     replication factor is the cluster's business (CreateTopics refuses one it cannot place)."""
     from clusters.external import BootstrapError, parse_bootstrap
     c = cfg.cluster
+    from clusters.external_docker import ContainersError, parse_containers
     if c.backend != "external":
-        return [("cluster.bootstrap", f"is only for the external backend (cluster.backend is {c.backend!r})")] \
-            if c.bootstrap else []
+        return [(k, f"is only for the external backend (cluster.backend is {c.backend!r})")
+                for k in ("cluster.bootstrap", "cluster.docker_containers") if getattr(c, k[8:])][:1]
     if not c.bootstrap:
         return [("cluster.bootstrap", "is required by the external backend (--bootstrap host:port[,host:port])")]
     try:
         parse_bootstrap(c.bootstrap)
     except BootstrapError as exc:
         return [("cluster.bootstrap", str(exc))]
+    if c.docker_containers:
+        if c.nodes_file:
+            return [("cluster.docker_containers", "and cluster.nodes_file exclude each other (faults go through "
+                                                  "SSH or through Docker)")]
+        try:
+            parse_containers(c.docker_containers)
+        except ContainersError as exc:
+            return [("cluster.docker_containers", str(exc))]
     if cfg.client.kind != "kafka":
         return [("client.kind", f"must be \"kafka\" with the external backend (the cluster is reached only "
                                 f"through Kafka clients), got {cfg.client.kind!r}")]

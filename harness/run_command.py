@@ -97,6 +97,8 @@ def finish_output(outcome, reasons: list[str] | None = None) -> int:
               help="cluster backend: local | docker | ssh | external [local]")
 @click.option("--bootstrap", default=None,
               help="external backend: host:port[,host:port] of a Kafka-compatible cluster")
+@click.option("--docker-containers", default=None,
+              help="external backend: the brokers' existing Docker containers, name[=node id],... (faults)")
 @click.option("--nodes-file", default=None,
               help="ssh backend: TOML file listing the controller and brokers; external: the brokers' SSH hosts")
 @click.option("--ssh-accept-unknown-hosts", is_flag=True, default=None,

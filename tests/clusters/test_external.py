@@ -8,6 +8,7 @@ import pytest
 
 from clusters.base import ClusterError, ClusterSpec, capabilities
 from clusters.external import NO_REPLICA_DUMPS, BootstrapError, ExternalCluster, parse_bootstrap
+from clusters.external_docker import ContainersError, parse_containers
 from clusters.kafka_metadata import KafkaPartitionInfo
 from harness import backends, final_phase
 from harness import config as config_mod
@@ -33,6 +34,13 @@ def test_bad_bootstrap_says_which_entry(raw, problem):
     with pytest.raises(BootstrapError) as e:
         parse_bootstrap(raw)
     assert str(e.value) == problem
+
+
+def test_containers_parse():
+    assert parse_containers("kafka-1, kafka-2=2") == [("kafka-1", None), ("kafka-2", 2)]
+    for raw in ("", "a,,b", "a=x", "=3"):
+        with pytest.raises(ContainersError):
+            parse_containers(raw)
 
 
 def test_the_backend_before_start(tmp_path):
@@ -70,10 +78,17 @@ def test_config_defaults_for_external():
      "--bootstrap: key 'cluster.bootstrap' entry 'kafka' must be host:port with a port 1..65535"),
     ({"backend": "external", "bootstrap": "127.0.0.1:9092", "nemesis": "kill,partition"},
      "--nemesis: key 'nemesis.faults' cannot be injected here: the external backend cannot inject kill, partition: "
-     "it has no access to the brokers' hosts (give them in --nodes-file, or run it workload-only: --nemesis none)"),
+     "it has no access to the brokers' hosts (give them in --nodes-file or --docker-containers, or run it "
+     "workload-only: --nemesis none)"),
     ({"backend": "external", "bootstrap": "127.0.0.1:9092", "client": "native"},
      "--client: key 'client.kind' must be \"kafka\" with the external backend (the cluster is reached only through "
      "Kafka clients), got 'native'"),
+    ({"backend": "external", "bootstrap": "127.0.0.1:9092", "docker_containers": "k1,k2", "nodes_file": "n.toml"},
+     "--docker-containers: key 'cluster.docker_containers' and cluster.nodes_file exclude each other (faults go "
+     "through SSH or through Docker)"),
+    ({"backend": "external", "bootstrap": "127.0.0.1:9092", "docker_containers": "k1", "nemesis": "partition"},
+     "--nemesis: key 'nemesis.faults' cannot be injected here: the external backend cannot inject partition (with "
+     "Docker containers it offers kill, kill-leader, pause, pause-leader)"),
     ({"backend": "local", "bootstrap": "127.0.0.1:9092"},
      "--bootstrap: key 'cluster.bootstrap' is only for the external backend (cluster.backend is 'local')"),
 ])

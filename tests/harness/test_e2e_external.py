@@ -119,7 +119,8 @@ def test_an_existing_topic_must_have_the_run_s_shape_and_be_empty(tmp_path):
      "(--bootstrap host:port[,host:port])"),
     (["--cluster", "external", "--bootstrap", "127.0.0.1:9092", "--nemesis", "kill"],
      "highwater: --nemesis: key 'nemesis.faults' cannot be injected here: the external backend cannot inject kill: "
-     "it has no access to the brokers' hosts (give them in --nodes-file, or run it workload-only: --nemesis none)"),
+     "it has no access to the brokers' hosts (give them in --nodes-file or --docker-containers, or run it "
+     "workload-only: --nemesis none)"),
     (["--cluster", "external", "--bootstrap", "127.0.0.1:9092", "--client", "native"],
      "highwater: --client: key 'client.kind' must be \"kafka\" with the external backend (the cluster is reached "
      "only through Kafka clients), got 'native'"),
