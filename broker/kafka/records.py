@@ -13,9 +13,12 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, field
 
-import crc32c as _crc32c_pkg
-
 from .primitives import uvarint_bytes
+
+try:                                    # the C implementation (PyPI `crc32c`, Debian python3-crc32c)
+    from crc32c import crc32c as _crc32c_impl
+except ImportError:                     # a node without it (a Docker or SSH node's Debian python3): correct,
+    _crc32c_impl = None                 # about a thousand times slower; only the Kafka listener uses it
 
 __all__ = ["crc32c", "Record", "RecordBatch", "RecordError", "UnsupportedCompression", "decode_batches",
            "encode_batch", "BATCH_OVERHEAD", "MAGIC"]
@@ -33,9 +36,32 @@ TRANSACTIONAL_FLAG = 0x10
 CONTROL_FLAG = 0x20
 
 
+def _crc32c_table() -> list[int]:
+    table = []
+    for n in range(256):
+        c = n
+        for _ in range(8):
+            c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1     # the reflected Castagnoli polynomial
+        table.append(c)
+    return table
+
+
+def crc32c_pure(data) -> int:
+    """CRC-32C of `data` in pure Python, for nodes without the C module (byte-at-a-time table lookup)."""
+    table = _crc32c_table_cached
+    c = 0xFFFFFFFF
+    for b in bytes(data):
+        c = table[(c ^ b) & 0xFF] ^ (c >> 8)
+    return c ^ 0xFFFFFFFF
+
+
+_crc32c_table_cached = _crc32c_table()
+_crc32c = _crc32c_impl if _crc32c_impl is not None else crc32c_pure
+
+
 def crc32c(data) -> int:
     """CRC-32C (Castagnoli) of `data`."""
-    return _crc32c_pkg.crc32c(data)
+    return _crc32c(data)
 
 
 class RecordError(ValueError):
@@ -278,7 +304,7 @@ def decode_batches(data: bytes, allow_partial_tail: bool = False) -> list[Record
             raise RecordError(f"{where}: batch length {batch_length} runs {end - total} bytes past the data")
         if magic != MAGIC:
             raise RecordError(f"{where}: magic {magic}, only magic 2 (RecordBatch v2) is supported")
-        actual = _crc32c_pkg.crc32c(memoryview(data)[pos + 21:end])
+        actual = _crc32c(memoryview(data)[pos + 21:end])
         if actual != crc:
             raise RecordError(f"{where}: CRC-32C mismatch (stored {crc:#010x}, computed {actual:#010x})")
         if count < 0 or count > (end - pos - BATCH_OVERHEAD) // 7:
@@ -336,6 +362,6 @@ def encode_batch(base_offset: int, leader_epoch: int, records: list[tuple[int, b
     body = b"".join(parts)
     after_crc = _AFTER_CRC.pack(attributes, len(records) - 1, base_ts, max_ts, producer_id, producer_epoch,
                                 base_sequence, len(records)) + body
-    crc = _crc32c_pkg.crc32c(after_crc)
+    crc = _crc32c(after_crc)
     head = struct.pack(">qiibI", base_offset, len(after_crc) + 9, leader_epoch, MAGIC, crc)
     return head + after_crc
