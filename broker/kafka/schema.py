@@ -293,7 +293,7 @@ _LIST_OFFSETS_RESPONSE = M(
 # ---- Metadata (3) ---------------------------------------------------------------------------------------
 
 _METADATA_REQUEST = M(
-    "MetadataRequest", V.METADATA, (1, 8), "9+",
+    "MetadataRequest", V.METADATA, (1, 9), "9+",
     F("Topics", "[]MetadataRequestTopic", "0+", nullable="1+", fields=(
         F("Name", "string", "0+", nullable="10+"),
     )),
@@ -303,7 +303,7 @@ _METADATA_REQUEST = M(
 )
 
 _METADATA_RESPONSE = M(
-    "MetadataResponse", V.METADATA, (1, 8), "9+",
+    "MetadataResponse", V.METADATA, (1, 9), "9+",
     F("ThrottleTimeMs", "int32", "3+"),
     F("Brokers", "[]MetadataResponseBroker", "0+", fields=(
         F("NodeId", "int32", "0+"),

@@ -3,8 +3,10 @@
 `SUPPORTED` is what `messages.decode_request` accepts and what an ApiVersions response lists; the
 schema table (`schema.py`) holds exactly these versions (plus `SCHEMA_ONLY`, declared but not
 advertised). librdkafka uses the v2 record format (MsgVer2) only with Produce v3+ and Fetch v4+, so
-those are the lowest versions offered; every range stops below the api's first flexible version,
-except ApiVersions v3 (docs/kafka-protocol.md).
+those are the lowest versions offered. Every range stops below the api's first flexible version except
+ApiVersions v3 and Metadata v9: librdkafka and kafka-python keep a partition's leader epoch from a
+Metadata answer only from v9 on (KAFKA-9212), and only then send it as the current leader epoch that the
+broker checks (KIP-320) in Fetch, ListOffsets and OffsetForLeaderEpoch (docs/kafka-protocol.md).
 """
 from __future__ import annotations
 
@@ -33,7 +35,7 @@ NAMES: dict[int, str] = {
 # api key -> (min, max) advertised, inclusive
 SUPPORTED: dict[int, tuple[int, int]] = {
     API_VERSIONS: (0, 3),
-    METADATA: (1, 8),
+    METADATA: (1, 9),
     PRODUCE: (3, 8),
     FETCH: (4, 11),
     LIST_OFFSETS: (1, 5),

@@ -3,7 +3,8 @@ broker in between: a tiny scripted server on 127.0.0.1 answers with `encode_resp
 the clients send with `decode_request` / `decode_batches`. A client that produces and consumes three
 values through it shows that both libraries accept our encodings (ApiVersions v3 with header v0,
 Metadata, Produce, ListOffsets, Fetch with RecordBatch v2) and that we decode their frames, byte for
-byte as they sent them. (The broker's real listener is tested with real brokers elsewhere.)"""
+byte as they sent them; and that, given Metadata v9, both send the partition's leader epoch as each
+Fetch's current_leader_epoch (KIP-320). (The broker's real listener is tested with real brokers elsewhere.)"""
 from __future__ import annotations
 
 import socket
@@ -18,10 +19,13 @@ from broker.kafka.messages import UnsupportedRequest, decode_request, encode_res
 from broker.kafka.records import decode_batches, encode_batch
 
 TOPIC = "t"
+EPOCH = 5       # the partition's leader epoch: not 0 or -1, so an epoch a client sends is known to come from us
 
 
 class ScriptedServer:
-    """One node (id 1) leading one partition (t/0), epoch 0, log kept in memory."""
+    """One node (id 1) leading one partition (t/0) at leader epoch EPOCH, log kept in memory. Records, per
+    api name, the `current_leader_epoch` of every partition a Fetch, ListOffsets or OffsetForLeaderEpoch
+    named (KIP-320: what the client believes the leader's epoch is; -1 when it does not say)."""
 
     def __init__(self):
         self.sock = socket.socket()
@@ -30,6 +34,7 @@ class ScriptedServer:
         self.port = self.sock.getsockname()[1]
         self.log: list[tuple[int, bytes]] = []         # (timestamp, value)
         self.seen: list[tuple[int, int]] = []          # (api key, version) decoded
+        self.epochs: dict[int, list[int]] = {}         # api key -> current_leader_epoch sent, in order
         self.problems: list[str] = []
         self.lock = threading.Lock()
         self.closing = False
@@ -81,6 +86,7 @@ class ScriptedServer:
                     return
                 with self.lock:
                     self.seen.append((req.api_key, req.api_version))
+                    self._note_epochs(req)
                     body = self._answer(req)
                 if body is None:
                     return
@@ -99,6 +105,12 @@ class ScriptedServer:
     def _api_keys():
         return [{"api_key": k, "min_version": lo, "max_version": hi} for k, (lo, hi) in sorted(V.SUPPORTED.items())]
 
+    def _note_epochs(self, req):
+        if req.api_key in (V.FETCH, V.LIST_OFFSETS, V.OFFSET_FOR_LEADER_EPOCH):
+            for t in req.body["topics"]:
+                for p in t["partitions"]:
+                    self.epochs.setdefault(req.api_key, []).append(p.get("current_leader_epoch", -1))
+
     def _answer(self, req):
         b = req.body
         if req.api_key == V.API_VERSIONS:
@@ -107,7 +119,7 @@ class ScriptedServer:
             return {"brokers": [{"node_id": 1, "host": "127.0.0.1", "port": self.port}], "cluster_id": "scripted",
                     "controller_id": 1,
                     "topics": [{"error_code": 0, "name": TOPIC, "partitions": [
-                        {"error_code": 0, "partition_index": 0, "leader_id": 1, "leader_epoch": 0,
+                        {"error_code": 0, "partition_index": 0, "leader_id": 1, "leader_epoch": EPOCH,
                          "replica_nodes": [1], "isr_nodes": [1]}]}]}
         if req.api_key == V.PRODUCE:
             [topic] = b["topic_data"]
@@ -120,11 +132,11 @@ class ScriptedServer:
         if req.api_key == V.LIST_OFFSETS:
             return {"topics": [{"name": t["name"], "partitions": [
                 {"partition_index": p["partition_index"], "error_code": 0, "timestamp": -1,
-                 "offset": 0 if p["timestamp"] == -2 else len(self.log), "leader_epoch": 0}
+                 "offset": 0 if p["timestamp"] == -2 else len(self.log), "leader_epoch": EPOCH}
                 for p in t["partitions"]]} for t in b["topics"]]}
         if req.api_key == V.OFFSET_FOR_LEADER_EPOCH:
             return {"topics": [{"topic": t["topic"], "partitions": [
-                {"error_code": 0, "partition": p["partition"], "leader_epoch": 0, "end_offset": len(self.log)}
+                {"error_code": 0, "partition": p["partition"], "leader_epoch": EPOCH, "end_offset": len(self.log)}
                 for p in t["partitions"]]} for t in b["topics"]]}
         if req.api_key == V.FETCH:
             responses = []
@@ -136,7 +148,7 @@ class ScriptedServer:
                     parts.append({"partition_index": p["partition"], "error_code": 0,
                                   "high_watermark": len(self.log), "last_stable_offset": len(self.log),
                                   "log_start_offset": 0, "aborted_transactions": None,
-                                  "records": encode_batch(start, 0, recs) if recs else b""})
+                                  "records": encode_batch(start, EPOCH, recs) if recs else b""})
                 responses.append({"topic": t["topic"], "partitions": parts})
             if not any(p["records"] for r in responses for p in r["partitions"]):
                 time.sleep(min(b["max_wait_ms"], 100) / 1000)
@@ -191,6 +203,10 @@ def test_librdkafka_produces_and_consumes_through_our_codec(server):
     finally:
         consumer.close()
     assert server.problems == []
+    # librdkafka keeps a Metadata answer's leader epoch only from v9 (flexible) on, and then sends it as
+    # every Fetch's current_leader_epoch (KIP-320); with Metadata v8 it sent -1
+    assert (V.METADATA, 9) in server.seen
+    assert server.epochs[V.FETCH] and set(server.epochs[V.FETCH]) == {EPOCH}
 
 
 def test_kafka_python_produces_and_consumes_through_our_codec(server):
@@ -220,3 +236,6 @@ def test_kafka_python_produces_and_consumes_through_our_codec(server):
         consumer.close()
     assert server.problems == []
     assert any(k == V.FETCH for k, _ in server.seen)
+    # kafka-python too takes leader epochs from Metadata v9+ only (KAFKA-9212), then sends them in Fetch
+    assert (V.METADATA, 9) in server.seen
+    assert server.epochs[V.FETCH] and set(server.epochs[V.FETCH]) == {EPOCH}

@@ -118,6 +118,38 @@ def test_metadata_v1_all_topics_request_bytes():
     assert m.decode_request(frame[4:]) == m.KafkaRequest(3, 1, 2, None, {"topics": None})
 
 
+def test_metadata_v9_flexible_request_bytes():
+    # header v2 (classic client id, then an empty tag section), compact arrays and strings, a tag
+    # section after every struct
+    body = {"topics": [{"name": "t"}], "allow_auto_topic_creation": False,
+            "include_cluster_authorized_operations": False, "include_topic_authorized_operations": False}
+    frame = m.encode_request(V.METADATA, 9, 7, "c", body)
+    assert frame.hex() == "00000014" "0003" "0009" "00000007" "000163" "00" "02" "0274" "00" "00" "00" "00" "00"
+    assert m.decode_request(frame[4:]) == m.KafkaRequest(3, 9, 7, "c", body)
+    # all topics: a null compact array
+    assert m.decode_request(m.encode_request(V.METADATA, 9, 8, None, {"topics": None})[4:]).body["topics"] is None
+
+
+def test_metadata_v9_flexible_response_bytes():
+    body = {"throttle_time_ms": 0, "brokers": [{"node_id": 1, "host": "h", "port": 9092, "rack": None}],
+            "cluster_id": "c", "controller_id": 1, "topics": [{"error_code": 0, "name": "t", "is_internal": False,
+            "partitions": [{"error_code": 0, "partition_index": 0, "leader_id": 1, "leader_epoch": 3,
+                            "replica_nodes": [1, 2], "isr_nodes": [1], "offline_replicas": []}],
+            "topic_authorized_operations": -2 ** 31}], "cluster_authorized_operations": -2 ** 31}
+    frame = m.encode_response(V.METADATA, 9, 7, body)
+    assert frame[4:].hex() == (
+        "00000007" "00"                                          # correlation id, header v1 tag section
+        "00000000"                                               # throttle_time_ms
+        "02" "00000001" "0268" "00002384" "00" "00"              # brokers: [1 h:9092 rack null]
+        "0263" "00000001"                                        # cluster_id, controller_id
+        "02" "0000" "0274" "00"                                  # topics: [error 0, "t", not internal
+        "02" "0000" "00000000" "00000001" "00000003"             #   partitions: [error, index, leader, epoch 3,
+        "03" "00000001" "00000002" "02" "00000001" "01" "00"     #   replicas [1 2], isr [1], offline []]
+        "80000000" "00"                                          #   topic authorized operations]
+        "80000000" "00")                                         # cluster authorized operations (v8-10), tags
+    assert m.decode_response(V.METADATA, 9, frame[4:]) == (7, body)
+
+
 def test_produce_v3_request_bytes():
     batch = encode_batch(0, 0, [(1000, None, b"x")])
     body = {"transactional_id": None, "acks": -1, "timeout_ms": 1500,
@@ -159,6 +191,8 @@ def test_header_versions():
     assert m.response_header_version(V.API_VERSIONS, 3) == 0
     assert m.response_header_version(V.INIT_PRODUCER_ID, 2) == 1
     assert m.response_header_version(V.METADATA, 8) == 0
+    assert m.request_header_version(V.METADATA, 9) == 2
+    assert m.response_header_version(V.METADATA, 9) == 1
     # a flexible response carries a tag section after the correlation id
     frame = m.encode_response(V.INIT_PRODUCER_ID, 2, 6, {"producer_id": 1, "producer_epoch": 0})
     assert frame[4:].hex() == "00000006" "00" "00000000" "0000" "0000000000000001" "0000" "00"
