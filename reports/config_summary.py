@@ -2,7 +2,8 @@
 
 test.json's `config` is whatever the harness recorded, nested; the report flattens it to dotted keys.
 The summary picks the settings that decide a run's outcome when they are present (truncation mode, acks,
-min ISR, unclean election, faults, sizes), so it works for any config shape without knowing it.
+min ISR, unclean election, faults, sizes), so it works for any config shape without knowing it. A run whose
+workload went through a Kafka client (`client.kind = "kafka"`) says so right after acks, with its library.
 """
 from __future__ import annotations
 
@@ -57,6 +58,19 @@ def summary(config: Any, limit: int = 8) -> list[tuple[str, str]]:
             if leaf == name and SHORT.get(leaf, leaf) not in seen and not (isinstance(value, dict) and value):
                 seen.add(SHORT.get(leaf, leaf))
                 picked.append((SHORT.get(leaf, leaf), show(value)))
+    client = _kafka_client(flat)
+    if client is not None:
+        after = next((i + 1 for i, (name, _) in enumerate(picked) if name == "acks"), 0)
+        picked.insert(after, ("client", client))
     if not picked:
         picked = [(k, show(v)) for k, v in flat if not isinstance(v, (dict, list))][:limit]
     return picked[:limit]
+
+
+def _kafka_client(flat: list[tuple[str, Any]]) -> str | None:
+    """"kafka (confluent)" for a run through a Kafka client library; None for the native client or no record."""
+    values = dict(flat)
+    if values.get("client.kind") != "kafka":
+        return None
+    library = values.get("client.library")
+    return f"kafka ({library})" if isinstance(library, str) and library else "kafka"

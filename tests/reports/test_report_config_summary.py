@@ -32,3 +32,11 @@ def test_flatten_and_show():
     assert flatten({"a": {"b": 1, "c": {}}, "d": [1, 2]}) == [("a.b", 1), ("a.c", {}), ("d", [1, 2])]
     assert [show(v) for v in (None, True, 2.5, "s", list(range(9)), {"k": [1]})] == [
         "null", "true", "2.5", "s", "9 items", '{"k":[1]}']
+
+
+def test_a_kafka_client_run_names_its_client_after_acks_and_a_native_one_does_not():
+    kafka = {**HARNESS_CONFIG, "client": {"acks": "all", "kind": "kafka", "library": "kafka-python"}}
+    assert summary(kafka, limit=4) == [("truncation", "hw"), ("acks", "all"), ("client", "kafka (kafka-python)"),
+                                       ("min ISR", "1")]
+    native = {**HARNESS_CONFIG, "client": {"acks": 1, "kind": "native", "library": "confluent"}}
+    assert summary(native, limit=12) == summary(HARNESS_CONFIG, limit=12)
