@@ -1,6 +1,10 @@
 """Real Kafka clients from PyPI against a real 3-broker cluster (issue 20): confluent-kafka (librdkafka)
 and kafka-python each produce 1,000 values with acks=all, every one acknowledged with its offset, then
-consume them all in order with assign from offset 0. Under faults (slow): acks=all through a leader
+consume them all in order with assign from offset 0. Leader epochs (KIP-320): given Metadata v9, librdkafka
+sends the partition's leader epoch in every Fetch, so after the leadership went away and back (epoch 0 ->
+2) the broker fences its first fetch with the old epoch (FENCED_LEADER_EPOCH) and the client recovers
+(new metadata, OffsetForLeaderEpoch validation, fetch at epoch 2) with nothing lost or repeated; the
+workloads' kafka-python adapter records the real epoch of each poll. Under faults (slow): acks=all through a leader
 SIGKILL loses no acknowledged value; acks=1 under the KIP-101 staging of test_hw_loss_real.py loses the
 acknowledged values with truncation="hw" and keeps them with leader-epoch truncation.
 
@@ -10,18 +14,20 @@ librdkafka leaves idempotence off by default.
 """
 from __future__ import annotations
 
+import logging
+import re
 import signal
 import time
 
 import pytest
 
-from broker.client import Admin
+from broker.client import Admin, Producer
 from broker.server.launch import LocalCluster, wait_until
 from tests.broker.real_processes import wait_full_isr
 
 N = 1000
 BROKER = {"min_insync_replicas": 2, "heartbeat_interval_ms": 200, "replica_fetch_wait_max_ms": 100}
-TOPICS = ["confluent", "kafka-python"]
+TOPICS = ["confluent", "kafka-python", "epochs-confluent", "epochs-kafka-python"]
 
 
 @pytest.fixture(scope="module")
@@ -94,6 +100,133 @@ def test_kafka_python_produce_acks_all_and_consume(cluster):
             got.extend((r.offset, r.value) for r in records)
     consumer.close()
     assert got == list(enumerate(values()))
+
+
+# --- leader epochs (KIP-320) -----------------------------------------------------------------------------
+FETCH_LINE = re.compile(r"Fetch topic (\S+) \[(\d+)\] at offset (\d+) \(leader epoch (-?\d+), "
+                        r"current leader epoch (-?\d+)")
+FENCED_LINE = re.compile(r"(\S+) \[(\d+)\]: Fetch failed at offset (\d+) \(leader epoch (-?\d+)\): "
+                         r"FENCED_LEADER_EPOCH")
+
+
+class _Lines(logging.Handler):
+    def __init__(self):
+        super().__init__(logging.DEBUG)
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(record.getMessage())
+
+
+def _away_and_back(admin, topic: str) -> tuple[int, int]:
+    """Move the leadership of `topic`/0 to another in-sync broker and back: (leader, its new epoch)."""
+    info = wait_full_isr(admin, topic, 20, f"{topic}: a leader with the full ISR")
+    leader, epoch = info.leader, info.epoch
+    other = min(b for b in info.isr if b != leader)
+    admin.elect_leader(topic, 0, broker=other)
+    wait_until(lambda: (d := admin.describe(topic)) and d[0].leader == other and len(d[0].isr) == 3 and d[0],
+               20, f"{topic}: broker {other} leads with the full ISR")
+    admin.elect_leader(topic, 0, broker=leader)
+    back = wait_until(lambda: (d := admin.describe(topic)) and d[0].leader == leader and len(d[0].isr) == 3
+                      and d[0], 20, f"{topic}: broker {leader} leads again")
+    assert back.epoch == epoch + 2
+    # the broker itself leads the new epoch (not only the controller's record of it)
+    wait_until(lambda: (r := admin.replicas(leader)) and r.get((topic, 0), {}).get("leader_epoch") == epoch + 2
+               and r[(topic, 0)].get("role") == "leader", 10, f"broker {leader} leads {topic}/0 at epoch {epoch + 2}")
+    return leader, epoch + 2
+
+
+def test_librdkafka_sends_the_leader_epoch_and_is_fenced_after_a_leader_change(cluster):
+    """librdkafka's Fetch carries current_leader_epoch = the partition's epoch; a consumer paused across two
+    elections (the same broker leads again, epoch 0 -> 2) still holds epoch 0, so the broker refuses its
+    first fetch with FENCED_LEADER_EPOCH, and the client recovers: all 200 values in order, once each."""
+    confluent_kafka = pytest.importorskip("confluent_kafka")
+    topic = "epochs-confluent"
+    c, admin = cluster, Admin(cluster.controller_address, timeout_s=2.0)
+    first = wait_full_isr(admin, topic, 20, f"{topic}: a leader with the full ISR")
+    assert first.epoch == 0
+    native = Producer(c.controller_address, acks=-1, timeout_s=5.0)
+    assert native.send(topic, 0, [b"a%d" % i for i in range(100)]).offsets == list(range(100))
+    lines = _Lines()
+    log = logging.getLogger("test-librdkafka-epochs")
+    log.addHandler(lines)
+    log.setLevel(logging.DEBUG)
+    consumer = confluent_kafka.Consumer({
+        "bootstrap.servers": bootstrap(c), "group.id": "hw-epochs", "enable.auto.commit": False,
+        "enable.partition.eof": False, "fetch.wait.max.ms": 200, "debug": "fetch,metadata", "logger": log})
+    got: list[tuple[int, bytes, int]] = []
+
+    def read_until(n: int) -> None:
+        deadline = time.monotonic() + 30
+        while len(got) < n and time.monotonic() < deadline:
+            for msg in consumer.consume(200, 0.3):
+                assert msg.error() is None, msg.error()
+                got.append((msg.offset(), msg.value(), msg.leader_epoch()))
+
+    try:
+        consumer.assign([confluent_kafka.TopicPartition(topic, 0, 0)])
+        read_until(100)
+        consumer.pause([confluent_kafka.TopicPartition(topic, 0)])
+        time.sleep(1.0)                      # no fetch in flight: the next one is sent after resume
+        before = len(lines.lines)
+        leader, epoch = _away_and_back(admin, topic)
+        assert native.send(topic, 0, [b"b%d" % i for i in range(100)]).offsets == list(range(100, 200))
+        consumer.resume([confluent_kafka.TopicPartition(topic, 0)])
+        read_until(200)
+    finally:
+        consumer.close()
+        native.close()
+        log.removeHandler(lines)
+    assert [(o, v) for o, v, _ in got] == [(i, b"a%d" % i) for i in range(100)] + \
+        [(100 + i, b"b%d" % i) for i in range(100)]
+    assert {e for o, _, e in got if o < 100} == {0} and {e for o, _, e in got if o >= 100} == {epoch}
+    # before the elections every fetch carried epoch 0, the partition's epoch then
+    early = [cur for m in map(FETCH_LINE.search, lines.lines[:before]) if m and m[1] == topic
+             for cur in [int(m[5])]]
+    assert early and set(early) == {0}
+    late = [(int(m[3]), int(m[5])) for m in map(FETCH_LINE.search, lines.lines[before:]) if m and m[1] == topic]
+    # after resume: the first fetch still says epoch 0 and is fenced by the broker; then epoch 2
+    assert late[0] == (100, 0), late[:3]
+    fenced = [m.groups() for m in map(FENCED_LINE.search, lines.lines[before:]) if m]
+    assert fenced and fenced[0] == (topic, "0", "100", "0"), fenced
+    assert late[-1][1] == epoch and {cur for _, cur in late} == {0, epoch}, late
+
+
+def test_kafka_python_adapter_records_the_leader_epoch_of_each_poll(cluster):
+    """workloads/kafka_client.py's kafka-python consumer records the leader epoch its metadata holds
+    (Metadata v9 keeps it): 0 before, 2 after the leadership went away and back."""
+    pytest.importorskip("kafka")
+    from workloads.kafka_client import make_consumer
+    topic = "epochs-kafka-python"
+    c, admin = cluster, Admin(cluster.controller_address, timeout_s=2.0)
+    assert wait_full_isr(admin, topic, 20, f"{topic}: a leader with the full ISR").epoch == 0
+    native = Producer(c.controller_address, acks=-1, timeout_s=5.0)
+    consumer = make_consumer("kafka-python", bootstrap(c).split(","), timeout_s=5.0)
+    results = []
+
+    def read_until(n: int) -> None:
+        deadline = time.monotonic() + 30
+        nxt = sum(len(r.records) for r in results)
+        while nxt < n and time.monotonic() < deadline:
+            r = consumer.fetch(topic, 0, nxt, max_records=1000, max_wait_ms=200)
+            results.append(r)
+            nxt += len(r.records)
+
+    try:
+        assert native.send(topic, 0, [b"a%d" % i for i in range(50)]).offsets == list(range(50))
+        read_until(50)
+        _leader, epoch = _away_and_back(admin, topic)
+        assert native.send(topic, 0, [b"b%d" % i for i in range(50)]).offsets == list(range(50, 100))
+        read_until(100)
+    finally:
+        consumer.close()
+        native.close()
+    records = [rec for r in results for rec in r.records]
+    assert [(o, v) for o, _, v in records] == [(i, b"a%d" % i) for i in range(50)] + \
+        [(50 + i, b"b%d" % i) for i in range(50)]
+    with_records = [(r.records[0][0], r.epoch) for r in results if r.records]
+    assert {e for first, e in with_records if first < 50} == {0}
+    assert {e for first, e in with_records if first >= 50} == {epoch} == {2}
 
 
 # --- under faults (slow): the same guarantees the native client gets ------------------------------------

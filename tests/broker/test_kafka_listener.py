@@ -161,6 +161,10 @@ def test_metadata_lists_brokers_and_topic(cluster):
     assert (p["error_code"], p["partition_index"], p["leader_id"], p["leader_epoch"]) == (0, 0, leader, epoch)
     assert sorted(p["replica_nodes"]) == [1, 2, 3] and sorted(p["isr_nodes"]) == [1, 2, 3]
     assert p["offline_replicas"] == []
+    # v9 (flexible: header v2, compact encodings, tag sections) answers the same body
+    assert conn.request(V.METADATA, 9, {"topics": None, "allow_auto_topic_creation": False,
+                                        "include_cluster_authorized_operations": False,
+                                        "include_topic_authorized_operations": False}) == md
     unknown = conn.request(V.METADATA, 8, {"topics": [{"name": "no-such-topic"}],
                                            "allow_auto_topic_creation": True})
     assert [(t["name"], t["error_code"], t["partitions"]) for t in unknown["topics"]] == [
