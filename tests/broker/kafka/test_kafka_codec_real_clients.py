@@ -35,6 +35,8 @@ class ScriptedServer:
         self.log: list[tuple[int, bytes]] = []         # (timestamp, value)
         self.seen: list[tuple[int, int]] = []          # (api key, version) decoded
         self.epochs: dict[int, list[int]] = {}         # api key -> current_leader_epoch sent, in order
+        self.epoch = EPOCH                             # the partition's leader epoch now
+        self.fence_next_fetch = False                  # answer the next Fetch FENCED_LEADER_EPOCH, epoch + 1
         self.problems: list[str] = []
         self.lock = threading.Lock()
         self.closing = False
@@ -119,7 +121,7 @@ class ScriptedServer:
             return {"brokers": [{"node_id": 1, "host": "127.0.0.1", "port": self.port}], "cluster_id": "scripted",
                     "controller_id": 1,
                     "topics": [{"error_code": 0, "name": TOPIC, "partitions": [
-                        {"error_code": 0, "partition_index": 0, "leader_id": 1, "leader_epoch": EPOCH,
+                        {"error_code": 0, "partition_index": 0, "leader_id": 1, "leader_epoch": self.epoch,
                          "replica_nodes": [1], "isr_nodes": [1]}]}]}
         if req.api_key == V.PRODUCE:
             [topic] = b["topic_data"]
@@ -132,11 +134,18 @@ class ScriptedServer:
         if req.api_key == V.LIST_OFFSETS:
             return {"topics": [{"name": t["name"], "partitions": [
                 {"partition_index": p["partition_index"], "error_code": 0, "timestamp": -1,
-                 "offset": 0 if p["timestamp"] == -2 else len(self.log), "leader_epoch": EPOCH}
+                 "offset": 0 if p["timestamp"] == -2 else len(self.log), "leader_epoch": self.epoch}
                 for p in t["partitions"]]} for t in b["topics"]]}
         if req.api_key == V.OFFSET_FOR_LEADER_EPOCH:
             return {"topics": [{"topic": t["topic"], "partitions": [
-                {"error_code": 0, "partition": p["partition"], "leader_epoch": EPOCH, "end_offset": len(self.log)}
+                {"error_code": 0, "partition": p["partition"], "leader_epoch": self.epoch, "end_offset": len(self.log)}
+                for p in t["partitions"]]} for t in b["topics"]]}
+        if req.api_key == V.FETCH and self.fence_next_fetch:
+            # a leader change the client has not seen: KIP-320 refuses its epoch, metadata has the new one
+            self.fence_next_fetch = False
+            self.epoch += 1
+            return {"session_id": 0, "responses": [{"topic": t["topic"], "partitions": [
+                {"partition_index": p["partition"], "error_code": 74, "high_watermark": -1, "records": b""}
                 for p in t["partitions"]]} for t in b["topics"]]}
         if req.api_key == V.FETCH:
             responses = []
@@ -239,3 +248,51 @@ def test_kafka_python_produces_and_consumes_through_our_codec(server):
     # kafka-python too takes leader epochs from Metadata v9+ only (KAFKA-9212), then sends them in Fetch
     assert (V.METADATA, 9) in server.seen
     assert server.epochs[V.FETCH] and set(server.epochs[V.FETCH]) == {EPOCH}
+
+
+def _consume(poll, n: int, timeout_s: float = 10.0) -> list[int]:
+    got: list[int] = []
+    deadline = time.monotonic() + timeout_s
+    while len(got) < n and time.monotonic() < deadline:
+        got += poll()
+    return got
+
+
+@pytest.mark.parametrize("library", ["confluent", "kafka-python"])
+def test_a_fenced_fetch_makes_the_client_take_the_new_epoch(server, library):
+    """A Fetch answered FENCED_LEADER_EPOCH (74): the client asks Metadata again, validates its position with
+    OffsetForLeaderEpoch (v2+, which carries the current leader epoch) and fetches on with the new epoch;
+    nothing is skipped or repeated. The epochs a client sends come from Metadata v9 only: 5, then 6."""
+    server.log = [(1000 + i, b"x%d" % i) for i in range(3)]
+    if library == "confluent":
+        confluent_kafka = pytest.importorskip("confluent_kafka")
+        consumer = confluent_kafka.Consumer({"bootstrap.servers": f"127.0.0.1:{server.port}", "group.id": "unused",
+                                             "enable.auto.commit": False, "fetch.wait.max.ms": 100})
+        consumer.assign([confluent_kafka.TopicPartition(TOPIC, 0, 0)])
+
+        def poll():
+            return [m.offset() for m in consumer.consume(10, 0.2) if m.error() is None]
+    else:
+        kafka = pytest.importorskip("kafka")
+        consumer = kafka.KafkaConsumer(bootstrap_servers=f"127.0.0.1:{server.port}", enable_auto_commit=False,
+                                       fetch_max_wait_ms=100)
+        tp = kafka.TopicPartition(TOPIC, 0)
+        consumer.assign([tp])
+        consumer.seek(tp, 0)
+
+        def poll():
+            return [r.offset for rs in consumer.poll(200).values() for r in rs]
+    try:
+        got = _consume(poll, 3)
+        with server.lock:
+            server.fence_next_fetch = True
+            server.log.append((2000, b"y"))
+        got += _consume(poll, 1)
+    finally:
+        consumer.close()
+    assert got == [0, 1, 2, 3] and server.problems == []
+    fetched = server.epochs[V.FETCH]
+    assert set(fetched) == {EPOCH, EPOCH + 1} and fetched[-1] == EPOCH + 1
+    assert fetched == sorted(fetched)                     # never back to the old epoch
+    assert [v for k, v in server.seen if k == V.OFFSET_FOR_LEADER_EPOCH] and \
+        min(v for k, v in server.seen if k == V.OFFSET_FOR_LEADER_EPOCH) >= 2
