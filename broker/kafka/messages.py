@@ -5,8 +5,10 @@ Server side: `decode_request` (a frame without its length prefix -> `KafkaReques
 `encode_request` and `decode_response`. Body dicts use snake_case field names; see schema.py.
 
 Each (api key, direction, version) is compiled once into closures; decoding is bounded by the bytes
-present (no declared length is trusted before it is checked), nesting by the schema, and trailing
-bytes after a body are an error. Malformed bytes raise `KafkaDecodeError`; a request for an api key
+present (no declared length is trusted before it is checked) and nesting by the schema. Trailing bytes
+after a REQUEST body are ignored, as Kafka's brokers ignore them (their generated readers stop after the
+last field): librdkafka 2.x sends a Metadata v9 "all topics" request with four bytes after its tagged-field
+section. Trailing bytes after a RESPONSE body are an error (the client side is ours, for tests). Malformed bytes raise `KafkaDecodeError`; a request for an api key
 or version that is not advertised raises `UnsupportedRequest` after its header was read, so the
 caller can still answer it.
 """
@@ -244,7 +246,7 @@ def _codec(api_key: int, kind: str, version: int) -> _Codec:
     return _Codec(msg, version, flexible, r, w)
 
 
-def _decode_body(codec: _Codec, data: bytes, pos: int) -> dict:
+def _decode_body(codec: _Codec, data: bytes, pos: int, *, allow_trailing: bool = False) -> dict:
     try:
         body, pos = codec.read(data, pos)
     except KafkaDecodeError as e:
@@ -253,7 +255,7 @@ def _decode_body(codec: _Codec, data: bytes, pos: int) -> dict:
         raise KafkaDecodeError(f"{codec.msg.name} v{codec.version}: {path + ': ' if path else ''}{reason}") from None
     except (struct.error, IndexError, RecursionError) as e:  # defensive: readers check bounds themselves
         raise KafkaDecodeError(f"{codec.msg.name} v{codec.version}: {e}") from None
-    if pos != len(data):
+    if pos != len(data) and not allow_trailing:
         raise KafkaDecodeError(f"{codec.msg.name} v{codec.version}: {len(data) - pos} trailing bytes after the body")
     return body
 
@@ -311,7 +313,7 @@ def decode_request(payload: bytes) -> KafkaRequest:
             pos = P.skip_tagged_fields(data, pos)
         except KafkaDecodeError as e:
             raise KafkaDecodeError(f"request header: tagged fields: {e}") from None
-    body = _decode_body(codec, data, pos)
+    body = _decode_body(codec, data, pos, allow_trailing=True)
     return KafkaRequest(api_key, api_version, correlation_id, client_id, body)
 
 

@@ -259,10 +259,26 @@ def test_truncated_responses_at_every_byte_boundary():
                 m.decode_response(api_key, version, payload[:cut])
 
 
-def test_trailing_bytes_are_an_error():
+def test_trailing_bytes_after_a_request_are_ignored_as_kafka_does():
     for frame in _sample_frames():
-        with pytest.raises(KafkaDecodeError, match="trailing"):
-            m.decode_request(frame[4:] + b"\x00")
+        want = m.decode_request(frame[4:])
+        assert m.decode_request(frame[4:] + b"\x01\x00\x00\x00") == want
+
+
+def test_librdkafkas_metadata_v9_all_topics_request_decodes():
+    # the bytes librdkafka 2.16 sent for AdminClient.list_topics(): topics null, three false flags, a tagged
+    # section, and bytes after it
+    frame = bytes.fromhex("0003000900000003000772646b61666b61000000000001000000")
+    r = m.decode_request(frame)
+    assert (r.api_key, r.api_version, r.correlation_id, r.client_id) == (3, 9, 3, "rdkafka")
+    assert r.body["topics"] is None and r.body["allow_auto_topic_creation"] is False
+
+
+def test_trailing_bytes_after_a_response_are_an_error():
+    body = {"error_code": 0, "api_keys": [{"api_key": 18, "min_version": 0, "max_version": 3}]}
+    payload = m.encode_response(V.API_VERSIONS, 0, 1, body)[4:]
+    with pytest.raises(KafkaDecodeError, match="trailing"):
+        m.decode_response(V.API_VERSIONS, 0, payload + b"\x00")
 
 
 def test_huge_declared_lengths():
