@@ -17,9 +17,10 @@ local errors), documented in docs/clients.md. Anything not in a table is unknown
 What the history gets: a send's `epoch` is -1, UNKNOWN_EPOCH (neither library reports the leader epoch of
 a produce acknowledgement: a Produce response has no such field). A poll's `hw` is asked of the leader
 (ListOffsets, latest) after the records were gathered, so it is an observation made inside the operation;
-its `epoch` is the leader epoch the client's metadata held before and after that request when both agree
-(kafka-python), else -1 (confluent-kafka does not expose it). docs/formats.md says how the checker treats
-epoch -1 (unknown: never "the same epoch" as another observation).
+its `epoch` is -1 with either library: confluent-kafka does not expose a partition's leader epoch, and
+kafka-python's (its metadata's belief) is not tied to the HW its unfenced ListOffsets returned, so pairing
+them could report a same-epoch hw-regression that is really cross-epoch (a false failure). docs/formats.md
+says how the checker treats epoch -1 (unknown: never "the same epoch" as another observation).
 """
 from __future__ import annotations
 
@@ -335,7 +336,6 @@ class _BufferedConsumer:
     def _position(self, key: tuple[str, int], offset: int, new: bool) -> None: raise NotImplementedError
     def _pull(self, timeout_s: float, max_n: int) -> None: raise NotImplementedError   # calls _deliver/_error
     def _high_watermark(self, key: tuple[str, int]) -> int: raise NotImplementedError
-    def _leader_epoch(self, key: tuple[str, int]) -> int | None: return None
 
     def _deliver(self, key, offset: int, epoch: int | None, value: bytes | None) -> None:
         if key in self._next and offset >= self._next[key]:
@@ -382,25 +382,19 @@ class _BufferedConsumer:
                 if now < wait_until:
                     self._pull(min(wait_until - now, 0.1), max(1, max_records))
                     continue
-                epoch_before = self._leader_epoch(key)
                 hw = self._high_watermark(key)
                 if hw <= offset:
                     # nothing at the offset yet: an empty answer, like a fetch's
-                    return self._result(key, offset, [], hw, epoch_before)
+                    return FetchResult([], int(hw), UNKNOWN_EPOCH)
                 if now >= give_up:
                     raise ClientError("TIMEOUT", False, f"fetch {topic}/{partition} at {offset}: the log's HW "
                                                         f"is {hw} but no record arrived in {self.timeout_s}s")
                 self._pull(min(give_up - now, 0.1), max(1, max_records))
             if records:
                 self._next[key] = records[-1][0] + 1
-            epoch_before = self._leader_epoch(key)
             hw = self._high_watermark(key)
-            return self._result(key, offset, records, hw, epoch_before)
-
-    def _result(self, key, offset, records, hw, epoch_before) -> FetchResult:
-        epoch_after = self._leader_epoch(key)
-        same = epoch_before == epoch_after and epoch_after is not None and epoch_after >= 0
-        return FetchResult(records, int(hw), epoch_after if same else UNKNOWN_EPOCH)
+            # epoch unknown: no library ties a leader epoch to the HW it reports (module docstring)
+            return FetchResult(records, int(hw), UNKNOWN_EPOCH)
 
 
 class ConfluentConsumer(_BufferedConsumer):
@@ -511,13 +505,6 @@ class KafkaPythonConsumer(_BufferedConsumer):
             return int(self._c.end_offsets([tp], timeout_ms=int(self.timeout_s * 1000))[tp])
         except Exception as exc:  # noqa: BLE001
             raise classify_kafka_python(exc, f"list offsets {key[0]}/{key[1]}") from None
-
-    def _leader_epoch(self, key) -> int | None:
-        try:
-            epoch = self._c._cluster.leader_epoch_for_partition(self._TP(*key))   # the client's metadata
-        except Exception:  # noqa: BLE001 - a client without it: unknown
-            return None
-        return epoch if isinstance(epoch, int) and epoch >= 0 else None
 
     def close(self) -> None:
         try:
