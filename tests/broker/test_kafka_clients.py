@@ -231,6 +231,8 @@ def test_kafka_python_adapter_reads_through_an_epoch_change_and_records_no_unfen
 
 
 # --- under faults (slow): the same guarantees the native client gets ------------------------------------
+# (nightly: tests/workloads/test_kafka_client_real.py checks the same through the workloads' adapters on
+# every run; these drive the libraries directly)
 class Client:
     """One Kafka client library behind the two calls these tests need."""
 
@@ -332,6 +334,7 @@ FAULT_BROKER = {"min_insync_replicas": 2, "heartbeat_interval_ms": 200, "replica
                 "replica_fetch_wait_max_ms": 200}
 
 
+@pytest.mark.nightly
 @pytest.mark.slow
 @pytest.mark.parametrize("client", ["confluent", "kafka-python"])
 def test_acks_all_through_a_leader_kill_loses_nothing(tmp_path, client):
@@ -369,6 +372,7 @@ def test_acks_all_through_a_leader_kill_loses_nothing(tmp_path, client):
     assert {v: stored.get(v) for v in producer.acked} == producer.acked       # nothing acknowledged lost
 
 
+@pytest.mark.nightly
 @pytest.mark.slow
 @pytest.mark.parametrize("truncation", ["hw", "leader-epoch"])
 @pytest.mark.parametrize("client", ["confluent", "kafka-python"])

@@ -138,6 +138,8 @@ def test_kill_start_pause_unpause_through_docker(compose, tmp_path):
         c.check_faults(["partition"])
 
 
+# nightly: each action is tested above on every run; this is the same actions under a whole chaos run
+@pytest.mark.nightly
 @pytest.mark.slow
 def test_chaos_run_with_docker_kill_and_pause(compose, tmp_path):
     containers, addr, tag = compose

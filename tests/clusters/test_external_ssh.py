@@ -145,6 +145,8 @@ def test_nodes_file_errors_name_the_entry_and_field(tmp_path):
 
 
 @root
+# nightly: each action is tested above on every run; this is the same actions under a whole chaos run
+@pytest.mark.nightly
 @pytest.mark.slow
 def test_chaos_run_with_kill_and_pause_on_an_external_cluster(sshd, cluster, tmp_path):
     """`highwater run --cluster external --nodes-file` with kill and pause faults: the nemesis kills and

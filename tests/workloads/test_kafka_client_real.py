@@ -190,7 +190,6 @@ def test_hw_truncation_loses_writes_the_kafka_client_acknowledged(tmp_path, libr
 
 
 @pytest.mark.slow
-@pytest.mark.nightly
 @pytest.mark.parametrize("library", LIBRARIES)
 def test_leader_epoch_truncation_keeps_them_under_the_same_faults(tmp_path, library):
     f = kip101_with_kafka_client(tmp_path, library, "leader-epoch")
