@@ -12,7 +12,7 @@ from pathlib import Path
 import click
 
 from rundir import formats as rf
-from rundir.exits import EXIT_INTERNAL, EXIT_USAGE
+from rundir.exits import EXIT_INTERNAL, EXIT_USAGE, EXIT_VALID
 from rundir.verdict import verdict_exit_code, verdict_line
 from checkers.check import check_run
 from checkers.policy import PolicyError

@@ -1,6 +1,9 @@
 """The checker JVM's class archive: when it is used, and that a freshly made one really loads."""
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 
 from checkers import jvm_archive, spark_session
@@ -34,8 +37,12 @@ def test_off_disables_it(monkeypatch):
 @pytest.mark.slow
 @pytest.mark.spark
 def test_a_made_archive_maps_into_the_spark_driver(tmp_path, monkeypatch):
-    made = jvm_archive.build(tmp_path / "classes.jsa")
-    assert made == tmp_path / "classes.jsa" and made.stat().st_size > 10_000_000
+    # made as scripts/bootstrap makes it: `highwater jvm-archive`, exit 0, the archive's path on stdout
+    out = subprocess.run([sys.executable, "-m", "harness.cli", "jvm-archive", "--output", str(tmp_path / "classes.jsa")],
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr
+    made = tmp_path / "classes.jsa"
+    assert out.stdout.strip().splitlines()[-1] == str(made) and made.stat().st_size > 10_000_000
     assert sorted(p.name for p in tmp_path.iterdir()) == ["classes.jsa", "classes.jsa.json"]
     monkeypatch.setenv(jvm_archive.ENV, str(made))
     assert jvm_archive.java_options()[0] == f"-XX:SharedArchiveFile={made}"
