@@ -7,6 +7,8 @@
   active segment, plus one per older segment), so a broker can hold at most `replica_budget()` replicas:
   a safe share (`FD_SHARE`) of its RLIMIT_NOFILE divided by `FDS_PER_REPLICA`. The rest is left for
   connections, checkpoints and the event log.
+- One produce request appends at most `MAX_VALUES_PER_PRODUCE` values to a partition, over either protocol
+  (a native PRODUCE's `values`, a Kafka Produce's one record batch).
 """
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ _TOPIC_CHARS = re.compile(r"[a-zA-Z0-9._-]+")
 
 FDS_PER_REPLICA = 4        # lock + active segment (2), and room for two older segments
 FD_SHARE = 0.5             # at most half of the fd limit goes to partition replicas
+MAX_VALUES_PER_PRODUCE = 100_000   # values one produce request appends to one partition
 
 
 def topic_name_problem(name: object) -> str | None:

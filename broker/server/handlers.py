@@ -18,9 +18,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from broker.limits import MAX_VALUES_PER_PRODUCE
 from broker.server.rpc import BadRequest, field
 
-MAX_VALUES_PER_PRODUCE = 100_000
 
 
 class Handlers:

@@ -18,8 +18,8 @@ from typing import Any
 from broker.controller.client import ControllerError
 from broker.kafka import errors as E
 from broker.kafka import versions as V
-from broker.kafka.records import RecordError, UnsupportedCompression, decode_batches, encode_batch
-from broker.limits import topic_name_problem
+from broker.kafka.records import BATCH_OVERHEAD, RecordError, UnsupportedCompression, decode_batches, encode_batch
+from broker.limits import MAX_VALUES_PER_PRODUCE, topic_name_problem
 from broker.records import LogCorruption
 from broker.replication.errors import check_leader_epoch
 
@@ -28,11 +28,9 @@ log = logging.getLogger(__name__)
 CLUSTER_ID = "highwater"
 MAX_FETCH_RECORDS = 5000        # records read from one partition for one fetch (bytes limit it further)
 RECORD_OVERHEAD = 24            # upper bound of a record's framing in a batch (varints, attributes)
-BATCH_OVERHEAD = 61             # a RecordBatch header
 MAX_WAIT_MS = 30_000            # a fetch long-poll waits at most this long, whatever the client asks
 AUTHORIZED_OPERATIONS_OMITTED = -(2 ** 31)
 LEADER = "leader"               # PartitionReplica.role of a leader
-MAX_VALUES_PER_PRODUCE = 100_000  # records in one produced batch: the native produce's limit (handlers.py)
 
 
 class CloseConnection(Exception):
@@ -149,10 +147,7 @@ class KafkaHandlers:
         if len(batches) != 1:       # Kafka's rule from Produce v3 on
             return answer(E.INVALID_RECORD, message=f"{len(batches)} record batches: exactly one per partition")
         values: list[bytes] = []
-        for b in batches:
-            if b.compression != 0:
-                return answer(E.UNSUPPORTED_COMPRESSION_TYPE,
-                              message=f"compression type {b.compression}: only uncompressed batches")
+        for b in batches:            # decode_batches refused compressed batches already
             if b.producer_id >= 0 or b.is_transactional or b.is_control:
                 return answer(E.UNSUPPORTED_FOR_MESSAGE_FORMAT,
                               message="idempotent, transactional and control batches are not supported")
