@@ -23,7 +23,7 @@ EVENT_NAMES = frozenset({
     "leader-change", "isr-change", "truncate", "hw-change", "role", "fetch-fenced", "stale-fetch-served",
     "epoch-query", "epoch-answer",
     # broker process and storage (broker/server)
-    "start", "stop", "registered", "re-register", "recovered", "corrupt", "storage-error", "flush",
+    "ack", "start", "stop", "registered", "re-register", "recovered", "corrupt", "storage-error", "flush",
     "partition-skipped", "metadata-error", "metadata-rejected", "isr-proposal-failed", "internal-error",
     # controller (broker/controller)
     "listening", "fenced", "unfenced", "topic-created", "topic-error", "unclean-shutdown", "elect-leader",
@@ -34,10 +34,11 @@ EVENT_NAMES = frozenset({
 # `assert` cannot match on a misspelt field and pass vacuously with `count = 0`;
 # tests/broker/test_node_eventlog.py checks every field the source writes is listed.
 EVENT_FIELDS: dict[str, frozenset[str]] = {name: frozenset(fields.split()) for name, fields in {
-    "leader-change": "topic partition leader epoch isr elr",
+    "leader-change": "topic partition leader epoch isr elr version",
     "isr-change": "topic partition isr version elr",
     "truncate": "topic partition from to why bytes_cut reason",
-    "hw-change": "partition old new",
+    "hw-change": "partition old new leo",
+    "ack": "partition base last epoch acks hw isr min_isr",
     "role": "partition role epoch",
     "fetch-fenced": "partition replica request request_epoch leader_epoch error",
     "stale-fetch-served": "partition replica request request_epoch leader_epoch",

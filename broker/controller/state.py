@@ -311,7 +311,8 @@ class ControllerState:
                            "replication_factor": spec.replication_factor})
             for p in parts:
                 events.append({"event": "leader-change", "topic": p.topic, "partition": p.partition,
-                               "leader": p.leader, "epoch": p.leader_epoch, "isr": list(p.isr)})
+                               "leader": p.leader, "epoch": p.leader_epoch, "isr": list(p.isr),
+                               "version": p.isr_version})
             results.append((spec.name, m.NONE, ""))
         if events:
             self._bump()
@@ -377,7 +378,8 @@ class ControllerState:
                            "isr": list(p.isr), "version": p.isr_version, **extra})
         if leader_changed:
             events.append({"event": "leader-change", "topic": p.topic, "partition": p.partition,
-                           "leader": p.leader, "epoch": p.leader_epoch, "isr": list(p.isr), **extra})
+                           "leader": p.leader, "epoch": p.leader_epoch, "isr": list(p.isr),
+                           "version": p.isr_version, **extra})
 
     def _fence(self, brokers: list[tuple[BrokerState, str]], events: list[Event]) -> None:
         for b, why in brokers:

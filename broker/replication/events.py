@@ -51,9 +51,10 @@ class HwChange:
     partition: int
     old: int
     new: int
+    leo: int | None = None            # the replica's LEO as it set the new HW
 
     def fields(self) -> dict[str, Any]:
-        return {"partition": self.partition, "old": self.old, "new": self.new}
+        return {"partition": self.partition, "old": self.old, "new": self.new, "leo": self.leo}
 
 
 @dataclass(frozen=True)

@@ -70,6 +70,8 @@ class ProduceResult:
     last_offset: int = -1
     epoch: int = -1
     complete: bool = False
+    hw: int = -1                      # the HW and ISR when the outcome was decided (the broker's `ack` event)
+    isr: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -80,6 +82,8 @@ class ProduceStatus:
     or may not survive)."""
     state: Literal["complete", "waiting", "failed"]
     error: ErrorCode | None = None
+    hw: int = -1                      # with "complete": the HW and ISR it was decided on
+    isr: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)

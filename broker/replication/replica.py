@@ -242,9 +242,11 @@ class PartitionReplica:
         self._maybe_increment_hw(now_ms)
         last = base + len(records) - 1
         if acks != ACKS_ALL:
-            return ProduceResult(None, base, last, self.leader_epoch, complete=True)
+            return ProduceResult(None, base, last, self.leader_epoch, complete=True, hw=self.hw,
+                                 isr=tuple(sorted(self._leader.isr)))
         status = self.produce_status(last, self.leader_epoch)
-        return ProduceResult(status.error, base, last, self.leader_epoch, complete=status.state == "complete")
+        return ProduceResult(status.error, base, last, self.leader_epoch, complete=status.state == "complete",
+                             hw=status.hw, isr=status.isr)
 
     def produce_status(self, last_offset: int, epoch: int) -> ProduceStatus:
         """Where a parked acks=all produce stands (Kafka's checkEnoughReplicasReachOffset)."""
@@ -252,7 +254,7 @@ class PartitionReplica:
             return ProduceStatus("failed", ErrorCode.NOT_LEADER)
         if self.hw > last_offset:
             if len(self._leader.isr) >= self.config.min_insync_replicas:
-                return ProduceStatus("complete")
+                return ProduceStatus("complete", hw=self.hw, isr=tuple(sorted(self._leader.isr)))
             return ProduceStatus("failed", ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND)
         return ProduceStatus("waiting")
 
@@ -510,7 +512,7 @@ class PartitionReplica:
 
     def _set_hw(self, new: int) -> None:
         if new != self._hw:
-            self._events.append(HwChange(self.partition, self._hw, new))
+            self._events.append(HwChange(self.partition, self._hw, new, self.leo))
             self._hw = new
 
     def _truncate(self, offset: int, why: str) -> None:

@@ -383,9 +383,20 @@ class ReplicaManager:
             if part.retired:                        # recovered from corruption meanwhile: outcome unknown
                 return {"error": TIMED_OUT, "base_offset": res.base_offset, "leader_epoch": res.epoch}
         if res.error is not None or res.complete:
+            if res.error is None and acks != 0:
+                self._log_ack(part, res, acks, res.hw, res.isr)
             return {"error": _code(res.error), "base_offset": res.base_offset, "leader_epoch": res.epoch}
-        outcome = await part.purgatory.park(res.last_offset, res.epoch, timeout_ms / 1000.0)
+        outcome, decided = await part.purgatory.park_decided(res.last_offset, res.epoch, timeout_ms / 1000.0)
+        if outcome == "NONE" and decided is not None:
+            self._log_ack(part, res, acks, decided.hw, decided.isr)
         return {"error": outcome, "base_offset": res.base_offset, "leader_epoch": res.epoch}
+
+    def _log_ack(self, part: Partition, res, acks: int, hw: int, isr) -> None:
+        """The `ack` event: a produce is about to be answered success, with the HW and ISR it was decided
+        on (the protocol rules check them, broker/rules)."""
+        self.events.emit("ack", partition=part.partition, base=res.base_offset, last=res.last_offset,
+                         epoch=res.epoch, acks=acks, hw=hw, isr=list(isr),
+                         min_isr=self.repl_config.min_insync_replicas)
 
     async def fetch(self, topic: str, p: int, offset: int, max_records: int, max_wait_ms: int, replica_id: int,
                     current_leader_epoch: int) -> dict[str, Any]:
@@ -462,7 +473,7 @@ class ReplicaManager:
         return out
 
 
-def _status(r: PartitionReplica, last: int, epoch: int) -> tuple[str, str | None]:
+def _status(r: PartitionReplica, last: int, epoch: int) -> tuple[str, str | None, object]:
     st = r.produce_status(last, epoch)
-    return st.state, (None if st.error is None else str(st.error))
+    return st.state, (None if st.error is None else str(st.error)), st
 

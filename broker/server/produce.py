@@ -45,33 +45,40 @@ class ProducePurgatory:
 
     async def park(self, last_offset: int, epoch: int, timeout_s: float) -> str:
         """Wait for the outcome: "NONE", an error code, or REQUEST_TIMED_OUT."""
+        return (await self.park_decided(last_offset, epoch, timeout_s))[0]
+
+    async def park_decided(self, last_offset: int, epoch: int, timeout_s: float) -> tuple[str, object]:
+        """`park`, with what `status_of` said when it decided (None on a timeout): the broker logs the
+        state an acknowledgement was decided on, not the state when the answer is sent."""
         fut = asyncio.get_running_loop().create_future()
         entry = (last_offset, epoch, fut)
         self._waiting.append(entry)
         try:
             return await asyncio.wait_for(fut, timeout_s)
         except asyncio.TimeoutError:
-            return TIMED_OUT
+            return TIMED_OUT, None
         finally:
             try:
                 self._waiting.remove(entry)
             except ValueError:
                 pass
 
-    def recheck(self, status_of: Callable[[int, int], tuple[str, str | None]]) -> None:
-        """status_of(last_offset, epoch) -> (state, error) as the state machine's ProduceStatus."""
+    def recheck(self, status_of: Callable[[int, int], tuple]) -> None:
+        """status_of(last_offset, epoch) -> (state, error) as the state machine's ProduceStatus, or
+        (state, error, decided): `decided` is handed to `park_decided`'s caller."""
         if not self._waiting:
             return
         for last, epoch, fut in list(self._waiting):
             if fut.done():
                 continue
-            state, error = status_of(last, epoch)
+            state, error, *decided = status_of(last, epoch)
+            detail = decided[0] if decided else None
             if state == "complete":
-                fut.set_result("NONE")
+                fut.set_result(("NONE", detail))
             elif state == "failed":
-                fut.set_result(TIMED_OUT if error == "NOT_LEADER" else str(error))
+                fut.set_result((TIMED_OUT if error == "NOT_LEADER" else str(error), detail))
 
     def fail_all(self, code: str = TIMED_OUT) -> None:
         for _last, _epoch, fut in self._waiting:
             if not fut.done():
-                fut.set_result(code)
+                fut.set_result((code, None))

@@ -35,7 +35,8 @@ def test_elect_a_named_isr_member_moves_leadership_and_keeps_the_isr():
     assert events == [
         {"event": "elect-leader", "topic": "t", "partition": 0, "requested": 2, "unclean": False, "leader": 2,
          "how": "isr"},
-        {"event": "leader-change", "topic": "t", "partition": 0, "leader": 2, "epoch": 1, "isr": [1, 2, 3]},
+        {"event": "leader-change", "topic": "t", "partition": 0, "leader": 2, "epoch": 1, "isr": [1, 2, 3],
+         "version": 1},
     ]
     assert s.version == version + 1
     assert s.metadata().partition("t", 0).leader == 2

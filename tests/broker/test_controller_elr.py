@@ -72,7 +72,8 @@ def test_fencing_the_last_isr_member_elects_a_live_elr_member():
     assert s.partition("t", 0).leader_epoch == 1
     assert events[1:] == [
         {"event": "isr-change", "topic": "t", "partition": 0, "isr": [2], "version": 3, "elr": [1]},
-        {"event": "leader-change", "topic": "t", "partition": 0, "leader": 2, "epoch": 1, "isr": [2], "elr": [1]},
+        {"event": "leader-change", "topic": "t", "partition": 0, "leader": 2, "epoch": 1, "isr": [2],
+         "version": 3, "elr": [1]},
     ]
     off, ep_off = make(elr=False)
     alter(off, [1, 2])

@@ -50,7 +50,7 @@ def test_create_topics_assigns_replicas_round_robin_and_is_idempotent():
                                                     (1, 0, [1, 2], 0)]
     assert events[0] == {"event": "topic-created", "topic": "t", "partitions": 4, "replication_factor": 2}
     assert events[1] == {"event": "leader-change", "topic": "t", "partition": 0, "leader": 1, "epoch": 0,
-                         "isr": [1, 2]}
+                         "isr": [1, 2], "version": 0}
     version = s.version
     assert s.create_topics([m.TopicSpec("t", 4, 2)]) == ([("t", m.NONE, "")], [])
     assert s.version == version
@@ -75,7 +75,8 @@ def test_silent_broker_is_fenced_after_the_session_timeout_and_its_partitions_ge
     assert events == [
         {"event": "fenced", "broker": 1, "broker_epoch": 1, "why": "no heartbeat for 3001 ms"},
         {"event": "isr-change", "topic": "t", "partition": 0, "isr": [2, 3], "version": 1},
-        {"event": "leader-change", "topic": "t", "partition": 0, "leader": 2, "epoch": 1, "isr": [2, 3]},
+        {"event": "leader-change", "topic": "t", "partition": 0, "leader": 2, "epoch": 1, "isr": [2, 3],
+         "version": 1},
         {"event": "isr-change", "topic": "t", "partition": 1, "isr": [2, 3], "version": 1},
         {"event": "isr-change", "topic": "t", "partition": 2, "isr": [3, 2], "version": 1},
     ]
@@ -98,7 +99,8 @@ def test_last_isr_member_stays_in_the_isr_and_the_partition_goes_leaderless_with
     assert part(s) == (None, 1, [1], 2)
     assert events == [
         {"event": "fenced", "broker": 1, "broker_epoch": 1, "why": f"no heartbeat for {T + 1} ms"},
-        {"event": "leader-change", "topic": "t", "partition": 0, "leader": None, "epoch": 1, "isr": [1]},
+        {"event": "leader-change", "topic": "t", "partition": 0, "leader": None, "epoch": 1, "isr": [1],
+         "version": 2},
     ]
     # a replica outside the ISR coming back does not become leader (clean election only) ...
     ep[3], events = s.register_broker(3, "127.0.0.1", 9003, 6000)
@@ -108,7 +110,7 @@ def test_last_isr_member_stays_in_the_isr_and_the_partition_goes_leaderless_with
     ep[1], events = s.register_broker(1, "127.0.0.1", 9001, 6000)
     assert part(s) == (1, 2, [1], 3)
     assert events[-1] == {"event": "leader-change", "topic": "t", "partition": 0, "leader": 1, "epoch": 2,
-                          "isr": [1]}
+                          "isr": [1], "version": 3}
 
 
 def test_unclean_election_picks_the_first_live_replica_and_resets_the_isr_to_it():
@@ -120,7 +122,8 @@ def test_unclean_election_picks_the_first_live_replica_and_resets_the_isr_to_it(
     assert part(s) == (3, 1, [3], 2)
     assert events[1:] == [
         {"event": "isr-change", "topic": "t", "partition": 0, "isr": [3], "version": 2},
-        {"event": "leader-change", "topic": "t", "partition": 0, "leader": 3, "epoch": 1, "isr": [3]},
+        {"event": "leader-change", "topic": "t", "partition": 0, "leader": 3, "epoch": 1, "isr": [3],
+         "version": 2},
     ]
 
 

@@ -154,7 +154,7 @@ def test_strict_min_isr_hw(strict, hw_after):
     r.handle_fetch(2, 5, 1, now_ms=5010)
     r.on_isr_changed((1, 2), version=3, now_ms=5020)
     assert r.hw == 5
-    assert only(r.drain_events(), HwChange) == ([HwChange(0, 3, 5)] if strict else [])
+    assert only(r.drain_events(), HwChange) == ([HwChange(0, 3, 5, 5)] if strict else [])
 
 
 def test_strict_min_isr_hw_counts_the_committed_isr_not_a_pending_expansion():

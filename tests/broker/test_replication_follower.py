@@ -97,7 +97,7 @@ def test_fetch_answer_appends_adds_epochs_and_sets_hw():
     assert f.hw == 6                                                 # never above our own LEO
     f.append_as_follower([], leader_hw=3)
     assert f.hw == 3                                                 # follows the leader's, even down
-    assert f.drain_events() == [HwChange(0, 2, 4), HwChange(0, 4, 6), HwChange(0, 6, 3)]
+    assert f.drain_events() == [HwChange(0, 2, 4, 6), HwChange(0, 4, 6, 6), HwChange(0, 6, 3, 6)]
 
 
 def test_empty_epoch_entry_at_the_log_end_is_replaced_by_older_records():
@@ -124,7 +124,7 @@ def test_fetch_out_of_range_cuts_to_the_leaders_end():
     assert req.fetch_offset == 4
     f.on_fetch_response(req, FetchResponse(ErrorCode.OFFSET_OUT_OF_RANGE, high_watermark=1, leader_epoch=1, leader_leo=2))
     assert (f.leo, f.hw) == (2, 2)
-    assert f.drain_events()[-2:] == [Truncate(0, 4, 2, "offset-out-of-range"), HwChange(0, 4, 2)]
+    assert f.drain_events()[-2:] == [Truncate(0, 4, 2, "offset-out-of-range"), HwChange(0, 4, 2, 2)]
 
 
 def test_fetch_answer_for_an_old_epoch_is_ignored():

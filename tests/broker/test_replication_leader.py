@@ -36,7 +36,7 @@ def test_rf1_hw_advances_on_append():
     assert (res.error, res.base_offset, res.last_offset, res.epoch, res.complete) == (None, 0, 1, 0, True)
     assert (r.leo, r.hw) == (2, 2)
     assert [(x.offset, x.epoch, x.value, x.timestamp) for x in r.log.read(0, 10)] == [(0, 0, b"a", 99), (1, 0, b"b", 99)]
-    assert r.drain_events()[-1] == HwChange(0, 0, 2)
+    assert r.drain_events()[-1] == HwChange(0, 0, 2, 2)
 
 
 def test_fetch_fencing_kip320_and_errors():
@@ -132,7 +132,7 @@ def test_isr_shrink_timing_and_one_proposal_in_flight():
     p2 = r.maybe_shrink_isr(now_ms=10 * LAG)
     assert p2.isr == (1, 2)                  # 2 sits at the leader's LEO: caught up however long ago
     r.on_isr_changed([1, 2], 2, now_ms=10 * LAG)
-    assert r.drain_events()[-2:] == [IsrChange(0, (1, 2), 2), HwChange(0, 0, 1)]
+    assert r.drain_events()[-2:] == [IsrChange(0, (1, 2), 2), HwChange(0, 0, 1, 1)]
     r.on_isr_changed([1, 2, 3], 2, now_ms=10 * LAG)                  # stale version: ignored
     assert r.isr == {1, 2}
     with pytest.raises(ValueError):

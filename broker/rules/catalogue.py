@@ -1,0 +1,327 @@
+"""The protocol rules themselves: what one partition's event rows must never show, and who promises it.
+
+`PartitionRules.feed(row)` first checks the row against what earlier rows established (each check below
+names the rule it decides), then folds the row into that knowledge. Nothing here does I/O: the rows come
+from an adapter (a run's event logs, or the simulator).
+
+What the state remembers per broker node: its role and leader epoch (from `role` rows), its HW and LEO
+(from `recovered`, `hw-change` and `truncate`), and the end of what it acknowledged as leader (from `ack`).
+Per partition: which node claimed the leadership of each epoch, the highest HW any leader has had, and
+the controller's ISR and ELR by ISR version and the leader it elected for each epoch.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+SUMMARIES: dict[str, str] = {
+    "hw-above-leo": "a replica's high watermark passed its own log end offset",
+    "leader-hw-decrease": "a leader's high watermark went back while it led one epoch",
+    "follower-hw-ahead": "a follower's high watermark passed every HW its leaders had had",
+    "ack-above-hw": "an acks=all produce was acknowledged before the HW passed its last offset",
+    "ack-below-min-isr": "an acks=all produce was acknowledged while the ISR was below min.insync.replicas",
+    "acked-not-durable": "records a leader acknowledged were gone from its log after it restarted",
+    "epoch-two-leaders": "two brokers led the same leader epoch of a partition",
+    "leader-not-elected": "a broker led an epoch the controller did not elect it for",
+    "election-outside-isr": "the controller elected a leader from outside the ISR (and ELR)",
+    "epoch-not-increasing": "an election did not raise the partition's leader epoch",
+    "truncate-below-hw": "a follower truncated its log below its own high watermark",
+    "read-uncommitted": "a consumer read a record at or above the high watermark",
+}
+RULES: tuple[str, ...] = tuple(SUMMARIES)
+
+# rules that compare rows of different processes by their timestamps: sound only when every process
+# read one clock (the local and Docker backends); `RuleSettings.same_clock` False skips them
+CLOCK_RULES = frozenset({"follower-hw-ahead", "read-uncommitted"})
+
+
+@dataclass(frozen=True)
+class RuleSettings:
+    """What the rules need to know about the run. The defaults are the safe configuration."""
+    truncation: str = "leader-epoch"
+    acks: int = -1
+    min_insync_replicas: int = 2
+    unclean_leader_election: bool = False
+    fetch_fencing: bool = True
+    eligible_leader_replicas: bool = False
+    flush: str = "always"
+    power_loss: bool = False         # the run may cut power (a power-loss fault or a simulated one)
+    storage_faults: bool = False     # the run damages data files on purpose (corrupt-* faults)
+    same_clock: bool = True          # every process's `ts` comes from one clock (CLOCK_RULES)
+
+
+def promised(settings: RuleSettings) -> frozenset[str]:
+    """The rules a configuration promises. A violation of another rule is reported but does not fail a
+    run (as an acks=1 cluster's lost write is the configuration's, not the broker's, fault)."""
+    out = set(RULES) - {"election-outside-isr", "truncate-below-hw", "acked-not-durable"}
+    if not settings.unclean_leader_election:
+        out.add("election-outside-isr")
+    power_safe = settings.flush == "always" or not settings.power_loss
+    # below its own HW a follower holds only committed records, which every clean leader has, when the
+    # leader's answer is trusted (leader epochs, KIP-320 fencing) and no disk lost a flushed-as-committed tail
+    if (settings.truncation in ("leader-epoch", "kip-101") and not settings.unclean_leader_election
+            and settings.fetch_fencing and power_safe and not settings.storage_faults):
+        out.add("truncate-below-hw")
+    if power_safe and not settings.storage_faults:
+        out.add("acked-not-durable")
+    if not settings.same_clock:
+        out -= CLOCK_RULES
+    return frozenset(out)
+
+
+@dataclass(frozen=True)
+class Violation:
+    kind: str
+    partition: int
+    node: str
+    ts: int
+    epoch: int | None
+    detail: str
+    evidence: tuple[dict, ...] = ()
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "partition": self.partition, "node": self.node, "ts": self.ts,
+                "epoch": self.epoch, "detail": self.detail, "evidence": [dict(e) for e in self.evidence]}
+
+
+@dataclass
+class _Node:
+    role: str = "none"
+    epoch: int = -1
+    hw: int | None = None            # None: not known since the node (re)started
+    leo: int | None = None
+    acked_end: int = 0               # one past the last offset it acknowledged as leader, still expected
+    last: dict | None = None         # its latest row, for a violation's evidence
+
+
+@dataclass
+class _Controller:
+    isr: tuple[int, ...] | None = None
+    elr: tuple[int, ...] = ()
+    version: int | None = None
+    before: tuple[tuple[int, ...], tuple[int, ...]] | None = None   # ISR, ELR before `version`'s change
+    last_epoch: int | None = None
+    elected: dict[int, int | None] = field(default_factory=dict)    # epoch -> broker id
+    unclean_ok: bool = False         # an admin unclean election was just granted
+    seen: bool = False
+
+
+def _id(node: str) -> int | None:
+    """Broker id of a node name ("n3" -> 3); None for others."""
+    return int(node[1:]) if node[:1] == "n" and node[1:].isdigit() else None
+
+
+def _ev(row: dict) -> dict:
+    """A row as evidence: without the adapter's bookkeeping keys."""
+    return {k: v for k, v in row.items() if k not in ("src", "seq")}
+
+
+class PartitionRules:
+    """Feed one partition's rows in time order; `feed` and `finish` return the violations found."""
+
+    def __init__(self, partition: int, settings: RuleSettings | None = None):
+        self.partition = partition
+        self.settings = settings or RuleSettings()
+        self.nodes: dict[str, _Node] = {}
+        self.ctl = _Controller()
+        self.claims: dict[int, tuple[str, dict]] = {}    # epoch -> (node, its role row)
+        self.leader_hw = 0                               # the highest HW any leader has had
+        self.leader_hw_row: dict | None = None
+        self._clock = self.settings.same_clock
+
+    # --- the checks ---------------------------------------------------------------------------
+
+    def feed(self, row: dict) -> list[Violation]:
+        src, event = row.get("src"), row.get("event")
+        found: list[Violation] = []
+        if src == "broker":
+            node = self.nodes.get(row["node"])
+            if node is None:
+                node = self.nodes[row["node"]] = _Node()
+            handler = _BROKER.get(event)
+            if handler is not None:
+                handler(self, row, node, found)
+            node.last = row
+        elif src == "controller":
+            handler = _CONTROLLER.get(event)
+            if handler is not None:
+                self.ctl.seen = True
+                handler(self, row, found)
+        elif src == "client" and event == "read":
+            self._read(row, found)
+        return found
+
+    def finish(self) -> list[Violation]:
+        """leader-not-elected: every leadership a broker took must be one the controller gave it (decided
+        at the end: a broker may log its role before the controller's line has the same timestamp)."""
+        found: list[Violation] = []
+        if not self.ctl.seen:
+            return found
+        for epoch, (node, row) in sorted(self.claims.items()):
+            elected = self.ctl.elected.get(epoch, "none")
+            if elected != _id(node):
+                who = "no election" if elected == "none" else f"the controller elected {_name(elected)}"
+                found.append(self._v("leader-not-elected", row, epoch,
+                                     f"{node} led epoch {epoch}, but {who} for that epoch"))
+        return found
+
+    def _v(self, kind: str, row: dict, epoch: int | None, detail: str, *more: dict | None) -> Violation:
+        evidence = tuple(_ev(r) for r in (*more, row) if r is not None)
+        return Violation(kind, self.partition, row.get("node", "?"), int(row.get("ts") or 0), epoch, detail, evidence)
+
+    # broker rows
+
+    def _start(self, row: dict, node: _Node, found: list) -> None:
+        acked = node.acked_end
+        self.nodes[row["node"]] = fresh = _Node(acked_end=acked)
+        fresh.last = row
+
+    def _recovered(self, row: dict, node: _Node, found: list) -> None:
+        leo, hw = row.get("leo"), row.get("hw")
+        if isinstance(leo, int) and node.acked_end > leo:
+            found.append(self._v("acked-not-durable", row, node.epoch,
+                                 f"{row['node']} reopened its log with LEO {leo}, below offset {node.acked_end - 1} "
+                                 f"it had acknowledged", node.last))
+        node.acked_end = min(node.acked_end, leo) if isinstance(leo, int) else node.acked_end
+        node.role, node.leo, node.hw = "none", leo if isinstance(leo, int) else None, hw if isinstance(hw, int) else None
+
+    def _role(self, row: dict, node: _Node, found: list) -> None:
+        role, epoch = row.get("role"), row.get("epoch")
+        node.role = role
+        node.epoch = epoch if isinstance(epoch, int) else node.epoch
+        if role != "leader" or not isinstance(epoch, int):
+            return
+        other = self.claims.get(epoch)
+        if other is not None and other[0] != row["node"]:
+            found.append(self._v("epoch-two-leaders", row, epoch,
+                                 f"{row['node']} and {other[0]} both led epoch {epoch}", other[1]))
+        elif other is None:
+            self.claims[epoch] = (row["node"], row)
+        if node.hw is not None and node.hw > self.leader_hw:
+            self.leader_hw, self.leader_hw_row = node.hw, row
+
+    def _hw_change(self, row: dict, node: _Node, found: list) -> None:
+        old, new, leo = row.get("old"), row.get("new"), row.get("leo")
+        if not isinstance(new, int):
+            return
+        if isinstance(leo, int) and new > leo:
+            found.append(self._v("hw-above-leo", row, node.epoch,
+                                 f"{row['node']} set its HW to {new}, past its LEO {leo}"))
+        if node.role == "leader" and isinstance(old, int) and new < old:
+            found.append(self._v("leader-hw-decrease", row, node.epoch,
+                                 f"{row['node']} leads epoch {node.epoch} and its HW went back from {old} to {new}"))
+        if (node.role == "follower" and self._clock and isinstance(old, int) and new > old
+                and new > self.leader_hw):
+            found.append(self._v("follower-hw-ahead", row, node.epoch,
+                                 f"{row['node']} follows in epoch {node.epoch} and set its HW to {new}; no leader "
+                                 f"had an HW above {self.leader_hw} by then", self.leader_hw_row))
+        node.hw = new
+        if isinstance(leo, int):
+            node.leo = leo
+        if node.role == "leader" and new > self.leader_hw:
+            self.leader_hw, self.leader_hw_row = new, row
+
+    def _truncate(self, row: dict, node: _Node, found: list) -> None:
+        to, why = row.get("to"), row.get("why")
+        if not isinstance(to, int):
+            return
+        if why == "recovery" and node.acked_end > to:
+            found.append(self._v("acked-not-durable", row, node.epoch,
+                                 f"{row['node']}'s recovery cut its log to {to}, below offset {node.acked_end - 1} "
+                                 f"it had acknowledged", node.last))
+        if why != "recovery" and node.hw is not None and to < node.hw:
+            found.append(self._v("truncate-below-hw", row, node.epoch,
+                                 f"{row['node']} cut its log to {to} ({why}), below its HW {node.hw}", node.last))
+        node.leo = to
+        if node.hw is not None and node.hw > to and why != "recovery":
+            node.hw = to
+        node.acked_end = min(node.acked_end, to)
+
+    def _ack(self, row: dict, node: _Node, found: list) -> None:
+        last, acks, hw, isr = row.get("last"), row.get("acks"), row.get("hw"), row.get("isr")
+        if not isinstance(last, int):
+            return
+        epoch = row.get("epoch")
+        if acks == -1:
+            if isinstance(hw, int) and last >= hw:
+                found.append(self._v("ack-above-hw", row, epoch,
+                                     f"{row['node']} acknowledged offsets up to {last} (acks=all) with its HW at {hw}"))
+            min_isr = row.get("min_isr", self.settings.min_insync_replicas)
+            if isinstance(isr, list) and isinstance(min_isr, int) and len(isr) < min_isr:
+                found.append(self._v("ack-below-min-isr", row, epoch,
+                                     f"{row['node']} acknowledged offset {last} (acks=all) with ISR {isr}, "
+                                     f"below min.insync.replicas {min_isr}"))
+        node.acked_end = max(node.acked_end, last + 1)
+
+    # controller rows
+
+    def _isr_change(self, row: dict, found: list) -> None:
+        ctl = self.ctl
+        version = row.get("version")
+        ctl.before = (ctl.isr or (), ctl.elr)
+        ctl.isr, ctl.elr = tuple(row.get("isr") or ()), tuple(row.get("elr") or ())
+        ctl.version = version if isinstance(version, int) else None
+
+    def _leader_change(self, row: dict, found: list) -> None:
+        ctl = self.ctl
+        leader, epoch, version = row.get("leader"), row.get("epoch"), row.get("version")
+        if isinstance(epoch, int):
+            if ctl.last_epoch is not None and epoch <= ctl.last_epoch:
+                found.append(self._v("epoch-not-increasing", row, epoch,
+                                     f"the controller elected {_name(leader)} in epoch {epoch}, not above "
+                                     f"the previous epoch {ctl.last_epoch}"))
+            ctl.last_epoch = epoch if ctl.last_epoch is None else max(ctl.last_epoch, epoch)
+            ctl.elected.setdefault(epoch, leader)
+        # the ISR the leader was chosen from: the one before this change's own isr-change (same version)
+        if isinstance(version, int) and ctl.version == version:
+            chosen_from = ctl.before
+        elif isinstance(version, int) and ctl.isr is not None:
+            chosen_from = (ctl.isr, ctl.elr)
+        else:
+            chosen_from = None
+        if leader is not None and chosen_from is not None and ctl.isr is not None and not ctl.unclean_ok:
+            isr, elr = chosen_from
+            if leader not in isr and leader not in elr:
+                found.append(self._v("election-outside-isr", row, epoch,
+                                     f"the controller elected {_name(leader)} for epoch {epoch} from ISR "
+                                     f"{list(isr)}" + (f" and ELR {list(elr)}" if elr else "")))
+        ctl.unclean_ok = False
+        ctl.isr, ctl.elr = tuple(row.get("isr") or ctl.isr or ()), tuple(row.get("elr") or ctl.elr)
+        if isinstance(version, int):
+            ctl.version = version
+
+    def _elect_leader(self, row: dict, found: list) -> None:
+        self.ctl.unclean_ok = bool(row.get("unclean")) and row.get("how") == "unclean"
+
+    # client rows
+
+    def _read(self, row: dict, found: list) -> None:
+        offset, hw = row.get("offset"), row.get("hw")
+        if not isinstance(offset, int):
+            return
+        if isinstance(hw, int) and hw >= 0 and offset >= hw:
+            found.append(self._v("read-uncommitted", row, row.get("epoch"),
+                                 f"a poll returned offset {offset} with the HW it reported at {hw}"))
+        elif self._clock and self.nodes and offset >= self.leader_hw:
+            found.append(self._v("read-uncommitted", row, row.get("epoch"),
+                                 f"a poll returned offset {offset}; no leader had an HW above "
+                                 f"{self.leader_hw} by then", self.leader_hw_row))
+
+
+def _name(broker: Any) -> str:
+    return "no leader" if broker is None else f"n{broker}"
+
+
+_BROKER = {"start": PartitionRules._start, "recovered": PartitionRules._recovered, "role": PartitionRules._role,
+           "hw-change": PartitionRules._hw_change, "truncate": PartitionRules._truncate, "ack": PartitionRules._ack}
+_CONTROLLER = {"isr-change": PartitionRules._isr_change, "leader-change": PartitionRules._leader_change,
+               "elect-leader": PartitionRules._elect_leader}
+
+
+def run(partition: int, rows: Iterable[dict], settings: RuleSettings | None = None) -> list[Violation]:
+    """Every violation in one partition's rows (already in time order)."""
+    rules = PartitionRules(partition, settings)
+    found: list[Violation] = []
+    for row in rows:
+        found += rules.feed(row)
+    return found + rules.finish()
