@@ -13,7 +13,7 @@ from typing import Any, Callable
 
 from rundir import formats as rf
 from checkers import ingest as ingest_mod
-from checkers import policy, results
+from checkers import policy, protocol_trace, results
 
 VERSION = "0.1.0"
 log = logging.getLogger("checkers.spark")
@@ -94,10 +94,11 @@ def check_run(run_dir: Path | str, *, engine: str = "spark", spark_master: str |
     failing = policy.failing_kinds(config, fail_on=fail_on, allow=allow)
     say("reading input")
     ing = ingest_mod.ingest(run_dir, lenient=lenient)
+    facts = protocol_trace.run_facts(run_dir)
     if engine == "reference":
         from checkers import reference
         say("checking (reference)")
-        findings = reference.analyze(ing.columnar_dir, examples=examples)
+        findings = reference.analyze(ing.columnar_dir, examples=examples, facts=facts)
         info = {"engine": "reference", "master": None}
     elif engine == "spark":
         from checkers import spark_session
@@ -109,7 +110,7 @@ def check_run(run_dir: Path | str, *, engine: str = "spark", spark_master: str |
             session = spark if spark is not None else spark_session.get_session(spark_master)
             try:
                 info = {"engine": "spark", "master": spark_session.describe(session, spark_master)}
-                findings = spark_engine.analyze(session, ing.columnar_dir, examples=examples, step=say)
+                findings = spark_engine.analyze(session, ing.columnar_dir, examples=examples, step=say, facts=facts)
             finally:
                 if own:
                     spark_session.stop(session)

@@ -29,7 +29,7 @@ import pyarrow.parquet as pq
 from rundir import formats as rf
 from rundir.formats import FormatError
 
-CONVERTER_VERSION = 5   # 5: an invoke still open at the end of the history gets an `info` completion
+CONVERTER_VERSION = 6   # 6: the `events` table (node event logs, for the protocol rules)
 BATCH_ROWS = rf.ROW_GROUP_ROWS
 MAX_PROBLEMS = 100   # problems named one by one (the rest are counted)
 # problems only --lenient accepts: a strict check does not reuse tables converted with any of them
@@ -376,8 +376,59 @@ def _no_replica_dumps(run_dir: Path) -> str | None:
     return why if isinstance(why, str) and why else None
 
 
+def _event_logs(run_dir: Path) -> list[tuple[str, Path]]:
+    """(node, path) of every node event log of the run (nodes/<node>/broker.log)."""
+    root = run_dir / rf.NODES_DIR
+    if not root.is_dir():
+        return []
+    return [(d.name, d / rf.BROKER_LOG) for d in sorted(root.iterdir()) if (d / rf.BROKER_LOG).is_file()]
+
+
+def _convert_events(run_dir: Path, writer: "_TableWriter") -> dict[str, int]:
+    """The event log lines the protocol rules read (broker/rules `EVENTS_READ`) into the `events` table.
+    A log is the controller's when it has a `listening` line. Lines that are not JSON objects (a torn
+    line of a killed process) are skipped and counted per log: the logs are evidence for the white-box
+    rules, not the run's record, so a lost line never makes the verdict unknown (docs/formats.md)."""
+    from broker.rules import EVENTS_READ
+
+    wanted = {name.encode() for name in EVENTS_READ}
+    skipped: dict[str, int] = {}
+    for node, path in _event_logs(run_dir):
+        rows: list[dict] = []
+        controller = False
+        with path.open("rb") as fh:
+            for seq, raw in enumerate(fh, start=1):
+                start = raw.find(b'"event":"')
+                if start < 0:
+                    continue
+                name = raw[start + 9:raw.find(b'"', start + 9)]
+                if name == b"listening":
+                    controller = True
+                if name not in wanted:
+                    continue
+                try:
+                    obj = orjson.loads(raw)
+                    ts = obj["ts"]
+                    if not isinstance(obj, dict) or not isinstance(ts, int):
+                        raise ValueError
+                except (orjson.JSONDecodeError, ValueError, KeyError, TypeError):
+                    label = str(path.relative_to(run_dir))
+                    skipped[label] = skipped.get(label, 0) + 1
+                    continue
+                part = obj.get("partition")
+                rows.append({"ts": ts, "node": node, "seq": seq, "event": obj.get("event"),
+                             "partition": part if isinstance(part, int) else None,
+                             "fields": raw.decode("utf-8", "replace").strip()})
+        src = "controller" if controller else "broker"
+        for row in rows:
+            row["src"] = src
+            writer.add(row)
+    return skipped
+
+
 def _sources(run_dir: Path) -> dict[str, list[int]]:
     files = [run_dir / rf.HISTORY, run_dir / rf.FINAL_JSON] + [p for _, _, p in _dump_files(run_dir)]
+    files += [p for _, p in _event_logs(run_dir)]
     out = {}
     for p in files:
         if p.exists():
@@ -496,7 +547,11 @@ def _convert(run_dir: Path, sources: dict, *, lenient: bool, progress) -> Ingest
         for r in meta_rows:
             meta_writer.add(r)
         meta_writer.close()
+        ev_writer = _TableWriter(tmp / "events", schemas["events"])
+        skipped_events = _convert_events(run_dir, ev_writer)
+        ev_writer.close()
         manifest = {"version": CONVERTER_VERSION, "sources": sources, "skipped": result.skipped,
+                    "skipped_event_lines": skipped_events,
                     "torn": result.torn, "missing_dumps": result.missing_dumps, "lenient": lenient,
                     "problems": result.problems, "problem_count": result.problem_count,
                     "needs_lenient": result.needs_lenient}

@@ -3,8 +3,14 @@
 Default: the kinds whose `fails_by_default` is set in rundir/kinds.py, which is every kind except
 `duplicate` (counted only, unless the producer claims idempotence in test.json
 `config.producer.idempotent` / `config.idempotent`) and `hw-regression-cross-epoch` (a new leader's HW
-may legitimately lag the old leader's). Then `config.checker.allow` / `config.checker.fail_on`
-apply, then the CLI's `--allow` / `--fail-on` (the CLI wins).
+may legitimately lag the old leader's). `realtime-order` fails unless the producer's acks were 0 or 1
+(test.json `config.client.acks`, as the harness records it, or `config.producer.acks`: 0, 1, -1, "all",
+"-1"; absent means the harness's default, all): an acks=1 leader may lose an acknowledged write and hand
+its offset out again, which lost-write already reports. Then `config.checker.allow` /
+`config.checker.fail_on` apply, then the CLI's `--allow` / `--fail-on` (the CLI wins). A protocol kind
+(the white-box rules of broker/rules) fails only where the configuration promises its rule
+(`broker.rules.promised`: e.g. election-outside-isr not with unclean elections, truncate-below-hw not with
+pre-0.11 HW truncation's unsafe settings).
 """
 from __future__ import annotations
 
@@ -28,6 +34,22 @@ def producer_idempotent(config: dict[str, Any]) -> bool:
     return bool(config.get(rf.CONFIG_IDEMPOTENT))
 
 
+def producer_acks(config: dict[str, Any]) -> int | str | None:
+    """The producer's acks as 0, 1 or "all" (test.json `config.client.acks`, else `config.producer.acks`);
+    None when neither says (or says something else)."""
+    for section in (rf.CONFIG_CLIENT, rf.CONFIG_PRODUCER):
+        sub = config.get(section)
+        raw = sub.get(rf.CONFIG_ACKS) if isinstance(sub, dict) else None
+        if isinstance(raw, bool) or raw is None:
+            continue
+        text = str(raw).strip().lower()
+        if text in ("all", "-1"):
+            return "all"
+        if text in ("0", "1"):
+            return int(text)
+    return None
+
+
 def _kinds(names: Iterable[str], where: str) -> list[str]:
     names = list(names)
     for n in names:
@@ -36,11 +58,22 @@ def _kinds(names: Iterable[str], where: str) -> list[str]:
     return names
 
 
+def unpromised_protocol_kinds(config: dict[str, Any]) -> set[str]:
+    """The protocol rules (broker/rules) the run's configuration does not promise: reported, not failing."""
+    from broker.rules import promised
+    from checkers.protocol_trace import settings_from
+
+    return set(kinds.PROTOCOL_NAMES) - promised(settings_from({"config": config}))
+
+
 def failing_kinds(config: dict[str, Any] | None, fail_on: Iterable[str] = (), allow: Iterable[str] = ()) -> list[str]:
     config = config or {}
     failing = set(rf.ANOMALY_KINDS) - set(DEFAULT_ALLOWED)
     if producer_idempotent(config):
         failing.add("duplicate")
+    if producer_acks(config) in (0, 1):
+        failing.discard(kinds.REALTIME_ORDER.name)
+    failing -= unpromised_protocol_kinds(config)
     checker = config.get(rf.CONFIG_CHECKER) or {}
     if not isinstance(checker, dict):
         raise PolicyError(f"{rf.TEST_JSON}: config.{rf.CONFIG_CHECKER} must be an object")

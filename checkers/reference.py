@@ -15,7 +15,7 @@ from typing import Any, Iterator
 import pyarrow.dataset as ds
 
 from rundir import kinds
-from checkers import explain, loss_shape, totals
+from checkers import explain, loss_shape, protocol_trace, totals
 
 SOURCE_ORDER = {"send": 0, "poll": 1, "final-read": 2}
 
@@ -36,7 +36,8 @@ def _top(items: list[tuple[Any, dict]], n: int) -> list[dict]:
     return [e for _, e in items[:n]]
 
 
-def analyze(col_dir: Path | str, examples: int = 10) -> dict[str, Any]:
+def analyze(col_dir: Path | str, examples: int = 10, facts: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Every kind's findings; the protocol kinds only with `facts` (checkers/protocol_trace.run_facts)."""
     col_dir = Path(col_dir)
     N = examples
 
@@ -55,6 +56,7 @@ def analyze(col_dir: Path | str, examples: int = 10) -> dict[str, Any]:
     # ---- operations -----------------------------------------------------------------------------
     sends: dict[tuple[int, int], dict] = {}          # (partition, value) -> send completion
     ok_sends_by_proc: dict[tuple[str, int], list] = defaultdict(list)
+    acks_by_part: dict[int, list[dict]] = defaultdict(list)   # realtime-order: every ok send
     observations: list[dict] = []                     # poll / final-read ok: hw observations
     assigns: dict[tuple[str, int], list] = defaultdict(list)
     windows: dict[int, list] = {}                     # fault id -> [start time, stop time]
@@ -89,6 +91,9 @@ def analyze(col_dir: Path | str, examples: int = 10) -> dict[str, Any]:
                                  "offset": offset, "epoch": epoch, "invoke_index": inv_i, "error": error}
             if typ == "ok":
                 ok_sends_by_proc[(process, p)].append((index, time, value, offset, epoch))
+                acks_by_part[p].append({"offset": offset, "value": value, "epoch": epoch, "index": index,
+                                        "time": time, "process": process, "invoke_index": inv_i,
+                                        "invoke_time": inv_t})
         elif f in ("poll", "final-read") and typ == "ok":
             observations.append({"partition": p, "epoch": epoch, "hw": hw, "index": index, "time": time,
                                  "process": process, "invoke_index": inv_i, "f": f})
@@ -211,6 +216,23 @@ def analyze(col_dir: Path | str, examples: int = 10) -> dict[str, Any]:
                     "later": {"index": b[0], "time": b[1], "value": b[2], "offset": b[3], "epoch": b[4]}},
                     time=b[1])
 
+    # ---- realtime-order -----------------------------------------------------------------------------
+    for p, acks in acks_by_part.items():
+        events = [(a["index"], 1, a) for a in acks]                    # completion: becomes visible
+        events += [(a["invoke_index"], 0, a) for a in acks if a["invoke_index"] is not None]  # compare here
+        events.sort(key=lambda e: (e[0], e[1]))
+        best: tuple | None = None    # (offset, index, time, process, value, epoch) of the highest offset so far
+        for _key, is_completion, a in events:
+            if is_completion:
+                mark = (a["offset"], a["index"], a["time"], a["process"], a["value"], a["epoch"])
+                if best is None or mark > best:
+                    best = mark
+            elif best is not None and best[0] >= a["offset"]:
+                add("realtime-order", (p, a["index"]), {
+                    "partition": p, **a,
+                    "previous": {"index": best[1], "time": best[2], "process": best[3], "value": best[4],
+                                 "offset": best[0], "epoch": best[5]}}, time=a["time"])
+
     # ---- poll-skip / nonmonotonic-poll ------------------------------------------------------------
     for key in set(poll_reads) | set(assigns):
         proc, p = key
@@ -321,6 +343,9 @@ def analyze(col_dir: Path | str, examples: int = 10) -> dict[str, Any]:
         tot.add(kind, p, t, n)
     for kind in anomalies:
         anomalies[kind].update(tot.for_kind(kind))
+    if facts is not None:
+        found = protocol_trace.findings(protocol_trace.check_reference(col_dir, facts), facts, N)
+        protocol_trace.attach(anomalies, found, tot)
 
     # ---- statistics ------------------------------------------------------------------------------------
     intervals = [(s, e if e is not None else float("inf")) for s, e in windows.values() if s is not None]

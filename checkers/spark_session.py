@@ -128,6 +128,9 @@ def local_conf(log: Path | None = None) -> dict[str, str]:
         "spark.sql.ansi.enabled": "false",
         "spark.memory.fraction": "0.7",
         "spark.local.dir": os.environ.get("HIGHWATER_SPARK_LOCAL_DIR", "/tmp"),
+        # the protocol rules run as Python on the executors (checkers/anomalies/protocol.py): this
+        # environment's interpreter, which has pyarrow and the project, not whatever `python3` is first
+        "spark.pyspark.python": os.environ.get("PYSPARK_PYTHON", sys.executable),
     }
 
 

@@ -40,14 +40,17 @@ ANOMALY_KINDS = kinds.NAMES
 # --- test.json config keys the checker reads (all optional) -------------------------------------
 # config.checker.allow: anomaly kinds that do not fail the run; config.checker.fail_on: kinds that do.
 # config.producer.idempotent (or config.idempotent): the producer claims idempotence, so duplicates fail.
+# config.client.acks (the harness's; or config.producer.acks): 0 or 1 means realtime-order does not fail.
 CONFIG_CHECKER = "checker"
 CONFIG_CHECKER_ALLOW = "allow"
 CONFIG_CHECKER_FAIL_ON = "fail_on"
 CONFIG_PRODUCER = "producer"
 CONFIG_IDEMPOTENT = "idempotent"
+CONFIG_CLIENT = "client"
+CONFIG_ACKS = "acks"
 
 # --- columnar tables: RUN_DIR/columnar/<table>/*.parquet, plus a manifest --------------------------
-COLUMNAR_TABLES = ("ops", "reads", "replicas", "replica_meta", "final_state")
+COLUMNAR_TABLES = ("ops", "reads", "replicas", "replica_meta", "final_state", "events")
 COLUMNAR_MANIFEST = "_manifest.json"
 
 
@@ -200,5 +203,11 @@ def arrow_schemas() -> dict[str, Any]:
             ("partition", pa.int32()), ("recovered", pa.bool_()), ("hw", pa.int64()),
             ("leader", pa.string()), ("epoch", pa.int32()), ("isr", pa.string()),
             ("replicas", pa.string()),  # isr and replicas as JSON text
+        ]),
+        # the node event log lines the protocol rules read (broker/rules): `src` broker or controller,
+        # `seq` the line number in its log, `fields` the whole line as JSON text
+        "events": pa.schema([
+            ("ts", pa.int64()), ("node", pa.string()), ("src", pa.string()), ("seq", pa.int64()),
+            ("event", pa.string()), ("partition", pa.int32()), ("fields", pa.string()),
         ]),
     }

@@ -161,6 +161,20 @@ HW_REGRESSION_CROSS_EPOCH = Kind(
     fails_by_default=False, timed=True,
     example_fields=("partition", "epoch", "hw", "index", "time", "process", "invoke_index", "f", "previous"))
 
+REALTIME_ORDER = Kind(
+    "realtime-order", "ordering",
+    "a send acknowledged before another was invoked got an offset at or above the later one's",
+    "Two sends to one partition, possibly from different producers, did not overlap: the first was "
+    "acknowledged before the second was invoked, yet the second was acknowledged at an offset at or below "
+    "the first one's. A log hands out offsets in the order it appends, so an acknowledged offset was handed "
+    "out again or a record was acknowledged before it was appended. Typical causes: an acknowledged write "
+    "truncated away and its offset given to a later write (acks=1, or pre-0.11 high-watermark truncation); "
+    "a leader acknowledging before appending. With acks=0 or 1 it is counted but does not fail the run "
+    "(an acks=1 leader may lose an acknowledged write and reuse its offset; lost-write reports the loss).",
+    fails_by_default=True, timed=True,
+    example_fields=("partition", "offset", "value", "epoch", "index", "time", "process", "invoke_index",
+                    "invoke_time", "previous"))
+
 KINDS: tuple[Kind, ...] = (
     LOST_WRITE,
     FAILED_WRITE_PRESENT,
@@ -174,7 +188,73 @@ KINDS: tuple[Kind, ...] = (
     ABORTED_READ,
     HW_REGRESSION,
     HW_REGRESSION_CROSS_EPOCH,
+    REALTIME_ORDER,
 )
+
+# --- protocol kinds: the white-box rules of broker/rules, checked on the brokers' and the controller's
+# event logs (checkers/protocol_trace.py). Each finding is one broken rule at one moment; which of them
+# fail a run depends on what its configuration promises (broker/rules `promised`, checkers/policy.py).
+PROTOCOL_FIELDS = ("partition", "node", "time", "ts", "epoch", "detail", "promised", "evidence")
+
+_PROTOCOL_EXPLANATIONS = {
+    "hw-above-leo":
+        "A replica logged a high watermark above its own log end offset. The HW marks records every ISR member "
+        "holds, so it can never pass what this replica holds itself (a follower takes min(leader HW, own LEO)).",
+    "leader-hw-decrease":
+        "While one broker led one leader epoch, its high watermark went back. Records below a leader's HW are "
+        "committed and may have been read or acknowledged; a leader never un-commits them.",
+    "follower-hw-ahead":
+        "A follower set its high watermark above every HW any leader of the partition had logged by then. A "
+        "follower learns the HW from its leader's fetch answers, so it can only lag it: a follower ahead of "
+        "its leader would let a later election commit what no ISR agreed on.",
+    "ack-above-hw":
+        "An acks=all produce was acknowledged while the leader's HW had not passed its last offset, so not "
+        "every ISR member had the records yet: a failover can lose an acknowledged write.",
+    "ack-below-min-isr":
+        "An acks=all produce was acknowledged while the leader's ISR had fewer members than "
+        "min.insync.replicas: the durability the producer asked for was not there.",
+    "acked-not-durable":
+        "A leader acknowledged records, restarted, and reopened its log without them (a recovery cut below "
+        "the acknowledged offset). With flush=always every acknowledged record is on disk first; with no "
+        "power loss nothing written is lost. Not promised with flush=never and power loss, or with storage "
+        "faults.",
+    "epoch-two-leaders":
+        "Two brokers each took the leadership of the same leader epoch. The epoch names one leadership: two "
+        "leaders in one epoch can accept different records at the same offsets, and fencing cannot tell them "
+        "apart.",
+    "leader-not-elected":
+        "A broker acted as leader of an epoch the controller never gave it (the controller's log has another "
+        "leader, or no election, for that epoch).",
+    "election-outside-isr":
+        "The controller elected a leader that was not in the ISR (nor, with KIP-966, in the ELR) just before "
+        "the election: an unclean election. It may lack committed records. Reported but not failing when "
+        "unclean.leader.election is on, or for an admin unclean election.",
+    "epoch-not-increasing":
+        "A leader election did not give the partition a leader epoch above every earlier one. Fencing, "
+        "truncation and the epoch cache all rely on epochs growing with every election.",
+    "truncate-below-hw":
+        "A follower cut its log below its own high watermark. Below its HW a replica holds only committed "
+        "records, which every cleanly elected leader has, so leader-epoch truncation never goes there. "
+        "Promised with leader-epoch truncation, clean elections, fetch fencing and no unflushed power loss; "
+        "pre-0.11 HW truncation cuts to the HW itself, never below it.",
+    "read-uncommitted":
+        "A consumer's poll returned a record at or above the high watermark: the HW the poll itself reported, "
+        "or every HW any leader had logged by the time the poll completed. Consumers may read committed "
+        "records only; an uncommitted one can still be truncated away.",
+}
+
+
+def _protocol_kinds() -> tuple[Kind, ...]:
+    from broker.rules import RULES, SUMMARIES
+
+    assert set(RULES) == set(_PROTOCOL_EXPLANATIONS), "rundir/kinds.py: explain every rule of broker/rules"
+    return tuple(Kind(name, "protocol", SUMMARIES[name], _PROTOCOL_EXPLANATIONS[name], fails_by_default=True,
+                      timed=True, example_fields=PROTOCOL_FIELDS) for name in RULES)
+
+
+PROTOCOL_KINDS = _protocol_kinds()
+PROTOCOL_NAMES: tuple[str, ...] = tuple(k.name for k in PROTOCOL_KINDS)
+KINDS = KINDS + PROTOCOL_KINDS
 
 NAMES: tuple[str, ...] = tuple(k.name for k in KINDS)
 BY_NAME: dict[str, Kind] = {k.name: k for k in KINDS}

@@ -26,30 +26,35 @@ from pyspark.sql import functions as F
 from rundir import formats as rf
 from checkers import explain, totals
 from checkers import loss_shape as shape_rule
-from checkers.anomalies import digests, divergence, lookup, loss_shape, offsets, ordering, stats, values, watermarks
+from checkers import protocol_trace
+from checkers.anomalies import (digests, divergence, lookup, loss_shape, offsets, ordering, protocol, stats, values,
+                                watermarks)
 from checkers.anomalies.tables import POS_BITS, Tables, load, rows
 
 FINDING_TASKS = 4
 
-# the anomaly families: each finds the kinds its KINDS lists (rundir/kinds.py) and builds their examples
+# the anomaly families: each finds the kinds its KINDS lists (rundir/kinds.py) and builds their examples;
+# the protocol family (the white-box rules) runs apart, on the event logs, and builds its own examples
 FAMILIES = (offsets, values, ordering, watermarks, divergence)
 
 
 def analyze(spark: SparkSession, col_dir: Path | str, examples: int = 10,
-            step: Callable[[str], None] | None = None) -> dict[str, Any]:
+            step: Callable[[str], None] | None = None, facts: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Every kind's findings; the protocol kinds only with `facts` (checkers/protocol_trace.run_facts)."""
     say = step or (lambda _m: None)
     N = examples
     small = _tune(spark, Path(col_dir))
     t = load(spark, col_dir)
     persisted: list[DataFrame] = []
     try:
-        return _analyze(t, Path(col_dir), N, say, persisted, small)
+        return _analyze(t, Path(col_dir), N, say, persisted, small, facts)
     finally:
         for df in persisted:
             df.unpersist()
 
 
-def _analyze(t: Tables, col_dir: Path, N: int, say, persisted: list[DataFrame], small: bool) -> dict[str, Any]:
+def _analyze(t: Tables, col_dir: Path, N: int, say, persisted: list[DataFrame], small: bool,
+             facts: dict[str, Any] | None) -> dict[str, Any]:
     spark = t.spark
     # the small tables are read on the driver: as Spark jobs they cost seconds on a cold JVM
     fs_rows = lookup.read_all(col_dir, "final_state", rf.arrow_schemas()["final_state"].names)
@@ -108,6 +113,7 @@ def _analyze(t: Tables, col_dir: Path, N: int, say, persisted: list[DataFrame], 
     findings.append(values.analyze(t, flagged, recs, recovered, nonok, ocount, n_nonok))
     findings.append(ordering.nonmonotonic_send(t))
     findings.append(ordering.poll_order(t, persisted))
+    findings.append(ordering.realtime_order(t))
     findings.append(watermarks.analyze(t, persisted))
     findings.append(divergence.analyze(t))
     allf = findings[0]
@@ -154,6 +160,9 @@ def _analyze(t: Tables, col_dir: Path, N: int, say, persisted: list[DataFrame], 
     anomalies = {kind: {"count": counts[kind], "examples": examples.get(kind, []), **tot.for_kind(kind)}
                  for kind in counts}
     anomalies["divergence"].update(committed=committed_n, residual=counts["divergence"] - committed_n)
+    if facts is not None:
+        say("protocol rules")
+        protocol_trace.attach(anomalies, protocol.analyze(t, col_dir, facts, sorted(partitions), N, axis), tot)
     anomalies["lost-write"]["loss_shape"] = shape_rule.as_json(shapes)
 
     acked = st["acked"]

@@ -1,0 +1,148 @@
+"""The protocol family on Spark: the white-box rules of broker/rules over a run's event logs and polls.
+
+The rows are built with DataFrames (the `events` table, a broker's node-wide `start` rows given to
+every partition, one `read` row per ok poll that returned records: the same rows as
+checkers/protocol_trace.py builds for the reference engine), shuffled so that each partition of the
+topic sits in one Spark partition in (ts, node, seq) order, and the rules run over them in a
+`mapInArrow` function: the one place of the Spark checker that runs Python on the executors, because
+the rules are defined once, in Python, for the simulator and both engines. Only broken rules come
+back: their counts per (kind, partition, time bucket) and the first N of each kind.
+
+On a cluster the executors import `broker.rules` (standard library only); `ship_rules` hands the
+package to Spark where the executors cannot import it from the driver's environment.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Iterator
+
+from pyspark.sql import DataFrame, Window
+from pyspark.sql import functions as F
+
+from rundir import formats as rf
+from rundir import kinds
+from checkers import protocol_trace as trace
+from checkers.anomalies.tables import Tables, rows
+
+KINDS = kinds.PROTOCOL_NAMES
+OUT_SCHEMA = "kind string, partition int, node string, ts long, epoch int, detail string, evidence string"
+
+
+def _rules_over(settings_json: str):
+    """The function mapInArrow runs: rows in (partition, ts, node, seq) order in, violations out."""
+
+    def run(batches: Iterator[Any]) -> Iterator[Any]:
+        import pyarrow as pa
+
+        from broker.rules import RuleSettings
+        from broker.rules.catalogue import PartitionRules
+
+        settings = RuleSettings(**json.loads(settings_json))
+
+        def rows_of() -> Iterator[dict]:
+            for batch in batches:
+                cols = batch.to_pydict()
+                for ts, node, src, seq, part, fields in zip(cols["ts"], cols["node"], cols["src"], cols["seq"],
+                                                            cols["partition"], cols["fields"]):
+                    row = json.loads(fields)
+                    row["ts"], row["node"], row["src"], row["seq"], row["partition"] = ts, node, src, seq, part
+                    yield row
+
+        out: dict[str, list] = {k: [] for k in ("kind", "partition", "node", "ts", "epoch", "detail", "evidence")}
+
+        def note(found) -> None:
+            for v in found:
+                out["kind"].append(v.kind)
+                out["partition"].append(v.partition)
+                out["node"].append(v.node)
+                out["ts"].append(v.ts)
+                out["epoch"].append(v.epoch if isinstance(v.epoch, int) else None)
+                out["detail"].append(v.detail)
+                out["evidence"].append(json.dumps([dict(e) for e in v.evidence], sort_keys=True))
+
+        rules = None
+        for row in rows_of():
+            if rules is None or rules.partition != row["partition"]:
+                if rules is not None:
+                    note(rules.finish())
+                rules = PartitionRules(row["partition"], settings)
+            note(rules.feed(row))
+        if rules is not None:
+            note(rules.finish())
+        if out["kind"]:
+            yield pa.RecordBatch.from_pydict(out, schema=pa.schema([
+                ("kind", pa.string()), ("partition", pa.int32()), ("node", pa.string()), ("ts", pa.int64()),
+                ("epoch", pa.int32()), ("detail", pa.string()), ("evidence", pa.string())]))
+
+    return run
+
+
+def _read_rows(t: Tables, start_wall_ns: int, poll_hw: bool) -> DataFrame:
+    """One `read` row per ok poll with records (fields as trace.read_row writes them)."""
+    highest = (t.reads.filter(F.col("f") == "poll").groupBy("index").agg(F.max("offset").alias("max_offset")))
+    polls = (t.ops.filter((F.col("f") == "poll") & (F.col("type") == "ok") & F.col("partition").isNotNull())
+             .select("index", "time", "partition", "epoch", "hw").join(highest, "index"))
+    epoch = F.when(F.col("epoch") >= 0, F.col("epoch"))
+    hw = F.col("hw") if poll_hw else F.lit(None).cast("long")
+    fields = F.to_json(F.struct(F.lit("read").alias("event"), F.col("partition"),
+                                F.col("max_offset").alias("offset"), epoch.alias("epoch"), hw.alias("hw"),
+                                F.col("index"), F.col("time")), {"ignoreNullFields": "false"})
+    return polls.select((F.lit(start_wall_ns + trace.READ_SLACK_NS) + F.col("time")).alias("ts"),
+                        F.lit("client").alias("node"), F.lit("client").alias("src"), F.col("index").alias("seq"),
+                        F.col("partition"), fields.alias("fields"))
+
+
+def violations_df(t: Tables, col_dir: Path, facts: dict[str, Any], partitions: list[int]) -> DataFrame | None:
+    """The broken rules as a DataFrame (OUT_SCHEMA), or None when the run has no event logs."""
+    path = Path(col_dir) / "events"
+    if not path.is_dir():
+        return None
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    spark = t.spark
+    cols = ["ts", "node", "src", "seq", "partition", "fields"]
+    ev = spark.read.schema(from_arrow_schema(rf.arrow_schemas()["events"])).parquet(str(path.resolve())).select(*cols)
+    parts = spark.createDataFrame([(p,) for p in partitions] or [(0,)], "p int")
+    wide = (ev.filter(F.col("partition").isNull() & (F.col("src") == "broker")).crossJoin(F.broadcast(parts))
+            .select("ts", "node", "src", "seq", F.col("p").alias("partition"), "fields"))
+    all_rows = ev.filter(F.col("partition").isNotNull()).unionByName(wide)
+    if facts.get("start_wall_ns") is not None:
+        all_rows = all_rows.unionByName(_read_rows(t, facts["start_wall_ns"], facts.get("poll_hw", True)))
+    n = max(1, min(len(partitions), int(spark.conf.get("spark.sql.shuffle.partitions", "4"))))
+    settings = json.dumps(facts["settings"].__dict__)
+    return (all_rows.repartition(n, "partition").sortWithinPartitions("partition", "ts", "node", "seq")
+            .mapInArrow(_rules_over(settings), OUT_SCHEMA))
+
+
+def analyze(t: Tables, col_dir: Path, facts: dict[str, Any], partitions: list[int], examples: int,
+            axis) -> dict[str, dict]:
+    """{kind: {"count", "examples", "promised", "buckets": [(partition, bucket, n, tmin, tmax)]}} for every
+    protocol kind (the same as trace.findings gives the reference engine, with bucketed totals)."""
+    out = trace.empty_findings(facts)
+    v = violations_df(t, col_dir, facts, partitions)
+    if v is None:
+        return out
+    start = facts.get("start_wall_ns")
+    time = (F.col("ts") - F.lit(start)) if start is not None else F.lit(None).cast("long")
+    v = v.withColumn("time", time).persist()
+    try:
+        bucket = F.when(F.col("time").isNotNull(),
+                        F.least(F.greatest(F.floor(F.col("time") / F.lit(axis.bucket_ns)), F.lit(0)),
+                                F.lit(axis.buckets - 1)))
+        counts = rows(v.groupBy("kind", "partition", bucket.alias("bucket"))
+                      .agg(F.count(F.lit(1)).alias("n"), F.min("time").alias("tmin"), F.max("time").alias("tmax")))
+        w = Window.partitionBy("kind").orderBy("partition", "ts", "node", "detail")
+        first = rows(v.select("*", F.row_number().over(w).alias("rn")).filter(F.col("rn") <= examples))
+    finally:
+        v.unpersist()
+    for r in counts:
+        slot = out[r["kind"]]
+        slot["count"] += r["n"]
+        slot["buckets"].append((r["partition"], r["bucket"], r["n"], r["tmin"], r["tmax"]))
+    from broker.rules import Violation
+    for r in sorted(first, key=lambda r: (r["kind"], r["rn"])):
+        viol = Violation(r["kind"], r["partition"], r["node"], r["ts"], r["epoch"], r["detail"],
+                         tuple(json.loads(r["evidence"])))
+        out[r["kind"]]["examples"].append(trace.example(viol, start, out[r["kind"]]["promised"]))
+    return out

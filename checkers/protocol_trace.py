@@ -1,0 +1,226 @@
+"""The trace adapter of the protocol rules (broker/rules): a run's event logs and polls as rule rows.
+
+Both engines call it. The reference engine reads the columnar `events`, `ops` and `reads` tables here
+(`rows_by_partition`); the Spark engine builds the same rows with DataFrames (checkers/anomalies/
+protocol.py) and runs `check_sorted` on each Spark partition. Either way the rules are the ones the
+simulator checks, and the findings go through `findings` into results.json's anomalies.
+
+Rows: every `events` line (broker and controller logs; a broker's `start` is given to each partition of
+the run), and one `read` row per ok poll that returned records: `offset` the highest offset it returned,
+`epoch`, `hw` (the HW the poll reported; only for the native client, whose poll reports the HW of the
+very fetch that returned the records), `ts` the poll's completion on the logs' clock (test.json
+`start_wall_ns` + history time + `READ_SLACK_NS`: the history's clock starts a moment after
+`start_wall_ns` is read, so a completion is placed a little late, never early).
+"""
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+from typing import Any, Iterable, Iterator
+
+from broker.rules import PartitionRules, RuleSettings, Violation, promised
+from rundir import formats as rf
+from rundir import kinds
+
+READ_SLACK_NS = 5_000_000
+SAME_CLOCK_BACKENDS = ("local", "docker")     # every broker reads this machine's clock
+
+
+def _config(run_dir: Path) -> dict[str, Any]:
+    path = Path(run_dir) / rf.TEST_JSON
+    if not path.exists():
+        return {}
+    data = rf.load_json(path)
+    return data if isinstance(data, dict) else {}
+
+
+def settings_from(test: dict[str, Any]) -> RuleSettings:
+    """The rule settings of a run from its test.json document (missing keys: the defaults)."""
+    cfg = test.get("config") if isinstance(test.get("config"), dict) else {}
+    broker = cfg.get("broker") if isinstance(cfg.get("broker"), dict) else {}
+    client = cfg.get("client") if isinstance(cfg.get("client"), dict) else {}
+    nemesis = cfg.get("nemesis") if isinstance(cfg.get("nemesis"), dict) else {}
+    cluster = test.get("cluster") if isinstance(test.get("cluster"), dict) else {}
+    faults = [str(f) for f in (nemesis.get("faults") or [])]
+    acks = client.get("acks", "all")
+    acks = -1 if str(acks).lower() in ("all", "-1") else int(acks) if str(acks).lstrip("-").isdigit() else -1
+    flush = broker.get("flush", "always")
+    # the harness starts brokers with power_loss whenever its nemesis may cut power (harness/config.py)
+    power = bool(broker.get("power_loss")) or any("power" in f for f in faults)
+    storage = any(f.startswith("corrupt") for f in faults) or bool(test.get("storage_faults"))
+    backend = cluster.get("backend") or (cfg.get("cluster") or {}).get("backend") or "local"
+    return RuleSettings(
+        truncation=str(broker.get("truncation", "leader-epoch")), acks=acks,
+        min_insync_replicas=int(broker.get("min_insync_replicas", 2)),
+        unclean_leader_election=bool(broker.get("unclean_leader_election", False)),
+        fetch_fencing=bool(broker.get("fetch_fencing", True)),
+        eligible_leader_replicas=bool(broker.get("eligible_leader_replicas", False)),
+        flush=str(flush), power_loss=power, storage_faults=storage,
+        same_clock=backend in SAME_CLOCK_BACKENDS)
+
+
+def run_facts(run_dir: Path | str) -> dict[str, Any]:
+    """What the adapter needs from test.json: settings, start_wall_ns, whether polls report the HW."""
+    test = _config(Path(run_dir))
+    cfg = test.get("config") if isinstance(test.get("config"), dict) else {}
+    client = cfg.get("client") if isinstance(cfg.get("client"), dict) else {}
+    start = test.get("start_wall_ns")
+    return {"settings": settings_from(test), "start_wall_ns": start if isinstance(start, int) else None,
+            "poll_hw": client.get("kind", "native") == "native"}
+
+
+# --- rows ------------------------------------------------------------------------------------------
+
+def event_row(ts: int, node: str, src: str, seq: int, fields: str) -> dict[str, Any]:
+    """One `events` table row as a rule row (the log line's fields, plus src and seq)."""
+    row = json.loads(fields)
+    row["ts"], row["node"], row["src"], row["seq"] = ts, node, src, seq
+    return row
+
+
+def read_row(partition: int, time_ns: int, offset: int, epoch: Any, hw: Any, index: int,
+             start_wall_ns: int, poll_hw: bool) -> dict[str, Any]:
+    return {"ts": start_wall_ns + time_ns + READ_SLACK_NS, "node": "client", "src": "client", "seq": index,
+            "event": "read", "partition": partition, "offset": offset,
+            "epoch": epoch if isinstance(epoch, int) and epoch >= 0 else None,
+            "hw": hw if poll_hw and isinstance(hw, int) else None, "index": index, "time": time_ns}
+
+
+def sort_key(row: dict[str, Any]) -> tuple:
+    """Time order; within one log, line order. The Spark engine sorts by the same columns."""
+    return row["ts"], row["node"], row["seq"]
+
+
+def rows_by_partition(col_dir: Path | str, facts: dict[str, Any]) -> dict[int, list[dict]]:
+    """The reference engine's rows: each partition's, sorted."""
+    import pyarrow.dataset as pads
+
+    col_dir = Path(col_dir)
+    out: dict[int, list[dict]] = defaultdict(list)
+    node_wide: list[dict] = []
+    events = col_dir / "events"
+    if events.is_dir():
+        table = pads.dataset(str(events), format="parquet").to_table(
+            columns=["ts", "node", "src", "seq", "partition", "fields"])
+        for ts, node, src, seq, part, fields in zip(*(table.column(c).to_pylist() for c in table.column_names)):
+            row = event_row(ts, node, src, seq, fields)
+            if part is None:
+                node_wide.append(row)
+            else:
+                out[part].append(row)
+    start = facts.get("start_wall_ns")
+    if start is not None:
+        for p, row in _poll_reads(col_dir, start, facts.get("poll_hw", True)):
+            out[p].append(row)
+    partitions = set(out) | _ops_partitions(col_dir)
+    for p in partitions:
+        rows = out[p]
+        rows.extend(dict(r, partition=p) for r in node_wide if r.get("src") == "broker")
+        rows.sort(key=sort_key)
+    return dict(out)
+
+
+def _ops_partitions(col_dir: Path) -> set[int]:
+    import pyarrow.dataset as pads
+
+    ops = col_dir / "ops"
+    if not ops.is_dir():
+        return set()
+    col = pads.dataset(str(ops), format="parquet").to_table(columns=["partition"]).column("partition")
+    return {p for p in col.unique().to_pylist() if p is not None}
+
+
+def _poll_reads(col_dir: Path, start_wall_ns: int, poll_hw: bool) -> Iterator[tuple[int, dict]]:
+    """(partition, read row) for every ok poll that returned records."""
+    import pyarrow.dataset as pads
+
+    highest: dict[int, int] = {}
+    reads = col_dir / "reads"
+    if reads.is_dir():
+        t = pads.dataset(str(reads), format="parquet").to_table(columns=["index", "f", "offset"])
+        for index, f, offset in zip(*(t.column(c).to_pylist() for c in t.column_names)):
+            if f == "poll" and offset is not None and offset > highest.get(index, -1):
+                highest[index] = offset
+    if not highest:
+        return
+    ops = pads.dataset(str(col_dir / "ops"), format="parquet").to_table(
+        columns=["index", "time", "type", "f", "partition", "epoch", "hw"])
+    for index, time, typ, f, p, epoch, hw in zip(*(ops.column(c).to_pylist() for c in ops.column_names)):
+        if f == "poll" and typ == "ok" and index in highest and p is not None:
+            yield p, read_row(p, time, highest[index], epoch, hw, index, start_wall_ns, poll_hw)
+
+
+# --- the rules ----------------------------------------------------------------------------------------
+
+def check_sorted(rows: Iterable[dict], settings: RuleSettings) -> Iterator[Violation]:
+    """Run the rules over rows sorted by (partition, ts, node, seq): a new partition starts new rules."""
+    rules: PartitionRules | None = None
+    for row in rows:
+        p = row["partition"]
+        if rules is None or rules.partition != p:
+            if rules is not None:
+                yield from rules.finish()
+            rules = PartitionRules(p, settings)
+        yield from rules.feed(row)
+    if rules is not None:
+        yield from rules.finish()
+
+
+def check_reference(col_dir: Path | str, facts: dict[str, Any]) -> list[Violation]:
+    by_part = rows_by_partition(col_dir, facts)
+    merged = (row for p in sorted(by_part) for row in by_part[p])
+    return list(check_sorted(merged, facts["settings"]))
+
+
+# --- findings ----------------------------------------------------------------------------------------
+
+def example(v: Violation, start_wall_ns: int | None, promised_kind: bool) -> dict[str, Any]:
+    """A violation as an anomaly example (fields: rundir/kinds.py PROTOCOL_FIELDS): `time` on the
+    history's axis, and each evidence row's too."""
+    time = v.ts - start_wall_ns if start_wall_ns is not None and v.ts else None
+    evidence = []
+    for e in v.evidence:
+        e = dict(e)
+        if start_wall_ns is not None and isinstance(e.get("ts"), int) and e.get("event") != "read":
+            e["time"] = e["ts"] - start_wall_ns
+        evidence.append(e)
+    return {"partition": v.partition, "node": v.node, "time": time, "ts": v.ts, "epoch": v.epoch,
+            "detail": v.detail, "promised": promised_kind, "evidence": evidence}
+
+
+def empty_findings(facts: dict[str, Any]) -> dict[str, dict]:
+    keep = promised(facts["settings"])
+    return {k: {"count": 0, "examples": [], "promised": k in keep, "timed": [], "buckets": []}
+            for k in kinds.PROTOCOL_NAMES}
+
+
+def order(v: Violation) -> tuple:
+    """Example order within a kind (the Spark engine's window orders by the same)."""
+    return v.partition, v.ts, v.node, v.detail
+
+
+def findings(violations: Iterable[Violation], facts: dict[str, Any], examples: int) -> dict[str, dict]:
+    """{kind: {"count", "examples", "promised", "timed": [(partition, time, 1)]}} for every protocol kind,
+    found or not; examples are each kind's first `examples` in `order`."""
+    out = empty_findings(facts)
+    start = facts.get("start_wall_ns")
+    for v in sorted(violations, key=order):
+        slot = out[v.kind]
+        slot["count"] += 1
+        ex = example(v, start, slot["promised"])
+        slot["timed"].append((v.partition, ex["time"], 1))
+        if len(slot["examples"]) < examples:
+            slot["examples"].append(ex)
+    return out
+
+
+def attach(anomalies: dict[str, dict], found: dict[str, dict], tot: Any) -> None:
+    """Put the protocol findings into an engine's anomalies, with their totals (checkers/totals.Totals)."""
+    for kind, f in found.items():
+        for p, t, n in f["timed"]:
+            tot.add(kind, p, t, n)
+        for p, b, n, tmin, tmax in f["buckets"]:
+            tot.add_bucket(kind, p, b, n, tmin, tmax)
+        anomalies[kind] = {"count": f["count"], "examples": f["examples"], "promised": f["promised"],
+                           **tot.for_kind(kind)}
