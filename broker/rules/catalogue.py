@@ -30,6 +30,10 @@ SUMMARIES: dict[str, str] = {
 }
 RULES: tuple[str, ...] = tuple(SUMMARIES)
 
+# the event names the rules read (an adapter may drop every other line)
+EVENTS_READ = frozenset({"start", "recovered", "role", "hw-change", "truncate", "ack",          # brokers
+                         "isr-change", "leader-change", "elect-leader"})                      # controller
+
 # rules that compare rows of different processes by their timestamps: sound only when every process
 # read one clock (the local and Docker backends); `RuleSettings.same_clock` False skips them
 CLOCK_RULES = frozenset({"follower-hw-ahead", "read-uncommitted"})
@@ -124,7 +128,7 @@ class PartitionRules:
         self.settings = settings or RuleSettings()
         self.nodes: dict[str, _Node] = {}
         self.ctl = _Controller()
-        self.claims: dict[int, tuple[str, dict]] = {}    # epoch -> (node, its role row)
+        self.claims: dict[int, dict[str, dict]] = {}     # epoch -> {node: its first role row as leader}
         self.leader_hw = 0                               # the highest HW any leader has had
         self.leader_hw_row: dict | None = None
         self._clock = self.settings.same_clock
@@ -157,12 +161,13 @@ class PartitionRules:
         found: list[Violation] = []
         if not self.ctl.seen:
             return found
-        for epoch, (node, row) in sorted(self.claims.items()):
+        for epoch, claimants in sorted(self.claims.items()):
             elected = self.ctl.elected.get(epoch, "none")
-            if elected != _id(node):
-                who = "no election" if elected == "none" else f"the controller elected {_name(elected)}"
-                found.append(self._v("leader-not-elected", row, epoch,
-                                     f"{node} led epoch {epoch}, but {who} for that epoch"))
+            for node, row in claimants.items():
+                if elected != _id(node):
+                    who = "no election" if elected == "none" else f"the controller elected {_name(elected)}"
+                    found.append(self._v("leader-not-elected", row, epoch,
+                                         f"{node} led epoch {epoch}, but {who} for that epoch"))
         return found
 
     def _v(self, kind: str, row: dict, epoch: int | None, detail: str, *more: dict | None) -> Violation:
@@ -191,12 +196,13 @@ class PartitionRules:
         node.epoch = epoch if isinstance(epoch, int) else node.epoch
         if role != "leader" or not isinstance(epoch, int):
             return
-        other = self.claims.get(epoch)
-        if other is not None and other[0] != row["node"]:
-            found.append(self._v("epoch-two-leaders", row, epoch,
-                                 f"{row['node']} and {other[0]} both led epoch {epoch}", other[1]))
-        elif other is None:
-            self.claims[epoch] = (row["node"], row)
+        claimants = self.claims.setdefault(epoch, {})
+        if row["node"] not in claimants:
+            for other, first in claimants.items():
+                found.append(self._v("epoch-two-leaders", row, epoch,
+                                     f"{row['node']} and {other} both led epoch {epoch}", first))
+                break
+            claimants[row["node"]] = row
         if node.hw is not None and node.hw > self.leader_hw:
             self.leader_hw, self.leader_hw_row = node.hw, row
 

@@ -1,0 +1,217 @@
+"""Known answers of the protocol rules (broker/rules): for each rule, hand-written rows that break it
+(the exact violation) and rows that come close without breaking it (nothing)."""
+from __future__ import annotations
+
+import pytest
+
+from broker.rules import CLOCK_RULES, RULES, PartitionRules, RuleSettings, promised, run
+
+SAFE = RuleSettings()
+
+
+class Log:
+    """Rows of partition 0 with increasing timestamps."""
+
+    def __init__(self) -> None:
+        self.rows: list[dict] = []
+
+    def _add(self, src: str, node: str, event: str, **fields) -> "Log":
+        self.rows.append({"ts": len(self.rows) + 1, "node": node, "src": src, "seq": len(self.rows),
+                          "event": event, "partition": 0, **fields})
+        return self
+
+    def b(self, node: str, event: str, **fields) -> "Log":
+        return self._add("broker", node, event, **fields)
+
+    def c(self, event: str, **fields) -> "Log":
+        return self._add("controller", "c0", event, **fields)
+
+    def read(self, offset: int, hw: int | None = None, epoch: int = 0) -> "Log":
+        return self._add("client", "client", "read", offset=offset, hw=hw, epoch=epoch)
+
+    def kinds(self, settings: RuleSettings = SAFE) -> list[str]:
+        return [v.kind for v in run(0, self.rows, settings)]
+
+
+def cluster() -> Log:
+    """A topic created with n1 leading epoch 0, ISR [1, 2, 3]; n1 leads, n2 and n3 follow."""
+    log = Log()
+    log.c("leader-change", leader=1, epoch=0, isr=[1, 2, 3], version=0)
+    for n in ("n1", "n2", "n3"):
+        log.b(n, "start").b(n, "recovered", leo=0, hw=0)
+    log.b("n1", "role", role="leader", epoch=0)
+    log.b("n2", "role", role="follower", epoch=0).b("n3", "role", role="follower", epoch=0)
+    return log
+
+
+def test_every_rule_is_named_and_the_safe_configuration_promises_them_all():
+    assert len(RULES) == 12 and len(set(RULES)) == 12
+    assert promised(SAFE) == frozenset(RULES)
+    assert CLOCK_RULES <= set(RULES)
+
+
+def test_a_clean_history_breaks_nothing():
+    log = cluster()
+    log.b("n1", "hw-change", old=0, new=0, leo=2)
+    log.b("n2", "hw-change", old=0, new=0, leo=2)
+    log.b("n1", "hw-change", old=0, new=2, leo=2).b("n1", "ack", base=0, last=1, epoch=0, acks=-1, hw=2,
+                                                      isr=[1, 2, 3], min_isr=2)
+    log.b("n2", "hw-change", old=0, new=2, leo=2).read(1, hw=2)
+    # n1 fenced: the controller elects n2 from the ISR in epoch 1; n1 restarts and follows
+    log.c("isr-change", isr=[2, 3], version=1).c("leader-change", leader=2, epoch=1, isr=[2, 3], version=1)
+    log.b("n2", "role", role="leader", epoch=1).b("n1", "start").b("n1", "recovered", leo=2, hw=2)
+    log.b("n1", "role", role="follower", epoch=1).b("n1", "truncate", to=2, why="leader-epoch")
+    assert log.kinds() == []
+
+
+# --- watermarks ---------------------------------------------------------------------------------------
+
+def test_hw_above_leo():
+    assert cluster().b("n2", "hw-change", old=0, new=3, leo=2).kinds() == ["hw-above-leo", "follower-hw-ahead"]
+    assert cluster().b("n1", "hw-change", old=0, new=2, leo=2).kinds() == []
+
+
+def test_leader_hw_decrease_within_one_leadership_only():
+    log = cluster().b("n1", "hw-change", old=0, new=5, leo=5).b("n1", "hw-change", old=5, new=4, leo=5)
+    (v,) = run(0, log.rows)
+    assert (v.kind, v.node, v.epoch) == ("leader-hw-decrease", "n1", 0)
+    assert "from 5 to 4" in v.detail
+    # a follower's HW may go down (it follows a new leader's lower HW)
+    assert cluster().b("n2", "hw-change", old=0, new=0, leo=3).b("n1", "hw-change", old=0, new=3, leo=3) \
+        .b("n2", "hw-change", old=0, new=3, leo=3).b("n2", "hw-change", old=3, new=1, leo=3).kinds() == []
+
+
+def test_follower_hw_ahead_of_every_leader_and_only_on_one_clock():
+    log = cluster().b("n1", "hw-change", old=0, new=3, leo=5).b("n2", "hw-change", old=0, new=4, leo=5)
+    (v,) = run(0, log.rows)
+    assert v.kind == "follower-hw-ahead" and "above 3" in v.detail
+    assert v.evidence[0]["event"] == "hw-change" and v.evidence[0]["node"] == "n1"
+    assert log.kinds(RuleSettings(same_clock=False)) == []
+    # the leader's HW at its election counts: it was its HW
+    log = Log().c("leader-change", leader=1, epoch=0, isr=[1, 2], version=0)
+    log.b("n1", "recovered", leo=6, hw=6).b("n2", "recovered", leo=6, hw=2)
+    log.b("n1", "role", role="leader", epoch=0).b("n2", "role", role="follower", epoch=0)
+    log.b("n2", "hw-change", old=2, new=6, leo=6)
+    assert log.kinds() == []
+
+
+# --- acknowledgements ------------------------------------------------------------------------------------
+
+def test_ack_above_hw_and_below_min_isr():
+    log = cluster().b("n1", "ack", base=0, last=4, epoch=0, acks=-1, hw=4, isr=[1, 2, 3], min_isr=2)
+    (v,) = run(0, log.rows)
+    assert (v.kind, v.detail) == ("ack-above-hw", "n1 acknowledged offsets up to 4 (acks=all) with its HW at 4")
+    log = cluster().b("n1", "ack", base=0, last=4, epoch=0, acks=-1, hw=5, isr=[1], min_isr=2)
+    assert log.kinds() == ["ack-below-min-isr"]
+    # acks=1 is acknowledged on append: neither rule applies
+    assert cluster().b("n1", "ack", base=0, last=4, epoch=0, acks=1, hw=0, isr=[1], min_isr=2).kinds() == []
+
+
+def test_acked_not_durable_after_a_restart_and_the_promise():
+    def lost() -> Log:
+        log = cluster().b("n1", "ack", base=0, last=9, epoch=0, acks=-1, hw=10, isr=[1, 2, 3], min_isr=2)
+        return log.b("n1", "start").b("n1", "truncate", to=7, why="recovery").b("n1", "recovered", leo=7, hw=7)
+    assert lost().kinds() == ["acked-not-durable"]
+    assert "cut its log to 7, below offset 9" in run(0, lost().rows)[0].detail
+    never = RuleSettings(flush="never", power_loss=True)
+    assert "acked-not-durable" not in promised(never)
+    assert "acked-not-durable" in promised(RuleSettings(flush="never", power_loss=False))
+    # a follower truncation of an acks=1 write is not a durability failure
+    log = cluster().b("n1", "ack", base=0, last=9, epoch=0, acks=1, hw=0, isr=[1, 2, 3], min_isr=2)
+    log.b("n1", "role", role="follower", epoch=1).b("n1", "truncate", to=5, why="leader-epoch")
+    log.b("n1", "start").b("n1", "recovered", leo=5, hw=0)
+    assert log.kinds() == []
+
+
+# --- elections and epochs -----------------------------------------------------------------------------
+
+def test_epoch_two_leaders():
+    log = cluster().b("n2", "role", role="leader", epoch=0)
+    assert log.kinds() == ["epoch-two-leaders", "leader-not-elected"]
+    assert "n2 and n1 both led epoch 0" in run(0, log.rows)[0].detail
+
+
+def test_leader_not_elected_is_decided_at_the_end():
+    log = cluster().b("n3", "role", role="leader", epoch=1)
+    log.c("isr-change", isr=[2, 3], version=1).c("leader-change", leader=2, epoch=1, isr=[2, 3], version=1)
+    (v,) = run(0, log.rows)
+    assert (v.kind, v.node) == ("leader-not-elected", "n3") and "the controller elected n2" in v.detail
+    # a broker's role line written just before the controller's, in time order: still elected
+    log = cluster().b("n2", "role", role="leader", epoch=1)
+    log.c("isr-change", isr=[2, 3], version=1).c("leader-change", leader=2, epoch=1, isr=[2, 3], version=1)
+    assert log.kinds() == []
+    # without a controller log nothing is decided
+    assert run(0, [r for r in cluster().b("n3", "role", role="leader", epoch=7).rows if r["src"] != "controller"]) == []
+
+
+def test_election_outside_isr_reads_the_isr_before_the_election():
+    log = cluster().c("isr-change", isr=[1], version=1)
+    log.c("isr-change", isr=[3], version=2).c("leader-change", leader=3, epoch=1, isr=[3], version=2)
+    (v,) = run(0, log.rows)
+    assert v.kind == "election-outside-isr" and "from ISR [1]" in v.detail
+    assert "election-outside-isr" not in promised(RuleSettings(unclean_leader_election=True))
+    # an admin unclean election is asked for: allowed
+    log = cluster().c("isr-change", isr=[1], version=1)
+    log.c("elect-leader", requested=3, unclean=True, leader=3, how="unclean")
+    log.c("isr-change", isr=[3], version=2).c("leader-change", leader=3, epoch=1, isr=[3], version=2)
+    assert log.kinds() == []
+    # KIP-966: an ELR member is eligible
+    log = cluster().c("isr-change", isr=[1], elr=[2], version=1)
+    log.c("isr-change", isr=[2], elr=[1], version=2).c("leader-change", leader=2, epoch=1, isr=[2], version=2)
+    assert log.kinds() == []
+    # a leader change without an ISR change: chosen from the current ISR
+    log = cluster().c("leader-change", leader=2, epoch=1, isr=[1, 2, 3], version=1)
+    assert log.kinds() == []
+
+
+def test_epoch_not_increasing():
+    log = cluster().c("leader-change", leader=2, epoch=0, isr=[1, 2, 3], version=1)
+    assert log.kinds() == ["epoch-not-increasing"]
+    # a leaderless partition's epoch counts too
+    log = cluster().c("leader-change", leader=None, epoch=1, isr=[1], version=1)
+    log.c("leader-change", leader=1, epoch=2, isr=[1], version=2)
+    assert log.kinds() == []
+
+
+# --- truncation ----------------------------------------------------------------------------------------
+
+def test_truncate_below_hw_and_what_promises_it():
+    log = cluster().b("n2", "hw-change", old=0, new=0, leo=6).b("n1", "hw-change", old=0, new=5, leo=6)
+    log.b("n2", "hw-change", old=0, new=5, leo=6).b("n2", "truncate", to=4, why="leader-epoch")
+    (v,) = run(0, log.rows)
+    assert (v.kind, v.node) == ("truncate-below-hw", "n2") and "below its HW 5" in v.detail
+    assert "truncate-below-hw" not in promised(RuleSettings(truncation="hw"))
+    assert "truncate-below-hw" not in promised(RuleSettings(fetch_fencing=False))
+    assert "truncate-below-hw" not in promised(RuleSettings(flush="never", power_loss=True))
+    # to the HW itself (HW truncation), and a recovery cut at start-up, are not below it
+    log = cluster().b("n1", "hw-change", old=0, new=5, leo=6).b("n2", "hw-change", old=0, new=5, leo=6)
+    log.b("n2", "truncate", to=5, why="hw").b("n2", "truncate", to=3, why="recovery")
+    assert log.kinds() == []
+
+
+# --- consumers ---------------------------------------------------------------------------------------------
+
+def test_read_uncommitted_by_the_polls_own_hw_and_by_the_leaders():
+    log = cluster().b("n1", "hw-change", old=0, new=5, leo=8)
+    assert log.read(4, hw=5).kinds() == []
+    assert cluster().b("n1", "hw-change", old=0, new=5, leo=8).read(5, hw=5).kinds() == ["read-uncommitted"]
+    log = cluster().b("n1", "hw-change", old=0, new=5, leo=8).read(6, hw=None)
+    (v,) = run(0, log.rows)
+    assert v.kind == "read-uncommitted" and "no leader had an HW above 5" in v.detail
+    assert log.kinds(RuleSettings(same_clock=False)) == []
+
+
+def test_rules_keep_partitions_apart():
+    rules = PartitionRules(3)
+    assert rules.feed({"ts": 1, "node": "n1", "src": "broker", "event": "hw-change", "partition": 3,
+                       "old": 0, "new": 9, "leo": 1})[0].partition == 3
+
+
+@pytest.mark.parametrize("rule", sorted(RULES))
+def test_each_rule_has_a_known_answer_here(rule):
+    """Every rule is broken by one of the logs above (the tests name them); this keeps the list honest."""
+    import inspect
+    import sys
+
+    source = inspect.getsource(sys.modules[__name__])
+    assert f'"{rule}"' in source.split("def test_each_rule_has_a_known_answer_here")[0]
