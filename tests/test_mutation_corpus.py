@@ -1,0 +1,103 @@
+"""The mutation benchmark's corpus (benchmarks/mutants/): every mutant applies to this checkout (its
+snippet exactly once) and leaves a file that compiles; applying one touches only the copy it is given."""
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _load_benchmark():
+    spec = importlib.util.spec_from_file_location("mutation_benchmark", ROOT / "benchmarks" / "mutation.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module      # dataclasses look their module up while the class is built
+    spec.loader.exec_module(module)
+    return module
+
+
+mb = _load_benchmark()
+CORPUS = mb.load_corpus()
+
+
+def _digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_corpus_covers_every_area_and_promise():
+    assert len(CORPUS) >= 24
+    assert {m.area for m in CORPUS} == set(mb.AREAS)
+    assert {m.rule for m in CORPUS} == set(mb.RULES)
+    assert all(m.why.strip() and "\n" not in m.why for m in CORPUS)
+    assert all(1 <= max(m.find.count("\n"), m.replace.count("\n")) + 1 <= 5 for m in CORPUS)
+
+
+@pytest.mark.parametrize("mutant", CORPUS, ids=[m.name for m in CORPUS])
+def test_mutant_applies_once_and_compiles(mutant, tmp_path):
+    src = ROOT / mutant.file
+    assert src.read_text().count(mutant.find) == 1, f"{mutant.name}: snippet not exactly once in {mutant.file}"
+    copy = tmp_path / mutant.file
+    copy.parent.mkdir(parents=True)
+    shutil.copy2(src, copy)
+    before = _digest(src)
+    path = mb.apply_mutant(mutant, tmp_path)
+    assert path == copy.resolve() or path == copy
+    text = copy.read_text()
+    assert mutant.replace in text and text != src.read_text()
+    mb.compile_file(copy)
+    assert _digest(src) == before                  # the working tree is untouched
+
+
+def test_applying_touches_only_the_copy(tmp_path):
+    files = sorted({m.file for m in CORPUS})
+    before = {f: _digest(ROOT / f) for f in files}
+    for f in files:
+        (tmp_path / f).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / f, tmp_path / f)
+    copies = {f: _digest(tmp_path / f) for f in files}
+    mutant = CORPUS[0]
+    mb.apply_mutant(mutant, tmp_path)
+    assert {f: _digest(ROOT / f) for f in files} == before
+    changed = [f for f in files if _digest(tmp_path / f) != copies[f]]
+    assert changed == [mutant.file]
+    with pytest.raises(mb.MutantError, match="working tree"):
+        mb.apply_mutant(mutant, ROOT)
+    with pytest.raises(mb.MutantError, match="working tree"):
+        mb.apply_mutant(mutant, ROOT / "broker")
+    assert {f: _digest(ROOT / f) for f in files} == before
+
+
+def test_snippet_must_occur_exactly_once(tmp_path):
+    (tmp_path / "m.py").write_text("x = 1\nx = 1\ny = 2\n")
+    twice = mb.Mutant("twice", "m.py", "x = 1", "x = 2", "server", "fencing", "w")
+    never = mb.Mutant("never", "m.py", "z = 3", "z = 4", "server", "fencing", "w")
+    for m in (twice, never):
+        with pytest.raises(mb.MutantError, match="exactly once"):
+            mb.apply_mutant(m, tmp_path)
+    assert (tmp_path / "m.py").read_text() == "x = 1\nx = 1\ny = 2\n"
+
+
+def test_corpus_file_forms_and_validation(tmp_path):
+    (tmp_path / "two.toml").write_text(
+        '[[mutant]]\nname = "a-1"\narea = "storage"\nrule = "recovery-cut"\nwhy = "w"\nfile = "broker/x.py"\n'
+        'find = "a"\nreplace = "b"\n\n'
+        '[[mutant]]\nname = "a-2"\narea = "controller"\nrule = "epoch-bump"\nwhy = "w"\nfile = "broker/y.py"\n'
+        "find = '''\n    p = 1'''\nreplace = '''\n    p = 2'''\n")
+    loaded = mb.load_corpus(tmp_path)
+    assert [m.name for m in loaded] == ["a-2", "a-1"]          # in area order
+    assert loaded[0].find == "    p = 1" and loaded[0].module == "broker.y"
+    (tmp_path / "bad.toml").write_text('name = "b"\narea = "gui"\nrule = "fencing"\nwhy = "w"\n'
+                                       'file = "broker/x.py"\nfind = "a"\nreplace = "b"\n')
+    with pytest.raises(mb.MutantError, match="area"):
+        mb.load_corpus(tmp_path)
+
+
+def test_runs_see_the_copy_first(tmp_path):
+    env = mb.child_env(tmp_path)
+    assert env["PYTHONPATH"].split(":")[0] == str(tmp_path)
+    assert "PYTHONSAFEPATH" not in env
