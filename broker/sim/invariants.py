@@ -1,24 +1,21 @@
-"""The invariants the explorer checks on a simulated World (issue 19), and which settings promise them.
+"""What the explorer checks on a simulated World, and which settings promise it.
 
-Owned by helper "explorer". Each invariant is a function of a `broker.sim.world.World` returning None
-when it holds, else a one-line description of the violation. They read the World's attributes only
-(`nodes[name].up / .replica / .log`, `controller`, `acked`) and never change the simulated state;
-the two that compare the present with the past ("one-leader-per-epoch" across time and
-"leader-hw-monotonic") keep what they saw in a small memo stored on the World object itself
-(attribute `_invariant_memo`), so a fresh World starts with a fresh memory.
+Two sources, one vocabulary of findings (the name of the rule or invariant broken):
+- the protocol rules of broker/rules (the same rule code the checker runs on a real run's event logs),
+  fed by the world's observer (broker/sim/observe.py) as a broker's and the controller's logs would be:
+  watermarks (hw-above-leo, leader-hw-decrease, follower-hw-ahead), acknowledgements (ack-above-hw,
+  ack-below-min-isr, acked-not-durable), elections and epochs (epoch-two-leaders, leader-not-elected,
+  election-outside-isr, epoch-not-increasing), truncation (truncate-below-hw), reads (read-uncommitted).
+  The observer reports only the rules the settings promise; each is checked after every event.
+- the state invariants, which read the whole simulated state where no single log can:
+  "committed-prefix-agreement" (for any two live replicas, the records below both HWs are the same;
+  after every event) and "no-acked-loss" (after `World.settle()`: every acknowledged write is in the
+  committed log, below the leader's HW at its offset with its value).
 
-- "one-leader-per-epoch": no two live replicas lead the same epoch, and an epoch once led by a node is
-  never led by another one later (a leader that crashed and its successor of the same epoch).
-- "hw-within-leo": every live replica's HW lies in [log start, LEO].
-- "leader-hw-monotonic": a leader's HW never goes backwards while it leads the same epoch.
-- "committed-prefix-agreement": for any two live replicas, the records below both HWs are the same.
-- "no-acked-loss": checked after `World.settle()` only: every acknowledged write is in the committed
-  log (below the leader's HW, at its offset, with its value).
-
-`promises(settings, actions)` names the invariants a configuration promises; a violation of any other
-one is the expected finding of an unsafe configuration. `promises_no_loss(settings)` is the rule for
-"no-acked-loss": leader-epoch truncation, acks=-1, min ISR >= 2, no unclean election, fetch fencing
-on, the KAFKA-7128 rule on, and, for power loss, flush "always" or eligible leader replicas.
+`promises(settings, actions)` names what a configuration promises for a schedule; a violation of
+anything else is the expected finding of an unsafe configuration. `promises_no_loss(settings)` is the
+rule for "no-acked-loss": leader-epoch truncation, acks=-1, min ISR >= 2, no unclean election, fetch
+fencing on, the KAFKA-7128 rule on, and, for power loss, flush "always" or eligible leader replicas.
 
 Eligible leader replicas (KIP-966) with flush "never" keep a committed write through the unclean
 shutdown of fewer than min.insync.replicas of the replicas holding it, not through more: when the
@@ -29,24 +26,18 @@ given schedule the promise is kept only while it has fewer power losses than min
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Callable
 
-# The invariants checked after every event (cheap: they run some 50 times per schedule).
-EVENT_INVARIANTS = ("one-leader-per-epoch", "hw-within-leo", "leader-hw-monotonic", "committed-prefix-agreement")
-# Checked once per schedule, after settle().
+from broker.rules import RULES
+from broker.rules import promised as rules_promised
+from broker.sim.observe import rule_settings
+
+# The state invariants checked after every event (cheap: they run some 50 times per schedule), after
+# the protocol rules; and the one checked once per schedule, after settle().
+STATE_INVARIANTS = ("committed-prefix-agreement",)
+EVENT_INVARIANTS = RULES + STATE_INVARIANTS
 SETTLED_INVARIANTS = ("no-acked-loss",)
-# The invariants any configuration promises: the replication core's own bookkeeping.
-ALWAYS_PROMISED = ("one-leader-per-epoch", "hw-within-leo", "leader-hw-monotonic")
-
-_MEMO = "_invariant_memo"
-
-
-def _memo(world: Any) -> dict:
-    memo = getattr(world, _MEMO, None)
-    if memo is None:
-        memo = {"epoch_leader": {}, "leader_hw": {}}
-        setattr(world, _MEMO, memo)
-    return memo
 
 
 def _live(world: Any):
@@ -58,53 +49,13 @@ def _live(world: Any):
     return out
 
 
-def one_leader_per_epoch(world: Any) -> str | None:
-    seen: dict[int, str] = {}
-    history = _memo(world)["epoch_leader"]
-    for name, r in _live(world):
-        if r.role != "leader":
-            continue
-        epoch = r.leader_epoch
-        other = seen.get(epoch)
-        if other is not None:
-            return f"{other} and {name} both lead epoch {epoch}"
-        seen[epoch] = name
-        before = history.get(epoch)
-        if before is None:
-            history[epoch] = name
-        elif before != name:
-            return f"{name} leads epoch {epoch}, which {before} led before"
-    return None
-
-
-def hw_within_leo(world: Any) -> str | None:
-    for name, r in _live(world):
-        hw, leo = r.hw, r.leo
-        if hw > leo:
-            return f"{name}: HW {hw} is past its LEO {leo}"
-        start = r.log.log_start()
-        if hw < start:
-            return f"{name}: HW {hw} is below its log start {start}"
-    return None
-
-
-def leader_hw_monotonic(world: Any) -> str | None:
-    """Uses `World.leader_hw_seen` (the highest HW each (node, epoch) had, noted by the world after every
-    event, so events between two checks count too) when the world keeps it, else the memo."""
-    seen = getattr(world, "leader_hw_seen", None)
-    if not isinstance(seen, dict):
-        seen = _memo(world)["leader_hw"]
-    for name, r in _live(world):
-        if r.role != "leader":
-            continue
-        key = (name, r.leader_epoch)
-        hw = r.hw
-        before = seen.get(key)
-        if before is not None and hw < before:
-            return f"{name}: leader HW went back from {before} to {hw} in epoch {r.leader_epoch}"
-        if before is None or hw > before:
-            seen[key] = hw
-    return None
+def protocol_rules(world: Any) -> tuple[str, str] | None:
+    """The first promised protocol rule the world's events broke (broker/sim/observe.py), as (rule, text)."""
+    pending = world.observer.pending
+    if not pending:
+        return None
+    v = pending[0]
+    return v.kind, v.detail
 
 
 def _records(log: Any, end: int) -> list:
@@ -199,9 +150,6 @@ def no_acked_loss(world: Any) -> str | None:
 
 
 INVARIANTS: dict[str, Callable[[Any], str | None]] = {
-    "one-leader-per-epoch": one_leader_per_epoch,
-    "hw-within-leo": hw_within_leo,
-    "leader-hw-monotonic": leader_hw_monotonic,
     "committed-prefix-agreement": committed_prefix_agreement,
     "no-acked-loss": no_acked_loss,
 }
@@ -243,9 +191,11 @@ def power_losses_within_promise(settings: Any, actions: Any = None) -> bool:
 
 
 def promises(settings: Any, actions: Any = None) -> frozenset[str]:
-    """The invariants `settings` promises (for the schedule `actions`, when given: see
+    """The rules and invariants `settings` promises (for the schedule `actions`, when given: see
     `power_losses_within_promise`); a violation of another one is an expected finding."""
-    out = set(ALWAYS_PROMISED)
+    power = settings.flush != "always" and (actions is None
+                                           or any(getattr(a, "kind", None) == "power-loss" for a in actions))
+    out = set(rules_promised(replace(rule_settings(settings), power_loss=power)))
     within = power_losses_within_promise(settings, actions)
     if promises_agreement(settings, actions) and within:
         out.add("committed-prefix-agreement")
@@ -255,8 +205,11 @@ def promises(settings: Any, actions: Any = None) -> frozenset[str]:
 
 
 def check_event(world: Any) -> tuple[str, str] | None:
-    """The first violated per-event invariant as (name, text), or None."""
-    for name in EVENT_INVARIANTS:
+    """The first broken promised rule, else the first violated state invariant, as (name, text), or None."""
+    hit = protocol_rules(world)
+    if hit is not None:
+        return hit
+    for name in STATE_INVARIANTS:
         text = INVARIANTS[name](world)
         if text is not None:
             return name, text
@@ -264,7 +217,8 @@ def check_event(world: Any) -> tuple[str, str] | None:
 
 
 def check_settled(world: Any) -> tuple[str, str] | None:
-    """After settle(): the per-event invariants, then no-acked-loss."""
+    """After settle(): the rules decided at the end, the per-event checks, then no-acked-loss."""
+    world.observer.finish()
     hit = check_event(world)
     if hit is not None:
         return hit

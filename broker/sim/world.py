@@ -37,6 +37,7 @@ from broker.replication.messages import (
 from broker.replication.replica import LEADER, FOLLOWER, PartitionReplica
 from broker.sim import actions as A
 from broker.sim.actions import Action, CONTROLLER
+from broker.sim.observe import RuleObserver
 
 TOPIC, PARTITION = "t", 0
 LINK_SEND_CAP = 2        # a follower sends a request only while fewer requests and answers are on the way
@@ -243,6 +244,8 @@ class World:
         self.history: list[Action] = []
         self.leader_hw_seen: dict[tuple[str, int], int] = {}
         self.events: list[dict] = []                  # the controller's events, in order
+        self.observer = RuleObserver(s, PARTITION)     # the protocol rules (broker/rules), fed as a broker logs
+        self._events_seen = 0
         self.next_value = 1
         self._next_msg = 1
         self.meta_waiting: dict[str, int] = {name: 0 for name in self.nodes}   # metadata pushes per node
@@ -480,6 +483,9 @@ class World:
         acks = self.settings.acks
         acks_text = "all" if acks == -1 else str(acks)
         res = r.produce([value.encode()], acks=acks, now_ms=self.now_ms)
+        if res.error is None and res.complete and acks != 0:
+            self.observer.ack(n.name, res.base_offset, res.last_offset, res.epoch, acks, res.hw, res.isr,
+                              self.settings.min_insync_replicas)
         if res.error is not None and res.base_offset < 0:
             self.outcomes.append((value, f"failed: {res.error}"))
             return f"{n.name} appends {value} (acks={acks_text}): refused, {res.error}"
@@ -573,6 +579,7 @@ class World:
         n.inc += 1
         n.broker_epoch, n.meta_version = None, -1
         n.replica = self._new_replica(n)
+        self.observer.restart(n.name, n.replica.leo, n.replica.hw)
         self._send("register", n.name, CONTROLLER, None, n.inc)
         return (f"{n.name} restarts (LEO {n.log.leo()}, HW checkpoint {n.hw_checkpoint}) "
                 f"and asks the controller to register it")
@@ -786,6 +793,12 @@ class World:
                 return f"; leader {_name(e['leader'])}, epoch {e['epoch']}, ISR {_names(e['isr'])}"
         return ""
 
+    def _observe_controller(self) -> None:
+        """Hand the controller's events logged since the last call to the rules."""
+        if self._events_seen < len(self.events):
+            self.observer.controller_events(self.events[self._events_seen:])
+            self._events_seen = len(self.events)
+
     def _after_event(self) -> None:
         """What the shells do after every step: send ISR proposals made while handling a fetch, write
         epoch checkpoints (before acknowledging), flush (flush "always"), re-check parked acks=all
@@ -793,6 +806,7 @@ class World:
         always = self.settings.flush == "always"
         auto_hw = self.settings.auto_checkpoint_hw
         seen = self.leader_hw_seen
+        self._observe_controller()
         for n in self.nodes.values():
             r = n.replica
             if not n.up or r is None:
@@ -800,7 +814,7 @@ class World:
             leo = n.log.leo()
             if always or n.flushed > leo:
                 n.flushed = leo
-            r.drain_events()
+            self.observer.replica_events(n.name, r.drain_events())
             entries = r.epoch_checkpoint_due()
             if entries is not None:
                 n.epoch_checkpoint = entries
@@ -819,6 +833,7 @@ class World:
                 n = self.nodes[p.node]
                 st = n.replica.produce_status(p.offset, p.epoch)
                 if st.state == "complete":
+                    self.observer.ack(p.node, p.offset, p.offset, p.epoch, -1, st.hw, st.isr, self.settings.min_insync_replicas)
                     self.parked.remove(p)
                     self.acked.append(Ack(p.value, p.offset, p.epoch, p.node))
                     self.outcomes.append((p.value, "acked"))

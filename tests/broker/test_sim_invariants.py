@@ -19,7 +19,10 @@ from broker.controller.state import ControllerState
 from broker.records import MemoryLog, Record
 from broker.replication.config import ReplicationConfig
 from broker.replication.replica import PartitionReplica
+from broker.rules import RULES
 from broker.sim import invariants as inv
+from broker.sim.observe import RuleObserver
+from broker.sim.world import SimSettings
 
 
 @dataclass
@@ -34,6 +37,7 @@ class FakeWorld:
     nodes: dict
     controller: ControllerState
     acked: list = field(default_factory=list)
+    observer: RuleObserver = field(default_factory=lambda: RuleObserver(SimSettings()))
 
 
 def controller(n: int = 3) -> ControllerState:
@@ -83,61 +87,9 @@ def test_a_healthy_state_passes_every_invariant():
     assert inv.check_event(w) is None and inv.check_settled(w) is None
 
 
-def test_the_registry_names_the_five_invariants():
-    assert list(inv.INVARIANTS) == ["one-leader-per-epoch", "hw-within-leo", "leader-hw-monotonic",
-                                    "committed-prefix-agreement", "no-acked-loss"]
-
-
-def test_one_leader_per_epoch_fails_with_two_leaders_of_one_epoch():
-    w = healthy()
-    n2 = w.nodes["n2"].replica
-    n2.become_leader(0, [2], [1, 2, 3], 1, now_ms=0)     # stale follower of epoch 0 told it leads epoch 0
-    assert inv.one_leader_per_epoch(w) == "n1 and n2 both lead epoch 0"
-
-
-def test_one_leader_per_epoch_remembers_an_epoch_led_by_a_node_now_down():
-    w = healthy()
-    assert inv.one_leader_per_epoch(w) is None           # sees n1 lead epoch 0
-    w.nodes["n1"].up, w.nodes["n1"].replica = False, None
-    assert inv.one_leader_per_epoch(w) is None           # no leader at all: fine
-    w.nodes["n3"].replica.become_leader(0, [3], [1, 2, 3], 1, now_ms=0)
-    assert inv.one_leader_per_epoch(w) == "n3 leads epoch 0, which n1 led before"
-    fresh = healthy()
-    fresh.nodes["n1"].up, fresh.nodes["n1"].replica = False, None
-    fresh.nodes["n3"].replica.become_leader(1, [3], [1, 2, 3], 1, now_ms=0)
-    assert inv.one_leader_per_epoch(fresh) is None       # a new epoch: fine
-
-
-def test_hw_within_leo_fails_when_a_hw_passes_the_log_end():
-    w = healthy()
-    w.nodes["n3"].log.truncate_to(1)                      # the log lost its tail behind the replica's back
-    assert inv.hw_within_leo(w) == "n3: HW 3 is past its LEO 1"
-    w2 = healthy()
-    w2.nodes["n2"].replica._hw = -1
-    assert inv.hw_within_leo(w2) == "n2: HW -1 is below its log start 0"
-
-
-def test_hw_within_leo_ignores_a_down_node():
-    w = healthy()
-    w.nodes["n3"].log.truncate_to(1)
-    w.nodes["n3"].up = False
-    assert inv.hw_within_leo(w) is None
-
-
-def test_leader_hw_monotonic_fails_when_the_leader_hw_goes_back_within_its_epoch():
-    w = healthy()
-    assert inv.leader_hw_monotonic(w) is None            # sees HW 3 for (n1, epoch 0)
-    w.nodes["n1"].replica._hw = 1
-    assert inv.leader_hw_monotonic(w) == "n1: leader HW went back from 3 to 1 in epoch 0"
-
-
-def test_leader_hw_monotonic_allows_a_lower_hw_in_a_new_epoch():
-    w = healthy()
-    assert inv.leader_hw_monotonic(w) is None
-    n1 = w.nodes["n1"].replica
-    n1.become_leader(1, [1], [1, 2, 3], 1, now_ms=0)
-    n1._hw = 1                                            # a new epoch starts its own history
-    assert inv.leader_hw_monotonic(w) is None
+def test_the_registry_names_the_state_invariants_and_the_protocol_rules():
+    assert list(inv.INVARIANTS) == ["committed-prefix-agreement", "no-acked-loss"]
+    assert inv.EVENT_INVARIANTS == RULES + ("committed-prefix-agreement",)
 
 
 def test_committed_prefix_agreement_fails_on_a_divergent_record_below_both_hws():
@@ -222,10 +174,9 @@ def test_promises_no_loss(change, promised):
 
 def test_promises_agreement_does_not_depend_on_acks_or_min_isr():
     s = SimpleNamespace(**{**SAFE, "acks": 1, "min_insync_replicas": 1})
-    assert inv.promises(s) == {"one-leader-per-epoch", "hw-within-leo", "leader-hw-monotonic",
-                               "committed-prefix-agreement"}
-    assert inv.promises(SimpleNamespace(**{**SAFE, "truncation": "hw"})) == {
-        "one-leader-per-epoch", "hw-within-leo", "leader-hw-monotonic"}
+    assert inv.promises(s) == set(RULES) | {"committed-prefix-agreement"}
+    # pre-0.11 truncation: every rule but truncate-below-hw, no agreement, no loss promise
+    assert inv.promises(SimpleNamespace(**{**SAFE, "truncation": "hw"})) == set(RULES) - {"truncate-below-hw"}
 
 
 def test_eligible_leader_replicas_promise_covers_fewer_power_losses_than_min_isr():

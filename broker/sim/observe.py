@@ -1,0 +1,73 @@
+"""The simulator's adapter of the protocol rules (broker/rules): the world's events as rule rows.
+
+A `World` hands its observer what a broker's and the controller's logs would say: each replica's
+state-machine events as its shell drains them, the controller's events, an `ack` row for each
+acknowledged produce (with the HW and ISR the state machine decided it on, as the broker logs it), and a
+`start` plus `recovered` row for each restart. Rows are stamped with an event counter, so the rules that
+compare processes by time see the simulation's exact order. The explorer reads `pending` after every
+event (broker/sim/invariants.py): the first violation of a rule the settings promise is its finding.
+"""
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from broker.rules import PartitionRules, RuleSettings, Violation, promised
+
+CONTROLLER_NODE = "c0"
+
+
+def rule_settings(settings: Any) -> RuleSettings:
+    """The rule settings of simulator settings (broker/sim/world.SimSettings). A simulation may cut power
+    whenever flush is not "always", so durability is promised only then (per schedule the explorer
+    decides with `invariants.promises`)."""
+    return RuleSettings(truncation=settings.truncation, acks=settings.acks,
+                        min_insync_replicas=settings.min_insync_replicas,
+                        unclean_leader_election=settings.unclean_leader_election,
+                        fetch_fencing=settings.fetch_fencing,
+                        eligible_leader_replicas=settings.eligible_leader_replicas,
+                        flush=settings.flush, power_loss=settings.flush != "always", storage_faults=False,
+                        same_clock=True)
+
+
+class RuleObserver:
+    """Feeds one partition's rules; `pending` holds the violations of promised rules found so far."""
+
+    def __init__(self, settings: Any, partition: int = 0):
+        rs = rule_settings(settings)
+        self.partition = partition
+        self.rules = PartitionRules(partition, rs)
+        self.promised = promised(rs)
+        self.pending: list[Violation] = []
+        self._ts = 0
+        self._finished = False
+
+    def _row(self, src: str, node: str, event: str, fields: dict) -> None:
+        self._ts += 1
+        row = dict(fields)
+        row.update(ts=self._ts, node=node, src=src, seq=self._ts, event=event, partition=self.partition)
+        for v in self.rules.feed(row):
+            if v.kind in self.promised:
+                self.pending.append(v)
+
+    def replica_events(self, node: str, events: Iterable[Any]) -> None:
+        for ev in events:
+            self._row("broker", node, ev.name, ev.fields())
+
+    def controller_events(self, events: Iterable[dict]) -> None:
+        for e in events:
+            self._row("controller", CONTROLLER_NODE, e["event"], {k: v for k, v in e.items() if k != "event"})
+
+    def ack(self, node: str, base: int, last: int, epoch: int, acks: int, hw: int, isr: Iterable[int],
+            min_isr: int) -> None:
+        self._row("broker", node, "ack", {"base": base, "last": last, "epoch": epoch, "acks": acks, "hw": hw,
+                                          "isr": list(isr), "min_isr": min_isr})
+
+    def restart(self, node: str, leo: int, hw: int) -> None:
+        self._row("broker", node, "start", {})
+        self._row("broker", node, "recovered", {"leo": leo, "hw": hw})
+
+    def finish(self) -> None:
+        """The rules decided at the end (leader-not-elected): after the schedule settles; once."""
+        if not self._finished:
+            self._finished = True
+            self.pending += [v for v in self.rules.finish() if v.kind in self.promised]
