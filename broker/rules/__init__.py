@@ -21,7 +21,8 @@ A row is a dict: `ts` (nanoseconds; the simulator counts its events instead), `n
 (`start`) go to every partition's rules. The rules and what each reads: `SUMMARIES` here, and
 docs/architecture.md, "Protocol rules".
 """
-from broker.rules.catalogue import (CLOCK_RULES, RULES, SUMMARIES, PartitionRules, RuleSettings, Violation,
-                                    promised, run)
+from broker.rules.catalogue import (CLOCK_RULES, EVENTS_READ, RULES, SUMMARIES, PartitionRules, RuleSettings,
+                                    Violation, promised, run)
 
-__all__ = ["CLOCK_RULES", "RULES", "SUMMARIES", "PartitionRules", "RuleSettings", "Violation", "promised", "run"]
+__all__ = ["CLOCK_RULES", "EVENTS_READ", "RULES", "SUMMARIES", "PartitionRules", "RuleSettings", "Violation",
+           "promised", "run"]
