@@ -17,6 +17,7 @@ same in both engines):
   nonmonotonic-send                  the later acknowledgement (`later.time`)
   poll-skip, nonmonotonic-poll       the poll (`time`)
   hw-regression(-cross-epoch)        the regressed observation (`time`)
+  realtime-order                     the later send's acknowledgement (B's completion: `time`)
   duplicate, divergence              none (facts about the final log and the replica dumps): `untimed`
 """
 from __future__ import annotations

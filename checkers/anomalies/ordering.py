@@ -1,7 +1,14 @@
-"""Order anomalies of one client: nonmonotonic-send, poll-skip, nonmonotonic-poll.
+"""Order anomalies: nonmonotonic-send, poll-skip, nonmonotonic-poll (one client), realtime-order (all).
 
 nonmonotonic-send: for one producer process and partition, consecutive acknowledged sends (in history
 order) where the later one's offset is below the earlier one's.
+
+realtime-order: acknowledged sends A and B of one partition (any processes) where A completed before B
+was invoked (A's completion index < B's invoke index; overlapping sends are never compared) and A's
+offset is at or above B's. One finding per B; its `previous` is such an A with the highest offset (then
+the highest index). As in watermarks.py, each ack is an event twice, as a completion at its index and as
+a query at its invoke index, and a running max over the partition's events in index order gives each
+query the highest offset acknowledged before it.
 
 poll-skip / nonmonotonic-poll: for one consumer process and partition, the records its polls returned,
 in history order (then position in the poll), with its `assign`s interleaved. Each record is compared
@@ -29,7 +36,7 @@ from checkers import explain
 from checkers.anomalies.lookup import ExampleDetails
 from checkers.anomalies.tables import Tables, finding, is_client, rows
 
-KINDS = (kinds.NONMONOTONIC_SEND, kinds.POLL_SKIP, kinds.NONMONOTONIC_POLL)
+KINDS = (kinds.NONMONOTONIC_SEND, kinds.POLL_SKIP, kinds.NONMONOTONIC_POLL, kinds.REALTIME_ORDER)
 
 
 def nonmonotonic_send(t: Tables) -> DataFrame:
@@ -39,6 +46,35 @@ def nonmonotonic_send(t: Tables) -> DataFrame:
     out = acked.select("*", F.lag("index").over(w).alias("p_index"), F.lag("offset").over(w).alias("p_offset"))
     bad = out.filter(F.col("offset") < F.col("p_offset"))
     return finding(bad, "nonmonotonic-send", ["process", "index", "p_index"], order_key=F.col("index"),
+                   time=F.col("time"))
+
+
+RT_COLS = ["offset", "value", "epoch", "index", "time", "process", "invoke_index", "invoke_time"]
+
+
+def realtime_order(t: Tables) -> DataFrame:
+    """Acks at or below an offset acknowledged before they were invoked; everything the example shows
+    (the earlier ack too) travels with the finding."""
+    L = F.lit
+    acks = (t.ops.filter((F.col("f") == "send") & (F.col("type") == "ok"))
+            .select("partition", *RT_COLS))
+    # struct order is comparison order: the highest offset, then the highest index
+    mark = F.struct(*[F.col(c) for c in ("offset", "index", "time", "process", "value", "epoch")])
+    me = F.struct(*[F.col(c) for c in RT_COLS])
+    mark_type = acks.select(mark.alias("m")).schema["m"].dataType
+    me_type = acks.select(me.alias("m")).schema["m"].dataType
+    completions = acks.select("partition", F.col("index").alias("key"), mark.alias("mark"),
+                              L(None).cast(me_type).alias("me"))
+    # an ack without its invoke (--lenient) has no invoke index: it is only ever the earlier one
+    queries = acks.filter(F.col("invoke_index").isNotNull()).select(
+        "partition", F.col("invoke_index").alias("key"), L(None).cast(mark_type).alias("mark"), me.alias("me"))
+    w = Window.partitionBy("partition").orderBy("key").rowsBetween(Window.unboundedPreceding, -1)
+    ev = completions.unionByName(queries)
+    ev = ev.select("partition", "me", F.max("mark").over(w).alias("prev"))
+    bad = (ev.filter(F.col("me").isNotNull() & (F.col("prev.offset") >= F.col("me.offset")))
+           .select("partition", "me.*", "prev"))
+    prev = F.struct(*[F.col("prev." + c).alias(c) for c in ("index", "time", "process", "value", "offset", "epoch")])
+    return finding(bad, "realtime-order", [*RT_COLS, prev.alias("prev")], order_key=F.col("index"),
                    time=F.col("time"))
 
 
@@ -106,7 +142,8 @@ def poll_order(t: Tables, keep: list[DataFrame]) -> DataFrame:
 
 def examples(top: dict[str, list[dict]], d: ExampleDetails) -> dict[str, list[dict]]:
     """The examples of this family's kinds; a nonmonotonic-send's two acks are history lines looked up by
-    index (engine.look_up_details), a poll-skip's skipped offsets are read in the final log."""
+    index (engine.look_up_details), a poll-skip's skipped offsets are read in the final log, and a
+    realtime-order's two acks came with the finding."""
     ex: dict[str, list[dict]] = {}
     ex["nonmonotonic-send"] = []
     for r in top["nonmonotonic-send"]:
@@ -125,4 +162,6 @@ def examples(top: dict[str, list[dict]], d: ExampleDetails) -> dict[str, list[di
                 e["gap"] = r["gap"]
                 e["skipped"] = explain.skipped(r["offset"], r["gap"], d.skip_at.get(r["partition"], {}))
             ex[kind].append(e)
+    ex["realtime-order"] = [{"partition": r["partition"], **{c: r[c] for c in RT_COLS}, "previous": dict(r["prev"])}
+                            for r in top["realtime-order"]]
     return ex

@@ -71,7 +71,8 @@ def tricky_clean(b: RunBuilder, p: int) -> dict:
 
 
 def lost_write(b: RunBuilder, p: int) -> dict:
-    """v2 acked at 1 in epoch 1, truncated by a leader change, offset 1 rewritten with v3 (acked)."""
+    """v2 acked at 1 in epoch 1, truncated by a leader change, offset 1 rewritten with v3 (acked): v3,
+    invoked after v2's ack, got v2's offset (realtime-order)."""
     P = 100 * p
     b.send(P + 1, p, 1, offset=0)
     s2 = b.send(P + 1, p, 2, offset=1)
@@ -80,7 +81,7 @@ def lost_write(b: RunBuilder, p: int) -> dict:
             replicas={"n1": _rep([(1, 1), (3, 2)]), "n2": _rep([(1, 1), (3, 2)]), "n3": _rep([(1, 1), (3, 2)])})
     fr = b.ops[-2]["index"]  # the final-read completion
     at1 = {"value": 3, "epoch": 2, "crc_ok": True}
-    return {"counts": {"lost-write": 1, "inconsistent-offset": 1},
+    return {"counts": {"lost-write": 1, "inconsistent-offset": 1, "realtime-order": 1},
             # acknowledged sequence v1@0, v2@1 (lost), v3@1: ties at an offset go by history index
             "loss_shape": {"middle": {"writes": 1, "runs": 1}}, "examples": {
         "lost-write": [{"partition": p, "value": 2, "offset": 1, "epoch": 1, "index": s2, "time": T(s2),
@@ -90,7 +91,11 @@ def lost_write(b: RunBuilder, p: int) -> dict:
             {"source": "send", "value": 2, "index": s2, "time": T(s2), "process": str(P + 1)},
             {"source": "send", "value": 3, "index": s3, "time": T(s3), "process": str(P + 2)},
             {"source": "final-read", "value": 3, "index": fr, "time": T(fr), "process": str(P + 9)}],
-            "replicas": {n: at1 for n in ("n1", "n2", "n3")}}]}}
+            "replicas": {n: at1 for n in ("n1", "n2", "n3")}}],
+        "realtime-order": [{"partition": p, "offset": 1, "value": 3, "epoch": 2, "index": s3, "time": T(s3),
+                            "process": str(P + 2), "invoke_index": s3 - 1, "invoke_time": T(s3 - 1),
+                            "previous": {"index": s2, "time": T(s2), "process": str(P + 1), "value": 2,
+                                         "offset": 1, "epoch": 1}}]}}
 
 
 def failed_present(b: RunBuilder, p: int) -> dict:
@@ -194,15 +199,50 @@ def duplicate(b: RunBuilder, p: int) -> dict:
 
 
 def nonmonotonic_send(b: RunBuilder, p: int) -> dict:
+    """One producer's second ack is below its first; its sends never overlap, so it is a realtime-order too."""
     P = 100 * p
     a = b.send(P + 1, p, 1, offset=1)
     c = b.send(P + 1, p, 2, offset=0)
     b.send(P + 1, p, 3, offset=2)
     b.final(p, [2, 1, 3], process=P + 9)
-    return {"counts": {"nonmonotonic-send": 1}, "examples": {"nonmonotonic-send": [
+    return {"counts": {"nonmonotonic-send": 1, "realtime-order": 1}, "examples": {"nonmonotonic-send": [
         {"partition": p, "process": str(P + 1), "index": c,
          "earlier": {"index": a, "time": T(a), "value": 1, "offset": 1, "epoch": 1},
-         "later": {"index": c, "time": T(c), "value": 2, "offset": 0, "epoch": 1}}]}}
+         "later": {"index": c, "time": T(c), "value": 2, "offset": 0, "epoch": 1}}],
+        "realtime-order": [{"partition": p, "offset": 0, "value": 2, "epoch": 1, "index": c, "time": T(c),
+                            "process": str(P + 1), "invoke_index": c - 1, "invoke_time": T(c - 1),
+                            "previous": {"index": a, "time": T(a), "process": str(P + 1), "value": 1,
+                                         "offset": 1, "epoch": 1}}]}}
+
+
+def realtime_order(b: RunBuilder, p: int) -> dict:
+    """Two producers, one after the other: 2 is acknowledged at offset 2, then 3 is invoked by another
+    producer and acknowledged at offset 1. The final log holds them in that order, so nothing is lost or
+    misread; only the real-time order is broken. `previous` is the earlier ack with the highest offset
+    (2 at 2, not 1 at 0)."""
+    P = 100 * p
+    b.send(P + 1, p, 1, offset=0)
+    a = b.send(P + 1, p, 2, offset=2)
+    c = b.send(P + 2, p, 3, offset=1, epoch=2)
+    b.send(P + 2, p, 4, offset=3, epoch=2)
+    b.final(p, [1, 3, 2, 4], epoch=2, process=P + 9)
+    return {"counts": {"realtime-order": 1}, "examples": {"realtime-order": [
+        {"partition": p, "offset": 1, "value": 3, "epoch": 2, "index": c, "time": T(c), "process": str(P + 2),
+         "invoke_index": c - 1, "invoke_time": T(c - 1),
+         "previous": {"index": a, "time": T(a), "process": str(P + 1), "value": 2, "offset": 2, "epoch": 1}}]}}
+
+
+def realtime_overlap(b: RunBuilder, p: int) -> dict:
+    """Overlapping sends are never compared: 2 is invoked, 3 is acknowledged at offset 2 meanwhile, then 2
+    at offset 1. Sends that follow each other's acknowledgements get increasing offsets: nothing."""
+    P = 100 * p
+    b.send(P + 1, p, 1, offset=0)
+    b.op(P + 2, "invoke", "send", {"partition": p, "value": 2})                       # 2 invoked ...
+    b.send(P + 3, p, 3, offset=2)                                                     # ... 3 acknowledged ...
+    b.op(P + 2, "ok", "send", {"partition": p, "value": 2, "offset": 1, "epoch": 1})  # ... 2 below it: concurrent
+    b.send(P + 4, p, 4, offset=3)
+    b.final(p, [1, 2, 3, 4], process=P + 9)
+    return {"counts": {}, "examples": {}}
 
 
 def poll_skip(b: RunBuilder, p: int) -> dict:
@@ -295,10 +335,10 @@ def lost_mix(b: RunBuilder, p: int) -> dict:
     for k in range(6, 10):
         b.send(P + 3, p, k + 2, offset=k, epoch=2)     # 8..11 at 6..9
     b.final(p, [91, 2, 92, 93, 5, 7, 8], epoch=2, process=P + 9)
-    return {"counts": {"lost-write": 7, "inconsistent-offset": 4},
+    return {"counts": {"lost-write": 7, "inconsistent-offset": 4, "realtime-order": 1},   # 7 at 5 after 6 at 5
             "loss_shape": {"prefix": {"writes": 1, "runs": 1}, "middle": {"writes": 3, "runs": 2},
                            "suffix": {"writes": 3, "runs": 1}},
-            "examples": {"lost-write": None, "inconsistent-offset": None}}
+            "examples": {"lost-write": None, "inconsistent-offset": None, "realtime-order": None}}
 
 
 def lost_all(b: RunBuilder, p: int) -> dict:
@@ -313,4 +353,5 @@ def lost_all(b: RunBuilder, p: int) -> dict:
 
 SCENARIOS = [clean, tricky_clean, lost_write, failed_present, unrecovered, final_gap, divergence_committed,
              divergence_residual, read_inconsistent, dirty_read, duplicate, nonmonotonic_send, poll_skip,
-             nonmonotonic_poll, hw_regression, lost_prefix, lost_suffix, lost_mix, lost_all]
+             nonmonotonic_poll, hw_regression, lost_prefix, lost_suffix, lost_mix, lost_all, realtime_order,
+             realtime_overlap]

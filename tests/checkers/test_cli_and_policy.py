@@ -33,8 +33,8 @@ def _check(*args):
 
 @pytest.mark.parametrize("scenario,code,head", [
     (sc.clean, 0, "highwater: VALID (exit 0): no anomalies · 1 partition · checked by reference in "),
-    (sc.lost_write, 1, "highwater: INVALID (exit 1): lost-write=1 inconsistent-offset=1 · 1 partition · "
-                       "checked by reference in "),
+    (sc.lost_write, 1, "highwater: INVALID (exit 1): lost-write=1 inconsistent-offset=1 realtime-order=1 · "
+                       "1 partition · checked by reference in "),
     (sc.unrecovered, 2, "highwater: UNKNOWN (exit 2): no anomalies · 1 unknown reason: partition 0: not recovered: "
                         "2 acknowledged sends not checked · 1 partition · checked by reference in ")])
 def test_exit_codes_and_verdict_line(tmp_path, scenario, code, head):
@@ -75,7 +75,7 @@ def test_allow_and_fail_on(tmp_path):
     res = check_run(run, engine="reference", fail_on=["duplicate"])
     assert res["valid"] is False and res["failed_kinds"] == ["duplicate"]
     run2 = _run(tmp_path / "b", sc.lost_write)
-    res = check_run(run2, engine="reference", allow=["lost-write", "inconsistent-offset"])
+    res = check_run(run2, engine="reference", allow=["lost-write", "inconsistent-offset", "realtime-order"])
     assert res["valid"] is True and res["anomalies"]["lost-write"]["count"] == 1
     assert res["anomalies"]["lost-write"]["fails_run"] is False
 
@@ -83,7 +83,8 @@ def test_allow_and_fail_on(tmp_path):
 def test_config_checker_allow_and_idempotence(tmp_path):
     run = _run(tmp_path, sc.duplicate, config={"producer": {"idempotent": True}})
     assert check_run(run, engine="reference")["valid"] is False
-    run = _run(tmp_path / "b", sc.lost_write, config={"checker": {"allow": ["lost-write", "inconsistent-offset"]}})
+    run = _run(tmp_path / "b", sc.lost_write,
+               config={"checker": {"allow": ["lost-write", "inconsistent-offset", "realtime-order"]}})
     assert check_run(run, engine="reference")["valid"] is True
 
 
@@ -94,6 +95,32 @@ def test_failing_kinds_defaults():
     assert "duplicate" in failing_kinds({"idempotent": True})
     with pytest.raises(PolicyError, match="config.checker.allow: unknown anomaly kind 'nope'"):
         failing_kinds({"checker": {"allow": ["nope"]}})
+
+
+@pytest.mark.parametrize("config,fails", [
+    ({}, True),                                             # not recorded: the harness's default, all
+    ({"client": {"acks": "all"}}, True),                    # as the harness writes test.json
+    ({"client": {"acks": 1}}, False), ({"client": {"acks": 0}}, False),
+    ({"client": {"acks": "1"}}, False),
+    ({"producer": {"acks": -1}}, True), ({"producer": {"acks": "-1"}}, True), ({"producer": {"acks": "ALL"}}, True),
+    ({"producer": {"acks": "1"}}, False),
+    ({"client": {"acks": "all"}, "producer": {"acks": 1}}, True),   # the harness's own record wins
+    ({"client": {"acks": 1}, "checker": {"fail_on": ["realtime-order"]}}, True),
+    ({"client": {"acks": "all"}, "checker": {"allow": ["realtime-order"]}}, False)])
+def test_realtime_order_fails_with_acks_all_only(config, fails):
+    assert ("realtime-order" in failing_kinds(config)) == fails
+    assert failing_kinds(config, fail_on=["realtime-order"]).count("realtime-order") == 1
+    assert "realtime-order" not in failing_kinds(config, allow=["realtime-order"])
+
+
+@pytest.mark.parametrize("acks,valid", [("all", False), (-1, False), (1, True), (0, True)])
+def test_realtime_order_verdict_follows_acks(tmp_path, acks, valid):
+    """The same history: with acks=all a send ordered after an acknowledged one at a lower offset fails the
+    run; with acks=0 or 1 it is counted but the run is valid."""
+    res = check_run(_run(tmp_path, sc.realtime_order, config={"client": {"acks": acks}}), engine="reference")
+    assert res["anomalies"]["realtime-order"]["count"] == 1
+    assert res["anomalies"]["realtime-order"]["fails_run"] is (not valid)
+    assert res["valid"] is valid
 
 
 def test_statistics_and_availability(tmp_path):
@@ -122,8 +149,8 @@ def test_highwater_check_with_spark_end_to_end(tmp_path):
     run = _run(tmp_path, sc.clean, sc.lost_write, sc.poll_skip)
     r = _check(run, "--examples", "3")
     assert r.returncode == 1, r.stderr
-    assert r.stdout.startswith("highwater: INVALID (exit 1): lost-write=1 inconsistent-offset=1 poll-skip=2 · "
-                               "3 partitions · checked by spark in "), r.stdout
+    assert r.stdout.startswith("highwater: INVALID (exit 1): lost-write=1 inconsistent-offset=1 poll-skip=2 "
+                               "realtime-order=1 · 3 partitions · checked by spark in "), r.stdout
     doc = json.loads((run / rf.RESULTS_JSON).read_text())
     assert doc["checker"]["engine"] == "spark" and doc["checker"]["master"].startswith("local[2] (shared driver sc://127.0.0.1:")
     assert doc["anomalies"]["lost-write"]["examples"][0]["value"] == 2
