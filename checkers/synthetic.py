@@ -13,7 +13,10 @@ expected counts are returned (and stored in the columnar manifest under "expecte
   failed-write-present  a failed send's value replaces a present info send (+1 aborted-read: the consumer reads it)
   divergence         replica n3 differs below its HW (committed), and k offsets beyond n3's HW (residual)
   duplicate          an acked value also replaces the next (info-present) offset
-  nonmonotonic-send  two consecutive acked sends of one producer land swapped
+  nonmonotonic-send  two consecutive acked sends of one producer land swapped (+1 realtime-order: the
+                     sends never overlap)
+  realtime-order     two consecutive acked sends of different producers (an info send between them: a new
+                     process id) land swapped
   poll-skip / nonmonotonic-poll   the consumer misses one record / reads one twice
   dirty-read         the consumer reads an absent info-send's value (+1 inconsistent-offset)
   hw-regression      a poll reports HW-1 in the same epoch; hw-regression-cross-epoch: HW-2 in epoch 2
@@ -41,7 +44,7 @@ DT = 1000  # ns between history lines
 CONSUMER_BASE = 10**9
 FINAL_BASE = 2 * 10**9
 INJECTED = ("lost-write", "failed-write-present", "divergence", "duplicate", "nonmonotonic-send", "poll-skip",
-            "nonmonotonic-poll", "dirty-read", "hw-regression", "hw-regression-cross-epoch")
+            "nonmonotonic-poll", "dirty-read", "hw-regression", "hw-regression-cross-epoch", "realtime-order")
 
 
 @dataclass
@@ -73,8 +76,7 @@ def _log(outcome: np.ndarray, p: int, P: int) -> tuple[np.ndarray, np.ndarray]:
 
 def _plan(outcome: np.ndarray, P: int, k: int, rng: np.random.Generator) -> tuple[_Plan, dict[str, int]]:
     plan = _Plan()
-    kinds = ["lost-write", "failed-write-present", "divergence", "duplicate", "nonmonotonic-send", "poll-skip",
-             "nonmonotonic-poll", "dirty-read", "hw-regression", "hw-regression-cross-epoch"]
+    kinds = list(INJECTED)
     slots = [(kind, j) for j in range(k) for kind in kinds]
     per_part = -(-len(slots) // P)
     logs = {}
@@ -83,7 +85,8 @@ def _plan(outcome: np.ndarray, P: int, k: int, rng: np.random.Generator) -> tupl
         present = (oc == OK) | (oc == INFO_PRESENT)
         logs[p] = (idx, oc, idx[present], oc[present])
     min_len = min(len(v[2]) for v in logs.values())
-    stride = int(min_len * 0.8) // max(per_part, 1)
+    start = 2 * POLL_CHUNK   # the first two polls' offsets are left alone
+    stride = (int(min_len * 0.8) - start) // max(per_part, 1)
     if k and stride < 2 * POLL_CHUNK + 50:
         raise ValueError(f"too few sends for {k} anomalies of each kind over {P} partitions")
     expected = {kind: 0 for kind in rf.ANOMALY_KINDS}
@@ -99,9 +102,20 @@ def _plan(outcome: np.ndarray, P: int, k: int, rng: np.random.Generator) -> tupl
     for n, (kind, _) in enumerate(slots):
         p, region = n % P, n // P
         idx, oc, lvals, loc = logs[p]
-        lo, hi = max(region * stride, 2 * POLL_CHUNK) + 2, (region + 1) * stride - 2
+        lo, hi = start + region * stride + 2, start + (region + 1) * stride - 2
         o = lo
         def ok_at(x): return loc[x] == OK  # noqa: E301,E704
+
+        def next_producer(x: int) -> int | None:
+            """The log position of the next ack after the ack at x, when only info-present records lie
+            between them and an info send (a new process id) came between the two sends."""
+            q = x + 1
+            while q < hi and loc[q] == INFO_PRESENT:
+                q += 1
+            if q >= hi or not ok_at(q):
+                return None
+            between = oc[(int(lvals[x]) - p) // P + 1:(int(lvals[q]) - p) // P]
+            return q if ((between == INFO_PRESENT) | (between == INFO_ABSENT)).any() else None
         while o < hi:
             if kind in ("lost-write", "divergence", "poll-skip", "nonmonotonic-poll", "dirty-read",
                         "hw-regression", "hw-regression-cross-epoch") and ok_at(o) \
@@ -112,6 +126,8 @@ def _plan(outcome: np.ndarray, P: int, k: int, rng: np.random.Generator) -> tupl
             if kind == "duplicate" and loc[o] == INFO_PRESENT and ok_at(o - 1):
                 break
             if kind == "nonmonotonic-send" and ok_at(o) and ok_at(o + 1) and lvals[o + 1] == lvals[o] + P:
+                break
+            if kind == "realtime-order" and ok_at(o) and next_producer(o) is not None:
                 break
             o += 1
         else:
@@ -132,6 +148,12 @@ def _plan(outcome: np.ndarray, P: int, k: int, rng: np.random.Generator) -> tupl
             a, b = int(lvals[o]), int(lvals[o + 1])
             ls[o], ls[o + 1] = b, a
             plan.ack_offset[a], plan.ack_offset[b] = o + 1, o
+            expected["realtime-order"] += 1
+        elif kind == "realtime-order":
+            q = next_producer(o)
+            a, b = int(lvals[o]), int(lvals[q])
+            ls[o], ls[q] = b, a
+            plan.ack_offset[a], plan.ack_offset[b] = q, o
         elif kind == "poll-skip":
             plan.read_drop.setdefault(p, set()).add(o)
         elif kind == "nonmonotonic-poll":
