@@ -4,9 +4,10 @@ The explanations are the registry's (rundir/kinds.py); a kind the registry does 
 results.json) is still shown, with a line saying the report has no description of it.
 
 Examples are rendered generically: the fields the report knows come first (partition, offset, value,
-index, time), any other field the checker adds is shown as its own column. Fields naming history
-entries (`index`, `*_index`, `indices`, `*_indices`) become links to the history excerpt. Each example
-shown can carry a story of what happened around it (reports/story.py), rendered here as escaped HTML.
+index, time), any other field the checker adds is shown as its own column; `time` and `*_time` fields
+(history nanoseconds) are shown in seconds. Fields naming history entries (`index`, `*_index`, `indices`,
+`*_indices`) become links to the history excerpt. Each example shown can carry a story of what happened
+around it (reports/story.py), rendered here as escaped HTML.
 """
 from __future__ import annotations
 
@@ -106,7 +107,8 @@ def story_html(story: Any) -> Markup:
 
 
 def _scalar(value: Any, key: str | None) -> str:
-    if key == "time" and isinstance(value, int) and not isinstance(value, bool):
+    if key is not None and (key == "time" or key.endswith("_time")) and isinstance(value, int) \
+            and not isinstance(value, bool):
         return f"{value / 1e9:.3f} s"
     if value is None:
         return "null"   # as in results.json: value_at=null is "this replica does not hold it"

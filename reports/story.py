@@ -744,6 +744,34 @@ def _nonmonotonic_send(tl: Timeline, ex: dict[str, Any]) -> Story:
     return s.story()
 
 
+def _realtime_order(tl: Timeline, ex: dict[str, Any]) -> Story:
+    """A (`previous`) acknowledged, then B invoked and acknowledged at an offset at or below A's; what ran
+    between the two acknowledgements."""
+    p = ex.get("partition")
+    s = _Teller(tl, p)
+    prev = ex.get("previous") if isinstance(ex.get("previous"), dict) else {}
+    first: list[Any] = [f"On partition {p}, "]
+    if prev:
+        who = f"process {prev['process']}" if prev.get("process") is not None else "a producer"
+        first += [f"{who} had {_value(prev.get('value'))} acknowledged"] + _op_phrase(s, prev, "")[1:] + ["; "]
+    who = f"process {ex['process']}" if ex.get("process") is not None else "a producer"
+    first.append(f"{who}{' then' if prev else ''} sent {_value(ex.get('value'))}")
+    invoked = _secs_ns(ex.get("invoke_time"))
+    if invoked is not None:
+        first.append(f" (invoked at {_op_time(invoked)})")
+    first.append(" and had it acknowledged")
+    off, prev_off = ex.get("offset"), prev.get("offset")
+    if off is not None:
+        how = ""
+        if _is_int(off) and _is_int(prev_off) and off <= prev_off:
+            how = "the same " if off == prev_off else "the lower "
+        first.append(f" at {how}offset {off}")
+    later = {k: v for k, v in ex.items() if k in ("epoch", "time")}
+    s.sentence(*_end(first + _op_phrase(s, later, "")[1:]))
+    _between_story(tl, s, p, _secs_ns(prev.get("time")), _secs_ns(ex.get("time")), off)
+    return s.story()
+
+
 def _poll_order(tl: Timeline, ex: dict[str, Any], kind: str) -> Story:
     p = ex.get("partition")
     s = _Teller(tl, p)
@@ -842,6 +870,7 @@ TELLERS = {
     "nonmonotonic-send": _nonmonotonic_send,
     "hw-regression": _hw_regression,
     "hw-regression-cross-epoch": _hw_regression,
+    "realtime-order": _realtime_order,
 }
 
 

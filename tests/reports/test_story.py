@@ -238,6 +238,43 @@ def test_other_kinds(run):
                 tl).text == "At offset 7 of partition 0 the replicas disagree, above some replica's HW."
 
 
+# 20 (process 1, invoked at 3.4 s) was acknowledged at offset 3, the offset 7 had been acknowledged at before
+REALTIME = {"partition": 0, "offset": 3, "value": 20, "epoch": 1, "index": 7, "time": 3_500_000_000, "process": "1",
+            "invoke_index": 6, "invoke_time": 3_400_000_000,
+            "previous": {"index": 3, "time": 2_500_000_000, "process": "0", "value": 7, "offset": 3, "epoch": 0}}
+REALTIME_STORY = ("On partition 0, process 0 had 7 acknowledged at offset 3 in epoch 0 (leader n1) at 2.500 s; "
+                  "process 1 then sent 20 (invoked at 3.400 s) and had it acknowledged at the same offset 3 in "
+                  "epoch 1 (leader n2) at 3.500 s. In between ran a partition n1 | c0, n2, n3 (2.00–5.00 s), and "
+                  "n2 became leader in epoch 1 at 3.00 s.")
+
+
+def test_realtime_order_story(run):
+    tl = load_timeline(run)
+    story = tell("realtime-order", REALTIME, tl)
+    assert story.text == REALTIME_STORY
+    assert story.links == ["#leader-p0-e0", "#leader-p0-e1", "#fault-1", "#leader-p0-e1"]
+    lower = {**REALTIME, "offset": 2, "previous": {**REALTIME["previous"], "process": None}}
+    del lower["invoke_time"]
+    assert tell("realtime-order", lower, tl).text.startswith(
+        "On partition 0, a producer had 7 acknowledged at offset 3 in epoch 0 (leader n1) at 2.500 s; process 1 "
+        "then sent 20 and had it acknowledged at the lower offset 2 in epoch 1 (leader n2) at 3.500 s. ")
+    # without the earlier send only B is told
+    assert tell("realtime-order", {**REALTIME, "previous": None}, tl).text == (
+        "On partition 0, process 1 sent 20 (invoked at 3.400 s) and had it acknowledged at offset 3 in "
+        "epoch 1 (leader n2) at 3.500 s.")
+
+
+def test_report_shows_the_realtime_order_story(tmp_path):
+    html = write_report(make_story_run(tmp_path, {"realtime-order": [REALTIME]})).read_text()
+    assert 'id="kind-realtime-order"' in html and 'id="ex-realtime-order-0"' in html
+    stories = re.findall(r'<tr class="story" data-example="\d+"><td class="n"></td><td colspan="\d+">'
+                         r'<p class="story">(.*?)</p></td></tr>', html)
+    assert [re.sub(r"<[^>]+>", "", x) for x in stories] == [REALTIME_STORY]
+    row = html[html.index('id="ex-realtime-order-0"'):]
+    row = re.sub(r"<[^>]+>", "|", row[:row.index("</tr>")])
+    assert "|3.500 s|" in row and "|3.400 s|" in row and "|time=|2.500 s" in row   # time, invoke_time, previous
+
+
 def test_missing_broker_logs_give_shorter_stories(run):
     import shutil
 
@@ -303,9 +340,11 @@ def test_report_shows_stories_with_working_anchors(run):
 
 ODD = [None, True, -1, 2.5, "x<y", [], [1, [2]], {}, {"value": [1]}, {"record": {"value": {"a": 1}}}]
 KINDS = ("lost-write", "divergence", "inconsistent-offset", "dirty-read", "aborted-read", "nonmonotonic-send",
-         "poll-skip", "nonmonotonic-poll", "hw-regression", "hw-regression-cross-epoch", "duplicate", "new-kind")
+         "poll-skip", "nonmonotonic-poll", "hw-regression", "hw-regression-cross-epoch", "duplicate", "realtime-order",
+         "new-kind")
 FIELDS = ("value", "offset", "epoch", "time", "index", "process", "replicas", "final_values_at_offset",
-          "observations", "values", "send", "earlier", "later", "previous", "skipped", "committed", "hw", "f")
+          "observations", "values", "send", "earlier", "later", "previous", "skipped", "committed", "hw", "f",
+          "invoke_time")
 
 
 def test_examples_of_any_shape_tell_a_story_or_none_never_fail(run):
