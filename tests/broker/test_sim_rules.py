@@ -1,0 +1,142 @@
+"""The protocol rules caught in the simulator: a deliberately broken replication core or controller (a
+small bug, patched in for one test) makes a short safe-settings search break exactly the rule the bug
+breaks, while the unbroken core breaks none (tests/broker/test_rules.py has the rules' known answers on
+hand-written rows; the same rule code runs here, fed by broker/sim/observe.py)."""
+from __future__ import annotations
+
+import pytest
+
+from broker.controller import state as controller_state
+from broker.replication import truncation
+from broker.replication.errors import ErrorCode
+from broker.replication.messages import ProduceStatus
+from broker.replication.replica import LEADER, PartitionReplica
+from broker.sim import explore as ex
+from broker.sim.world import SimSettings
+
+SAFE = SimSettings(truncation="leader-epoch", acks=-1, min_insync_replicas=2)
+
+
+def found(schedules: int = 400) -> dict[str, int]:
+    """{rule or invariant: first schedule} of a search of `schedules` safe schedules (seed 1)."""
+    result = ex.explore(SAFE, seed=1, schedules=schedules)
+    assert not [f for f in result.findings if f.expected], "a safe search meets only broken promises"
+    return {f.invariant: f.index for f in result.findings}
+
+
+def test_the_unbroken_core_breaks_no_rule():
+    assert found(400) == {}
+
+
+def test_follower_hw_ahead_when_a_follower_takes_max_instead_of_min(monkeypatch):
+    def append_as_follower(self, records, leader_hw):
+        if records:
+            self.log.append(list(records))
+            self._note_epochs(records)
+        self._set_hw(max(leader_hw, self.leo) if leader_hw > 0 else 0)      # bug: max, not min
+    monkeypatch.setattr(PartitionReplica, "append_as_follower", append_as_follower)
+    assert set(found()) == {"follower-hw-ahead"}
+
+
+def test_ack_above_hw_when_the_purgatory_compares_with_ge(monkeypatch):
+    def produce_status(self, last_offset, epoch):
+        if self.role != LEADER or self._leader is None or self.leader_epoch != epoch:
+            return ProduceStatus("failed", ErrorCode.NOT_LEADER)
+        if self.hw >= last_offset and len(self._leader.isr) >= self.config.min_insync_replicas:   # bug: >=
+            return ProduceStatus("complete", hw=self.hw, isr=tuple(sorted(self._leader.isr)))
+        return ProduceStatus("waiting")
+    monkeypatch.setattr(PartitionReplica, "produce_status", produce_status)
+    assert "ack-above-hw" in found()
+
+
+def test_ack_below_min_isr_when_completion_forgets_the_isr(monkeypatch):
+    def produce_status(self, last_offset, epoch):
+        if self.role != LEADER or self._leader is None or self.leader_epoch != epoch:
+            return ProduceStatus("failed", ErrorCode.NOT_LEADER)
+        if self.hw > last_offset:                                             # bug: no min ISR check
+            return ProduceStatus("complete", hw=self.hw, isr=tuple(sorted(self._leader.isr)))
+        return ProduceStatus("waiting")
+    monkeypatch.setattr(PartitionReplica, "produce_status", produce_status)
+    assert "ack-below-min-isr" in found()
+
+
+def test_leader_hw_decrease_when_the_leader_takes_any_candidate(monkeypatch):
+    def maybe_increment_hw(self, now_ms):
+        candidate = self._leader.hw_candidate(self.broker_id, self.leo, now_ms, self.config.replica_lag_time_max_ms)
+        if candidate != self._hw:                                             # bug: != instead of >
+            self._set_hw(candidate)
+    monkeypatch.setattr(PartitionReplica, "_maybe_increment_hw", maybe_increment_hw)
+    assert "leader-hw-decrease" in found()
+
+
+def test_election_outside_isr_when_the_controller_elects_any_live_replica(monkeypatch):
+    elect = controller_state.ControllerState._elect
+
+    def any_live(self, p, isr, elr=None, unclean=None):
+        return elect(self, p, isr, elr, True)                                 # bug: always "unclean"
+    monkeypatch.setattr(controller_state.ControllerState, "_elect", any_live)
+    assert "election-outside-isr" in found()
+
+
+def test_epoch_rules_when_a_leaderless_partition_reuses_its_epoch(monkeypatch):
+    change = controller_state.ControllerState._change
+
+    def keep_epoch(self, p, events, **kw):
+        had_leader = p.leader is not None
+        epoch = p.leader_epoch
+        before = len(events)
+        change(self, p, events, **kw)
+        if not had_leader and p.leader_epoch != epoch:                        # bug: no bump from "no leader"
+            p.leader_epoch = epoch
+            for e in events[before:]:
+                if e["event"] == "leader-change":
+                    e["epoch"] = epoch
+    monkeypatch.setattr(controller_state.ControllerState, "_change", keep_epoch)
+    assert "epoch-not-increasing" in found(1500)
+
+
+def test_truncate_below_hw_when_the_epoch_answer_is_cut_one_short(monkeypatch):
+    after = truncation.after_epoch_answer
+
+    def one_short(mode, cache, leo, hw, answer):
+        step = after(mode, cache, leo, hw, answer)
+        if step.truncate_to is not None and step.truncate_to > 0:            # bug: off by one
+            return truncation.TruncationStep(step.truncate_to - 1, step.why, step.ask_again_epoch)
+        return step
+    monkeypatch.setattr(truncation, "after_epoch_answer", one_short)
+    assert "truncate-below-hw" in found()
+
+
+def test_hw_above_leo_when_a_lagging_follower_takes_the_leaders_hw(monkeypatch):
+    def append_as_follower(self, records, leader_hw):
+        if records:
+            self.log.append(list(records))
+            self._note_epochs(records)
+        self._set_hw(leader_hw)                                               # bug: no min with our LEO
+    monkeypatch.setattr(PartitionReplica, "append_as_follower", append_as_follower)
+    # the bug shows only while a follower lags by more than one fetch: one record per fetch
+    result = ex.explore(SimSettings(truncation="leader-epoch", acks=-1, min_insync_replicas=2, fetch_max_records=1),
+                        seed=1, schedules=600)
+    assert "hw-above-leo" in {f.invariant for f in result.findings}
+
+
+@pytest.mark.parametrize("rule", ["epoch-two-leaders", "leader-not-elected"])
+def test_two_leaders_of_one_epoch_on_the_rows_the_simulator_writes(rule):
+    """The simulated core refuses a second leader of one epoch twice over (the controller names one, the
+    replica refuses a stale epoch), so a one-line bug does not reach these rules there; the rows the
+    simulator's observer would write for it are caught all the same."""
+    from broker.sim.observe import RuleObserver
+
+    class Role:
+        name = "role"
+
+        def fields(self):
+            return {"partition": 0, "role": "leader", "epoch": 0}
+
+    obs = RuleObserver(SAFE)
+    obs.controller_events([{"event": "leader-change", "partition": 0, "leader": 1, "epoch": 0, "isr": [1, 2, 3],
+                            "version": 0}])
+    obs.replica_events("n1", [Role()])
+    obs.replica_events("n2", [Role()])
+    obs.finish()
+    assert rule in {v.kind for v in obs.pending}
