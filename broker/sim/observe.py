@@ -2,8 +2,9 @@
 
 A `World` hands its observer what a broker's and the controller's logs would say: each replica's
 state-machine events as its shell drains them, the controller's events, an `ack` row for each
-acknowledged produce (with the HW and ISR the state machine decided it on, as the broker logs it), and a
-`start` plus `recovered` row for each restart. Rows are stamped with an event counter, so the rules that
+acknowledged produce (with the HW and ISR the state machine decided it on, as the broker logs it), a
+`start` plus `recovered` row for each restart, and a `read` row for each simulated consumer poll (a
+consumer polls every leader after every event, from just below its HW). Rows are stamped with an event counter, so the rules that
 compare processes by time see the simulation's exact order. The explorer reads `pending` after every
 event (broker/sim/invariants.py): the first violation of a rule the settings promise is its finding.
 """
@@ -61,6 +62,10 @@ class RuleObserver:
             min_isr: int) -> None:
         self._row("broker", node, "ack", {"base": base, "last": last, "epoch": epoch, "acks": acks, "hw": hw,
                                           "isr": list(isr), "min_isr": min_isr})
+
+    def read(self, offset: int, hw: int, epoch: int) -> None:
+        """A consumer's poll returned records up to `offset`, with the leader's HW `hw`."""
+        self._row("client", "client", "read", {"offset": offset, "hw": hw, "epoch": epoch})
 
     def restart(self, node: str, leo: int, hw: int) -> None:
         self._row("broker", node, "start", {})

@@ -15,7 +15,9 @@ replication core (`broker.replication.replica.PartitionReplica`) and the control
   broker applies it as broker/server/partitions.py does (leader -> become_leader, another leader ->
   become_follower + ISR, no leader -> become_none).
 - clients: `produce` writes one value to a broker that believes it leads; acks=1 is acknowledged on
-  append, acks=-1 when `produce_status` completes (parked produces are re-checked after every event).
+  append, acks=-1 when `produce_status` completes (parked produces are re-checked after every event);
+  a consumer polls every leader after every event, from just below its HW (`_poll`).
+- the protocol rules (broker/rules) hear all of it through `observer` (broker/sim/observe.py).
 
 `enabled()` lists every legal action in a fixed order, bounded in number: at most `LINK_SEND_CAP`
 requests on a link when sending, `LINK_CAP` messages on a link when duplicating, at most two metadata
@@ -44,6 +46,7 @@ LINK_SEND_CAP = 2        # a follower sends a request only while fewer requests 
                          # between it and its leader; a heartbeat / metadata only below this on its link
 LINK_CAP = 3             # a message is duplicated only while its link holds fewer messages
 METADATA_CAP = 2         # metadata pushes waiting on one link; a newer one supersedes the oldest
+POLL_RECORDS = 3         # a simulated consumer's poll asks for this many records
 
 
 class SimError(RuntimeError):
@@ -242,7 +245,6 @@ class World:
         self.parked: list[Parked] = []
         self.outcomes: list[tuple[str, str]] = []     # (value, "acked" | "failed: ..." | "unknown: ...")
         self.history: list[Action] = []
-        self.leader_hw_seen: dict[tuple[str, int], int] = {}
         self.events: list[dict] = []                  # the controller's events, in order
         self.observer = RuleObserver(s, PARTITION)     # the protocol rules (broker/rules), fed as a broker logs
         self._events_seen = 0
@@ -793,6 +795,14 @@ class World:
                 return f"; leader {_name(e['leader'])}, epoch {e['epoch']}, ISR {_names(e['isr'])}"
         return ""
 
+    def _poll(self, r: PartitionReplica) -> None:
+        """A consumer polls a leader from just below its HW, as a consumer near the end of the log does,
+        and the rules check what it was given (read-uncommitted: below the HW the poll reports and below
+        every HW a leader has had). It changes nothing in the world, so schedules stay as they were."""
+        read = r.read_for_consumer(max(r.log.log_start(), r.hw - 1), POLL_RECORDS, r.leader_epoch)
+        if read.error is None and read.records:
+            self.observer.read(read.records[-1].offset, read.high_watermark, read.leader_epoch)
+
     def _observe_controller(self) -> None:
         """Hand the controller's events logged since the last call to the rules."""
         if self._events_seen < len(self.events):
@@ -802,10 +812,9 @@ class World:
     def _after_event(self) -> None:
         """What the shells do after every step: send ISR proposals made while handling a fetch, write
         epoch checkpoints (before acknowledging), flush (flush "always"), re-check parked acks=all
-        produces, and note each leader's HW for its epoch."""
+        produces, and let a consumer poll each leader around its HW (`_poll`)."""
         always = self.settings.flush == "always"
         auto_hw = self.settings.auto_checkpoint_hw
-        seen = self.leader_hw_seen
         self._observe_controller()
         for n in self.nodes.values():
             r = n.replica
@@ -824,10 +833,7 @@ class World:
                 proposal = r.take_isr_proposal()
                 if proposal is not None:
                     self._send("alter-isr", n.name, CONTROLLER, (proposal, n.broker_epoch), n.inc)
-                key = (n.name, r.leader_epoch)
-                hw = r.hw
-                if seen.get(key, -1) < hw:
-                    seen[key] = hw
+                self._poll(r)
         if self.parked:
             for p in list(self.parked):
                 n = self.nodes[p.node]

@@ -141,3 +141,17 @@ def test_two_leaders_of_one_epoch_on_the_rows_the_simulator_writes(rule):
     obs.replica_events("n2", [Role()])
     obs.finish()
     assert rule in {v.kind for v in obs.pending}
+
+
+def test_read_uncommitted_when_a_leader_serves_consumers_up_to_its_leo(monkeypatch):
+    from broker.replication.messages import ConsumerRead
+
+    def read_for_consumer(self, offset, max_records, current_leader_epoch=None):
+        error = self._leader_check(current_leader_epoch)
+        if error is not None:
+            return ConsumerRead(error, leader_epoch=self.leader_epoch)
+        n = min(max_records, self.leo - offset)                              # bug: LEO, not HW
+        records = tuple(self.log.read(offset, n)) if n > 0 else ()
+        return ConsumerRead(None, records, self.hw, self.leader_epoch)
+    monkeypatch.setattr(PartitionReplica, "read_for_consumer", read_for_consumer)
+    assert "read-uncommitted" in found()
