@@ -408,8 +408,8 @@ class Bench:
 
     def start_check(self, root: Path, m: Mutant) -> dict:
         """Start a controller and 3 brokers from the copy (broker/server/launch.py, `python -m broker` with
-        cwd = the copy): they must come up and elect a leader for every partition. A few acks=all sends
-        are tried too (information only)."""
+        cwd = the copy): they must come up, elect a leader for every partition and still run a few seconds
+        later. A few acks=all sends are tried too (information only)."""
         r = subprocess.run([self.opts.python, "-c", START_CHECK], cwd=root, env=child_env(root),
                            capture_output=True, text=True, timeout=180)
         try:
@@ -474,6 +474,7 @@ with tempfile.TemporaryDirectory(prefix="highwater-mutation-start-") as d:
                         sent += 1
                     except Exception as exc:
                         out.setdefault("send_errors", []).append(f"{type(exc).__name__}: {exc}"[:120])
+            time.sleep(2.5)     # past a few checkpoint and ISR ticks: a mutant may crash the broker there
             errors = [e for b in c.brokers for e in c.events(b) if e.get("event") == "internal-error"]
             alive = c.controller.running() and all(n.running() for n in c.brokers.values())
             out.update(leaders=sorted(leaders), sent=sent, alive=alive, internal_errors=len(errors))
