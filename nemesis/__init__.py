@@ -1,24 +1,28 @@
-"""Fault injection: kill, pause, partition and power-loss faults and the schedule that drives them.
+"""Fault injection: kill, pause, partition and power-loss faults, packages aimed at the cluster's live
+state, and the schedule that drives them.
 
 The runner's API (everything else in this package is internal):
 
     from nemesis import Nemesis, ScheduleError, FAULTS
 
     nem = Nemesis(cluster, history,
-                  faults=["kill", "partition"],   # names from FAULTS, below
+                  faults=["mix"],                 # names from FAULTS, below
                   interval_s=10.0,                # random mode: one decision every interval
                   seed=42,                        # same seed -> same fault sequence
                   schedule=None,                  # or a Path to a TOML schedule file (replaces random mode)
-                  admin_factory=lambda: Admin(controller=(host, port), timeout_s=2.0),  # for "-leader" faults
+                  admin_factory=lambda: Admin(controller=(host, port), timeout_s=2.0),  # the live metadata
                   topic="hw", partitions=3)
     # Constructing validates: unknown fault names or a bad schedule file raise ScheduleError (one line,
     # naming file, entry number and field). Each fault asks the backend for the capability it needs
-    # (clusters/base.py: kill and power-loss Killable, pause Pausable, partition Partitionable); a
+    # (clusters/base.py: kill and power-loss Killable, pause Pausable, partition Partitionable; a package
+    # what its steps need; faults aimed at the live state need admin_factory: describe(topic), close()); a
     # backend without it, or one that cannot inject it on this machine (a partition without root or
     # iptables/nft), raises clusters.base.ClusterError naming the backend and the fault. Do this
     # BEFORE cluster.start().
     nem.start()          # background thread; faults begin one interval after start (random mode)
     nem.active()         # -> ["kill n2", "partition isolate n1"], for the progress display
+    expand_faults(["mix"])      # -> the single-window faults a list may inject (a backend's preflight)
+    needs_power_loss(["mix"])   # -> True: its brokers must run with power_loss = true
     nem.stop()           # stop scheduling, undo every active fault (heal, resume, restart) and record the
                          # stop operations; idempotent; returns when every fault is undone
 
@@ -39,18 +43,46 @@ Fault names (FAULTS):
                                                  reports it back in the ISR of every partition of the
                                                  topic it replicates (not when it restarts); a step that
                                                  would exceed that is skipped (stats.skipped says why)
+    kill-follower, pause-follower                a follower of a partition (in its ISR if one is free)
+    kill-sole-isr                                the leader of a partition whose ISR has shrunk to it alone;
+                                                 skipped when none has
+    kill-minority, kill-majority, power-loss-all (n-1)//2, n//2+1 or every broker at once, restarted
+                                                 together; a majority or all is skipped while a corrupted
+                                                 broker has not rejoined the ISR
+
+Packages (nemesis/packages.py): several steps, each its own fault window (value `package`, its number in
+the run, and `step`), moved on by what the controller's metadata says, every wait bounded; a state not
+reached ends the package (its faults undone, the reason in the stop's detail and stats.skipped):
+    isolate-then-kill-leader                     cut a partition's leader off from its followers until its
+    isolate-then-power-loss-leader               ISR is the leader alone, then kill / power-cut the leader
+                                                 for the step's duration; heal, restart
+    pause-leader-until-fenced                    SIGSTOP a partition's leader until the controller fenced it
+                                                 (leadership moved, out of the ISR), then SIGCONT
+    isolate-leader-until-replaced                cut a partition's leader off from every node (clients still
+                                                 reach it) until another broker leads, then heal
+A package runs alone: steps due meanwhile start when it has finished, and it ends by waiting (bounded,
+unrecorded) until every partition is led and its targets are back in the ISR.
+
+Draws: `aimed` is one package per step (chosen with the step's seed); `mix`, the default of
+`highwater run`, rotates through MIX_FAMILIES (process faults, partitions, aimed packages, power loss):
+each fault comes from the next family of a rotation whose order the seed shuffles every round, so a few
+steps meet every family. `mix` stands alone; schedule files take `aimed` but not `mix`.
 
 Random mode: every `interval_s` the active fault (if any) is stopped; then a seeded choice either stays
 quiet for the next interval (probability `quiet_probability`, default 0.3, so the cluster can recover) or
-starts one enabled fault, which lasts one interval. At most one fault is active at a time.
+starts one enabled fault, which lasts one interval (a package: until it ends; the schedule then moves
+later by its overrun). At most one fault (or package) is active at a time. The same seed makes the same decisions;
+targets read from the live metadata are what the cluster is at that moment, recorded as targeted.
 
 Schedule file (TOML), times in seconds from nem.start():
 
     [[step]]
     at = 5.0
     fault = "kill"            # any name from FAULTS
-    targets = ["n2"]          # optional: node names; default: chosen by the fault (random / leader / c0)
-    duration = 3.0            # seconds until the stop
+    targets = ["n2"]          # optional: node names; default: chosen by the fault (random / leader / c0);
+                              # faults aimed at the live state or a share of the brokers choose their own
+    duration = 3.0            # seconds until the stop (isolate-then-*: how long the leader stays down;
+                              # *-until-*: unused, they end when the state is reached)
     [[step]]
     at = 10.0
     fault = "partition"
@@ -59,10 +91,14 @@ Schedule file (TOML), times in seconds from nem.start():
 
 History: each action is an operation of process "nemesis": an `invoke` then an `info` completion, `f` the
 action (kill/restart, pause/resume, partition/heal, power-loss/restart), value
-{fault, phase: "start"|"stop", id, targets, ...} and `detail` on the completion (docs/formats.md).
+{fault, phase: "start"|"stop", id, targets, name, ...} and `detail` on the completion (docs/formats.md);
+faults aimed at the live state add `partition` and `state` (the metadata that chose them: leader, epoch,
+ISR), a package's steps `package` and `step`.
 """
 from nemesis.driver import Nemesis  # noqa: E402
-from nemesis.schedule import FAULTS, ScheduleError, Step, load_schedule, random_steps  # noqa: E402
+from nemesis.schedule import (FAULTS, ScheduleError, Step, expand_faults, load_schedule,  # noqa: E402
+                              needs_power_loss, random_steps)
 from nemesis.shapes import SHAPES  # noqa: E402
 
-__all__ = ["Nemesis", "FAULTS", "SHAPES", "ScheduleError", "Step", "load_schedule", "random_steps"]
+__all__ = ["Nemesis", "FAULTS", "SHAPES", "ScheduleError", "Step", "expand_faults", "load_schedule",
+           "needs_power_loss", "random_steps"]

@@ -8,6 +8,7 @@ The API is described in nemesis/__init__.py.
 from __future__ import annotations
 
 import logging
+import math
 import random
 import threading
 import time
@@ -15,11 +16,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+from broker.client import Admin
+from broker.config import DEFAULTS as BROKER_DEFAULTS
+from broker.controller.config import DEFAULTS as CONTROLLER_DEFAULTS
 from clusters.base import (Cluster, ClusterError, Corruptible, Degradable, Killable, Partitionable, Pausable,
                            require)
-from nemesis import shapes
-from nemesis.schedule import (FAULTS, PROCESS_KINDS, ScheduleError, Step, check_fault_names, corrupt_how,
-                              degradation, load_schedule, random_steps)
+from nemesis import packages, shapes, targets as live
+from nemesis.schedule import (FAULTS, PARTITION_TARGETS, PROCESS_KINDS, ScheduleError, Step, check_fault_names,
+                              corrupt_how, degradation, expand_faults, load_schedule, random_steps, recorded_kinds)
 
 log = logging.getLogger("highwater.nemesis")
 PROCESS = "nemesis"
@@ -32,6 +36,7 @@ STOP_F = {"kill": "restart", "pause": "resume", "power-loss": "restart", "partit
 # with power_loss = true, which _preflight checks as well
 NEEDS: dict[str, type] = {"kill": Killable, "pause": Pausable, "power-loss": Killable, "partition": Partitionable,
                           "degrade": Degradable, "corrupt": Corruptible}
+POLL_S = 0.25       # how often a package asks the controller's metadata while it waits for a state
 
 
 @dataclass
@@ -41,7 +46,7 @@ class ActiveFault:
     kind: str
     targets: list[str]
     value: dict[str, Any]
-    ends_at: float
+    ends_at: float      # math.inf: a package's step, stopped by the package (or by stop())
     label: str = ""
 
 
@@ -101,23 +106,35 @@ class Nemesis:
         self._admin = None
         self._damaged: set[str] = set()   # corrupted brokers not yet back in the ISR of all their partitions
         self._stopped = False
+        self._t0 = 0.0
+        self._shift = 0.0                 # how much later the schedule runs: packages that outlast their step
+        self._packages = 0
+        lag_ms = (cluster.spec.broker_settings or {}).get("replica_lag_time_max_ms",
+                                                          BROKER_DEFAULTS["replica_lag_time_max_ms"])
+        session_ms = (cluster.spec.controller_settings or {}).get("broker_session_timeout_ms",
+                                                                  CONTROLLER_DEFAULTS["broker_session_timeout_ms"])
+        # bounds on a package's waits: an ISR shrinks about replica_lag_time_max after its followers stop
+        # fetching, a silent broker is fenced after the session timeout; twice that and a margin for a load
+        self.isr_wait_s = 2 * lag_ms / 1000 + 6
+        self.fence_wait_s = 2 * session_ms / 1000 + 6
         self.stats = NemesisStats()
         self.error: BaseException | None = None
 
     # --- validation ---------------------------------------------------------------------------------
     def _preflight(self) -> None:
-        kinds = {FAULTS[f][0] for f in self.faults}
-        needs_leader = [f for f in self.faults if FAULTS[f][1] == "leader" or f == "partition-leader"
-                        or f == "partition"]
-        if needs_leader and self.admin_factory is None and any(f != "partition" for f in needs_leader):
-            raise ScheduleError(f"nemesis: fault {needs_leader[0]!r} targets a partition leader and needs "
-                                f"admin_factory")
+        kinds = recorded_kinds(self.faults)
+        aimed = [f for f in self.faults if FAULTS[f][1] in PARTITION_TARGETS or f == "partition-leader"
+                 or FAULTS[f][0] in ("package", "mix")]
+        if aimed and self.admin_factory is None:
+            what = "targets a partition leader" if FAULTS[aimed[0]][1] == "leader" else "reads the live metadata"
+            raise ScheduleError(f"nemesis: fault {aimed[0]!r} {what} and needs admin_factory")
         # does the backend have what each fault needs (kill, pause, partition)? one line naming both
-        for f in self.faults:
-            require(self.cluster, NEEDS[FAULTS[f][0]], f)
-            if FAULTS[f][0] == "corrupt":       # the broker is killed, damaged, then restarted
-                require(self.cluster, Killable, f)
-                corrupt_how(f, 0, self._midrun_storage_faults())    # ScheduleError if it can apply none
+        for name in self.faults:
+            for f in expand_faults([name]):
+                require(self.cluster, NEEDS[FAULTS[f][0]], name)
+                if FAULTS[f][0] == "corrupt":       # the broker is killed, damaged, then restarted
+                    require(self.cluster, Killable, name)
+                    corrupt_how(f, 0, self._midrun_storage_faults())    # ScheduleError if it can apply none
         if "power-loss" in kinds and (self.cluster.spec.broker_settings or {}).get("power_loss") is not True:
             raise ScheduleError("nemesis: the power-loss fault needs brokers started with broker setting "
                                 "power_loss = true")
@@ -157,33 +174,59 @@ class Nemesis:
 
     # --- loop ---------------------------------------------------------------------------------------
     def _run(self) -> None:
-        t0 = self._clock()
+        self._t0 = self._clock()
         steps = self.steps()
         pending = next(steps, None)
         try:
             while not self._stop_event.is_set():
-                now = self._clock() - t0
+                now = self._now()
+                play = None
                 with self._lock:
-                    due = sorted((a for a in self._active if a.ends_at <= now), key=lambda a: a.ends_at)
-                    for fault in due:
-                        if self._stop_event.is_set():
-                            return
-                        self._stop_fault(fault)
-                    if due:
+                    if self._stop_due(now):
                         continue
-                    if pending is not None and pending.at <= now:
-                        self._start_fault(pending, now)
+                    if pending is not None and pending.at + self._shift <= now:
+                        if pending.kind == "package":
+                            play = pending
+                        else:
+                            self._start_fault(pending, now)
                         pending = next(steps, None)
-                        continue
-                    wake = min([a.ends_at for a in self._active] + ([pending.at] if pending else []),
-                               default=None)
-                if wake is None:
+                        if play is None:
+                            continue
+                    wake = min([a.ends_at for a in self._active]
+                               + ([pending.at + self._shift] if pending else []), default=None)
+                if play is not None:
+                    self._play(play)        # outside the lock: it waits on the cluster, stopping due faults
+                elif wake is None or wake == math.inf:
                     self._stop_event.wait()
                 else:
                     self._stop_event.wait(max(0.0, wake - now))
         except BaseException as exc:  # recorded; stop() still undoes the active faults
             self.error = exc
             log.exception("nemesis loop failed")
+
+    def _now(self) -> float:
+        return self._clock() - self._t0
+
+    def _stop_due(self, now: float) -> bool:
+        """Stop the faults whose time is up (not a package's: it stops its own); whether there were any."""
+        due = sorted((a for a in self._active if a.ends_at <= now), key=lambda a: a.ends_at)
+        for fault in due:
+            if self._stop_event.is_set():
+                return True
+            self._stop_fault(fault)
+        return bool(due)
+
+    def _play(self, step: Step) -> None:
+        """Run a package to its end (or until stop()). Steps that fell due meanwhile start after it, and the
+        rest of the schedule moves later by as much as the package outlasted its step's duration."""
+        self._packages += 1
+        try:
+            packages.PLAYS[step.fault](_Play(self, step, self._packages), step)
+        except packages.Stopped:
+            return
+        overrun = self._now() - (step.at + self._shift + step.duration)
+        if overrun > 0:
+            self._shift += overrun
 
     # --- faults -------------------------------------------------------------------------------------
     def _busy(self) -> set[str]:
@@ -197,6 +240,23 @@ class Nemesis:
             except Exception:
                 pass
             self._admin = None
+
+    def _view(self) -> tuple[live.ClusterView | None, str]:
+        """The controller's metadata for the topic now, or (None, why not)."""
+        if self.admin_factory is None:
+            return None, "no admin client to read the metadata"
+        try:
+            if self._admin is None:
+                self._admin = self.admin_factory()
+            if isinstance(self._admin, Admin):
+                # only the controller's part of the answer is read: a paused broker must not stretch a poll
+                infos = self._admin.describe(self.topic, broker_timeout_s=POLL_S)
+            else:
+                infos = self._admin.describe(self.topic)
+            return live.view_of(infos), ""
+        except Exception as exc:
+            self._drop_admin()
+            return None, f"metadata lookup failed ({exc})"
 
     def _leader(self, partition: int, fallback: str) -> tuple[str, str]:
         """(node name of the leader of `partition`, note). Falls back to `fallback` if unknown."""
@@ -227,6 +287,10 @@ class Nemesis:
             elif who == "leader":
                 leader, note = self._leader(step.partition or 0, fallback)
                 targets = [leader]
+            elif who in ("follower", "sole-isr"):
+                return self._resolve_live(step, who, rng, busy)
+            elif who in ("minority", "majority", "all"):
+                return self._resolve_share(who, rng, busy)
             else:
                 free = [b for b in self.broker_names if b not in busy]
                 targets, note = ([fallback] if fallback in free else free[:1]), ""
@@ -268,6 +332,42 @@ class Nemesis:
         if shape == "leader":
             extra["partition"] = step.partition
         return cut.targets, extra, note
+
+    def _resolve_live(self, step: Step, who: str, rng: random.Random,
+                      busy: set[str]) -> tuple[list[str], dict[str, Any], str]:
+        """A follower of the step's partition, or the sole member of a shrunk ISR, from the metadata now."""
+        view, why = self._view()
+        if view is None:
+            return [], {}, why
+        if who == "follower":
+            p = step.partition or 0
+            node = live.follower(view, p, rng, busy)
+            part = view.get(p)
+            if node is None or part is None:
+                return [], {}, f"{self.topic}/{p} has no leader or no free follower"
+            return [node], {"partition": p, "state": part.state()}, f"follower of {part.describe(self.topic)}"
+        part = live.sole_isr(view, rng, busy, prefer=step.partition)
+        if part is None:
+            isrs = "; ".join(f"{p}: [{', '.join(v.isr)}]" for p, v in sorted(view.partitions.items()))
+            return [], {}, f"no partition's ISR has shrunk to its leader alone (ISRs {isrs})"
+        note = f"sole ISR member of {part.describe(self.topic)}"
+        return [part.leader], {"partition": part.partition, "state": part.state()}, note
+
+    def _resolve_share(self, who: str, rng: random.Random, busy: set[str]) -> tuple[list[str], dict[str, Any], str]:
+        """A minority, a majority or all of the brokers (those not already faulted), chosen with the seed. A
+        majority or all is not taken down while a corrupted broker has not rejoined the ISR (_minority)."""
+        n = len(self.broker_names)
+        if who != "minority":
+            self._damaged -= {b for b in self._damaged - busy if self._caught_up(b)}
+            if self._damaged:
+                return [], {}, (f"{', '.join(sorted(self._damaged))} corrupted and not yet back in the ISR: "
+                                f"no majority of brokers goes down")
+        size = {"minority": live.minority_size(n), "majority": live.majority_size(n), "all": n}[who]
+        free = [b for b in self.broker_names if b not in busy]
+        chosen = live.some(self.broker_names, min(size, len(free)) if who == "all" else size, rng, busy)
+        if not chosen:
+            return [], {}, f"no {who} of the {n} brokers is free ({len(free)} free, {size} needed)"
+        return chosen, {}, ""
 
     def _midrun_storage_faults(self) -> tuple[str, ...] | None:
         """The storage faults the backend can apply mid-run (clusters/docker.py: no deletes with kill mode
@@ -331,6 +431,12 @@ class Nemesis:
             self.stats.skipped.append(msg)
             log.info("nemesis skipped %s", msg)
             return
+        label = f"{step.fault} {extra.get('shape', '') + ' ' if kind == 'partition' else ''}{' '.join(targets)}"
+        self._inject(step, kind, targets, extra, note, step.at + self._shift + step.duration, label)
+
+    def _inject(self, step: Step, kind: str, targets: list[str], extra: dict[str, Any], note: str,
+                ends_at: float, label: str) -> ActiveFault:
+        """Start one fault window on resolved targets: record the start, act, and keep it active."""
         fid = self._next_id
         self._next_id += 1
         value = {"fault": kind, "phase": "start", "id": fid, "targets": targets, "name": step.fault, **extra}
@@ -361,19 +467,19 @@ class Nemesis:
                 _act_on_each(action, targets, details, errors)
         except ClusterError as exc:
             errors.append(str(exc))
-        label = f"{step.fault} {extra.get('shape', '') + ' ' if kind == 'partition' else ''}{' '.join(targets)}"
-        fault = ActiveFault(fid, step, kind, targets, value, step.at + step.duration, label.replace("  ", " "))
+        fault = ActiveFault(fid, step, kind, targets, value, ends_at, label.replace("  ", " "))
         self._active.append(fault)  # active even if the action failed: its stop must still be recorded
         self.stats.started += 1
         self._complete(f, value, details, errors)
+        return fault
 
-    def _stop_fault(self, fault: ActiveFault) -> None:
+    def _stop_fault(self, fault: ActiveFault, note: str = "") -> None:
         if fault not in self._active:
             return
         value = {**fault.value, "phase": "stop"}
         f = STOP_F[fault.kind]
         self.history.invoke(PROCESS, f, value)
-        details, errors = [], []
+        details, errors = [note] if note else [], []
         try:
             if fault.kind == "partition":
                 net = require(self.cluster, Partitionable, fault.step.fault)
@@ -401,3 +507,71 @@ class Nemesis:
             self.stats.errors += errors
             log.warning("nemesis %s %s: %s", f, value.get("targets"), "; ".join(errors))
         self.history.complete(PROCESS, "info", f, done, error="; ".join(errors) if errors else None)
+
+
+class _Play:
+    """What a package (nemesis/packages.py) may do: read the metadata, start and stop fault windows, wait
+    for a state. Waits run outside the nemesis lock and stop the other faults whose time is up."""
+
+    def __init__(self, nem: Nemesis, step: Step, number: int):
+        self.nem, self.step, self.number = nem, step, number
+        self.topic, self.isr_wait_s, self.fence_wait_s = nem.topic, nem.isr_wait_s, nem.fence_wait_s
+        self.nodes = [nem.controller_name, *nem.broker_names]
+
+    def view(self) -> tuple[live.ClusterView | None, str]:
+        return self.nem._view()
+
+    def busy(self) -> set[str]:
+        with self.nem._lock:
+            return self.nem._busy()
+
+    def skip(self, reason: str) -> None:
+        msg = f"{self.step.fault} #{self.number}: {reason}"
+        self.nem.stats.skipped.append(msg)
+        log.info("nemesis package %s", msg)
+
+    def start(self, name: str, kind: str, targets: list[str], extra: dict[str, Any], note: str) -> ActiveFault:
+        with self.nem._lock:
+            if self.nem._stop_event.is_set():
+                raise packages.Stopped()
+            label = f"{self.step.fault} {name} {' '.join(targets)}"
+            fault = self.nem._inject(self.step, kind, targets, {"package": self.number, "step": name, **extra},
+                                     f"{self.step.fault} #{self.number}, {name}: {note}", math.inf, label)
+            return fault
+
+    def stop(self, fault: ActiveFault, note: str) -> None:
+        with self.nem._lock:
+            self.nem._stop_fault(fault, note)
+
+    def _tick(self, seconds: float) -> None:
+        """Stop the other faults that are due, then sleep; Stopped when the nemesis stops."""
+        with self.nem._lock:
+            self.nem._stop_due(self.nem._now())
+        if self.nem._stop_event.wait(seconds):
+            raise packages.Stopped()
+
+    def hold(self, seconds: float) -> None:
+        end = self.nem._clock() + seconds
+        while (left := end - self.nem._clock()) > 0:
+            self._tick(min(POLL_S, left))
+
+    def wait(self, test, bound_s: float) -> tuple[bool, live.ClusterView | None, float]:
+        """Poll the metadata until `test(view)` holds or `bound_s` passes: (held, last view, seconds waited)."""
+        t0 = self.nem._clock()
+        last = None
+        while True:
+            view, _why = self.view()
+            last = view or last
+            waited = self.nem._clock() - t0
+            if view is not None and test(view):
+                return True, view, waited
+            if waited >= bound_s:
+                return False, last, waited
+            self._tick(POLL_S)
+
+    def recover(self, nodes: list[str]) -> None:
+        """Wait (bounded, unrecorded: no fault) until every partition is led and `nodes` are back in the ISR,
+        so the next fault starts from a whole cluster."""
+        ok, view, waited = self.wait(lambda v: live.whole(v, nodes), self.isr_wait_s)
+        log.info("nemesis package %s #%d: cluster %s after %.1f s", self.step.fault, self.number,
+                 "whole again" if ok else "not whole yet", waited)

@@ -2,8 +2,8 @@
 
 A schedule is a sequence of `Step`s (start time, fault name, optional targets / shape / topic partition,
 degradation, duration). The random schedule decides everything it can from the seed alone (which fault, which node,
-how a partition is cut), so the same seed and node list give the same sequence; only "the leader" is
-looked up when the step starts.
+how a partition is cut), so the same seed and node list give the same sequence; only what the live metadata
+says (a leader, a follower, a shrunk ISR) is looked up when the step starts.
 """
 from __future__ import annotations
 
@@ -35,8 +35,43 @@ FAULTS: dict[str, tuple[str, str | None]] = {
     "corrupt-bitflip": ("corrupt", "broker"),
     "corrupt-truncate": ("corrupt", "broker"),
     "corrupt-checkpoint": ("corrupt", "broker"),
+    # aimed at the live state (nemesis/targets.py): a follower of a partition, the sole member of a shrunk
+    # ISR; or at a share of the brokers, all at once
+    "kill-follower": ("kill", "follower"),
+    "pause-follower": ("pause", "follower"),
+    "kill-sole-isr": ("kill", "sole-isr"),
+    "kill-minority": ("kill", "minority"),
+    "kill-majority": ("kill", "majority"),
+    "power-loss-all": ("power-loss", "all"),
+    # packages: several steps, each its own fault window, moved on by what the metadata says (packages.py)
+    "isolate-then-kill-leader": ("package", "leader"),
+    "isolate-then-power-loss-leader": ("package", "leader"),
+    "pause-leader-until-fenced": ("package", "leader"),
+    "isolate-leader-until-replaced": ("package", "leader"),
+    # draws among other faults: `aimed` one package per step, `mix` the rotation of MIX_FAMILIES
+    "aimed": ("mix", None),
+    "mix": ("mix", None),
 }
 PROCESS_KINDS = ("kill", "pause", "power-loss", "corrupt")
+# the existing faults each package's steps are made of (what a backend must be able to inject)
+PACKAGE_USES: dict[str, tuple[str, ...]] = {
+    "isolate-then-kill-leader": ("partition", "kill-leader"),
+    "isolate-then-power-loss-leader": ("partition", "power-loss-leader"),
+    "pause-leader-until-fenced": ("pause-leader",),
+    "isolate-leader-until-replaced": ("partition-leader",),
+}
+AIMED = tuple(PACKAGE_USES)
+# faults aimed at one topic partition (its leader, a follower, a shrunk ISR): a step may name it
+PARTITION_TARGETS = ("leader", "follower", "sole-isr")
+# the default nemesis: every decision takes the next family of a seeded rotation, then a fault of it
+MIX_FAMILIES: dict[str, tuple[str, ...]] = {
+    "process": ("kill", "kill-leader", "kill-follower", "pause-leader", "kill-controller", "kill-majority"),
+    "partition": ("partition", "partition-leader"),
+    "aimed": ("isolate-then-kill-leader", "pause-leader-until-fenced", "isolate-leader-until-replaced"),
+    "power-loss": ("power-loss-leader", "power-loss-all", "isolate-then-power-loss-leader"),
+}
+MIXES: dict[str, tuple[str, ...]] = {"aimed": AIMED,
+                                     "mix": tuple(f for fs in MIX_FAMILIES.values() for f in fs)}
 # corrupt faults: the storage faults (clusters/storage_faults.py) each may apply, one chosen with the step's seed
 CORRUPT_HOW: dict[str, tuple[str, ...]] = {
     "corrupt-bitflip": ("bitflip",),
@@ -74,12 +109,43 @@ def fault_name(raw) -> str:
     return raw
 
 
-def check_fault_names(faults: list[str], where: str = "nemesis") -> None:
+def fault_list(faults: list[str]) -> list[str]:
+    """`faults` when every name is known and `mix` (a whole rotation) stands alone; ValueError otherwise."""
     for f in faults:
-        try:
-            fault_name(f)
-        except ValueError as exc:
-            raise ScheduleError(f"{where}: {exc}") from None
+        fault_name(f)
+    if "mix" in faults and len(faults) > 1:
+        raise ValueError("'mix' is the whole rotating mix: name it alone, or name the faults "
+                         f"(got {', '.join(faults)})")
+    return faults
+
+
+def check_fault_names(faults: list[str], where: str = "nemesis") -> None:
+    try:
+        fault_list(list(faults))
+    except ValueError as exc:
+        raise ScheduleError(f"{where}: {exc}") from None
+
+
+def expand_faults(faults: list[str]) -> list[str]:
+    """The single-window faults `faults` may inject: packages and mixes replaced by what they use (for a
+    backend's preflight, which knows those names). Order kept, no repeats."""
+    out: list[str] = []
+    for f in faults:
+        kind = FAULTS[f][0]
+        parts = (expand_faults(list(MIXES[f])) if kind == "mix" else PACKAGE_USES[f] if kind == "package"
+                 else (f,))
+        out += [p for p in parts if p not in out]
+    return out
+
+
+def recorded_kinds(faults: list[str]) -> set[str]:
+    """The history kinds (kill, pause, partition, ...) the fault windows of `faults` may have."""
+    return {FAULTS[f][0] for f in expand_faults(faults)}
+
+
+def needs_power_loss(faults: list[str]) -> bool:
+    """Whether `faults` may cut a broker's power (then its brokers run with power_loss = true)."""
+    return "power-loss" in recorded_kinds(faults)
 
 
 @dataclass
@@ -118,33 +184,48 @@ def degradation(seed: int, given: dict | None = None) -> dict:
 def random_steps(seed: int, faults: list[str], interval_s: float, brokers: list[str], *,
                  quiet_probability: float = 0.3, partitions: int = 1) -> Iterator[Step]:
     """Endless steps: at every interval k (k = 1, 2, ...) either nothing (quiet) or one fault lasting one
-    interval. Targets of "broker" faults and partition shapes are drawn here from the seed."""
+    interval. Targets of "broker" faults and partition shapes are drawn here from the seed. `mix` draws
+    each fault from the next family of a rotation (MIX_FAMILIES, their order shuffled with the seed every
+    round; a quiet interval does not move it on), so a few steps meet every family."""
     check_fault_names(faults)
     if not faults:
         return
     if interval_s <= 0:
         raise ScheduleError(f"nemesis interval must be positive, got {interval_s}")
     rng = random.Random(seed)
+    rotation: list[str] = []
     k = 0
     while True:
         k += 1
         quiet = rng.random() < quiet_probability
-        fault = rng.choice(faults)
+        if faults == ["mix"]:
+            if not rotation:
+                rotation = list(MIX_FAMILIES)
+                rng.shuffle(rotation)
+            family = rotation[0] if quiet else rotation.pop(0)
+            fault = rng.choice(MIX_FAMILIES[family])
+        else:
+            fault = rng.choice(faults)
         broker = rng.choice(brokers)
         partition = rng.randrange(max(1, partitions))
         step_seed = rng.getrandbits(32)
         if quiet:
             continue
-        kind, target = FAULTS[fault]
-        shape = None
-        targets = None
-        if kind == "partition":
-            shape = fault[len("partition-"):] if fault != "partition" else random.Random(step_seed).choice(SHAPES)
-        elif target == "broker":
-            targets = [broker]
-        yield Step(at=k * interval_s, fault=fault, duration=interval_s, targets=targets, shape=shape,
-                   partition=partition, seed=step_seed,
-                   degradation=degradation(step_seed) if kind == "degrade" else None)
+        yield _drawn_step(k * interval_s, fault, interval_s, broker, partition, step_seed)
+
+
+def _drawn_step(at: float, fault: str, duration: float, broker: str, partition: int, step_seed: int) -> Step:
+    if fault == "aimed":            # one package, chosen with the step's seed
+        fault = random.Random(step_seed ^ 0xA1).choice(AIMED)
+    kind, target = FAULTS[fault]
+    shape = None
+    targets = None
+    if kind == "partition":
+        shape = fault[len("partition-"):] if fault != "partition" else random.Random(step_seed).choice(SHAPES)
+    elif target == "broker":
+        targets = [broker]
+    return Step(at=at, fault=fault, duration=duration, targets=targets, shape=shape, partition=partition,
+                seed=step_seed, degradation=degradation(step_seed) if kind == "degrade" else None)
 
 
 # --- file -------------------------------------------------------------------------------------------
@@ -207,6 +288,10 @@ def _parse_step(path: str, i: int, raw: dict, nodes: list[str], partitions: int,
     except SettingError as exc:
         raise bad(exc.key, exc.problem) from None
     at, fault, duration = values["at"], values["fault"], values["duration"]
+    if fault == "mix":
+        raise bad("fault", "'mix' rotates faults in the random schedule; a step names a fault (or 'aimed')")
+    if fault == "aimed":            # one package, chosen with the step's seed
+        fault = random.Random(step_seed ^ 0xA1).choice(AIMED)
     kind, target = FAULTS[fault]
     given = {k: values.get(k) for k in DEGRADE_FIELDS if raw.get(k) is not None}
     if given and kind != "degrade":
@@ -234,7 +319,7 @@ def _parse_step(path: str, i: int, raw: dict, nodes: list[str], partitions: int,
                 raise bad("targets", f"unknown node {t!r} (nodes: {', '.join(nodes)})")
         if len(set(targets)) != len(targets):
             raise bad("targets", f"lists a node twice: {targets!r}")
-        if target in ("leader", "controller") or (kind == "partition" and shape in ("ring", "leader", "controller")):
+        if target not in ("broker", None) or (kind == "partition" and shape in ("ring", "leader", "controller")):
             raise bad("targets", f"{fault!r}{' shape ' + repr(shape) if kind == 'partition' else ''} "
                                  f"chooses its own targets")
         if kind in ("power-loss", "corrupt") and "c0" in targets:
@@ -246,8 +331,9 @@ def _parse_step(path: str, i: int, raw: dict, nodes: list[str], partitions: int,
 
     partition = raw.get("partition")
     if partition is not None:
-        if target != "leader" and not (kind == "partition" and shape == "leader"):
-            raise bad("partition", f"only leader-targeted faults take a partition (fault is {fault!r})")
+        if target not in PARTITION_TARGETS and not (kind == "partition" and shape == "leader"):
+            raise bad("partition", f"only faults aimed at a partition (its leader, a follower, a sole ISR member) take "
+                                   f"a partition (fault is {fault!r})")
         if isinstance(partition, bool) or not isinstance(partition, int) or not 0 <= partition < max(1, partitions):
             raise bad("partition", f"must be a partition number in 0..{max(1, partitions) - 1}, got {partition!r}")
     else:

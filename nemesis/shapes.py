@@ -68,3 +68,9 @@ def one_way(nodes: list[str], sender: str) -> Cut:
     """Everything `sender` sends to the other nodes is dropped; it still receives."""
     return Cut("one-way", [(sender, n) for n in nodes if n != sender], [sender],
                [[sender], [n for n in nodes if n != sender]])
+
+
+def apart(a: list[str], b: list[str], shape: str) -> Cut:
+    """Both directions between group `a` and group `b`; every other link stays (packages: a leader and its
+    followers, both still talking to the controller). Not one of SHAPES."""
+    return Cut(shape, _between(sorted(a), sorted(b)), sorted(a), [sorted(a), sorted(b)])

@@ -89,3 +89,17 @@ def test_a_partly_rejoined_broker_or_an_unanswered_lookup_still_counts(tmp_path)
     admin.isr = [[1, 2, 3, 4, 5]] * 2
     _corrupt(nem, "n4")
     assert nem._active == [] and nem._damaged == {"n2", "n3"}
+
+
+def test_a_majority_or_all_is_not_taken_down_while_a_corrupted_broker_has_not_rejoined(tmp_path):
+    c = Storage(ClusterSpec("maj", tmp_path / "run", brokers=3), registry=Registry(tmp_path / "registry"))
+    admin = Admin([[1, 3], [1, 3]])
+    nem = Nemesis(c, History(), [], admin_factory=lambda: admin, topic="hw", partitions=2)
+    nem._damaged = {"n2"}               # corrupted earlier, restarted, not yet back in the ISR
+    for fault in ("kill-majority", "power-loss-all"):
+        assert nem._resolve(Step(at=0, fault=fault, duration=1, seed=1)) == (
+            [], {}, "n2 corrupted and not yet back in the ISR: no majority of brokers goes down")
+    assert nem._resolve(Step(at=0, fault="kill-minority", duration=1, seed=1))[0] in (["n1"], ["n2"], ["n3"])
+    admin.isr = [[1, 2, 3], [1, 2, 3]]  # rejoined: a majority may go down again
+    targets, _extra, _note = nem._resolve(Step(at=0, fault="kill-majority", duration=1, seed=1))
+    assert len(targets) == 2 and nem._damaged == set()

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from nemesis.schedule import FAULTS, ScheduleError, load_schedule, random_steps
+from nemesis.schedule import (FAULTS, MIX_FAMILIES, ScheduleError, expand_faults, load_schedule,
+                              needs_power_loss, random_steps, recorded_kinds)
 
 NODES = ["c0", "n1", "n2", "n3"]
 BROKERS = ["n1", "n2", "n3"]
@@ -125,7 +126,8 @@ def test_a_partition_without_shape_gets_a_seeded_one(tmp_path):
     ('[[step]]\nat = 1\nfault = "kill-leader"\nduration = 1\npartition = 5\n',
      "step 1: field 'partition': must be a partition number in 0..2, got 5"),
     ('[[step]]\nat = 1\nfault = "kill"\nduration = 1\npartition = 0\n',
-     "step 1: field 'partition': only leader-targeted faults take a partition (fault is 'kill')"),
+     "step 1: field 'partition': only faults aimed at a partition (its leader, a follower, a sole ISR member) take "
+     "a partition (fault is 'kill')"),
     ('[[step]]\nat = 1\nfault = "partition"\nduration = 5\n[[step]]\nat = 3\nfault = "partition-ring"\nduration = 1\n',
      "step 2: field 'at': partition at 3s overlaps the partition of step 1 (1s-6s); partitions must not overlap"),
     ('[[step]]\nat = 1\nfault = "kill"\ntargets = ["n2"]\nduration = 5\n'
@@ -168,8 +170,18 @@ def test_unreadable_and_invalid_toml_files(tmp_path):
         load_schedule(p, NODES)
 
 
-def test_every_fault_name_maps_to_a_history_kind():
-    assert {kind for kind, _ in FAULTS.values()} == {"kill", "pause", "power-loss", "partition", "degrade", "corrupt"}
+def test_every_fault_name_maps_to_history_kinds():
+    history_kinds = {"kill", "pause", "power-loss", "partition", "degrade", "corrupt"}
+    assert {kind for kind, _ in FAULTS.values()} == history_kinds | {"package", "mix"}
+    # a package or a draw records the kinds of the single-window faults it is made of
+    for name in FAULTS:
+        assert recorded_kinds([name]) <= history_kinds and recorded_kinds([name])
+        assert all(FAULTS[f][0] in history_kinds for f in expand_faults([name]))
+    assert recorded_kinds(["isolate-then-kill-leader"]) == {"partition", "kill"}
+    assert recorded_kinds(["mix"]) == {"kill", "pause", "partition", "power-loss"}
+    assert expand_faults(["kill", "partition"]) == ["kill", "partition"]       # single faults: as named
+    assert needs_power_loss(["mix"]) and needs_power_loss(["aimed"]) and needs_power_loss(["power-loss-all"])
+    assert not needs_power_loss(["kill", "partition", "isolate-then-kill-leader", "pause-leader-until-fenced"])
 
 
 def test_degrade_steps_take_their_setting_from_the_file_or_the_seed(tmp_path):
