@@ -242,16 +242,33 @@ class ReplicaManager:
         task.add_done_callback(self._isr_tasks.discard)
 
     async def _alter_isr(self, part: Partition, proposal: IsrProposal) -> None:
+        """Send an ISR proposal until the controller answers. No answer (the controller is unreachable,
+        or the answer was lost) is no refusal: the controller may have applied it, so the proposal stays
+        pending, the HW keeps counting the union of both ISRs (KIP-497's maximal ISR), and it is sent
+        again until an answer comes or this broker stops leading with it. Dropping it instead let a
+        leader commit with the smaller ISR an expansion the controller had made, whose new member was
+        then elected without those records (an acknowledged write lost; the protocol rule
+        truncate-below-hw showed it)."""
         r = part.replica
-        try:
-            res = await self.controller.alter_isr(proposal.topic, proposal.partition, proposal.leader_id,
-                                                  proposal.leader_epoch, proposal.based_on_version, proposal.isr)
-        except ControllerError as exc:
-            r.on_isr_proposal_failed(proposal)
-            self.events.emit("isr-proposal-failed", partition=proposal.partition, isr=list(proposal.isr),
-                             kind=proposal.kind, error=exc.code)
-            self.after_change(part)
-            return
+        logged = False
+        while True:
+            try:
+                res = await self.controller.alter_isr(proposal.topic, proposal.partition, proposal.leader_id,
+                                                      proposal.leader_epoch, proposal.based_on_version,
+                                                      proposal.isr)
+                break
+            except ControllerError as exc:
+                if not logged:           # once per proposal, not per attempt
+                    logged = True
+                    self.events.emit("isr-proposal-failed", partition=proposal.partition, isr=list(proposal.isr),
+                                     kind=proposal.kind, error=exc.code)
+                if self._closing or part.retired or r.pending_isr_proposal != proposal:
+                    r.on_isr_proposal_failed(proposal)
+                    self.after_change(part)
+                    return
+            await asyncio.sleep(ISR_RETRY_S)
+            if self._closing or part.retired or r.pending_isr_proposal != proposal:
+                return                   # answered meanwhile (metadata), or no longer leading with it
         if res.error == "NONE":
             r.on_isr_changed(res.isr, res.isr_version, now_ms())
         else:
@@ -471,6 +488,9 @@ class ReplicaManager:
                         "isr_version": r.isr_version, "phase": r.follower_phase,
                         "epochs": [list(e) for e in r.epoch_cache.entries()]})
         return out
+
+
+ISR_RETRY_S = 0.2    # between attempts of an ISR proposal the controller did not answer
 
 
 def _status(r: PartitionReplica, last: int, epoch: int) -> tuple[str, str | None, object]:
