@@ -18,7 +18,7 @@ TOML layout (every key optional):
                 flush = "always"  flush_interval_ms = 1000  power_loss = false  ... (extra broker keys)
     [client]    kind = "native"  library = "confluent"  acks = "all"  timeout = 2.0  retries = 0
     [workload]  name = "producer-consumer"  rate = 100.0  concurrency = 4  consumers = 2
-    [nemesis]   faults = ["kill", "partition"]  interval = 5.0  schedule_file = ""
+    [nemesis]   faults = ["mix"]  interval = 5.0  schedule_file = ""
     [checker]   engine = "spark"  allow = []  fail_on = []
 """
 from __future__ import annotations
@@ -32,7 +32,7 @@ from typing import Any
 
 from broker.config import DEFAULTS as BROKER_DEFAULTS, FLUSH_POLICIES, TRUNCATION_MODES
 from broker.controller.config import DEFAULTS as CONTROLLER_DEFAULTS
-from nemesis.schedule import FAULTS, fault_name
+from nemesis.schedule import FAULTS, expand_faults, fault_list, fault_name, needs_power_loss
 from rundir.formats import ANOMALY_KINDS
 from rundir.settings import Setting, SettingError, at_line, did_you_mean, line_of, read_toml, schema_of, setting
 from rundir.exits import HighwaterError
@@ -84,7 +84,7 @@ def parse_faults(raw: Any) -> list[str]:
         fault_name(item)
         if item not in out:
             out.append(item)
-    return out
+    return fault_list(out)
 
 
 def parse_anomaly_kinds(raw: Any) -> list[str]:
@@ -177,7 +177,8 @@ class WorkloadConfig:
 
 @dataclass
 class NemesisConfig:
-    faults: list = setting(["kill", "partition"], "fault names (nemesis/schedule.py FAULTS)", parse=parse_faults)
+    faults: list = setting(["mix"], "fault names (nemesis/schedule.py FAULTS; \"mix\": the rotating mix)",
+                           parse=parse_faults)
     interval: float = _n(5.0, "seconds between nemesis decisions", above=0)
     schedule_file: str = setting("", "explicit schedule (nemesis/ format); overrides the random schedule")
 
@@ -222,8 +223,9 @@ class TestConfig:
             "min_insync_replicas": b.min_insync_replicas,
             "flush": b.flush,
             "flush_interval_ms": b.flush_interval_ms,
-            # power-loss faults need brokers running in the power-loss emulation
-            "power_loss": b.power_loss or any(f.startswith("power-loss") for f in self.nemesis.faults),
+            # power-loss faults need brokers running in the power-loss emulation (a schedule file replaces
+            # the faults: its power-loss steps need broker.power_loss set)
+            "power_loss": b.power_loss or (not self.nemesis.schedule_file and needs_power_loss(self.nemesis.faults)),
             "replica_lag_time_max_ms": b.replica_lag_time_max_ms,
             "replica_fetch_wait_max_ms": b.replica_fetch_wait_max_ms,
             "hw_checkpoint_interval_ms": b.hw_checkpoint_interval_ms,
@@ -492,11 +494,11 @@ def preflight(cfg: TestConfig, *, where: Any = None, faults: list[str] | None = 
             raise ConfigError(f"{where('nemesis.schedule_file')}: key 'nemesis.schedule_file': {exc}") from None
         faults = sorted({s.fault for s in steps})
     fault_key = "nemesis.schedule_file" if cfg.nemesis.schedule_file and not own_faults else "nemesis.faults"
-    if any(f.startswith("power-loss") for f in faults) and cfg.broker_settings().get("power_loss") is not True:
+    if needs_power_loss(faults) and cfg.broker_settings().get("power_loss") is not True:
         raise ConfigError(f"{where(fault_key)}: key '{fault_key}' injects power-loss faults, which need "
                           "broker.power_loss = true (--power-loss)")
     try:
-        backends.check_faults(cfg.cluster.backend, faults, cfg.cluster)
+        backends.check_faults(cfg.cluster.backend, expand_faults(faults), cfg.cluster)
     except Exception as exc:  # noqa: BLE001 - FirewallUnavailable: no root, no iptables/nft
         raise ConfigError(f"{where(fault_key)}: key '{fault_key}' cannot be injected here: {exc}") from None
 

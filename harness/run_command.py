@@ -75,7 +75,7 @@ def finish_output(outcome, reasons: list[str] | None = None) -> int:
 @click.option("--concurrency", type=int, default=None, help="producer workers [4]")
 @click.option("--consumers", type=int, default=None, help="consumer workers (producer-consumer) [2]")
 @click.option("--workload", default=None, help="producer | producer-consumer [producer-consumer]")
-@click.option("--nemesis", default=None, help="comma-separated faults, or 'none' [kill,partition]")
+@click.option("--nemesis", default=None, help="comma-separated faults, or 'none' [mix: the rotating mix]")
 @click.option("--nemesis-interval", type=float, default=None, help="seconds between nemesis decisions [5]")
 @click.option("--nemesis-schedule", default=None, help="explicit nemesis schedule file (TOML)")
 @click.option("--truncation", default=None, help="hw | leader-epoch [leader-epoch]")

@@ -14,7 +14,7 @@ from typing import Any, Callable
 from harness import lifecycle
 from harness.config import TestConfig
 from harness.lifecycle import RunOutcome, RunSession
-from nemesis import Nemesis
+from nemesis import Nemesis, expand_faults
 from workloads.workload import Workload
 
 
@@ -28,7 +28,7 @@ class ChaosWorkload(lifecycle.Middle):
         self.on_tick = on_tick
 
     def faults(self, session: RunSession) -> list[str]:
-        return list(session.cfg.nemesis.faults)
+        return expand_faults(list(session.cfg.nemesis.faults))
 
     def set_up(self, session: RunSession) -> None:
         cfg = session.cfg

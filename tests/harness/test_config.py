@@ -20,7 +20,8 @@ def test_defaults_are_the_safe_demo():
     assert cfg.client.acks == "all"
     assert cfg.broker.min_insync_replicas == 2
     assert cfg.broker.unclean_leader_election is False
-    assert cfg.nemesis.faults == ["kill", "partition"]
+    assert cfg.nemesis.faults == ["mix"]       # the rotating mix, power loss included:
+    assert cfg.broker_settings()["power_loss"] is True and cfg.broker.flush == "always"
     assert cfg.time_limit == 30.0
     assert cfg.seed is None
     assert cfg.with_seed().seed is not None
@@ -66,6 +67,10 @@ def test_bad_acks_and_fault(tmp_path):
     with pytest.raises(C.ConfigError) as e:
         C.build(None, {"nemesis": "kill,explode"})
     assert str(e.value).startswith("--nemesis: unknown fault 'explode'")
+    with pytest.raises(C.ConfigError) as e:
+        C.build(None, {"nemesis": "mix,kill"})
+    assert str(e.value) == ("--nemesis: 'mix' is the whole rotating mix: name it alone, or "
+                            "name the faults (got mix, kill)")
 
 
 def test_cross_field_checks(tmp_path):
@@ -77,6 +82,8 @@ def test_cross_field_checks(tmp_path):
     assert str(e.value) == ("--min-insync-replicas: key 'broker.min_insync_replicas' must be between 1 and the "
                             "replication factor (3), got 4")
     assert C.build(None, {"nemesis": "power-loss"}).broker_settings()["power_loss"] is True
+    assert C.build(None, {"nemesis": "aimed"}).broker_settings()["power_loss"] is True      # a package's power cut
+    assert C.build(None, {"nemesis": "kill,partition"}).broker_settings()["power_loss"] is False
 
 
 def test_invalid_toml_and_missing_file(tmp_path):
