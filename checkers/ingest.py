@@ -365,6 +365,16 @@ def _dump_files(run_dir: Path) -> list[tuple[str, int, Path]]:
 
 # --- the conversion --------------------------------------------------------------------------------
 
+def _backend(run_dir: Path) -> str | None:
+    """test.json's cluster backend, or None (a test.json without one: a synthetic or hand-built run)."""
+    try:
+        cluster = rf.load_json(run_dir / rf.TEST_JSON).get("cluster") or {}
+    except (OSError, ValueError, AttributeError, FormatError):
+        return None
+    backend = cluster.get("backend") if isinstance(cluster, dict) else None
+    return backend if isinstance(backend, str) and backend else None
+
+
 def _no_replica_dumps(run_dir: Path) -> str | None:
     """Why the run's backend dumps no replicas (test.json cluster.no_replica_dumps, written by a backend
     without access to the brokers' disks, clusters/external.py), or None."""
@@ -550,6 +560,12 @@ def _convert(run_dir: Path, sources: dict, *, lenient: bool, progress) -> Ingest
         ev_writer = _TableWriter(tmp / "events", schemas["events"])
         skipped_events = _convert_events(run_dir, ev_writer)
         ev_writer.close()
+        backend = _backend(run_dir)
+        if backend is not None and not _event_logs(run_dir):
+            # a run of a cluster whose brokers' logs the harness cannot read (an external one), or one
+            # that crashed before collecting them: the white-box protocol rules were not checked
+            result.problem(rf.NODES_DIR + "/", None, "no-event-logs",
+                           f"no node event logs ({backend} cluster): the protocol rules (broker/rules) not checked")
         manifest = {"version": CONVERTER_VERSION, "sources": sources, "skipped": result.skipped,
                     "skipped_event_lines": skipped_events,
                     "torn": result.torn, "missing_dumps": result.missing_dumps, "lenient": lenient,

@@ -151,7 +151,7 @@ def test_chaos_run_with_docker_kill_and_pause(compose, tmp_path):
     run_dir = run_dir_from_stdout(r.stdout)
     assert r.returncode == EXIT_UNKNOWN, r.stderr
     results = load_json(run_dir / runformat.RESULTS_JSON)
-    assert found_kinds(results) == [] and [u["file"] for u in results["unknown_reasons"]] == ["replicas/"]
+    assert found_kinds(results) == [] and [u["file"] for u in results["unknown_reasons"]] == ["replicas/", "nodes/"]
     ops = [line.obj for line in runformat.iter_jsonl(run_dir / runformat.NEMESIS)]
     started = [o["value"]["detail"] for o in ops if o["type"] == "info" and o["value"].get("phase") == "start"]
     assert any(d.startswith("docker kill n") for d in started), ops

@@ -161,7 +161,7 @@ def test_chaos_run_with_kill_and_pause_on_an_external_cluster(sshd, cluster, tmp
     assert r.returncode == EXIT_UNKNOWN, r.stderr
     results = load_json(run_dir / runformat.RESULTS_JSON)
     assert found_kinds(results) == [] and results["anomalies"]["lost-write"]["count"] == 0
-    assert [u["file"] for u in results["unknown_reasons"]] == ["replicas/"]
+    assert [u["file"] for u in results["unknown_reasons"]] == ["replicas/", "nodes/"]
     ops = [line.obj for line in runformat.iter_jsonl(run_dir / runformat.NEMESIS)]
     done = [o for o in ops if o["type"] == "info" and o["value"].get("phase") == "start"]
     kills = [o["value"]["detail"] for o in done if o["f"] == "kill"]

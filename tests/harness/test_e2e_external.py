@@ -19,6 +19,8 @@ HOST = "127.0.0.1"
 NOT_CHECKED = {"file": "replicas/", "line": None, "partition": None,
                "reason": "no replica dumps: the external backend has no access to the brokers' disks: "
                          "divergence and replica details not checked"}
+NO_RULES = {"file": "nodes/", "line": None, "partition": None,
+            "reason": "no node event logs (external cluster): the protocol rules (broker/rules) not checked"}
 
 
 @pytest.fixture
@@ -50,13 +52,15 @@ def test_workload_only_run_checks_loss_and_leaves_divergence_unknown(opaque_clus
                       str(tmp_path / "results"), "--plain", timeout=300)
     run_dir = run_dir_from_stdout(r.stdout)
     assert r.returncode == EXIT_UNKNOWN, r.stderr
-    assert ("highwater: UNKNOWN (exit 2): no anomalies · 1 unknown reason: replicas/: no replica dumps: the external "
-            "backend has no access to the brokers' disks: divergence and replica details not checked") in r.stderr
+    assert ("highwater: UNKNOWN (exit 2): no anomalies · 2 unknown reasons, first: replicas/: no replica dumps: the "
+            "external backend has no access to the brokers' disks: divergence and replica details not checked") \
+        in r.stderr
     results = load_json(run_dir / runformat.RESULTS_JSON)
-    # loss and the other history checks ran and found nothing; only divergence (replica dumps) is unknown
+    # loss and the other history checks ran and found nothing; only divergence (replica dumps) and the
+    # protocol rules (node event logs) are unknown
     assert results["valid"] == "unknown" and found_kinds(results) == []
     assert results["anomalies"]["lost-write"]["count"] == 0 and results["unseen"]["count"] == 0
-    assert results["unknown_reasons"] == [NOT_CHECKED]
+    assert results["unknown_reasons"] == [NOT_CHECKED, NO_RULES]
     assert [(p["partition"], p["recovered"], p["reason"], p["lost"]) for p in results["partitions"]] == \
         [(0, True, None, 0), (1, True, None, 0), (2, True, None, 0)]
     acked = sum(p["acked"] for p in results["partitions"])
