@@ -64,8 +64,8 @@ class RunSession:
         self.kind = kind
         self.extra_record = dict(extra_record or {})
         self.run = store.create_run_dir(cfg.results_dir, cfg.name)
-        self.start_wall_ns = time.time_ns()
         self.history = History(self.run.history_path, mirror=self.run.nemesis_path)
+        self.start_wall_ns = self.history.wall_t0   # history time 0 on the wall clock (node logs' ts)
         self.stats = Stats()
         self.history.listeners.append(self.stats)
         self.interrupt = threading.Event()

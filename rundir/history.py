@@ -25,6 +25,9 @@ class History:
         self._mirror = Path(mirror).open("a", buffering=1024 * 16) if mirror else None
         self._clock = clock
         self._t0 = clock()
+        # the wall clock at history time 0, read next to it: test.json's start_wall_ns, which maps the
+        # history's times onto the node event logs' wall-clock `ts` (the protocol rules compare them)
+        self.wall_t0 = time.time_ns()
         self._lock = threading.Lock()
         self._index = 0
         self._process_ids = itertools.count()
