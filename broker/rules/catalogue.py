@@ -63,7 +63,7 @@ def promised(settings: RuleSettings) -> frozenset[str]:
     power_safe = settings.flush == "always" or not settings.power_loss
     # below its own HW a follower holds only committed records, which every clean leader has, when the
     # leader's answer is trusted (leader epochs, KIP-320 fencing) and no disk lost a flushed-as-committed tail
-    if (settings.truncation in ("leader-epoch", "kip-101") and not settings.unclean_leader_election
+    if (settings.truncation == "leader-epoch" and not settings.unclean_leader_election
             and settings.fetch_fencing and power_safe and not settings.storage_faults):
         out.add("truncate-below-hw")
     if power_safe and not settings.storage_faults:
