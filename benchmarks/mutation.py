@@ -510,8 +510,9 @@ def _found(rec: dict) -> str:
 
 def summarize(records: list[dict], methods: list[str]) -> dict:
     """Totals per method and overall, and per area and rule."""
-    done = [r for r in records if "error" not in r]
-    totals: dict = {"mutants": len(records), "applied": len(done), "by_method": {}, "by_area": {}, "by_rule": {}}
+    done = [r for r in records if "error" not in r and not r.get("interrupted")]
+    totals: dict = {"mutants": len(records), "applied": len(done),
+                    "interrupted": [r["name"] for r in records if r.get("interrupted")], "by_method": {}, "by_area": {}, "by_rule": {}}
     for key in methods:
         ran = [r for r in done if key in r["methods"]]
         verdicts = [r["methods"][key].get("verdict") for r in ran]
@@ -536,6 +537,9 @@ def print_table(records: list[dict], methods: list[str], totals: dict) -> None:
     for r in records:
         if "error" in r:
             print(f"{r['name']:34} {r['area']:15} {r['rule']:24} ERROR {r['error']}")
+            continue
+        if r.get("interrupted"):
+            print(f"{r['name']:34} {r['area']:15} {r['rule']:24} INTERRUPTED (not counted)")
             continue
         cells = " ".join(f"{_cell(r['methods'].get(k)) + ' ' + _secs(r['methods'].get(k)):19}" for k in methods)
         print(f"{r['name']:34} {r['area']:15} {r['rule']:24} {cells} {_found(r)}")
@@ -631,6 +635,8 @@ def run_one(bench: Bench, m: Mutant | None, commit: str, methods: list[str], kee
         log(f"  {name}: {METHODS[key]} ...")
         res = bench.method(key, root, name, out)
         rec["methods"][key] = res
+        if bench.runner.stop:           # a signal came while it ran: its verdict says nothing
+            rec["interrupted"] = True
         extra = (f" [{res['tail']}]" if res.get("tail") else "")
         found = ",".join(res.get("kinds") or res.get("failed_configs") or []) if res.get("caught") else ""
         log(f"  {name}: {METHODS[key]}: {_cell(res)} {found} (exit {res['exit_code']}, {res['elapsed_s']:.0f} s){extra}")
@@ -725,7 +731,8 @@ def main(argv: list[str] | None = None) -> int:
             t0 = time.monotonic()
             keep = True if opts.spark_dir is not None else a.keep_copies   # the Spark service may run from it
             rec = run_one(bench, m, commit, methods, keep)
-            if a.nightly and "c" not in methods and "error" not in rec and not rec["caught_by"] and not bench.runner.stop:
+            if (a.nightly and "c" not in methods and "error" not in rec and not rec["caught_by"]
+                    and not bench.runner.stop):
                 log(f"  {name}: escaped {', '.join(METHODS[k] for k in methods)}: nightly suite ...")
                 root = bench.results / "copies" / name
                 if not root.exists():
@@ -740,7 +747,8 @@ def main(argv: list[str] | None = None) -> int:
                     rec["caught_by"].append("nightly")
             rec["elapsed_s"] = round(time.monotonic() - t0, 1)
             last_root = bench.results / "copies" / name
-            verdict = "ERROR " + rec["error"] if "error" in rec else (
+            verdict = "ERROR " + rec["error"] if "error" in rec else "INTERRUPTED (not counted)" if rec.get(
+                "interrupted") else (
                 "caught by " + ", ".join(rec["caught_by"]) if rec["caught_by"]
                 else "nothing found" if m is None else "ESCAPED")
             log(f"[{i}/{len(todo)}] {name}: {verdict} ({rec['elapsed_s']:.0f} s)")
