@@ -217,6 +217,7 @@ class SimNode:
     epoch_checkpoint: list[tuple[int, int]] = field(default_factory=list)
     broker_epoch: int | None = None               # None: not (yet) registered in this incarnation
     meta_version: int = -1                        # the newest metadata version applied
+    polled: tuple | None = None                   # (epoch, HW, LEO) a consumer last polled it at, as leader
 
 
 class World:
@@ -795,10 +796,16 @@ class World:
                 return f"; leader {_name(e['leader'])}, epoch {e['epoch']}, ISR {_names(e['isr'])}"
         return ""
 
-    def _poll(self, r: PartitionReplica) -> None:
+    def _poll(self, n: SimNode, r: PartitionReplica) -> None:
         """A consumer polls a leader from just below its HW, as a consumer near the end of the log does,
         and the rules check what it was given (read-uncommitted: below the HW the poll reports and below
-        every HW a leader has had). It changes nothing in the world, so schedules stay as they were."""
+        every HW a leader has had). Only when the leader's epoch, HW or LEO moved since its last poll (the
+        same poll again reads the same records). It changes nothing in the world, so schedules stay as
+        they were."""
+        key = (r.leader_epoch, r.hw, r.leo)
+        if n.polled == key:
+            return
+        n.polled = key
         read = r.read_for_consumer(max(r.log.log_start(), r.hw - 1), POLL_RECORDS, r.leader_epoch)
         if read.error is None and read.records:
             self.observer.read(read.records[-1].offset, read.high_watermark, read.leader_epoch)
@@ -833,7 +840,7 @@ class World:
                 proposal = r.take_isr_proposal()
                 if proposal is not None:
                     self._send("alter-isr", n.name, CONTROLLER, (proposal, n.broker_epoch), n.inc)
-                self._poll(r)
+                self._poll(n, r)
         if self.parked:
             for p in list(self.parked):
                 n = self.nodes[p.node]
