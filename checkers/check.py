@@ -94,7 +94,9 @@ def check_run(run_dir: Path | str, *, engine: str = "spark", spark_master: str |
     failing = policy.failing_kinds(config, fail_on=fail_on, allow=allow)
     say("reading input")
     ing = ingest_mod.ingest(run_dir, lenient=lenient)
-    facts = protocol_trace.run_facts(run_dir)
+    facts = protocol_trace.run_facts(run_dir, ing.columnar_dir)
+    # what the run promises depends on what it did (power cut, disks damaged): the policy again, with that
+    failing = policy.failing_kinds(config, fail_on=fail_on, allow=allow, rules=facts["settings"])
     if engine == "reference":
         from checkers import reference
         say("checking (reference)")

@@ -58,22 +58,25 @@ def _kinds(names: Iterable[str], where: str) -> list[str]:
     return names
 
 
-def unpromised_protocol_kinds(config: dict[str, Any]) -> set[str]:
-    """The protocol rules (broker/rules) the run's configuration does not promise: reported, not failing."""
+def unpromised_protocol_kinds(config: dict[str, Any], rules: Any = None) -> set[str]:
+    """The protocol rules (broker/rules) the run does not promise: reported, not failing. `rules`: the
+    run's RuleSettings when known (checkers/protocol_trace.run_facts, which also knows what the run did),
+    else they are read from the configuration alone."""
     from broker.rules import promised
     from checkers.protocol_trace import settings_from
 
-    return set(kinds.PROTOCOL_NAMES) - promised(settings_from({"config": config}))
+    return set(kinds.PROTOCOL_NAMES) - promised(rules if rules is not None else settings_from({"config": config}))
 
 
-def failing_kinds(config: dict[str, Any] | None, fail_on: Iterable[str] = (), allow: Iterable[str] = ()) -> list[str]:
+def failing_kinds(config: dict[str, Any] | None, fail_on: Iterable[str] = (), allow: Iterable[str] = (),
+                  rules: Any = None) -> list[str]:
     config = config or {}
     failing = set(rf.ANOMALY_KINDS) - set(DEFAULT_ALLOWED)
     if producer_idempotent(config):
         failing.add("duplicate")
     if producer_acks(config) in (0, 1):
         failing.discard(kinds.REALTIME_ORDER.name)
-    failing -= unpromised_protocol_kinds(config)
+    failing -= unpromised_protocol_kinds(config, rules)
     checker = config.get(rf.CONFIG_CHECKER) or {}
     if not isinstance(checker, dict):
         raise PolicyError(f"{rf.TEST_JSON}: config.{rf.CONFIG_CHECKER} must be an object")

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
@@ -60,14 +61,40 @@ def settings_from(test: dict[str, Any]) -> RuleSettings:
         same_clock=backend in SAME_CLOCK_BACKENDS)
 
 
-def run_facts(run_dir: Path | str) -> dict[str, Any]:
-    """What the adapter needs from test.json: settings, start_wall_ns, whether polls report the HW."""
+def run_facts(run_dir: Path | str, col_dir: Path | str | None = None) -> dict[str, Any]:
+    """What the adapter needs: the rule settings, start_wall_ns and whether polls report the HW, from
+    test.json; with the columnar tables (`col_dir`), also what the run did: a broker started with
+    power_loss (its `start` line says so: the harness turns it on for any fault that may cut power), a
+    power-loss or corrupt fault in the history (scenario steps included)."""
     test = _config(Path(run_dir))
     cfg = test.get("config") if isinstance(test.get("config"), dict) else {}
     client = cfg.get("client") if isinstance(cfg.get("client"), dict) else {}
     start = test.get("start_wall_ns")
-    return {"settings": settings_from(test), "start_wall_ns": start if isinstance(start, int) else None,
+    settings = settings_from(test)
+    if col_dir is not None:
+        faults, power = _what_happened(Path(col_dir))
+        settings = replace(settings, power_loss=settings.power_loss or power or "power-loss" in faults,
+                           storage_faults=settings.storage_faults or "corrupt" in faults)
+    return {"settings": settings, "start_wall_ns": start if isinstance(start, int) else None,
             "poll_hw": client.get("kind", "native") == "native"}
+
+
+def _what_happened(col_dir: Path) -> tuple[set[str], bool]:
+    """(the fault kinds of the history's nemesis operations, whether a broker started with power_loss)."""
+    import pyarrow.compute as pc
+    import pyarrow.dataset as pads
+
+    faults: set[str] = set()
+    if (col_dir / "ops").is_dir():
+        col = pads.dataset(str(col_dir / "ops"), format="parquet").to_table(columns=["fault"]).column("fault")
+        faults = {f for f in pc.unique(col).to_pylist() if f}
+    power = False
+    if (col_dir / "events").is_dir():
+        t = pads.dataset(str(col_dir / "events"), format="parquet").to_table(
+            columns=["src", "event", "fields"], filter=(pc.field("event") == "start"))
+        power = any(src == "broker" and json.loads(f).get("power_loss") is True
+                    for src, f in zip(t.column("src").to_pylist(), t.column("fields").to_pylist()))
+    return faults, power
 
 
 # --- rows ------------------------------------------------------------------------------------------
