@@ -366,7 +366,8 @@ def _dump_files(run_dir: Path) -> list[tuple[str, int, Path]]:
 # --- the conversion --------------------------------------------------------------------------------
 
 def _backend(run_dir: Path) -> str | None:
-    """test.json's cluster backend, or None (a test.json without one: a synthetic or hand-built run)."""
+    """test.json's cluster backend, or None (a test.json without one: a generated or hand-built run;
+    those may also say "synthetic")."""
     try:
         cluster = rf.load_json(run_dir / rf.TEST_JSON).get("cluster") or {}
     except (OSError, ValueError, AttributeError, FormatError):
@@ -561,7 +562,7 @@ def _convert(run_dir: Path, sources: dict, *, lenient: bool, progress) -> Ingest
         skipped_events = _convert_events(run_dir, ev_writer)
         ev_writer.close()
         backend = _backend(run_dir)
-        if backend is not None and not _event_logs(run_dir):
+        if backend not in (None, "synthetic") and not _event_logs(run_dir):
             # a run of a cluster whose brokers' logs the harness cannot read (an external one), or one
             # that crashed before collecting them: the white-box protocol rules were not checked
             result.problem(rf.NODES_DIR + "/", None, "no-event-logs",
