@@ -21,6 +21,7 @@ from typing import Any, TextIO
 EVENT_NAMES = frozenset({
     # replication (broker/replication/events.py)
     "leader-change", "isr-change", "truncate", "hw-change", "role", "fetch-fenced", "stale-fetch-served",
+    "follower-served",
     "epoch-query", "epoch-answer",
     # broker process and storage (broker/server)
     "ack", "start", "stop", "registered", "re-register", "recovered", "corrupt", "storage-error", "flush",
@@ -42,6 +43,7 @@ EVENT_FIELDS: dict[str, frozenset[str]] = {name: frozenset(fields.split()) for n
     "role": "partition role epoch",
     "fetch-fenced": "partition replica request request_epoch leader_epoch error",
     "stale-fetch-served": "partition replica request request_epoch leader_epoch",
+    "follower-served": "partition replica request request_epoch",
     "epoch-query": "partition leader epoch current_epoch error answer_epoch answer_end truncate_to",
     "epoch-answer": "partition replica epoch answer_epoch answer_end",
     "start": "version host port truncation flush power_loss min_insync_replicas clean_shutdown brokers topics restored",

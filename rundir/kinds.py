@@ -237,6 +237,11 @@ _PROTOCOL_EXPLANATIONS = {
         "records, which every cleanly elected leader has, so leader-epoch truncation never goes there. "
         "Promised with leader-epoch truncation, clean elections, fetch fencing and no unflushed power loss; "
         "pre-0.11 HW truncation cuts to the HW itself, never below it.",
+    "stale-epoch-served":
+        "A leader served a follower's fetch or OffsetsForLeaderEpoch request that carried another leader epoch "
+        "than its own. With KIP-320 fencing (Kafka 2.1) a leader refuses such requests (FENCED_LEADER_EPOCH or "
+        "UNKNOWN_LEADER_EPOCH): a follower acting on another epoch's answer can cut or keep the wrong records "
+        "(KAFKA-6880). Not promised with fetch_fencing off.",
     "read-uncommitted":
         "A consumer's poll returned a record at or above the high watermark: the HW the poll itself reported, "
         "or every HW any leader had logged by the time the poll completed. Consumers may read committed "

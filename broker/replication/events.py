@@ -88,6 +88,23 @@ class FetchFenced:
 
 
 @dataclass(frozen=True)
+class FollowerServed:
+    """Leader side: a follower request (`request` "fetch" or "epoch") carrying leader epoch
+    `request_epoch` (None: none) was served. Logged once per (replica, request, request_epoch) while this
+    replica leads an epoch, so a few lines per leadership: what the protocol rule stale-epoch-served reads
+    (KIP-320: with fencing, only the leader's own epoch is served)."""
+    name: ClassVar[str] = "follower-served"
+    partition: int
+    replica: int | None
+    request: str
+    request_epoch: int | None
+
+    def fields(self) -> dict[str, Any]:
+        return {"partition": self.partition, "replica": self.replica, "request": self.request,
+                "request_epoch": self.request_epoch}
+
+
+@dataclass(frozen=True)
 class StaleFetchServed:
     """Leader side, fetch_fencing off only: a follower request carrying another leader epoch was served
     anyway (a pre-2.1 broker; KAFKA-6880's zombie fetcher). Logged once per (replica, request,

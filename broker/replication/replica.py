@@ -27,7 +27,7 @@ from broker.replication.config import ReplicationConfig
 from broker.replication.epoch_cache import EpochCache, EpochEndOffset
 from broker.replication.errors import ErrorCode, check_leader_epoch
 from broker.replication.events import (
-    EpochAnswer, EpochQuery, Event, FetchFenced, HwChange, IsrChange, LeaderChange, RoleChange,
+    EpochAnswer, EpochQuery, Event, FetchFenced, FollowerServed, HwChange, IsrChange, LeaderChange, RoleChange,
     StaleFetchServed, Truncate,
 )
 from broker.replication.leader import LeaderState, RemoteReplica
@@ -454,6 +454,7 @@ class PartitionReplica:
             return ErrorCode.NOT_LEADER
         error = check_leader_epoch(current_leader_epoch, self.leader_epoch)
         if error is None:
+            self._note_served(replica_id, request, current_leader_epoch)
             return None
         assert current_leader_epoch is not None
         if self.config.fetch_fencing:
@@ -468,7 +469,15 @@ class PartitionReplica:
             self._logged_requests.add(key)
             self._events.append(StaleFetchServed(self.partition, replica_id, request, current_leader_epoch,
                                                  self.leader_epoch))
+        self._note_served(replica_id, request, current_leader_epoch)
         return None
+
+    def _note_served(self, replica_id: int | None, request: str, current_leader_epoch: int | None) -> None:
+        """Log the first serving of each (replica, request, epoch) of this leadership (follower-served)."""
+        key = (replica_id, request, current_leader_epoch, "served")
+        if key not in self._logged_requests:
+            self._logged_requests.add(key)
+            self._events.append(FollowerServed(self.partition, replica_id, request, current_leader_epoch))
 
     def _note_epochs(self, records: Sequence[Record]) -> None:
         """A record whose epoch differs from the latest entry's starts that epoch (Kafka assigns per

@@ -26,12 +26,13 @@ SUMMARIES: dict[str, str] = {
     "election-outside-isr": "the controller elected a leader from outside the ISR (and ELR)",
     "epoch-not-increasing": "an election did not raise the partition's leader epoch",
     "truncate-below-hw": "a follower truncated its log below its own high watermark",
+    "stale-epoch-served": "a leader served a follower request carrying another leader epoch (KIP-320)",
     "read-uncommitted": "a consumer read a record at or above the high watermark",
 }
 RULES: tuple[str, ...] = tuple(SUMMARIES)
 
 # the event names the rules read (an adapter may drop every other line)
-EVENTS_READ = frozenset({"start", "recovered", "role", "hw-change", "truncate", "ack",          # brokers
+EVENTS_READ = frozenset({"start", "recovered", "role", "hw-change", "truncate", "ack", "follower-served",  # brokers
                          "isr-change", "leader-change", "elect-leader"})                      # controller
 
 # rules that compare rows of different processes by their timestamps: sound only when every process
@@ -57,7 +58,9 @@ class RuleSettings:
 def promised(settings: RuleSettings) -> frozenset[str]:
     """The rules a configuration promises. A violation of another rule is reported but does not fail a
     run (as an acks=1 cluster's lost write is the configuration's, not the broker's, fault)."""
-    out = set(RULES) - {"election-outside-isr", "truncate-below-hw", "acked-not-durable"}
+    out = set(RULES) - {"election-outside-isr", "truncate-below-hw", "acked-not-durable", "stale-epoch-served"}
+    if settings.fetch_fencing:
+        out.add("stale-epoch-served")
     if not settings.unclean_leader_election:
         out.add("election-outside-isr")
     power_safe = settings.flush == "always" or not settings.power_loss
@@ -183,6 +186,9 @@ class PartitionRules:
 
     def _recovered(self, row: dict, node: _Node, found: list) -> None:
         leo, hw = row.get("leo"), row.get("hw")
+        if isinstance(leo, int) and isinstance(hw, int) and hw > leo:
+            found.append(self._v("hw-above-leo", row, node.epoch,
+                                 f"{row['node']} reopened its log with HW {hw}, past its LEO {leo}"))
         if isinstance(leo, int) and node.acked_end > leo:
             found.append(self._v("acked-not-durable", row, node.epoch,
                                  f"{row['node']} reopened its log with LEO {leo}, below offset {node.acked_end - 1} "
@@ -242,6 +248,15 @@ class PartitionRules:
         if node.hw is not None and node.hw > to and why != "recovery":
             node.hw = to
         node.acked_end = min(node.acked_end, to)
+
+    def _follower_served(self, row: dict, node: _Node, found: list) -> None:
+        asked_with, replica = row.get("request_epoch"), row.get("replica")
+        if node.role == "leader" and isinstance(asked_with, int) and asked_with != node.epoch:
+            who = f"n{replica}" if isinstance(replica, int) else "a follower"
+            what = "a fetch" if row.get("request") == "fetch" else "an OffsetsForLeaderEpoch request"
+            found.append(self._v("stale-epoch-served", row, node.epoch,
+                                 f"{row['node']} leads epoch {node.epoch} and served {what} of {who} "
+                                 f"carrying epoch {asked_with}"))
 
     def _ack(self, row: dict, node: _Node, found: list) -> None:
         last, acks, hw, isr = row.get("last"), row.get("acks"), row.get("hw"), row.get("isr")
@@ -319,7 +334,8 @@ def _name(broker: Any) -> str:
 
 
 _BROKER = {"start": PartitionRules._start, "recovered": PartitionRules._recovered, "role": PartitionRules._role,
-           "hw-change": PartitionRules._hw_change, "truncate": PartitionRules._truncate, "ack": PartitionRules._ack}
+           "hw-change": PartitionRules._hw_change, "truncate": PartitionRules._truncate, "ack": PartitionRules._ack,
+           "follower-served": PartitionRules._follower_served}
 _CONTROLLER = {"isr-change": PartitionRules._isr_change, "leader-change": PartitionRules._leader_change,
                "elect-leader": PartitionRules._elect_leader}
 

@@ -5,7 +5,8 @@ import pytest
 from broker.records import MemoryLog, Record
 from broker.replication import ErrorCode, PartitionReplica, ReplicationConfig
 from broker.replication.epoch_cache import EpochEndOffset
-from broker.replication.events import EpochAnswer, EpochQuery, FetchFenced, HwChange, StaleFetchServed, Truncate
+from broker.replication.events import (EpochAnswer, EpochQuery, FetchFenced, FollowerServed, HwChange,
+                                       StaleFetchServed, Truncate)
 from broker.replication.messages import EpochRequest, EpochResponse
 from broker.replication.sim import Sim
 
@@ -72,7 +73,8 @@ def test_fencing_off_answers_a_stale_offsets_for_leader_epoch():
     r = leader(fetch_fencing=False)
     er = r.handle_offsets_for_leader_epoch(0, 1, replica_id=2)
     assert (er.error, er.end) == (None, EpochEndOffset(0, 2))
-    assert r.drain_events() == [StaleFetchServed(0, 2, "epoch", 1, 3), EpochAnswer(0, 2, 0, 0, 2)]
+    assert r.drain_events() == [StaleFetchServed(0, 2, "epoch", 1, 3), FollowerServed(0, 2, "epoch", 1),
+                                EpochAnswer(0, 2, 0, 0, 2)]
 
 
 def test_consumer_reads_stay_fenced_without_fetch_fencing():
@@ -94,9 +96,13 @@ def test_epoch_answer_event_on_the_leader():
     assert r.handle_offsets_for_leader_epoch(0, 3, replica_id=2).end == EpochEndOffset(0, 2)
     assert r.handle_offsets_for_leader_epoch(3, 3, replica_id=3).end == EpochEndOffset(3, 3)
     assert r.handle_offsets_for_leader_epoch(0, None).end == EpochEndOffset(0, 2)
-    assert r.drain_events() == [EpochAnswer(0, 2, 0, 0, 2), EpochAnswer(0, 3, 3, 3, 3), EpochAnswer(0, None, 0, 0, 2)]
+    assert r.drain_events() == [FollowerServed(0, 2, "epoch", 3), EpochAnswer(0, 2, 0, 0, 2),
+                                FollowerServed(0, 3, "epoch", 3), EpochAnswer(0, 3, 3, 3, 3),
+                                FollowerServed(0, None, "epoch", None), EpochAnswer(0, None, 0, 0, 2)]
     assert EpochAnswer(0, 2, 0, 0, 2).fields() == {"partition": 0, "replica": 2, "epoch": 0, "answer_epoch": 0,
                                                    "answer_end": 2}
+    assert FollowerServed(0, 2, "fetch", 3).fields() == {"partition": 0, "replica": 2, "request": "fetch",
+                                                         "request_epoch": 3}
 
 
 def follower() -> PartitionReplica:

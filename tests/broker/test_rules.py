@@ -45,7 +45,7 @@ def cluster() -> Log:
 
 
 def test_every_rule_is_named_and_the_safe_configuration_promises_them_all():
-    assert len(RULES) == 12 and len(set(RULES)) == 12
+    assert len(RULES) == 13 and len(set(RULES)) == 13
     assert promised(SAFE) == frozenset(RULES)
     assert CLOCK_RULES <= set(RULES)
 
@@ -69,6 +69,9 @@ def test_a_clean_history_breaks_nothing():
 def test_hw_above_leo():
     assert cluster().b("n2", "hw-change", old=0, new=3, leo=2).kinds() == ["hw-above-leo", "follower-hw-ahead"]
     assert cluster().b("n1", "hw-change", old=0, new=2, leo=2).kinds() == []
+    # a replica reopened with an HW past the log its recovery left
+    (v,) = run(0, cluster().b("n2", "start").b("n2", "recovered", leo=4, hw=6).rows)
+    assert (v.kind, v.detail) == ("hw-above-leo", "n2 reopened its log with HW 6, past its LEO 4")
 
 
 def test_leader_hw_decrease_within_one_leadership_only():
@@ -187,6 +190,21 @@ def test_truncate_below_hw_and_what_promises_it():
     log = cluster().b("n1", "hw-change", old=0, new=5, leo=6).b("n2", "hw-change", old=0, new=5, leo=6)
     log.b("n2", "truncate", to=5, why="hw").b("n2", "truncate", to=3, why="recovery")
     assert log.kinds() == []
+
+
+# --- fencing ------------------------------------------------------------------------------------------------
+
+def test_stale_epoch_served_only_with_fencing_promised():
+    assert cluster().b("n1", "follower-served", replica=2, request="fetch", request_epoch=0).kinds() == []
+    log = Log().c("leader-change", leader=1, epoch=3, isr=[1, 2], version=0)
+    log.b("n1", "role", role="leader", epoch=3)
+    log.b("n1", "follower-served", replica=2, request="epoch", request_epoch=2)
+    (v,) = run(0, log.rows)
+    assert (v.kind, v.epoch) == ("stale-epoch-served", 3)
+    assert v.detail == "n1 leads epoch 3 and served an OffsetsForLeaderEpoch request of n2 carrying epoch 2"
+    assert "stale-epoch-served" not in promised(RuleSettings(fetch_fencing=False))
+    # a request without an epoch (an old client) is not a fencing question
+    assert cluster().b("n1", "follower-served", replica=None, request="fetch", request_epoch=None).kinds() == []
 
 
 # --- consumers ---------------------------------------------------------------------------------------------

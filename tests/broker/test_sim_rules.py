@@ -155,3 +155,15 @@ def test_read_uncommitted_when_a_leader_serves_consumers_up_to_its_leo(monkeypat
         return ConsumerRead(None, records, self.hw, self.leader_epoch)
     monkeypatch.setattr(PartitionReplica, "read_for_consumer", read_for_consumer)
     assert "read-uncommitted" in found()
+
+
+def test_stale_epoch_served_when_fencing_checks_only_older_epochs(monkeypatch):
+    from broker.replication import replica as replica_module
+    from broker.replication.errors import check_leader_epoch
+
+    def older_only(current_leader_epoch, my_epoch):
+        if current_leader_epoch is not None and current_leader_epoch > my_epoch:
+            return None                                                       # bug: a newer epoch is served
+        return check_leader_epoch(current_leader_epoch, my_epoch)
+    monkeypatch.setattr(replica_module, "check_leader_epoch", older_only)
+    assert "stale-epoch-served" in found()
