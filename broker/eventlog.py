@@ -21,7 +21,7 @@ from typing import Any, TextIO
 EVENT_NAMES = frozenset({
     # replication (broker/replication/events.py)
     "leader-change", "isr-change", "truncate", "hw-change", "role", "fetch-fenced", "stale-fetch-served",
-    "follower-served",
+    "follower-served", "isr-expand-proposed",
     "epoch-query", "epoch-answer",
     # broker process and storage (broker/server)
     "ack", "start", "stop", "registered", "re-register", "recovered", "corrupt", "storage-error", "flush",
@@ -44,6 +44,7 @@ EVENT_FIELDS: dict[str, frozenset[str]] = {name: frozenset(fields.split()) for n
     "fetch-fenced": "partition replica request request_epoch leader_epoch error",
     "stale-fetch-served": "partition replica request request_epoch leader_epoch",
     "follower-served": "partition replica request request_epoch",
+    "isr-expand-proposed": "partition replica replica_leo hw epoch_start",
     "epoch-query": "partition leader epoch current_epoch error answer_epoch answer_end truncate_to",
     "epoch-answer": "partition replica epoch answer_epoch answer_end",
     "start": "version host port truncation flush power_loss min_insync_replicas clean_shutdown brokers topics restored",

@@ -242,6 +242,10 @@ _PROTOCOL_EXPLANATIONS = {
         "than its own. With KIP-320 fencing (Kafka 2.1) a leader refuses such requests (FENCED_LEADER_EPOCH or "
         "UNKNOWN_LEADER_EPOCH): a follower acting on another epoch's answer can cut or keep the wrong records "
         "(KAFKA-6880). Not promised with fetch_fencing off.",
+    "isr-join-lagging":
+        "A leader proposed a follower for the ISR while the follower's log end was still below the leader's "
+        "high watermark, or below the start offset of the leader's epoch (the KAFKA-7128 rule). An ISR member "
+        "is counted for commitment and may be elected: one that lacks committed records can lose them.",
     "read-uncommitted":
         "A consumer's poll returned a record at or above the high watermark: the HW the poll itself reported, "
         "or every HW any leader had logged by the time the poll completed. Consumers may read committed "

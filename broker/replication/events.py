@@ -88,6 +88,23 @@ class FetchFenced:
 
 
 @dataclass(frozen=True)
+class IsrExpandProposed:
+    """Leader side: it proposed adding `replica` to the ISR, whose LEO (its fetch offset) was `replica_leo`
+    while the leader's HW was `hw` and its epoch started at `epoch_start` (a follower joins only once caught
+    up to both: the HW, and the epoch start with the KAFKA-7128 rule). One line per proposal."""
+    name: ClassVar[str] = "isr-expand-proposed"
+    partition: int
+    replica: int
+    replica_leo: int
+    hw: int
+    epoch_start: int
+
+    def fields(self) -> dict[str, Any]:
+        return {"partition": self.partition, "replica": self.replica, "replica_leo": self.replica_leo,
+                "hw": self.hw, "epoch_start": self.epoch_start}
+
+
+@dataclass(frozen=True)
 class FollowerServed:
     """Leader side: a follower request (`request` "fetch" or "epoch") carrying leader epoch
     `request_epoch` (None: none) was served. Logged once per (replica, request, request_epoch) while this

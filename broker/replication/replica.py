@@ -27,7 +27,8 @@ from broker.replication.config import ReplicationConfig
 from broker.replication.epoch_cache import EpochCache, EpochEndOffset
 from broker.replication.errors import ErrorCode, check_leader_epoch
 from broker.replication.events import (
-    EpochAnswer, EpochQuery, Event, FetchFenced, FollowerServed, HwChange, IsrChange, LeaderChange, RoleChange,
+    EpochAnswer, EpochQuery, Event, FetchFenced, FollowerServed, HwChange, IsrChange, IsrExpandProposed,
+    LeaderChange, RoleChange,
     StaleFetchServed, Truncate,
 )
 from broker.replication.leader import LeaderState, RemoteReplica
@@ -508,6 +509,7 @@ class PartitionReplica:
             return
         if self.config.isr_join_requires_epoch_start and leo < st.epoch_start_offset:
             return                        # KAFKA-7128: not yet past the start of our epoch
+        self._events.append(IsrExpandProposed(self.partition, remote.broker_id, leo, self.hw, st.epoch_start_offset))
         self._propose(tuple(sorted(st.isr | {remote.broker_id})), "expand")
 
     def _propose(self, isr: tuple[int, ...], kind: str) -> IsrProposal:

@@ -26,6 +26,7 @@ SUMMARIES: dict[str, str] = {
     "election-outside-isr": "the controller elected a leader from outside the ISR (and ELR)",
     "epoch-not-increasing": "an election did not raise the partition's leader epoch",
     "truncate-below-hw": "a follower truncated its log below its own high watermark",
+    "isr-join-lagging": "a leader proposed a follower for the ISR before it caught up to the HW and its epoch",
     "stale-epoch-served": "a leader served a follower request carrying another leader epoch (KIP-320)",
     "read-uncommitted": "a consumer read a record at or above the high watermark",
 }
@@ -33,6 +34,7 @@ RULES: tuple[str, ...] = tuple(SUMMARIES)
 
 # the event names the rules read (an adapter may drop every other line)
 EVENTS_READ = frozenset({"start", "recovered", "role", "hw-change", "truncate", "ack", "follower-served",  # brokers
+                         "isr-expand-proposed",
                          "isr-change", "leader-change", "elect-leader"})                      # controller
 
 # rules that compare rows of different processes by their timestamps: sound only when every process
@@ -53,6 +55,7 @@ class RuleSettings:
     power_loss: bool = False         # the run may cut power (a power-loss fault or a simulated one)
     storage_faults: bool = False     # the run damages data files on purpose (corrupt-* faults)
     same_clock: bool = True          # every process's `ts` comes from one clock (CLOCK_RULES)
+    isr_join_requires_epoch_start: bool = True   # the KAFKA-7128 rule (off only in the simulator's tests)
 
 
 def promised(settings: RuleSettings) -> frozenset[str]:
@@ -258,6 +261,20 @@ class PartitionRules:
                                  f"{row['node']} leads epoch {node.epoch} and served {what} of {who} "
                                  f"carrying epoch {asked_with}"))
 
+    def _isr_expand(self, row: dict, node: _Node, found: list) -> None:
+        leo, hw, start = row.get("replica_leo"), row.get("hw"), row.get("epoch_start")
+        if not isinstance(leo, int):
+            return
+        short = []
+        if isinstance(hw, int) and leo < hw:
+            short.append(f"the HW {hw}")
+        if self.settings.isr_join_requires_epoch_start and isinstance(start, int) and leo < start:
+            short.append(f"the start of its epoch at {start}")
+        if short:
+            found.append(self._v("isr-join-lagging", row, node.epoch,
+                                 f"{row['node']} proposed n{row.get('replica')} for the ISR with its LEO at {leo}, "
+                                 f"short of {' and '.join(short)}"))
+
     def _ack(self, row: dict, node: _Node, found: list) -> None:
         last, acks, hw, isr = row.get("last"), row.get("acks"), row.get("hw"), row.get("isr")
         if not isinstance(last, int):
@@ -335,7 +352,7 @@ def _name(broker: Any) -> str:
 
 _BROKER = {"start": PartitionRules._start, "recovered": PartitionRules._recovered, "role": PartitionRules._role,
            "hw-change": PartitionRules._hw_change, "truncate": PartitionRules._truncate, "ack": PartitionRules._ack,
-           "follower-served": PartitionRules._follower_served}
+           "follower-served": PartitionRules._follower_served, "isr-expand-proposed": PartitionRules._isr_expand}
 _CONTROLLER = {"isr-change": PartitionRules._isr_change, "leader-change": PartitionRules._leader_change,
                "elect-leader": PartitionRules._elect_leader}
 

@@ -27,7 +27,8 @@ def rule_settings(settings: Any) -> RuleSettings:
                         fetch_fencing=settings.fetch_fencing,
                         eligible_leader_replicas=settings.eligible_leader_replicas,
                         flush=settings.flush, power_loss=settings.flush != "always", storage_faults=False,
-                        same_clock=True)
+                        same_clock=True,
+                        isr_join_requires_epoch_start=getattr(settings, "isr_join_requires_epoch_start", True))
 
 
 class RuleObserver:

@@ -45,7 +45,7 @@ def cluster() -> Log:
 
 
 def test_every_rule_is_named_and_the_safe_configuration_promises_them_all():
-    assert len(RULES) == 13 and len(set(RULES)) == 13
+    assert len(RULES) == 14 and len(set(RULES)) == 14
     assert promised(SAFE) == frozenset(RULES)
     assert CLOCK_RULES <= set(RULES)
 
@@ -190,6 +190,19 @@ def test_truncate_below_hw_and_what_promises_it():
     log = cluster().b("n1", "hw-change", old=0, new=5, leo=6).b("n2", "hw-change", old=0, new=5, leo=6)
     log.b("n2", "truncate", to=5, why="hw").b("n2", "truncate", to=3, why="recovery")
     assert log.kinds() == []
+
+
+# --- ISR ---------------------------------------------------------------------------------------------------
+
+def test_isr_join_lagging_below_the_hw_or_the_epoch_start():
+    ok = cluster().b("n1", "isr-expand-proposed", replica=3, replica_leo=7, hw=7, epoch_start=4)
+    assert ok.kinds() == []
+    (v,) = run(0, cluster().b("n1", "isr-expand-proposed", replica=3, replica_leo=6, hw=7, epoch_start=4).rows)
+    assert (v.kind, v.detail) == ("isr-join-lagging",
+                                  "n1 proposed n3 for the ISR with its LEO at 6, short of the HW 7")
+    late = cluster().b("n1", "isr-expand-proposed", replica=3, replica_leo=7, hw=7, epoch_start=9)
+    assert late.kinds() == ["isr-join-lagging"]
+    assert late.kinds(RuleSettings(isr_join_requires_epoch_start=False)) == []
 
 
 # --- fencing ------------------------------------------------------------------------------------------------

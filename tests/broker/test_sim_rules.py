@@ -167,3 +167,21 @@ def test_stale_epoch_served_when_fencing_checks_only_older_epochs(monkeypatch):
         return check_leader_epoch(current_leader_epoch, my_epoch)
     monkeypatch.setattr(replica_module, "check_leader_epoch", older_only)
     assert "stale-epoch-served" in found()
+
+
+def test_isr_join_lagging_when_the_join_check_is_one_short(monkeypatch):
+    def maybe_expand_isr(self, remote):
+        st = self._leader
+        if (st.pending is not None or remote.broker_id in st.isr or remote.broker_id not in st.replicas
+                or remote.broker_id in self._fenced_brokers):
+            return
+        leo = remote.leo if remote.leo is not None else -1
+        if leo + 1 < self.hw:                                                 # bug: one record short is enough
+            return
+        if self.config.isr_join_requires_epoch_start and leo < st.epoch_start_offset:
+            return
+        from broker.replication.events import IsrExpandProposed
+        self._events.append(IsrExpandProposed(self.partition, remote.broker_id, leo, self.hw, st.epoch_start_offset))
+        self._propose(tuple(sorted(st.isr | {remote.broker_id})), "expand")
+    monkeypatch.setattr(PartitionReplica, "_maybe_expand_isr", maybe_expand_isr)
+    assert "isr-join-lagging" in found(1500)
