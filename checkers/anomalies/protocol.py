@@ -13,8 +13,8 @@ checked on the driver instead, by the reference engine's reading of the same tab
 Python worker cost a cold few seconds, the driver's pass a fraction of one (the other small tables are
 read on the driver for the same reason, engine.py). Both paths run the same rules over the same rows.
 
-On a cluster the executors import `broker.rules` (standard library only); `ship_rules` hands the
-package to Spark where the executors cannot import it from the driver's environment.
+On a cluster the executors must import the project (broker.rules and checkers.protocol_trace), as they
+find it in the driver's environment here (the local driver and the standalone test cluster).
 """
 from __future__ import annotations
 
@@ -36,50 +36,35 @@ OUT_SCHEMA = "kind string, partition int, node string, ts long, epoch int, detai
 
 
 def _rules_over(settings_json: str):
-    """The function mapInArrow runs: rows in (partition, ts, node, seq) order in, violations out."""
+    """The function mapInArrow runs: rows in (partition, ts, node, seq) order in, violations out (the
+    trace adapter's own row building and rule loop, on the executor)."""
 
     def run(batches: Iterator[Any]) -> Iterator[Any]:
         import pyarrow as pa
 
         from broker.rules import RuleSettings
-        from broker.rules.catalogue import PartitionRules
+        from checkers import protocol_trace as trace
 
-        settings = RuleSettings(**json.loads(settings_json))
-
-        def rows_of() -> Iterator[dict]:
+        def rows() -> Iterator[dict]:
             for batch in batches:
-                cols = batch.to_pydict()
-                for ts, node, src, seq, part, fields in zip(cols["ts"], cols["node"], cols["src"], cols["seq"],
-                                                            cols["partition"], cols["fields"]):
-                    row = json.loads(fields)
-                    row["ts"], row["node"], row["src"], row["seq"], row["partition"] = ts, node, src, seq, part
+                c = batch.to_pydict()
+                for ts, node, src, seq, part, fields in zip(c["ts"], c["node"], c["src"], c["seq"],
+                                                            c["partition"], c["fields"]):
+                    row = trace.event_row(ts, node, src, seq, fields)
+                    row["partition"] = part
                     yield row
 
-        out: dict[str, list] = {k: [] for k in ("kind", "partition", "node", "ts", "epoch", "detail", "evidence")}
-
-        def note(found) -> None:
-            for v in found:
-                out["kind"].append(v.kind)
-                out["partition"].append(v.partition)
-                out["node"].append(v.node)
-                out["ts"].append(v.ts)
-                out["epoch"].append(v.epoch if isinstance(v.epoch, int) else None)
-                out["detail"].append(v.detail)
-                out["evidence"].append(json.dumps([dict(e) for e in v.evidence], sort_keys=True))
-
-        rules = None
-        for row in rows_of():
-            if rules is None or rules.partition != row["partition"]:
-                if rules is not None:
-                    note(rules.finish())
-                rules = PartitionRules(row["partition"], settings)
-            note(rules.feed(row))
-        if rules is not None:
-            note(rules.finish())
-        if out["kind"]:
-            yield pa.RecordBatch.from_pydict(out, schema=pa.schema([
-                ("kind", pa.string()), ("partition", pa.int32()), ("node", pa.string()), ("ts", pa.int64()),
-                ("epoch", pa.int32()), ("detail", pa.string()), ("evidence", pa.string())]))
+        found = list(trace.check_sorted(rows(), RuleSettings(**json.loads(settings_json))))
+        if found:
+            yield pa.RecordBatch.from_pydict({
+                "kind": [v.kind for v in found], "partition": [v.partition for v in found],
+                "node": [v.node for v in found], "ts": [v.ts for v in found],
+                "epoch": [v.epoch if isinstance(v.epoch, int) else None for v in found],
+                "detail": [v.detail for v in found],
+                "evidence": [json.dumps([dict(e) for e in v.evidence], sort_keys=True) for v in found]},
+                schema=pa.schema([("kind", pa.string()), ("partition", pa.int32()), ("node", pa.string()),
+                                  ("ts", pa.int64()), ("epoch", pa.int32()), ("detail", pa.string()),
+                                  ("evidence", pa.string())]))
 
     return run
 
