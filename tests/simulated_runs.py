@@ -1,7 +1,8 @@
 """Small synthetic run directories as the harness writes them (JSON lines), for the checker's tests and
 benchmarks (test data: it lives under tests/, not in the checkers package).
 
-`RunBuilder` writes histories operation by operation (hand-built known-answer tests); `simulate()` runs
+`RunBuilder` writes histories operation by operation (hand-built known-answer tests), and the nodes'
+event logs line by line (the protocol rules' input); `simulate()` runs
 a random but correct Kafka-like model (concurrent producers and consumers, fault windows, leader changes
 whose new leader's HW lags, info sends that end up present or absent, uncommitted tails truncated and
 their offsets rewritten) and `inject()` then damages such a run with random anomalies of every kind.
@@ -14,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from broker.eventlog import EVENT_FIELDS
 from rundir import formats as rf
 
 
@@ -25,15 +27,26 @@ class Replica:
 
 
 class RunBuilder:
-    """Build a run directory's history, final state and replica dumps by hand."""
+    """Build a run directory's history, final state, replica dumps and node event logs by hand.
 
-    def __init__(self, config: dict | None = None):
+    `backend` and `start_wall_ns` go into test.json: the backend decides whether the protocol rules
+    trust the logs' clocks to agree ("local", "docker"), and an event's `ts` minus `start_wall_ns` is
+    its time on the history's axis. `controller` names the node whose log is the controller's (its
+    first line is a `listening` event, as the checker and the report recognise it)."""
+
+    def __init__(self, config: dict | None = None, *, backend: str = "synthetic", start_wall_ns: int = 0,
+                 controller: str = "c0"):
         self.ops: list[dict] = []
         self.time = 0
         self.config = config or {}
         self.replicas: dict[tuple[str, int], Replica] = {}
         self.final_states: list[dict] = []
         self._next_fault_id = 0
+        self.backend = backend
+        self.start_wall_ns = start_wall_ns
+        self.controller = controller
+        self.logs: dict[str, list[str]] = {}     # node -> its event log's lines
+        self._last_ts = start_wall_ns
 
     # -- raw operations ---------------------------------------------------------------------------
     def op(self, process: Any, typ: str, f: str, value: dict | None, error: str | None = None,
@@ -80,6 +93,36 @@ class RunBuilder:
         self.op("nemesis", "info", f, dict(v, detail="synthetic"))
         return fault_id
 
+    # -- node event logs ----------------------------------------------------------------------------
+    def event(self, node: str, event: str, *, ts: int | None = None, **fields: Any) -> int:
+        """Append one event line to `node`'s log (nodes/<node>/broker.log); returns its `ts`.
+
+        `ts` is wall-clock nanoseconds; by default the builder's clock now (`start_wall_ns` plus the last
+        operation's time), and a microsecond after the previous defaulted event, so lines written one
+        after another keep their order without moving the operations' clock. The event and its fields
+        must be documented ones (broker/eventlog.py), so a misspelt field cannot pass unnoticed."""
+        allowed = EVENT_FIELDS.get(event)
+        if allowed is None:
+            raise ValueError(f"undocumented event {event!r}")
+        if set(fields) - allowed:
+            raise ValueError(f"{event}: undocumented fields {sorted(set(fields) - allowed)}")
+        if ts is None:
+            ts = max(self._last_ts + 1_000, self.start_wall_ns + self.time)
+            self._last_ts = ts
+        if node == self.controller and node not in self.logs:
+            self.logs[node] = [json.dumps({"ts": ts, "node": node, "event": "listening", "host": "127.0.0.1",
+                                           "port": 9000}, separators=(",", ":"))]
+        self.raw_event(node, json.dumps({"ts": ts, "node": node, "event": event, **fields}, separators=(",", ":")))
+        return ts
+
+    def raw_event(self, node: str, line: str) -> None:
+        """Append any text as one line of `node`'s log (a torn or malformed line, say)."""
+        self.logs.setdefault(node, []).append(line)
+
+    def wall(self, time_ns: int) -> int:
+        """A history time as an event log `ts`."""
+        return self.start_wall_ns + time_ns
+
     # -- final phase ------------------------------------------------------------------------------
     def final(self, partition: int, log: list[Any], *, epoch: int = 1, recovered: bool = True,
               hw: int | None = None, replicas: dict[str, Replica] | None = None, process: int = 9000,
@@ -105,8 +148,9 @@ class RunBuilder:
         run_dir = Path(run_dir)
         run_dir.mkdir(parents=True, exist_ok=True)
         rf.write_json(run_dir / rf.TEST_JSON, {"name": name, "run_id": f"{name}-0", "timestamp": "20261121T000000Z",
-                                               "start_wall_ns": 0, "seed": 0, "config": self.config,
-                                               "versions": {}, "cluster": {"backend": "synthetic", "nodes": {}}})
+                                               "start_wall_ns": self.start_wall_ns, "seed": 0,
+                                               "config": self.config, "versions": {},
+                                               "cluster": {"backend": self.backend, "nodes": {}}})
         with (run_dir / rf.HISTORY).open("w") as fh:
             for o in self.ops:
                 fh.write(json.dumps(o) + "\n")
@@ -129,6 +173,10 @@ class RunBuilder:
                 for o, (v, e) in enumerate(rep.records):
                     fh.write(json.dumps({"kind": "record", "offset": o, "epoch": e, "value": v, "key": None,
                                          "timestamp": 0, "crc_ok": rep.crc_ok.get(o, True)}) + "\n")
+        for node, lines in sorted(self.logs.items()):
+            path = run_dir / rf.NODES_DIR / node / rf.BROKER_LOG
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text("".join(line + "\n" for line in lines))
         return run_dir
 
 

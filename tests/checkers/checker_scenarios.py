@@ -355,3 +355,211 @@ SCENARIOS = [clean, tricky_clean, lost_write, failed_present, unrecovered, final
              divergence_residual, read_inconsistent, dirty_read, duplicate, nonmonotonic_send, poll_skip,
              nonmonotonic_poll, hw_regression, lost_prefix, lost_suffix, lost_mix, lost_all, realtime_order,
              realtime_overlap]
+
+
+# --- protocol rules (broker/rules): hand-written event log lines that break exactly one rule ------------
+# The builder's clock gives each line its `ts` (tests/simulated_runs.py, `RunBuilder.event`); no scenario
+# writes a broker's node-wide `start`, which the rules would hand to every partition of the run.
+
+def _line(b: RunBuilder, node: str, event: str, **fields) -> dict:
+    """Write one event line on partition `fields["partition"]`; return it as a finding's evidence row."""
+    ts = b.event(node, event, **fields)
+    return {"ts": ts, "node": node, "event": event, **fields, "time": ts - b.start_wall_ns}
+
+
+def _acked(b: RunBuilder, p: int) -> None:
+    """The partition's history: one write acknowledged and finally read (no black-box finding)."""
+    b.send(100 * p + 1, p, 1, offset=0)
+    b.final(p, [1], process=100 * p + 9)
+
+
+def _same_clock(b: RunBuilder) -> None:
+    """The clock rules (broker/rules CLOCK_RULES) are promised only when the run says every log read one
+    clock (a local backend), as the builder's lines do."""
+    b.backend = "local"
+
+
+def _found(kind: str, row: dict, epoch, detail: str, *evidence: dict) -> dict:
+    """The example a broken rule gives: at `row` (the last evidence row unless given)."""
+    return {"counts": {kind: 1}, "examples": {kind: [
+        {"partition": row["partition"], "node": row["node"], "time": row["time"], "ts": row["ts"], "epoch": epoch,
+         "detail": detail, "promised": True, "evidence": list(evidence or (row,))}]}}
+
+
+def protocol_clean(b: RunBuilder, p: int) -> dict:
+    """An election from the ISR, acks=all acknowledged after the HW passed them, a follower truncating to
+    its HW, and a poll below the HW: every rule kept."""
+    c = dict(topic="hw", partition=p)
+    _line(b, "c0", "leader-change", **c, leader=1, epoch=0, isr=[1, 2, 3], version=0)
+    _line(b, "n1", "role", partition=p, role="leader", epoch=0)
+    for n in ("n2", "n3"):
+        _line(b, n, "role", partition=p, role="follower", epoch=0)
+    _line(b, "n1", "hw-change", partition=p, old=0, new=2, leo=2)
+    _line(b, "n1", "ack", partition=p, base=0, last=1, epoch=0, acks=-1, hw=2, isr=[1, 2, 3], min_isr=2)
+    _line(b, "n2", "hw-change", partition=p, old=0, new=2, leo=2)
+    _line(b, "c0", "isr-change", **c, isr=[1, 2], version=1)
+    _line(b, "c0", "isr-change", **c, isr=[2], version=2)
+    _line(b, "c0", "leader-change", **c, leader=2, epoch=1, isr=[2], version=2)   # chosen from [1, 2]
+    _line(b, "n2", "role", partition=p, role="leader", epoch=1)
+    _line(b, "n1", "role", partition=p, role="follower", epoch=1)
+    _line(b, "n1", "truncate", **c, **{"from": 2, "to": 2, "why": "leader-epoch"})
+    P = 100 * p
+    b.send(P + 1, p, 1, offset=0, epoch=0)
+    b.send(P + 1, p, 2, offset=1, epoch=0)
+    b.assign(P + 2, p, 0)
+    b.poll(P + 2, p, 0, [(0, 1), (1, 2)], hw=2, epoch=1)
+    b.final(p, [1, 2], process=P + 9)
+    return {"counts": {}, "examples": {}}
+
+
+def hw_above_leo(b: RunBuilder, p: int) -> dict:
+    _acked(b, p)
+    _line(b, "n1", "role", partition=p, role="leader", epoch=1)
+    bad = _line(b, "n1", "hw-change", partition=p, old=3, new=5, leo=4)
+    return _found("hw-above-leo", bad, 1, "n1 set its HW to 5, past its LEO 4")
+
+
+def leader_hw_decrease(b: RunBuilder, p: int) -> dict:
+    _acked(b, p)
+    _line(b, "n1", "role", partition=p, role="leader", epoch=2)
+    _line(b, "n1", "hw-change", partition=p, old=0, new=5, leo=6)
+    bad = _line(b, "n1", "hw-change", partition=p, old=5, new=3, leo=6)
+    return _found("leader-hw-decrease", bad, 2, "n1 leads epoch 2 and its HW went back from 5 to 3")
+
+
+def follower_hw_ahead(b: RunBuilder, p: int) -> dict:
+    """n2 follows to HW 3 while its leader's HW is 2."""
+    _acked(b, p)
+    _same_clock(b)
+    _line(b, "n1", "role", partition=p, role="leader", epoch=1)
+    leader = _line(b, "n1", "hw-change", partition=p, old=0, new=2, leo=3)
+    _line(b, "n2", "role", partition=p, role="follower", epoch=1)
+    bad = _line(b, "n2", "hw-change", partition=p, old=0, new=3, leo=3)
+    return _found("follower-hw-ahead", bad, 1,
+                  "n2 follows in epoch 1 and set its HW to 3; no leader had an HW above 2 by then", leader, bad)
+
+
+def ack_above_hw(b: RunBuilder, p: int) -> dict:
+    """acks=all answered with the HW below its last offset; the acks=1 answer after it is no finding."""
+    _acked(b, p)
+    _line(b, "n1", "role", partition=p, role="leader", epoch=1)
+    _line(b, "n1", "hw-change", partition=p, old=0, new=2, leo=4)
+    bad = _line(b, "n1", "ack", partition=p, base=2, last=3, epoch=1, acks=-1, hw=2, isr=[1, 2], min_isr=2)
+    _line(b, "n1", "ack", partition=p, base=4, last=4, epoch=1, acks=1, hw=2, isr=[1], min_isr=2)
+    return _found("ack-above-hw", bad, 1, "n1 acknowledged offsets up to 3 (acks=all) with its HW at 2")
+
+
+def ack_below_min_isr(b: RunBuilder, p: int) -> dict:
+    _acked(b, p)
+    _line(b, "n1", "role", partition=p, role="leader", epoch=1)
+    _line(b, "n1", "hw-change", partition=p, old=0, new=3, leo=3)
+    bad = _line(b, "n1", "ack", partition=p, base=0, last=2, epoch=1, acks=-1, hw=3, isr=[1], min_isr=2)
+    return _found("ack-below-min-isr", bad, 1,
+                  "n1 acknowledged offset 2 (acks=all) with ISR [1], below min.insync.replicas 2")
+
+
+def acked_not_durable(b: RunBuilder, p: int) -> dict:
+    """n1 acknowledged offsets 1..3 (acks=1), then reopened its log with LEO 2."""
+    _acked(b, p)
+    _line(b, "n1", "role", partition=p, role="leader", epoch=1)
+    _line(b, "n1", "hw-change", partition=p, old=0, new=1, leo=4)
+    ack = _line(b, "n1", "ack", partition=p, base=1, last=3, epoch=1, acks=1, hw=1, isr=[1, 2], min_isr=1)
+    bad = _line(b, "n1", "recovered", topic="hw", partition=p, leo=2, hw=1, checkpoint_hw=1, epochs=[[1, 0]])
+    return _found("acked-not-durable", bad, 1, "n1 reopened its log with LEO 2, below offset 3 it had acknowledged",
+                  ack, bad)
+
+
+def epoch_two_leaders(b: RunBuilder, p: int) -> dict:
+    _acked(b, p)
+    first = _line(b, "n1", "role", partition=p, role="leader", epoch=3)
+    bad = _line(b, "n2", "role", partition=p, role="leader", epoch=3)
+    return _found("epoch-two-leaders", bad, 3, "n2 and n1 both led epoch 3", first, bad)
+
+
+def leader_not_elected(b: RunBuilder, p: int) -> dict:
+    """The controller elected n1 for epoch 1; n2 took it (decided when the logs end)."""
+    _acked(b, p)
+    _line(b, "c0", "isr-change", topic="hw", partition=p, isr=[1, 2, 3], version=1)
+    _line(b, "c0", "leader-change", topic="hw", partition=p, leader=1, epoch=1, isr=[1, 2, 3], version=2)
+    bad = _line(b, "n2", "role", partition=p, role="leader", epoch=1)
+    _line(b, "n3", "role", partition=p, role="follower", epoch=1)
+    return _found("leader-not-elected", bad, 1, "n2 led epoch 1, but the controller elected n1 for that epoch")
+
+
+def election_outside_isr(b: RunBuilder, p: int) -> dict:
+    """The ISR was [1, 2]; the election's own isr-change (version 4) made it [3] and elected n3."""
+    _acked(b, p)
+    c = dict(topic="hw", partition=p)
+    _line(b, "c0", "isr-change", **c, isr=[1, 2], version=3)
+    _line(b, "c0", "isr-change", **c, isr=[3], version=4)
+    bad = _line(b, "c0", "leader-change", **c, leader=3, epoch=2, isr=[3], version=4)
+    return _found("election-outside-isr", bad, 2, "the controller elected n3 for epoch 2 from ISR [1, 2]")
+
+
+def epoch_not_increasing(b: RunBuilder, p: int) -> dict:
+    _acked(b, p)
+    c = dict(topic="hw", partition=p)
+    _line(b, "c0", "leader-change", **c, leader=1, epoch=3, isr=[1, 2], version=5)
+    bad = _line(b, "c0", "leader-change", **c, leader=2, epoch=3, isr=[1, 2], version=6)
+    return _found("epoch-not-increasing", bad, 3, "the controller elected n2 in epoch 3, not above the previous epoch 3")
+
+
+def truncate_below_hw(b: RunBuilder, p: int) -> dict:
+    _acked(b, p)
+    _line(b, "n1", "role", partition=p, role="leader", epoch=1)
+    _line(b, "n1", "hw-change", partition=p, old=0, new=4, leo=5)
+    _line(b, "n2", "role", partition=p, role="follower", epoch=1)
+    hw = _line(b, "n2", "hw-change", partition=p, old=0, new=4, leo=5)
+    bad = _line(b, "n2", "truncate", topic="hw", partition=p, **{"from": 5, "to": 2, "why": "hw"})
+    return _found("truncate-below-hw", bad, 1, "n2 cut its log to 2 (hw), below its HW 4", hw, bad)
+
+
+def isr_join_lagging(b: RunBuilder, p: int) -> dict:
+    """n1 leads epoch 2 (from offset 4) and proposes n2 with its LEO at 3: short of the HW 5 and of the
+    epoch's start (KAFKA-7128); n3, caught up to both, is no finding."""
+    _acked(b, p)
+    _line(b, "n1", "role", partition=p, role="leader", epoch=2)
+    _line(b, "n1", "isr-expand-proposed", partition=p, replica=3, replica_leo=5, hw=5, epoch_start=4)
+    bad = _line(b, "n1", "isr-expand-proposed", partition=p, replica=2, replica_leo=3, hw=5, epoch_start=4)
+    return _found("isr-join-lagging", bad, 2,
+                  "n1 proposed n2 for the ISR with its LEO at 3, short of the HW 5 and the start of its epoch at 4")
+
+
+def stale_epoch_served(b: RunBuilder, p: int) -> dict:
+    """n1 leads epoch 2 and serves n2's fetch carrying epoch 1; the one carrying epoch 2 is no finding."""
+    _acked(b, p)
+    _line(b, "n1", "role", partition=p, role="leader", epoch=2)
+    _line(b, "n1", "follower-served", partition=p, replica=3, request="fetch", request_epoch=2)
+    bad = _line(b, "n1", "follower-served", partition=p, replica=2, request="fetch", request_epoch=1)
+    return _found("stale-epoch-served", bad, 2, "n1 leads epoch 2 and served a fetch of n2 carrying epoch 1")
+
+
+def read_uncommitted(b: RunBuilder, p: int) -> dict:
+    """A poll returned offset 1 and reported HW 1 (from the history alone: the native client's poll
+    reports the HW of the fetch that returned its records), while the leader's HW was 1. The read is placed
+    READ_SLACK_NS after the poll's completion."""
+    from checkers.protocol_trace import READ_SLACK_NS
+
+    _same_clock(b)
+    P = 100 * p
+    b.send(P + 1, p, 1, offset=0)
+    b.send(P + 1, p, 2, offset=1)
+    _line(b, "n1", "role", partition=p, role="leader", epoch=1)
+    _line(b, "n1", "hw-change", partition=p, old=0, new=1, leo=2)
+    b.assign(P + 2, p, 0)
+    r = b.poll(P + 2, p, 0, [(0, 1), (1, 2)], hw=1)
+    b.final(p, [1, 2], process=P + 9)
+    t = b.ops[r]["time"]
+    ts = b.wall(t) + READ_SLACK_NS
+    read = {"ts": ts, "node": "client", "event": "read", "partition": p, "offset": 1, "epoch": 1, "hw": 1,
+            "index": r, "time": t}
+    return {"counts": {"read-uncommitted": 1}, "examples": {"read-uncommitted": [
+        {"partition": p, "node": "client", "time": ts - b.start_wall_ns, "ts": ts, "epoch": 1,
+         "detail": "a poll returned offset 1 with the HW it reported at 1", "promised": True, "evidence": [read]}]}}
+
+
+PROTOCOL_SCENARIOS = [protocol_clean, hw_above_leo, leader_hw_decrease, follower_hw_ahead, ack_above_hw,
+                      ack_below_min_isr, acked_not_durable, epoch_two_leaders, leader_not_elected,
+                      election_outside_isr, epoch_not_increasing, truncate_below_hw, isr_join_lagging,
+                      stale_epoch_served, read_uncommitted]
+SCENARIOS += PROTOCOL_SCENARIOS

@@ -6,7 +6,7 @@ import pytest
 
 from rundir import formats as rf
 from rundir import kinds
-from checkers import ingest, policy, reference, totals
+from checkers import ingest, policy, protocol_trace, reference, totals
 from simulated_runs import RunBuilder
 from reports import anomalies as report_anomalies
 import checker_scenarios as sc
@@ -36,23 +36,31 @@ def test_report_explains_every_registered_kind():
 
 @pytest.mark.spark
 def test_every_registered_kind_has_one_spark_family():
-    from checkers.anomalies import engine
+    """The families of engine.FAMILIES build their examples with `examples(top, details)`; the protocol
+    family runs apart (its rules build their own examples): together they own every kind once."""
+    from checkers.anomalies import engine, protocol
 
-    owned = [k for family in engine.FAMILIES for k in family.KINDS]
-    assert sorted(k.name for k in owned) == sorted(kinds.NAMES)   # each kind exactly once
+    owned = [k.name for family in engine.FAMILIES for k in family.KINDS] + list(protocol.KINDS)
+    assert sorted(owned) == sorted(kinds.NAMES)   # each kind exactly once
     for family in engine.FAMILIES:
         for k in family.KINDS:
             assert family.__name__ == f"checkers.anomalies.{k.family}", k.name
         assert callable(family.examples)
+    assert protocol not in engine.FAMILIES
+    assert tuple(protocol.KINDS) == kinds.PROTOCOL_NAMES
+    for name in protocol.KINDS:
+        assert protocol.__name__ == f"checkers.anomalies.{kinds.BY_NAME[name].family}", name
+    assert callable(protocol.analyze)
 
 
 def _columnar(tmp_path):
-    """A run with every scenario (one partition each), ingested: its columnar tables' directory."""
+    """A run with every scenario (one partition each), ingested: its columnar tables' directory and the
+    protocol rules' facts from its test.json (without them the engines find no protocol kind)."""
     b = RunBuilder()
     for p, s in enumerate(sc.SCENARIOS):
         s(b, p)
     b.write(tmp_path)
-    return ingest.ingest(tmp_path).columnar_dir
+    return ingest.ingest(tmp_path).columnar_dir, protocol_trace.run_facts(tmp_path)
 
 
 def assert_agrees_with_registry(findings: dict) -> None:
@@ -68,11 +76,13 @@ def assert_agrees_with_registry(findings: dict) -> None:
 
 
 def test_reference_output_agrees_with_registry(tmp_path):
-    assert_agrees_with_registry(reference.analyze(_columnar(tmp_path)))
+    col_dir, facts = _columnar(tmp_path)
+    assert_agrees_with_registry(reference.analyze(col_dir, facts=facts))
 
 
 @pytest.mark.spark
 def test_spark_output_agrees_with_registry(tmp_path, spark):
     from checkers.anomalies import engine
 
-    assert_agrees_with_registry(engine.analyze(spark, _columnar(tmp_path)))
+    col_dir, facts = _columnar(tmp_path)
+    assert_agrees_with_registry(engine.analyze(spark, col_dir, facts=facts))
