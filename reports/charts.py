@@ -10,6 +10,7 @@ in the report's stylesheet.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from reports.broker_events import LaneMark, PartitionEvents
 from reports.history_scan import FaultWindow, HistorySummary
@@ -237,28 +238,42 @@ def thin(series: list, max_points: int) -> list:
     return out
 
 
+@dataclass(frozen=True)
+class RuleMark:
+    """A protocol finding (an example of a broker/rules kind) on its partition's chart."""
+    t: float            # seconds since the start
+    kind: str
+    n: int              # its example number: the row `ex-<kind>-<n>` of the anomalies section
+    node: str
+    detail: str
+    promised: bool = True
+
+
 def partition_state(pe: PartitionEvents, nodes: list[str], faults: list[FaultWindow], duration_s: float,
                     node_class: dict[str, str], max_points: int = 600,
-                    lifecycle: list[tuple[float, str, str]] = ()) -> str:
-    """Leader (with epoch) and ISR membership lanes, truncations, replication exchanges (`lane_mark`), and
-    each replica's HW over time (at most `max_points` HW points per replica: many partitions share the
-    page's size budget)."""
+                    lifecycle: list[tuple[float, str, str]] = (), rules: list[RuleMark] = ()) -> str:
+    """Leader (with epoch) and ISR membership lanes, truncations, replication exchanges (`lane_mark`), a
+    lane of the protocol rules broken on this partition when there are any (`rule_mark`), and each
+    replica's HW over time (at most `max_points` HW points per replica: many partitions share the page's
+    size budget)."""
     lane_h = 16
-    lanes = ["leader"] + nodes
+    lanes = ["leader"] + nodes + (["rules"] if rules else [])
     hw_h = 130
     lanes_top = TOP
     lanes_bottom = lanes_top + lane_h * len(lanes) + 6
     height = lanes_bottom + hw_h + 44
     end_s = max([duration_s] + [t for t, *_ in pe.leaders] + [t for t, *_ in pe.isr]
-                + [t for t, *_ in pe.truncations] + [m.last for m in pe.marks] + [s[-1][0] for s in pe.hw.values() if s])
+                + [t for t, *_ in pe.truncations] + [m.last for m in pe.marks] + [s[-1][0] for s in pe.hw.values() if s]
+                + [m.t for m in rules])
     frame = Frame(WIDTH, height, top=lanes_top, label=f"Partition {pe.partition}: leadership, ISR and HW")
     x = _x_scale(frame, end_s)
     fault_bands(frame, x, faults)
     out = ['<g class="lanes">']
     for i, name in enumerate(lanes):
         ly = lanes_top + i * lane_h
+        label = "leader" if i == 0 else "rules" if rules and i == len(lanes) - 1 else name + " in ISR"
         out.append(f'<text class="lane-name" x="{r1(frame.left - 6)}" y="{r1(ly + 12)}" text-anchor="end">'
-                   f'{esc("leader" if name == "leader" else name + " in ISR")}</text>')
+                   f'{esc(label)}</text>')
         out.append(f'<line class="lane-sep" x1="{frame.left}" y1="{r1(ly + lane_h)}" x2="{frame.right_x}" '
                    f'y2="{r1(ly + lane_h)}"/>')
     # leader segments
@@ -301,6 +316,9 @@ def partition_state(pe: PartitionEvents, nodes: list[str], faults: list[FaultWin
         for mark in pe.marks:
             if mark.node == node:
                 out.append(lane_mark(mark, x, ly, lane_h))
+    if rules:
+        ly = lanes_top + (len(lanes) - 1) * lane_h
+        out.extend(rule_mark(m, x, ly, lane_h) for m in rules if 0 <= m.t <= end_s)
     out.append("</g>")
     frame.add("".join(out))
     # HW per replica
@@ -358,6 +376,17 @@ def lane_mark(mark: LaneMark, x: Linear, lane_y: float, lane_h: float) -> str:
         parts.append(f'<text class="rmark-count" x="{r1(cx + 6)}" y="{r1(cy + 3.5)}">×{mark.count}</text>')
     parts.append(f"<title>{esc(title)}</title></g>")
     return "".join(parts)
+
+
+def rule_mark(mark: RuleMark, x: Linear, lane_y: float, lane_h: float) -> str:
+    """A broken protocol rule on the rules lane: a triangle at its time, linking to its example row, with
+    the rule, node and detail in its hover title (hollow when the configuration does not promise it)."""
+    cx, cy = x(mark.t), lane_y + lane_h / 2
+    title = (f"{mark.kind} at {mark.t:.3f} s ({mark.node}): {mark.detail}"
+             + ("" if mark.promised else "\nnot promised by this configuration: reported, not failing"))
+    cls = "pmark" if mark.promised else "pmark soft"
+    return (f'<a href="#ex-{esc(mark.kind)}-{mark.n}"><path class="{cls}" d="M{r1(cx)} {r1(cy - 5)}l5 9h-10z">'
+            f'<title>{esc(title)}</title></path></a>')
 
 
 def node_classes(nodes: list[str]) -> dict[str, str]:

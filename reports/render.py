@@ -16,8 +16,9 @@ from markupsafe import Markup
 
 from rundir.verdict import reason_text
 from rundir import formats as runformat
+from rundir.kinds import PROTOCOL_NAMES
 from reports import charts
-from reports.anomalies import anomaly_kinds, example_times, referenced_indexes
+from reports.anomalies import MAX_EXAMPLES_SHOWN, anomaly_kinds, example_times, referenced_indexes
 from reports.config_summary import flatten, show, summary
 from reports.jsonfast import dumps_compact
 from reports.load import Run, load_run
@@ -184,6 +185,24 @@ def kind_partitions(totals: dict) -> dict[str, list[tuple[int, int, bool]]]:
     return out
 
 
+def rule_marks(results: dict[str, Any] | None) -> dict[int, list[charts.RuleMark]]:
+    """partition -> its protocol findings shown in the anomalies section (the examples of the broker/rules
+    kinds with a time), for the rules lane of its chart."""
+    out: dict[int, list[charts.RuleMark]] = {}
+    anomalies = (results or {}).get("anomalies")
+    for kind in PROTOCOL_NAMES:
+        body = anomalies.get(kind) if isinstance(anomalies, dict) else None
+        examples = body.get("examples") if isinstance(body, dict) else None
+        for n, ex in enumerate((examples if isinstance(examples, list) else [])[:MAX_EXAMPLES_SHOWN]):
+            if not isinstance(ex, dict):
+                continue
+            p, t = ex.get("partition"), ex.get("time")
+            if isinstance(p, int) and not isinstance(p, bool) and isinstance(t, int) and not isinstance(t, bool):
+                out.setdefault(p, []).append(charts.RuleMark(t / 1e9, kind, n, str(ex.get("node", "?")),
+                                                             str(ex.get("detail", "")), ex.get("promised") is not False))
+    return out
+
+
 def unique_fault_ids(faults: list) -> set[int]:
     """Positions of the fault windows that carry the `fault-<id>` anchor: the first window of each id."""
     seen, keep = set(), set()
@@ -216,6 +235,7 @@ def context(run: Run) -> dict[str, Any]:
     controllers = set(run.broker.controllers) | {"controller"}
     hw_points = max(60, 2400 // max(1, len(run.broker.partitions)))  # HW points per replica and partition
     markers = example_times(run.results, h.op_times)
+    rules = rule_marks(run.results)
     # a chart per operation kind with enough completions to draw a line (the table has every kind)
     enough = {f for f, per in h.totals.items() if sum(per.values()) >= MIN_LATENCY_CHART}
     latency_fs = [f for f in LATENCY_ORDER if f in h.latency and f in enough] + sorted(
@@ -278,8 +298,9 @@ def context(run: Run) -> dict[str, Any]:
         "broker": run.broker,
         "replication": [(p, Markup(charts.partition_state(pe, partition_nodes(pe, nodes, controllers), h.faults,
                                                           h.duration_s, node_class, hw_points,
-                                                          run.broker.lifecycle)))
+                                                          run.broker.lifecycle, rules.get(p, []))))
                         for p, pe in run.broker.partitions.items()],
+        "rule_lanes": any(p in rules for p in run.broker.partitions),
         "excerpt": excerpt_rows(run),
         "files": run.files,
         "file_groups": file_groups(run.files),

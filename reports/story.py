@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from rundir import formats as runformat
+from rundir.kinds import PROTOCOL_NAMES
 from reports.broker_events import BrokerEvents, read_broker_events
 from reports.jsonfast import dumps_compact
 
@@ -845,6 +846,67 @@ def _generic(tl: Timeline, ex: dict[str, Any], kind: str) -> Story:
     return s.story()
 
 
+MAX_EVIDENCE = 4   # evidence rows named in a protocol finding's story
+# fields an evidence row's list leaves out: said otherwise (node, event, time) or the same for every row
+_EVIDENCE_SKIP = ("ts", "node", "event", "time", "partition", "topic")
+# the order its fields are named in (whatever the key order of results.json), then any others by name
+_EVIDENCE_ORDER = ("role", "leader", "epoch", "base", "last", "acks", "old", "new", "leo", "from", "to", "why",
+                   "offset", "hw", "checkpoint_hw", "isr", "elr", "version", "min_isr")
+NOT_PROMISED = "(not promised by this configuration: reported, not failing)"
+
+
+def _evidence_row(s: _Teller, row: dict[str, Any]) -> list:
+    """'n1 ack at 1.230 s (base=0, last=2, ...)': one log line (or a consumer's read) of the evidence."""
+    event = str(row.get("event") or "event")
+    t = _secs_ns(row.get("time"))
+    keys = sorted((str(k) for k in row if k not in _EVIDENCE_SKIP),
+                  key=lambda k: (_EVIDENCE_ORDER.index(k) if k in _EVIDENCE_ORDER else len(_EVIDENCE_ORDER), k))
+    fields = ", ".join(f"{k}={_value(row[k])}" for k in keys)
+    text = (f"{row.get('node', '?')} {event}" + (f" at {_op_time(t)}" if t is not None else "")
+            + (f" ({fields})" if fields else ""))
+    epoch = row.get("epoch")
+    if event == "leader-change" and _is_int(epoch) and _is_int(s.p):
+        return [Segment(text, leader_anchor(s.p, epoch))]
+    return [text]
+
+
+def _protocol(tl: Timeline, ex: dict[str, Any], kind: str) -> Story:
+    """A broken protocol rule (broker/rules, from the node event logs): when and what (the rule's own
+    detail, which names who), the leader and the faults at that time, the evidence rows with their times,
+    and whether this configuration promised the rule."""
+    p = ex.get("partition")
+    s = _Teller(tl, p)
+    t = _secs_ns(ex.get("time"))
+    node, detail = ex.get("node"), ex.get("detail")
+    what = str(detail) if isinstance(detail, str) and detail else f"{node or 'a node'} broke the rule {kind}"
+    if isinstance(node, str) and node != "client" and node not in what:
+        what += f" ({node}'s log)"
+    s.sentence((f"At {_op_time(t)} on partition {p}, " if t is not None else f"On partition {p}, ") + what + ".")
+    epoch = ex.get("epoch")
+    lc = tl.leader_at(p, t) if t is not None else None
+    if t is not None:
+        led, faults = s.led_at(t), tl.faults_at(t)
+        if led:
+            s.sentence(*_end(["At that time "] + led + s.during(t, lc.leader if lc else None)))
+        elif faults:
+            s.sentence(*_end(["It happened during "] + s.fault_list(faults)))
+    if _is_int(epoch) and (lc is None or lc.epoch != epoch):
+        phrase = s.epoch_phrase(epoch)
+        if len(phrase) > 1:     # only when the logs say who led it
+            s.sentence(*_end(["The rule was broken in "] + phrase))
+    rows = [r for r in _list(ex.get("evidence")) if isinstance(r, dict)]
+    if rows:
+        parts: list[Any] = ["Evidence: "]
+        for n, row in enumerate(rows[:MAX_EVIDENCE]):
+            parts += (["; "] if n else []) + _evidence_row(s, row)
+        if len(rows) > MAX_EVIDENCE:
+            parts.append(f"; and {len(rows) - MAX_EVIDENCE} more")
+        s.sentence(*_end(parts))
+    if ex.get("promised") is False:
+        s.sentence(NOT_PROMISED)
+    return s.story()
+
+
 def page_teller(run: Any) -> Callable[[str, Any], Story | None]:
     """For the report: stories from a loaded reports.load.Run (its broker events and nemesis operations,
     no file read again), whose links are kept only where the page has the anchor; others become text."""
@@ -880,5 +942,7 @@ def tell(kind: str, example: Any, timeline: Timeline) -> Story | None:
         return None
     if kind in ("poll-skip", "nonmonotonic-poll"):
         return _poll_order(timeline, example, kind)
+    if kind in PROTOCOL_NAMES:
+        return _protocol(timeline, example, kind)
     fn = TELLERS.get(kind)
     return fn(timeline, example) if fn is not None else _generic(timeline, example, kind)
