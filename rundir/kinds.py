@@ -225,6 +225,11 @@ _PROTOCOL_EXPLANATIONS = {
     "leader-not-elected":
         "A broker acted as leader of an epoch the controller never gave it (the controller's log has another "
         "leader, or no election, for that epoch).",
+    "epoch-outlived-restart":
+        "A broker restarted and then led a leader epoch that the controller had elected it for before the "
+        "restart. A leadership belongs to one incarnation: the controller fences the old incarnation when the "
+        "new one registers and elects again with a new epoch, so followers and fencing can tell the leader "
+        "that lost its memory (and perhaps its unflushed tail) from the one they followed.",
     "election-outside-isr":
         "The controller elected a leader that was not in the ISR (nor, with KIP-966, in the ELR) just before "
         "the election: an unclean election. It may lack committed records. Reported but not failing when "

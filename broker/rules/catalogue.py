@@ -23,6 +23,7 @@ SUMMARIES: dict[str, str] = {
     "acked-not-durable": "records a leader acknowledged were gone from its log after it restarted",
     "epoch-two-leaders": "two brokers led the same leader epoch of a partition",
     "leader-not-elected": "a broker led an epoch the controller did not elect it for",
+    "epoch-outlived-restart": "a broker led, after restarting, an epoch the controller elected before the restart",
     "election-outside-isr": "the controller elected a leader from outside the ISR (and ELR)",
     "epoch-not-increasing": "an election did not raise the partition's leader epoch",
     "truncate-below-hw": "a follower truncated its log below its own high watermark",
@@ -37,9 +38,10 @@ EVENTS_READ = frozenset({"start", "recovered", "role", "hw-change", "truncate", 
                          "isr-expand-proposed",
                          "isr-change", "leader-change", "elect-leader"})                      # controller
 
-# rules that compare rows of different processes by their timestamps: sound only when every process
-# read one clock (the local and Docker backends); `RuleSettings.same_clock` False skips them
-CLOCK_RULES = frozenset({"follower-hw-ahead", "read-uncommitted"})
+# rules decided only by comparing rows of different processes by their timestamps: sound only when every
+# process read one clock (the local and Docker backends); with `RuleSettings.same_clock` False they are
+# skipped and not promised (read-uncommitted then keeps its half that needs no clock: a poll's own HW)
+CLOCK_RULES = frozenset({"follower-hw-ahead", "epoch-outlived-restart"})
 
 
 @dataclass(frozen=True)
@@ -102,6 +104,7 @@ class _Node:
     leo: int | None = None
     acked_end: int = 0               # one past the last offset it acknowledged as leader, still expected
     last: dict | None = None         # its latest row, for a violation's evidence
+    started: dict | None = None      # its latest `start` row (this incarnation's)
 
 
 @dataclass
@@ -112,6 +115,7 @@ class _Controller:
     before: tuple[tuple[int, ...], tuple[int, ...]] | None = None   # ISR, ELR before `version`'s change
     last_epoch: int | None = None
     elected: dict[int, int | None] = field(default_factory=dict)    # epoch -> broker id
+    elected_row: dict[int, dict] = field(default_factory=dict)      # epoch -> its leader-change row
     unclean_ok: bool = False         # an admin unclean election was just granted
     seen: bool = False
 
@@ -185,7 +189,7 @@ class PartitionRules:
     def _start(self, row: dict, node: _Node, found: list) -> None:
         acked = node.acked_end
         self.nodes[row["node"]] = fresh = _Node(acked_end=acked)
-        fresh.last = row
+        fresh.last = fresh.started = row
 
     def _recovered(self, row: dict, node: _Node, found: list) -> None:
         leo, hw = row.get("leo"), row.get("hw")
@@ -214,6 +218,12 @@ class PartitionRules:
             claimants[row["node"]] = row
         if node.hw is not None and node.hw > self.leader_hw:
             self.leader_hw, self.leader_hw_row = node.hw, row
+        elected = self.ctl.elected_row.get(epoch)
+        if (self._clock and node.started is not None and elected is not None
+                and elected.get("leader") == _id(row["node"]) and elected["ts"] < node.started["ts"]):
+            found.append(self._v("epoch-outlived-restart", row, epoch,
+                                 f"{row['node']} restarted and led epoch {epoch}, which the controller had "
+                                 f"elected it for before the restart", elected, node.started))
 
     def _hw_change(self, row: dict, node: _Node, found: list) -> None:
         old, new, leo = row.get("old"), row.get("new"), row.get("leo")
@@ -310,6 +320,7 @@ class PartitionRules:
                                      f"the previous epoch {ctl.last_epoch}"))
             ctl.last_epoch = epoch if ctl.last_epoch is None else max(ctl.last_epoch, epoch)
             ctl.elected.setdefault(epoch, leader)
+            ctl.elected_row.setdefault(epoch, row)
         # the ISR the leader was chosen from: the one before this change's own isr-change (same version)
         if isinstance(version, int) and ctl.version == version:
             chosen_from = ctl.before

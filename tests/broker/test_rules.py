@@ -36,16 +36,16 @@ class Log:
 def cluster() -> Log:
     """A topic created with n1 leading epoch 0, ISR [1, 2, 3]; n1 leads, n2 and n3 follow."""
     log = Log()
-    log.c("leader-change", leader=1, epoch=0, isr=[1, 2, 3], version=0)
     for n in ("n1", "n2", "n3"):
         log.b(n, "start").b(n, "recovered", leo=0, hw=0)
+    log.c("leader-change", leader=1, epoch=0, isr=[1, 2, 3], version=0)
     log.b("n1", "role", role="leader", epoch=0)
     log.b("n2", "role", role="follower", epoch=0).b("n3", "role", role="follower", epoch=0)
     return log
 
 
 def test_every_rule_is_named_and_the_safe_configuration_promises_them_all():
-    assert len(RULES) == 14 and len(set(RULES)) == 14
+    assert len(RULES) == 15 and len(set(RULES)) == 15
     assert promised(SAFE) == frozenset(RULES)
     assert CLOCK_RULES <= set(RULES)
 
@@ -145,6 +145,20 @@ def test_leader_not_elected_is_decided_at_the_end():
     assert log.kinds() == []
     # without a controller log nothing is decided
     assert run(0, [r for r in cluster().b("n3", "role", role="leader", epoch=7).rows if r["src"] != "controller"]) == []
+
+
+def test_epoch_outlived_restart():
+    log = cluster().b("n1", "start").b("n1", "recovered", leo=3, hw=3).b("n1", "role", role="leader", epoch=0)
+    (v,) = run(0, log.rows)
+    assert (v.kind, v.node, v.epoch) == ("epoch-outlived-restart", "n1", 0)
+    assert [e["event"] for e in v.evidence] == ["leader-change", "start", "role"]
+    assert log.kinds(RuleSettings(same_clock=False)) == []
+    # re-elected after the restart, in a new epoch: fine
+    log = cluster().b("n1", "start").b("n1", "recovered", leo=3, hw=3)
+    log.c("isr-change", isr=[2, 3], version=1).c("leader-change", leader=2, epoch=1, isr=[2, 3], version=1)
+    log.c("isr-change", isr=[1, 2, 3], version=2).c("leader-change", leader=1, epoch=2, isr=[1, 2, 3], version=3)
+    log.b("n1", "role", role="leader", epoch=2)
+    assert log.kinds() == []
 
 
 def test_election_outside_isr_reads_the_isr_before_the_election():

@@ -185,3 +185,15 @@ def test_isr_join_lagging_when_the_join_check_is_one_short(monkeypatch):
         self._propose(tuple(sorted(st.isr | {remote.broker_id})), "expand")
     monkeypatch.setattr(PartitionReplica, "_maybe_expand_isr", maybe_expand_isr)
     assert "isr-join-lagging" in found(1500)
+
+
+def test_epoch_outlived_restart_when_a_bounced_broker_is_not_fenced(monkeypatch):
+    register = controller_state.ControllerState.register_broker
+
+    def keep_old(self, broker_id, host, port, now_ms, *args, **kw):
+        old = self.brokers.get(broker_id)
+        if old is not None:
+            old.fenced = True                                                 # bug: the old incarnation is
+        return register(self, broker_id, host, port, now_ms, *args, **kw)    # never fenced: it keeps leading
+    monkeypatch.setattr(controller_state.ControllerState, "register_broker", keep_old)
+    assert "epoch-outlived-restart" in found(1500)

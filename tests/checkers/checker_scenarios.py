@@ -558,8 +558,23 @@ def read_uncommitted(b: RunBuilder, p: int) -> dict:
          "detail": "a poll returned offset 1 with the HW it reported at 1", "promised": True, "evidence": [read]}]}}
 
 
+def epoch_outlived_restart(b: RunBuilder, p: int) -> dict:
+    """The controller elects n3 for epoch 4; n3 restarts and leads epoch 4 again without a new election.
+    A broker's start line is node-wide (it resets n3 on every partition), so this scenario comes last."""
+    _same_clock(b)
+    _acked(b, p)
+    elected = _line(b, "c0", "leader-change", topic="hw", partition=p, leader=3, epoch=4, isr=[3], version=7)
+    ts = b.event("n3", "start", host="127.0.0.4", port=9004)
+    start = {"ts": ts, "node": "n3", "event": "start", "host": "127.0.0.4", "port": 9004, "partition": p,
+             "time": ts - b.start_wall_ns}
+    bad = _line(b, "n3", "role", partition=p, role="leader", epoch=4)
+    return _found("epoch-outlived-restart", bad, 4,
+                  "n3 restarted and led epoch 4, which the controller had elected it for before the restart",
+                  elected, start, bad)
+
+
 PROTOCOL_SCENARIOS = [protocol_clean, hw_above_leo, leader_hw_decrease, follower_hw_ahead, ack_above_hw,
                       ack_below_min_isr, acked_not_durable, epoch_two_leaders, leader_not_elected,
                       election_outside_isr, epoch_not_increasing, truncate_below_hw, isr_join_lagging,
-                      stale_epoch_served, read_uncommitted]
+                      stale_epoch_served, read_uncommitted, epoch_outlived_restart]   # node-wide start: last
 SCENARIOS += PROTOCOL_SCENARIOS
