@@ -66,7 +66,10 @@ def test_started_once_kept_while_leased_and_stopped_when_idle(service_dir, monke
     assert "idle for 3 s: stopping" in (service_dir / "supervisor.log").read_text()
 
 
-def test_check_through_service_equals_private_driver(service_dir, tmp_path):
+def test_check_through_service_equals_private_driver(shared_spark_driver, tmp_path):
+    """The test run's shared driver (tests/conftest.py: a service like the others here, started on demand)
+    serves the first check; its start and stop are the other tests' subject, so none is started here."""
+    service_dir = shared_spark_driver
     b = RunBuilder()
     expected = cs.lost_write(b, 1)
     cs.clean(b, 2)
