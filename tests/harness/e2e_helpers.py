@@ -32,6 +32,15 @@ do = "produce"
 count = 2
 """
 
+# A whole scenario of a few seconds: those steps on one broker, expecting nothing (for tests of what the
+# harness does around a scenario, not of a staged case)
+TWO_SENDS_SCENARIO = 'name = "two-sends"\n' + ONE_BROKER_SCENARIO + """[checker]
+engine = "reference"
+[expect]
+leader-epoch = []
+
+""" + N1_LEADS_THEN_TWO_SENDS
+
 
 def highwater_argv(*args) -> list[str]:
     return [sys.executable, "-m", "harness.cli", *args]

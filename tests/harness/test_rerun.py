@@ -16,6 +16,7 @@ from harness import reproduce
 from rundir import store
 from harness.cli import main
 from rundir.exits import EXIT_USAGE
+from e2e_helpers import TWO_SENDS_SCENARIO
 
 REPO = Path(__file__).resolve().parents[2]
 SHORT = ["--time-limit", "1", "--checker", "reference", "--nemesis", "kill", "--nemesis-interval", "1", "--plain"]
@@ -166,9 +167,12 @@ def test_rerun_repeats_configuration_and_seed(tmp_path):
 
 @pytest.mark.slow
 def test_rerun_of_a_scenario_replays_the_scenario(tmp_path):
+    """A one-broker scenario of two sends (a few seconds; the shipped staged cases are replayed by
+    tests/harness/test_e2e_scenarios.py and the nightly suite)."""
     root = tmp_path / "res"
-    first = highwater("scenario", "scenarios/kip-279.toml", "--checker", "reference", "--results-dir", str(root),
-                      "--plain")
+    f = tmp_path / "two-sends.toml"
+    f.write_text(TWO_SENDS_SCENARIO)
+    first = highwater("scenario", str(f), "--results-dir", str(root), "--plain")
     assert first.returncode == 0, first.stderr
     [original] = runs_under(root)
     second = highwater("rerun", str(original), "--plain")
