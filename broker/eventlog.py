@@ -39,7 +39,7 @@ EVENT_FIELDS: dict[str, frozenset[str]] = {name: frozenset(fields.split()) for n
     "isr-change": "topic partition isr version elr",
     "truncate": "topic partition from to why bytes_cut reason",
     "hw-change": "partition old new leo",
-    "ack": "partition base last epoch acks hw isr min_isr",
+    "ack": "partition base last epoch acks hw isr min_isr flushed",
     "role": "partition role epoch",
     "fetch-fenced": "partition replica request request_epoch leader_epoch error",
     "stale-fetch-served": "partition replica request request_epoch leader_epoch",

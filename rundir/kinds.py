@@ -218,6 +218,10 @@ _PROTOCOL_EXPLANATIONS = {
         "the acknowledged offset). With flush=always every acknowledged record is on disk first; with no "
         "power loss nothing written is lost. Not promised with flush=never and power loss, or with storage "
         "faults.",
+    "ack-before-flush":
+        "With flush=always a produce was acknowledged while the leader's log was flushed (fsynced) only below "
+        "the records it acknowledged: a power cut then could lose an acknowledged write. The group commit "
+        "must finish before the answer goes out. Not promised with another flush policy.",
     "epoch-two-leaders":
         "Two brokers each took the leadership of the same leader epoch. The epoch names one leadership: two "
         "leaders in one epoch can accept different records at the same offsets, and fencing cannot tell them "
@@ -244,7 +248,7 @@ _PROTOCOL_EXPLANATIONS = {
         "pre-0.11 HW truncation cuts to the HW itself, never below it.",
     "stale-epoch-served":
         "A leader served a follower's fetch or OffsetsForLeaderEpoch request that carried another leader epoch "
-        "than its own. With KIP-320 fencing (Kafka 2.1) a leader refuses such requests (FENCED_LEADER_EPOCH or "
+        "than its own, or none (a broker's follower always sends it). With KIP-320 fencing (Kafka 2.1) a leader refuses such requests (FENCED_LEADER_EPOCH or "
         "UNKNOWN_LEADER_EPOCH): a follower acting on another epoch's answer can cut or keep the wrong records "
         "(KAFKA-6880). Not promised with fetch_fencing off.",
     "isr-join-lagging":

@@ -21,6 +21,7 @@ SUMMARIES: dict[str, str] = {
     "ack-above-hw": "an acks=all produce was acknowledged before the HW passed its last offset",
     "ack-below-min-isr": "an acks=all produce was acknowledged while the ISR was below min.insync.replicas",
     "acked-not-durable": "records a leader acknowledged were gone from its log after it restarted",
+    "ack-before-flush": "with flush=always, a produce was acknowledged before its records were fsynced",
     "epoch-two-leaders": "two brokers led the same leader epoch of a partition",
     "leader-not-elected": "a broker led an epoch the controller did not elect it for",
     "epoch-outlived-restart": "a broker led, after restarting, an epoch the controller elected before the restart",
@@ -63,7 +64,10 @@ class RuleSettings:
 def promised(settings: RuleSettings) -> frozenset[str]:
     """The rules a configuration promises. A violation of another rule is reported but does not fail a
     run (as an acks=1 cluster's lost write is the configuration's, not the broker's, fault)."""
-    out = set(RULES) - {"election-outside-isr", "truncate-below-hw", "acked-not-durable", "stale-epoch-served"}
+    out = set(RULES) - {"election-outside-isr", "truncate-below-hw", "acked-not-durable", "stale-epoch-served",
+                        "ack-before-flush"}
+    if settings.flush == "always":
+        out.add("ack-before-flush")
     if settings.fetch_fencing:
         out.add("stale-epoch-served")
     if not settings.unclean_leader_election:
@@ -264,12 +268,19 @@ class PartitionRules:
 
     def _follower_served(self, row: dict, node: _Node, found: list) -> None:
         asked_with, replica = row.get("request_epoch"), row.get("replica")
-        if node.role == "leader" and isinstance(asked_with, int) and asked_with != node.epoch:
-            who = f"n{replica}" if isinstance(replica, int) else "a follower"
-            what = "a fetch" if row.get("request") == "fetch" else "an OffsetsForLeaderEpoch request"
+        if node.role != "leader":
+            return
+        who = f"n{replica}" if isinstance(replica, int) else "a follower"
+        what = "a fetch" if row.get("request") == "fetch" else "an OffsetsForLeaderEpoch request"
+        if isinstance(asked_with, int) and asked_with != node.epoch:
             found.append(self._v("stale-epoch-served", row, node.epoch,
                                  f"{row['node']} leads epoch {node.epoch} and served {what} of {who} "
                                  f"carrying epoch {asked_with}"))
+        elif asked_with is None and isinstance(replica, int):
+            # a broker's follower always says its epoch (KIP-320); without one nothing can be fenced
+            found.append(self._v("stale-epoch-served", row, node.epoch,
+                                 f"{row['node']} leads epoch {node.epoch} and served {what} of {who} "
+                                 f"carrying no leader epoch"))
 
     def _isr_expand(self, row: dict, node: _Node, found: list) -> None:
         leo, hw, start = row.get("replica_leo"), row.get("hw"), row.get("epoch_start")
@@ -299,6 +310,11 @@ class PartitionRules:
                 found.append(self._v("ack-below-min-isr", row, epoch,
                                      f"{row['node']} acknowledged offset {last} (acks=all) with ISR {isr}, "
                                      f"below min.insync.replicas {min_isr}"))
+        flushed = row.get("flushed")
+        if self.settings.flush == "always" and isinstance(flushed, int) and last >= flushed:
+            found.append(self._v("ack-before-flush", row, epoch,
+                                 f"{row['node']} acknowledged offsets up to {last} with its log flushed below "
+                                 f"{flushed} (flush=always)"))
         node.acked_end = max(node.acked_end, last + 1)
 
     # controller rows

@@ -410,10 +410,10 @@ class ReplicaManager:
 
     def _log_ack(self, part: Partition, res, acks: int, hw: int, isr) -> None:
         """The `ack` event: a produce is about to be answered success, with the HW and ISR it was decided
-        on (the protocol rules check them, broker/rules)."""
+        on and the log's flushed offset now (the protocol rules check them, broker/rules)."""
         self.events.emit("ack", partition=part.partition, base=res.base_offset, last=res.last_offset,
                          epoch=res.epoch, acks=acks, hw=hw, isr=list(isr),
-                         min_isr=self.repl_config.min_insync_replicas)
+                         min_isr=self.repl_config.min_insync_replicas, flushed=part.store.log.flushed_offset())
 
     async def fetch(self, topic: str, p: int, offset: int, max_records: int, max_wait_ms: int, replica_id: int,
                     current_leader_epoch: int) -> dict[str, Any]:

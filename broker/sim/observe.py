@@ -60,9 +60,9 @@ class RuleObserver:
             self._row("controller", CONTROLLER_NODE, e["event"], {k: v for k, v in e.items() if k != "event"})
 
     def ack(self, node: str, base: int, last: int, epoch: int, acks: int, hw: int, isr: Iterable[int],
-            min_isr: int) -> None:
+            min_isr: int, flushed: int) -> None:
         self._row("broker", node, "ack", {"base": base, "last": last, "epoch": epoch, "acks": acks, "hw": hw,
-                                          "isr": list(isr), "min_isr": min_isr})
+                                          "isr": list(isr), "min_isr": min_isr, "flushed": flushed})
 
     def read(self, offset: int, hw: int, epoch: int) -> None:
         """A consumer's poll returned records up to `offset`, with the leader's HW `hw`."""

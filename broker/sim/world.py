@@ -487,8 +487,10 @@ class World:
         acks_text = "all" if acks == -1 else str(acks)
         res = r.produce([value.encode()], acks=acks, now_ms=self.now_ms)
         if res.error is None and res.complete and acks != 0:
+            # flush "always" is modelled as the group commit finishing within this step, before the answer
+            flushed = n.log.leo() if self.settings.flush == "always" else n.flushed
             self.observer.ack(n.name, res.base_offset, res.last_offset, res.epoch, acks, res.hw, res.isr,
-                              self.settings.min_insync_replicas)
+                              self.settings.min_insync_replicas, flushed)
         if res.error is not None and res.base_offset < 0:
             self.outcomes.append((value, f"failed: {res.error}"))
             return f"{n.name} appends {value} (acks={acks_text}): refused, {res.error}"
@@ -846,7 +848,8 @@ class World:
                 n = self.nodes[p.node]
                 st = n.replica.produce_status(p.offset, p.epoch)
                 if st.state == "complete":
-                    self.observer.ack(p.node, p.offset, p.offset, p.epoch, -1, st.hw, st.isr, self.settings.min_insync_replicas)
+                    self.observer.ack(p.node, p.offset, p.offset, p.epoch, -1, st.hw, st.isr,
+                                      self.settings.min_insync_replicas, n.flushed)
                     self.parked.remove(p)
                     self.acked.append(Ack(p.value, p.offset, p.epoch, p.node))
                     self.outcomes.append((p.value, "acked"))

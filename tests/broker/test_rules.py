@@ -45,7 +45,7 @@ def cluster() -> Log:
 
 
 def test_every_rule_is_named_and_the_safe_configuration_promises_them_all():
-    assert len(RULES) == 15 and len(set(RULES)) == 15
+    assert len(RULES) == 16 and len(set(RULES)) == 16
     assert promised(SAFE) == frozenset(RULES)
     assert CLOCK_RULES <= set(RULES)
 
@@ -108,6 +108,17 @@ def test_ack_above_hw_and_below_min_isr():
     assert log.kinds() == ["ack-below-min-isr"]
     # acks=1 is acknowledged on append: neither rule applies
     assert cluster().b("n1", "ack", base=0, last=4, epoch=0, acks=1, hw=0, isr=[1], min_isr=2).kinds() == []
+
+
+def test_ack_before_flush_with_flush_always_only():
+    log = cluster().b("n1", "ack", base=0, last=4, epoch=0, acks=-1, hw=5, isr=[1, 2, 3], min_isr=2, flushed=4)
+    (v,) = run(0, log.rows)
+    assert (v.kind, v.detail) == ("ack-before-flush",
+                                  "n1 acknowledged offsets up to 4 with its log flushed below 4 (flush=always)")
+    assert log.kinds(RuleSettings(flush="never")) == []
+    assert "ack-before-flush" not in promised(RuleSettings(flush="never"))
+    assert cluster().b("n1", "ack", base=0, last=4, epoch=0, acks=1, hw=0, isr=[1], min_isr=2,
+                       flushed=5).kinds() == []
 
 
 def test_acked_not_durable_after_a_restart_and_the_promise():
@@ -230,8 +241,11 @@ def test_stale_epoch_served_only_with_fencing_promised():
     assert (v.kind, v.epoch) == ("stale-epoch-served", 3)
     assert v.detail == "n1 leads epoch 3 and served an OffsetsForLeaderEpoch request of n2 carrying epoch 2"
     assert "stale-epoch-served" not in promised(RuleSettings(fetch_fencing=False))
-    # a request without an epoch (an old client) is not a fencing question
+    # a request without an epoch that names no follower (an old client) is not a fencing question ...
     assert cluster().b("n1", "follower-served", replica=None, request="fetch", request_epoch=None).kinds() == []
+    # ... but a broker's follower always says its epoch: served without one, nothing could fence it
+    (v,) = run(0, cluster().b("n1", "follower-served", replica=2, request="fetch", request_epoch=None).rows)
+    assert v.detail == "n1 leads epoch 0 and served a fetch of n2 carrying no leader epoch"
 
 
 # --- consumers ---------------------------------------------------------------------------------------------

@@ -121,6 +121,17 @@ def test_hw_above_leo_when_a_lagging_follower_takes_the_leaders_hw(monkeypatch):
     assert "hw-above-leo" in {f.invariant for f in result.findings}
 
 
+def test_ack_before_flush_on_the_rows_the_simulator_writes():
+    """The group commit lives in the broker's I/O shell, which the simulator models (flush "always": the
+    flush finishes within the step, before the answer) rather than runs; an acknowledgement the model
+    would let out unflushed is caught on the rows its observer writes."""
+    from broker.sim.observe import RuleObserver
+
+    obs = RuleObserver(SAFE)
+    obs.ack("n1", 0, 3, 0, -1, 4, (1, 2, 3), 2, flushed=2)
+    assert [v.kind for v in obs.pending] == ["ack-before-flush"]
+
+
 @pytest.mark.parametrize("rule", ["epoch-two-leaders", "leader-not-elected"])
 def test_two_leaders_of_one_epoch_on_the_rows_the_simulator_writes(rule):
     """The simulated core refuses a second leader of one epoch twice over (the controller names one, the

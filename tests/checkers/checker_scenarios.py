@@ -458,6 +458,18 @@ def ack_below_min_isr(b: RunBuilder, p: int) -> dict:
                   "n1 acknowledged offset 2 (acks=all) with ISR [1], below min.insync.replicas 2")
 
 
+def ack_before_flush(b: RunBuilder, p: int) -> dict:
+    """With flush=always (the builder's default configuration) n1 acknowledges offsets up to 2 with its
+    log flushed below 3 (fine), then up to 4 with it flushed below 4 (not)."""
+    _acked(b, p)
+    _line(b, "n1", "role", partition=p, role="leader", epoch=1)
+    _line(b, "n1", "ack", partition=p, base=0, last=2, epoch=1, acks=1, hw=0, isr=[1, 2], min_isr=2, flushed=3)
+    bad = _line(b, "n1", "ack", partition=p, base=3, last=4, epoch=1, acks=1, hw=0, isr=[1, 2], min_isr=2,
+                flushed=4)
+    return _found("ack-before-flush", bad, 1, "n1 acknowledged offsets up to 4 with its log flushed below 4 "
+                                              "(flush=always)")
+
+
 def acked_not_durable(b: RunBuilder, p: int) -> dict:
     """n1 acknowledged offsets 1..3 (acks=1), then reopened its log with LEO 2."""
     _acked(b, p)
@@ -574,7 +586,7 @@ def epoch_outlived_restart(b: RunBuilder, p: int) -> dict:
 
 
 PROTOCOL_SCENARIOS = [protocol_clean, hw_above_leo, leader_hw_decrease, follower_hw_ahead, ack_above_hw,
-                      ack_below_min_isr, acked_not_durable, epoch_two_leaders, leader_not_elected,
+                      ack_below_min_isr, ack_before_flush, acked_not_durable, epoch_two_leaders, leader_not_elected,
                       election_outside_isr, epoch_not_increasing, truncate_below_hw, isr_join_lagging,
                       stale_epoch_served, read_uncommitted, epoch_outlived_restart]   # node-wide start: last
 SCENARIOS += PROTOCOL_SCENARIOS
