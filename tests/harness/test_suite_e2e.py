@@ -16,7 +16,7 @@ REPO = Path(__file__).resolve().parents[2]
 TRIMMED = f"""\
 name = "smoke-trimmed"
 [defaults]
-time_limit = 12
+time_limit = 8
 checker = "reference"
 final_wait = 45
 
@@ -39,6 +39,7 @@ flush = "never"
 power_loss = true
 nemesis = "none"
 nemesis_schedule = "{REPO / 'suites' / 'schedules' / 'power-loss-all.toml'}"
+time_limit = 10
 finds = ["lost-write"]
 """
 
