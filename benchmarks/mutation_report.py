@@ -2,15 +2,16 @@
 
     .venv/bin/python benchmarks/mutation_report.py RESULTS.json [MORE.json ...]
 
-Per mutant (the last file's record of a mutant wins where files overlap; pass older runs first), and in
-total: caught by (a) the default run and (b) the safe explore, and, from the same runs, what would have
+Per mutant, and in total: caught by (a) the default run and (b) the safe explore, and, from the same runs, what would have
 caught it without this project's white-box checks: (a) counting only the history and replica-dump kinds
 (every kind but the protocol rules of broker/rules and realtime-order), (b) counting only the
 simulator's state invariants (committed-prefix-agreement, no-acked-loss) and the three rules that
 replaced its old per-event invariants (hw-above-leo for hw-within-leo, leader-hw-decrease for
 leader-hw-monotonic, epoch-two-leaders for one-leader-per-epoch). The explorer stops a schedule at its
 first violation, so a newer rule met first can hide an older invariant met later in the same schedule:
-the "without" column of (b) is a lower bound.
+the "without" column of (b) is a lower bound. Several files (runs at one or more commits, or a rerun of
+the escaped mutants at a later commit) are merged: a mutant counts as caught by a method when any run
+caught it, so each file's own totals are printed first, one run per mutant each.
 """
 from __future__ import annotations
 
@@ -28,29 +29,45 @@ OLD_EXPLORE = {"committed-prefix-agreement", "no-acked-loss", "hw-above-leo", "l
                "epoch-two-leaders"}
 
 
+def _row(rec: dict) -> dict:
+    a = rec["methods"].get("a") or {}
+    b = rec["methods"].get("b") or {}
+    a_kinds, b_kinds = set(a.get("kinds") or []), set(b.get("kinds") or [])
+    return {"name": rec["name"], "area": rec["area"], "rule": rec["rule"],
+            "a": bool(a.get("caught")), "a_old": bool(a.get("caught")) and bool(a_kinds - NEW_KINDS),
+            "b": bool(b.get("caught")), "b_old": bool(b.get("caught")) and bool(b_kinds & OLD_EXPLORE),
+            "a_kinds": sorted(a_kinds), "b_kinds": sorted(b_kinds)}
+
+
 def main(paths: list[str]) -> int:
     if not paths:
         print(__doc__.strip().splitlines()[2].strip())
         return 2
-    records: dict[str, dict] = {}
+    merged: dict[str, dict] = {}
     commits = []
     for p in paths:
         doc = json.loads(Path(p).read_text())
         commits.append(doc.get("commit", "?")[:7])
+        own = {}
         for rec in doc.get("records", []):
-            records[rec["name"]] = rec
-    rows = []
-    for name in sorted(records, key=lambda n: (records[n]["area"], n)):
-        rec = records[name]
-        a = rec["methods"].get("a") or {}
-        b = rec["methods"].get("b") or {}
-        a_kinds, b_kinds = set(a.get("kinds") or []), set(b.get("kinds") or [])
-        rows.append({
-            "name": name, "area": rec["area"], "rule": rec["rule"],
-            "a": bool(a.get("caught")), "a_old": bool(a.get("caught")) and bool(a_kinds - NEW_KINDS),
-            "b": bool(b.get("caught")), "b_old": bool(b.get("caught")) and bool(b_kinds & OLD_EXPLORE),
-            "a_kinds": sorted(a_kinds), "b_kinds": sorted(b_kinds)})
-    print(f"commits: {', '.join(commits)}; {len(rows)} mutants")
+            row = _row(rec)
+            own[row["name"]] = row
+            if row["name"] in merged:
+                old = merged[row["name"]]
+                for k in ("a", "a_old", "b", "b_old"):
+                    old[k] = old[k] or row[k]
+                old["a_kinds"] = sorted(set(old["a_kinds"]) | set(row["a_kinds"]))
+                old["b_kinds"] = sorted(set(old["b_kinds"]) | set(row["b_kinds"]))
+            else:
+                merged[row["name"]] = dict(row)
+        n = len(own)
+        print(f"{p} (commit {commits[-1]}): {n} mutants, one run each: a {sum(r['a'] for r in own.values())}/{n} "
+              f"(without the white-box checks {sum(r['a_old'] for r in own.values())}/{n}), "
+              f"b {sum(r['b'] for r in own.values())}/{n} (without: at least "
+              f"{sum(r['b_old'] for r in own.values())}/{n}), a or b "
+              f"{sum(r['a'] or r['b'] for r in own.values())}/{n}")
+    rows = sorted(merged.values(), key=lambda r: (r["area"], r["name"]))
+    print(f"merged (commits {', '.join(commits)}): {len(rows)} mutants")
     print(f"{'mutant':34s} {'area':16s} {'a':4s} {'a w/o':6s} {'b':4s} {'b w/o':6s} kinds")
     for r in rows:
         mark = lambda x: "yes" if x else "-"  # noqa: E731
