@@ -4,6 +4,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 
 import pytest
 
@@ -40,20 +41,28 @@ def shared_spark_driver(tmp_path_factory):
     """The test run's own shared Spark driver (checkers/spark_service.py), in a directory of its own: every
     Spark test, and every `highwater` command the tests start, uses it (warm after the first check), and
     none touches the user's. It starts only when a test first needs it and is stopped when the tests end;
-    nothing of it may outlive them."""
+    nothing of it may outlive them.
+
+    PYSPARK_PYTHON is set for the tests' processes too: the driver's settings (its key) name the Python of
+    its Spark workers, by default the asking process's sys.executable, which is .venv/bin/python3.11 in a
+    `highwater` script and .venv/bin/python under `python -m`; two spellings of one interpreter would
+    make each replace the driver the other started, and an in-process session (tests/checkers/conftest.py)
+    would be left talking to a stopped server."""
     from checkers import spark_service
 
     d = tmp_path_factory.mktemp("spark-service")
-    old = os.environ.get(spark_service.ENV_DIR)
+    saved = {k: os.environ.get(k) for k in (spark_service.ENV_DIR, "PYSPARK_PYTHON")}
     os.environ[spark_service.ENV_DIR] = str(d)
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     try:
         yield d
     finally:
         state = spark_service._read_state(d) or {}
         spark_service.stop(d)
-        if old is None:
-            os.environ.pop(spark_service.ENV_DIR, None)
-        else:
-            os.environ[spark_service.ENV_DIR] = old
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
         left = [p for p in (state.get("pid"), state.get("jvm_pid")) if isinstance(p, int) and spark_service._alive(p)]
         assert not left, f"the test run's shared Spark driver outlived it: pids {left}"
