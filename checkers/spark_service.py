@@ -229,10 +229,12 @@ def _start(d: Path, timeout: float, warm_up: bool) -> Service:
 
 
 def _child_env() -> dict[str, str]:
+    from checkers import spark_session
+
     root = str(Path(__file__).resolve().parent.parent)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH", "")) if p))
     env.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    env.setdefault("PYSPARK_PYTHON", sys.executable)   # Python workers (the protocol rules) run in this env
+    env.setdefault("PYSPARK_PYTHON", spark_session.worker_python())   # Python workers run in this env
     env["SPARK_HOME"] = str(spark_home())
     for mark in ("SPARK_CONNECT_MODE_ENABLED", "SPARK_REMOTE", "SPARK_LOCAL_REMOTE"):  # PySpark's, of this process
         env.pop(mark, None)

@@ -103,6 +103,18 @@ def driver_log_to(logger: logging.Logger) -> Iterator[None]:
                 logger.info("spark driver: ... %d more lines in %s", len(lines) - MAX_LOG_LINES, f)
 
 
+def worker_python() -> str:
+    """The Python the executors' workers run: PYSPARK_PYTHON, else this environment's `bin/python`. One
+    path for every entry point (the `highwater` script runs .venv/bin/python3.11, `python -m` runs
+    .venv/bin/python), since the shared driver's key includes it: two names would replace each other's
+    driver in the middle of a check."""
+    env = os.environ.get("PYSPARK_PYTHON")
+    if env:
+        return env
+    here = Path(sys.prefix) / "bin" / "python"
+    return str(here) if here.exists() else sys.executable
+
+
 def local_conf(log: Path | None = None) -> dict[str, str]:
     return {
         "spark.driver.memory": os.environ.get("HIGHWATER_SPARK_DRIVER_MEMORY", "3g"),
@@ -130,7 +142,7 @@ def local_conf(log: Path | None = None) -> dict[str, str]:
         "spark.local.dir": os.environ.get("HIGHWATER_SPARK_LOCAL_DIR", "/tmp"),
         # the protocol rules run as Python on the executors (checkers/anomalies/protocol.py): this
         # environment's interpreter, which has pyarrow and the project, not whatever `python3` is first
-        "spark.pyspark.python": os.environ.get("PYSPARK_PYTHON", sys.executable),
+        "spark.pyspark.python": worker_python(),
     }
 
 
