@@ -60,6 +60,9 @@ reached ends the package (its faults undone, the reason in the stop's detail and
                                                  (leadership moved, out of the ISR), then SIGCONT
     isolate-leader-until-replaced                cut a partition's leader off from every node (clients still
                                                  reach it) until another broker leads, then heal
+    bounce-leader                                SIGKILL a partition's leader and restart it 0.2 s later,
+                                                 before the controller misses a heartbeat: it registers
+                                                 again while the metadata still names it leader
 A package runs alone: steps due meanwhile start when it has finished, and it ends by waiting (bounded,
 unrecorded) until every partition is led and its targets are back in the ISR.
 

@@ -112,9 +112,30 @@ def isolate_leader_until_replaced(ctx: Any, step: Any) -> None:
     ctx.recover([leader])
 
 
+def bounce_leader(ctx: Any, step: Any) -> None:
+    """SIGKILL the leader of the step's partition and restart it at once, well inside the controller's
+    session timeout: the new process registers while the metadata still names its previous incarnation
+    leader, so the controller must tell the two apart (a new broker epoch) and the restarted broker must
+    not act on the leadership it had before it registered."""
+    part, leader = _leader_of(ctx, step)
+    if part is None:
+        return
+    kill = ctx.start("bounce-leader", "kill", [leader], {"partition": part.partition, "state": part.state()},
+                     part.describe(ctx.topic))
+    ctx.hold(BOUNCE_DOWN_S)
+    ctx.stop(kill, f"restarted after {BOUNCE_DOWN_S:g} s")
+    ctx.recover([leader])
+
+
+# how long bounce-leader keeps the leader down: far below any session timeout, so the restart is what the
+# controller sees first
+BOUNCE_DOWN_S = 0.2
+
+
 PLAYS = {
     "isolate-then-kill-leader": lambda ctx, step: isolate_then_down_leader(ctx, step, "kill"),
     "isolate-then-power-loss-leader": lambda ctx, step: isolate_then_down_leader(ctx, step, "power-loss"),
     "pause-leader-until-fenced": pause_leader_until_fenced,
     "isolate-leader-until-replaced": isolate_leader_until_replaced,
+    "bounce-leader": bounce_leader,
 }

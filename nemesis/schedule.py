@@ -48,6 +48,7 @@ FAULTS: dict[str, tuple[str, str | None]] = {
     "isolate-then-power-loss-leader": ("package", "leader"),
     "pause-leader-until-fenced": ("package", "leader"),
     "isolate-leader-until-replaced": ("package", "leader"),
+    "bounce-leader": ("package", "leader"),
     # draws among other faults: `aimed` one package per step, `mix` the rotation of MIX_FAMILIES
     "aimed": ("mix", None),
     "mix": ("mix", None),
@@ -59,6 +60,7 @@ PACKAGE_USES: dict[str, tuple[str, ...]] = {
     "isolate-then-power-loss-leader": ("partition", "power-loss-leader"),
     "pause-leader-until-fenced": ("pause-leader",),
     "isolate-leader-until-replaced": ("partition-leader",),
+    "bounce-leader": ("kill-leader",),
 }
 AIMED = tuple(PACKAGE_USES)
 # faults aimed at one topic partition (its leader, a follower, a shrunk ISR): a step may name it
@@ -67,7 +69,8 @@ PARTITION_TARGETS = ("leader", "follower", "sole-isr")
 MIX_FAMILIES: dict[str, tuple[str, ...]] = {
     "process": ("kill", "kill-leader", "kill-follower", "pause-leader", "kill-controller", "kill-majority"),
     "partition": ("partition", "partition-leader"),
-    "aimed": ("isolate-then-kill-leader", "pause-leader-until-fenced", "isolate-leader-until-replaced"),
+    "aimed": ("isolate-then-kill-leader", "pause-leader-until-fenced", "isolate-leader-until-replaced",
+              "bounce-leader"),
     "power-loss": ("power-loss-leader", "power-loss-all", "isolate-then-power-loss-leader"),
 }
 MIXES: dict[str, tuple[str, ...]] = {"aimed": AIMED,

@@ -197,3 +197,26 @@ def test_isolate_leader_until_replaced_heals_once_another_broker_leads(cluster, 
              and e["leader"] not in (None, first.leader)]
     assert moved and moved[0]["epoch"] > first.epoch
     assert _rules(cluster) == [] and _full_isr(cluster).epoch > first.epoch
+
+
+def test_bounce_leader_restarts_the_leader_before_the_controller_missed_a_heartbeat(cluster, tmp_path):
+    first = _full_isr(cluster)
+    leader = f"n{first.leader}"
+    history = History(tmp_path / "history.jsonl")
+    nem = Nemesis(cluster, history, [], topic="hw", admin_factory=lambda: _admin(cluster),
+                  schedule=_schedule(tmp_path, at=0.3, fault="bounce-leader", duration=1.0))
+    try:
+        nem.start()
+        wait_until(lambda: nem.stats.stopped == 1 and not nem.active(), timeout=30, what="the restart")
+    finally:
+        nem.stop()
+        history.close()
+    kill, restart = _ops(tmp_path)
+    assert (kill["f"], restart["f"], kill["value"]["targets"]) == ("kill", "restart", [leader])
+    assert kill["value"]["step"] == "bounce-leader" and kill["value"]["state"]["leader"] == leader
+    assert restart["time"] - kill["time"] < 1_500_000_000   # ns: well inside the 1.5-s session timeout
+    # the controller learnt of the restart from the new registration, not from missed heartbeats
+    lid = int(leader[1:])
+    fenced = [e for e in cluster.events("c0") if e["event"] == "fenced" and e["broker"] == lid]
+    assert fenced and fenced[0]["why"] == "re-registered", fenced
+    assert _full_isr(cluster).epoch > first.epoch
