@@ -89,6 +89,9 @@ BOOT = "import sys; from harness.cli import main; sys.exit(main())"
 VERDICTS = {0: "valid", 1: "invalid", 2: "unknown"}
 NAME = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 REQUIRED = ("name", "file", "find", "replace", "area", "rule", "why")
+# optional: `equivalent`, why no run of this broker can observe the mutant (the code it changes is never
+# reached with inputs that tell the two apart); it still runs, and is reported outside the totals
+OPTIONAL = ("equivalent",)
 
 
 class MutantError(ValueError):
@@ -104,6 +107,7 @@ class Mutant:
     area: str
     rule: str
     why: str
+    equivalent: str = ""
     source: str = ""
 
     @property
@@ -126,10 +130,12 @@ def _mutant(entry: dict, source: Path) -> Mutant:
     missing = [k for k in REQUIRED if not isinstance(entry.get(k), str)]
     if missing:
         raise MutantError(f"{source}: {', '.join(missing)} missing or not a string")
-    extra = sorted(set(entry) - set(REQUIRED))
+    extra = sorted(set(entry) - set(REQUIRED) - set(OPTIONAL))
     if extra:
         raise MutantError(f"{source}: unknown key(s) {', '.join(extra)}")
-    m = Mutant(**{k: entry[k] for k in REQUIRED}, source=str(source))
+    if not isinstance(entry.get("equivalent", ""), str):
+        raise MutantError(f"{source}: equivalent must be a string (why no run can observe the mutant)")
+    m = Mutant(**{k: entry[k] for k in REQUIRED}, equivalent=entry.get("equivalent", ""), source=str(source))
     if not NAME.match(m.name):
         raise MutantError(f"{source}: name {m.name!r} must be lower-case letters, digits and '-'")
     if m.area not in AREAS:
@@ -511,7 +517,9 @@ def _found(rec: dict) -> str:
 def summarize(records: list[dict], methods: list[str]) -> dict:
     """Totals per method and overall, and per area and rule."""
     done = [r for r in records if "error" not in r and not r.get("interrupted")]
-    totals: dict = {"mutants": len(records), "applied": len(done),
+    equivalent = [r["name"] for r in done if r.get("equivalent")]
+    done = [r for r in done if not r.get("equivalent")]
+    totals: dict = {"mutants": len(records), "applied": len(done), "equivalent": equivalent,
                     "interrupted": [r["name"] for r in records if r.get("interrupted")], "by_method": {}, "by_area": {}, "by_rule": {}}
     for key in methods:
         ran = [r for r in done if key in r["methods"]]
@@ -552,6 +560,8 @@ def print_table(records: list[dict], methods: list[str], totals: dict) -> None:
     print("per area: " + ", ".join(f"{a} {v['caught']}/{v['mutants']}" for a, v in totals["by_area"].items()))
     if records and records[0]["name"] != "baseline":
         print(f"escaped ({len(totals['escaped'])}): {', '.join(totals['escaped']) or 'none'}")
+    if totals.get("equivalent"):
+        print(f"equivalent, not counted ({len(totals['equivalent'])}): {', '.join(totals['equivalent'])}")
 
 
 def _secs(res: dict | None) -> str:
@@ -618,7 +628,7 @@ def run_one(bench: Bench, m: Mutant | None, commit: str, methods: list[str], kee
     name = m.name if m else "baseline"
     rec: dict = {"name": name, "area": m.area if m else "-", "rule": m.rule if m else "-",
                  "why": m.why if m else "the unmutated tree", "file": m.file if m else None,
-                 "methods": {}, "caught_by": []}
+                 "equivalent": m.equivalent if m else "", "methods": {}, "caught_by": []}
     root = bench.results / "copies" / name
     try:
         snapshot(commit, root)

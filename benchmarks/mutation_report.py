@@ -23,6 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from rundir import kinds  # noqa: E402
+from benchmarks.mutation import load_corpus  # noqa: E402
 
 NEW_KINDS = set(kinds.PROTOCOL_NAMES) | {"realtime-order"}
 OLD_EXPLORE = {"committed-prefix-agreement", "no-acked-loss", "hw-above-leo", "leader-hw-decrease",
@@ -66,7 +67,9 @@ def main(paths: list[str]) -> int:
               f"b {sum(r['b'] for r in own.values())}/{n} (without: at least "
               f"{sum(r['b_old'] for r in own.values())}/{n}), a or b "
               f"{sum(r['a'] or r['b'] for r in own.values())}/{n}")
-    rows = sorted(merged.values(), key=lambda r: (r["area"], r["name"]))
+    # equivalent mutants (the corpus says why no run can observe them, today) are listed, not counted
+    equivalent = {m.name: m.equivalent for m in load_corpus() if m.equivalent}
+    rows = sorted((r for r in merged.values() if r["name"] not in equivalent), key=lambda r: (r["area"], r["name"]))
     print(f"merged (commits {', '.join(commits)}): {len(rows)} mutants")
     print(f"{'mutant':34s} {'area':16s} {'a':4s} {'a w/o':6s} {'b':4s} {'b w/o':6s} kinds")
     for r in rows:
@@ -88,6 +91,8 @@ def main(paths: list[str]) -> int:
         f"{sum(1 for r in rows if r['area'] == ar)}" for ar in areas))
     escaped = [r["name"] for r in rows if not (r["a"] or r["b"])]
     print(f"escaped ({len(escaped)}): {', '.join(escaped)}")
+    for name in sorted(set(equivalent) & set(merged)):
+        print(f"equivalent, not counted: {name}: {equivalent[name]}")
     return 0
 
 
