@@ -49,6 +49,12 @@ CHECKER_ENGINES = ("spark", "reference")
 # A test run defaults to min.insync.replicas 2 (acks=all then needs two live ISR members, the setting
 # the seeds' safe runs use); a broker started without the key (python -m broker node) uses 1.
 RUN_MIN_INSYNC_REPLICAS = 2
+# A test run's followers fetch at most this many records at a time (a broker's own default is 1000). The
+# harness writes a few hundred records a second, so with 1000 a follower back from a few seconds down
+# catches up in one fetch; in production a follower's backlog is many times replica.fetch.max.bytes and
+# catching up takes many fetches, each leaving it behind the leader's HW. A smaller limit brings that
+# state, and the code paths that act in it, into every run.
+RUN_REPLICA_FETCH_MAX_RECORDS = 32
 
 
 class ConfigError(HighwaterError, ValueError):
@@ -151,6 +157,7 @@ class BrokerConfig:
                                  "a broker not heartbeating this long is fenced", min=100)
     replica_lag_time_max_ms: int = _n(BROKER_DEFAULTS["replica_lag_time_max_ms"], "ISR lag bound")
     replica_fetch_wait_max_ms: int = _n(BROKER_DEFAULTS["replica_fetch_wait_max_ms"], "follower fetch long-poll")
+    replica_fetch_max_records: int = _n(RUN_REPLICA_FETCH_MAX_RECORDS, "records per follower fetch", min=1)
     hw_checkpoint_interval_ms: int = _n(BROKER_DEFAULTS["hw_checkpoint_interval_ms"], "HW checkpoint period")
     extra: dict = setting({}, "any other broker.json key, passed through unchanged")
 
@@ -228,6 +235,7 @@ class TestConfig:
             "power_loss": b.power_loss or (not self.nemesis.schedule_file and needs_power_loss(self.nemesis.faults)),
             "replica_lag_time_max_ms": b.replica_lag_time_max_ms,
             "replica_fetch_wait_max_ms": b.replica_fetch_wait_max_ms,
+            "replica_fetch_max_records": b.replica_fetch_max_records,
             "hw_checkpoint_interval_ms": b.hw_checkpoint_interval_ms,
             "fetch_fencing": b.fetch_fencing,
             "eligible_leader_replicas": b.eligible_leader_replicas,

@@ -177,13 +177,20 @@ def parse_options(table: dict[str, Any], *, text: bool = False) -> ExploreOption
     return opts
 
 
+# records per simulated follower fetch: a schedule writes a few records, so with a broker's limit (1000) a
+# follower always caught up in one fetch and no schedule reached a follower behind the leader's HW
+# mid-catch-up (harness/config.py RUN_REPLICA_FETCH_MAX_RECORDS says the same of real runs)
+EXPLORE_FETCH_MAX_RECORDS = 2
+
+
 def sim_settings(opts: ExploreOptions):
     """The broker/sim/world.py SimSettings of an exploration."""
     from broker.sim.world import SimSettings
     return SimSettings(replicas=opts.replicas, truncation=opts.truncation, acks=opts.acks,
                        min_insync_replicas=opts.min_insync_replicas,
                        unclean_leader_election=opts.unclean_election, fetch_fencing=opts.fetch_fencing,
-                       eligible_leader_replicas=opts.eligible_leader_replicas, flush=opts.flush)
+                       eligible_leader_replicas=opts.eligible_leader_replicas, flush=opts.flush,
+                       fetch_max_records=EXPLORE_FETCH_MAX_RECORDS)
 
 
 def _settings_json(settings) -> dict[str, Any]:

@@ -273,6 +273,7 @@ def to_scenario(settings, finding, *, name: str | None = None, replay=None) -> s
         f"session_timeout_ms = {max(settings.session_timeout_ms, 3000)}",
         f"replica_lag_time_max_ms = {REAL_LAG_MS}",
         f"replica_fetch_wait_max_ms = {REAL_FETCH_WAIT_MS}",
+        f"replica_fetch_max_records = {settings.fetch_max_records}",
         "hw_checkpoint_interval_ms = 100",
         "",
         "[client]", f"acks = {_toml('all' if settings.acks == -1 else settings.acks)}", "timeout = 2.0", "",
