@@ -63,6 +63,9 @@ reached ends the package (its faults undone, the reason in the stop's detail and
     bounce-leader                                SIGKILL a partition's leader and restart it 0.2 s later,
                                                  before the controller misses a heartbeat: it registers
                                                  again while the metadata still names it leader
+    move-leader                                  ask the controller (ELECT_LEADER) to make another ISR
+                                                 member lead a partition, under load, as a controlled
+                                                 shutdown or preferred-leader election does
 A package runs alone: steps due meanwhile start when it has finished, and it ends by waiting (bounded,
 unrecorded) until every partition is led and its targets are back in the ISR.
 

@@ -16,26 +16,31 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from broker.client import Admin
+from broker.client import Admin, ClientError
 from broker.config import DEFAULTS as BROKER_DEFAULTS
 from broker.controller.config import DEFAULTS as CONTROLLER_DEFAULTS
 from clusters.base import (Cluster, ClusterError, Corruptible, Degradable, Killable, Partitionable, Pausable,
                            require)
 from nemesis import packages, shapes, targets as live
-from nemesis.schedule import (FAULTS, PARTITION_TARGETS, PROCESS_KINDS, ScheduleError, Step, check_fault_names,
-                              corrupt_how, degradation, expand_faults, load_schedule, random_steps, recorded_kinds)
+from nemesis.schedule import (FAULTS, PACKAGE_OWN_KINDS, PARTITION_TARGETS, PROCESS_KINDS, ScheduleError, Step,
+                              check_fault_names, corrupt_how, degradation, expand_faults, load_schedule,
+                              random_steps, recorded_kinds)
 
 log = logging.getLogger("highwater.nemesis")
 PROCESS = "nemesis"
 
 START_F = {"kill": "kill", "pause": "pause", "power-loss": "power-loss", "partition": "partition",
-           "degrade": "degrade", "corrupt": "corrupt"}
+           "degrade": "degrade", "corrupt": "corrupt", "elect": "elect"}
+# an `elect` window (the move-leader package) is a controlled leadership move: its stop undoes nothing, it
+# marks when the package saw the new leader settled
 STOP_F = {"kill": "restart", "pause": "resume", "power-loss": "restart", "partition": "heal",
-          "degrade": "restore", "corrupt": "restart"}
+          "degrade": "restore", "corrupt": "restart", "elect": "elected"}
 # what each fault kind asks of the backend (clusters/base.py); power-loss is a kill of a broker started
 # with power_loss = true, which _preflight checks as well
 NEEDS: dict[str, type] = {"kill": Killable, "pause": Pausable, "power-loss": Killable, "partition": Partitionable,
                           "degrade": Degradable, "corrupt": Corruptible}
+# window kinds that are no backend fault (a package's own, e.g. elect): the backend is not asked about them
+OWN_KINDS = {k for kinds in PACKAGE_OWN_KINDS.values() for k in kinds}
 POLL_S = 0.25       # how often a package asks the controller's metadata while it waits for a state
 
 
@@ -139,7 +144,7 @@ class Nemesis:
             raise ScheduleError("nemesis: the power-loss fault needs brokers started with broker setting "
                                 "power_loss = true")
         # and can it inject them here (e.g. partitions without root or iptables)? before the cluster starts
-        self.cluster.check_faults(sorted(kinds))
+        self.cluster.check_faults(sorted(kinds - OWN_KINDS))
 
     # --- runner API ---------------------------------------------------------------------------------
     def start(self) -> None:
@@ -257,6 +262,20 @@ class Nemesis:
         except Exception as exc:
             self._drop_admin()
             return None, f"metadata lookup failed ({exc})"
+
+    def _elect(self, partition: int, node: str) -> str:
+        """Ask the controller to make `node` the leader of `partition` (ELECT_LEADER, clean: it must be in
+        the ISR): its one-line answer; a refusal or an admin client that cannot elect raises ClusterError."""
+        try:
+            if self._admin is None:
+                self._admin = self.admin_factory()
+            if not isinstance(self._admin, Admin):
+                raise ClusterError(f"the admin client of this cluster ({type(self._admin).__name__}) cannot "
+                                   f"move a leader")
+            return self._admin.elect_leader(self.topic, partition, broker=int(node.lstrip("n")))
+        except ClientError as exc:
+            self._drop_admin()
+            raise ClusterError(f"ELECT_LEADER {self.topic}/{partition} {node}: {exc}") from None
 
     def _leader(self, partition: int, fallback: str) -> tuple[str, str]:
         """(node name of the leader of `partition`, note). Falls back to `fallback` if unknown."""
@@ -461,6 +480,8 @@ class Nemesis:
                                                            seed=step.seed)
                 self._damaged.update(targets)     # until back in the ISR (_minority)
                 _act_on_each(kill_and_corrupt, targets, details, errors)
+            elif kind == "elect":
+                details.append(self._elect(extra["partition"], targets[0]))
             else:
                 action = (require(self.cluster, Pausable, step.fault).pause if kind == "pause"
                           else require(self.cluster, Killable, step.fault).kill)
@@ -491,6 +512,8 @@ class Nemesis:
             elif fault.kind == "degrade":
                 deg = require(self.cluster, Degradable, fault.step.fault)
                 details.append(deg.restore([tuple(x) for x in fault.value["links"]]))
+            elif fault.kind == "elect":
+                pass            # a leadership move is not undone
             else:   # kill, power-loss and corrupt end with a restart
                 action = (require(self.cluster, Pausable, fault.step.fault).resume if fault.kind == "pause"
                           else require(self.cluster, Killable, fault.step.fault).restart)
@@ -524,6 +547,15 @@ class _Play:
     def busy(self) -> set[str]:
         with self.nem._lock:
             return self.nem._busy()
+
+    def can_elect(self) -> bool:
+        """Can the admin client move a leader (the native one can; an external Kafka cluster's cannot)?"""
+        try:
+            if self.nem._admin is None:
+                self.nem._admin = self.nem.admin_factory()
+            return isinstance(self.nem._admin, Admin)
+        except Exception:
+            return False
 
     def skip(self, reason: str) -> None:
         msg = f"{self.step.fault} #{self.number}: {reason}"

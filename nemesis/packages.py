@@ -7,6 +7,7 @@ reached within its bound ends the package early, every fault it started undone, 
 stop's detail and in the nemesis stats (`skipped`). The driver (nemesis/driver.py `_Play`) provides `ctx`:
 
     ctx.view() -> (ClusterView | None, why)      ctx.start(step, kind, targets, extra, note) -> fault
+    ctx.can_elect() -> bool (the admin client can move a leader)
     ctx.wait(test, bound_s) -> (ok, view, s)     ctx.stop(fault, note)    ctx.hold(s)    ctx.skip(reason)
     ctx.recover(nodes)    ctx.busy()    ctx.nodes (c0 first)    ctx.topic    ctx.isr_wait_s    ctx.fence_wait_s
 
@@ -14,6 +15,7 @@ stop's detail and in the nemesis stats (`skipped`). The driver (nemesis/driver.p
 """
 from __future__ import annotations
 
+import random
 from typing import Any
 
 from nemesis import shapes, targets
@@ -127,6 +129,33 @@ def bounce_leader(ctx: Any, step: Any) -> None:
     ctx.recover([leader])
 
 
+def move_leader(ctx: Any, step: Any) -> None:
+    """A controlled leadership move, as a rolling restart's controlled shutdown or a preferred-leader
+    election makes, under load: ask the controller to make another ISR member the leader of the step's
+    partition (chosen with the step's seed), then wait until the metadata shows it leading. The old leader
+    hears of it only from the metadata, while produces it appended wait for a HW its followers no longer
+    move: what it answers them must not claim they failed."""
+    if not ctx.can_elect():
+        return ctx.skip("the admin client of this cluster cannot move a leader (ELECT_LEADER)")
+    part, leader = _leader_of(ctx, step)
+    if part is None:
+        return
+    others = sorted(r for r in part.isr if r != leader)
+    if not others:
+        return ctx.skip(f"the ISR of {ctx.topic}/{part.partition} is {part.isr}: no other member to lead")
+    new = random.Random(step.seed).choice(others)
+    move = ctx.start("move-leader", "elect", [new], {"partition": part.partition, "state": part.state(),
+                                                     "from": leader},
+                     f"{leader} to {new}: {part.describe(ctx.topic)}")
+    ok, view, waited = ctx.wait(lambda v: targets.leader(v, part.partition) not in (None, leader), ctx.fence_wait_s)
+    now = view.get(part.partition) if view is not None else None
+    seen = now.describe(ctx.topic) if now is not None else "no metadata"
+    ctx.stop(move, f"{'moved' if ok else 'not moved'} after {waited:.1f} s: {seen}")
+    if not ok:
+        ctx.skip(f"the leadership of {ctx.topic}/{part.partition} did not leave {leader} within {ctx.fence_wait_s:g} s")
+    ctx.recover([leader])
+
+
 # how long bounce-leader keeps the leader down: far below any session timeout, so the restart is what the
 # controller sees first
 BOUNCE_DOWN_S = 0.2
@@ -138,4 +167,5 @@ PLAYS = {
     "pause-leader-until-fenced": pause_leader_until_fenced,
     "isolate-leader-until-replaced": isolate_leader_until_replaced,
     "bounce-leader": bounce_leader,
+    "move-leader": move_leader,
 }

@@ -49,6 +49,7 @@ FAULTS: dict[str, tuple[str, str | None]] = {
     "pause-leader-until-fenced": ("package", "leader"),
     "isolate-leader-until-replaced": ("package", "leader"),
     "bounce-leader": ("package", "leader"),
+    "move-leader": ("package", "leader"),
     # draws among other faults: `aimed` one package per step, `mix` the rotation of MIX_FAMILIES
     "aimed": ("mix", None),
     "mix": ("mix", None),
@@ -61,7 +62,10 @@ PACKAGE_USES: dict[str, tuple[str, ...]] = {
     "pause-leader-until-fenced": ("pause-leader",),
     "isolate-leader-until-replaced": ("partition-leader",),
     "bounce-leader": ("kill-leader",),
+    "move-leader": (),              # an ELECT_LEADER through the admin client: nothing of the backend
 }
+# windows a package records that are no backend fault: a leadership move through the admin client
+PACKAGE_OWN_KINDS: dict[str, tuple[str, ...]] = {"move-leader": ("elect",)}
 AIMED = tuple(PACKAGE_USES)
 # faults aimed at one topic partition (its leader, a follower, a shrunk ISR): a step may name it
 PARTITION_TARGETS = ("leader", "follower", "sole-isr")
@@ -70,7 +74,7 @@ MIX_FAMILIES: dict[str, tuple[str, ...]] = {
     "process": ("kill", "kill-leader", "kill-follower", "pause-leader", "kill-controller", "kill-majority"),
     "partition": ("partition", "partition-leader"),
     "aimed": ("isolate-then-kill-leader", "pause-leader-until-fenced", "isolate-leader-until-replaced",
-              "bounce-leader"),
+              "bounce-leader", "move-leader"),
     "power-loss": ("power-loss-leader", "power-loss-all", "isolate-then-power-loss-leader"),
 }
 MIXES: dict[str, tuple[str, ...]] = {"aimed": AIMED,
@@ -142,8 +146,12 @@ def expand_faults(faults: list[str]) -> list[str]:
 
 
 def recorded_kinds(faults: list[str]) -> set[str]:
-    """The history kinds (kill, pause, partition, ...) the fault windows of `faults` may have."""
-    return {FAULTS[f][0] for f in expand_faults(faults)}
+    """The history kinds (kill, pause, partition, ..., elect) the fault windows of `faults` may have."""
+    kinds = {FAULTS[f][0] for f in expand_faults(faults)}
+    for f in faults:
+        names = MIXES[f] if FAULTS[f][0] == "mix" else (f,)
+        kinds.update(k for n in names for k in PACKAGE_OWN_KINDS.get(n, ()))
+    return kinds
 
 
 def needs_power_loss(faults: list[str]) -> bool:

@@ -220,3 +220,26 @@ def test_bounce_leader_restarts_the_leader_before_the_controller_missed_a_heartb
     fenced = [e for e in cluster.events("c0") if e["event"] == "fenced" and e["broker"] == lid]
     assert fenced and fenced[0]["why"] == "re-registered", fenced
     assert _full_isr(cluster).epoch > first.epoch
+
+
+def test_move_leader_hands_the_leadership_to_another_isr_member_through_the_controller(cluster, tmp_path):
+    first = _full_isr(cluster)
+    leader = f"n{first.leader}"
+    history = History(tmp_path / "history.jsonl")
+    nem = Nemesis(cluster, history, [], topic="hw", admin_factory=lambda: _admin(cluster),
+                  schedule=_schedule(tmp_path, at=0.3, fault="move-leader", duration=1.0))
+    try:
+        nem.start()
+        wait_until(lambda: nem.stats.stopped == 1 and not nem.active(), timeout=30, what="the move")
+    finally:
+        nem.stop()
+        history.close()
+    elect, elected = _ops(tmp_path)
+    assert (elect["f"], elected["f"], elect["value"]["fault"]) == ("elect", "elected", "elect")
+    new = elect["value"]["targets"][0]
+    assert new != leader and elect["value"]["from"] == leader and new in [f"n{b}" for b in first.isr]
+    assert "error" not in elect and elected["value"]["detail"].startswith("moved after "), (elect, elected)
+    moved = [e for e in cluster.events("c0") if e["event"] == "leader-change" and e["partition"] == 0
+             and e["epoch"] > first.epoch]
+    assert moved and moved[0]["leader"] == int(new[1:]), moved
+    assert nem.stats.errors == [] and nem.stats.skipped == []

@@ -171,14 +171,15 @@ def test_unreadable_and_invalid_toml_files(tmp_path):
 
 
 def test_every_fault_name_maps_to_history_kinds():
-    history_kinds = {"kill", "pause", "power-loss", "partition", "degrade", "corrupt"}
-    assert {kind for kind, _ in FAULTS.values()} == history_kinds | {"package", "mix"}
+    history_kinds = {"kill", "pause", "power-loss", "partition", "degrade", "corrupt", "elect"}
+    assert {kind for kind, _ in FAULTS.values()} == history_kinds - {"elect"} | {"package", "mix"}
     # a package or a draw records the kinds of the single-window faults it is made of
     for name in FAULTS:
         assert recorded_kinds([name]) <= history_kinds and recorded_kinds([name])
         assert all(FAULTS[f][0] in history_kinds for f in expand_faults([name]))
     assert recorded_kinds(["isolate-then-kill-leader"]) == {"partition", "kill"}
-    assert recorded_kinds(["mix"]) == {"kill", "pause", "partition", "power-loss"}
+    assert recorded_kinds(["mix"]) == {"kill", "pause", "partition", "power-loss", "elect"}
+    assert recorded_kinds(["move-leader"]) == {"elect"} and expand_faults(["move-leader"]) == []
     assert expand_faults(["kill", "partition"]) == ["kill", "partition"]       # single faults: as named
     assert needs_power_loss(["mix"]) and needs_power_loss(["aimed"]) and needs_power_loss(["power-loss-all"])
     assert not needs_power_loss(["kill", "partition", "isolate-then-kill-leader", "pause-leader-until-fenced"])
