@@ -29,7 +29,7 @@ import pyarrow.parquet as pq
 from rundir import formats as rf
 from rundir.formats import FormatError
 
-CONVERTER_VERSION = 6   # 6: the `events` table (node event logs, for the protocol rules)
+CONVERTER_VERSION = 7   # 6: the `events` table (node event logs, for the protocol rules); 7: reads' `epoch`
 BATCH_ROWS = rf.ROW_GROUP_ROWS
 MAX_PROBLEMS = 100   # problems named one by one (the rest are counted)
 # problems only --lenient accepts: a strict check does not reuse tables converted with any of them
@@ -252,11 +252,13 @@ class _HistoryConverter:
                     if not isinstance(records, list):
                         raise FormatError(path, line, "field 'value.records' is missing or not a list")
                     for pos, rec in enumerate(records):
-                        if (not isinstance(rec, list) or len(rec) != 2
+                        if (not isinstance(rec, list) or len(rec) not in (2, 3)
                                 or not all(isinstance(x, int) and not isinstance(x, bool) for x in rec)):
-                            raise FormatError(path, line, f"field 'value.records[{pos}]' must be [offset, value] integers, got {rec!r}")
+                            raise FormatError(path, line, f"field 'value.records[{pos}]' must be [offset, value] or "
+                                                          f"[offset, value, epoch] integers, got {rec!r}")
                         reads.append({"index": op["index"], "process": str(process), "f": f, "partition": part,
-                                      "offset": rec[0], "value": rec[1], "time": op["time"], "pos": pos})
+                                      "offset": rec[0], "value": rec[1], "time": op["time"], "pos": pos,
+                                      "epoch": rec[2] if len(rec) == 3 and rec[2] >= 0 else -1})
             elif f == "assign":
                 row["offset"] = _int(value, "offset", path, line)
         # all checks passed: commit the line

@@ -104,17 +104,24 @@ def analyze(col_dir: Path | str, examples: int = 10, facts: dict[str, Any] | Non
     final_reads: dict[int, dict[int, set]] = defaultdict(lambda: defaultdict(set))   # p -> offset -> values
     poll_reads: dict[tuple[str, int], list] = defaultdict(list)
     at_offset: dict[tuple[int, int], list] = defaultdict(list)   # (p, offset) -> observations
-    for index, process, f, p, offset, value, time, pos in _rows(
-            col_dir, "reads", ["index", "process", "f", "partition", "offset", "value", "time", "pos"]):
+    unknown_epochs: set[int] = set()   # partitions with an ok send or read record without a leader epoch (-1)
+    for index, process, f, p, offset, value, time, pos, epoch in _rows(
+            col_dir, "reads", ["index", "process", "f", "partition", "offset", "value", "time", "pos", "epoch"]):
         partitions.add(p)
-        at_offset[(p, offset)].append((index, pos, f, value, time, process))
+        at_offset[(p, offset)].append((index, pos, f, value, time, process, epoch))
+        if epoch < 0 and (f == "poll" or (p in final_state and 0 <= offset < final_state[p]["hw"])):
+            unknown_epochs.add(p)
         if f == "final-read":
             final_reads[p][offset].add(value)
         else:
             poll_reads[(process, p)].append((index, pos, offset, value, time))
     for (p, v), s in sends.items():
         if s["type"] == "ok":
-            at_offset[(p, s["offset"])].append((s["index"], -1, "send", v, s["time"], s["process"]))
+            at_offset[(p, s["offset"])].append((s["index"], -1, "send", v, s["time"], s["process"], s["epoch"]))
+            if s["epoch"] is None or s["epoch"] < 0:
+                unknown_epochs.add(p)
+    # epochs are compared in partitions none of whose observations lacks one, as the Spark engine decides
+    # (checkers/anomalies/digests.py)
 
     # ---- which partitions have a final committed log --------------------------------------------
     final_log: dict[int, dict[int, set]] = {}     # p -> offset -> values, offsets < hw
@@ -196,14 +203,19 @@ def analyze(col_dir: Path | str, examples: int = 10, facts: dict[str, Any] | Non
                     "send": None if s is None else {"type": s["type"], "index": s["index"], "offset": s["offset"]}})
 
     # ---- inconsistent-offset --------------------------------------------------------------------
+    # a record is its value and its leader epoch: an offset whose observations differ in either is
+    # inconsistent (epochs only in a partition whose every acknowledgement and read record carries one)
     for (p, o), obs in at_offset.items():
         values = {x[3] for x in obs}
-        if len(values) > 1:
+        epochs = {x[6] for x in obs if x[6] is not None and x[6] >= 0}
+        if len(values) > 1 or (p not in unknown_epochs and len(epochs) > 1):
             obs.sort(key=lambda x: (x[0], x[1]))
             add("inconsistent-offset", (p, o), {
-                "partition": p, "offset": o, "values": sorted(values)[:10], "index": obs[0][0],
-                "observations": [{"source": x[2], "value": x[3], "index": x[0], "time": x[4], "process": x[5]}
-                                 for x in obs[:10]]}, time=obs[0][4])
+                "partition": p, "offset": o, "values": sorted(values)[:10],
+                "epochs": sorted(epochs)[:10], "index": obs[0][0],
+                "observations": [{"source": x[2], "value": x[3],
+                                  "epoch": x[6] if x[6] is not None and x[6] >= 0 else None,
+                                  "index": x[0], "time": x[4], "process": x[5]} for x in obs[:10]]}, time=obs[0][4])
 
     # ---- nonmonotonic-send ----------------------------------------------------------------------
     for (proc, p), lst in ok_sends_by_proc.items():

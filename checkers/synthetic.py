@@ -401,5 +401,6 @@ def _reads(W: dict, p: int, log: np.ndarray, L: int, index: int, proc: str, f: s
         e = min(len(offsets), s + step)
         W["reads"].write({"index": ok_index[s:e], "process": proc, "f": f,
                           "partition": np.full(e - s, p, dtype=np.int32), "offset": offsets[s:e], "value": values[s:e],
-                          "time": ok_index[s:e] * DT, "pos": pos[s:e]})
+                          "time": ok_index[s:e] * DT, "pos": pos[s:e],
+                          "epoch": np.full(e - s, -1, dtype=np.int32)})   # reads carry no epoch here
     return index + rows

@@ -189,6 +189,7 @@ def arrow_schemas() -> dict[str, Any]:
             ("index", pa.int64()), ("process", pa.string()), ("f", pa.string()),
             ("partition", pa.int32()), ("offset", pa.int64()), ("value", pa.int64()),
             ("time", pa.int64()), ("pos", pa.int32()),  # pos: position in the op's records list
+            ("epoch", pa.int32()),                      # the record's leader epoch; -1: not recorded
         ]),
         "replicas": pa.schema([
             ("node", pa.string()), ("partition", pa.int32()), ("offset", pa.int64()),

@@ -85,11 +85,13 @@ DIVERGENCE = Kind(
 
 INCONSISTENT_OFFSET = Kind(
     "inconsistent-offset", "offsets",
-    "the acknowledgements and reads of one offset show more than one value",
+    "the acknowledgements and reads of one offset show more than one record (value or leader epoch)",
     "A value was acknowledged at one offset but read at another, or different values were acknowledged "
-    "at the same offset. The offset a producer is given must be where consumers find the record.",
+    "at the same offset, or the same value was seen at the offset with different leader epochs. The offset "
+    "a producer is given must be where consumers find the record, and a record keeps the epoch of the "
+    "leader that appended it: consumers use it to detect truncation (KIP-320).",
     fails_by_default=True, timed=True,
-    example_fields=("partition", "offset", "values", "index", "observations", "replicas"),
+    example_fields=("partition", "offset", "values", "epochs", "index", "observations", "replicas"),
     replicas="offset")
 
 DUPLICATE = Kind(

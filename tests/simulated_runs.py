@@ -126,16 +126,19 @@ class RunBuilder:
     # -- final phase ------------------------------------------------------------------------------
     def final(self, partition: int, log: list[Any], *, epoch: int = 1, recovered: bool = True,
               hw: int | None = None, replicas: dict[str, Replica] | None = None, process: int = 9000,
-              chunk: int = 1000, read: bool = True, leader: str = "n1") -> None:
+              chunk: int = 1000, read: bool = True, leader: str = "n1", record_epochs: bool = False) -> None:
         """Final reads of `log` (values at offsets 0..), the final-state op, and replica dumps
-        (default: n1..n3 all holding `log` with `epoch`, HW = LEO)."""
+        (default: n1..n3 all holding `log` with `epoch`, HW = LEO). With `record_epochs` the final reads'
+        records carry the leader replica's epochs ([o, v, e]); otherwise none ([o, v]: unknown)."""
         hw = len(log) if hw is None else hw
-        if read:
-            for start in range(0, max(hw, 1), chunk):
-                recs = [(o, log[o]) for o in range(start, min(start + chunk, hw))]
-                self.poll(process, partition, start, recs, hw, epoch, f="final-read")
         if replicas is None:
             replicas = {n: Replica([(v, epoch) for v in log], len(log)) for n in ("n1", "n2", "n3")}
+        if read:
+            lead = replicas.get(leader) or next(iter(replicas.values()))
+            for start in range(0, max(hw, 1), chunk):
+                recs = [(o, log[o], lead.records[o][1]) if record_epochs else (o, log[o])
+                        for o in range(start, min(start + chunk, hw))]
+                self.poll(process, partition, start, recs, hw, epoch, f="final-read")
         for node, rep in replicas.items():
             self.replicas[(node, partition)] = rep
         state = {"partition": partition, "recovered": recovered, "hw": hw, "leader": leader, "epoch": epoch,

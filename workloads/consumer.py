@@ -38,7 +38,9 @@ def poll_op(history, process: int, client, topic: str, partition: int, offset: i
         history.complete(process, "info", f, dict(invoke), error=f"exception: {type(exc).__name__}: {exc}")
         return "info", None, "exception"
     value = {"partition": partition, "offset": offset,
-             "records": [[int(o), decode_value(v)] for o, _e, v in result.records],
+             # each record with the leader epoch it carries (-1: the client cannot tell): a read must
+             # return the log's record, value and epoch alike (docs/formats.md, inconsistent-offset)
+             "records": [[int(o), decode_value(v), int(e)] for o, e, v in result.records],
              "hw": int(result.hw), "epoch": int(result.epoch)}
     history.complete(process, "ok", f, value)
     return "ok", value, None

@@ -81,14 +81,14 @@ def _analyze(t: Tables, col_dir: Path, N: int, say, persisted: list[DataFrame], 
 
     say("block digests")
     bits = digests.BLOCK_BITS
-    blocks = digests.summarize(t, fs_rows, nonok, bits)
+    blocks, compare_epochs = digests.summarize(t, fs_rows, nonok, bits)
     say("offsets and final logs")
     unclean = [b for b in blocks if not b["clean"]]
     final_rows: dict[int, int] = {}
     for b in unclean:
         final_rows[b["partition"]] = final_rows.get(b["partition"], 0) + b["final"]
     flagged, recs, osum = offsets.analyze(t, fs_rows, [(b["partition"], b["block"]) for b in unclean], bits,
-                                          final_rows)
+                                          final_rows, compare_epochs)
     persisted += [flagged, recs]
     cover = {p: c["n_cover"] for p, c in osum.items()}
     for b in blocks:
@@ -335,7 +335,7 @@ def look_up_details(col_dir: Path, top: dict[str, list[dict]], final_state: dict
                           _and(is_final, lookup.keyed(("partition", "value"), f_vals)),
                           lookup.keyed(("partition", "offset"), keys))
     reads = lookup.fetch(col_dir, "reads", where, ["index", "pos", "partition", "offset", "value", "time",
-                                                   "process", "f"])
+                                                   "process", "f", "epoch"])
     d = lookup.ExampleDetails(ops_by_index={}, dup_sends={}, poll_records={}, final_at={}, final_of={},
                               skip_at={}, observations={})
     for r in ops:
@@ -344,7 +344,7 @@ def look_up_details(col_dir: Path, top: dict[str, list[dict]], final_state: dict
             continue
         if r["type"] == "ok" and (r["partition"], r["offset"]) in keys:
             d.observations.setdefault((r["partition"], r["offset"]), []).append(
-                (r["index"], -1, "send", r["value"], r["time"], r["process"]))
+                (r["index"], -1, "send", r["value"], r["time"], r["process"], r["epoch"]))
         if (r["partition"], r["value"]) in dup_keys:
             d.dup_sends[(r["partition"], r["value"])] = r
     for r in reads:
@@ -358,5 +358,6 @@ def look_up_details(col_dir: Path, top: dict[str, list[dict]], final_state: dict
                 d.final_at.setdefault((p, o), set()).add(v)
                 d.final_of.setdefault((p, v), set()).add(o)
         if (p, o) in keys:
-            d.observations.setdefault((p, o), []).append((r["index"], r["pos"], r["f"], v, r["time"], r["process"]))
+            d.observations.setdefault((p, o), []).append((r["index"], r["pos"], r["f"], v, r["time"], r["process"],
+                                                          r["epoch"]))
     return d

@@ -81,4 +81,4 @@ class ExampleDetails:
     final_of: dict[tuple[int, Any], set]             # (partition, value) -> its offsets in the final log
     skip_at: dict[int, dict[int, set]]               # partition -> skipped offset -> final-log values there
     observations: dict[tuple[int, int], list[tuple]]  # (partition, offset) -> (index, pos, source, value,
-                                                      # time, process) at inconsistent offsets
+                                                      # time, process, epoch) at inconsistent offsets

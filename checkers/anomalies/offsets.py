@@ -2,7 +2,9 @@
 
 One aggregation over the acknowledged sends (offset, value), the records read by polls and the records
 of the final reads, in the blocks that the block digests (digests.py) could not show clean. Per offset it keeps min/max of each source's values, so that:
-- an offset where the acknowledged and read values are not all equal is an `inconsistent-offset`;
+- an offset where the acknowledged and read values are not all equal, or (in a partition whose every
+  observation carries its leader epoch) their epochs are not, is an `inconsistent-offset`: a record is
+  its value and its epoch;
 - the number of offsets in [0, hw) covered by final reads decides whether a partition's final committed
   log exists (final-state recovered and the final reads cover all of [0, hw); otherwise its
   acknowledged values are `unseen`);
@@ -32,7 +34,8 @@ KINDS = (kinds.INCONSISTENT_OFFSET,)
 
 
 def analyze(t: Tables, fs_rows: list[dict[str, Any]], blocks: list[tuple[int, int]], bits: int,
-            final_rows: dict[int, int]) -> tuple[DataFrame, DataFrame, dict[int, dict[str, int]]]:
+            final_rows: dict[int, int], compare_epochs: set[int] | None = None
+            ) -> tuple[DataFrame, DataFrame, dict[int, dict[str, int]]]:
     """Returns (persisted flagged offsets, persisted input records, per partition counts: n_cover
     (offsets in [0, hw) covered by final reads), n_inconsistent, n_lost, n_dirty, n_dup, n_multi (flagged
     offsets of each sort)). Only the records of `blocks` [(partition, block: offset >> bits)] are looked
@@ -46,16 +49,19 @@ def analyze(t: Tables, fs_rows: list[dict[str, Any]], blocks: list[tuple[int, in
     record), key (the ack's history index, a read record's index * 2^POS_BITS + position), time.
     """
     L = F.lit
-    acked = t.acks().select("partition", "offset", "value", L(0).alias("src"), F.col("index").alias("key"), "time")
+    acked = t.acks().select("partition", "offset", "value", L(0).alias("src"), F.col("index").alias("key"), "time",
+                            "epoch")
     is_final = F.col("f") == "final-read"
     read = t.reads.select("partition", "offset", "value", F.when(is_final, L(2)).otherwise(L(1)).alias("src"),
-                          (F.col("index") * (1 << POS_BITS) + F.col("pos")).alias("key"), "time")
+                          (F.col("index") * (1 << POS_BITS) + F.col("pos")).alias("key"), "time", "epoch")
+    known_epoch = F.when(F.col("epoch") >= 0, F.col("epoch"))
     src, v = F.col("src"), F.col("value")
     acked, read = (digests.restrict(df, blocks, bits) for df in (acked, read))
     recs = acked.unionByName(read).persist(StorageLevel.MEMORY_AND_DISK)
     # repartition first: the shuffle carries the narrow input rows, not wide partial aggregates
     agg = recs.repartition("partition", "offset").groupBy("partition", "offset").agg(
         F.min("value").alias("vmin"), F.max("value").alias("vmax"),
+        F.min(known_epoch).alias("emin"), F.max(known_epoch).alias("emax"),
         F.min(F.when(src == 0, v)).alias("a_min"), F.max(F.when(src == 0, v)).alias("a_max"),
         F.count(F.when(src == 1, 1)).alias("r_n"),
         F.min(F.when(src == 2, v)).alias("f_min"), F.max(F.when(src == 2, v)).alias("f_max"),
@@ -71,6 +77,9 @@ def analyze(t: Tables, fs_rows: list[dict[str, Any]], blocks: list[tuple[int, in
     rec = F.coalesce(F.col("fs_rec"), L(False))
     has_ack = F.col("a_min").isNotNull()
     inconsistent = F.col("vmin") != F.col("vmax")
+    if compare_epochs:   # partitions whose every observation carries its epoch (digests.summarize)
+        inconsistent = inconsistent | F.coalesce((F.col("emin") != F.col("emax"))
+                                                 & F.col("partition").isin(*sorted(compare_epochs)), L(False))
     lost_cand = rec & has_ack & ~(single_final & (F.col("a_min") == F.col("f_min")) & (F.col("a_max") == F.col("f_min")))
     dirty_cand = rec & (F.col("r_n") > 0) & ~(single_final & (F.col("vmin") == F.col("vmax")))
     dup_cand = rec & in_final & ~(single_final & has_ack & (F.col("a_min") == F.col("f_min"))
@@ -110,6 +119,16 @@ def examples(top: dict[str, list[dict]], d: ExampleDetails) -> dict[str, list[di
         o = sorted(d.observations.get((r["partition"], r["offset"]), []), key=lambda x: (x[0], x[1]))
         out.append({
             "partition": r["partition"], "offset": r["offset"], "values": sorted({x[3] for x in o})[:10],
-            "index": o[0][0],
-            "observations": [{"source": x[2], "value": x[3], "index": x[0], "time": x[4], "process": x[5]} for x in o[:10]]})
+            "epochs": _epochs(o), "index": o[0][0],
+            "observations": [_observation(x) for x in o[:10]]})
     return {"inconsistent-offset": out}
+
+
+def _epochs(obs: list[tuple]) -> list[int]:
+    """The distinct known leader epochs of an offset's observations (the 10 lowest)."""
+    return sorted({x[6] for x in obs if x[6] is not None and x[6] >= 0})[:10]
+
+
+def _observation(x: tuple) -> dict:
+    return {"source": x[2], "value": x[3], "epoch": x[6] if x[6] is not None and x[6] >= 0 else None,
+            "index": x[0], "time": x[4], "process": x[5]}

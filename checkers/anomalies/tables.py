@@ -32,7 +32,7 @@ class Tables:
     col_dir: Path        # where the tables are (the driver reads small ones and point lookups itself)
 
     def acks(self) -> DataFrame:
-        """Acknowledged sends: partition, value, stype (0), index, offset, process, time."""
+        """Acknowledged sends: partition, value, stype (0), index, offset, process, time, epoch."""
         return self.sends.filter(F.col("stype") == 0)
 
 
@@ -48,7 +48,8 @@ def load(spark: SparkSession, col_dir: Path | str) -> Tables:
 
     ops = read("ops")
     sends = (ops.filter((F.col("f") == "send") & (F.col("type") != "invoke"))
-             .select("partition", "value", type_code().alias("stype"), "index", "offset", "process", "time"))
+             .select("partition", "value", type_code().alias("stype"), "index", "offset", "process", "time",
+                     "epoch"))
     # not cached: building the in-memory cache of 10M sends took ~6 s, rescanning the Parquet columns ~0.6 s
     return Tables(spark, ops, read("reads"), read("replicas"), read("replica_meta"), sends, col_dir)
 

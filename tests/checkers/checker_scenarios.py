@@ -87,10 +87,11 @@ def lost_write(b: RunBuilder, p: int) -> dict:
         "lost-write": [{"partition": p, "value": 2, "offset": 1, "epoch": 1, "index": s2, "time": T(s2),
                         "process": str(P + 1), "invoke_index": s2 - 1, "final_values_at_offset": [3],
                         "replicas": {n: {"value_at": None, "at_offset": at1} for n in ("n1", "n2", "n3")}}],
-        "inconsistent-offset": [{"partition": p, "offset": 1, "values": [2, 3], "index": s2, "observations": [
-            {"source": "send", "value": 2, "index": s2, "time": T(s2), "process": str(P + 1)},
-            {"source": "send", "value": 3, "index": s3, "time": T(s3), "process": str(P + 2)},
-            {"source": "final-read", "value": 3, "index": fr, "time": T(fr), "process": str(P + 9)}],
+        "inconsistent-offset": [{"partition": p, "offset": 1, "values": [2, 3], "epochs": [1, 2], "index": s2,
+                                 "observations": [
+            {"source": "send", "value": 2, "epoch": 1, "index": s2, "time": T(s2), "process": str(P + 1)},
+            {"source": "send", "value": 3, "epoch": 2, "index": s3, "time": T(s3), "process": str(P + 2)},
+            {"source": "final-read", "value": 3, "epoch": None, "index": fr, "time": T(fr), "process": str(P + 9)}],
             "replicas": {n: at1 for n in ("n1", "n2", "n3")}}],
         "realtime-order": [{"partition": p, "offset": 1, "value": 3, "epoch": 2, "index": s3, "time": T(s3),
                             "process": str(P + 2), "invoke_index": s3 - 1, "invoke_time": T(s3 - 1),
@@ -162,15 +163,67 @@ def read_inconsistent(b: RunBuilder, p: int) -> dict:
     fr = b.ops[-2]["index"]
     at0 = {"value": 1, "epoch": 1, "crc_ok": True}
     return {"counts": {"inconsistent-offset": 1, "dirty-read": 1}, "examples": {
-        "inconsistent-offset": [{"partition": p, "offset": 0, "values": [1, 9], "index": s, "observations": [
-            {"source": "send", "value": 1, "index": s, "time": T(s), "process": str(P + 1)},
-            {"source": "poll", "value": 1, "index": r1, "time": T(r1), "process": str(P + 2)},
-            {"source": "poll", "value": 9, "index": r2, "time": T(r2), "process": str(P + 3)},
-            {"source": "final-read", "value": 1, "index": fr, "time": T(fr), "process": str(P + 9)}],
+        "inconsistent-offset": [{"partition": p, "offset": 0, "values": [1, 9], "epochs": [1], "index": s,
+                                 "observations": [
+            {"source": "send", "value": 1, "epoch": 1, "index": s, "time": T(s), "process": str(P + 1)},
+            {"source": "poll", "value": 1, "epoch": None, "index": r1, "time": T(r1), "process": str(P + 2)},
+            {"source": "poll", "value": 9, "epoch": None, "index": r2, "time": T(r2), "process": str(P + 3)},
+            {"source": "final-read", "value": 1, "epoch": None, "index": fr, "time": T(fr), "process": str(P + 9)}],
             "replicas": {n: at0 for n in ("n1", "n2", "n3")}}],
         "dirty-read": [{"partition": p, "value": 9, "offset": 0, "index": r2, "time": T(r2), "process": str(P + 3),
                         "reads": 1, "send": {"type": "info", "index": i, "offset": None},
                         "replicas": _holds()}]}}
+
+
+def read_wrong_epoch(b: RunBuilder, p: int) -> dict:
+    """A consumer reads the right value at offset 1 but stamped with the leader's current epoch (3), not
+    the epoch it was appended in (1): the record it returned is not the log's."""
+    P = 100 * p
+    s0 = b.send(P + 1, p, 1, offset=0)
+    s1 = b.send(P + 1, p, 2, offset=1)
+    b.poll(P + 2, p, 0, [(0, 1, 1)], hw=2, epoch=3)
+    r = b.poll(P + 2, p, 1, [(1, 2, 3)], hw=2, epoch=3)
+    b.final(p, [1, 2], process=P + 9, record_epochs=True)
+    fr = b.ops[-2]["index"]
+    at1 = {"value": 2, "epoch": 1, "crc_ok": True}
+    del s0
+    return {"counts": {"inconsistent-offset": 1}, "examples": {
+        "inconsistent-offset": [{"partition": p, "offset": 1, "values": [2], "epochs": [1, 3], "index": s1,
+                                 "observations": [
+            {"source": "send", "value": 2, "epoch": 1, "index": s1, "time": T(s1), "process": str(P + 1)},
+            {"source": "poll", "value": 2, "epoch": 3, "index": r, "time": T(r), "process": str(P + 2)},
+            {"source": "final-read", "value": 2, "epoch": 1, "index": fr, "time": T(fr), "process": str(P + 9)}],
+            "replicas": {n: at1 for n in ("n1", "n2", "n3")}}]}}
+
+
+def epochs_agree(b: RunBuilder, p: int) -> dict:
+    """Clean: every read carries the epoch its record was appended in, across a leader change (values
+    1, 2 in epoch 1, 3 in epoch 2), read before and after it."""
+    P = 100 * p
+    b.send(P + 1, p, 1, offset=0)
+    b.send(P + 1, p, 2, offset=1)
+    b.send(P + 1, p, 3, offset=2, epoch=2)
+    b.assign(P + 2, p, 0)
+    b.poll(P + 2, p, 0, [(0, 1, 1), (1, 2, 1)], hw=2, epoch=1)
+    b.poll(P + 2, p, 2, [(2, 3, 2)], hw=3, epoch=2)
+    b.assign(P + 3, p, 0)
+    b.poll(P + 3, p, 0, [(0, 1, 1), (1, 2, 1), (2, 3, 2)], hw=3, epoch=2)
+    log = [(1, 1), (2, 1), (3, 2)]
+    b.final(p, [1, 2, 3], epoch=2, process=P + 9, record_epochs=True,
+            replicas={n: _rep(log) for n in ("n1", "n2", "n3")})
+    return {"counts": {}, "examples": {}}
+
+
+def epochs_unknown(b: RunBuilder, p: int) -> dict:
+    """Not a finding: a partition where some read carries no epoch (-1, or an old two-element record)
+    has its epochs compared nowhere, so a read stamped with another epoch passes (docs/formats.md)."""
+    P = 100 * p
+    b.send(P + 1, p, 1, offset=0)
+    b.send(P + 1, p, 2, offset=1)
+    b.poll(P + 2, p, 0, [(0, 1, -1), (1, 2, 5)], hw=2, epoch=5)
+    b.poll(P + 3, p, 0, [(0, 1), (1, 2, 1)], hw=2, epoch=1)
+    b.final(p, [1, 2], process=P + 9, record_epochs=True)
+    return {"counts": {}, "examples": {}}
 
 
 def dirty_read(b: RunBuilder, p: int) -> dict:
@@ -352,7 +405,8 @@ def lost_all(b: RunBuilder, p: int) -> dict:
 
 
 SCENARIOS = [clean, tricky_clean, lost_write, failed_present, unrecovered, final_gap, divergence_committed,
-             divergence_residual, read_inconsistent, dirty_read, duplicate, nonmonotonic_send, poll_skip,
+             divergence_residual, read_inconsistent, read_wrong_epoch, epochs_agree, epochs_unknown, dirty_read, duplicate,
+             nonmonotonic_send, poll_skip,
              nonmonotonic_poll, hw_regression, lost_prefix, lost_suffix, lost_mix, lost_all, realtime_order,
              realtime_overlap]
 

@@ -121,7 +121,7 @@ def test_poll_and_assign_shapes(tmp_path):
         {"process": 4, "type": "invoke", "f": "assign", "value": {"partition": 2, "offset": 3}},
         {"process": 4, "type": "ok", "f": "assign", "value": {"partition": 2, "offset": 3}},
         {"process": 4, "type": "invoke", "f": "poll", "value": {"partition": 2, "offset": 3}},
-        {"process": 4, "type": "ok", "f": "poll", "value": {"partition": 2, "offset": 3, "records": [[3, 40], [4, 41]],
+        {"process": 4, "type": "ok", "f": "poll", "value": {"partition": 2, "offset": 3, "records": [[3, 40, 1], [4, 41, 1]],
                                                           "hw": 6, "epoch": 1}},
         {"process": 4, "type": "invoke", "f": "poll", "value": {"partition": 2, "offset": 5}},
         {"process": 4, "type": "fail", "f": "poll", "value": {"partition": 2, "offset": 5}, "error": "NOT_LEADER"},
