@@ -4,7 +4,8 @@ Each engine fetches the few replica records an example needs (by partition and o
 these functions turn them into the example's `replicas` field, so the Spark checker and the reference
 describe a finding identically; what a kind's `replicas` field shows is declared with the kind
 (rundir/kinds.py). Likewise each engine looks up the final committed log at the offsets a
-poll-skip skipped, and `skipped` turns those into the example's `skipped` field.
+poll-skip skipped, and `skipped` turns those into the example's `skipped` field. And both decide alike
+which leader epochs an inconsistent-offset compares (`epoch_sources`).
 """
 from __future__ import annotations
 
@@ -111,3 +112,14 @@ def unseen_values(shown: dict[int, list]) -> list[dict[str, Any]]:
     from each unseen partition's first sorted values (`shown`: partition -> sorted values)."""
     pairs = [{"partition": p, "value": v} for p in sorted(shown) for v in shown[p]]
     return pairs[:UNSEEN_VALUES_SHOWN]
+
+
+def epoch_sources(unknown: dict[int, tuple[int, int, int]]) -> dict[str, set[int]]:
+    """Where the engines compare leader epochs (inconsistent-offset): `unknown` maps a partition to its
+    counts of observations without an epoch (-1) among (ok sends, poll records, final-read records inside
+    [0, hw)). The final reads are the reference: a partition's acknowledgements (polls) have their epochs
+    compared with the final log's when none of them, and none of its final reads, lacks one. So a run
+    with Kafka producers (whose acknowledgements carry no epoch) still compares its polls."""
+    final_known = {p for p, (_a, _r, f) in unknown.items() if f == 0}
+    return {"acks": {p for p in final_known if unknown[p][0] == 0},
+            "polls": {p for p in final_known if unknown[p][1] == 0}}

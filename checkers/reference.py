@@ -104,13 +104,16 @@ def analyze(col_dir: Path | str, examples: int = 10, facts: dict[str, Any] | Non
     final_reads: dict[int, dict[int, set]] = defaultdict(lambda: defaultdict(set))   # p -> offset -> values
     poll_reads: dict[tuple[str, int], list] = defaultdict(list)
     at_offset: dict[tuple[int, int], list] = defaultdict(list)   # (p, offset) -> observations
-    unknown_epochs: set[int] = set()   # partitions with an ok send or read record without a leader epoch (-1)
+    # per partition: observations without a leader epoch (-1) among ok sends, polls, final reads in [0, hw)
+    unknown_epochs: dict[int, list[int]] = defaultdict(lambda: [0, 0, 0])
     for index, process, f, p, offset, value, time, pos, epoch in _rows(
             col_dir, "reads", ["index", "process", "f", "partition", "offset", "value", "time", "pos", "epoch"]):
         partitions.add(p)
         at_offset[(p, offset)].append((index, pos, f, value, time, process, epoch))
-        if epoch < 0 and (f == "poll" or (p in final_state and 0 <= offset < final_state[p]["hw"])):
-            unknown_epochs.add(p)
+        if epoch < 0 and f == "poll":
+            unknown_epochs[p][1] += 1
+        elif epoch < 0 and p in final_state and 0 <= offset < final_state[p]["hw"]:
+            unknown_epochs[p][2] += 1
         if f == "final-read":
             final_reads[p][offset].add(value)
         else:
@@ -119,9 +122,11 @@ def analyze(col_dir: Path | str, examples: int = 10, facts: dict[str, Any] | Non
         if s["type"] == "ok":
             at_offset[(p, s["offset"])].append((s["index"], -1, "send", v, s["time"], s["process"], s["epoch"]))
             if s["epoch"] is None or s["epoch"] < 0:
-                unknown_epochs.add(p)
-    # epochs are compared in partitions none of whose observations lacks one, as the Spark engine decides
-    # (checkers/anomalies/digests.py)
+                unknown_epochs[p][0] += 1
+    # the epochs compared, decided as the Spark engine does
+    compared = explain.epoch_sources({p: tuple(unknown_epochs[p]) for p in partitions})
+    compared_src = {"send": compared["acks"], "poll": compared["polls"],
+                    "final-read": compared["acks"] | compared["polls"]}
 
     # ---- which partitions have a final committed log --------------------------------------------
     final_log: dict[int, dict[int, set]] = {}     # p -> offset -> values, offsets < hw
@@ -204,11 +209,12 @@ def analyze(col_dir: Path | str, examples: int = 10, facts: dict[str, Any] | Non
 
     # ---- inconsistent-offset --------------------------------------------------------------------
     # a record is its value and its leader epoch: an offset whose observations differ in either is
-    # inconsistent (epochs only in a partition whose every acknowledgement and read record carries one)
+    # inconsistent (the epochs that checkers/explain.epoch_sources says are compared)
     for (p, o), obs in at_offset.items():
         values = {x[3] for x in obs}
         epochs = {x[6] for x in obs if x[6] is not None and x[6] >= 0}
-        if len(values) > 1 or (p not in unknown_epochs and len(epochs) > 1):
+        cmp_epochs = {x[6] for x in obs if x[6] is not None and x[6] >= 0 and p in compared_src[x[2]]}
+        if len(values) > 1 or len(cmp_epochs) > 1:
             obs.sort(key=lambda x: (x[0], x[1]))
             add("inconsistent-offset", (p, o), {
                 "partition": p, "offset": o, "values": sorted(values)[:10],

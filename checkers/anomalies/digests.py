@@ -17,11 +17,11 @@ The block is *clean* when
      and no final read of the block lies outside [0, hw);
   2. the acknowledged sends are exactly the ok-valued final records: (n_a, D_a) = (n_fok, D_fok);
   3. the polls read the block's final log a whole number m >= 0 of times: n_r = m n_f, D_r = m D_f;
-  4. when the partition's epochs are compared, 2 and 3 hold as well for the digests of (offset, value,
-     epoch), so each observation's epoch is the final log's. A partition's epochs are compared when every
-     acknowledgement and read record of it carries one (none is -1: a Kafka client's send, a history from
-     before records had epochs; final reads count inside [0, hw)); the reference engine decides it the
-     same way (checkers/reference.py), so the engines agree.
+  4. 2 (and 3) hold as well for the digests of (offset, value, epoch) when the partition's acknowledgements
+     (polls) have their epochs compared, so each such observation's epoch is the final log's. A source's
+     epochs are compared in a partition when all of its observations there carry one, and so do the
+     final reads inside [0, hw) (-1 is unknown: a Kafka client's send, a history from before records had
+     epochs); checkers/reference.py decides the same, so the engines agree.
 In a clean block every acknowledged send and every poll record agrees with the final log at its
 offset, the final log has one record per offset, and every final record not acknowledged at its offset
 carries a non-ok value. So offsets.py would flag nothing there but those non-ok records as duplicate
@@ -39,6 +39,7 @@ from typing import Any
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from checkers import explain
 from checkers.anomalies.tables import Tables, rows
 
 BLOCK_BITS = 12
@@ -54,12 +55,11 @@ def _h(*cols: Column) -> tuple[Column, Column]:
 
 
 def summarize(t: Tables, fs_rows: list[dict[str, Any]], nonok: DataFrame, bits: int = BLOCK_BITS
-              ) -> tuple[list[dict[str, Any]], set[int]]:
-    """(rows, the partitions whose epochs are compared). One row per (partition, block) holding any record: partition, block,
+              ) -> tuple[list[dict[str, Any]], dict[str, set[int]]]:
+    """(rows, {"acks": partitions, "polls": partitions} whose epochs are compared). One row per (partition, block) holding any record: partition, block,
     clean, covered (|R| when clean, else 0), final (final-read records in R), acks (acknowledged sends in
     the block). Partitions without a recovered final-state have no clean block. `nonok`: the sends that
-    ended fail or info (columns partition, value). A partition's epochs are compared (condition 4) when no
-    acknowledgement or read record of it has an unknown one."""
+    ended fail or info (columns partition, value)."""
     L = F.lit
     o, v = F.col("offset"), F.col("value")
     fs = t.spark.createDataFrame([(r["partition"], r["hw"], bool(r["recovered"])) for r in fs_rows],
@@ -71,7 +71,7 @@ def summarize(t: Tables, fs_rows: list[dict[str, Any]], nonok: DataFrame, bits: 
     zero = L(0).cast("long")
     unknown = F.when(e < 0, L(1)).otherwise(zero)
     names = ("n_a", "a1", "a2", "n_r", "r1", "r2", "n_f", "f1", "f2", "n_fok", "fok1", "fok2", "g1", "g2", "n_out",
-             "a1e", "a2e", "r1e", "r2e", "f1e", "f2e", "fok1e", "fok2e", "n_unk")
+             "a1e", "a2e", "r1e", "r2e", "f1e", "f2e", "fok1e", "fok2e", "n_unk_a", "n_unk_r", "n_unk_f")
 
     def source(df: DataFrame, **cols: Column) -> DataFrame:
         """One input's rows as (partition, block, every summed column; those it does not feed are 0)."""
@@ -79,8 +79,8 @@ def summarize(t: Tables, fs_rows: list[dict[str, Any]], nonok: DataFrame, bits: 
                          *[cols.get(n, zero).cast("long").alias(n) for n in names])
 
     # each input computes only its own columns, so the aggregation below is plain sums
-    acks = source(t.acks(), n_a=L(1), a1=h1, a2=h2, a1e=k1, a2e=k2, n_unk=unknown)
-    polls = source(t.reads.filter(F.col("f") == "poll"), n_r=L(1), r1=h1, r2=h2, r1e=k1, r2e=k2, n_unk=unknown)
+    acks = source(t.acks(), n_a=L(1), a1=h1, a2=h2, a1e=k1, a2e=k2, n_unk_a=unknown)
+    polls = source(t.reads.filter(F.col("f") == "poll"), n_r=L(1), r1=h1, r2=h2, r1e=k1, r2e=k2, n_unk_r=unknown)
     nonok = nonok.select("partition", "value", L(True).alias("nonok"))
     final = (t.reads.filter(F.col("f") == "final-read").select("partition", "offset", "value", "epoch")
              .join(F.broadcast(fs), "partition", "left")
@@ -91,7 +91,7 @@ def summarize(t: Tables, fs_rows: list[dict[str, Any]], nonok: DataFrame, bits: 
     final = source(final, n_f=one(in_r), f1=one(in_r, h1), f2=one(in_r, h2), n_fok=one(ok), fok1=one(ok, h1),
                    fok2=one(ok, h2), g1=one(in_r, g1), g2=one(in_r, g2), n_out=one(~in_r),
                    f1e=one(in_r, k1), f2e=one(in_r, k2), fok1e=one(ok, k1), fok2e=one(ok, k2),
-                   n_unk=one(in_r & (e < 0)))
+                   n_unk_f=one(in_r & (e < 0)))
     blocks = (acks.unionByName(polls).unionByName(final).groupBy("partition", "block")
               .agg(*[F.sum(n).alias(n) for n in names])
               .join(F.broadcast(fs), "partition", "left"))
@@ -108,16 +108,23 @@ def summarize(t: Tables, fs_rows: list[dict[str, Any]], nonok: DataFrame, bits: 
     polls_ok = (c("n_r") < MAX_POLL_RECORDS) & F.when(
         c("n_f") == 0, c("n_r") == 0).otherwise((c("n_r") == m * c("n_f")) & (c("r1") == m * c("f1"))
                                                 & (c("r2") == m * c("f2")))
-    epochs_ok = ((c("a1e") == c("fok1e")) & (c("a2e") == c("fok2e"))
-                 & (c("r1e") == m * c("f1e")) & (c("r2e") == m * c("f2e")))
+    acks_e = (c("a1e") == c("fok1e")) & (c("a2e") == c("fok2e"))
+    polls_e = (c("r1e") == m * c("f1e")) & (c("r2e") == m * c("f2e"))
     clean = (F.coalesce(c("fs_rec"), L(False)) & (c("n_out") == 0) & (c("n_f") == c("n_range"))
              & (c("g1") == e1) & (c("g2") == e2)
              & (c("n_a") == c("n_fok")) & (c("a1") == c("fok1")) & (c("a2") == c("fok2")) & polls_ok)
-    out = blocks.select("partition", "block", clean.alias("clean"), (clean & epochs_ok).alias("clean_e"),
-                        "n_unk", "n_range", "n_f", "n_a")
+    out = blocks.select("partition", "block", clean.alias("clean"), acks_e.alias("acks_e"),
+                        polls_e.alias("polls_e"), "n_unk_a", "n_unk_r", "n_unk_f", "n_range", "n_f", "n_a")
     got = rows(out)
-    compare = {r["partition"] for r in got} - {r["partition"] for r in got if r["n_unk"]}
-    ok = lambda r: bool(r["clean_e"] if r["partition"] in compare else r["clean"])  # noqa: E731
+    unknown: dict[int, tuple[int, int, int]] = {}
+    for r in got:
+        a, p, f = unknown.get(r["partition"], (0, 0, 0))
+        unknown[r["partition"]] = (a + r["n_unk_a"], p + r["n_unk_r"], f + r["n_unk_f"])
+    compare = explain.epoch_sources(unknown)
+
+    def ok(r: dict) -> bool:
+        return bool(r["clean"] and (r["partition"] not in compare["acks"] or r["acks_e"])
+                    and (r["partition"] not in compare["polls"] or r["polls_e"]))
     return [{"partition": r["partition"], "block": r["block"], "clean": ok(r),
              "covered": r["n_range"] if ok(r) else 0, "final": r["n_f"], "acks": r["n_a"]} for r in got], compare
 

@@ -2,9 +2,9 @@
 
 One aggregation over the acknowledged sends (offset, value), the records read by polls and the records
 of the final reads, in the blocks that the block digests (digests.py) could not show clean. Per offset it keeps min/max of each source's values, so that:
-- an offset where the acknowledged and read values are not all equal, or (in a partition whose every
-  observation carries its leader epoch) their epochs are not, is an `inconsistent-offset`: a record is
-  its value and its epoch;
+- an offset where the acknowledged and read values are not all equal, or their leader epochs are not
+  (those compared: checkers/explain.epoch_sources), is an `inconsistent-offset`: a record is its value
+  and its epoch;
 - the number of offsets in [0, hw) covered by final reads decides whether a partition's final committed
   log exists (final-state recovered and the final reads cover all of [0, hw); otherwise its
   acknowledged values are `unseen`);
@@ -34,7 +34,7 @@ KINDS = (kinds.INCONSISTENT_OFFSET,)
 
 
 def analyze(t: Tables, fs_rows: list[dict[str, Any]], blocks: list[tuple[int, int]], bits: int,
-            final_rows: dict[int, int], compare_epochs: set[int] | None = None
+            final_rows: dict[int, int], compare_epochs: dict[str, set[int]] | None = None
             ) -> tuple[DataFrame, DataFrame, dict[int, dict[str, int]]]:
     """Returns (persisted flagged offsets, persisted input records, per partition counts: n_cover
     (offsets in [0, hw) covered by final reads), n_inconsistent, n_lost, n_dirty, n_dup, n_multi (flagged
@@ -54,7 +54,14 @@ def analyze(t: Tables, fs_rows: list[dict[str, Any]], blocks: list[tuple[int, in
     is_final = F.col("f") == "final-read"
     read = t.reads.select("partition", "offset", "value", F.when(is_final, L(2)).otherwise(L(1)).alias("src"),
                           (F.col("index") * (1 << POS_BITS) + F.col("pos")).alias("key"), "time", "epoch")
-    known_epoch = F.when(F.col("epoch") >= 0, F.col("epoch"))
+    # the epochs compared (checkers/explain.epoch_sources): final reads' where a source is compared, and
+    # that source's
+    cmp = compare_epochs or {"acks": set(), "polls": set()}
+    in_p = lambda ps: F.col("partition").isin(*sorted(ps)) if ps else L(False)  # noqa: E731
+    src_c = F.col("src")
+    compared = (((src_c == 0) & in_p(cmp["acks"])) | ((src_c == 1) & in_p(cmp["polls"]))
+                | ((src_c == 2) & in_p(cmp["acks"] | cmp["polls"])))
+    known_epoch = F.when((F.col("epoch") >= 0) & compared, F.col("epoch"))
     src, v = F.col("src"), F.col("value")
     acked, read = (digests.restrict(df, blocks, bits) for df in (acked, read))
     recs = acked.unionByName(read).persist(StorageLevel.MEMORY_AND_DISK)
@@ -76,10 +83,7 @@ def analyze(t: Tables, fs_rows: list[dict[str, Any]], blocks: list[tuple[int, in
     single_final = in_final & (F.col("f_min") == F.col("f_max"))
     rec = F.coalesce(F.col("fs_rec"), L(False))
     has_ack = F.col("a_min").isNotNull()
-    inconsistent = F.col("vmin") != F.col("vmax")
-    if compare_epochs:   # partitions whose every observation carries its epoch (digests.summarize)
-        inconsistent = inconsistent | F.coalesce((F.col("emin") != F.col("emax"))
-                                                 & F.col("partition").isin(*sorted(compare_epochs)), L(False))
+    inconsistent = (F.col("vmin") != F.col("vmax")) | F.coalesce(F.col("emin") != F.col("emax"), L(False))
     lost_cand = rec & has_ack & ~(single_final & (F.col("a_min") == F.col("f_min")) & (F.col("a_max") == F.col("f_min")))
     dirty_cand = rec & (F.col("r_n") > 0) & ~(single_final & (F.col("vmin") == F.col("vmax")))
     dup_cand = rec & in_final & ~(single_final & has_ack & (F.col("a_min") == F.col("f_min"))

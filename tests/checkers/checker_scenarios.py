@@ -196,6 +196,25 @@ def read_wrong_epoch(b: RunBuilder, p: int) -> dict:
             "replicas": {n: at1 for n in ("n1", "n2", "n3")}}]}}
 
 
+def read_wrong_epoch_kafka_acks(b: RunBuilder, p: int) -> dict:
+    """As read_wrong_epoch, with acknowledgements that carry no epoch (a Kafka producer's, -1): the polls'
+    epochs are still compared with the final log's."""
+    P = 100 * p
+    b.send(P + 1, p, 1, offset=0, epoch=-1)
+    s1 = b.send(P + 1, p, 2, offset=1, epoch=-1)
+    r = b.poll(P + 2, p, 0, [(0, 1, 1), (1, 2, 4)], hw=2, epoch=4)
+    b.final(p, [1, 2], process=P + 9, record_epochs=True)
+    fr = b.ops[-2]["index"]
+    at1 = {"value": 2, "epoch": 1, "crc_ok": True}
+    return {"counts": {"inconsistent-offset": 1}, "examples": {
+        "inconsistent-offset": [{"partition": p, "offset": 1, "values": [2], "epochs": [1, 4], "index": s1,
+                                 "observations": [
+            {"source": "send", "value": 2, "epoch": None, "index": s1, "time": T(s1), "process": str(P + 1)},
+            {"source": "poll", "value": 2, "epoch": 4, "index": r, "time": T(r), "process": str(P + 2)},
+            {"source": "final-read", "value": 2, "epoch": 1, "index": fr, "time": T(fr), "process": str(P + 9)}],
+            "replicas": {n: at1 for n in ("n1", "n2", "n3")}}]}}
+
+
 def epochs_agree(b: RunBuilder, p: int) -> dict:
     """Clean: every read carries the epoch its record was appended in, across a leader change (values
     1, 2 in epoch 1, 3 in epoch 2), read before and after it."""
@@ -215,8 +234,8 @@ def epochs_agree(b: RunBuilder, p: int) -> dict:
 
 
 def epochs_unknown(b: RunBuilder, p: int) -> dict:
-    """Not a finding: a partition where some read carries no epoch (-1, or an old two-element record)
-    has its epochs compared nowhere, so a read stamped with another epoch passes (docs/formats.md)."""
+    """Not a finding: a partition where some poll record carries no epoch (-1, or an old two-element
+    record) has no poll epochs compared, so a poll stamped with another epoch passes (docs/formats.md)."""
     P = 100 * p
     b.send(P + 1, p, 1, offset=0)
     b.send(P + 1, p, 2, offset=1)
@@ -405,7 +424,8 @@ def lost_all(b: RunBuilder, p: int) -> dict:
 
 
 SCENARIOS = [clean, tricky_clean, lost_write, failed_present, unrecovered, final_gap, divergence_committed,
-             divergence_residual, read_inconsistent, read_wrong_epoch, epochs_agree, epochs_unknown, dirty_read, duplicate,
+             divergence_residual, read_inconsistent, read_wrong_epoch, read_wrong_epoch_kafka_acks, epochs_agree,
+             epochs_unknown, dirty_read, duplicate,
              nonmonotonic_send, poll_skip,
              nonmonotonic_poll, hw_regression, lost_prefix, lost_suffix, lost_mix, lost_all, realtime_order,
              realtime_overlap]
