@@ -16,7 +16,7 @@ TOML layout (every key optional):
     [topic]     name = "hw"  partitions = 3  replication_factor = 3
     [broker]    truncation = "leader-epoch"  min_insync_replicas = 2  unclean_leader_election = false
                 flush = "always"  flush_interval_ms = 1000  power_loss = false  ... (extra broker keys)
-    [client]    kind = "native"  library = "confluent"  acks = "all"  timeout = 2.0  retries = 0
+    [client]    kind = "mixed"  library = "confluent"  acks = "all"  timeout = 2.0  retries = 0
     [workload]  name = "producer-consumer"  rate = 100.0  concurrency = 4  consumers = 2
     [nemesis]   faults = ["mix"]  interval = 5.0  schedule_file = ""
     [checker]   engine = "spark"  allow = []  fail_on = []
@@ -43,7 +43,7 @@ from harness.backends import BACKENDS  # the registry of backend names (imports 
 WORKLOADS = ("producer", "producer-consumer")
 NEMESIS_FAULTS = tuple(FAULTS)   # the nemesis owns the fault names; validated here so a typo fails early
 ACKS = (0, 1, "all")
-CLIENT_KINDS = ("native", "kafka")
+CLIENT_KINDS = ("native", "kafka", "mixed")
 KAFKA_LIBRARIES = ("confluent", "kafka-python")   # workloads/kafka_client.py LIBRARIES
 CHECKER_ENGINES = ("spark", "reference")
 # A test run defaults to min.insync.replicas 2 (acks=all then needs two live ISR members, the setting
@@ -164,7 +164,8 @@ class BrokerConfig:
 
 @dataclass
 class ClientConfig:
-    kind: str = setting("native", "\"native\" (broker/client) or \"kafka\" (a real Kafka client, docs/clients.md)",
+    kind: str = setting("mixed", "\"native\" (broker/client), \"kafka\" (a real Kafka client, docs/clients.md) "
+                        "or \"mixed\" (the odd-numbered workers Kafka, the rest and the final reads native)",
                         choices=CLIENT_KINDS)
     library: str = setting("confluent", "the Kafka client with kind = \"kafka\": \"confluent\" (confluent-kafka) "
                            "or \"kafka-python\"", choices=KAFKA_LIBRARIES)

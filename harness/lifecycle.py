@@ -156,10 +156,14 @@ class RunSession:
             return self.cluster.metadata(timeout_s=self.cfg.client.timeout)
         return Admin(controller=self.controller_address(), timeout_s=self.cfg.client.timeout)
 
-    def kafka_client(self) -> bool:
-        """Whether the workload and the final reads use a real Kafka client (`client.kind = "kafka"`, or a
-        cluster reached only through Kafka clients) instead of the native one."""
-        return self.cfg.client.kind == "kafka" or backends.kafka_reached(self.cluster)
+    def kafka_client(self, worker: int | None = None) -> bool:
+        """Whether a client uses a real Kafka client (`client.kind = "kafka"`, or a cluster reached only
+        through Kafka clients) instead of the native one. With `client.kind = "mixed"` the workload's
+        odd-numbered producers and consumers (`worker`) do; the final reads and every other client
+        (worker None) stay native, so the final log's records carry their leader epochs."""
+        if self.cfg.client.kind == "mixed" and not backends.kafka_reached(self.cluster):
+            return worker is not None and worker % 2 == 1
+        return self.cfg.client.kind in ("kafka", "mixed") or backends.kafka_reached(self.cluster)
 
     def kafka_bootstrap(self) -> list[str]:
         """host:port of every broker's client listener (an external cluster: its bootstrap servers)."""
@@ -168,19 +172,19 @@ class RunSession:
         return [f"[{a.host}]:{a.port}" if ":" in a.host else f"{a.host}:{a.port}"
                 for a in self.cluster.brokers().values()]
 
-    def make_producer(self, acks=None):
+    def make_producer(self, acks=None, worker: int | None = None):
         """A producer with the run's client settings: the native Producer, or the Kafka adapter
-        (workloads/kafka_client.py) with the same calls."""
+        (workloads/kafka_client.py) with the same calls (`kafka_client` says which)."""
         acks = self.cfg.client.acks if acks is None else acks
-        if self.kafka_client():
+        if self.kafka_client(worker):
             from workloads import kafka_client
             return kafka_client.make_producer(self.cfg.client.library, self.kafka_bootstrap(), acks=acks,
                                               timeout_s=self.cfg.client.timeout, retries=self.cfg.client.retries)
         return Producer(controller=self.controller_address(), acks=acks,
                         timeout_s=self.cfg.client.timeout, retries=self.cfg.client.retries)
 
-    def make_consumer(self):
-        if self.kafka_client():
+    def make_consumer(self, worker: int | None = None):
+        if self.kafka_client(worker):
             from workloads import kafka_client
             return kafka_client.make_consumer(self.cfg.client.library, self.kafka_bootstrap(),
                                               timeout_s=self.cfg.client.timeout)

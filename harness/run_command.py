@@ -81,8 +81,9 @@ def finish_output(outcome, reasons: list[str] | None = None) -> int:
 @click.option("--truncation", default=None, help="hw | leader-epoch [leader-epoch]")
 @click.option("--acks", default=None, help="0 | 1 | all [all]")
 @click.option("--client", default=None,
-              help="native | kafka: the workload's client (kafka: a real Kafka client, docs/clients.md) [native]")
-@click.option("--kafka-library", default=None, help="with --client kafka: confluent | kafka-python [confluent]")
+              help="native | kafka | mixed: the workload's client (kafka: a real Kafka client; mixed: both, worker "
+                   "by worker; docs/clients.md) [mixed]")
+@click.option("--kafka-library", default=None, help="with --client kafka or mixed: confluent | kafka-python [confluent]")
 @click.option("--min-insync-replicas", type=int, default=None, help="broker min.insync.replicas [2]")
 @click.option("--unclean-election/--no-unclean-election", default=None, help="unclean leader election [off]")
 @click.option("--flush", default=None, help="always | interval | never [always]")
@@ -134,7 +135,7 @@ def execute(cfg, *, plain: bool = False, extra_record: dict | None = None, state
         state["display"] = Display(session.progress, force_plain=plain).start()
         click.echo(f"highwater: run {session.run.run_id} in {session.run.path} "
                    f"(seed {session.cfg.seed}, {cfg.broker.truncation}, acks={cfg.client.acks}, "
-                   f"{'kafka client ' + cfg.client.library if cfg.client.kind == 'kafka' else 'native client'}, "
+                   f"{_client_label(cfg)}, "
                    f"min.insync.replicas={cfg.broker.min_insync_replicas}, faults "
                    f"{','.join(cfg.nemesis.faults) or 'none'})", err=True)
 
@@ -153,3 +154,12 @@ def execute(cfg, *, plain: bool = False, extra_record: dict | None = None, state
 
 if __name__ == "__main__":
     sys.exit(run.main(standalone_mode=False))
+
+
+def _client_label(cfg) -> str:
+    """How the run line names the workload's clients."""
+    if cfg.client.kind == "kafka":
+        return f"kafka client {cfg.client.library}"
+    if cfg.client.kind == "mixed":
+        return f"native and {cfg.client.library} clients"
+    return "native client"

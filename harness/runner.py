@@ -46,7 +46,8 @@ class ChaosWorkload(lifecycle.Middle):
         session.workload = Workload(
             w.name, history=session.history, topic=cfg.topic.name, partitions=cfg.topic.partitions,
             rate=w.rate, concurrency=w.concurrency, consumers=w.consumers, seed=cfg.seed,
-            make_producer=session.make_producer, make_consumer=session.make_consumer)
+            make_producer=lambda i: session.make_producer(worker=i),
+            make_consumer=lambda i: session.make_consumer(worker=i), per_worker=True)
         session.phase = "running"
         session.run_started_at = time.monotonic()
         session.workload.start()

@@ -68,9 +68,12 @@ def summary(config: Any, limit: int = 8) -> list[tuple[str, str]]:
 
 
 def _kafka_client(flat: list[tuple[str, Any]]) -> str | None:
-    """"kafka (confluent)" for a run through a Kafka client library; None for the native client or no record."""
+    """"kafka (confluent)" for a run through a Kafka client library, "mixed (native + confluent)" for one
+    whose workers alternate; None for the native client or no record."""
     values = dict(flat)
-    if values.get("client.kind") != "kafka":
+    kind = values.get("client.kind")
+    if kind not in ("kafka", "mixed"):
         return None
     library = values.get("client.library")
-    return f"kafka ({library})" if isinstance(library, str) and library else "kafka"
+    library = library if isinstance(library, str) and library else "kafka"
+    return f"kafka ({library})" if kind == "kafka" else f"mixed (native + {library})"

@@ -23,8 +23,10 @@ class WorkloadError(HighwaterError, ValueError):
 
 class Workload:
     def __init__(self, name: str, *, history, topic: str, partitions: int, rate: float, concurrency: int,
-                 consumers: int, seed: int, make_producer: Callable[[], Any],
-                 make_consumer: Callable[[], Any] | None = None):
+                 consumers: int, seed: int, make_producer: Callable[..., Any],
+                 make_consumer: Callable[..., Any] | None = None, per_worker: bool = False):
+        """`make_producer` / `make_consumer` make a worker's client; with `per_worker` they take the
+        worker's index (so a run can give different workers different client libraries)."""
         if name not in NAMES:
             raise WorkloadError(f"unknown workload {name!r} (known: {', '.join(NAMES)})")
         if name == "producer-consumer" and make_consumer is None:
@@ -34,15 +36,18 @@ class Workload:
         self.values = ValueSource()
         self.limiter = RateLimiter(rate)
         self.workers: list[threading.Thread] = []
+        def factory(make: Callable[..., Any], i: int) -> Callable[[], Any]:
+            return (lambda: make(i)) if per_worker else make
+
         for i in range(concurrency):
-            self.workers.append(ProducerWorker(history=history, make_client=make_producer, topic=topic,
+            self.workers.append(ProducerWorker(history=history, make_client=factory(make_producer, i), topic=topic,
                                                partitions=partitions, values=self.values,
                                                limiter=self.limiter, stop=self.stop_event, seed=seed, index=i))
         if name == "producer-consumer":
             n = max(1, min(consumers, partitions))
             for i in range(n):
                 assigned = [p for p in range(partitions) if p % n == i]
-                self.workers.append(ConsumerWorker(history=history, make_client=make_consumer, topic=topic,
+                self.workers.append(ConsumerWorker(history=history, make_client=factory(make_consumer, i), topic=topic,
                                                    partitions=assigned, stop=self.stop_event, index=i))
 
     def start(self) -> None:

@@ -95,3 +95,30 @@ def test_safe_configuration_with_kafka_python_is_valid(tmp_path):
     assert r.returncode == 0, r.stderr
     assert kafka_sends(run_dir)["ok"] > 100
     check_common(run_dir, tmp_path, library="kafka-python")
+
+
+@pytest.mark.slow
+@pytest.mark.root
+def test_mixed_clients_drive_both_protocols_and_the_safe_run_is_valid(tmp_path):
+    """`--client mixed`: the odd-numbered producers and consumers are confluent-kafka, the rest and the
+    final reads native; the history shows both (a Kafka acknowledgement has no epoch, a native one has),
+    every final-read record carries its leader epoch, and the safe run is valid."""
+    r = run_highwater("run", "--client", "mixed", "--time-limit", "15", "--nemesis", "kill,partition",
+                      "--nemesis-interval", "3", "--seed", "5", "--checker", "reference",
+                      "--results-dir", str(tmp_path), "--plain", timeout=300)
+    run_dir = run_dir_from_stdout(r.stdout)
+    assert r.returncode == 0, r.stderr
+    assert "native and confluent clients" in r.stderr
+    acks = {"native": 0, "kafka": 0}
+    final_epochs = set()
+    for line in runformat.iter_jsonl(run_dir / runformat.HISTORY):
+        op = line.obj
+        if op.get("f") == "send" and op["type"] == "ok":
+            acks["kafka" if op["value"]["epoch"] == -1 else "native"] += 1
+        if op.get("f") == "final-read" and op["type"] == "ok":
+            final_epochs |= {rec[2] for rec in op["value"]["records"]}
+    assert acks["native"] > 100 and acks["kafka"] > 100, acks
+    assert final_epochs and min(final_epochs) >= 0, final_epochs
+    test = load_json(run_dir / runformat.TEST_JSON)
+    assert test["config"]["client"]["kind"] == "mixed"
+    assert processes_mentioning(str(run_dir)) == [] and firewall_leftovers(test["run_id"]) == []
