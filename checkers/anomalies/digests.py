@@ -56,9 +56,9 @@ def _h(*cols: Column) -> tuple[Column, Column]:
 
 def summarize(t: Tables, fs_rows: list[dict[str, Any]], nonok: DataFrame, bits: int = BLOCK_BITS
               ) -> tuple[list[dict[str, Any]], dict[str, set[int]]]:
-    """(rows, {"acks": partitions, "polls": partitions} whose epochs are compared). One row per (partition, block) holding any record: partition, block,
-    clean, covered (|R| when clean, else 0), final (final-read records in R), acks (acknowledged sends in
-    the block). Partitions without a recovered final-state have no clean block. `nonok`: the sends that
+    """(rows, {"acks": partitions, "polls": partitions} whose epochs are compared). One row per
+    (partition, block) holding any record: partition, block, clean, covered (|R| when clean, else 0),
+    final (final-read records in R), acks (acknowledged sends in the block). Partitions without a recovered final-state have no clean block. `nonok`: the sends that
     ended fail or info (columns partition, value)."""
     L = F.lit
     o, v = F.col("offset"), F.col("value")
@@ -69,7 +69,7 @@ def summarize(t: Tables, fs_rows: list[dict[str, Any]], nonok: DataFrame, bits: 
     k1, k2 = _h(o, v, e)          # the record digests with its epoch (condition 4)
     g1, g2 = _h(o)
     zero = L(0).cast("long")
-    unknown = F.when(e < 0, L(1)).otherwise(zero)
+    no_epoch = F.when(e < 0, L(1)).otherwise(zero)
     names = ("n_a", "a1", "a2", "n_r", "r1", "r2", "n_f", "f1", "f2", "n_fok", "fok1", "fok2", "g1", "g2", "n_out",
              "a1e", "a2e", "r1e", "r2e", "f1e", "f2e", "fok1e", "fok2e", "n_unk_a", "n_unk_r", "n_unk_f")
 
@@ -79,8 +79,8 @@ def summarize(t: Tables, fs_rows: list[dict[str, Any]], nonok: DataFrame, bits: 
                          *[cols.get(n, zero).cast("long").alias(n) for n in names])
 
     # each input computes only its own columns, so the aggregation below is plain sums
-    acks = source(t.acks(), n_a=L(1), a1=h1, a2=h2, a1e=k1, a2e=k2, n_unk_a=unknown)
-    polls = source(t.reads.filter(F.col("f") == "poll"), n_r=L(1), r1=h1, r2=h2, r1e=k1, r2e=k2, n_unk_r=unknown)
+    acks = source(t.acks(), n_a=L(1), a1=h1, a2=h2, a1e=k1, a2e=k2, n_unk_a=no_epoch)
+    polls = source(t.reads.filter(F.col("f") == "poll"), n_r=L(1), r1=h1, r2=h2, r1e=k1, r2e=k2, n_unk_r=no_epoch)
     nonok = nonok.select("partition", "value", L(True).alias("nonok"))
     final = (t.reads.filter(F.col("f") == "final-read").select("partition", "offset", "value", "epoch")
              .join(F.broadcast(fs), "partition", "left")
