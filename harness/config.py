@@ -217,6 +217,13 @@ class TestConfig:
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
+    def recorded(self) -> dict[str, Any]:
+        """The config as test.json records it: `to_dict`, with `broker.power_loss` what the brokers ran
+        with (the faults may turn the emulation on: `broker_settings`), which the report's header shows."""
+        out = self.to_dict()
+        out["broker"]["power_loss"] = bool(self.broker_settings()["power_loss"])
+        return out
+
     def with_seed(self) -> "TestConfig":
         """Fill in a random seed when none was given, so every run records the seed it used."""
         if self.seed is None:

@@ -100,7 +100,7 @@ class RunSession:
                 layout = self.cluster.layout()      # every backend has one (clusters/base.py)
             except Exception as exc:  # noqa: BLE001 - a cluster that never started has no addresses: say so
                 layout["error"] = f"{type(exc).__name__}: {exc}"
-        record = store.test_record(self.run, self.cfg.to_dict(), seed=self.cfg.seed,
+        record = store.test_record(self.run, self.cfg.recorded(), seed=self.cfg.seed,
                                    start_wall_ns=self.start_wall_ns, cluster=layout,
                                    extra={"kind": self.kind, **self.extra_record})
         store.write_test_json(self.run, record)

@@ -25,6 +25,16 @@ def test_defaults_are_the_safe_demo():
     assert cfg.time_limit == 30.0
     assert cfg.seed is None
     assert cfg.with_seed().seed is not None
+    assert cfg.client.kind == "mixed" and cfg.broker.replica_fetch_max_records == 32
+    assert cfg.broker_settings()["replica_fetch_max_records"] == 32
+
+
+def test_test_json_records_the_power_loss_the_brokers_ran_with():
+    mixed = C.build()
+    assert mixed.broker.power_loss is False and mixed.recorded()["broker"]["power_loss"] is True
+    calm = C.build(None, {"nemesis": "kill,partition"})
+    assert calm.recorded()["broker"]["power_loss"] is False
+    assert C.from_dict(mixed.recorded()).broker_settings() == mixed.broker_settings()
 
 
 def test_toml_then_flags(tmp_path):
