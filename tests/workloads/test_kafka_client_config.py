@@ -17,7 +17,7 @@ def test_flags_and_toml_choose_the_client(tmp_path):
     assert (cfg.client.kind, cfg.client.library) == ("kafka", "kafka-python")
     assert cfg.to_dict()["client"]["kind"] == "kafka"          # what test.json records
     default = C.build(None, {"nemesis": "none"})
-    assert (default.client.kind, default.client.library) == ("native", "confluent")
+    assert (default.client.kind, default.client.library) == ("mixed", "confluent")
     path = tmp_path / "t.toml"
     path.write_text('[client]\nkind = "kafka"\nacks = 1\n[nemesis]\nfaults = []\n')
     cfg = C.build(path, {})
