@@ -94,6 +94,21 @@ def _schedule(tmp_path, **step):
     return p
 
 
+def _play_one(cluster, tmp_path, fault, what, **step):
+    """Play a one-step schedule of `fault` (at 0.3 s, duration 1 s, `step`'s other keys) until its one
+    window has stopped and nothing is active; the nemesis, for its stats."""
+    history = History(tmp_path / "history.jsonl")
+    nem = Nemesis(cluster, history, [], topic="hw", admin_factory=lambda: _admin(cluster),
+                  schedule=_schedule(tmp_path, at=0.3, fault=fault, duration=1.0, **step))
+    try:
+        nem.start()
+        wait_until(lambda: nem.stats.stopped == 1 and not nem.active(), timeout=30, what=what)
+    finally:
+        nem.stop()
+        history.close()
+    return nem
+
+
 def test_isolate_then_kill_leader_kills_the_leader_only_after_its_isr_shrank_to_it(cluster, tmp_path):
     leader = f"n{_full_isr(cluster).leader}"
     history = History(tmp_path / "history.jsonl")
@@ -154,15 +169,7 @@ def test_stop_in_the_middle_of_a_power_cut_package_heals_and_restarts_everything
 
 def test_pause_leader_until_fenced_resumes_it_right_after_the_controller_fenced_it(cluster, tmp_path):
     leader = f"n{_full_isr(cluster).leader}"
-    history = History(tmp_path / "history.jsonl")
-    nem = Nemesis(cluster, history, [], topic="hw", admin_factory=lambda: _admin(cluster),
-                  schedule=_schedule(tmp_path, at=0.3, fault="pause-leader-until-fenced", partition=0, duration=1.0))
-    try:
-        nem.start()
-        wait_until(lambda: nem.stats.stopped == 1 and not nem.active(), timeout=30, what="the resume")
-    finally:
-        nem.stop()
-        history.close()
+    _play_one(cluster, tmp_path, "pause-leader-until-fenced", "the resume", partition=0)
     pause, resume = _ops(tmp_path)
     assert (pause["f"], resume["f"], pause["value"]["targets"]) == ("pause", "resume", [leader])
     assert resume["value"]["detail"].startswith("fenced after "), resume
@@ -176,15 +183,7 @@ def test_pause_leader_until_fenced_resumes_it_right_after_the_controller_fenced_
 def test_isolate_leader_until_replaced_heals_once_another_broker_leads(cluster, tmp_path):
     first = _full_isr(cluster)
     leader = f"n{first.leader}"
-    history = History(tmp_path / "history.jsonl")
-    nem = Nemesis(cluster, history, [], topic="hw", admin_factory=lambda: _admin(cluster),
-                  schedule=_schedule(tmp_path, at=0.3, fault="isolate-leader-until-replaced", duration=1.0))
-    try:
-        nem.start()
-        wait_until(lambda: nem.stats.stopped == 1 and not nem.active(), timeout=30, what="the heal")
-    finally:
-        nem.stop()
-        history.close()
+    _play_one(cluster, tmp_path, "isolate-leader-until-replaced", "the heal")
     cut, heal = _ops(tmp_path)
     assert (cut["f"], heal["f"], cut["value"]["targets"], cut["value"]["shape"]) == ("partition", "heal", [leader],
                                                                                       "leader")
@@ -202,15 +201,7 @@ def test_isolate_leader_until_replaced_heals_once_another_broker_leads(cluster, 
 def test_bounce_leader_restarts_the_leader_before_the_controller_missed_a_heartbeat(cluster, tmp_path):
     first = _full_isr(cluster)
     leader = f"n{first.leader}"
-    history = History(tmp_path / "history.jsonl")
-    nem = Nemesis(cluster, history, [], topic="hw", admin_factory=lambda: _admin(cluster),
-                  schedule=_schedule(tmp_path, at=0.3, fault="bounce-leader", duration=1.0))
-    try:
-        nem.start()
-        wait_until(lambda: nem.stats.stopped == 1 and not nem.active(), timeout=30, what="the restart")
-    finally:
-        nem.stop()
-        history.close()
+    _play_one(cluster, tmp_path, "bounce-leader", "the restart")
     kill, restart = _ops(tmp_path)
     assert (kill["f"], restart["f"], kill["value"]["targets"]) == ("kill", "restart", [leader])
     assert kill["value"]["step"] == "bounce-leader" and kill["value"]["state"]["leader"] == leader
@@ -225,15 +216,7 @@ def test_bounce_leader_restarts_the_leader_before_the_controller_missed_a_heartb
 def test_move_leader_hands_the_leadership_to_another_isr_member_through_the_controller(cluster, tmp_path):
     first = _full_isr(cluster)
     leader = f"n{first.leader}"
-    history = History(tmp_path / "history.jsonl")
-    nem = Nemesis(cluster, history, [], topic="hw", admin_factory=lambda: _admin(cluster),
-                  schedule=_schedule(tmp_path, at=0.3, fault="move-leader", duration=1.0))
-    try:
-        nem.start()
-        wait_until(lambda: nem.stats.stopped == 1 and not nem.active(), timeout=30, what="the move")
-    finally:
-        nem.stop()
-        history.close()
+    nem = _play_one(cluster, tmp_path, "move-leader", "the move")
     elect, elected = _ops(tmp_path)
     assert (elect["f"], elected["f"], elect["value"]["fault"]) == ("elect", "elected", "elect")
     new = elect["value"]["targets"][0]
