@@ -237,6 +237,12 @@ class Nemesis:
     def _busy(self) -> set[str]:
         return {t for a in self._active if a.kind in PROCESS_KINDS for t in a.targets}
 
+    def _admin_client(self) -> Any:
+        """The admin client, made on first use (and again after `_drop_admin`)."""
+        if self._admin is None:
+            self._admin = self.admin_factory()
+        return self._admin
+
     def _drop_admin(self) -> None:
         """Close the admin client (quietly) and forget it; the next leader lookup makes a new one."""
         if self._admin is not None:
@@ -251,9 +257,7 @@ class Nemesis:
         if self.admin_factory is None:
             return None, "no admin client to read the metadata"
         try:
-            if self._admin is None:
-                self._admin = self.admin_factory()
-            if isinstance(self._admin, Admin):
+            if isinstance(self._admin_client(), Admin):
                 # only the controller's part of the answer is read: a paused broker must not stretch a poll
                 infos = self._admin.describe(self.topic, broker_timeout_s=POLL_S)
             else:
@@ -267,12 +271,11 @@ class Nemesis:
         """Ask the controller to make `node` the leader of `partition` (ELECT_LEADER, clean: it must be in
         the ISR): its one-line answer; a refusal or an admin client that cannot elect raises ClusterError."""
         try:
-            if self._admin is None:
-                self._admin = self.admin_factory()
-            if not isinstance(self._admin, Admin):
-                raise ClusterError(f"the admin client of this cluster ({type(self._admin).__name__}) cannot "
+            admin = self._admin_client()
+            if not isinstance(admin, Admin):
+                raise ClusterError(f"the admin client of this cluster ({type(admin).__name__}) cannot "
                                    f"move a leader")
-            return self._admin.elect_leader(self.topic, partition, broker=int(node.lstrip("n")))
+            return admin.elect_leader(self.topic, partition, broker=int(node.lstrip("n")))
         except ClientError as exc:
             self._drop_admin()
             raise ClusterError(f"ELECT_LEADER {self.topic}/{partition} {node}: {exc}") from None
@@ -280,9 +283,7 @@ class Nemesis:
     def _leader(self, partition: int, fallback: str) -> tuple[str, str]:
         """(node name of the leader of `partition`, note). Falls back to `fallback` if unknown."""
         try:
-            if self._admin is None:
-                self._admin = self.admin_factory()
-            for info in self._admin.describe(self.topic):
+            for info in self._admin_client().describe(self.topic):
                 if info.partition == partition:
                     if info.leader is None:
                         return fallback, f"partition {partition} has no leader; chose {fallback}"
@@ -400,9 +401,7 @@ class Nemesis:
         if self.admin_factory is None:
             return False
         try:
-            if self._admin is None:
-                self._admin = self.admin_factory()
-            infos = list(self._admin.describe(self.topic))
+            infos = list(self._admin_client().describe(self.topic))
         except Exception:
             self._drop_admin()
             return False
@@ -551,9 +550,7 @@ class _Play:
     def can_elect(self) -> bool:
         """Can the admin client move a leader (the native one can; an external Kafka cluster's cannot)?"""
         try:
-            if self.nem._admin is None:
-                self.nem._admin = self.nem.admin_factory()
-            return isinstance(self.nem._admin, Admin)
+            return isinstance(self.nem._admin_client(), Admin)
         except Exception:
             return False
 
