@@ -161,9 +161,9 @@ class RunSession:
         through Kafka clients) instead of the native one. With `client.kind = "mixed"` the workload's
         odd-numbered producers and consumers (`worker`) do; the final reads and every other client
         (worker None) stay native, so the final log's records carry their leader epochs."""
-        if self.cfg.client.kind == "mixed" and not backends.kafka_reached(self.cluster):
-            return worker is not None and worker % 2 == 1
-        return self.cfg.client.kind in ("kafka", "mixed") or backends.kafka_reached(self.cluster)
+        if self.cfg.client.kind == "kafka" or backends.kafka_reached(self.cluster):
+            return True
+        return self.cfg.client.kind == "mixed" and worker is not None and worker % 2 == 1
 
     def kafka_bootstrap(self) -> list[str]:
         """host:port of every broker's client listener (an external cluster: its bootstrap servers)."""
