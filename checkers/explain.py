@@ -5,7 +5,8 @@ these functions turn them into the example's `replicas` field, so the Spark chec
 describe a finding identically; what a kind's `replicas` field shows is declared with the kind
 (rundir/kinds.py). Likewise each engine looks up the final committed log at the offsets a
 poll-skip skipped, and `skipped` turns those into the example's `skipped` field. And both decide alike
-which leader epochs an inconsistent-offset compares (`epoch_sources`).
+which leader epochs an inconsistent-offset compares (`epoch_sources`) and describe its observations
+(`offset_observations`).
 """
 from __future__ import annotations
 
@@ -123,3 +124,17 @@ def epoch_sources(unknown: dict[int, tuple[int, int, int]]) -> dict[str, set[int
     final_known = {p for p, (_a, _r, f) in unknown.items() if f == 0}
     return {"acks": {p for p in final_known if unknown[p][0] == 0},
             "polls": {p for p in final_known if unknown[p][1] == 0}}
+
+
+def known_epoch(epoch: Any) -> bool:
+    """An observation's leader epoch is known: not None and not -1 (Kafka's "no epoch")."""
+    return epoch is not None and epoch >= 0
+
+
+def offset_observations(obs: list[tuple]) -> tuple[list[int], list[dict[str, Any]]]:
+    """An inconsistent-offset example's `epochs` (the known ones, the 10 lowest) and `observations` (the
+    first 10) from an offset's observations (index, pos, source, value, time, process, epoch) in history
+    order."""
+    epochs = sorted({x[6] for x in obs if known_epoch(x[6])})[:10]
+    return epochs, [{"source": x[2], "value": x[3], "epoch": x[6] if known_epoch(x[6]) else None,
+                     "index": x[0], "time": x[4], "process": x[5]} for x in obs[:10]]

@@ -121,7 +121,7 @@ def analyze(col_dir: Path | str, examples: int = 10, facts: dict[str, Any] | Non
     for (p, v), s in sends.items():
         if s["type"] == "ok":
             at_offset[(p, s["offset"])].append((s["index"], -1, "send", v, s["time"], s["process"], s["epoch"]))
-            if s["epoch"] is None or s["epoch"] < 0:
+            if not explain.known_epoch(s["epoch"]):
                 unknown_epochs[p][0] += 1
     # the epochs compared, decided as the Spark engine does
     compared = explain.epoch_sources({p: tuple(unknown_epochs[p]) for p in partitions})
@@ -212,16 +212,13 @@ def analyze(col_dir: Path | str, examples: int = 10, facts: dict[str, Any] | Non
     # inconsistent (the epochs that checkers/explain.epoch_sources says are compared)
     for (p, o), obs in at_offset.items():
         values = {x[3] for x in obs}
-        epochs = {x[6] for x in obs if x[6] is not None and x[6] >= 0}
-        cmp_epochs = {x[6] for x in obs if x[6] is not None and x[6] >= 0 and p in compared_src[x[2]]}
-        if len(values) > 1 or len(cmp_epochs) > 1:
+        compared_epochs = {x[6] for x in obs if explain.known_epoch(x[6]) and p in compared_src[x[2]]}
+        if len(values) > 1 or len(compared_epochs) > 1:
             obs.sort(key=lambda x: (x[0], x[1]))
+            epochs, seen = explain.offset_observations(obs)
             add("inconsistent-offset", (p, o), {
-                "partition": p, "offset": o, "values": sorted(values)[:10],
-                "epochs": sorted(epochs)[:10], "index": obs[0][0],
-                "observations": [{"source": x[2], "value": x[3],
-                                  "epoch": x[6] if x[6] is not None and x[6] >= 0 else None,
-                                  "index": x[0], "time": x[4], "process": x[5]} for x in obs[:10]]}, time=obs[0][4])
+                "partition": p, "offset": o, "values": sorted(values)[:10], "epochs": epochs,
+                "index": obs[0][0], "observations": seen}, time=obs[0][4])
 
     # ---- nonmonotonic-send ----------------------------------------------------------------------
     for (proc, p), lst in ok_sends_by_proc.items():

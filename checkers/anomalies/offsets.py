@@ -26,6 +26,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from rundir import kinds
+from checkers import explain
 from checkers.anomalies import digests
 from checkers.anomalies.lookup import ExampleDetails
 from checkers.anomalies.tables import POS_BITS, Tables, finding, rows
@@ -121,18 +122,8 @@ def examples(top: dict[str, list[dict]], d: ExampleDetails) -> dict[str, list[di
     out = []
     for r in top["inconsistent-offset"]:
         o = sorted(d.observations.get((r["partition"], r["offset"]), []), key=lambda x: (x[0], x[1]))
+        epochs, observations = explain.offset_observations(o)
         out.append({
             "partition": r["partition"], "offset": r["offset"], "values": sorted({x[3] for x in o})[:10],
-            "epochs": _epochs(o), "index": o[0][0],
-            "observations": [_observation(x) for x in o[:10]]})
+            "epochs": epochs, "index": o[0][0], "observations": observations})
     return {"inconsistent-offset": out}
-
-
-def _epochs(obs: list[tuple]) -> list[int]:
-    """The distinct known leader epochs of an offset's observations (the 10 lowest)."""
-    return sorted({x[6] for x in obs if x[6] is not None and x[6] >= 0})[:10]
-
-
-def _observation(x: tuple) -> dict:
-    return {"source": x[2], "value": x[3], "epoch": x[6] if x[6] is not None and x[6] >= 0 else None,
-            "index": x[0], "time": x[4], "process": x[5]}
