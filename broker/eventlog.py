@@ -24,7 +24,7 @@ EVENT_NAMES = frozenset({
     "follower-served", "isr-expand-proposed",
     "epoch-query", "epoch-answer",
     # broker process and storage (broker/server)
-    "ack", "start", "stop", "registered", "re-register", "recovered", "corrupt", "storage-error", "flush",
+    "ack", "leo-reported", "start", "stop", "registered", "re-register", "recovered", "corrupt", "storage-error", "flush",
     "partition-skipped", "metadata-error", "metadata-rejected", "isr-proposal-failed", "internal-error",
     # controller (broker/controller)
     "listening", "fenced", "unfenced", "topic-created", "topic-error", "unclean-shutdown", "elect-leader",
@@ -37,9 +37,10 @@ EVENT_NAMES = frozenset({
 EVENT_FIELDS: dict[str, frozenset[str]] = {name: frozenset(fields.split()) for name, fields in {
     "leader-change": "topic partition leader epoch isr elr version",
     "isr-change": "topic partition isr version elr",
-    "truncate": "topic partition from to why bytes_cut reason",
+    "truncate": "topic partition from to why bytes_cut reason flushed log_start",
     "hw-change": "partition old new leo",
     "ack": "partition base last epoch acks hw isr min_isr flushed",
+    "leo-reported": "partition leo flushed epoch leader",
     "role": "partition role epoch",
     "fetch-fenced": "partition replica request request_epoch leader_epoch error",
     "stale-fetch-served": "partition replica request request_epoch leader_epoch",

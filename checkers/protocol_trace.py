@@ -6,9 +6,10 @@ protocol.py) and runs `check_sorted` on each Spark partition. Either way the rul
 simulator checks, and the findings go through `findings` into results.json's anomalies.
 
 Rows: every `events` line (broker and controller logs; a broker's `start` is given to each partition of
-the run), and one `read` row per ok poll that returned records: `offset` the highest offset it returned,
-`epoch`, `hw` (the HW the poll reported; only for the native client, whose poll reports the HW of the
-very fetch that returned the records), `ts` the poll's completion on the logs' clock (test.json
+the run), and one `read` row per ok poll: `offset` the highest offset it returned (None: no records),
+`epoch`, `reported_hw` (the HW the poll was told), `hw` (the same, kept only where it is the HW of the
+very fetch that returned the records: the native client's polls; `read_row`), `ts` the poll's completion
+on the logs' clock (test.json
 `start_wall_ns` + history time + `READ_SLACK_NS`: the history's clock starts a moment after
 `start_wall_ns` is read, so a completion is placed a little late, never early).
 """
@@ -106,12 +107,20 @@ def event_row(ts: int, node: str, src: str, seq: int, fields: str) -> dict[str, 
     return row
 
 
-def read_row(partition: int, time_ns: int, offset: int, epoch: Any, hw: Any, index: int,
+def read_row(partition: int, time_ns: int, offset: Any, epoch: Any, hw: Any, index: int,
              start_wall_ns: int, poll_hw: bool) -> dict[str, Any]:
+    """A poll as a rule row. `offset`: the highest offset it returned (None: no records). `hw` is kept for
+    read-uncommitted only where it is the HW of the very fetch that returned the records: every poll of
+    a native run (`poll_hw`), and in a mixed run the polls that carry the answering leader's epoch (the
+    native client's; a Kafka library reports -1 and takes the HW from a later ListOffsets).
+    `reported_hw`, what any poll was told the HW is, feeds hw-reported-ahead."""
+    known_epoch = isinstance(epoch, int) and epoch >= 0
+    reported = hw if isinstance(hw, int) and hw >= 0 else None
     return {"ts": start_wall_ns + time_ns + READ_SLACK_NS, "node": "client", "src": "client", "seq": index,
             "event": "read", "partition": partition, "offset": offset,
-            "epoch": epoch if isinstance(epoch, int) and epoch >= 0 else None,
-            "hw": hw if poll_hw and isinstance(hw, int) else None, "index": index, "time": time_ns}
+            "epoch": epoch if known_epoch else None,
+            "hw": reported if (poll_hw or known_epoch) else None, "reported_hw": reported,
+            "index": index, "time": time_ns}
 
 
 def sort_key(row: dict[str, Any]) -> tuple:
@@ -159,7 +168,7 @@ def _ops_partitions(col_dir: Path) -> set[int]:
 
 
 def _poll_reads(col_dir: Path, start_wall_ns: int, poll_hw: bool) -> Iterator[tuple[int, dict]]:
-    """(partition, read row) for every ok poll that returned records."""
+    """(partition, read row) for every ok poll, with the highest offset it returned (None: none)."""
     import pyarrow.dataset as pads
 
     highest: dict[int, int] = {}
@@ -169,13 +178,13 @@ def _poll_reads(col_dir: Path, start_wall_ns: int, poll_hw: bool) -> Iterator[tu
         for index, f, offset in zip(*(t.column(c).to_pylist() for c in t.column_names)):
             if f == "poll" and offset is not None and offset > highest.get(index, -1):
                 highest[index] = offset
-    if not highest:
+    if not (col_dir / "ops").is_dir():
         return
     ops = pads.dataset(str(col_dir / "ops"), format="parquet").to_table(
         columns=["index", "time", "type", "f", "partition", "epoch", "hw"])
     for index, time, typ, f, p, epoch, hw in zip(*(ops.column(c).to_pylist() for c in ops.column_names)):
-        if f == "poll" and typ == "ok" and index in highest and p is not None:
-            yield p, read_row(p, time, highest[index], epoch, hw, index, start_wall_ns, poll_hw)
+        if f == "poll" and typ == "ok" and p is not None:
+            yield p, read_row(p, time, highest.get(index), epoch, hw, index, start_wall_ns, poll_hw)
 
 
 # --- the rules ----------------------------------------------------------------------------------------

@@ -261,6 +261,20 @@ _PROTOCOL_EXPLANATIONS = {
         "A consumer's poll returned a record at or above the high watermark: the HW the poll itself reported, "
         "or every HW any leader had logged by the time the poll completed. Consumers may read committed "
         "records only; an uncommitted one can still be truncated away.",
+    "hw-reported-ahead":
+        "A consumer was told a high watermark (in a fetch answer, or by ListOffsets for the latest offset) above "
+        "every HW any leader had logged by the time its poll completed. Offsets below the HW a consumer is told "
+        "are committed as far as it knows: it may seek to them, wait for them or report them as the end of the "
+        "log, so a broker must report its own HW, never its log end.",
+    "reported-before-flush":
+        "With flush=always a follower fetched from an offset (which tells the leader its log end, so the leader "
+        "may advance the HW and acknowledge) while its own log was fsynced only below it: an acks=all write "
+        "could be acknowledged with fewer durable copies than min.insync.replicas. A follower must flush what "
+        "it appended before its next fetch. Not promised with another flush policy.",
+    "flushed-past-truncation":
+        "A log was truncated to an offset but still counted records above it as flushed (fsynced). Records "
+        "appended again at those offsets would then count as durable before any fsync, and a power cut could "
+        "lose what was acknowledged. A truncation lowers the flushed offset to the cut.",
 }
 
 

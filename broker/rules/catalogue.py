@@ -31,18 +31,21 @@ SUMMARIES: dict[str, str] = {
     "isr-join-lagging": "a leader proposed a follower for the ISR before it caught up to the HW and its epoch",
     "stale-epoch-served": "a leader served a follower request carrying another leader epoch (KIP-320)",
     "read-uncommitted": "a consumer read a record at or above the high watermark",
+    "hw-reported-ahead": "a consumer was told of a high watermark above every HW a leader had had",
+    "reported-before-flush": "with flush=always, a follower told its leader of records it had not fsynced",
+    "flushed-past-truncation": "a log still counted records as flushed after a truncation removed them",
 }
 RULES: tuple[str, ...] = tuple(SUMMARIES)
 
 # the event names the rules read (an adapter may drop every other line)
 EVENTS_READ = frozenset({"start", "recovered", "role", "hw-change", "truncate", "ack", "follower-served",  # brokers
-                         "isr-expand-proposed",
+                         "isr-expand-proposed", "leo-reported",
                          "isr-change", "leader-change", "elect-leader"})                      # controller
 
 # rules decided only by comparing rows of different processes by their timestamps: sound only when every
 # process read one clock (the local and Docker backends); with `RuleSettings.same_clock` False they are
 # skipped and not promised (read-uncommitted then keeps its half that needs no clock: a poll's own HW)
-CLOCK_RULES = frozenset({"follower-hw-ahead", "epoch-outlived-restart"})
+CLOCK_RULES = frozenset({"follower-hw-ahead", "epoch-outlived-restart", "hw-reported-ahead"})
 
 
 @dataclass(frozen=True)
@@ -65,9 +68,9 @@ def promised(settings: RuleSettings) -> frozenset[str]:
     """The rules a configuration promises. A violation of another rule is reported but does not fail a
     run (as an acks=1 cluster's lost write is the configuration's, not the broker's, fault)."""
     out = set(RULES) - {"election-outside-isr", "truncate-below-hw", "acked-not-durable", "stale-epoch-served",
-                        "ack-before-flush"}
+                        "ack-before-flush", "reported-before-flush"}
     if settings.flush == "always":
-        out.add("ack-before-flush")
+        out |= {"ack-before-flush", "reported-before-flush"}
     if settings.fetch_fencing:
         out.add("stale-epoch-served")
     if not settings.unclean_leader_election:
@@ -258,6 +261,11 @@ class PartitionRules:
             found.append(self._v("acked-not-durable", row, node.epoch,
                                  f"{row['node']}'s recovery cut its log to {to}, below offset {node.acked_end - 1} "
                                  f"it had acknowledged", node.last))
+        flushed, start = row.get("flushed"), row.get("log_start")
+        if isinstance(flushed, int) and flushed > max(to, start if isinstance(start, int) else 0):
+            found.append(self._v("flushed-past-truncation", row, node.epoch,
+                                 f"{row['node']} cut its log to {to} ({why}) and still counted it flushed up to "
+                                 f"{flushed}"))
         if why != "recovery" and node.hw is not None and to < node.hw:
             found.append(self._v("truncate-below-hw", row, node.epoch,
                                  f"{row['node']} cut its log to {to} ({why}), below its HW {node.hw}", node.last))
@@ -281,6 +289,13 @@ class PartitionRules:
             found.append(self._v("stale-epoch-served", row, node.epoch,
                                  f"{row['node']} leads epoch {node.epoch} and served {what} of {who} "
                                  f"carrying no leader epoch"))
+
+    def _leo_reported(self, row: dict, node: _Node, found: list) -> None:
+        leo, flushed = row.get("leo"), row.get("flushed")
+        if self.settings.flush == "always" and isinstance(leo, int) and isinstance(flushed, int) and leo > flushed:
+            found.append(self._v("reported-before-flush", row, row.get("epoch"),
+                                 f"{row['node']} told its leader its LEO was {leo} with its log flushed only "
+                                 f"below {flushed} (flush=always)"))
 
     def _isr_expand(self, row: dict, node: _Node, found: list) -> None:
         leo, hw, start = row.get("replica_leo"), row.get("hw"), row.get("epoch_start")
@@ -361,7 +376,11 @@ class PartitionRules:
     # client rows
 
     def _read(self, row: dict, found: list) -> None:
-        offset, hw = row.get("offset"), row.get("hw")
+        offset, hw, reported = row.get("offset"), row.get("hw"), row.get("reported_hw")
+        if self._clock and self.nodes and isinstance(reported, int) and reported > self.leader_hw:
+            found.append(self._v("hw-reported-ahead", row, row.get("epoch"),
+                                 f"a poll was told the HW is {reported}; no leader had an HW above "
+                                 f"{self.leader_hw} by then", self.leader_hw_row))
         if not isinstance(offset, int):
             return
         if isinstance(hw, int) and hw >= 0 and offset >= hw:
@@ -379,7 +398,8 @@ def _name(broker: Any) -> str:
 
 _BROKER = {"start": PartitionRules._start, "recovered": PartitionRules._recovered, "role": PartitionRules._role,
            "hw-change": PartitionRules._hw_change, "truncate": PartitionRules._truncate, "ack": PartitionRules._ack,
-           "follower-served": PartitionRules._follower_served, "isr-expand-proposed": PartitionRules._isr_expand}
+           "follower-served": PartitionRules._follower_served, "isr-expand-proposed": PartitionRules._isr_expand,
+           "leo-reported": PartitionRules._leo_reported}
 _CONTROLLER = {"isr-change": PartitionRules._isr_change, "leader-change": PartitionRules._leader_change,
                "elect-leader": PartitionRules._elect_leader}
 

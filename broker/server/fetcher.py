@@ -48,6 +48,7 @@ class Fetcher:
         self._task: asyncio.Task | None = None
         self._conn: PeerConnection | None = None
         self._inflight: tuple[object, asyncio.Task] | None = None   # (request, task awaiting its answer)
+        self._reported = -1             # the fetch offset the last `leo-reported` line named
 
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._run())
@@ -145,6 +146,13 @@ class Fetcher:
             r.on_epoch_response(req, EpochResponse(err, end, req.current_leader_epoch))
             return err
         assert isinstance(req, FetchRequest)
+        if req.fetch_offset != self._reported:
+            # the fetch offset is our LEO as the leader will count it (its HW follows): say what of it is
+            # fsynced, once per new offset (the protocol rules check it: broker/rules)
+            self._reported = req.fetch_offset
+            self.manager.events.emit("leo-reported", partition=part.partition, leo=req.fetch_offset,
+                                     flushed=part.store.log.flushed_offset(), epoch=req.current_leader_epoch,
+                                     leader=req.leader_id)
         body = await conn.request(apis.FETCH, {
             "topic": part.topic, "partition": part.partition, "offset": req.fetch_offset,
             "max_records": req.max_records, "max_wait_ms": cfg.replica_fetch_wait_max_ms,

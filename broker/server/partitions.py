@@ -133,7 +133,12 @@ class ReplicaManager:
     def after_change(self, part: Partition) -> None:
         r = part.replica
         for ev in r.drain_events():
-            self.events.emit(ev.name, **ev.fields())
+            fields = ev.fields()
+            if ev.name == "truncate" and self.commit is not None:
+                # what the log counts as fsynced after the cut (flush="always": no flush ran since it)
+                log_ = part.store.log
+                fields.update(flushed=log_.flushed_offset(), log_start=log_.log_start())
+            self.events.emit(ev.name, **fields)
         if part.retired:
             return
         due = r.epoch_checkpoint_due()

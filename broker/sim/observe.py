@@ -51,9 +51,19 @@ class RuleObserver:
             if v.kind in self.promised:
                 self.pending.append(v)
 
-    def replica_events(self, node: str, events: Iterable[Any]) -> None:
+    def replica_events(self, node: str, events: Iterable[Any], flushed: int | None = None) -> None:
+        """A replica's drained events; `flushed`: what its log counts as fsynced now, which the shell adds
+        to a `truncate` line (the broker does so with flush "always")."""
         for ev in events:
-            self._row("broker", node, ev.name, ev.fields())
+            fields = ev.fields()
+            if flushed is not None and ev.name == "truncate":
+                fields["flushed"] = flushed
+            self._row("broker", node, ev.name, fields)
+
+    def leo_reported(self, node: str, leo: int, flushed: int, epoch: int) -> None:
+        """A follower's fetch from offset `leo` (its LEO, as the leader counts it) with its log fsynced
+        below `flushed`."""
+        self._row("broker", node, "leo-reported", {"leo": leo, "flushed": flushed, "epoch": epoch})
 
     def controller_events(self, events: Iterable[dict]) -> None:
         for e in events:
@@ -66,7 +76,7 @@ class RuleObserver:
 
     def read(self, offset: int, hw: int, epoch: int) -> None:
         """A consumer's poll returned records up to `offset`, with the leader's HW `hw`."""
-        self._row("client", "client", "read", {"offset": offset, "hw": hw, "epoch": epoch})
+        self._row("client", "client", "read", {"offset": offset, "hw": hw, "reported_hw": hw, "epoch": epoch})
 
     def restart(self, node: str, leo: int, hw: int) -> None:
         self._row("broker", node, "start", {})

@@ -218,6 +218,7 @@ class SimNode:
     broker_epoch: int | None = None               # None: not (yet) registered in this incarnation
     meta_version: int = -1                        # the newest metadata version applied
     polled: tuple | None = None                   # (epoch, HW, LEO) a consumer last polled it at, as leader
+    reported: int = -1                            # the fetch offset its last leo-reported row named
 
 
 class World:
@@ -516,6 +517,9 @@ class World:
         if isinstance(req, EpochRequest):
             self._send("epoch", n.name, leader, req, n.inc)
             return f"{n.name} asks {leader} where epoch {req.requested_epoch} ends (OffsetsForLeaderEpoch)"
+        if req.fetch_offset != n.reported:
+            n.reported = req.fetch_offset
+            self.observer.leo_reported(n.name, req.fetch_offset, n.flushed, req.current_leader_epoch)
         self._send("fetch", n.name, leader, req, n.inc)
         return f"{n.name} sends {leader} a fetch from offset {req.fetch_offset} (epoch {req.current_leader_epoch})"
 
@@ -832,7 +836,7 @@ class World:
             leo = n.log.leo()
             if always or n.flushed > leo:
                 n.flushed = leo
-            self.observer.replica_events(n.name, r.drain_events())
+            self.observer.replica_events(n.name, r.drain_events(), n.flushed if always else None)
             entries = r.epoch_checkpoint_due()
             if entries is not None:
                 n.epoch_checkpoint = entries

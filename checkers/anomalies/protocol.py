@@ -1,7 +1,7 @@
 """The protocol family on Spark: the white-box rules of broker/rules over a run's event logs and polls.
 
 The rows are built with DataFrames (the `events` table, a broker's node-wide `start` rows given to
-every partition, one `read` row per ok poll that returned records: the same rows as
+every partition, one `read` row per ok poll: the same rows as
 checkers/protocol_trace.py builds for the reference engine), shuffled so that each partition of the
 topic sits in one Spark partition in (ts, node, seq) order, and the rules run over them in a
 `mapInArrow` function: the one place of the Spark checker that runs Python on the executors, because
@@ -70,15 +70,18 @@ def _rules_over(settings_json: str):
 
 
 def _read_rows(t: Tables, start_wall_ns: int, poll_hw: bool) -> DataFrame:
-    """One `read` row per ok poll with records (fields as trace.read_row writes them)."""
+    """One `read` row per ok poll (fields as trace.read_row writes them)."""
     highest = (t.reads.filter(F.col("f") == "poll").groupBy("index").agg(F.max("offset").alias("max_offset")))
     polls = (t.ops.filter((F.col("f") == "poll") & (F.col("type") == "ok") & F.col("partition").isNotNull())
-             .select("index", "time", "partition", "epoch", "hw").join(highest, "index"))
-    epoch = F.when(F.col("epoch") >= 0, F.col("epoch"))
-    hw = F.col("hw") if poll_hw else F.lit(None).cast("long")
+             .select("index", "time", "partition", "epoch", "hw").join(highest, "index", "left"))
+    known_epoch = F.col("epoch").isNotNull() & (F.col("epoch") >= 0)
+    epoch = F.when(known_epoch, F.col("epoch"))
+    reported = F.when(F.col("hw").isNotNull() & (F.col("hw") >= 0), F.col("hw"))
+    hw = reported if poll_hw else F.when(known_epoch, reported)
     fields = F.to_json(F.struct(F.lit("read").alias("event"), F.col("partition"),
                                 F.col("max_offset").alias("offset"), epoch.alias("epoch"), hw.alias("hw"),
-                                F.col("index"), F.col("time")), {"ignoreNullFields": "false"})
+                                reported.alias("reported_hw"), F.col("index"), F.col("time")),
+                       {"ignoreNullFields": "false"})
     return polls.select((F.lit(start_wall_ns + trace.READ_SLACK_NS) + F.col("time")).alias("ts"),
                         F.lit("client").alias("node"), F.lit("client").alias("src"), F.col("index").alias("seq"),
                         F.col("partition"), fields.alias("fields"))

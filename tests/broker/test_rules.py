@@ -26,8 +26,9 @@ class Log:
     def c(self, event: str, **fields) -> "Log":
         return self._add("controller", "c0", event, **fields)
 
-    def read(self, offset: int, hw: int | None = None, epoch: int = 0) -> "Log":
-        return self._add("client", "client", "read", offset=offset, hw=hw, epoch=epoch)
+    def read(self, offset: int | None, hw: int | None = None, epoch: int = 0, reported: int | None = None) -> "Log":
+        return self._add("client", "client", "read", offset=offset, hw=hw, epoch=epoch,
+                         reported_hw=hw if reported is None else reported)
 
     def kinds(self, settings: RuleSettings = SAFE) -> list[str]:
         return [v.kind for v in run(0, self.rows, settings)]
@@ -45,7 +46,7 @@ def cluster() -> Log:
 
 
 def test_every_rule_is_named_and_the_safe_configuration_promises_them_all():
-    assert len(RULES) == 16 and len(set(RULES)) == 16
+    assert len(RULES) == 19 and len(set(RULES)) == 19
     assert promised(SAFE) == frozenset(RULES)
     assert CLOCK_RULES <= set(RULES)
 
@@ -119,6 +120,29 @@ def test_ack_before_flush_with_flush_always_only():
     assert "ack-before-flush" not in promised(RuleSettings(flush="never"))
     assert cluster().b("n1", "ack", base=0, last=4, epoch=0, acks=1, hw=0, isr=[1], min_isr=2,
                        flushed=5).kinds() == []
+
+
+def test_reported_before_flush_with_flush_always_only():
+    """A follower's fetch offset is its LEO as the leader counts it for the HW: fsynced first."""
+    log = cluster().b("n2", "leo-reported", leo=5, flushed=3, epoch=0)
+    (v,) = run(0, log.rows)
+    assert (v.kind, v.node, v.detail) == ("reported-before-flush", "n2",
+                                          "n2 told its leader its LEO was 5 with its log flushed only below 3 "
+                                          "(flush=always)")
+    assert cluster().b("n2", "leo-reported", leo=5, flushed=5, epoch=0).kinds() == []
+    assert log.kinds(RuleSettings(flush="interval")) == []
+    assert "reported-before-flush" not in promised(RuleSettings(flush="never"))
+
+
+def test_flushed_past_truncation():
+    (v,) = run(0, cluster().b("n2", "truncate", to=4, why="leader-epoch", flushed=6, log_start=0).rows)
+    assert (v.kind, v.detail) == ("flushed-past-truncation",
+                                  "n2 cut its log to 4 (leader-epoch) and still counted it flushed up to 6")
+    assert cluster().b("n2", "truncate", to=4, why="leader-epoch", flushed=4, log_start=0).kinds() == []
+    # a cut asked below the log start stops at the log start, and so does the flushed offset
+    assert cluster().b("n2", "truncate", to=0, why="offset-out-of-range", flushed=3, log_start=3).kinds() == []
+    # without the field (flush other than "always"), nothing is decided
+    assert cluster().b("n2", "truncate", to=4, why="leader-epoch").kinds() == []
 
 
 def test_acked_not_durable_after_a_restart_and_the_promise():
@@ -258,6 +282,22 @@ def test_read_uncommitted_by_the_polls_own_hw_and_by_the_leaders():
     (v,) = run(0, log.rows)
     assert v.kind == "read-uncommitted" and "no leader had an HW above 5" in v.detail
     assert log.kinds(RuleSettings(same_clock=False)) == []
+
+
+def test_hw_reported_ahead_of_every_leader():
+    """A poll is told an HW above every leader's (a LEO sent as the HW); polls without records count."""
+    log = cluster().b("n1", "hw-change", old=0, new=5, leo=8).read(None, hw=None, epoch=-1, reported=8)
+    (v,) = run(0, log.rows)
+    assert (v.kind, v.detail) == ("hw-reported-ahead",
+                                  "a poll was told the HW is 8; no leader had an HW above 5 by then")
+    assert cluster().b("n1", "hw-change", old=0, new=5, leo=8).read(None, epoch=-1, reported=5).kinds() == []
+    assert cluster().b("n1", "hw-change", old=0, new=5, leo=8).read(4, hw=5).kinds() == []
+    # a later leader's lower HW does not lower the bar: the highest any leader had counts
+    log = cluster().b("n1", "hw-change", old=0, new=5, leo=8)
+    log.c("leader-change", leader=2, epoch=1, isr=[2, 3], version=1).b("n2", "role", role="leader", epoch=1)
+    assert log.read(None, epoch=-1, reported=5).kinds() == []
+    bad = cluster().b("n1", "hw-change", old=0, new=5, leo=8).read(None, epoch=-1, reported=8)
+    assert bad.kinds(RuleSettings(same_clock=False)) == []
 
 
 def test_rules_keep_partitions_apart():

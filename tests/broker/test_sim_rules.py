@@ -208,3 +208,49 @@ def test_epoch_outlived_restart_when_a_bounced_broker_is_not_fenced(monkeypatch)
         return register(self, broker_id, host, port, now_ms, *args, **kw)    # never fenced: it keeps leading
     monkeypatch.setattr(controller_state.ControllerState, "register_broker", keep_old)
     assert "epoch-outlived-restart" in found(1500)
+
+
+def test_hw_reported_ahead_when_a_leader_reports_its_leo_to_consumers(monkeypatch):
+    from broker.replication.messages import ConsumerRead
+
+    def read_for_consumer(self, offset, max_records, current_leader_epoch=None):
+        error = self._leader_check(current_leader_epoch)
+        if error is not None:
+            return ConsumerRead(error, leader_epoch=self.leader_epoch)
+        n = min(max_records, self.hw - offset)
+        records = tuple(self.log.read(offset, n)) if n > 0 else ()
+        return ConsumerRead(None, records, self.leo, self.leader_epoch)       # bug: the LEO as the HW
+    monkeypatch.setattr(PartitionReplica, "read_for_consumer", read_for_consumer)
+    assert "hw-reported-ahead" in found()
+
+
+def test_durability_rules_on_the_rows_the_simulator_writes():
+    """The flush before a follower's next fetch, and the flushed offset's drop at a truncation, live in
+    the broker's I/O shell (broker/server), which the simulator models rather than runs (flush "always":
+    a log is flushed within each step, and a cut lowers its flushed offset): the rows its observer writes
+    for a fetch reported unflushed, or a cut that kept the flushed offset, are caught."""
+    from broker.replication.events import Truncate
+    from broker.sim.observe import RuleObserver
+
+    obs = RuleObserver(SAFE)
+    obs.leo_reported("n2", 5, 3, 0)
+    obs.replica_events("n3", [Truncate(0, 6, 4, "leader-epoch")], flushed=6)
+    obs.replica_events("n3", [Truncate(0, 4, 2, "leader-epoch")], flushed=2)
+    assert [v.kind for v in obs.pending] == ["reported-before-flush", "flushed-past-truncation"]
+
+
+def test_the_simulated_shell_reports_only_flushed_offsets(monkeypatch):
+    """The simulator's own rows of a safe search: every follower fetch it sends writes a leo-reported row
+    (with flush "always", flushed to its LEO) and every cut a flushed offset; none breaks a rule."""
+    from broker.sim.observe import RuleObserver
+
+    rows: list[str] = []
+    feed = RuleObserver._row
+
+    def spy(self, src, node, event, fields):
+        if event == "leo-reported" or (event == "truncate" and "flushed" in fields):
+            rows.append(event)
+        return feed(self, src, node, event, fields)
+    monkeypatch.setattr(RuleObserver, "_row", spy)
+    assert found(200, stop=False) == {}
+    assert "leo-reported" in rows and "truncate" in rows

@@ -638,10 +638,59 @@ def read_uncommitted(b: RunBuilder, p: int) -> dict:
     t = b.ops[r]["time"]
     ts = b.wall(t) + READ_SLACK_NS
     read = {"ts": ts, "node": "client", "event": "read", "partition": p, "offset": 1, "epoch": 1, "hw": 1,
-            "index": r, "time": t}
+            "reported_hw": 1, "index": r, "time": t}
     return {"counts": {"read-uncommitted": 1}, "examples": {"read-uncommitted": [
         {"partition": p, "node": "client", "time": ts - b.start_wall_ns, "ts": ts, "epoch": 1,
          "detail": "a poll returned offset 1 with the HW it reported at 1", "promised": True, "evidence": [read]}]}}
+
+
+def hw_reported_ahead(b: RunBuilder, p: int) -> dict:
+    """The leader's HW is 1 (its LEO 2); a poll that returns nothing (epoch -1, as a Kafka client's, whose HW
+    comes from a ListOffsets) is told the HW is 2. A poll told 1 before it is no finding. (The builder's
+    run is a native one, so the row keeps `hw` as well; with no records, read-uncommitted has nothing to
+    decide.)"""
+    from checkers.protocol_trace import READ_SLACK_NS
+
+    _same_clock(b)
+    P = 100 * p
+    b.send(P + 1, p, 1, offset=0)
+    b.send(P + 1, p, 2, offset=1)
+    _line(b, "n1", "role", partition=p, role="leader", epoch=1)
+    leader = _line(b, "n1", "hw-change", partition=p, old=0, new=1, leo=2)
+    b.assign(P + 2, p, 1)
+    b.poll(P + 2, p, 1, [], hw=1, epoch=-1)
+    r = b.poll(P + 2, p, 1, [], hw=2, epoch=-1)
+    b.final(p, [1, 2], process=P + 9)
+    t = b.ops[r]["time"]
+    ts = b.wall(t) + READ_SLACK_NS
+    read = {"ts": ts, "node": "client", "event": "read", "partition": p, "offset": None, "epoch": None, "hw": 2,
+            "reported_hw": 2, "index": r, "time": t}
+    return {"counts": {"hw-reported-ahead": 1}, "examples": {"hw-reported-ahead": [
+        {"partition": p, "node": "client", "time": ts - b.start_wall_ns, "ts": ts, "epoch": None,
+         "detail": "a poll was told the HW is 2; no leader had an HW above 1 by then", "promised": True,
+         "evidence": [leader, read]}]}}
+
+
+def reported_before_flush(b: RunBuilder, p: int) -> dict:
+    """With flush=always n2 fetches from 3 with its log flushed to 3 (fine), then from 5 flushed below 4."""
+    _acked(b, p)
+    _line(b, "n2", "role", partition=p, role="follower", epoch=1)
+    _line(b, "n2", "leo-reported", partition=p, leo=3, flushed=3, epoch=1, leader=1)
+    bad = _line(b, "n2", "leo-reported", partition=p, leo=5, flushed=4, epoch=1, leader=1)
+    return _found("reported-before-flush", bad, 1,
+                  "n2 told its leader its LEO was 5 with its log flushed only below 4 (flush=always)")
+
+
+def flushed_past_truncation(b: RunBuilder, p: int) -> dict:
+    """n3 cuts its log to 4 and lowers its flushed offset with it (fine), then cuts to 2 keeping it at 4."""
+    _acked(b, p)
+    _line(b, "n3", "role", partition=p, role="follower", epoch=2)
+    _line(b, "n3", "truncate", topic="hw", partition=p, **{"from": 6, "to": 4, "why": "leader-epoch"},
+          flushed=4, log_start=0)
+    bad = _line(b, "n3", "truncate", topic="hw", partition=p, **{"from": 4, "to": 2, "why": "leader-epoch"},
+                flushed=4, log_start=0)
+    return _found("flushed-past-truncation", bad, 2,
+                  "n3 cut its log to 2 (leader-epoch) and still counted it flushed up to 4")
 
 
 def epoch_outlived_restart(b: RunBuilder, p: int) -> dict:
@@ -662,5 +711,6 @@ def epoch_outlived_restart(b: RunBuilder, p: int) -> dict:
 PROTOCOL_SCENARIOS = [protocol_clean, hw_above_leo, leader_hw_decrease, follower_hw_ahead, ack_above_hw,
                       ack_below_min_isr, ack_before_flush, acked_not_durable, epoch_two_leaders, leader_not_elected,
                       election_outside_isr, epoch_not_increasing, truncate_below_hw, isr_join_lagging,
-                      stale_epoch_served, read_uncommitted, epoch_outlived_restart]   # node-wide start: last
+                      stale_epoch_served, read_uncommitted, hw_reported_ahead, reported_before_flush,
+                      flushed_past_truncation, epoch_outlived_restart]   # node-wide start: last
 SCENARIOS += PROTOCOL_SCENARIOS

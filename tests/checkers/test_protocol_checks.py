@@ -205,3 +205,20 @@ def test_spark_and_reference_give_the_same_protocol_findings(tmp_path, spark, mo
         assert got["anomalies"][k] == ref["anomalies"][k], k    # count, examples with evidence, totals
     counts = {k: ref["anomalies"][k]["count"] for k in kinds.PROTOCOL_NAMES if ref["anomalies"][k]["count"]}
     assert counts == (UNSAFE_COUNTS if build is _unsafe_run else {})
+
+
+def test_a_polls_hw_decides_read_uncommitted_only_where_it_is_the_fetchs():
+    """In a native run every poll's HW is that of the fetch that returned its records; in a mixed run only
+    the polls carrying the answering leader's epoch (the native client's) are; a Kafka library's poll
+    (epoch -1) takes its HW from a later ListOffsets, which may reach another leader. Every poll's HW
+    feeds hw-reported-ahead."""
+    from checkers.protocol_trace import read_row
+
+    native = read_row(0, 10, 4, 2, 5, 7, 0, True)
+    assert (native["hw"], native["reported_hw"], native["epoch"]) == (5, 5, 2)
+    mixed_native = read_row(0, 10, 4, 2, 5, 7, 0, False)
+    assert (mixed_native["hw"], mixed_native["reported_hw"]) == (5, 5)
+    library = read_row(0, 10, 4, -1, 5, 7, 0, False)
+    assert (library["hw"], library["reported_hw"], library["epoch"]) == (None, 5, None)
+    empty = read_row(0, 10, None, -1, -1001, 7, 0, False)
+    assert (empty["offset"], empty["hw"], empty["reported_hw"]) == (None, None, None)
