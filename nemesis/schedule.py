@@ -73,8 +73,10 @@ PARTITION_TARGETS = ("leader", "follower", "sole-isr")
 MIX_FAMILIES: dict[str, tuple[str, ...]] = {
     "process": ("kill", "kill-leader", "kill-follower", "pause-leader", "kill-controller", "kill-majority"),
     "partition": ("partition", "partition-leader"),
-    "aimed": ("isolate-then-kill-leader", "pause-leader-until-fenced", "isolate-leader-until-replaced",
-              "bounce-leader", "move-leader"),
+    "aimed": ("isolate-then-kill-leader", "pause-leader-until-fenced", "isolate-leader-until-replaced"),
+    # leadership changing hands while the leader lives on (or comes straight back): the routine of a
+    # rolling restart, as common in production as any crash
+    "leadership": ("move-leader", "bounce-leader"),
     "power-loss": ("power-loss-leader", "power-loss-all", "isolate-then-power-loss-leader"),
 }
 MIXES: dict[str, tuple[str, ...]] = {"aimed": AIMED,
