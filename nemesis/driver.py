@@ -22,7 +22,8 @@ from broker.controller.config import DEFAULTS as CONTROLLER_DEFAULTS
 from clusters.base import (Cluster, ClusterError, Corruptible, Degradable, Killable, Partitionable, Pausable,
                            require)
 from nemesis import packages, shapes, targets as live
-from nemesis.schedule import (FAULTS, PACKAGE_OWN_KINDS, PARTITION_TARGETS, PROCESS_KINDS, ScheduleError, Step,
+from nemesis.schedule import (FAULTS, MIX_FAMILIES, PACKAGE_OWN_KINDS, PARTITION_TARGETS, PROCESS_KINDS,
+                              ScheduleError, Step,
                               check_fault_names, corrupt_how, degradation, expand_faults, load_schedule,
                               random_steps, recorded_kinds)
 
@@ -126,15 +127,47 @@ class Nemesis:
         self.error: BaseException | None = None
 
     # --- validation ---------------------------------------------------------------------------------
+    def _mix_families(self) -> dict[str, tuple[str, ...]]:
+        """The families of `mix` this backend can inject (every fault of the family has what it needs, e.g.
+        no `storage` family on a backend that cannot corrupt a data directory); the others are left out of
+        the rotation and named in the stats. ScheduleError when none is left."""
+        usable, dropped = {}, []
+        for family, names in MIX_FAMILIES.items():
+            try:
+                for f in expand_faults(list(names)):
+                    require(self.cluster, NEEDS[FAULTS[f][0]], f)
+                    if FAULTS[f][0] == "corrupt":
+                        require(self.cluster, Killable, f)
+                        corrupt_how(f, 0, self._midrun_storage_faults())
+                if ("power-loss" in recorded_kinds(list(names))
+                        and (self.cluster.spec.broker_settings or {}).get("power_loss") is not True):
+                    raise ScheduleError("its brokers run without broker setting power_loss = true")
+            except (ClusterError, ScheduleError) as exc:
+                dropped.append(f"mix: family {family} left out ({exc})")
+                continue
+            usable[family] = names
+        if not usable:
+            raise ScheduleError("nemesis: the mix has no family this backend can inject: " + "; ".join(dropped))
+        for note in dropped:
+            log.info("%s", note)
+        self.mix_dropped = dropped
+        return usable
+
     def _preflight(self) -> None:
-        kinds = recorded_kinds(self.faults)
+        self.mix_dropped: list[str] = []
+        self.families = self._mix_families() if self.faults == ["mix"] else MIX_FAMILIES
+        if self.faults == ["mix"]:
+            self.faults_checked = [f for names in self.families.values() for f in names]
+        else:
+            self.faults_checked = list(self.faults)
+        kinds = recorded_kinds(self.faults_checked)
         aimed = [f for f in self.faults if FAULTS[f][1] in PARTITION_TARGETS or f == "partition-leader"
                  or FAULTS[f][0] in ("package", "mix")]
         if aimed and self.admin_factory is None:
             what = "targets a partition leader" if FAULTS[aimed[0]][1] == "leader" else "reads the live metadata"
             raise ScheduleError(f"nemesis: fault {aimed[0]!r} {what} and needs admin_factory")
         # does the backend have what each fault needs (kill, pause, partition)? one line naming both
-        for name in self.faults:
+        for name in self.faults_checked:
             for f in expand_faults([name]):
                 require(self.cluster, NEEDS[FAULTS[f][0]], name)
                 if FAULTS[f][0] == "corrupt":       # the broker is killed, damaged, then restarted
@@ -175,7 +208,8 @@ class Nemesis:
         if self.file_steps is not None:
             return iter(self.file_steps)
         return random_steps(self.seed, self.faults, self.interval_s, self.broker_names,
-                            quiet_probability=self.quiet_probability, partitions=self.partitions)
+                            quiet_probability=self.quiet_probability, partitions=self.partitions,
+                            families=self.families)
 
     # --- loop ---------------------------------------------------------------------------------------
     def _run(self) -> None:
@@ -322,6 +356,9 @@ class Nemesis:
             if kind == "corrupt":
                 targets, more = self._minority(targets, busy)
                 note += more
+                if step.entry is None and targets:       # drawn at random, not staged by a schedule file
+                    targets, more = self._not_last_copy(targets, busy)
+                    note += more
                 # partition None: the fault picks the replica with the step's seed among every partition
                 extra = {"how": corrupt_how(step.fault, step.seed, self._midrun_storage_faults()), "partition": None}
             return targets, extra, note.strip("; ")
@@ -422,6 +459,26 @@ class Nemesis:
         why = "a majority of brokers must stay up and intact" + (
             f"; {', '.join(rejoining)} corrupted, not yet back in the ISR" if rejoining else "")
         return kept, (f"; skipped {', '.join(dropped)} ({why})" if dropped else "")
+
+    def _not_last_copy(self, targets: list[str], busy: set[str]) -> tuple[list[str], str]:
+        """Corrupt faults drawn at random: drop the brokers that hold a partition's only in-sync copy
+        (targets.last_copies; the others are down, damaged or out of the ISR). Without KIP-966 such a
+        broker is elected again with the log its recovery cut, a loss the configuration allows and a
+        random run must not stage by chance; a schedule file's step stages what it names on purpose.
+        Unknown metadata spares every target."""
+        view, why = self._view()
+        if view is None:
+            return [], f"; skipped {', '.join(targets)} ({why}: a broker holding the last in-sync copy is spared)"
+        unavailable = (busy & set(self.broker_names)) | self._damaged
+        kept, notes = [], []
+        for t in targets:
+            last = live.last_copies(view, t, unavailable)
+            if last:
+                held = ", ".join(p.describe(self.topic) for p in last)
+                notes.append(f"skipped {t} (the only in-sync copy of {held})")
+            else:
+                kept.append(t)
+        return kept, "".join(f"; {n}" for n in notes)
 
     def _resolve_degrade(self, step: Step, nodes: list[str], fallback: str) -> tuple[list[str], dict[str, Any], str]:
         """A degrade step's links: both directions between its targets (the leader for degrade-leader) and

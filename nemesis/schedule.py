@@ -78,6 +78,9 @@ MIX_FAMILIES: dict[str, tuple[str, ...]] = {
     # rolling restart, as common in production as any crash
     "leadership": ("move-leader", "bounce-leader"),
     "power-loss": ("power-loss-leader", "power-loss-all", "isolate-then-power-loss-leader"),
+    # a broker's disk damaged while it is down (a minority at a time, never the last in-sync copy of a
+    # partition: nemesis/driver.py); its recovery must find and cut the damage before it serves again
+    "storage": ("corrupt-bitflip", "corrupt-truncate", "corrupt-checkpoint"),
 }
 MIXES: dict[str, tuple[str, ...]] = {"aimed": AIMED,
                                      "mix": tuple(f for fs in MIX_FAMILIES.values() for f in fs)}
@@ -195,11 +198,14 @@ def degradation(seed: int, given: dict | None = None) -> dict:
 # --- random ----------------------------------------------------------------------------------------
 
 def random_steps(seed: int, faults: list[str], interval_s: float, brokers: list[str], *,
-                 quiet_probability: float = 0.3, partitions: int = 1) -> Iterator[Step]:
+                 quiet_probability: float = 0.3, partitions: int = 1,
+                 families: dict[str, tuple[str, ...]] | None = None) -> Iterator[Step]:
     """Endless steps: at every interval k (k = 1, 2, ...) either nothing (quiet) or one fault lasting one
     interval. Targets of "broker" faults and partition shapes are drawn here from the seed. `mix` draws
-    each fault from the next family of a rotation (MIX_FAMILIES, their order shuffled with the seed every
-    round; a quiet interval does not move it on), so a few steps meet every family."""
+    each fault from the next family of a rotation (`families`, default MIX_FAMILIES: the ones the backend
+    can inject; their order shuffled with the seed every round; a quiet interval does not move it on), so
+    a few steps meet every family."""
+    families = MIX_FAMILIES if families is None else families
     check_fault_names(faults)
     if not faults:
         return
@@ -213,10 +219,10 @@ def random_steps(seed: int, faults: list[str], interval_s: float, brokers: list[
         quiet = rng.random() < quiet_probability
         if faults == ["mix"]:
             if not rotation:
-                rotation = list(MIX_FAMILIES)
+                rotation = list(families)
                 rng.shuffle(rotation)
             family = rotation[0] if quiet else rotation.pop(0)
-            fault = rng.choice(MIX_FAMILIES[family])
+            fault = rng.choice(families[family])
         else:
             fault = rng.choice(faults)
         broker = rng.choice(brokers)

@@ -93,6 +93,15 @@ def sole_isr(view: ClusterView, rng: random.Random, busy: Iterable[str] = (),
     return rng.choice(sorted(shrunk, key=lambda p: p.partition))
 
 
+def last_copies(view: ClusterView, node: str, unavailable: Iterable[str] = ()) -> list[PartitionView]:
+    """The partitions whose only in-sync copy `node` holds: it is in the ISR and no other member is, but
+    for `unavailable` ones (down, or damaged and not yet back). Damaging such a broker's disk can lose
+    committed records in a correct broker without KIP-966, so storage faults chosen at random spare it."""
+    gone = set(unavailable) | {node}
+    return [p for _, p in sorted(view.partitions.items())
+            if node in p.isr and not [m for m in p.isr if m not in gone]]
+
+
 def minority_size(n: int) -> int:
     return (n - 1) // 2
 

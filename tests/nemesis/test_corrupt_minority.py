@@ -103,3 +103,23 @@ def test_a_majority_or_all_is_not_taken_down_while_a_corrupted_broker_has_not_re
     admin.isr = [[1, 2, 3], [1, 2, 3]]  # rejoined: a majority may go down again
     targets, _extra, _note = nem._resolve(Step(at=0, fault="kill-majority", duration=1, seed=1))
     assert len(targets) == 2 and nem._damaged == set()
+
+
+def test_a_random_corrupt_fault_spares_the_last_in_sync_copy(tmp_path):
+    """n2 alone holds partition 1's in-sync copy: a corrupt fault whose random choice falls on it is
+    skipped (and says why), one on another broker goes ahead; a schedule file's step that names n2
+    stages it."""
+    admin = Admin([[1, 2, 3, 4, 5], [2]])
+    nem, h = _nemesis(tmp_path, admin)
+    nem.controller_name, nem.broker_names = "c0", ["n1", "n2", "n3", "n4", "n5"]
+    picks = {}
+    for seed in range(40):
+        step = Step(at=0.0, fault="corrupt-bitflip", duration=1.0, targets=None, seed=seed)
+        targets, _extra, note = nem._resolve(step)
+        picks.setdefault(tuple(targets), note)
+    assert () in picks and "skipped n2 (the only in-sync copy of hw/1: leader n1, epoch 1, ISR [n2])" in picks[()]
+    assert {t for ts in picks for t in ts} == {"n1", "n3", "n4", "n5"}
+    drawn = Step(at=0.0, fault="corrupt-bitflip", duration=1.0, targets=["n2"], seed=1)   # as random_steps draws
+    assert nem._resolve(drawn)[0] == []
+    named = Step(at=0.0, fault="corrupt-bitflip", duration=1.0, targets=["n2"], seed=1, entry=3)
+    assert nem._resolve(named)[0] == ["n2"]

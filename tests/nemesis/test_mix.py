@@ -103,3 +103,33 @@ def test_bad_aimed_steps(tmp_path, step, message):
     with pytest.raises(ScheduleError) as err:
         load_schedule(_write(tmp_path, f"[[step]]\nat = 1\nduration = 1\n{step}\n"), NODES, partitions=3)
     assert f"step 1: {message}" in str(err.value)
+
+
+def test_the_mix_leaves_out_the_families_the_backend_cannot_inject(tmp_path, monkeypatch):
+    """A backend that cannot corrupt a data directory (the ssh one: require() refuses Corruptible, as
+    tests/clusters/test_capabilities.py shows for the real class) runs the mix without the storage
+    family, and brokers without power_loss without the power-loss one; both are named."""
+    from clusters import base
+    from clusters.base import ClusterSpec, Corruptible
+    from clusters.local import LocalCluster
+    from clusters.run_registry import Registry
+    from nemesis import Nemesis, driver
+
+    def require(cluster, capability, fault):
+        if capability is Corruptible:
+            raise base.ClusterError(f"the ssh backend cannot inject fault {fault!r}: it is not Corruptible")
+        return base.require(cluster, capability, fault)
+    monkeypatch.setattr(driver, "require", require)
+
+    spec = ClusterSpec("mixcap", tmp_path / "run", brokers=3, broker_settings={"power_loss": True})
+    nem = Nemesis(LocalCluster(spec, registry=Registry(tmp_path / "reg")), None, ["mix"], admin_factory=lambda: None)
+    assert "storage" not in nem.families and set(nem.families) == set(MIX_FAMILIES) - {"storage"}
+    assert [d.split(" (")[0] for d in nem.mix_dropped] == ["mix: family storage left out"]
+    assert "not Corruptible" in nem.mix_dropped[0]
+    steps = [s.fault for s in itertools.islice(nem.steps(), 60)]
+    assert steps and not {f for f in steps if f.startswith("corrupt")}
+
+    plain = ClusterSpec("mixcap2", tmp_path / "run2", brokers=3)
+    nem = Nemesis(LocalCluster(plain, registry=Registry(tmp_path / "reg2")), None, ["mix"], admin_factory=lambda: None)
+    assert set(nem.families) == set(MIX_FAMILIES) - {"power-loss", "storage"}
+    assert [d for d in nem.mix_dropped if "family power-loss" in d and "power_loss = true" in d]

@@ -13,6 +13,8 @@ from types import SimpleNamespace
 
 import pytest
 
+from broker.records import Record
+from broker.storage.partition_store import PartitionStore
 from clusters.base import ClusterSpec
 from clusters.local import LocalCluster
 from clusters.run_registry import Registry
@@ -230,6 +232,12 @@ def test_the_mix_in_random_mode_meets_every_family_and_leaves_the_cluster_whole(
     nem = Nemesis(cluster, history, ["mix"], interval_s=0.3, seed=3, quiet_probability=0.0, topic="hw",
                   partitions=3, admin_factory=lambda: whole)
     nem.isr_wait_s = nem.fence_wait_s = 0.4
+    for node in ("n1", "n2", "n3"):        # something for the storage family to damage (echo servers log nothing)
+        store = PartitionStore.open(cluster.node_dir(node) / "data", "hw", 0, segment_records=4)
+        store.log.append([Record(i, 1, str(i).encode(), None, 0) for i in range(40)])
+        store.hw_checkpoint.write(40)
+        store.epoch_checkpoint.write([(1, 0)])
+        store.close()
     cluster.start()
     nem.start()
     time.sleep(6)
@@ -237,9 +245,9 @@ def test_the_mix_in_random_mode_meets_every_family_and_leaves_the_cluster_whole(
     ops = _ops(tmp_path)
     names = [o["value"]["name"] for o in ops if o["value"]["phase"] == "start"]
     kinds = {o["value"]["fault"] for o in ops}
-    assert kinds == {"kill", "pause", "partition", "power-loss"}, names
+    assert kinds == {"kill", "pause", "partition", "power-loss", "corrupt"}, names
     families = {"process" if FAULTS[n][0] in ("kill", "pause") else FAULTS[n][0] for n in names}
-    assert families == {"process", "partition", "package", "power-loss"}, names
+    assert families == {"process", "partition", "package", "power-loss", "corrupt"}, names
     # nothing shrinks or is fenced here: each package ended early, saying so
     assert any("did not shrink" in s or "not fenced" in s for s in nem.stats.skipped)
     assert nem.stats.errors == [] and nem.error is None

@@ -178,7 +178,7 @@ def test_every_fault_name_maps_to_history_kinds():
         assert recorded_kinds([name]) <= history_kinds and recorded_kinds([name])
         assert all(FAULTS[f][0] in history_kinds for f in expand_faults([name]))
     assert recorded_kinds(["isolate-then-kill-leader"]) == {"partition", "kill"}
-    assert recorded_kinds(["mix"]) == {"kill", "pause", "partition", "power-loss", "elect"}
+    assert recorded_kinds(["mix"]) == {"kill", "pause", "partition", "power-loss", "elect", "corrupt"}
     assert recorded_kinds(["move-leader"]) == {"elect"} and expand_faults(["move-leader"]) == []
     assert expand_faults(["kill", "partition"]) == ["kill", "partition"]       # single faults: as named
     assert needs_power_loss(["mix"]) and needs_power_loss(["aimed"]) and needs_power_loss(["power-loss-all"])

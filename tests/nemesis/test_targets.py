@@ -80,3 +80,14 @@ def test_the_states_packages_wait_for():
     assert T.whole(led, ["n1", "n2", "n3"])
     assert not T.whole(T.view_of([info(0, 1, [1, 2])]), ["n3"])
     assert not T.whole(T.view_of([]), [])
+
+
+def test_last_copies():
+    v = T.view_of(SNAPSHOT)
+    # n2 alone in partition 1's ISR; n3 alone in partition 2's (leaderless); partition 3's ISR is [n3, n1]
+    assert [p.partition for p in T.last_copies(v, "n2")] == [1]
+    assert [p.partition for p in T.last_copies(v, "n3")] == [2]
+    assert T.last_copies(v, "n1") == []
+    # with n3 down, n1 holds partition 3's only available in-sync copy
+    assert [p.partition for p in T.last_copies(v, "n1", unavailable=["n3"])] == [3]
+    assert [p.partition for p in T.last_copies(v, "n1", unavailable=["n2", "n3"])] == [0, 3]
