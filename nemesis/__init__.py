@@ -71,7 +71,7 @@ unrecorded) until every partition is led and its targets are back in the ISR.
 
 Draws: `aimed` is one package per step (chosen with the step's seed); `mix`, the default of
 `highwater run`, rotates through MIX_FAMILIES (process faults, partitions, aimed packages, leadership
-moves, power loss):
+moves, power loss, storage; the ones the backend can inject):
 each fault comes from the next family of a rotation whose order the seed shuffles every round, so a few
 steps meet every family. `mix` stands alone; schedule files take `aimed` but not `mix`.
 
