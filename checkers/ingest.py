@@ -29,7 +29,8 @@ import pyarrow.parquet as pq
 from rundir import formats as rf
 from rundir.formats import FormatError
 
-CONVERTER_VERSION = 7   # 6: the `events` table (node event logs, for the protocol rules); 7: reads' `epoch`
+CONVERTER_VERSION = 8   # 6: the `events` table (node event logs, for the protocol rules); 7: reads' `epoch`;
+                        # 8: nemesis ops' `targets`
 BATCH_ROWS = rf.ROW_GROUP_ROWS
 MAX_PROBLEMS = 100   # problems named one by one (the rest are counted)
 # problems only --lenient accepts: a strict check does not reuse tables converted with any of them
@@ -191,7 +192,9 @@ class _HistoryConverter:
                     raise FormatError(path, line, f"field 'value.{key}' is missing or not a string")
             if value["phase"] not in ("start", "stop"):
                 raise FormatError(path, line, f"field 'value.phase' must be start or stop, got {value['phase']!r}")
-            row.update(fault=value["fault"], phase=value["phase"], fault_id=_int(value, "id", path, line))
+            targets = value.get("targets")
+            row.update(fault=value["fault"], phase=value["phase"], fault_id=_int(value, "id", path, line),
+                       targets=",".join(str(t) for t in targets) if isinstance(targets, list) and targets else None)
         elif process == rf.HARNESS_PROCESS:
             if f == rf.FINAL_STATE_F:
                 self._final_state(line, value)

@@ -11,7 +11,8 @@ the run), and one `read` row per ok poll: `offset` the highest offset it returne
 very fetch that returned the records: the native client's polls; `read_row`), `ts` the poll's completion
 on the logs' clock (test.json
 `start_wall_ns` + history time + `READ_SLACK_NS`: the history's clock starts a moment after
-`start_wall_ns` is read, so a completion is placed a little late, never early).
+`start_wall_ns` is read, so a completion is placed a little late, never early); and one node-wide
+`damaged` row (src "nemesis") per broker a corrupt fault damaged, at the completion of its start.
 """
 from __future__ import annotations
 
@@ -50,7 +51,11 @@ def settings_from(test: dict[str, Any]) -> RuleSettings:
     flush = broker.get("flush", "always")
     # the harness starts brokers with power_loss whenever its nemesis may cut power (harness/config.py)
     power = bool(broker.get("power_loss")) or any("power" in f for f in faults)
-    storage = any(f.startswith("corrupt") for f in faults) or bool(test.get("storage_faults"))
+    # storage faults staged on purpose (a scenario, a schedule file): they may damage the last in-sync copy
+    # of a partition; drawn at random they spare it (nemesis/driver.py), so every clean leader keeps what
+    # lies below a follower's HW. A damaged broker's own recovery cut is exempt either way (`damaged` rows).
+    staged = bool(test.get("scenario")) or bool(nemesis.get("schedule_file"))
+    storage = (staged and any(f.startswith("corrupt") for f in faults)) or bool(test.get("storage_faults"))
     backend = cluster.get("backend") or (cfg.get("cluster") or {}).get("backend") or "local"
     return RuleSettings(
         truncation=str(broker.get("truncation", "leader-epoch")), acks=acks,
@@ -66,7 +71,7 @@ def run_facts(run_dir: Path | str, col_dir: Path | str | None = None) -> dict[st
     """What the adapter needs: the rule settings, start_wall_ns and whether polls report the HW, from
     test.json; with the columnar tables (`col_dir`), also what the run did: a broker started with
     power_loss (its `start` line says so: the harness turns it on for any fault that may cut power), a
-    power-loss or corrupt fault in the history (scenario steps included)."""
+    power-loss fault in the history, a corrupt one staged by a scenario or a schedule file."""
     test = _config(Path(run_dir))
     cfg = test.get("config") if isinstance(test.get("config"), dict) else {}
     client = cfg.get("client") if isinstance(cfg.get("client"), dict) else {}
@@ -74,8 +79,9 @@ def run_facts(run_dir: Path | str, col_dir: Path | str | None = None) -> dict[st
     settings = settings_from(test)
     if col_dir is not None:
         faults, power = _what_happened(Path(col_dir))
+        staged = bool(test.get("scenario")) or bool((cfg.get("nemesis") or {}).get("schedule_file"))
         settings = replace(settings, power_loss=settings.power_loss or power or "power-loss" in faults,
-                           storage_faults=settings.storage_faults or "corrupt" in faults)
+                           storage_faults=settings.storage_faults or (staged and "corrupt" in faults))
     return {"settings": settings, "start_wall_ns": start if isinstance(start, int) else None,
             "poll_hw": client.get("kind", "native") == "native"}
 
@@ -149,10 +155,11 @@ def rows_by_partition(col_dir: Path | str, facts: dict[str, Any]) -> dict[int, l
     if start is not None:
         for p, row in _poll_reads(col_dir, start, facts.get("poll_hw", True)):
             out[p].append(row)
+        node_wide += _damage_rows(col_dir, start)
     partitions = set(out) | _ops_partitions(col_dir)
     for p in partitions:
         rows = out[p]
-        rows.extend(dict(r, partition=p) for r in node_wide if r.get("src") == "broker")
+        rows.extend(dict(r, partition=p) for r in node_wide if r.get("src") in ("broker", "nemesis"))
         rows.sort(key=sort_key)
     return dict(out)
 
@@ -165,6 +172,28 @@ def _ops_partitions(col_dir: Path) -> set[int]:
         return set()
     col = pads.dataset(str(ops), format="parquet").to_table(columns=["partition"]).column("partition")
     return {p for p in col.unique().to_pylist() if p is not None}
+
+
+def damage_row(node: str, time_ns: int, index: int, start_wall_ns: int) -> dict[str, Any]:
+    """A storage fault's damage to `node`'s files (node-wide): at the completion of the fault's start, which
+    follows the damage and precedes the restart."""
+    return {"ts": start_wall_ns + time_ns, "node": node, "src": "nemesis", "seq": index, "event": "damaged",
+            "index": index, "time": time_ns}
+
+
+def _damage_rows(col_dir: Path, start_wall_ns: int) -> list[dict]:
+    """One `damaged` row per node a corrupt fault's start completed on."""
+    import pyarrow.dataset as pads
+
+    if not (col_dir / "ops").is_dir():
+        return []
+    t = pads.dataset(str(col_dir / "ops"), format="parquet").to_table(
+        columns=["index", "time", "process", "type", "fault", "phase", "targets"])
+    out = []
+    for index, time, process, typ, fault, phase, targets in zip(*(t.column(c).to_pylist() for c in t.column_names)):
+        if process == rf.NEMESIS_PROCESS and fault == "corrupt" and phase == "start" and typ != "invoke" and targets:
+            out += [damage_row(node, time, index, start_wall_ns) for node in targets.split(",")]
+    return out
 
 
 def _poll_reads(col_dir: Path, start_wall_ns: int, poll_hw: bool) -> Iterator[tuple[int, dict]]:

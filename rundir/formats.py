@@ -181,9 +181,9 @@ def arrow_schemas() -> dict[str, Any]:
             ("type", pa.string()), ("f", pa.string()), ("partition", pa.int32()),
             ("value", pa.int64()), ("offset", pa.int64()), ("epoch", pa.int32()),
             ("hw", pa.int64()), ("error", pa.string()),
-            # completions: the matching invoke; nemesis ops: fault, phase, fault id
+            # completions: the matching invoke; nemesis ops: fault, phase, fault id, targets ("n1,n2")
             ("invoke_index", pa.int64()), ("invoke_time", pa.int64()),
-            ("fault", pa.string()), ("phase", pa.string()), ("fault_id", pa.int64()),
+            ("fault", pa.string()), ("phase", pa.string()), ("fault_id", pa.int64()), ("targets", pa.string()),
         ]),
         "reads": pa.schema([
             ("index", pa.int64()), ("process", pa.string()), ("f", pa.string()),

@@ -16,9 +16,10 @@ promise as a `Violation` whose `kind` is the rule's name (an anomaly kind in run
     promised(settings)                 # the rules a configuration promises; the others only report
 
 A row is a dict: `ts` (nanoseconds; the simulator counts its events instead), `node` ("n1", "c0",
-"client"), `src` ("broker", "controller" or "client"), `event` (an event name of broker/eventlog.py, or
-"read" for a consumer's poll), and that event's fields as the logs write them. A broker's node-wide rows
-(`start`) go to every partition's rules. The rules and what each reads: `SUMMARIES` here, and
+"client"), `src` ("broker", "controller", "client" or "nemesis"), `event` (an event name of
+broker/eventlog.py, "read" for a consumer's poll, or "damaged" for a storage fault's damage to the node's
+files), and that event's fields as the logs write them. A broker's node-wide rows (`start`, `damaged`) go
+to every partition's rules. The rules and what each reads: `SUMMARIES` here, and
 docs/architecture.md, "Protocol rules".
 """
 from broker.rules.catalogue import (CLOCK_RULES, EVENTS_READ, RULES, SUMMARIES, PartitionRules, RuleSettings,

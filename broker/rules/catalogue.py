@@ -112,6 +112,7 @@ class _Node:
     acked_end: int = 0               # one past the last offset it acknowledged as leader, still expected
     last: dict | None = None         # its latest row, for a violation's evidence
     started: dict | None = None      # its latest `start` row (this incarnation's)
+    damaged: bool = False            # its data files were damaged on purpose and it has not recovered since
 
 
 @dataclass
@@ -170,6 +171,13 @@ class PartitionRules:
                 handler(self, row, found)
         elif src == "client" and event == "read":
             self._read(row, found)
+        elif src == "nemesis" and event == "damaged":
+            # a storage fault damaged this broker's files while it was down: the recovery that reads them
+            # may cut what it acknowledged (the disk's loss, not the broker's; the other copies keep it)
+            node = self.nodes.get(row["node"])
+            if node is None:
+                node = self.nodes[row["node"]] = _Node()
+            node.damaged = True
         return found
 
     def finish(self) -> list[Violation]:
@@ -194,8 +202,7 @@ class PartitionRules:
     # broker rows
 
     def _start(self, row: dict, node: _Node, found: list) -> None:
-        acked = node.acked_end
-        self.nodes[row["node"]] = fresh = _Node(acked_end=acked)
+        self.nodes[row["node"]] = fresh = _Node(acked_end=node.acked_end, damaged=node.damaged)
         fresh.last = fresh.started = row
 
     def _recovered(self, row: dict, node: _Node, found: list) -> None:
@@ -203,12 +210,13 @@ class PartitionRules:
         if isinstance(leo, int) and isinstance(hw, int) and hw > leo:
             found.append(self._v("hw-above-leo", row, node.epoch,
                                  f"{row['node']} reopened its log with HW {hw}, past its LEO {leo}"))
-        if isinstance(leo, int) and node.acked_end > leo:
+        if isinstance(leo, int) and node.acked_end > leo and not node.damaged:
             found.append(self._v("acked-not-durable", row, node.epoch,
                                  f"{row['node']} reopened its log with LEO {leo}, below offset {node.acked_end - 1} "
                                  f"it had acknowledged", node.last))
         node.acked_end = min(node.acked_end, leo) if isinstance(leo, int) else node.acked_end
         node.role, node.leo, node.hw = "none", leo if isinstance(leo, int) else None, hw if isinstance(hw, int) else None
+        node.damaged = False
 
     def _role(self, row: dict, node: _Node, found: list) -> None:
         role, epoch = row.get("role"), row.get("epoch")
@@ -257,7 +265,7 @@ class PartitionRules:
         to, why = row.get("to"), row.get("why")
         if not isinstance(to, int):
             return
-        if why == "recovery" and node.acked_end > to:
+        if why == "recovery" and node.acked_end > to and not node.damaged:
             found.append(self._v("acked-not-durable", row, node.epoch,
                                  f"{row['node']}'s recovery cut its log to {to}, below offset {node.acked_end - 1} "
                                  f"it had acknowledged", node.last))

@@ -1,7 +1,7 @@
 """The protocol family on Spark: the white-box rules of broker/rules over a run's event logs and polls.
 
-The rows are built with DataFrames (the `events` table, a broker's node-wide `start` rows given to
-every partition, one `read` row per ok poll: the same rows as
+The rows are built with DataFrames (the `events` table, a broker's node-wide `start` rows and the
+storage faults' `damaged` rows given to every partition, one `read` row per ok poll: the same rows as
 checkers/protocol_trace.py builds for the reference engine), shuffled so that each partition of the
 topic sits in one Spark partition in (ts, node, seq) order, and the rules run over them in a
 `mapInArrow` function: the one place of the Spark checker that runs Python on the executors, because
@@ -87,6 +87,17 @@ def _read_rows(t: Tables, start_wall_ns: int, poll_hw: bool) -> DataFrame:
                         F.col("partition"), fields.alias("fields"))
 
 
+def _damage_rows(t: Tables, start_wall_ns: int, parts: DataFrame) -> DataFrame:
+    """One `damaged` row per (node a corrupt fault damaged, partition) (fields as trace.damage_row writes)."""
+    starts = t.ops.filter((F.col("process") == rf.NEMESIS_PROCESS) & (F.col("fault") == "corrupt")
+                          & (F.col("phase") == "start") & (F.col("type") != "invoke") & F.col("targets").isNotNull())
+    fields = F.to_json(F.struct(F.lit("damaged").alias("event"), F.col("index"), F.col("time")))
+    return (starts.select(F.explode(F.split("targets", ",")).alias("node"), "index", "time")
+            .crossJoin(F.broadcast(parts))
+            .select((F.lit(start_wall_ns) + F.col("time")).alias("ts"), "node", F.lit("nemesis").alias("src"),
+                    F.col("index").alias("seq"), F.col("p").alias("partition"), fields.alias("fields")))
+
+
 def _event_rows(col_dir: Path) -> int:
     """Rows of the `events` table, from the Parquet footers (no scan); 0 without one."""
     import pyarrow.parquet as pq
@@ -113,6 +124,7 @@ def violations_df(t: Tables, col_dir: Path, facts: dict[str, Any], partitions: l
     all_rows = ev.filter(F.col("partition").isNotNull()).unionByName(wide)
     if facts.get("start_wall_ns") is not None:
         all_rows = all_rows.unionByName(_read_rows(t, facts["start_wall_ns"], facts.get("poll_hw", True)))
+        all_rows = all_rows.unionByName(_damage_rows(t, facts["start_wall_ns"], parts))
     n = max(1, min(len(partitions), int(spark.conf.get("spark.sql.shuffle.partitions", "4"))))
     settings = json.dumps(facts["settings"].__dict__)
     return (all_rows.repartition(n, "partition").sortWithinPartitions("partition", "ts", "node", "seq")

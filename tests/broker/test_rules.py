@@ -145,6 +145,23 @@ def test_flushed_past_truncation():
     assert cluster().b("n2", "truncate", to=4, why="leader-epoch").kinds() == []
 
 
+def test_a_damaged_brokers_own_recovery_cut_is_the_disks_loss():
+    """A storage fault's `damaged` row (from the nemesis history) exempts that broker's next recovery,
+    and only that one; other brokers are untouched."""
+    log = cluster().b("n1", "ack", base=0, last=4, epoch=0, acks=1, hw=0, isr=[1], min_isr=1)
+    log._add("nemesis", "n1", "damaged")
+    log.b("n1", "start").b("n1", "truncate", to=2, why="recovery").b("n1", "recovered", leo=2, hw=0)
+    assert log.kinds() == []
+    log.c("leader-change", leader=1, epoch=1, isr=[1], version=1)
+    log.b("n1", "role", role="leader", epoch=1).b("n1", "ack", base=2, last=6, epoch=1, acks=1, hw=0, isr=[1],
+                                                    min_isr=1)
+    log.b("n1", "start").b("n1", "recovered", leo=5, hw=0)
+    assert log.kinds() == ["acked-not-durable"]
+    other = cluster().b("n2", "ack", base=0, last=4, epoch=0, acks=1, hw=0, isr=[2], min_isr=1)
+    other._add("nemesis", "n1", "damaged")
+    assert other.b("n2", "start").b("n2", "recovered", leo=2, hw=0).kinds() == ["acked-not-durable"]
+
+
 def test_acked_not_durable_after_a_restart_and_the_promise():
     def lost() -> Log:
         log = cluster().b("n1", "ack", base=0, last=9, epoch=0, acks=-1, hw=10, isr=[1, 2, 3], min_isr=2)

@@ -555,6 +555,24 @@ def acked_not_durable(b: RunBuilder, p: int) -> dict:
                   ack, bad)
 
 
+def acked_not_durable_damaged(b: RunBuilder, p: int) -> dict:
+    """n3 acknowledged offsets 1..3 (acks=1), a corrupt fault damaged its files and it reopened its log with
+    LEO 2: the disk's loss, no finding (the other copies keep the records). Later, with no damage since, it
+    acknowledged up to 5 and reopened with LEO 4: a finding."""
+    _acked(b, p)
+    _line(b, "n3", "role", partition=p, role="leader", epoch=1)
+    _line(b, "n3", "hw-change", partition=p, old=0, new=1, leo=4)
+    _line(b, "n3", "ack", partition=p, base=1, last=3, epoch=1, acks=1, hw=1, isr=[3, 1], min_isr=1)
+    fid = b.fault("start", fault="corrupt", targets=("n3",))
+    b.fault("stop", fid, fault="corrupt", targets=("n3",))
+    _line(b, "n3", "recovered", topic="hw", partition=p, leo=2, hw=1, checkpoint_hw=1, epochs=[[1, 0]])
+    _line(b, "n3", "role", partition=p, role="leader", epoch=2)
+    ack = _line(b, "n3", "ack", partition=p, base=2, last=5, epoch=2, acks=1, hw=2, isr=[3, 1], min_isr=1)
+    bad = _line(b, "n3", "recovered", topic="hw", partition=p, leo=4, hw=2, checkpoint_hw=2, epochs=[[1, 0], [2, 2]])
+    return _found("acked-not-durable", bad, 2, "n3 reopened its log with LEO 4, below offset 5 it had acknowledged",
+                  ack, bad)
+
+
 def epoch_two_leaders(b: RunBuilder, p: int) -> dict:
     _acked(b, p)
     first = _line(b, "n1", "role", partition=p, role="leader", epoch=3)
@@ -709,7 +727,8 @@ def epoch_outlived_restart(b: RunBuilder, p: int) -> dict:
 
 
 PROTOCOL_SCENARIOS = [protocol_clean, hw_above_leo, leader_hw_decrease, follower_hw_ahead, ack_above_hw,
-                      ack_below_min_isr, ack_before_flush, acked_not_durable, epoch_two_leaders, leader_not_elected,
+                      ack_below_min_isr, ack_before_flush, acked_not_durable, acked_not_durable_damaged,
+                      epoch_two_leaders, leader_not_elected,
                       election_outside_isr, epoch_not_increasing, truncate_below_hw, isr_join_lagging,
                       stale_epoch_served, read_uncommitted, hw_reported_ahead, reported_before_flush,
                       flushed_past_truncation, epoch_outlived_restart]   # node-wide start: last

@@ -222,3 +222,25 @@ def test_a_polls_hw_decides_read_uncommitted_only_where_it_is_the_fetchs():
     assert (library["hw"], library["reported_hw"], library["epoch"]) == (None, 5, None)
     empty = read_row(0, 10, None, -1, -1001, 7, 0, False)
     assert (empty["offset"], empty["hw"], empty["reported_hw"]) == (None, None, None)
+
+
+def test_storage_faults_drawn_at_random_keep_the_promises_staged_ones_do_not(tmp_path):
+    """A corrupt fault drawn at random spares the last in-sync copy (nemesis/driver.py), so the run still
+    promises truncate-below-hw and acked-not-durable (the damaged broker's own recovery cut exempt); one
+    staged by a scenario or a schedule file may damage it, and then neither is promised."""
+    from checkers.protocol_trace import run_facts
+
+    b = RunBuilder()
+    sc.acked_not_durable_damaged(b, 0)
+    b.write(tmp_path / "drawn")
+    res = check_run(tmp_path / "drawn", engine="reference")
+    assert _found(res) == {"acked-not-durable": 1} and res["anomalies"]["acked-not-durable"]["promised"] is True
+    facts = run_facts(tmp_path / "drawn", tmp_path / "drawn" / "columnar")
+    assert facts["settings"].storage_faults is False
+    b = RunBuilder({"nemesis": {"schedule_file": "storage.toml"}})
+    sc.acked_not_durable_damaged(b, 0)
+    b.write(tmp_path / "staged")
+    res = check_run(tmp_path / "staged", engine="reference")
+    a = res["anomalies"]["acked-not-durable"]
+    assert (a["count"], a["promised"], res["valid"]) == (1, False, True)
+    assert run_facts(tmp_path / "staged", tmp_path / "staged" / "columnar")["settings"].storage_faults is True
