@@ -219,7 +219,8 @@ _PROTOCOL_EXPLANATIONS = {
         "A leader acknowledged records, restarted, and reopened its log without them (a recovery cut below "
         "the acknowledged offset). With flush=always every acknowledged record is on disk first; with no "
         "power loss nothing written is lost. Not promised with flush=never and power loss, or with storage "
-        "faults.",
+        "faults a scenario or schedule file staged; the recovery of a broker whose files a storage fault "
+        "damaged is exempt (the disk's loss: the other copies keep the records).",
     "ack-before-flush":
         "With flush=always a produce was acknowledged while the leader's log was flushed (fsynced) only below "
         "the records it acknowledged: a power cut then could lose an acknowledged write. The group commit "
@@ -246,7 +247,8 @@ _PROTOCOL_EXPLANATIONS = {
     "truncate-below-hw":
         "A follower cut its log below its own high watermark. Below its HW a replica holds only committed "
         "records, which every cleanly elected leader has, so leader-epoch truncation never goes there. "
-        "Promised with leader-epoch truncation, clean elections, fetch fencing and no unflushed power loss; "
+        "Promised with leader-epoch truncation, clean elections, fetch fencing, no unflushed power loss and no "
+        "staged storage faults; "
         "pre-0.11 HW truncation cuts to the HW itself, never below it.",
     "stale-epoch-served":
         "A leader served a follower's fetch or OffsetsForLeaderEpoch request that carried another leader epoch "
