@@ -54,7 +54,9 @@ def test_kafka_6880(tmp_path, fencing, mode):
         assert node_events(run_dir, "n1", "stale-fetch-served") == []
         # n2 hears from the controller again and cuts x1 x2
         why = "hw" if mode == "hw" else "leader-epoch"
-        assert node_events(run_dir, "n2", "truncate") == [{"partition": 0, "from": 3, "to": 1, "why": why}]
+        # flush = "always": the line also says what the log counts as fsynced after the cut
+        assert node_events(run_dir, "n2", "truncate") == [{"partition": 0, "from": 3, "to": 1, "why": why,
+                                                           "flushed": 1, "log_start": 0}]
     else:
         assert r.returncode == 1, r.stderr
         assert found_kinds(results) == ["divergence"]

@@ -186,7 +186,8 @@ def test_kafka_7415_scenario_asserts_the_truncation_reason(tmp_path, mode, why):
     assert set(outcome.values()) == {"ok", "skipped"} and len(outcome) == 18
     details = {s["step"]: s["detail"] for s in timeline["steps"]}
     assert details[9].endswith("epochs [[0, 0], [1, 1]]")
-    assert details[15].endswith(f"1 matching of 1 'truncate' event ({{partition=0, from=2, to=1, why={why!r}}})")
+    assert details[15].endswith(f"1 matching of 1 'truncate' event ({{partition=0, from=2, to=1, why={why!r}, "
+                                f"flushed=1, log_start=0}})")
 
 
 BACKGROUND = """name = "background-produce"
