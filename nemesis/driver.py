@@ -127,18 +127,25 @@ class Nemesis:
         self.error: BaseException | None = None
 
     # --- validation ---------------------------------------------------------------------------------
+    def _check_backend(self, name: str) -> None:
+        """ClusterError or ScheduleError (one line naming both) unless the backend has what fault `name`
+        (a package: every fault it uses) needs: kill, pause, partition, ..., and for a corrupt fault a
+        storage fault it can apply mid-run."""
+        for f in expand_faults([name]):
+            require(self.cluster, NEEDS[FAULTS[f][0]], name)
+            if FAULTS[f][0] == "corrupt":       # the broker is killed, damaged, then restarted
+                require(self.cluster, Killable, name)
+                corrupt_how(f, 0, self._midrun_storage_faults())    # ScheduleError if it can apply none
+
     def _mix_families(self) -> dict[str, tuple[str, ...]]:
         """The families of `mix` this backend can inject (every fault of the family has what it needs, e.g.
         no `storage` family on a backend that cannot corrupt a data directory); the others are left out of
-        the rotation and named in the stats. ScheduleError when none is left."""
+        the rotation, logged and listed in `mix_dropped`. ScheduleError when none is left."""
         usable, dropped = {}, []
         for family, names in MIX_FAMILIES.items():
             try:
-                for f in expand_faults(list(names)):
-                    require(self.cluster, NEEDS[FAULTS[f][0]], f)
-                    if FAULTS[f][0] == "corrupt":
-                        require(self.cluster, Killable, f)
-                        corrupt_how(f, 0, self._midrun_storage_faults())
+                for name in names:
+                    self._check_backend(name)
                 if ("power-loss" in recorded_kinds(list(names))
                         and (self.cluster.spec.broker_settings or {}).get("power_loss") is not True):
                     raise ScheduleError("its brokers run without broker setting power_loss = true")
@@ -168,11 +175,7 @@ class Nemesis:
             raise ScheduleError(f"nemesis: fault {aimed[0]!r} {what} and needs admin_factory")
         # does the backend have what each fault needs (kill, pause, partition)? one line naming both
         for name in self.faults_checked:
-            for f in expand_faults([name]):
-                require(self.cluster, NEEDS[FAULTS[f][0]], name)
-                if FAULTS[f][0] == "corrupt":       # the broker is killed, damaged, then restarted
-                    require(self.cluster, Killable, name)
-                    corrupt_how(f, 0, self._midrun_storage_faults())    # ScheduleError if it can apply none
+            self._check_backend(name)
         if "power-loss" in kinds and (self.cluster.spec.broker_settings or {}).get("power_loss") is not True:
             raise ScheduleError("nemesis: the power-loss fault needs brokers started with broker setting "
                                 "power_loss = true")
