@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from broker.rules import PartitionRules, RuleSettings, Violation, promised
+from checkers import explain
 from rundir import formats as rf
 from rundir import kinds
 
@@ -36,6 +37,13 @@ def _config(run_dir: Path) -> dict[str, Any]:
         return {}
     data = rf.load_json(path)
     return data if isinstance(data, dict) else {}
+
+
+def _staged(test: dict[str, Any]) -> bool:
+    """Whether a scenario or a schedule file placed the run's faults (not the random nemesis)."""
+    cfg = test.get("config") if isinstance(test.get("config"), dict) else {}
+    nemesis = cfg.get("nemesis") if isinstance(cfg.get("nemesis"), dict) else {}
+    return bool(test.get("scenario")) or bool(nemesis.get("schedule_file"))
 
 
 def settings_from(test: dict[str, Any]) -> RuleSettings:
@@ -54,8 +62,7 @@ def settings_from(test: dict[str, Any]) -> RuleSettings:
     # storage faults staged on purpose (a scenario, a schedule file): they may damage the last in-sync copy
     # of a partition; drawn at random they spare it (nemesis/driver.py), so every clean leader keeps what
     # lies below a follower's HW. A damaged broker's own recovery cut is exempt either way (`damaged` rows).
-    staged = bool(test.get("scenario")) or bool(nemesis.get("schedule_file"))
-    storage = (staged and any(f.startswith("corrupt") for f in faults)) or bool(test.get("storage_faults"))
+    storage = (_staged(test) and any(f.startswith("corrupt") for f in faults)) or bool(test.get("storage_faults"))
     backend = cluster.get("backend") or (cfg.get("cluster") or {}).get("backend") or "local"
     return RuleSettings(
         truncation=str(broker.get("truncation", "leader-epoch")), acks=acks,
@@ -79,9 +86,8 @@ def run_facts(run_dir: Path | str, col_dir: Path | str | None = None) -> dict[st
     settings = settings_from(test)
     if col_dir is not None:
         faults, power = _what_happened(Path(col_dir))
-        staged = bool(test.get("scenario")) or bool((cfg.get("nemesis") or {}).get("schedule_file"))
         settings = replace(settings, power_loss=settings.power_loss or power or "power-loss" in faults,
-                           storage_faults=settings.storage_faults or (staged and "corrupt" in faults))
+                           storage_faults=settings.storage_faults or (_staged(test) and "corrupt" in faults))
     return {"settings": settings, "start_wall_ns": start if isinstance(start, int) else None,
             "poll_hw": client.get("kind", "native") == "native"}
 
@@ -120,7 +126,7 @@ def read_row(partition: int, time_ns: int, offset: Any, epoch: Any, hw: Any, ind
     a native run (`poll_hw`), and in a mixed run the polls that carry the answering leader's epoch (the
     native client's; a Kafka library reports -1 and takes the HW from a later ListOffsets).
     `reported_hw`, what any poll was told the HW is, feeds hw-reported-ahead."""
-    known_epoch = isinstance(epoch, int) and epoch >= 0
+    known_epoch = explain.known_epoch(epoch)
     reported = hw if isinstance(hw, int) and hw >= 0 else None
     return {"ts": start_wall_ns + time_ns + READ_SLACK_NS, "node": "client", "src": "client", "seq": index,
             "event": "read", "partition": partition, "offset": offset,

@@ -137,6 +137,12 @@ class Nemesis:
                 require(self.cluster, Killable, name)
                 corrupt_how(f, 0, self._midrun_storage_faults())    # ScheduleError if it can apply none
 
+    def _check_power_loss(self, kinds: set[str]) -> None:
+        """ScheduleError when `kinds` cut power but the brokers run without the power-loss emulation."""
+        if "power-loss" in kinds and (self.cluster.spec.broker_settings or {}).get("power_loss") is not True:
+            raise ScheduleError("nemesis: the power-loss fault needs brokers started with broker setting "
+                                "power_loss = true")
+
     def _mix_families(self) -> dict[str, tuple[str, ...]]:
         """The families of `mix` this backend can inject (every fault of the family has what it needs, e.g.
         no `storage` family on a backend that cannot corrupt a data directory); the others are left out of
@@ -146,9 +152,7 @@ class Nemesis:
             try:
                 for name in names:
                     self._check_backend(name)
-                if ("power-loss" in recorded_kinds(list(names))
-                        and (self.cluster.spec.broker_settings or {}).get("power_loss") is not True):
-                    raise ScheduleError("its brokers run without broker setting power_loss = true")
+                self._check_power_loss(recorded_kinds(list(names)))
             except (ClusterError, ScheduleError) as exc:
                 dropped.append(f"mix: family {family} left out ({exc})")
                 continue
@@ -176,9 +180,7 @@ class Nemesis:
         # does the backend have what each fault needs (kill, pause, partition)? one line naming both
         for name in self.faults_checked:
             self._check_backend(name)
-        if "power-loss" in kinds and (self.cluster.spec.broker_settings or {}).get("power_loss") is not True:
-            raise ScheduleError("nemesis: the power-loss fault needs brokers started with broker setting "
-                                "power_loss = true")
+        self._check_power_loss(kinds)
         # and can it inject them here (e.g. partitions without root or iptables)? before the cluster starts
         self.cluster.check_faults(sorted(kinds - OWN_KINDS))
 

@@ -638,28 +638,39 @@ def stale_epoch_served(b: RunBuilder, p: int) -> dict:
     return _found("stale-epoch-served", bad, 2, "n1 leads epoch 2 and served a fetch of n2 carrying epoch 1")
 
 
+def _poll_found(b: RunBuilder, p: int, kind: str, poll: int, offset, epoch, hw: int, detail: str,
+                *before: dict) -> dict:
+    """The example a rule broken by poll `poll` gives: its read row (placed READ_SLACK_NS after the poll's
+    completion) last in the evidence, after `before`."""
+    from checkers.protocol_trace import READ_SLACK_NS
+
+    t = b.ops[poll]["time"]
+    ts = b.wall(t) + READ_SLACK_NS
+    read = {"ts": ts, "node": "client", "event": "read", "partition": p, "offset": offset, "epoch": epoch, "hw": hw,
+            "reported_hw": hw, "index": poll, "time": t}
+    return {"counts": {kind: 1}, "examples": {kind: [
+        {"partition": p, "node": "client", "time": ts - b.start_wall_ns, "ts": ts, "epoch": epoch,
+         "detail": detail, "promised": True, "evidence": [*before, read]}]}}
+
+
+def _two_sends_led_by_n1(b: RunBuilder, p: int) -> dict:
+    """Two sends acknowledged at offsets 0 and 1; n1 leads epoch 1 with HW 1 (LEO 2); returns its hw-change."""
+    _same_clock(b)
+    b.send(100 * p + 1, p, 1, offset=0)
+    b.send(100 * p + 1, p, 2, offset=1)
+    _line(b, "n1", "role", partition=p, role="leader", epoch=1)
+    return _line(b, "n1", "hw-change", partition=p, old=0, new=1, leo=2)
+
+
 def read_uncommitted(b: RunBuilder, p: int) -> dict:
     """A poll returned offset 1 and reported HW 1 (from the history alone: the native client's poll
     reports the HW of the fetch that returned its records), while the leader's HW was 1. The read is placed
     READ_SLACK_NS after the poll's completion."""
-    from checkers.protocol_trace import READ_SLACK_NS
-
-    _same_clock(b)
-    P = 100 * p
-    b.send(P + 1, p, 1, offset=0)
-    b.send(P + 1, p, 2, offset=1)
-    _line(b, "n1", "role", partition=p, role="leader", epoch=1)
-    _line(b, "n1", "hw-change", partition=p, old=0, new=1, leo=2)
-    b.assign(P + 2, p, 0)
-    r = b.poll(P + 2, p, 0, [(0, 1), (1, 2)], hw=1)
-    b.final(p, [1, 2], process=P + 9)
-    t = b.ops[r]["time"]
-    ts = b.wall(t) + READ_SLACK_NS
-    read = {"ts": ts, "node": "client", "event": "read", "partition": p, "offset": 1, "epoch": 1, "hw": 1,
-            "reported_hw": 1, "index": r, "time": t}
-    return {"counts": {"read-uncommitted": 1}, "examples": {"read-uncommitted": [
-        {"partition": p, "node": "client", "time": ts - b.start_wall_ns, "ts": ts, "epoch": 1,
-         "detail": "a poll returned offset 1 with the HW it reported at 1", "promised": True, "evidence": [read]}]}}
+    _two_sends_led_by_n1(b, p)
+    b.assign(100 * p + 2, p, 0)
+    r = b.poll(100 * p + 2, p, 0, [(0, 1), (1, 2)], hw=1)
+    b.final(p, [1, 2], process=100 * p + 9)
+    return _poll_found(b, p, "read-uncommitted", r, 1, 1, 1, "a poll returned offset 1 with the HW it reported at 1")
 
 
 def hw_reported_ahead(b: RunBuilder, p: int) -> dict:
@@ -667,26 +678,13 @@ def hw_reported_ahead(b: RunBuilder, p: int) -> dict:
     comes from a ListOffsets) is told the HW is 2. A poll told 1 before it is no finding. (The builder's
     run is a native one, so the row keeps `hw` as well; with no records, read-uncommitted has nothing to
     decide.)"""
-    from checkers.protocol_trace import READ_SLACK_NS
-
-    _same_clock(b)
-    P = 100 * p
-    b.send(P + 1, p, 1, offset=0)
-    b.send(P + 1, p, 2, offset=1)
-    _line(b, "n1", "role", partition=p, role="leader", epoch=1)
-    leader = _line(b, "n1", "hw-change", partition=p, old=0, new=1, leo=2)
-    b.assign(P + 2, p, 1)
-    b.poll(P + 2, p, 1, [], hw=1, epoch=-1)
-    r = b.poll(P + 2, p, 1, [], hw=2, epoch=-1)
-    b.final(p, [1, 2], process=P + 9)
-    t = b.ops[r]["time"]
-    ts = b.wall(t) + READ_SLACK_NS
-    read = {"ts": ts, "node": "client", "event": "read", "partition": p, "offset": None, "epoch": None, "hw": 2,
-            "reported_hw": 2, "index": r, "time": t}
-    return {"counts": {"hw-reported-ahead": 1}, "examples": {"hw-reported-ahead": [
-        {"partition": p, "node": "client", "time": ts - b.start_wall_ns, "ts": ts, "epoch": None,
-         "detail": "a poll was told the HW is 2; no leader had an HW above 1 by then", "promised": True,
-         "evidence": [leader, read]}]}}
+    leader = _two_sends_led_by_n1(b, p)
+    b.assign(100 * p + 2, p, 1)
+    b.poll(100 * p + 2, p, 1, [], hw=1, epoch=-1)
+    r = b.poll(100 * p + 2, p, 1, [], hw=2, epoch=-1)
+    b.final(p, [1, 2], process=100 * p + 9)
+    return _poll_found(b, p, "hw-reported-ahead", r, None, None, 2,
+                       "a poll was told the HW is 2; no leader had an HW above 1 by then", leader)
 
 
 def reported_before_flush(b: RunBuilder, p: int) -> dict:
