@@ -529,6 +529,11 @@ class PartitionReplica:
     def _truncate(self, offset: int, why: str) -> None:
         old = self.leo
         if offset >= old:
+            # Nothing to cut, but an epoch entry at our LEO names an epoch that wrote nothing here (we
+            # led it and appended nothing before losing it). Kept, it would sit after the records we
+            # are about to fetch from an older epoch, and assigning those would drop the older epoch's
+            # true start: drop it now, as Kafka's truncateTo does.
+            self.epoch_cache.truncate_from_end(old)
             return
         self.log.truncate_to(offset)
         self.epoch_cache.truncate_from_end(offset)

@@ -117,6 +117,26 @@ def test_empty_epoch_entry_at_the_log_end_is_replaced_by_older_records():
     assert f.epoch_cache.entries() == [(0, 0), (2, 5), (4, 8)]
 
 
+def test_an_empty_epoch_at_the_log_end_is_dropped_even_when_nothing_is_cut():
+    """We led epoch 2 without writing (entry (2, 1) at our LEO 1). The new leader says epoch 1 ends at
+    2, so we cut nothing, but the entry must go: kept, the epoch-1 record fetched at offset 1 would
+    replace it *and* epoch 1's true start (0), and a later "where does epoch 0 end" would be answered
+    1 instead of 0, keeping a record a newer leader never had (the explorer's seed 1745661662,
+    schedule 9249). Kafka's truncateTo trims the cache at the LEO for the same reason."""
+    f = follower("leader-epoch", epochs=(1,), hw=0, entries=((1, 0),))
+    f.become_leader(2, [2], [1, 2], 1, now_ms=0)
+    assert f.epoch_cache.entries() == [(1, 0), (2, 1)]
+    f.become_follower(3, 1, now_ms=0)
+    req = f.next_follower_request()
+    assert req.requested_epoch == 2
+    f.on_epoch_response(req, EpochResponse(None, EpochEndOffset(1, 2), 3))
+    assert (f.leo, f.follower_phase, f.epoch_cache.entries()) == (1, "fetching", [(1, 0)])
+    assert not [e for e in f.drain_events() if e.name == "truncate"]       # nothing was cut
+    f.on_fetch_response(f.next_follower_request(), FetchResponse(None, tuple(recs(1, start=1)), 0, 3, 2))
+    assert f.epoch_cache.entries() == [(1, 0)]
+    assert f.epoch_cache.end_offset_for(0, f.leo) == EpochEndOffset(0, 0)
+
+
 def test_fetch_out_of_range_cuts_to_the_leaders_end():
     f = follower("hw", hw=4)
     f.become_follower(1, 1, now_ms=0)

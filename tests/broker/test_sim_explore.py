@@ -186,6 +186,24 @@ def test_kip_279_divergence_in_five_events_kip101_mode_only():
     assert ex.replay(SimSettings(truncation="leader-epoch", acks=-1), acts, raise_invalid=True) is None
 
 
+def test_an_empty_epoch_entry_does_not_hide_where_an_older_epoch_started():
+    """The explorer's finding in safe settings (seed 1745661662, schedule 9249, shrunk to 23 actions).
+    n2 is elected for epoch 2 holding one epoch-1 record and writes nothing; n3 takes epoch 3 and n2,
+    told "epoch 1 ends at 2", cuts nothing but kept its (2, 1) entry. The epoch-1 record it then
+    fetched at offset 1 replaced that entry and epoch 1's start at 0, so when n1 (a stale leader of
+    epoch 0 holding v1 at offset 0) was elected, n2 was told "epoch 0 ends at 1" and kept v2 at
+    offset 0 where n1 has v1."""
+    A = Action
+    acts = [A("elect", "n3", arg=0), A("deliver", msg=3), A("produce", "n1"), A("produce", "n3"),
+            A("deliver", msg=2), A("send", "n2"), A("deliver", msg=4), A("produce", "n3"), A("cut", "n2", "n3"),
+            A("elect", "n2", arg=0), A("deliver", msg=5), A("deliver", msg=7), A("elect", "n3", arg=0),
+            A("deliver", msg=10), A("deliver", msg=11), A("heal", "n2", "n3"), A("send", "n2"),
+            A("deliver", msg=12), A("deliver", msg=13), A("send", "n2"), A("deliver", msg=14),
+            A("deliver", msg=15), A("crash", "n3")]
+    safe = SimSettings(replicas=3, truncation="leader-epoch", acks=-1, min_insync_replicas=2, fetch_max_records=2)
+    assert ex.replay(safe, acts, raise_invalid=True) is None
+
+
 def test_power_losses_of_min_isr_replicas_with_eligible_leader_replicas_are_outside_the_promise():
     """The explorer's finding (swarm search, seed 1, schedule 49, shrunk): v1 (acks=all) is on all three
     replicas, unflushed; all three lose power. KIP-966 protects against fewer than min.insync.replicas
