@@ -10,6 +10,8 @@ seed on the same files gives the same fault. Kinds (STORAGE_FAULTS):
   later segments included.
 - truncate: the partition's last non-empty segment cut in the middle of a record in its second half
   (a torn tail): recovery cuts the half record.
+- torn-last: the partition's last record cut in the middle (the smallest torn tail: recovery cuts that
+  one record; the simulator's `damage` action, replayed by an explored scenario).
 - hw-checkpoint-delete / epoch-checkpoint-delete: the checkpoint file removed.
 - hw-checkpoint-corrupt / epoch-checkpoint-corrupt: the file garbled: random bytes, a wrong header or
   cut short (no final newline), chosen with the seed.
@@ -30,7 +32,7 @@ from broker.storage.partition_store import list_partitions, partition_dir_name
 from broker.storage.scan import scan_partition
 
 STORAGE_FAULTS = ("bitflip", "truncate", "hw-checkpoint-delete", "hw-checkpoint-corrupt",
-                  "epoch-checkpoint-delete", "epoch-checkpoint-corrupt")
+                  "epoch-checkpoint-delete", "epoch-checkpoint-corrupt", "torn-last")
 GARBLE_MODES = ("garbage", "bad-header", "cut-short")
 
 
@@ -56,7 +58,7 @@ def corrupt_data_dir(data_dir: Path | str, how: str, *, partition: int | None = 
     if not data_dir.is_dir():
         raise StorageFaultError(f"{data_dir}: no data directory to corrupt")
     replicas = [(t, p) for t, p in list_partitions(data_dir) if partition is None or p == partition]
-    if how in ("bitflip", "truncate"):
+    if how in ("bitflip", "truncate", "torn-last"):
         return _corrupt_log(data_dir, how, replicas, rng)
     name = HW_FILE if how.startswith("hw-") else EPOCH_FILE
     have = [(t, p) for t, p in replicas if (data_dir / partition_dir_name(t, p) / name).is_file()]
@@ -78,7 +80,7 @@ def _corrupt_log(data_dir: Path, how: str, replicas: list[tuple[str, int]], rng:
     for topic, p in replicas:
         scan = scan_partition(data_dir / partition_dir_name(topic, p))
         segs = [s for s in scan.segments if s.count > 0]
-        if how == "truncate":
+        if how in ("truncate", "torn-last"):
             segs = segs[-1:]
         candidates += [(topic, p, s) for s in segs]
     if not candidates:
@@ -100,7 +102,7 @@ def _corrupt_log(data_dir: Path, how: str, replicas: list[tuple[str, int]], rng:
             os.fsync(fh.fileno())
         return StorageFault(how, f"bit {bit} of byte {byte} flipped in {rel} (record of offset {seg.base + i}; "
                                  f"segment holds {seg.base}..{seg.end_offset - 1})", written=[rel])
-    i = rng.randint(seg.count // 2, seg.count - 1)
+    i = seg.count - 1 if how == "torn-last" else rng.randint(seg.count // 2, seg.count - 1)
     start, end = seg.positions[i], ends[i]
     cut = rng.randrange(start + 1, end)                    # mid-record: a torn write
     os.truncate(seg.path, cut)

@@ -28,6 +28,7 @@ The mapping:
   (ok, fail; any for an unknown outcome or none); one `await` step after the last event (before the
   end-of-schedule restarts) checks them.
 - crash -> kill; power-loss -> power-loss; restart -> restart; flush -> flush;
+  damage -> corrupt (how "torn-last": the down broker's last record cut in half, which its recovery cuts);
   elect -> elect (node, unclean = arg), then a wait on leader and ISR.
 - cut / heal involving the controller c0 -> partition / heal (a one-way drop, a partial heal).
   Between brokers the links are gated anyway: a simulated cut keeps a gate shut when it would open.
@@ -353,6 +354,8 @@ def to_scenario(settings, finding, *, name: str | None = None, replay=None) -> s
             out += _step("restart", node=action.node, note="it registers with the controller on its own")
         elif k == A.FLUSH:
             out += _step("flush", node=action.node)
+        elif k == A.DAMAGE:
+            out += _step("corrupt", node=action.node, how="torn-last", partition=0)
         elif k == A.ELECT:
             out += _step("elect", node=action.node, unclean=bool(action.arg))
         elif k in (A.CUT, A.HEAL):

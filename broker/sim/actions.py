@@ -26,9 +26,10 @@ ADVANCE = "advance"          # arg: the clock moves arg ms
 ELECT = "elect"              # node: admin election of that broker; arg 1: unclean
 FLUSH = "flush"              # node: the log is flushed to disk
 CHECKPOINT = "checkpoint"    # node: its HW is written to the HW checkpoint file
+DAMAGE = "damage"            # node (down, fenced, out of the ISR): its disk loses the log's last record
 
 KINDS = (PRODUCE, SEND, DELIVER, DROP, DUPLICATE, HEARTBEAT, EXPIRE, METADATA, ALTER_ISR, CRASH, POWER_LOSS,
-         RESTART, CUT, HEAL, ADVANCE, ELECT, FLUSH, CHECKPOINT)
+         RESTART, CUT, HEAL, ADVANCE, ELECT, FLUSH, CHECKPOINT, DAMAGE)
 
 CONTROLLER = "c0"            # the controller's name as an endpoint of links
 

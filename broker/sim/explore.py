@@ -20,7 +20,7 @@ Weights (`WEIGHTS`, relative, per kind; a kind with no legal action does not cou
 - controller traffic: heartbeat 6, metadata 5, alter-isr 4, expire 3;
 - clock: advance 6 (ISR shrinks and session expiry need time to pass);
 - faults are rarer, so that the cluster often gets back to work between them: restart 4, crash 2,
-  power-loss 1.5, drop 2, duplicate 1, cut 1.5, heal 3, elect 1.5, flush 2, checkpoint 2.
+  power-loss 1.5, drop 2, duplicate 1, cut 1.5, heal 3, elect 1.5, flush 2, checkpoint 2, damage 1.5.
 Unknown kinds (a newer world.py) get `DEFAULT_WEIGHT`.
 
 Swarm testing (`swarm=True`, off by default so that the default schedules stay as they are): each
@@ -44,10 +44,11 @@ WEIGHTS: dict[str, float] = {
     "heartbeat": 6, "metadata": 5, "alter-isr": 4, "expire": 3,
     "advance": 6,
     "restart": 4, "crash": 2, "power-loss": 1.5, "drop": 2, "duplicate": 1, "cut": 1.5, "heal": 3,
-    "elect": 1.5, "flush": 2, "checkpoint": 2,
+    "elect": 1.5, "flush": 2, "checkpoint": 2, "damage": 1.5,
 }
 DEFAULT_WEIGHT = 2.0
-SWARM_KINDS = ("drop", "duplicate", "crash", "power-loss", "cut", "elect", "expire", "flush", "checkpoint", "advance")
+SWARM_KINDS = ("drop", "duplicate", "crash", "power-loss", "cut", "elect", "expire", "flush", "checkpoint", "advance",
+               "damage")
 CHUNK = 25                      # schedules per unit of work handed to a worker process
 
 

@@ -3,7 +3,7 @@
 A `World` hands its observer what a broker's and the controller's logs would say: each replica's
 state-machine events as its shell drains them, the controller's events, an `ack` row for each
 acknowledged produce (with the HW and ISR the state machine decided it on, as the broker logs it), a
-`start` plus `recovered` row for each restart, and a `read` row for each simulated consumer poll (a
+`start` plus `recovered` row for each restart, a `damaged` row for each storage fault, and a `read` row for each simulated consumer poll (a
 consumer polls every leader after every event, from just below its HW). Rows are stamped with an event counter, so the rules that
 compare processes by time see the simulation's exact order. The explorer reads `pending` after every
 event (broker/sim/invariants.py): the first violation of a rule the settings promise is its finding.
@@ -77,6 +77,10 @@ class RuleObserver:
     def read(self, offset: int, hw: int, epoch: int) -> None:
         """A consumer's poll returned records up to `offset`, with the leader's HW `hw`."""
         self._row("client", "client", "read", {"offset": offset, "hw": hw, "reported_hw": hw, "epoch": epoch})
+
+    def damaged(self, node: str) -> None:
+        """A storage fault struck the down broker `node`: its next recovery may cut what it acknowledged."""
+        self._row("nemesis", node, "damaged", {})
 
     def restart(self, node: str, leo: int, hw: int) -> None:
         self._row("broker", node, "start", {})

@@ -11,6 +11,11 @@ replication core (`broker.replication.replica.PartitionReplica`) and the control
 - disks: a flushed prefix per node (flush "always": everything; "never": only `flush` actions), the
   HW checkpoint (`checkpoint` actions) and the leader-epoch checkpoint (written after every event,
   before acknowledging, as Kafka does). `crash` keeps the whole log, `power-loss` only the flushed part.
+  `damage` is a storage fault (the nemesis's corrupt faults): a down broker's disk loses the last record
+  of its log, which its recovery cuts, whatever was flushed or acknowledged. As the nemesis spares the
+  last in-sync copy, it strikes only a broker the controller has fenced and holds outside the ISR (and
+  the ELR), with no ISR expansion naming it on the way, so a protocol that keeps its promises loses
+  nothing acknowledged to it; the observer hears it as a `damaged` row (broker/rules).
 - controller: a change of its state pushes a metadata message to every registered live broker; a
   broker applies it as broker/server/partitions.py does (leader -> become_leader, another leader ->
   become_follower + ISR, no leader -> become_none).
@@ -256,7 +261,7 @@ class World:
         # the Action objects enabled() hands out, built once (frozen, so they can be shared)
         self._acts = {name: {k: Action(k, name) for k in (A.PRODUCE, A.SEND, A.HEARTBEAT, A.METADATA,
                                                           A.ALTER_ISR, A.CRASH, A.POWER_LOSS, A.RESTART,
-                                                          A.FLUSH, A.CHECKPOINT)}
+                                                          A.FLUSH, A.CHECKPOINT, A.DAMAGE)}
                       for name in self.nodes}
         for name in self.nodes:
             self._acts[name]["elect-clean"] = Action(A.ELECT, name, arg=0)
@@ -356,6 +361,8 @@ class World:
                     add(a[A.POWER_LOSS])
             else:
                 add(a[A.RESTART])
+                if self._damage_allowed(n):
+                    add(a[A.DAMAGE])
         for n in nodes:
             if n.up and n.flushed < n.log.leo():
                 add(acts[n.name][A.FLUSH])
@@ -419,6 +426,8 @@ class World:
             return n.up and n.flushed < n.log.leo()
         if k == A.RESTART:
             return not n.up
+        if k == A.DAMAGE:
+            return self._damage_allowed(n)
         if k == A.FLUSH:
             return n.up and n.flushed < n.log.leo()
         if k == A.CHECKPOINT:
@@ -449,6 +458,26 @@ class World:
 
     def _shrink_due(self, n: SimNode) -> bool:
         return n.up and n.replica is not None and n.replica.isr_shrink_due(self.now_ms)
+
+    def _damage_allowed(self, n: SimNode) -> bool:
+        """A storage fault may strike `n` (see the module docstring): it is down with a record to lose,
+        the controller has fenced it and keeps it out of the ISR and the ELR, and no ISR expansion that
+        names it is pending at a leader or on its way to the controller (one made before its crash could
+        still be accepted after its restart, with the cut log: KIP-903's stale-broker-epoch case)."""
+        if n.up or n.log.leo() <= n.log.log_start() or self.controller.is_live(n.broker_id):
+            return False
+        p = self.controller.partition(TOPIC, PARTITION)
+        bid = n.broker_id
+        if bid in p.isr or bid in p.elr or p.leader == bid:
+            return False
+        for other in self.nodes.values():
+            pending = other.replica.pending_isr_proposal if other.replica is not None else None
+            if pending is not None and bid in pending.isr:
+                return False
+        for m in self.in_flight.values():
+            if m.kind == "alter-isr" and bid in m.body[0].isr:
+                return False
+        return True
 
     def _elect_how(self, p, broker_id: int) -> str | None:
         """"clean" / "unclean" when an admin election of the broker would change the leader, else None.
@@ -581,6 +610,15 @@ class World:
         self._down(n)
         n.log.truncate_to(cut)
         return f"{n.name} loses power: the unflushed tail from offset {cut} is gone"
+
+    def _do_damage(self, a: Action) -> str:
+        n = self.nodes[a.node]
+        cut = n.log.leo() - 1
+        n.log.truncate_to(cut)
+        n.flushed = min(n.flushed, cut)
+        self.observer.damaged(n.name)
+        return (f"{n.name}'s disk loses the last record of its log (offset {cut}) while it is down: its "
+                f"recovery will cut the log there (HW checkpoint {n.hw_checkpoint})")
 
     def _do_restart(self, a: Action) -> str:
         n = self.nodes[a.node]

@@ -114,6 +114,20 @@ def test_truncate_cuts_the_last_segment_mid_record(tmp_path):
     store.close()
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_torn_last_cuts_exactly_the_last_record(tmp_path, seed):
+    """The simulator's `damage`: recovery cuts the last record (19) and nothing before it; the HW
+    checkpoint (20) is past the cut log's LEO and is clamped to it."""
+    make_replica_dir(tmp_path, hw=20)
+    fault = corrupt_data_dir(tmp_path, "torn-last", seed=seed)
+    assert fault.written[0].name == f"{15:020d}.log" and "mid-record of offset 19;" in fault.detail
+    store, _loaded, replica = restart(tmp_path)
+    assert store.recovery.cut_offset == 19 == replica.leo
+    assert replica.log.read(0, 100) == records()[:19]
+    assert replica.hw == 19
+    store.close()
+
+
 @pytest.mark.parametrize("seed", [0, 1, 2, 3, 4, 5])
 def test_hw_checkpoint_corrupt_starts_from_the_log_start(tmp_path, seed):
     d = make_replica_dir(tmp_path)
@@ -173,7 +187,9 @@ def test_faults_refuse_when_there_is_nothing_to_corrupt(tmp_path):
         corrupt_data_dir(tmp_path, "hw-checkpoint-corrupt")
     with pytest.raises(StorageFaultError, match="unknown storage fault 'melt'"):
         corrupt_data_dir(tmp_path, "melt")
-    assert len(STORAGE_FAULTS) == 6
+    with pytest.raises(StorageFaultError, match="no segment holding records"):
+        corrupt_data_dir(tmp_path, "torn-last")
+    assert len(STORAGE_FAULTS) == 7
 
 
 def test_same_seed_same_fault(tmp_path):

@@ -29,7 +29,8 @@ def _hows(nem, n=60):
 
 def test_docker_node_kill_mode_chooses_only_the_garbling_checkpoint_faults(tmp_path):
     node = _docker(tmp_path, "node")
-    assert node.midrun_storage_faults() == ("bitflip", "truncate", "hw-checkpoint-corrupt", "epoch-checkpoint-corrupt")
+    assert node.midrun_storage_faults() == ("bitflip", "truncate", "hw-checkpoint-corrupt", "epoch-checkpoint-corrupt",
+                                            "torn-last")
     assert _hows(Nemesis(node, NoHistory(), ["corrupt-checkpoint"], seed=1)) == {
         "hw-checkpoint-corrupt", "epoch-checkpoint-corrupt"}
     # with kill mode "process" (the container runs on) every checkpoint fault is chosen
