@@ -76,8 +76,10 @@ def read_all(consumer, stop, deadline_s=30.0) -> list[bytes]:
 
 def expected_event(how: str, detail: str, events: list[dict]) -> dict:
     """The event the restart rule says the damaged broker logs, checked exactly; returned for messages."""
-    if how in ("bitflip", "truncate"):
+    if how in ("bitflip", "truncate", "torn-last"):
         cut = int(re.search(r"(?:record of|mid-record of) offset (\d+)", detail).group(1))
+        if how == "torn-last":
+            assert cut == N - 1, detail                              # exactly the last record
         cuts = [e for e in events if e["event"] == "truncate" and e.get("why") == "recovery"]
         assert [e["to"] for e in cuts] == [cut], cuts
         reason = "CRC mismatch" if how == "bitflip" else "torn record"
