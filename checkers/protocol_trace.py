@@ -11,7 +11,8 @@ the run), and one `read` row per ok poll: `offset` the highest offset it returne
 very fetch that returned the records: the native client's polls; `read_row`), `ts` the poll's completion
 on the logs' clock (test.json
 `start_wall_ns` + history time + `READ_SLACK_NS`: the history's clock starts a moment after
-`start_wall_ns` is read, so a completion is placed a little late, never early); and one node-wide
+`start_wall_ns` is read, so a completion is placed a little late, never early); one `sent` row per ok
+send that was told its offset (`offset`, `value`; stamped the same way); and one node-wide
 `damaged` row (src "nemesis") per broker a corrupt fault damaged, at the completion of its start.
 """
 from __future__ import annotations
@@ -135,6 +136,13 @@ def read_row(partition: int, time_ns: int, offset: Any, epoch: Any, hw: Any, ind
             "index": index, "time": time_ns}
 
 
+def sent_row(partition: int, time_ns: int, offset: int, value: Any, index: int, start_wall_ns: int) -> dict[str, Any]:
+    """An ok send as a rule row (ack-undecided): the offset the producer was told its value is at."""
+    return {"ts": start_wall_ns + time_ns + READ_SLACK_NS, "node": "client", "src": "client", "seq": index,
+            "event": "sent", "partition": partition, "offset": offset, "value": value, "index": index,
+            "time": time_ns}
+
+
 def sort_key(row: dict[str, Any]) -> tuple:
     """Time order; within one log, line order. The Spark engine sorts by the same columns."""
     return row["ts"], row["node"], row["seq"]
@@ -160,6 +168,8 @@ def rows_by_partition(col_dir: Path | str, facts: dict[str, Any]) -> dict[int, l
     start = facts.get("start_wall_ns")
     if start is not None:
         for p, row in _poll_reads(col_dir, start, facts.get("poll_hw", True)):
+            out[p].append(row)
+        for p, row in _ok_sends(col_dir, start):
             out[p].append(row)
         node_wide += _damage_rows(col_dir, start)
     partitions = set(out) | _ops_partitions(col_dir)
@@ -222,6 +232,19 @@ def _poll_reads(col_dir: Path, start_wall_ns: int, poll_hw: bool) -> Iterator[tu
             yield p, read_row(p, time, highest.get(index), epoch, hw, index, start_wall_ns, poll_hw)
 
 
+def _ok_sends(col_dir: Path, start_wall_ns: int) -> Iterator[tuple[int, dict]]:
+    """(partition, sent row) for every ok send that was told its offset (acks=0 sends are not)."""
+    import pyarrow.dataset as pads
+
+    if not (col_dir / "ops").is_dir():
+        return
+    ops = pads.dataset(str(col_dir / "ops"), format="parquet").to_table(
+        columns=["index", "time", "type", "f", "partition", "offset", "value"])
+    for index, time, typ, f, p, offset, value in zip(*(ops.column(c).to_pylist() for c in ops.column_names)):
+        if f == "send" and typ == "ok" and p is not None and offset is not None and offset >= 0:
+            yield p, sent_row(p, time, offset, value, index, start_wall_ns)
+
+
 # --- the rules ----------------------------------------------------------------------------------------
 
 def check_sorted(rows: Iterable[dict], settings: RuleSettings) -> Iterator[Violation]:
@@ -248,12 +271,12 @@ def check_reference(col_dir: Path | str, facts: dict[str, Any]) -> list[Violatio
 
 def example(v: Violation, start_wall_ns: int | None, promised_kind: bool) -> dict[str, Any]:
     """A violation as an anomaly example (fields: rundir/kinds.py PROTOCOL_FIELDS): `time` on the
-    history's axis, and each evidence row's too."""
+    history's axis, and each evidence row's too (a client row keeps its operation's own history time)."""
     time = v.ts - start_wall_ns if start_wall_ns is not None and v.ts else None
     evidence = []
     for e in v.evidence:
         e = dict(e)
-        if start_wall_ns is not None and isinstance(e.get("ts"), int) and e.get("event") != "read":
+        if start_wall_ns is not None and isinstance(e.get("ts"), int) and e.get("event") not in ("read", "sent"):
             e["time"] = e["ts"] - start_wall_ns
         evidence.append(e)
     return {"partition": v.partition, "node": v.node, "time": time, "ts": v.ts, "epoch": v.epoch,

@@ -277,6 +277,12 @@ _PROTOCOL_EXPLANATIONS = {
         "A log was truncated to an offset but still counted records above it as flushed (fsynced). Records "
         "appended again at those offsets would then count as durable before any fsync, and a power cut could "
         "lose what was acknowledged. A truncation lowers the flushed offset to the cut.",
+    "ack-undecided":
+        "A producer was told a write succeeded at an offset that no leader logged an acknowledgement for. A "
+        "broker answers a produce success only after its replication state machine decided it (the `ack` "
+        "line, with the HW and ISR it was decided on); a success with no such decision came from elsewhere, "
+        "such as a wire handler that turned a timeout or an error after the append into success, and that "
+        "write may never have been committed.",
 }
 
 

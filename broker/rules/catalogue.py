@@ -34,6 +34,7 @@ SUMMARIES: dict[str, str] = {
     "hw-reported-ahead": "a consumer was told of a high watermark above every HW a leader had had",
     "reported-before-flush": "with flush=always, a follower told its leader of records it had not fsynced",
     "flushed-past-truncation": "a log still counted records as flushed after a truncation removed them",
+    "ack-undecided": "a producer was told a write succeeded that no leader had decided to acknowledge",
 }
 RULES: tuple[str, ...] = tuple(SUMMARIES)
 
@@ -150,6 +151,8 @@ class PartitionRules:
         self.leader_hw = 0                               # the highest HW any leader has had
         self.leader_hw_row: dict | None = None
         self._clock = self.settings.same_clock
+        self.decided: set[int] = set()                   # every offset some leader logged an `ack` for
+        self.sent: list[dict] = []                       # the producers' ok sends (`sent` rows)
 
     # --- the checks ---------------------------------------------------------------------------
 
@@ -171,6 +174,9 @@ class PartitionRules:
                 handler(self, row, found)
         elif src == "client" and event == "read":
             self._read(row, found)
+        elif src == "client" and event == "sent":
+            if isinstance(row.get("offset"), int):
+                self.sent.append(row)
         elif src == "nemesis" and event == "damaged":
             # a storage fault damaged this broker's files while it was down: the recovery that reads them
             # may cut what it acknowledged (the disk's loss, not the broker's; the other copies keep it)
@@ -181,11 +187,21 @@ class PartitionRules:
         return found
 
     def finish(self) -> list[Violation]:
-        """leader-not-elected: every leadership a broker took must be one the controller gave it (decided
-        at the end: a broker may log its role before the controller's line has the same timestamp)."""
+        """The rules decided at the end. leader-not-elected: every leadership a broker took must be one the
+        controller gave it (a broker may log its role before the controller's line has the same timestamp).
+        ack-undecided: every ok send's offset must be one a leader logged an `ack` for, at any time (the
+        broker logs it just before it answers, so a send's row may come first); judged only where every
+        broker the controller elected has logs here, so a missing log never looks like a missing ack."""
         found: list[Violation] = []
         if not self.ctl.seen:
             return found
+        elected = {f"n{b}" for b in self.ctl.elected.values() if b is not None}
+        if self.sent and elected <= set(self.nodes):
+            for row in self.sent:
+                if row["offset"] not in self.decided:
+                    found.append(self._v("ack-undecided", row, row.get("epoch"),
+                                         f"a producer was told offset {row['offset']} succeeded; no leader logged "
+                                         f"an acknowledgement of it"))
         for epoch, claimants in sorted(self.claims.items()):
             elected = self.ctl.elected.get(epoch, "none")
             for node, row in claimants.items():
@@ -339,6 +355,8 @@ class PartitionRules:
                                  f"{row['node']} acknowledged offsets up to {last} with its log flushed below "
                                  f"{flushed} (flush=always)"))
         node.acked_end = max(node.acked_end, last + 1)
+        base = row.get("base")
+        self.decided.update(range(base if isinstance(base, int) and base <= last else last, last + 1))
 
     # controller rows
 

@@ -3,7 +3,8 @@
 A `World` hands its observer what a broker's and the controller's logs would say: each replica's
 state-machine events as its shell drains them, the controller's events, an `ack` row for each
 acknowledged produce (with the HW and ISR the state machine decided it on, as the broker logs it), a
-`start` plus `recovered` row for each restart, a `damaged` row for each storage fault, and a `read` row for each simulated consumer poll (a
+`start` plus `recovered` row for each restart, a `damaged` row for each storage fault, a `sent`
+row for each write the client is told succeeded, and a `read` row for each simulated consumer poll (a
 consumer polls every leader after every event, from just below its HW). Rows are stamped with an event counter, so the rules that
 compare processes by time see the simulation's exact order. The explorer reads `pending` after every
 event (broker/sim/invariants.py): the first violation of a rule the settings promise is its finding.
@@ -81,6 +82,10 @@ class RuleObserver:
     def damaged(self, node: str) -> None:
         """A storage fault struck the down broker `node`: its next recovery may cut what it acknowledged."""
         self._row("nemesis", node, "damaged", {})
+
+    def sent(self, offset: int, value: str, epoch: int) -> None:
+        """A producer was told its write `value` succeeded at `offset`."""
+        self._row("client", "client", "sent", {"offset": offset, "value": value, "epoch": epoch})
 
     def restart(self, node: str, leo: int, hw: int) -> None:
         self._row("broker", node, "start", {})

@@ -528,15 +528,19 @@ class World:
             self.outcomes.append((value, "sent (acks=0)"))
             return f"{n.name} appends {value} (acks=0) at offset {res.base_offset}: the client hears nothing"
         if acks == 1:
-            self.acked.append(Ack(value, res.base_offset, res.epoch, n.name))
-            self.outcomes.append((value, "acked"))
+            self._told_acked(Ack(value, res.base_offset, res.epoch, n.name))
             return f"{n.name} appends {value} (acks={acks_text}): acknowledged at offset {res.base_offset}"
         if res.complete:
-            self.acked.append(Ack(value, res.base_offset, res.epoch, n.name))
-            self.outcomes.append((value, "acked"))
+            self._told_acked(Ack(value, res.base_offset, res.epoch, n.name))
             return f"{n.name} appends {value} (acks=all): acknowledged at offset {res.base_offset}"
         self.parked.append(Parked(value, n.name, res.last_offset, res.epoch))
         return f"{n.name} appends {value} (acks=all) at offset {res.base_offset}: waiting for the HW"
+
+    def _told_acked(self, ack: Ack) -> None:
+        """The client hears that its write succeeded (a `sent` row for the rules)."""
+        self.acked.append(ack)
+        self.outcomes.append((ack.value, "acked"))
+        self.observer.sent(ack.offset, ack.value, ack.epoch)
 
     def _do_send(self, a: Action) -> str:
         n = self.nodes[a.node]
@@ -893,8 +897,7 @@ class World:
                     self.observer.ack(p.node, p.offset, p.offset, p.epoch, -1, st.hw, st.isr,
                                       self.settings.min_insync_replicas, n.flushed)
                     self.parked.remove(p)
-                    self.acked.append(Ack(p.value, p.offset, p.epoch, p.node))
-                    self.outcomes.append((p.value, "acked"))
+                    self._told_acked(Ack(p.value, p.offset, p.epoch, p.node))
                 elif st.state == "failed":
                     self.parked.remove(p)
                     self.outcomes.append((p.value, ("unknown: " if str(st.error) == "NOT_LEADER" else "failed: ")

@@ -1,7 +1,8 @@
 """The protocol family on Spark: the white-box rules of broker/rules over a run's event logs and polls.
 
 The rows are built with DataFrames (the `events` table, a broker's node-wide `start` rows and the
-storage faults' `damaged` rows given to every partition, one `read` row per ok poll: the same rows as
+storage faults' `damaged` rows given to every partition, one `read` row per ok poll, one `sent` row per
+ok send: the same rows as
 checkers/protocol_trace.py builds for the reference engine), shuffled so that each partition of the
 topic sits in one Spark partition in (ts, node, seq) order, and the rules run over them in a
 `mapInArrow` function: the one place of the Spark checker that runs Python on the executors, because
@@ -87,6 +88,17 @@ def _read_rows(t: Tables, start_wall_ns: int, poll_hw: bool) -> DataFrame:
                         F.col("partition"), fields.alias("fields"))
 
 
+def _sent_rows(t: Tables, start_wall_ns: int) -> DataFrame:
+    """One `sent` row per ok send told its offset (fields as trace.sent_row writes them)."""
+    sends = t.ops.filter((F.col("f") == "send") & (F.col("type") == "ok") & F.col("partition").isNotNull()
+                         & F.col("offset").isNotNull() & (F.col("offset") >= 0))
+    fields = F.to_json(F.struct(F.lit("sent").alias("event"), F.col("partition"), F.col("offset"), F.col("value"),
+                                F.col("index"), F.col("time")))
+    return sends.select((F.lit(start_wall_ns + trace.READ_SLACK_NS) + F.col("time")).alias("ts"),
+                        F.lit("client").alias("node"), F.lit("client").alias("src"), F.col("index").alias("seq"),
+                        F.col("partition"), fields.alias("fields"))
+
+
 def _damage_rows(t: Tables, start_wall_ns: int, parts: DataFrame) -> DataFrame:
     """One `damaged` row per (node a corrupt fault damaged, partition) (fields as trace.damage_row writes)."""
     starts = t.ops.filter((F.col("process") == rf.NEMESIS_PROCESS) & (F.col("fault") == "corrupt")
@@ -124,6 +136,7 @@ def violations_df(t: Tables, col_dir: Path, facts: dict[str, Any], partitions: l
     all_rows = ev.filter(F.col("partition").isNotNull()).unionByName(wide)
     if facts.get("start_wall_ns") is not None:
         all_rows = all_rows.unionByName(_read_rows(t, facts["start_wall_ns"], facts.get("poll_hw", True)))
+        all_rows = all_rows.unionByName(_sent_rows(t, facts["start_wall_ns"]))
         all_rows = all_rows.unionByName(_damage_rows(t, facts["start_wall_ns"], parts))
     n = max(1, min(len(partitions), int(spark.conf.get("spark.sql.shuffle.partitions", "4"))))
     settings = json.dumps(facts["settings"].__dict__)

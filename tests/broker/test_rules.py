@@ -30,6 +30,9 @@ class Log:
         return self._add("client", "client", "read", offset=offset, hw=hw, epoch=epoch,
                          reported_hw=hw if reported is None else reported)
 
+    def sent(self, offset: int, value: int = 0) -> "Log":
+        return self._add("client", "client", "sent", offset=offset, value=value)
+
     def kinds(self, settings: RuleSettings = SAFE) -> list[str]:
         return [v.kind for v in run(0, self.rows, settings)]
 
@@ -46,7 +49,7 @@ def cluster() -> Log:
 
 
 def test_every_rule_is_named_and_the_safe_configuration_promises_them_all():
-    assert len(RULES) == 19 and len(set(RULES)) == 19
+    assert len(RULES) == 20 and len(set(RULES)) == 20
     assert promised(SAFE) == frozenset(RULES)
     assert CLOCK_RULES <= set(RULES)
 
@@ -323,6 +326,44 @@ def test_rules_keep_partitions_apart():
                        "old": 0, "new": 9, "leo": 1})[0].partition == 3
 
 
+# --- ack-undecided --------------------------------------------------------------------------------------
+
+def _acked_0_to_1() -> Log:
+    return cluster().b("n1", "hw-change", old=0, new=2, leo=2).b(
+        "n1", "ack", base=0, last=1, epoch=0, acks=-1, hw=2, isr=[1, 2, 3], min_isr=2, flushed=2)
+
+
+def test_an_ok_send_at_an_offset_no_leader_acknowledged_is_ack_undecided():
+    log = _acked_0_to_1().sent(0).sent(1).sent(2, value=7)
+    found = run(0, log.rows, SAFE)
+    assert [(v.kind, v.node, v.detail) for v in found] == [
+        ("ack-undecided", "client", "a producer was told offset 2 succeeded; no leader logged an acknowledgement of it")]
+    assert found[0].evidence[-1]["value"] == 7
+
+
+def test_ok_sends_covered_by_an_ack_logged_later_or_by_another_leader_break_nothing():
+    log = cluster().sent(0)                                      # the client's row may come first
+    log.b("n1", "ack", base=0, last=0, epoch=0, acks=1, hw=0, isr=[1, 2, 3], min_isr=2, flushed=1)
+    log.c("leader-change", leader=2, epoch=1, isr=[2, 3], version=1).b("n2", "role", role="leader", epoch=1)
+    log.b("n2", "ack", base=1, last=3, epoch=1, acks=1, hw=1, isr=[2, 3], min_isr=2, flushed=4)
+    log.sent(1).sent(2).sent(3)
+    assert log.kinds() == []
+
+
+def test_ack_undecided_is_not_judged_without_the_logs_of_every_elected_leader():
+    # n3 is elected but its log is missing here: its acks cannot be seen, so nothing is judged
+    log = Log()
+    for n in ("n1", "n2"):
+        log.b(n, "start").b(n, "recovered", leo=0, hw=0)
+    log.c("leader-change", leader=1, epoch=0, isr=[1, 2, 3], version=0).b("n1", "role", role="leader", epoch=0)
+    log.b("n1", "ack", base=0, last=0, epoch=0, acks=1, hw=0, isr=[1, 2, 3], min_isr=2, flushed=1)
+    log.c("leader-change", leader=3, epoch=1, isr=[2, 3], version=1).sent(0).sent(5)
+    assert log.kinds() == []
+    # no controller log at all (an external cluster): nothing is judged either
+    bare = Log().sent(0)
+    assert bare.kinds() == []
+
+
 @pytest.mark.parametrize("rule", sorted(RULES))
 def test_each_rule_has_a_known_answer_here(rule):
     """Every rule is broken by one of the logs above (the tests name them); this keeps the list honest."""
@@ -331,3 +372,4 @@ def test_each_rule_has_a_known_answer_here(rule):
 
     source = inspect.getsource(sys.modules[__name__])
     assert f'"{rule}"' in source.split("def test_each_rule_has_a_known_answer_here")[0]
+

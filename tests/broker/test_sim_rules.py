@@ -254,3 +254,24 @@ def test_the_simulated_shell_reports_only_flushed_offsets(monkeypatch):
     monkeypatch.setattr(RuleObserver, "_row", spy)
     assert found(200, stop=False) == {}
     assert "leo-reported" in rows and "truncate" in rows
+
+
+def test_ack_undecided_when_the_shell_answers_a_parked_produce_on_append(monkeypatch):
+    """A shell bug (as a wire handler that answers success for an appended produce whatever the core
+    decided): the simulated client is told an acks=all write succeeded as soon as it is appended, with
+    no `ack` from the core. The `sent` rows the observer writes for it show no leader decided it."""
+    from broker.sim.world import Ack, World
+
+    original = World._do_produce
+
+    def do_produce(self, a):
+        before = len(self.parked)
+        text = original(self, a)
+        if len(self.parked) > before:                                   # bug: success on append
+            p = self.parked.pop()
+            self._told_acked(Ack(p.value, p.offset, p.epoch, p.node))
+        return text
+
+    monkeypatch.setattr(World, "_do_produce", do_produce)
+    result = ex.explore(SAFE, seed=1, schedules=50, stop_on_finding=False)
+    assert {f.invariant for f in result.findings} == {"ack-undecided"}

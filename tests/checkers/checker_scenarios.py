@@ -593,6 +593,7 @@ def leader_not_elected(b: RunBuilder, p: int) -> dict:
 def election_outside_isr(b: RunBuilder, p: int) -> dict:
     """The ISR was [1, 2]; the election's own isr-change (version 4) made it [3] and elected n3."""
     _acked(b, p)
+    b.event("n1", "ack", partition=p, base=0, last=0, epoch=1, acks=-1, hw=1, isr=[1, 2], min_isr=2, flushed=1)
     c = dict(topic="hw", partition=p)
     _line(b, "c0", "isr-change", **c, isr=[1, 2], version=3)
     _line(b, "c0", "isr-change", **c, isr=[3], version=4)
@@ -709,11 +710,36 @@ def flushed_past_truncation(b: RunBuilder, p: int) -> dict:
                   "n3 cut its log to 2 (leader-epoch) and still counted it flushed up to 4")
 
 
+def ack_undecided(b: RunBuilder, p: int) -> dict:
+    """n1, elected, acknowledges offsets 0-1 (its ack line); the producer is told 0, 1 and 2 succeeded, and
+    no leader logged an acknowledgement of 2 (a handler answering success for a timed-out produce)."""
+    _line(b, "c0", "leader-change", topic="hw", partition=p, leader=1, epoch=0, isr=[1, 2, 3], version=0)
+    _line(b, "n1", "role", partition=p, role="leader", epoch=0)
+    _line(b, "n1", "hw-change", partition=p, old=0, new=2, leo=3)
+    _line(b, "n1", "ack", partition=p, base=0, last=1, epoch=0, acks=-1, hw=2, isr=[1, 2, 3], min_isr=2,
+          flushed=3)
+    b.send(100 * p + 1, p, 1, offset=0)
+    b.send(100 * p + 1, p, 2, offset=1)
+    index = b.send(100 * p + 1, p, 3, offset=2)
+    b.final(p, [1, 2, 3], process=100 * p + 9)
+    from checkers.protocol_trace import READ_SLACK_NS
+
+    t = b.ops[index]["time"]
+    ts = b.wall(t) + READ_SLACK_NS
+    sent = {"ts": ts, "node": "client", "event": "sent", "partition": p, "offset": 2, "value": 3, "index": index,
+            "time": t}
+    return {"counts": {"ack-undecided": 1}, "examples": {"ack-undecided": [
+        {"partition": p, "node": "client", "time": ts - b.start_wall_ns, "ts": ts, "epoch": None,
+         "detail": "a producer was told offset 2 succeeded; no leader logged an acknowledgement of it",
+         "promised": True, "evidence": [sent]}]}}
+
+
 def epoch_outlived_restart(b: RunBuilder, p: int) -> dict:
     """The controller elects n3 for epoch 4; n3 restarts and leads epoch 4 again without a new election.
     A broker's start line is node-wide (it resets n3 on every partition), so this scenario comes last."""
     _same_clock(b)
     _acked(b, p)
+    b.event("n3", "ack", partition=p, base=0, last=0, epoch=3, acks=-1, hw=1, isr=[3], min_isr=1, flushed=1)
     elected = _line(b, "c0", "leader-change", topic="hw", partition=p, leader=3, epoch=4, isr=[3], version=7)
     ts = b.event("n3", "start", host="127.0.0.4", port=9004)
     start = {"ts": ts, "node": "n3", "event": "start", "host": "127.0.0.4", "port": 9004, "partition": p,
@@ -729,5 +755,5 @@ PROTOCOL_SCENARIOS = [protocol_clean, hw_above_leo, leader_hw_decrease, follower
                       epoch_two_leaders, leader_not_elected,
                       election_outside_isr, epoch_not_increasing, truncate_below_hw, isr_join_lagging,
                       stale_epoch_served, read_uncommitted, hw_reported_ahead, reported_before_flush,
-                      flushed_past_truncation, epoch_outlived_restart]   # node-wide start: last
+                      flushed_past_truncation, ack_undecided, epoch_outlived_restart]   # node-wide start: last
 SCENARIOS += PROTOCOL_SCENARIOS

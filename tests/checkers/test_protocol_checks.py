@@ -109,7 +109,7 @@ def _unsafe_run(b: RunBuilder) -> None:
     """Partition 0: an unclean failover (acks below min.insync.replicas, a leader from outside the ISR, the
     old leader cutting below its HW, the new leader's HW going back). Partition 1: a zombie leader (two
     leaders of epoch 4, one not elected, an election that did not raise the epoch, an HW past the LEO, a
-    request of an older epoch served).
+    request of an older epoch served, and two sends the producer was told succeeded that no leader acked).
     Partition 2: a consumer read above the HW, a follower proposed for the ISR short of the HW,
     acknowledged records lost at a restart, a follower's HW ahead of its leader's. A torn last line in n3's log is skipped."""
     for p in range(3):
@@ -159,7 +159,8 @@ def _unsafe_run(b: RunBuilder) -> None:
 
 UNSAFE_COUNTS = {"ack-below-min-isr": 3, "election-outside-isr": 1, "truncate-below-hw": 1, "leader-hw-decrease": 1,
                  "epoch-two-leaders": 1, "leader-not-elected": 1, "epoch-not-increasing": 1, "hw-above-leo": 1,
-                 "stale-epoch-served": 1, "isr-join-lagging": 1, "read-uncommitted": 1, "acked-not-durable": 1, "follower-hw-ahead": 1}
+                 "stale-epoch-served": 1, "isr-join-lagging": 1, "read-uncommitted": 1, "acked-not-durable": 1, "follower-hw-ahead": 1,
+                 "ack-undecided": 2}
 
 
 def _columnar(tmp_path, build) -> tuple:
