@@ -28,6 +28,7 @@ EVENT_NAMES = frozenset({
     "partition-skipped", "metadata-error", "metadata-rejected", "isr-proposal-failed", "internal-error",
     # controller (broker/controller)
     "listening", "fenced", "unfenced", "topic-created", "topic-error", "unclean-shutdown", "elect-leader",
+    "partition-state",
     "elect-refused", "stall", "fatal",
 })
 
@@ -36,6 +37,7 @@ EVENT_NAMES = frozenset({
 # tests/broker/test_node_eventlog.py checks every field the source writes is listed.
 EVENT_FIELDS: dict[str, frozenset[str]] = {name: frozenset(fields.split()) for name, fields in {
     "leader-change": "topic partition leader epoch isr elr version",
+    "partition-state": "topic partition leader epoch isr elr version",
     "isr-change": "topic partition isr version elr",
     "truncate": "topic partition from to why bytes_cut reason flushed log_start",
     "hw-change": "partition old new leo",

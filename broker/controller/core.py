@@ -53,6 +53,12 @@ class ControllerCore:
         s = self.state
         self.log.emit("start", version=s.version, brokers=sorted(s.brokers), topics=sorted(s.topics),
                       restored=self.store.path.exists())
+        # the restored state of every partition: the state file is saved before a change's lines are
+        # logged, so a SIGKILL between the two leaves a change that is in force but was never logged
+        for part in s.partitions():
+            self.log.emit("partition-state", topic=part.topic, partition=part.partition, leader=part.leader,
+                          epoch=part.leader_epoch, isr=list(part.isr), elr=list(part.elr),
+                          version=part.isr_version)
         self._commit(s.elect_leaderless())
         self._create_config_topics()
 

@@ -41,7 +41,7 @@ RULES: tuple[str, ...] = tuple(SUMMARIES)
 # the event names the rules read (an adapter may drop every other line)
 EVENTS_READ = frozenset({"start", "recovered", "role", "hw-change", "truncate", "ack", "follower-served",  # brokers
                          "isr-expand-proposed", "leo-reported",
-                         "isr-change", "leader-change", "elect-leader"})                      # controller
+                         "isr-change", "leader-change", "elect-leader", "partition-state"})   # controller
 
 # rules decided only by comparing rows of different processes by their timestamps: sound only when every
 # process read one clock (the local and Docker backends); with `RuleSettings.same_clock` False they are
@@ -396,6 +396,22 @@ class PartitionRules:
         if isinstance(version, int):
             ctl.version = version
 
+    def _partition_state(self, row: dict, found: list) -> None:
+        """The controller's restored state at its start: in force from now on, whatever its log showed
+        last (a change saved just before a SIGKILL was never logged). Its leader holds its epoch by an
+        election the log may have missed, so it counts as elected; it is not an election itself."""
+        ctl = self.ctl
+        version, leader, epoch = row.get("version"), row.get("leader"), row.get("epoch")
+        ctl.isr, ctl.elr = tuple(row.get("isr") or ()), tuple(row.get("elr") or ())
+        ctl.before = None
+        ctl.version = version if isinstance(version, int) else None
+        ctl.unclean_ok = False
+        if isinstance(epoch, int):
+            ctl.last_epoch = epoch if ctl.last_epoch is None else max(ctl.last_epoch, epoch)
+            if leader is not None:
+                ctl.elected.setdefault(epoch, leader)
+                ctl.elected_row.setdefault(epoch, row)
+
     def _elect_leader(self, row: dict, found: list) -> None:
         self.ctl.unclean_ok = bool(row.get("unclean")) and row.get("how") == "unclean"
 
@@ -427,7 +443,7 @@ _BROKER = {"start": PartitionRules._start, "recovered": PartitionRules._recovere
            "follower-served": PartitionRules._follower_served, "isr-expand-proposed": PartitionRules._isr_expand,
            "leo-reported": PartitionRules._leo_reported}
 _CONTROLLER = {"isr-change": PartitionRules._isr_change, "leader-change": PartitionRules._leader_change,
-               "elect-leader": PartitionRules._elect_leader}
+               "elect-leader": PartitionRules._elect_leader, "partition-state": PartitionRules._partition_state}
 
 
 def run(partition: int, rows: Iterable[dict], settings: RuleSettings | None = None) -> list[Violation]:

@@ -158,6 +158,10 @@ def test_state_survives_sigkill_and_a_restart_gives_brokers_one_session_of_grace
     assert err.value.code == m.STALE_BROKER_EPOCH
     start = [e for e in c.events() if e["event"] == "start"]
     assert [e["restored"] for e in start] == [False, True]
+    # each start says every partition's state as loaded: the restored one matches what was in force
+    states = [(e["partition"], e["leader"], e["epoch"], tuple(e["isr"]), e["version"])
+              for e in c.events() if e["event"] == "partition-state"]
+    assert states == [(0, 2, 1, (1, 2, 3), 2), (1, 2, 0, (2, 3), 1)]
 
     # only broker 1 heartbeats now: 2 and 3 are fenced one session timeout after the restart, not before
     seen = after
