@@ -165,14 +165,15 @@ def rows_by_partition(col_dir: Path | str, facts: dict[str, Any]) -> dict[int, l
                 node_wide.append(row)
             else:
                 out[part].append(row)
+    ops = _ops_rows(col_dir)
     start = facts.get("start_wall_ns")
     if start is not None:
-        for p, row in _poll_reads(col_dir, start, facts.get("poll_hw", True)):
+        for p, row in _poll_reads(col_dir, ops, start, facts.get("poll_hw", True)):
             out[p].append(row)
-        for p, row in _ok_sends(col_dir, start):
+        for p, row in _ok_sends(ops, start):
             out[p].append(row)
-        node_wide += _damage_rows(col_dir, start)
-    partitions = set(out) | _ops_partitions(col_dir)
+        node_wide += _damage_rows(ops, start)
+    partitions = set(out) | {op["partition"] for op in ops if op["partition"] is not None}
     for p in partitions:
         rows = out[p]
         rows.extend(dict(r, partition=p) for r in node_wide if r.get("src") in ("broker", "nemesis"))
@@ -180,14 +181,18 @@ def rows_by_partition(col_dir: Path | str, facts: dict[str, Any]) -> dict[int, l
     return dict(out)
 
 
-def _ops_partitions(col_dir: Path) -> set[int]:
+# the ops columns the rows read (one pass over the table for every kind of row)
+OPS_COLUMNS = ["index", "time", "process", "type", "f", "partition", "offset", "value", "epoch", "hw", "fault",
+               "phase", "targets"]
+
+
+def _ops_rows(col_dir: Path) -> list[dict[str, Any]]:
+    """The history's operations (OPS_COLUMNS), read once; [] without an ops table."""
     import pyarrow.dataset as pads
 
-    ops = col_dir / "ops"
-    if not ops.is_dir():
-        return set()
-    col = pads.dataset(str(ops), format="parquet").to_table(columns=["partition"]).column("partition")
-    return {p for p in col.unique().to_pylist() if p is not None}
+    if not (col_dir / "ops").is_dir():
+        return []
+    return pads.dataset(str(col_dir / "ops"), format="parquet").to_table(columns=OPS_COLUMNS).to_pylist()
 
 
 def damage_row(node: str, time_ns: int, index: int, start_wall_ns: int) -> dict[str, Any]:
@@ -197,22 +202,18 @@ def damage_row(node: str, time_ns: int, index: int, start_wall_ns: int) -> dict[
             "index": index, "time": time_ns}
 
 
-def _damage_rows(col_dir: Path, start_wall_ns: int) -> list[dict]:
+def _damage_rows(ops: list[dict[str, Any]], start_wall_ns: int) -> list[dict]:
     """One `damaged` row per node a corrupt fault's start completed on."""
-    import pyarrow.dataset as pads
-
-    if not (col_dir / "ops").is_dir():
-        return []
-    t = pads.dataset(str(col_dir / "ops"), format="parquet").to_table(
-        columns=["index", "time", "process", "type", "fault", "phase", "targets"])
     out = []
-    for index, time, process, typ, fault, phase, targets in zip(*(t.column(c).to_pylist() for c in t.column_names)):
-        if process == rf.NEMESIS_PROCESS and fault == "corrupt" and phase == "start" and typ != "invoke" and targets:
-            out += [damage_row(node, time, index, start_wall_ns) for node in targets.split(",")]
+    for op in ops:
+        if (op["process"] == rf.NEMESIS_PROCESS and op["fault"] == "corrupt" and op["phase"] == "start"
+                and op["type"] != "invoke" and op["targets"]):
+            out += [damage_row(node, op["time"], op["index"], start_wall_ns) for node in op["targets"].split(",")]
     return out
 
 
-def _poll_reads(col_dir: Path, start_wall_ns: int, poll_hw: bool) -> Iterator[tuple[int, dict]]:
+def _poll_reads(col_dir: Path, ops: list[dict[str, Any]], start_wall_ns: int,
+                poll_hw: bool) -> Iterator[tuple[int, dict]]:
     """(partition, read row) for every ok poll, with the highest offset it returned (None: none)."""
     import pyarrow.dataset as pads
 
@@ -223,26 +224,19 @@ def _poll_reads(col_dir: Path, start_wall_ns: int, poll_hw: bool) -> Iterator[tu
         for index, f, offset in zip(*(t.column(c).to_pylist() for c in t.column_names)):
             if f == "poll" and offset is not None and offset > highest.get(index, -1):
                 highest[index] = offset
-    if not (col_dir / "ops").is_dir():
-        return
-    ops = pads.dataset(str(col_dir / "ops"), format="parquet").to_table(
-        columns=["index", "time", "type", "f", "partition", "epoch", "hw"])
-    for index, time, typ, f, p, epoch, hw in zip(*(ops.column(c).to_pylist() for c in ops.column_names)):
-        if f == "poll" and typ == "ok" and p is not None:
-            yield p, read_row(p, time, highest.get(index), epoch, hw, index, start_wall_ns, poll_hw)
+    for op in ops:
+        p = op["partition"]
+        if op["f"] == "poll" and op["type"] == "ok" and p is not None:
+            yield p, read_row(p, op["time"], highest.get(op["index"]), op["epoch"], op["hw"], op["index"],
+                              start_wall_ns, poll_hw)
 
 
-def _ok_sends(col_dir: Path, start_wall_ns: int) -> Iterator[tuple[int, dict]]:
+def _ok_sends(ops: list[dict[str, Any]], start_wall_ns: int) -> Iterator[tuple[int, dict]]:
     """(partition, sent row) for every ok send that was told its offset (acks=0 sends are not)."""
-    import pyarrow.dataset as pads
-
-    if not (col_dir / "ops").is_dir():
-        return
-    ops = pads.dataset(str(col_dir / "ops"), format="parquet").to_table(
-        columns=["index", "time", "type", "f", "partition", "offset", "value"])
-    for index, time, typ, f, p, offset, value in zip(*(ops.column(c).to_pylist() for c in ops.column_names)):
-        if f == "send" and typ == "ok" and p is not None and offset is not None and offset >= 0:
-            yield p, sent_row(p, time, offset, value, index, start_wall_ns)
+    for op in ops:
+        p, offset = op["partition"], op["offset"]
+        if op["f"] == "send" and op["type"] == "ok" and p is not None and offset is not None and offset >= 0:
+            yield p, sent_row(p, op["time"], offset, op["value"], op["index"], start_wall_ns)
 
 
 # --- the rules ----------------------------------------------------------------------------------------

@@ -375,9 +375,7 @@ class PartitionRules:
                 found.append(self._v("epoch-not-increasing", row, epoch,
                                      f"the controller elected {_name(leader)} in epoch {epoch}, not above "
                                      f"the previous epoch {ctl.last_epoch}"))
-            ctl.last_epoch = epoch if ctl.last_epoch is None else max(ctl.last_epoch, epoch)
-            ctl.elected.setdefault(epoch, leader)
-            ctl.elected_row.setdefault(epoch, row)
+            self._elected(epoch, leader, row)
         # the ISR the leader was chosen from: the one before this change's own isr-change (same version)
         if isinstance(version, int) and ctl.version == version:
             chosen_from = ctl.before
@@ -406,11 +404,17 @@ class PartitionRules:
         ctl.before = None
         ctl.version = version if isinstance(version, int) else None
         ctl.unclean_ok = False
-        if isinstance(epoch, int):
+        if isinstance(epoch, int) and leader is not None:
+            self._elected(epoch, leader, row)
+        elif isinstance(epoch, int):
             ctl.last_epoch = epoch if ctl.last_epoch is None else max(ctl.last_epoch, epoch)
-            if leader is not None:
-                ctl.elected.setdefault(epoch, leader)
-                ctl.elected_row.setdefault(epoch, row)
+
+    def _elected(self, epoch: int, leader: Any, row: dict) -> None:
+        """The controller gave `epoch` to `leader` (the first row saying so is kept)."""
+        ctl = self.ctl
+        ctl.last_epoch = epoch if ctl.last_epoch is None else max(ctl.last_epoch, epoch)
+        ctl.elected.setdefault(epoch, leader)
+        ctl.elected_row.setdefault(epoch, row)
 
     def _elect_leader(self, row: dict, found: list) -> None:
         self.ctl.unclean_ok = bool(row.get("unclean")) and row.get("how") == "unclean"

@@ -21,15 +21,19 @@ def _fetch(w: World, follower: str, leader: str = "n1") -> None:
     w.apply(Action("deliver", msg=_msg(w, "fetch-answer", leader, follower)))
 
 
+def _v1_committed_on_all_three() -> World:
+    """n1 takes v1 (acks=all); both followers fetch it and fetch again, so n1 acknowledges it (HW 1)."""
+    w = World(SAFE)
+    w.apply(Action("produce", "n1"))
+    for f in ("n2", "n3", "n2", "n3"):
+        _fetch(w, f)
+    return w
+
+
 def _committed_then_n3_down_and_fenced() -> World:
     """v1 committed on all three (HW 1 everywhere, n3's HW checkpoint 1), then n3 crashes and the
     controller fences it and shrinks the ISR to n1 (n2's heartbeat is not delivered either)."""
-    w = World(SAFE)
-    w.apply(Action("produce", "n1"))
-    for f in ("n2", "n3"):
-        _fetch(w, f)
-    for f in ("n2", "n3"):
-        _fetch(w, f)
+    w = _v1_committed_on_all_three()
     w.apply(Action("checkpoint", "n3"))
     w.apply(Action("crash", "n3"))
     w.apply(Action("advance", arg=3001))
@@ -54,10 +58,7 @@ def test_damage_waits_until_the_controller_has_fenced_the_broker_and_shrunk_the_
 def test_a_pending_isr_expansion_naming_the_broker_keeps_its_disk_safe():
     """KIP-903's case: an expansion the leader proposed before the crash could still be accepted after
     the restart, with the damaged log in the ISR; while one names the broker, no damage."""
-    w = World(SAFE)
-    w.apply(Action("produce", "n1"))
-    for f in ("n2", "n3", "n2", "n3"):
-        _fetch(w, f)
+    w = _v1_committed_on_all_three()
     w.apply(Action("produce", "n1"))
     _fetch(w, "n2")
     w.apply(Action("advance", arg=1001))                     # both followers lag: the ISR shrinks to n1
@@ -100,12 +101,7 @@ def test_damage_cuts_the_last_record_and_the_restart_clamps_the_hw_checkpoint():
 def test_a_damaged_former_leader_may_come_back_without_what_it_acknowledged():
     """n1 acknowledged v1, crashes and is replaced; its disk loses v1. Its recovery cuts an acknowledged
     record, which is the disk's loss (the `damaged` row), not acked-not-durable; n2 and n3 keep v1."""
-    w = World(SAFE)
-    w.apply(Action("produce", "n1"))
-    for f in ("n2", "n3"):
-        _fetch(w, f)
-    for f in ("n2", "n3"):
-        _fetch(w, f)
+    w = _v1_committed_on_all_three()
     assert [o for _v, o in w.outcomes] == ["acked"]
     w.apply(Action("crash", "n1"))
     w.apply(Action("advance", arg=3001))
