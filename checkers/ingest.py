@@ -29,8 +29,8 @@ import pyarrow.parquet as pq
 from rundir import formats as rf
 from rundir.formats import FormatError
 
-CONVERTER_VERSION = 8   # 6: the `events` table (node event logs, for the protocol rules); 7: reads' `epoch`;
-                        # 8: nemesis ops' `targets`
+CONVERTER_VERSION = 9   # 6: the `events` table (node event logs, for the protocol rules); 7: reads' `epoch`;
+                        # 8: nemesis ops' `targets`; 9: corrupt starts' `damage`
 BATCH_ROWS = rf.ROW_GROUP_ROWS
 MAX_PROBLEMS = 100   # problems named one by one (the rest are counted)
 # problems only --lenient accepts: a strict check does not reuse tables converted with any of them
@@ -119,6 +119,27 @@ def _int(obj: dict, key: str, path: Path, line: int, prefix: str = "value.") -> 
     return v
 
 
+def _damage(entries: Any, path: Path, line: int) -> str | None:
+    """A corrupt start's `damage` list as the ops table keeps it: "node/partition/offset,..." (an unknown
+    partition or offset empty); None for an empty list."""
+    if not isinstance(entries, list):
+        raise FormatError(path, line, "field 'value.damage' must be a list")
+    out = []
+    for pos, entry in enumerate(entries):
+        where = f"value.damage[{pos}]"
+        if not isinstance(entry, dict) or not isinstance(entry.get("node"), str) or not entry["node"]:
+            raise FormatError(path, line, f"field '{where}.node' is missing or not a string")
+        parts = [entry["node"]]
+        for key in ("partition", "offset"):
+            v = entry.get(key)
+            if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 0):
+                raise FormatError(path, line, f"field '{where}.{key}' must be a non-negative integer or null, "
+                                              f"got {v!r}")
+            parts.append("" if v is None else str(v))
+        out.append("/".join(parts))
+    return ",".join(out) or None
+
+
 def _opt_int(obj: dict, key: str, path: Path, line: int, prefix: str = "value.") -> int | None:
     if obj.get(key) is None:
         return None
@@ -195,6 +216,8 @@ class _HistoryConverter:
             targets = value.get("targets")
             row.update(fault=value["fault"], phase=value["phase"], fault_id=_int(value, "id", path, line),
                        targets=",".join(str(t) for t in targets) if isinstance(targets, list) and targets else None)
+            if "damage" in value:
+                row["damage"] = _damage(value["damage"], path, line)
         elif process == rf.HARNESS_PROCESS:
             if f == rf.FINAL_STATE_F:
                 self._final_state(line, value)

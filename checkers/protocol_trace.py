@@ -183,7 +183,7 @@ def rows_by_partition(col_dir: Path | str, facts: dict[str, Any]) -> dict[int, l
 
 # the ops columns the rows read (one pass over the table for every kind of row)
 OPS_COLUMNS = ["index", "time", "process", "type", "f", "partition", "offset", "value", "epoch", "hw", "fault",
-               "phase", "targets"]
+               "phase", "targets", "damage"]
 
 
 def _ops_rows(col_dir: Path) -> list[dict[str, Any]]:
@@ -195,11 +195,30 @@ def _ops_rows(col_dir: Path) -> list[dict[str, Any]]:
     return pads.dataset(str(col_dir / "ops"), format="parquet").to_table(columns=OPS_COLUMNS).to_pylist()
 
 
-def damage_row(node: str, time_ns: int, index: int, start_wall_ns: int) -> dict[str, Any]:
+def damage_row(node: str, time_ns: int, index: int, start_wall_ns: int, partition: int | None = None,
+               offset: int | None = None) -> dict[str, Any]:
     """A storage fault's damage to `node`'s files (node-wide): at the completion of the fault's start, which
-    follows the damage and precedes the restart."""
-    return {"ts": start_wall_ns + time_ns, "node": node, "src": "nemesis", "seq": index, "event": "damaged",
-            "index": index, "time": time_ns}
+    follows the damage and precedes the restart; with the partition it struck and the first offset whose
+    record it damaged, when the fault says (a log fault's)."""
+    row = {"ts": start_wall_ns + time_ns, "node": node, "src": "nemesis", "seq": index, "event": "damaged",
+           "index": index, "time": time_ns}
+    if partition is not None:                   # as the Spark adapter's JSON fields: no null fields
+        row["damaged_partition"] = partition
+    if offset is not None:
+        row["damaged_offset"] = offset
+    return row
+
+
+def damage_entries(op: dict[str, Any]) -> list[tuple[str, int | None, int | None]]:
+    """(node, partition, first damaged offset) per node of a corrupt start's completion: from its `damage`
+    column ("node/partition/offset,..."), else its targets with neither known."""
+    if op.get("damage"):
+        out = []
+        for entry in op["damage"].split(","):
+            node, part, offset = (entry.split("/") + ["", ""])[:3]
+            out.append((node, int(part) if part else None, int(offset) if offset else None))
+        return out
+    return [(node, None, None) for node in (op["targets"] or "").split(",") if node]
 
 
 def _damage_rows(ops: list[dict[str, Any]], start_wall_ns: int) -> list[dict]:
@@ -208,7 +227,8 @@ def _damage_rows(ops: list[dict[str, Any]], start_wall_ns: int) -> list[dict]:
     for op in ops:
         if (op["process"] == rf.NEMESIS_PROCESS and op["fault"] == "corrupt" and op["phase"] == "start"
                 and op["type"] != "invoke" and op["targets"]):
-            out += [damage_row(node, op["time"], op["index"], start_wall_ns) for node in op["targets"].split(",")]
+            out += [damage_row(node, op["time"], op["index"], start_wall_ns, part, offset)
+                    for node, part, offset in damage_entries(op)]
     return out
 
 

@@ -31,9 +31,12 @@ from __future__ import annotations
 import abc
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, TypeVar, runtime_checkable
 
 from rundir.exits import HighwaterError
+
+if TYPE_CHECKING:
+    from clusters.storage_faults import StorageFault
 
 
 class ClusterError(HighwaterError, RuntimeError):
@@ -202,12 +205,11 @@ class Corruptible(Protocol):
     """Damage a stopped node's data files (clusters/storage_faults.py holds the byte-level mutations)."""
 
     @abc.abstractmethod
-    def corrupt(self, node: str, how: str, *, partition: int | None = None, seed: int = 0) -> str:
-        """Apply storage fault `how` (clusters/storage_faults.STORAGE_FAULTS: bitflip, truncate,
-        hw-checkpoint-delete, hw-checkpoint-corrupt, epoch-checkpoint-delete, epoch-checkpoint-corrupt) to
-        one replica of broker `node` (of topic partition `partition` if given), choosing with `seed`.
-        The node must be down (killed or stopped): ClusterError if it runs. Returns one line naming the
-        file and the byte or offset."""
+    def corrupt(self, node: str, how: str, *, partition: int | None = None, seed: int = 0) -> StorageFault:
+        """Apply storage fault `how` (clusters/storage_faults.STORAGE_FAULTS) to one replica of broker
+        `node` (of topic partition `partition` if given), choosing with `seed`. The node must be down
+        (killed or stopped): ClusterError if it runs. Returns the StorageFault: its `detail` one line
+        naming the node, the file and the byte or offset; its `partition` and first damaged `offset`."""
 
 
 CAPABILITIES: tuple[type, ...] = (Killable, Stoppable, Pausable, Partitionable, Degradable, EventLogs, Corruptible)

@@ -47,7 +47,7 @@ from clusters.local_firewall import short_id
 from clusters.ssh_cluster import BROKER_PORT, CONTROLLER, CONTROLLER_PORT, RemoteCluster
 from clusters.run_registry import proc_state as _state
 from clusters.ssh_control import RemoteResult, SshError, SshNode, SshTarget
-from clusters.storage_faults import STORAGE_FAULTS, StorageFaultError, corrupt_data_dir
+from clusters.storage_faults import STORAGE_FAULTS, StorageFault, StorageFaultError, corrupt_data_dir
 
 WORKDIR = "/var/lib/highwater"
 KILL_MODES = ("process", "node")
@@ -207,7 +207,7 @@ class DockerCluster(RemoteCluster, Corruptible):
             fh = tar.extractfile(member) if member is not None else None
             return fh.read() if fh is not None else b""
 
-    def corrupt(self, node: str, how: str, *, partition: int | None = None, seed: int = 0) -> str:
+    def corrupt(self, node: str, how: str, *, partition: int | None = None, seed: int = 0) -> StorageFault:
         """A storage fault on the down broker's data directory (module docstring)."""
         import io
         import tarfile
@@ -256,7 +256,7 @@ class DockerCluster(RemoteCluster, Corruptible):
                     code, out = container.exec_run(["rm", "-f", path])
                     if code != 0:
                         raise ClusterError(f"{node}: rm {path} exited {code}: {out.decode(errors='replace')[:200]}")
-            return f"{node}: {fault.detail}"
+            return fault.labelled(node)
 
     def midrun_storage_faults(self) -> tuple[str, ...]:
         """The storage faults `corrupt` can apply after this backend's kill: with kill mode "node" the

@@ -40,7 +40,7 @@ from clusters.local_netem import Degradation
 from clusters import local_netem
 from clusters.processes import NodeProcess
 from clusters.run_registry import ProcessRecord, Registry
-from clusters.storage_faults import StorageFaultError, corrupt_data_dir
+from clusters.storage_faults import StorageFault, StorageFaultError, corrupt_data_dir
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CONTROLLER = "c0"
@@ -315,7 +315,7 @@ class LocalCluster(Cluster, Killable, Stoppable, Pausable, Partitionable, Degrad
             return "healed (all drop rules removed)"
 
     # --- storage faults ---------------------------------------------------------------------------------
-    def corrupt(self, node: str, how: str, *, partition: int | None = None, seed: int = 0) -> str:
+    def corrupt(self, node: str, how: str, *, partition: int | None = None, seed: int = 0) -> StorageFault:
         """Damage broker `node`'s data files in nodes/<node>/data (clusters/storage_faults.py); it must be down."""
         with self._lock:
             if node == CONTROLLER:
@@ -327,7 +327,7 @@ class LocalCluster(Cluster, Killable, Stoppable, Pausable, Partitionable, Degrad
                 fault = corrupt_data_dir(self.node_dir(node) / "data", how, partition=partition, seed=seed)
             except StorageFaultError as exc:
                 raise ClusterError(f"{node}: {exc}") from None
-            return f"{node}: {fault.detail}"
+            return fault.labelled(node)
 
     # --- event logs -------------------------------------------------------------------------------------
     def events(self, node: str) -> list[dict]:

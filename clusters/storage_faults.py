@@ -16,15 +16,18 @@ seed on the same files gives the same fault. Kinds (STORAGE_FAULTS):
 - hw-checkpoint-corrupt / epoch-checkpoint-corrupt: the file garbled: random bytes, a wrong header or
   cut short (no final newline), chosen with the seed.
 
-`corrupt_data_dir` returns a `StorageFault` (the files written or removed, and a one-line detail naming
-the file and the byte or offset); a data directory with nothing to corrupt raises StorageFaultError.
+`corrupt_data_dir` returns a `StorageFault`: the files written or removed, a one-line detail naming the
+file and the byte or offset, and for the log faults the partition and the first offset whose record is
+damaged (recovery must cut the log there or below: the protocol rule damaged-record-kept, broker/rules).
+A data directory with nothing to corrupt raises StorageFaultError.
 """
 from __future__ import annotations
 
 import os
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from broker.storage.checkpoints import EPOCH_FILE, HW_FILE
 from broker.storage.codec import PREFIX_SIZE
@@ -46,6 +49,16 @@ class StorageFault:
     detail: str                                         # one line: file, byte / offset
     written: list[Path] = field(default_factory=list)   # files changed or cut (relative to the data dir)
     removed: list[Path] = field(default_factory=list)   # files deleted (relative to the data dir)
+    partition: int | None = None                        # the partition whose replica was damaged
+    offset: int | None = None                           # the first offset whose record was damaged (log faults)
+
+    def labelled(self, node: str) -> "StorageFault":
+        """The same fault with its detail prefixed by the node it struck (what a backend returns)."""
+        return replace(self, detail=f"{node}: {self.detail}")
+
+    def history_entry(self, node: str) -> dict[str, Any]:
+        """What a fault window's completion records of this damage (docs/formats.md, `damage`)."""
+        return {"node": node, "how": self.how, "partition": self.partition, "offset": self.offset}
 
 
 def corrupt_data_dir(data_dir: Path | str, how: str, *, partition: int | None = None, seed: int = 0) -> StorageFault:
@@ -71,8 +84,8 @@ def corrupt_data_dir(data_dir: Path | str, how: str, *, partition: int | None = 
     if how.endswith("-delete"):
         size = path.stat().st_size
         path.unlink()
-        return StorageFault(how, f"deleted {rel} ({size} bytes)", removed=[rel])
-    return StorageFault(how, _garble(path, rel, rng), written=[rel])
+        return StorageFault(how, f"deleted {rel} ({size} bytes)", removed=[rel], partition=p)
+    return StorageFault(how, _garble(path, rel, rng), written=[rel], partition=p)
 
 
 def _corrupt_log(data_dir: Path, how: str, replicas: list[tuple[str, int]], rng: random.Random) -> StorageFault:
@@ -101,13 +114,15 @@ def _corrupt_log(data_dir: Path, how: str, replicas: list[tuple[str, int]], rng:
             fh.write(bytes([old ^ (1 << bit)]))
             os.fsync(fh.fileno())
         return StorageFault(how, f"bit {bit} of byte {byte} flipped in {rel} (record of offset {seg.base + i}; "
-                                 f"segment holds {seg.base}..{seg.end_offset - 1})", written=[rel])
+                                 f"segment holds {seg.base}..{seg.end_offset - 1})", written=[rel],
+                            partition=p, offset=seg.base + i)
     i = seg.count - 1 if how == "torn-last" else rng.randint(seg.count // 2, seg.count - 1)
     start, end = seg.positions[i], ends[i]
     cut = rng.randrange(start + 1, end)                    # mid-record: a torn write
     os.truncate(seg.path, cut)
     return StorageFault(how, f"{rel} cut at byte {cut} of {seg.file_size} (mid-record of offset {seg.base + i}; "
-                             f"segment held {seg.base}..{seg.end_offset - 1})", written=[rel])
+                             f"segment held {seg.base}..{seg.end_offset - 1})", written=[rel],
+                        partition=p, offset=seg.base + i)
 
 
 def _garble(path: Path, rel: Path, rng: random.Random) -> str:

@@ -103,7 +103,10 @@ class ScenarioRunner:
         self.background: list[tuple[Step, list["_Send"]]] = []   # produce steps with wait = false, not awaited
 
     # --- nemesis records -----------------------------------------------------------------------------
-    def _record(self, f: str, fault: str, phase: str, fid: int, targets: list[str], action, **extra) -> str:
+    def _record(self, f: str, fault: str, phase: str, fid: int, targets: list[str], action, done=None,
+                **extra) -> str:
+        """Record a fault window's start or stop around `action` (which returns the detail); `done`, if
+        given, returns more fields for the completion (a corrupt start's `damage`)."""
         value = {"fault": fault, "phase": phase, "id": fid, "targets": targets, **extra}
         self.history.invoke(runformat.NEMESIS_PROCESS, f, value)
         try:
@@ -112,7 +115,8 @@ class ScenarioRunner:
             self.history.complete(runformat.NEMESIS_PROCESS, "info", f, {**value, "detail": f"failed: {exc}"},
                                   error=type(exc).__name__)
             raise
-        self.history.complete(runformat.NEMESIS_PROCESS, "info", f, {**value, "detail": detail})
+        more = done() if done is not None else {}
+        self.history.complete(runformat.NEMESIS_PROCESS, "info", f, {**value, **more, "detail": detail})
         return detail
 
     def _open(self, node: str, fault: str, f: str, action) -> str:
@@ -267,8 +271,13 @@ class ScenarioRunner:
             raise StepFailed(f"{node} is running: a corrupt step needs its node down (kill, stop or power-loss it)")
         fid = next(self._ids)
         extra = {"how": a["how"], "partition": a.get("partition"), "seed": a["seed"]}
-        detail = self._record("corrupt", "corrupt", "start", fid, [node],
-                              lambda: c.corrupt(node, a["how"], partition=a.get("partition"), seed=a["seed"]),
+        damage: list[dict[str, Any]] = []
+
+        def corrupt() -> str:
+            fault = c.corrupt(node, a["how"], partition=a.get("partition"), seed=a["seed"])
+            damage.append(fault.history_entry(node))
+            return fault.detail
+        detail = self._record("corrupt", "corrupt", "start", fid, [node], corrupt, done=lambda: {"damage": damage},
                               **extra)
         self._record("corrupt", "corrupt", "stop", fid, [node], lambda: "instant fault", **extra)
         return detail

@@ -522,6 +522,7 @@ class Nemesis:
         value = {"fault": kind, "phase": "start", "id": fid, "targets": targets, "name": step.fault, **extra}
         f = START_F[kind]
         self.history.invoke(PROCESS, f, value)
+        completion = value
         details, errors = [note] if note else [], []
         try:
             if kind == "partition":
@@ -535,12 +536,16 @@ class Nemesis:
                 killer = require(self.cluster, Killable, step.fault)
                 storage = require(self.cluster, Corruptible, step.fault)
 
+                damage: list[dict[str, Any]] = []
+
                 def kill_and_corrupt(node: str) -> str:
                     killed = killer.kill(node)
-                    return f"{killed}; " + storage.corrupt(node, extra["how"], partition=extra["partition"],
-                                                           seed=step.seed)
+                    fault = storage.corrupt(node, extra["how"], partition=extra["partition"], seed=step.seed)
+                    damage.append(fault.history_entry(node))
+                    return f"{killed}; {fault.detail}"
                 self._damaged.update(targets)     # until back in the ISR (_minority)
                 _act_on_each(kill_and_corrupt, targets, details, errors)
+                completion = {**value, "damage": damage}   # the start's completion says what it damaged
             elif kind == "elect":
                 details.append(self._elect(extra["partition"], targets[0]))
             else:
@@ -552,7 +557,7 @@ class Nemesis:
         fault = ActiveFault(fid, step, kind, targets, value, ends_at, label.replace("  ", " "))
         self._active.append(fault)  # active even if the action failed: its stop must still be recorded
         self.stats.started += 1
-        self._complete(f, value, details, errors)
+        self._complete(f, completion, details, errors)
         return fault
 
     def _stop_fault(self, fault: ActiveFault, note: str = "") -> None:

@@ -181,9 +181,12 @@ def arrow_schemas() -> dict[str, Any]:
             ("type", pa.string()), ("f", pa.string()), ("partition", pa.int32()),
             ("value", pa.int64()), ("offset", pa.int64()), ("epoch", pa.int32()),
             ("hw", pa.int64()), ("error", pa.string()),
-            # completions: the matching invoke; nemesis ops: fault, phase, fault id, targets ("n1,n2")
+            # completions: the matching invoke; nemesis ops: fault, phase, fault id, targets ("n1,n2"), and a
+            # corrupt start's completion what it damaged: "node/partition/offset" per node, comma-separated
+            # (an empty partition or offset: not a log fault's, e.g. "n2/0/" for a checkpoint)
             ("invoke_index", pa.int64()), ("invoke_time", pa.int64()),
             ("fault", pa.string()), ("phase", pa.string()), ("fault_id", pa.int64()), ("targets", pa.string()),
+            ("damage", pa.string()),
         ]),
         "reads": pa.schema([
             ("index", pa.int64()), ("process", pa.string()), ("f", pa.string()),

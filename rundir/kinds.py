@@ -283,6 +283,12 @@ _PROTOCOL_EXPLANATIONS = {
         "line, with the HW and ISR it was decided on); a success with no such decision came from elsewhere, "
         "such as a wire handler that turned a timeout or an error after the append into success, and that "
         "write may never have been committed.",
+    "damaged-record-kept":
+        "A storage fault damaged a record of this broker's log while it was down (a flipped bit, a torn "
+        "write), and the broker reopened the log with that record still in it. Start-up recovery must cut the "
+        "log at the first record failing its checks (length, CRC, dense offsets), as Kafka's log recovery "
+        "does; a kept record serves rotten bytes to consumers and followers, and a replica that trusts it "
+        "may be elected with data no producer wrote.",
 }
 
 

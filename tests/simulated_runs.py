@@ -82,7 +82,8 @@ class RunBuilder:
         self.op(process, "invoke", "assign", v)
         return self.op(process, "ok", "assign", v)
 
-    def fault(self, phase: str, fault_id: int | None = None, fault: str = "kill", targets=("n2",)) -> int:
+    def fault(self, phase: str, fault_id: int | None = None, fault: str = "kill", targets=("n2",),
+              damage: list[dict] | None = None) -> int:
         if fault_id is None:
             fault_id = self._next_fault_id
             self._next_fault_id += 1
@@ -90,7 +91,10 @@ class RunBuilder:
              "partition": {"start": "partition", "stop": "heal"}}.get(fault, {"start": fault, "stop": fault})[phase]
         v = {"fault": fault, "phase": phase, "id": fault_id, "targets": list(targets)}
         self.op("nemesis", "invoke", f, v)
-        self.op("nemesis", "info", f, dict(v, detail="synthetic"))
+        done = dict(v, detail="synthetic")
+        if damage is not None:                  # a corrupt start's completion: what it damaged
+            done["damage"] = damage
+        self.op("nemesis", "info", f, done)
         return fault_id
 
     # -- node event logs ----------------------------------------------------------------------------

@@ -35,6 +35,7 @@ SUMMARIES: dict[str, str] = {
     "reported-before-flush": "with flush=always, a follower told its leader of records it had not fsynced",
     "flushed-past-truncation": "a log still counted records as flushed after a truncation removed them",
     "ack-undecided": "a producer was told a write succeeded that no leader had decided to acknowledge",
+    "damaged-record-kept": "a broker reopened its log past a record a storage fault had damaged",
 }
 RULES: tuple[str, ...] = tuple(SUMMARIES)
 
@@ -114,6 +115,8 @@ class _Node:
     last: dict | None = None         # its latest row, for a violation's evidence
     started: dict | None = None      # its latest `start` row (this incarnation's)
     damaged: bool = False            # its data files were damaged on purpose and it has not recovered since
+    damaged_at: int | None = None    # the first offset of this partition whose record was damaged since
+    damage_row: dict | None = None   # the `damaged` row that said so
 
 
 @dataclass
@@ -184,6 +187,10 @@ class PartitionRules:
             if node is None:
                 node = self.nodes[row["node"]] = _Node()
             node.damaged = True
+            offset = row.get("damaged_offset")
+            if (row.get("damaged_partition") == self.partition and isinstance(offset, int)
+                    and (node.damaged_at is None or offset < node.damaged_at)):
+                node.damaged_at, node.damage_row = offset, row
         return found
 
     def finish(self) -> list[Violation]:
@@ -218,7 +225,8 @@ class PartitionRules:
     # broker rows
 
     def _start(self, row: dict, node: _Node, found: list) -> None:
-        self.nodes[row["node"]] = fresh = _Node(acked_end=node.acked_end, damaged=node.damaged)
+        self.nodes[row["node"]] = fresh = _Node(acked_end=node.acked_end, damaged=node.damaged,
+                                                damaged_at=node.damaged_at, damage_row=node.damage_row)
         fresh.last = fresh.started = row
 
     def _recovered(self, row: dict, node: _Node, found: list) -> None:
@@ -230,9 +238,15 @@ class PartitionRules:
             found.append(self._v("acked-not-durable", row, node.epoch,
                                  f"{row['node']} reopened its log with LEO {leo}, below offset {node.acked_end - 1} "
                                  f"it had acknowledged", node.last))
+        if isinstance(leo, int) and node.damaged_at is not None and leo > node.damaged_at:
+            # recovery cuts the log at the first record failing its checks (length, CRC, dense offsets): a
+            # record the disk damaged at offset k leaves at most k records
+            found.append(self._v("damaged-record-kept", row, node.epoch,
+                                 f"{row['node']} reopened its log with LEO {leo}, keeping offset {node.damaged_at} "
+                                 f"whose record a storage fault had damaged", node.damage_row))
         node.acked_end = min(node.acked_end, leo) if isinstance(leo, int) else node.acked_end
         node.role, node.leo, node.hw = "none", leo if isinstance(leo, int) else None, hw if isinstance(hw, int) else None
-        node.damaged = False
+        node.damaged, node.damaged_at, node.damage_row = False, None, None
 
     def _role(self, row: dict, node: _Node, found: list) -> None:
         role, epoch = row.get("role"), row.get("epoch")

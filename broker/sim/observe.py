@@ -79,9 +79,11 @@ class RuleObserver:
         """A consumer's poll returned records up to `offset`, with the leader's HW `hw`."""
         self._row("client", "client", "read", {"offset": offset, "hw": hw, "reported_hw": hw, "epoch": epoch})
 
-    def damaged(self, node: str) -> None:
-        """A storage fault struck the down broker `node`: its next recovery may cut what it acknowledged."""
-        self._row("nemesis", node, "damaged", {})
+    def damaged(self, node: str, offset: int | None = None) -> None:
+        """A storage fault struck the down broker `node` at `offset` (the first offset whose record it
+        damaged): its next recovery may cut what it acknowledged, and must cut that record."""
+        fields = {} if offset is None else {"damaged_partition": self.partition, "damaged_offset": offset}
+        self._row("nemesis", node, "damaged", fields)
 
     def sent(self, offset: int, value: str, epoch: int) -> None:
         """A producer was told its write `value` succeeded at `offset`."""

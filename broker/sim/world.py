@@ -620,7 +620,7 @@ class World:
         cut = n.log.leo() - 1
         n.log.truncate_to(cut)
         n.flushed = min(n.flushed, cut)
-        self.observer.damaged(n.name)
+        self.observer.damaged(n.name, cut)
         return (f"{n.name}'s disk loses the last record of its log (offset {cut}) while it is down: its "
                 f"recovery will cut the log there (HW checkpoint {n.hw_checkpoint})")
 

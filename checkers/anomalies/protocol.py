@@ -103,8 +103,15 @@ def _damage_rows(t: Tables, start_wall_ns: int, parts: DataFrame) -> DataFrame:
     """One `damaged` row per (node a corrupt fault damaged, partition) (fields as trace.damage_row writes)."""
     starts = t.ops.filter((F.col("process") == rf.NEMESIS_PROCESS) & (F.col("fault") == "corrupt")
                           & (F.col("phase") == "start") & (F.col("type") != "invoke") & F.col("targets").isNotNull())
-    fields = F.to_json(F.struct(F.lit("damaged").alias("event"), F.col("index"), F.col("time")))
-    return (starts.select(F.explode(F.split("targets", ",")).alias("node"), "index", "time")
+    entry = F.split(F.col("entry"), "/")
+    # a part the entry leaves empty (or a bare target) is null: the row then names no partition or offset
+    part = F.when(F.size(entry) > 1, F.nullif(entry.getItem(1), F.lit(""))).cast("int")
+    offset = F.when(F.size(entry) > 2, F.nullif(entry.getItem(2), F.lit(""))).cast("long")
+    fields = F.to_json(F.struct(F.lit("damaged").alias("event"), F.col("index"), F.col("time"),
+                                F.col("damaged_partition"), F.col("damaged_offset")))
+    return (starts.select(F.explode(F.split(F.coalesce("damage", "targets"), ",")).alias("entry"), "index", "time")
+            .select(entry.getItem(0).alias("node"), "index", "time", part.alias("damaged_partition"),
+                    offset.alias("damaged_offset"))
             .crossJoin(F.broadcast(parts))
             .select((F.lit(start_wall_ns) + F.col("time")).alias("ts"), "node", F.lit("nemesis").alias("src"),
                     F.col("index").alias("seq"), F.col("p").alias("partition"), fields.alias("fields")))

@@ -49,7 +49,7 @@ def cluster() -> Log:
 
 
 def test_every_rule_is_named_and_the_safe_configuration_promises_them_all():
-    assert len(RULES) == 20 and len(set(RULES)) == 20
+    assert len(RULES) == 21 and len(set(RULES)) == 21
     assert promised(SAFE) == frozenset(RULES)
     assert CLOCK_RULES <= set(RULES)
 
@@ -163,6 +163,34 @@ def test_a_damaged_brokers_own_recovery_cut_is_the_disks_loss():
     other = cluster().b("n2", "ack", base=0, last=4, epoch=0, acks=1, hw=0, isr=[2], min_isr=1)
     other._add("nemesis", "n1", "damaged")
     assert other.b("n2", "start").b("n2", "recovered", leo=2, hw=0).kinds() == ["acked-not-durable"]
+
+
+def test_damaged_record_kept_when_recovery_leaves_the_damaged_offset_in_the_log():
+    """Recovery cuts at the first record failing its checks: after a storage fault damaged the record at
+    offset 5 of this partition, the broker's next `recovered` LEO must be at most 5."""
+    def damaged(offset: int | None = 5, partition: int | None = 0) -> Log:
+        log = cluster()
+        fields = {} if offset is None else {"damaged_partition": partition, "damaged_offset": offset}
+        return log._add("nemesis", "n2", "damaged", **fields).b("n2", "start")
+
+    kept = damaged().b("n2", "recovered", leo=9, hw=4)
+    assert kept.kinds() == ["damaged-record-kept"]
+    v = run(0, kept.rows)[0]
+    assert v.node == "n2"
+    assert "reopened its log with LEO 9, keeping offset 5" in v.detail
+    assert [e["event"] for e in v.evidence] == ["damaged", "recovered"]
+    assert damaged().b("n2", "recovered", leo=6, hw=4).kinds() == ["damaged-record-kept"]   # one past it
+    # cut at the damaged record, or below it (an earlier problem): nothing
+    assert damaged().b("n2", "truncate", to=5, why="recovery").b("n2", "recovered", leo=5, hw=4).kinds() == []
+    assert damaged().b("n2", "recovered", leo=3, hw=3).kinds() == []
+    # another partition's damage, a fault naming no record (a checkpoint's), another broker: nothing
+    assert damaged(partition=1).b("n2", "recovered", leo=9, hw=4).kinds() == []
+    assert damaged(offset=None).b("n2", "recovered", leo=9, hw=4).kinds() == []
+    assert damaged().b("n3", "start").b("n3", "recovered", leo=9, hw=4).kinds() == []
+    # only the recovery that follows the damage: the next restart is judged afresh
+    again = damaged().b("n2", "recovered", leo=5, hw=4).b("n2", "start").b("n2", "recovered", leo=9, hw=4)
+    assert again.kinds() == []
+    assert "damaged-record-kept" in promised(RuleSettings(flush="never", power_loss=True, storage_faults=True))
 
 
 def test_acked_not_durable_after_a_restart_and_the_promise():

@@ -142,3 +142,19 @@ def test_damage_is_exported_as_a_torn_last_corrupt_step():
     step = text.split("n3's disk loses the last record")[1]
     assert '[[step]]\ndo = "corrupt"\nnode = "n3"\nhow = "torn-last"\npartition = 0\n' in step
 
+
+
+def test_damaged_record_kept_when_the_recovery_keeps_the_damaged_record(monkeypatch):
+    """The shared rule in the simulator: a recovery that keeps the damaged record (the damage reported, the
+    log left whole, as a scan that skips the CRC would) is caught at the restart's `recovered` row."""
+    def damage_kept(self, a):
+        n = self.nodes[a.node]
+        self.observer.damaged(n.name, n.log.leo() - 1)      # the bug: the record stays
+        return f"{n.name} damaged, nothing cut"
+    w = _committed_then_n3_down_and_fenced()
+    w.apply(Action("expire"))
+    monkeypatch.setattr(World, "_do_damage", damage_kept)
+    w.apply(Action("damage", "n3"))
+    w.apply(Action("restart", "n3"))
+    assert [(v.kind, v.node) for v in w.observer.pending] == [("damaged-record-kept", "n3")]
+    assert "keeping offset 0" in w.observer.pending[0].detail

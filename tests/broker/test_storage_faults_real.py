@@ -74,10 +74,13 @@ def read_all(consumer, stop, deadline_s=30.0) -> list[bytes]:
     return out
 
 
-def expected_event(how: str, detail: str, events: list[dict]) -> dict:
+def expected_event(how: str, fault, events: list[dict]) -> dict:
     """The event the restart rule says the damaged broker logs, checked exactly; returned for messages."""
+    detail = fault.detail
+    assert fault.partition == 0, fault
     if how in ("bitflip", "truncate", "torn-last"):
         cut = int(re.search(r"(?:record of|mid-record of) offset (\d+)", detail).group(1))
+        assert fault.offset == cut, fault                            # the offset the history records
         if how == "torn-last":
             assert cut == N - 1, detail                              # exactly the last record
         cuts = [e for e in events if e["event"] == "truncate" and e.get("why") == "recovery"]
@@ -85,6 +88,7 @@ def expected_event(how: str, detail: str, events: list[dict]) -> dict:
         reason = "CRC mismatch" if how == "bitflip" else "torn record"
         assert reason in cuts[0]["reason"], cuts[0]
         return cuts[0]
+    assert fault.offset is None, fault                               # a checkpoint names no record
     name = HW_FILE if how.startswith("hw-") else EPOCH_FILE
     errors = [e for e in events if e["event"] == "storage-error" and e.get("why") == "checkpoint"]
     assert [e["file"] for e in errors] == [name], errors
@@ -116,13 +120,13 @@ def test_a_damaged_follower_restarts_catches_up_and_loses_nothing(tmp_path, how)
         c.kill(follower)
         with pytest.raises(Exception, match="while it runs"):      # the leader is up: refused
             c.corrupt(f"n{info.leader}", how)
-        detail = c.corrupt(follower, how, seed=3)
-        assert detail.startswith(f"{follower}: ")
+        fault = c.corrupt(follower, how, seed=3)
+        assert fault.detail.startswith(f"{follower}: ")
         c.restart(follower)
 
         wait_until(lambda: full_isr(admin), 30, what=f"{follower} back in the ISR")
         wait_until(lambda: leos(admin) == [N] * 3, 20, what="every replica at the log end again")
-        event = expected_event(how, detail, c.events(follower))
+        event = expected_event(how, fault, c.events(follower))
         assert event is not None
         send(producer, [value(i) for i in range(N, N + MORE)])
         wait_until(lambda: leos(admin) == [N + MORE] * 3, 20, what="every replica at the new log end")
@@ -168,11 +172,11 @@ def test_docker_storage_fault_on_a_down_follower(tmp_path, how):
                    what=f"{follower} knowing the HW {N}")
         time.sleep(0.5)          # several HW checkpoint intervals (100 ms): the file exists on the follower
         c.kill(follower)
-        detail = c.corrupt(follower, how, seed=3)
+        fault = c.corrupt(follower, how, seed=3)
         c.restart(follower)
         wait_until(lambda: full_isr(admin), 30, what=f"{follower} back in the ISR")
         wait_until(lambda: leos(admin) == [N] * 3, 20, what="every replica at the log end again")
-        expected_event(how, detail, c.events(follower))
+        expected_event(how, fault, c.events(follower))
     finally:
         for client in (admin, producer):
             if client is not None:

@@ -573,6 +573,23 @@ def acked_not_durable_damaged(b: RunBuilder, p: int) -> dict:
                   ack, bad)
 
 
+def damaged_record_kept(b: RunBuilder, p: int) -> dict:
+    """A storage fault damaged n2's record at offset 3 of this partition while it was down; its restart
+    reopened the log with LEO 6, the damaged record kept (recovery must cut there)."""
+    _acked(b, p)
+    _line(b, "n2", "role", partition=p, role="follower", epoch=1)
+    fid = b.fault("start", fault="corrupt", targets=("n2",),
+                  damage=[{"node": "n2", "how": "bitflip", "partition": p, "offset": 3}])
+    done = b.ops[-1]
+    b.fault("stop", fid, fault="corrupt", targets=("n2",))
+    damaged = {"ts": b.wall(done["time"]), "node": "n2", "event": "damaged", "index": done["index"],
+               "time": done["time"], "damaged_partition": p, "damaged_offset": 3, "partition": p}
+    bad = _line(b, "n2", "recovered", topic="hw", partition=p, leo=6, hw=2, checkpoint_hw=2, epochs=[[1, 0]])
+    return _found("damaged-record-kept", bad, 1,
+                  "n2 reopened its log with LEO 6, keeping offset 3 whose record a storage fault had damaged",
+                  damaged, bad)
+
+
 def epoch_two_leaders(b: RunBuilder, p: int) -> dict:
     _acked(b, p)
     first = _line(b, "n1", "role", partition=p, role="leader", epoch=3)
@@ -752,7 +769,7 @@ def epoch_outlived_restart(b: RunBuilder, p: int) -> dict:
 
 PROTOCOL_SCENARIOS = [protocol_clean, hw_above_leo, leader_hw_decrease, follower_hw_ahead, ack_above_hw,
                       ack_below_min_isr, ack_before_flush, acked_not_durable, acked_not_durable_damaged,
-                      epoch_two_leaders, leader_not_elected,
+                      damaged_record_kept, epoch_two_leaders, leader_not_elected,
                       election_outside_isr, epoch_not_increasing, truncate_below_hw, isr_join_lagging,
                       stale_epoch_served, read_uncommitted, hw_reported_ahead, reported_before_flush,
                       flushed_past_truncation, ack_undecided, epoch_outlived_restart]   # node-wide start: last

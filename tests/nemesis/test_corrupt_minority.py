@@ -9,19 +9,21 @@ from types import SimpleNamespace
 from clusters.base import ClusterSpec
 from clusters.local import LocalCluster
 from clusters.run_registry import Registry
+from clusters.storage_faults import StorageFault
 from nemesis import Nemesis
 from nemesis.schedule import Step
 
 
 class History:
     def __init__(self):
-        self.ops = []
+        self.ops, self.values = [], []
 
     def invoke(self, process, f, value):
         pass
 
     def complete(self, process, typ, f, value, error=None):
         self.ops.append((f, value["targets"], value.get("detail"), error))
+        self.values.append(value)
 
 
 class Admin:
@@ -44,7 +46,7 @@ class Storage(LocalCluster):
         return f"kill {node}"
 
     def corrupt(self, node, how, *, partition=None, seed=0):
-        return f"corrupt {node}"
+        return StorageFault(how, f"corrupt {node}", partition=0, offset=7)
 
     def restart(self, node):
         return f"restart {node}"
@@ -66,6 +68,9 @@ def test_a_restarted_corrupted_broker_counts_until_it_is_back_in_every_isr(tmp_p
     _corrupt(nem, "n2")
     _corrupt(nem, "n3")                              # 5 brokers: two may be damaged at once
     assert [a.targets for a in nem._active] == [["n2"], ["n3"]]
+    # each start's completion says what the storage fault damaged (the rule damaged-record-kept reads it)
+    assert [v["damage"] for v in h.values] == [[{"node": n, "how": "bitflip", "partition": 0, "offset": 7}]
+                                               for n in ("n2", "n3")]
     for fault in list(nem._active):                  # both restarted
         nem._stop_fault(fault)
     _corrupt(nem, "n4")        # n2 out of both ISRs, n3 in them: n3 has rejoined, n2 still damaged

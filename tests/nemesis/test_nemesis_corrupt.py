@@ -89,7 +89,8 @@ def test_corrupt_refuses_a_running_node_and_the_controller(cluster, tmp_path):
     with pytest.raises(ClusterError, match="c0: corrupt applies to brokers"):
         cluster.corrupt("c0", "bitflip")
     cluster.kill("n1")
-    assert cluster.corrupt("n1", "hw-checkpoint-delete") == "n1: deleted hw-0/hw.checkpoint (29 bytes)"
+    fault = cluster.corrupt("n1", "hw-checkpoint-delete")
+    assert (fault.detail, fault.partition, fault.offset) == ("n1: deleted hw-0/hw.checkpoint (29 bytes)", 0, None)
     with pytest.raises(ClusterError, match="n1: .*no hw.checkpoint to corrupt"):
         cluster.corrupt("n1", "hw-checkpoint-corrupt")
 

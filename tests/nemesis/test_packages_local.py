@@ -66,7 +66,13 @@ def _ops(tmp_path):
     # every start has one stop, each an invoke and an info completion with the same value
     for inv, done in zip(ops[::2], ops[1::2]):
         assert (inv["type"], done["type"], inv["f"]) == ("invoke", "info", done["f"])
-        assert {k: v for k, v in done["value"].items() if k != "detail"} == inv["value"]
+        assert {k: v for k, v in done["value"].items() if k not in ("detail", "damage")} == inv["value"]
+        if done["f"] == "corrupt" and not done.get("error"):
+            # a corrupt start's completion says what it damaged, per target (the protocol rules read it)
+            damage = done["value"]["damage"]
+            assert [d["node"] for d in damage] == inv["value"]["targets"], damage
+            assert all(d["how"] == inv["value"]["how"] and isinstance(d["partition"], int) for d in damage), damage
+            assert all(isinstance(d["offset"], int) == (d["how"] in ("bitflip", "truncate")) for d in damage), damage
     starts = [o["value"]["id"] for o in ops[1::2] if o["value"]["phase"] == "start"]
     stops = [o["value"]["id"] for o in ops[1::2] if o["value"]["phase"] == "stop"]
     assert sorted(starts) == sorted(stops)
