@@ -61,7 +61,11 @@ KAFKA_ERRORS: dict[int, tuple[str, bool]] = {
     3: ("UNKNOWN_TOPIC_OR_PARTITION", True),   # no replica here to append to
     4: ("INVALID_FETCH_SIZE", True),
     5: ("LEADER_NOT_AVAILABLE", True),         # no leader: nobody appended
-    6: ("NOT_LEADER_OR_FOLLOWER", True),       # refused by a non-leader before any append
+    # Kafka answers it both ways: a non-leader refuses before any append, and a leader that loses the
+    # partition while an acks=all produce waits in purgatory answers it too, after the append (Partition.
+    # checkEnoughReplicasReachOffset), when the new leader may well hold the write. The client cannot tell
+    # which, so the outcome is unknown (a definite reading made a committed write a "failed" one)
+    6: ("NOT_LEADER_OR_FOLLOWER", False),
     7: ("REQUEST_TIMED_OUT", False),           # acks=all timed out AFTER the local append
     8: ("BROKER_NOT_AVAILABLE", False),
     9: ("REPLICA_NOT_AVAILABLE", True),

@@ -17,7 +17,7 @@ kafka_errors = pytest.importorskip("kafka.errors")
 # Kafka error code -> (name, definite): the table, stated again here so a change to it is deliberate
 EXPECTED_KAFKA = {
     1: ("OFFSET_OUT_OF_RANGE", True), 2: ("CORRUPT_MESSAGE", True), 3: ("UNKNOWN_TOPIC_OR_PARTITION", True),
-    4: ("INVALID_FETCH_SIZE", True), 5: ("LEADER_NOT_AVAILABLE", True), 6: ("NOT_LEADER_OR_FOLLOWER", True),
+    4: ("INVALID_FETCH_SIZE", True), 5: ("LEADER_NOT_AVAILABLE", True), 6: ("NOT_LEADER_OR_FOLLOWER", False),
     7: ("REQUEST_TIMED_OUT", False), 8: ("BROKER_NOT_AVAILABLE", False), 9: ("REPLICA_NOT_AVAILABLE", True),
     10: ("MESSAGE_TOO_LARGE", True), 13: ("NETWORK_EXCEPTION", False), 17: ("INVALID_TOPIC_EXCEPTION", True),
     18: ("RECORD_LIST_TOO_LARGE", True), 19: ("NOT_ENOUGH_REPLICAS", True),
@@ -40,7 +40,7 @@ EXPECTED_CONFLUENT_LOCAL = {
 }
 # kafka-python exception class -> (code, definite)
 EXPECTED_KAFKA_PYTHON = {
-    "NotLeaderForPartitionError": ("NOT_LEADER_OR_FOLLOWER", True),
+    "NotLeaderForPartitionError": ("NOT_LEADER_OR_FOLLOWER", False),
     "NotEnoughReplicasError": ("NOT_ENOUGH_REPLICAS", True),
     "NotEnoughReplicasAfterAppendError": ("NOT_ENOUGH_REPLICAS_AFTER_APPEND", False),
     "UnknownTopicOrPartitionError": ("UNKNOWN_TOPIC_OR_PARTITION", True),
