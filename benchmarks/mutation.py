@@ -3,6 +3,7 @@
     .venv/bin/python benchmarks/mutation.py [--only NAME,...] [--methods a,b] [--nightly]
         [--time-limit 60] [--budget 30] [--checker reference|spark] [--seed N]
         [--results-dir DIR] [--json FILE] [--list] [--check-apply] [--baseline] [--keep-copies]
+    .venv/bin/python benchmarks/mutation.py --reach DIR [DIR ...]
 
 The corpus is benchmarks/mutants/*.toml (README.md there): each mutant is a 1-5 line bug written from a
 protocol promise (its `rule`), one exact `find` snippet (found exactly once in `file`) and its `replace`.
@@ -17,6 +18,12 @@ into a temporary tree, the mutant is applied there, and highwater runs from that
   c  `highwater suite suites/nightly.toml` (about an hour each); caught = a configuration whose
      expectation failed. Opt-in: `--methods ...,c` runs it for every mutant, `--nightly` only for the
      mutants that escaped the other methods.
+
+Why a mutant escaped: a mutant may name its code path (`reached`, the event-log line that shows a run
+took it, and `needs`, the settings it exists under; benchmarks/mutants/README.md). For an escape of method
+a the benchmark says whether the run took that path at all, and the totals list the escapes whose run
+never did. `--reach DIR ...` runs nothing: it counts, for every mutant with a marker, the run directories
+under DIR that took its path (point it at the results of many default runs, e.g. benchmarks/false_alarms.py).
 
 It prints a progress line per step, how long each step took, the anomaly kinds of the caught ones
 (results.json `failing_kinds`, explore.json `findings_by_invariant`, the suite's failed configurations)
@@ -54,6 +61,7 @@ import time
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "benchmarks" / "mutants"
@@ -90,8 +98,12 @@ VERDICTS = {0: "valid", 1: "invalid", 2: "unknown"}
 NAME = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 REQUIRED = ("name", "file", "find", "replace", "area", "rule", "why")
 # optional: `equivalent`, why no run of this broker can observe the mutant (the code it changes is never
-# reached with inputs that tell the two apart); it still runs, and is reported outside the totals
-OPTIONAL = ("equivalent",)
+# reached with inputs that tell the two apart); it still runs, and is reported outside the totals.
+# `reached` (a table): the node event-log line that shows a run took the code path the mutant changes,
+# `event` and exact field values (e.g. {event = "truncate", why = "offset-out-of-range"}); `needs` (a table):
+# the run settings that path exists under, dotted keys of test.json `config` (e.g. {"broker.flush" =
+# "never"}). They explain an escape: a run that never took the path could not have caught the mutant.
+OPTIONAL = ("equivalent", "reached", "needs")
 
 
 class MutantError(ValueError):
@@ -109,6 +121,8 @@ class Mutant:
     why: str
     equivalent: str = ""
     source: str = ""
+    reached: tuple[tuple[str, Any], ...] = ()     # the path marker: (("event", name), (field, value), ...)
+    needs: tuple[tuple[str, Any], ...] = ()       # (dotted config key, value) the path exists under
 
     @property
     def module(self) -> str:
@@ -135,7 +149,18 @@ def _mutant(entry: dict, source: Path) -> Mutant:
         raise MutantError(f"{source}: unknown key(s) {', '.join(extra)}")
     if not isinstance(entry.get("equivalent", ""), str):
         raise MutantError(f"{source}: equivalent must be a string (why no run can observe the mutant)")
-    m = Mutant(**{k: entry[k] for k in REQUIRED}, equivalent=entry.get("equivalent", ""), source=str(source))
+    reached, needs = entry.get("reached", {}), entry.get("needs", {})
+    if not isinstance(reached, dict) or (reached and not isinstance(reached.get("event"), str)):
+        raise MutantError(f"{source}: reached must be a table with an `event` name and the fields to match")
+    if not isinstance(needs, dict) or any(not isinstance(k, str) or "." not in k for k in needs):
+        raise MutantError(f"{source}: needs must be a table of dotted test.json config keys (\"broker.flush\" = ...)")
+    for where, table in (("reached", reached), ("needs", needs)):
+        bad = [k for k, v in table.items() if isinstance(v, (dict, list))]
+        if bad:
+            raise MutantError(f"{source}: {where}.{bad[0]} must be a single value")
+    m = Mutant(**{k: entry[k] for k in REQUIRED}, equivalent=entry.get("equivalent", ""), source=str(source),
+               reached=tuple(sorted(reached.items(), key=lambda kv: kv[0] != "event")),
+               needs=tuple(sorted(needs.items())))
     if not NAME.match(m.name):
         raise MutantError(f"{source}: name {m.name!r} must be lower-case letters, digits and '-'")
     if m.area not in AREAS:
@@ -167,6 +192,97 @@ def load_corpus(directory: Path = CORPUS) -> list[Mutant]:
     if dups:
         raise MutantError(f"duplicate mutant names: {', '.join(dups)}")
     return sorted(out, key=lambda m: (AREAS.index(m.area), m.name))
+
+
+# --- code paths ---------------------------------------------------------------------------------------------
+
+_MISSING = object()
+
+
+def _config_value(config: dict, dotted: str) -> Any:
+    """test.json `config` value at a dotted key ("broker.flush"); _MISSING when absent."""
+    cur: Any = config
+    for part in dotted.split("."):
+        if not isinstance(cur, dict) or part not in cur:
+            return _MISSING
+        cur = cur[part]
+    return cur
+
+
+def _same(have: Any, want: Any) -> bool:
+    """A marker's value matches (acks is written "all" or -1; numbers compare as numbers)."""
+    if have is _MISSING:
+        return False
+    if isinstance(want, bool) or isinstance(have, bool):
+        return have is want
+    return have == want or str(have).lower() == str(want).lower()
+
+
+def marker(m: Mutant) -> str:
+    """The path marker in words: `truncate` why=offset-out-of-range."""
+    fields = dict(m.reached)
+    return f"`{fields.pop('event')}`" + "".join(f" {k}={json.dumps(v)}" for k, v in fields.items())
+
+
+def path_taken(m: Mutant, run_dir: Path) -> dict | None:
+    """Did the run in `run_dir` take the code path mutant `m` changes (its `needs` and `reached`)? None when
+    the mutant names neither; else {"taken", "lines" (marker lines in the nodes' event logs), "why"}."""
+    if not m.reached and not m.needs:
+        return None
+    test = _read_json(run_dir / "test.json") or {}
+    config = test.get("config") if isinstance(test.get("config"), dict) else {}
+    for key, want in m.needs:
+        have = _config_value(config, key)
+        if not _same(have, want):
+            shown = "unset" if have is _MISSING else json.dumps(have)
+            return {"taken": False, "lines": 0, "why": f"the path needs {key} = {json.dumps(want)}; the run had {shown}"}
+    if not m.reached:
+        return {"taken": True, "lines": 0, "why": "the run had the settings the path needs"}
+    fields = dict(m.reached)
+    needle = f'"{fields["event"]}"'
+    lines = 0
+    for log_file in sorted((run_dir / "nodes").glob("*/broker.log")):
+        with open(log_file, errors="replace") as fh:
+            for line in fh:
+                if needle not in line:
+                    continue
+                try:
+                    event = json.loads(line)
+                except ValueError:
+                    continue
+                if isinstance(event, dict) and all(_same(event.get(k, _MISSING), v) for k, v in fields.items()):
+                    lines += 1
+    if lines:
+        return {"taken": True, "lines": lines, "why": f"{lines} {marker(m)} line(s) in the event logs"}
+    return {"taken": False, "lines": 0, "why": f"no {marker(m)} line in any event log: the run never took the path"}
+
+
+def run_dirs(roots: list[Path]) -> list[Path]:
+    """Every run directory (one with a test.json and a nodes/ directory) under `roots`."""
+    found = {p.parent.resolve() for root in roots for p in Path(root).rglob("test.json") if (p.parent / "nodes").is_dir()}
+    return sorted(found)
+
+
+def cmd_reach(mutants: list[Mutant], roots: list[Path]) -> int:
+    """For every mutant with a path marker: in how many of the run directories under `roots` its path was
+    taken (no run is started; point it at a results directory of default runs)."""
+    dirs = run_dirs(roots)
+    if not dirs:
+        print(f"mutation: no run directory under {', '.join(map(str, roots))}", file=sys.stderr)
+        return 2
+    marked = [m for m in mutants if m.reached or m.needs]
+    print(f"{len(dirs)} run directories under {', '.join(map(str, roots))}")
+    print(f"{'mutant':34} {'runs that took its path':>24}  marker")
+    for m in marked:
+        seen = [path_taken(m, d) for d in dirs]
+        runs = sum(bool(x and x["taken"]) for x in seen)
+        lines = sum(x["lines"] for x in seen if x)
+        needs = " ".join(f"{k}={json.dumps(v)}" for k, v in m.needs)
+        print(f"{m.name:34} {runs:>9} of {len(dirs):<5} ({lines} lines)  "
+              + (marker(m) if m.reached else "") + (f" with {needs}" if needs else ""))
+    unmarked = [m.name for m in mutants if not (m.reached or m.needs)]
+    print(f"without a marker ({len(unmarked)}): {', '.join(unmarked) or 'none'}")
+    return 0
 
 
 # --- trees --------------------------------------------------------------------------------------------------
@@ -335,10 +451,12 @@ class Bench:
         return self.runner.run([self.opts.python, "-c", BOOT, *args], cwd=root,
                                env=child_env(root, self.opts.spark_dir), out=out, timeout_s=timeout_s)
 
-    def method(self, key: str, root: Path, name: str, out: Path) -> dict:
-        return {"a": self.run_a, "b": self.explore_b, "c": self.nightly_c}[key](root, name, out)
+    def method(self, key: str, root: Path, name: str, out: Path, mutant: Mutant | None = None) -> dict:
+        if key == "a":
+            return self.run_a(root, name, out, mutant)
+        return {"b": self.explore_b, "c": self.nightly_c}[key](root, name, out)
 
-    def run_a(self, root: Path, name: str, out: Path) -> dict:
+    def run_a(self, root: Path, name: str, out: Path, mutant: Mutant | None = None) -> dict:
         rd = out / "run"
         args = ["run", "--time-limit", f"{self.opts.time_limit:g}", "--results-dir", str(rd),
                 "--test-name", name, "--plain"]
@@ -354,6 +472,7 @@ class Bench:
                   if isinstance(v, dict) and v.get("count")}
         return {"exit_code": code, "verdict": VERDICTS.get(code, "timeout" if code is None else "error"),
                 "caught": code == 1, "kinds": _failed_kinds(res), "counts": counts,
+                "path": path_taken(mutant, run_dir) if mutant is not None and run_dir is not None else None,
                 "unknown_reasons": res.get("unknown_reasons"), "seed": test.get("seed"),
                 "elapsed_s": round(secs, 1), "dir": str(run_dir) if run_dir else None,
                 "tail": "" if code in (0, 1) else _tail(out / "run.log")}
@@ -530,6 +649,9 @@ def summarize(records: list[dict], methods: list[str]) -> dict:
             "error": verdicts.count("error"), "seconds": round(sum(r["methods"][key].get("elapsed_s", 0) for r in ran), 1)}
     totals["caught_by_any"] = sum(bool(r["caught_by"]) for r in done)
     totals["escaped"] = [r["name"] for r in done if not r["caught_by"]]
+    # escapes a default run could not have caught: it never took the code path the mutant changes
+    totals["path_not_taken"] = [r["name"] for r in done if not r["caught_by"]
+                                and ((r["methods"].get("a") or {}).get("path") or {}).get("taken") is False]
     for group in ("area", "rule"):
         agg = totals[f"by_{group}"]
         for r in done:
@@ -560,6 +682,9 @@ def print_table(records: list[dict], methods: list[str], totals: dict) -> None:
     print("per area: " + ", ".join(f"{a} {v['caught']}/{v['mutants']}" for a, v in totals["by_area"].items()))
     if records and records[0]["name"] != "baseline":
         print(f"escaped ({len(totals['escaped'])}): {', '.join(totals['escaped']) or 'none'}")
+        if totals.get("path_not_taken"):
+            print(f"  of them, the run never took the mutated code path ({len(totals['path_not_taken'])}): "
+                  f"{', '.join(totals['path_not_taken'])}")
     if totals.get("equivalent"):
         print(f"equivalent, not counted ({len(totals['equivalent'])}): {', '.join(totals['equivalent'])}")
 
@@ -643,13 +768,15 @@ def run_one(bench: Bench, m: Mutant | None, commit: str, methods: list[str], kee
             rec["interrupted"] = True
             break
         log(f"  {name}: {METHODS[key]} ...")
-        res = bench.method(key, root, name, out)
+        res = bench.method(key, root, name, out, m)
         rec["methods"][key] = res
         if bench.runner.stop:           # a signal came while it ran: its verdict says nothing
             rec["interrupted"] = True
         extra = (f" [{res['tail']}]" if res.get("tail") else "")
         found = ",".join(res.get("kinds") or res.get("failed_configs") or []) if res.get("caught") else ""
         log(f"  {name}: {METHODS[key]}: {_cell(res)} {found} (exit {res['exit_code']}, {res['elapsed_s']:.0f} s){extra}")
+        if res.get("path") and not res.get("caught"):
+            log(f"  {name}: its code path: {res['path']['why']}")
         if res.get("caught"):
             rec["caught_by"].append(METHODS[key])
     if not keep:
@@ -675,6 +802,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", help="save the figures to this file (rewritten after every mutant)")
     ap.add_argument("--corpus", default=str(CORPUS), help=argparse.SUPPRESS)
     ap.add_argument("--list", action="store_true", help="list the corpus and exit")
+    ap.add_argument("--reach", nargs="+", metavar="DIR",
+                    help="run nothing: for each mutant with a path marker, count the run directories under DIR "
+                         "(e.g. the results of benchmarks/false_alarms.py) that took its code path")
     ap.add_argument("--check-apply", action="store_true", help="apply, compile, import and start every mutant "
                                                                "(and the canary); no highwater runs")
     ap.add_argument("--baseline", action="store_true", help="run the unmutated tree with the methods: must find nothing")
@@ -699,6 +829,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if a.list:
         return cmd_list(mutants)
+    if a.reach:
+        return cmd_reach(mutants, [Path(d) for d in a.reach])
 
     results = Path(a.results_dir).resolve() if a.results_dir else Path(tempfile.mkdtemp(prefix="highwater-mutation-"))
     _outside_checkout(results)

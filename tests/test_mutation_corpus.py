@@ -101,3 +101,73 @@ def test_runs_see_the_copy_first(tmp_path):
     env = mb.child_env(tmp_path)
     assert env["PYTHONPATH"].split(":")[0] == str(tmp_path)
     assert "PYTHONSAFEPATH" not in env
+
+
+def _run_dir(path: Path, config: dict, logs: dict[str, list[dict]]) -> Path:
+    import json
+
+    path.mkdir(parents=True)
+    (path / "test.json").write_text(json.dumps({"config": config}))
+    for node, lines in logs.items():
+        (path / "nodes" / node).mkdir(parents=True)
+        (path / "nodes" / node / "broker.log").write_text(
+            "".join(json.dumps(e) + "\n" for e in lines) + "torn {\"event\": \"truncate\"\n")
+    return path
+
+
+def _marked(tmp_path, extra: str):
+    (tmp_path / "corpus").mkdir(parents=True)
+    (tmp_path / "corpus" / "m.toml").write_text(
+        'name = "m"\narea = "replication"\nrule = "truncate-epoch-end"\nwhy = "w"\nfile = "broker/x.py"\n'
+        'find = "a"\nreplace = "b"\n' + extra)
+    return mb.load_corpus(tmp_path / "corpus")[0]
+
+
+def test_a_mutants_code_path_is_told_from_the_event_logs_and_the_settings(tmp_path):
+    """Known answers of the path markers that explain an escape: `reached` counts the matching event-log
+    lines of every node (exact field values), `needs` compares dotted test.json settings first."""
+    m = _marked(tmp_path, 'reached = {event = "truncate", why = "offset-out-of-range"}\n'
+                          'needs = {"broker.truncation" = "leader-epoch"}\n')
+    assert m.reached == (("event", "truncate"), ("why", "offset-out-of-range"))
+    assert mb.marker(m) == '`truncate` why="offset-out-of-range"'
+    cut = {"event": "truncate", "why": "offset-out-of-range", "to": 3}
+    taken = _run_dir(tmp_path / "r1", {"broker": {"truncation": "leader-epoch"}},
+                     {"n1": [cut, {"event": "truncate", "why": "leader-epoch"}], "n2": [cut], "c0": [{"event": "x"}]})
+    assert mb.path_taken(m, taken) == {"taken": True, "lines": 2,
+                                       "why": '2 `truncate` why="offset-out-of-range" line(s) in the event logs'}
+    other = _run_dir(tmp_path / "r2", {"broker": {"truncation": "leader-epoch"}},
+                     {"n1": [{"event": "truncate", "why": "leader-epoch"}]})
+    assert mb.path_taken(m, other)["taken"] is False
+    assert "never took the path" in mb.path_taken(m, other)["why"]
+    hw = _run_dir(tmp_path / "r3", {"broker": {"truncation": "hw"}}, {"n1": [cut]})
+    assert mb.path_taken(m, hw) == {"taken": False, "lines": 0,
+                                    "why": 'the path needs broker.truncation = "leader-epoch"; the run had "hw"'}
+    unset = _run_dir(tmp_path / "r4", {}, {"n1": [cut]})
+    assert "the run had unset" in mb.path_taken(m, unset)["why"]
+    # acks is written "all" or -1, a boolean only matches a boolean
+    acks = _marked(tmp_path / "x", 'needs = {"client.acks" = -1, "broker.power_loss" = false}\n')
+    assert mb.path_taken(acks, _run_dir(tmp_path / "r5", {"client": {"acks": -1}, "broker": {"power_loss": False}},
+                                        {}))["taken"] is True
+    assert mb.path_taken(acks, _run_dir(tmp_path / "r6", {"client": {"acks": -1}, "broker": {"power_loss": 0}},
+                                        {}))["taken"] is False
+    # --reach counts the run directories under a root
+    assert mb.run_dirs([tmp_path]) == sorted(p.resolve() for p in (taken, other, hw, unset))
+    assert mb.path_taken(_marked(tmp_path / "y", ""), taken) is None
+    for bad, match in (('reached = {why = "x"}\n', "reached must be a table with an `event`"),
+                       ('needs = {flush = "never"}\n', "dotted"),
+                       ('reached = {event = "ack", acks = [1]}\n', "reached.acks must be a single value")):
+        with pytest.raises(mb.MutantError, match=match):
+            _marked(tmp_path / f"bad{len(bad)}", bad)
+
+
+def test_the_corpus_markers_name_events_the_broker_writes():
+    from broker.eventlog import EVENT_FIELDS
+
+    marked = [m for m in CORPUS if m.reached]
+    assert {m.name for m in marked} >= {"out-of-range-cuts-to-log-start", "flush-admin-no-fsync",
+                                        "lead-again-after-corruption", "acks1-skips-group-commit"}
+    for m in marked:
+        fields = dict(m.reached)
+        event = fields.pop("event")
+        assert event in EVENT_FIELDS, (m.name, event)
+        assert set(fields) <= EVENT_FIELDS[event], (m.name, sorted(set(fields) - EVENT_FIELDS[event]))
