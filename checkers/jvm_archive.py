@@ -1,4 +1,5 @@
-"""The checker JVM's class-data-sharing (CDS) archive: made once per install, used by every local check.
+"""The checker JVM's options: its base ones and its class-data-sharing (CDS) archive, made once per install
+and used by every local check.
 
 A Spark driver loads and verifies some 20,000 classes before and during its first queries; on this
 project's 2-core machines that is ~4 s of every `highwater check` (session start 6.3 -> 4.0 s, first
@@ -24,6 +25,12 @@ from rundir.exits import HighwaterError
 
 FILE_NAME = "spark-driver-classes.jsa"
 ENV = "HIGHWATER_SPARK_CDS"
+DEFAULT_JAVA_OPTS = "-XX:+UseParallelGC -XX:ParallelGCThreads=2"
+
+
+def base_java_options() -> str:
+    """The driver JVM's options before the class archive's are added (HIGHWATER_SPARK_JAVA_OPTS)."""
+    return os.environ.get("HIGHWATER_SPARK_JAVA_OPTS", DEFAULT_JAVA_OPTS)
 
 
 def default_path() -> Path:
@@ -106,9 +113,7 @@ def _child(script: str, archive: str, java_opts: list[str]) -> subprocess.Comple
 
 
 def _java_opts() -> list[str]:
-    from checkers import spark_session
-
-    return [o for o in spark_session.base_java_options().split()
+    return [o for o in base_java_options().split()
             if not o.startswith(("-XX:SharedArchiveFile", "-Xshare", "-Xlog:cds"))]
 
 

@@ -3,7 +3,7 @@
 A cold Spark driver costs a `highwater check` of a small run most of its time (JVM start, class loading,
 JIT warm-up of Spark's planner and of the generated code). Runs, scenarios, suites, `highwater check`
 and the test suite therefore share one long-lived local driver: a Spark Connect server launched from
-the installed pyspark's own jars (`SparkConnectServer`, local[2], the settings of spark_session.py),
+the installed pyspark's own jars (`SparkConnectServer`, local[2], the settings of spark_driver.py),
 listening on 127.0.0.1 only. Each check is a Connect client session of its own.
 
 Lifecycle (all of it in the service directory, `<venv>/var/highwater/spark-service` unless
@@ -44,6 +44,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
+from checkers import spark_driver
 from rundir.exits import HighwaterError
 
 ENV_DIR = "HIGHWATER_SPARK_SERVICE_DIR"
@@ -103,13 +104,11 @@ def spark_home() -> Path:
 
 def command(port: int, d: Path) -> list[str]:
     """spark-submit arguments that start the Connect server with the checker's local settings."""
-    from checkers import spark_session
-
-    conf = spark_session.local_conf(log=d / "server.log")
+    conf = spark_driver.local_conf(log=d / "server.log")
     memory = conf.pop("spark.driver.memory")
     java_opts = conf.pop("spark.driver.extraJavaOptions")
     cmd = [str(spark_home() / "bin" / "spark-submit"), "--class", SERVER_CLASS, "--name", APP_NAME,
-           "--master", spark_session.DEFAULT_MASTER, "--driver-memory", memory,
+           "--master", spark_driver.DEFAULT_MASTER, "--driver-memory", memory,
            "--driver-java-options", java_opts]
     conf.update({"spark.connect.grpc.binding.address": "127.0.0.1", "spark.connect.grpc.binding.port": str(port),
                  "spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1"})
@@ -229,12 +228,10 @@ def _start(d: Path, timeout: float, warm_up: bool) -> Service:
 
 
 def _child_env() -> dict[str, str]:
-    from checkers import spark_session
-
     root = str(Path(__file__).resolve().parent.parent)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH", "")) if p))
     env.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    env.setdefault("PYSPARK_PYTHON", spark_session.worker_python())   # Python workers run in this env
+    env.setdefault("PYSPARK_PYTHON", spark_driver.worker_python())   # Python workers run in this env
     env["SPARK_HOME"] = str(spark_home())
     for mark in ("SPARK_CONNECT_MODE_ENABLED", "SPARK_REMOTE", "SPARK_LOCAL_REMOTE"):  # PySpark's, of this process
         env.pop(mark, None)

@@ -18,38 +18,17 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import sys
 from pathlib import Path
 from typing import Any, Iterator
 
-from checkers import jvm_archive
+from checkers.spark_driver import DEFAULT_MASTER, local_conf, log_path
 from rundir.exits import HighwaterError
 
-DEFAULT_MASTER = "local[2]"
-DEFAULT_JAVA_OPTS = "-XX:+UseParallelGC -XX:ParallelGCThreads=2"
 SERVICE = "service"
-LOG_CONFIG = Path(__file__).resolve().with_name("spark-log4j2.properties")
 
 
 class SparkSetupError(HighwaterError, ValueError):
     """The requested Spark master cannot be used from here; the message says why and what to do."""
-
-
-def base_java_options() -> str:
-    """The driver JVM's options before the class archive's (jvm_archive.py) are added."""
-    return os.environ.get("HIGHWATER_SPARK_JAVA_OPTS", DEFAULT_JAVA_OPTS)
-
-
-def log_path() -> Path:
-    """Where a private driver JVM started by this process logs."""
-    setting = os.environ.get("HIGHWATER_SPARK_LOG")
-    return Path(setting) if setting else Path(sys.prefix) / "var" / "highwater" / "spark-driver.log"
-
-
-def log_options(path: Path) -> list[str]:
-    """JVM options that send the driver's log4j output to `path` (and nothing to the terminal)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    return [f"-Dlog4j2.configurationFile=file:{LOG_CONFIG}", f"-Dhighwater.spark.log={path}"]
 
 
 MAX_LOG_LINES = 2000
@@ -101,49 +80,6 @@ def driver_log_to(logger: logging.Logger) -> Iterator[None]:
                     logger.info("spark driver: %s", line)
             if len(lines) > MAX_LOG_LINES:
                 logger.info("spark driver: ... %d more lines in %s", len(lines) - MAX_LOG_LINES, f)
-
-
-def worker_python() -> str:
-    """The Python the executors' workers run: PYSPARK_PYTHON, else this environment's `bin/python`. One
-    path for every entry point (the `highwater` script runs .venv/bin/python3.11, `python -m` runs
-    .venv/bin/python), since the shared driver's key includes it: two names would replace each other's
-    driver in the middle of a check."""
-    env = os.environ.get("PYSPARK_PYTHON")
-    if env:
-        return env
-    here = Path(sys.prefix) / "bin" / "python"
-    return str(here) if here.exists() else sys.executable
-
-
-def local_conf(log: Path | None = None) -> dict[str, str]:
-    return {
-        "spark.driver.memory": os.environ.get("HIGHWATER_SPARK_DRIVER_MEMORY", "3g"),
-        # many small shuffle partitions keep every aggregation's hash map in memory; adaptive execution
-        # coalesces them back to a few for small inputs
-        "spark.sql.shuffle.partitions": os.environ.get("HIGHWATER_SPARK_SHUFFLE_PARTITIONS", "48"),
-        "spark.sql.adaptive.advisoryPartitionSizeInBytes": str(32 * 1024 * 1024),
-        "spark.default.parallelism": "2",
-        "spark.sql.adaptive.enabled": "true",
-        "spark.sql.adaptive.coalescePartitions.enabled": "true",
-        "spark.ui.enabled": "false",
-        "spark.ui.showConsoleProgress": "false",
-        "spark.sql.files.maxPartitionBytes": str(256 * 1024 * 1024),
-        # local shuffle files stay on this machine's disk (page cache): compressing them cost ~10% of the
-        # CPU at 10M sends (157 -> 143 CPU s) for no I/O saving; 100M sends may write ~10-20 GB to spark.local.dir
-        "spark.shuffle.compress": os.environ.get("HIGHWATER_SPARK_SHUFFLE_COMPRESS", "false"),
-        "spark.shuffle.spill.compress": os.environ.get("HIGHWATER_SPARK_SHUFFLE_COMPRESS", "false"),
-        "spark.sql.autoBroadcastJoinThreshold": str(32 * 1024 * 1024),
-        "spark.driver.extraJavaOptions": " ".join([base_java_options(), *log_options(log or log_path()),
-                                                   *jvm_archive.java_options()]),
-        "spark.sql.session.timeZone": "UTC",
-        "spark.sql.constraintPropagation.enabled": "false",
-        "spark.sql.ansi.enabled": "false",
-        "spark.memory.fraction": "0.7",
-        "spark.local.dir": os.environ.get("HIGHWATER_SPARK_LOCAL_DIR", "/tmp"),
-        # the protocol rules run as Python on the executors (checkers/anomalies/protocol.py): this
-        # environment's interpreter, which has pyarrow and the project, not whatever `python3` is first
-        "spark.pyspark.python": worker_python(),
-    }
 
 
 _leases: dict[int, Any] = {}

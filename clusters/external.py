@@ -14,9 +14,10 @@ is no access to the brokers' disks, so no replica is dumped, and test.json's lay
 
 Faults: without hosts, none. This class has no fault capability (clusters/base.py), so a run asking for
 a fault is refused before anything starts (harness/backends.check_faults). With a nodes file listing
-the brokers' SSH hosts, the cluster is an `ExternalHostsCluster` (clusters/external_hosts.py): kill,
-restart, pause and resume of the brokers' processes; with `--docker-containers`, an
-`ExternalDockerCluster` (clusters/external_docker.py): docker kill/start/pause/unpause.
+the brokers' SSH hosts, the harness builds an `ExternalHostsCluster` instead (clusters/external_hosts.py):
+kill, restart, pause and resume of the brokers' processes; with `--docker-containers`, an
+`ExternalDockerCluster` (clusters/external_docker.py): docker kill/start/pause/unpause (harness/backends.py
+picks the class from the options; both offer `FAULTS`).
 """
 from __future__ import annotations
 
@@ -31,6 +32,8 @@ log = logging.getLogger("clusters.external")
 
 # test.json's cluster.no_replica_dumps: why the run directory has no replicas/ (the checker's reason)
 NO_REPLICA_DUMPS = "the external backend has no access to the brokers' disks"
+# the faults the external backend injects when it reaches the brokers' hosts (a nodes file) or containers
+FAULTS = ("kill", "kill-leader", "pause", "pause-leader")
 
 
 class BootstrapError(ClusterError, ValueError):
@@ -70,17 +73,6 @@ class KafkaReached(Protocol):
 
 class ExternalCluster(Cluster, KafkaReached):
     backend_name = "external"
-
-    def __new__(cls, spec: ClusterSpec, *, nodes_file=None, docker_containers=None, **options):
-        """With a nodes file, the brokers' hosts are reachable over SSH (clusters/external_hosts.py); with
-        Docker containers, they are containers of the local engine (clusters/external_docker.py)."""
-        if nodes_file and cls is ExternalCluster:
-            from clusters.external_hosts import ExternalHostsCluster
-            cls = ExternalHostsCluster
-        elif docker_containers and cls is ExternalCluster:
-            from clusters.external_docker import ExternalDockerCluster
-            cls = ExternalDockerCluster
-        return super().__new__(cls)
 
     def __init__(self, spec: ClusterSpec, *, bootstrap: str = "", ready_timeout_s: float = 30.0,
                  timeout_s: float = 5.0, nodes_file=None, accept_unknown_hosts: bool = False,

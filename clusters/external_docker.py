@@ -16,8 +16,7 @@ import threading
 import time
 
 from clusters.base import ClusterError, ClusterSpec, Killable, Pausable
-from clusters.external import ExternalCluster
-from clusters.external_hosts import FAULTS
+from clusters.external import FAULTS, ExternalCluster
 
 
 class ContainersError(ClusterError, ValueError):

@@ -29,12 +29,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from clusters.base import ClusterError, ClusterSpec, Killable, Pausable
-from clusters.external import ExternalCluster
+from clusters.external import FAULTS, ExternalCluster
 from clusters.ssh import NODE, NodesFileError
 from clusters.ssh_control import SshNode, SshTarget
 from rundir.settings import Setting, SettingError, declare, header_lines, parse_table, read_toml
 
-FAULTS = ("kill", "kill-leader", "pause", "pause-leader")
 BROKER_PORT = 9092
 
 ENTRY = {**NODE, **declare(

@@ -120,7 +120,7 @@ def check_faults(name: str, faults: list[str], cluster_cfg=None) -> None:
             raise BackendUnavailable(f"the external backend cannot inject {', '.join(faults)}: it has no access "
                                      "to the brokers' hosts (give them in --nodes-file or --docker-containers, or "
                                      "run it workload-only: --nemesis none)")
-        from clusters.external_hosts import FAULTS
+        from clusters.external import FAULTS
         bad = [f for f in faults if f not in FAULTS]
         if bad:
             how = "a nodes file" if cluster_cfg.nodes_file else "Docker containers"
@@ -136,5 +136,20 @@ def check_faults(name: str, faults: list[str], cluster_cfg=None) -> None:
         available()
 
 
+def external_class(options: dict) -> type[Cluster]:
+    """The external backend's class for its options: with a nodes file the brokers' hosts are reached over
+    SSH (clusters/external_hosts.py), with Docker containers they are containers of the local engine
+    (clusters/external_docker.py); else the cluster is reached through Kafka clients only."""
+    if options.get("nodes_file"):
+        from clusters.external_hosts import ExternalHostsCluster
+        return ExternalHostsCluster
+    if options.get("docker_containers"):
+        from clusters.external_docker import ExternalDockerCluster
+        return ExternalDockerCluster
+    return backend_class("external")
+
+
 def make_cluster(name: str, spec: ClusterSpec, cluster_cfg=None) -> Cluster:
-    return backend_class(name)(spec, **backend_options(name, cluster_cfg))
+    options = backend_options(name, cluster_cfg)
+    cls = external_class(options) if name == "external" else backend_class(name)
+    return cls(spec, **options)

@@ -1,4 +1,4 @@
-"""Reproducing runs: `highwater rerun RUN_DIR` and `highwater run --test-count N`.
+"""Reproducing a run: `highwater rerun RUN_DIR`.
 
     highwater rerun RUN_DIR [--results-dir D] [--plain]
 
@@ -7,13 +7,10 @@ directory whose test.json says `"rerun_of"`. A scenario run is replayed as that 
 still hold the steps recorded). The new run goes into the results directory that holds RUN_DIR
 (RUN_DIR/../..), or `results` when RUN_DIR belongs to a suite, unless --results-dir says otherwise.
 
-`--test-count N` runs one configuration N times; with a seed S run k uses S + k - 1 (as suites do), else
-each run draws a fresh seed. The exit code is the worst of the runs' exit codes, worst first:
-internal error (255) > bad configuration or setup (254) > anomalies found (1) > unknown (2) > valid (0).
+(`highwater run --test-count N`, one configuration run N times, is harness/run_command.py's run_many.)
 """
 from __future__ import annotations
 
-import copy
 import sys
 from pathlib import Path
 from typing import Any
@@ -26,42 +23,7 @@ from harness.run_command import execute as execute_run
 from harness.scenario_command import play
 from harness.scenario_runner import scenario_faults, scenario_record
 from rundir import formats as runformat
-from rundir.exits import (EXIT_INTERNAL, EXIT_INVALID, EXIT_UNKNOWN, EXIT_USAGE, EXIT_VALID, HighwaterError,
-                          worst as worst_exit)
-
-WORDS = {EXIT_VALID: "valid", EXIT_UNKNOWN: "unknown", EXIT_INVALID: "invalid", EXIT_USAGE: "setup error",
-         EXIT_INTERNAL: "internal error"}
-
-
-# --- --test-count ---------------------------------------------------------------------------------------
-
-def run_many(cfg: config_mod.TestConfig, count: int, *, plain: bool = False, execute=None) -> int:
-    """Run `cfg` `count` times (harness/run_command.py's `execute`, one after another); a one-line
-    summary after each run and a final one on stderr. An interrupted run ends the series."""
-    execute = execute_run if execute is None else execute
-    base = cfg.seed
-    codes: list[int] = []
-    for k in range(1, count + 1):
-        c = copy.deepcopy(cfg)
-        c.seed = base + k - 1 if base is not None else None
-        state: dict[str, Any] = {}
-        click.echo(f"highwater: test {k}/{count}" + (f" (seed {c.seed})" if c.seed is not None else ""), err=True)
-        code = execute(c, plain=plain, extra_record={"test_count": {"index": k, "count": count}}, state=state)
-        codes.append(code)
-        session = state.get("session")
-        where = f"; {session.run.path}" if session is not None else ""
-        click.echo(f"highwater: test {k}/{count}: seed {c.seed}: {WORDS.get(code, 'error')} (exit {code}){where}",
-                   err=True)
-        if session is not None and session.interrupt.is_set():
-            break
-    tally = {w: sum(1 for x in codes if WORDS.get(x, "error") == w) for w in
-             ("valid", "invalid", "unknown", "setup error", "internal error", "error")}
-    shown = ", ".join(f"{n} {w}" for w, n in tally.items() if n or w in ("valid", "invalid", "unknown"))
-    worst = worst_exit(codes)
-    cut = f" (interrupted after {len(codes)} of {count})" if len(codes) < count else ""
-    click.echo(f"highwater: {len(codes)} runs{cut}: {shown}; worst: {WORDS.get(worst, 'error')} (exit {worst})",
-               err=True)
-    return worst   # an interrupted run is itself unknown (exit 2), so a cut series is never "valid"
+from rundir.exits import EXIT_USAGE, HighwaterError
 
 
 # --- rerun --------------------------------------------------------------------------------------------

@@ -7,61 +7,19 @@ Exit codes: 0 valid, 1 anomalies, 2 unknown (or interrupted), 254 bad arguments/
 """
 from __future__ import annotations
 
+import copy
 import signal
 import sys
-from pathlib import Path
+from typing import Any
 
 import click
 
-from rundir.verdict import verdict_line
 from harness import config as config_mod
 from harness.progress import Display
 from harness.runner import run_test
 from harness.cli import report_error
-from rundir.exits import EXIT_USAGE
-
-
-def install_signal_handlers(session) -> dict:
-    """Route SIGINT/SIGTERM to session.request_interrupt. Returns the previous handlers."""
-    previous = {}
-
-    def handler(signum, _frame):
-        name = signal.Signals(signum).name
-        if session.interrupt.is_set():
-            click.echo(f"highwater: {name} again: already stopping (healing and stopping processes)", err=True)
-        else:
-            click.echo(f"highwater: {name}: stopping the run (healing, stopping every process)", err=True)
-        session.request_interrupt(name)
-
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        previous[sig] = signal.signal(sig, handler)
-    return previous
-
-
-def found_kinds(results: dict | None) -> list[str]:
-    """Anomaly kinds with a count above 0 that fail the run (results.json)."""
-    if not results:
-        return []
-    return sorted(k for k, a in (results.get("anomalies") or {}).items()
-                  if a.get("count", 0) > 0 and a.get("fails_run", True))
-
-
-def finish_output(outcome, reasons: list[str] | None = None) -> int:
-    """The problems, the run directory, then the verdict line (rundir/verdict.py verdict_line, the
-    format `highwater check` prints too) on stderr; the report's path on stdout. `reasons`: what else
-    made the outcome unknown (default: when the run was not checked, the interrupt or its problems)."""
-    for problem in outcome.problems:
-        click.echo(f"highwater: {problem}", err=True)
-    click.echo(f"highwater: run directory {outcome.run_dir}", err=True)
-    if reasons is None:  # interrupted during the check: the results stand, the outcome is still unknown
-        reasons = (["interrupted"] if getattr(outcome, "interrupted", False)
-                   else [] if outcome.results is not None else list(outcome.problems))
-    click.echo(verdict_line(outcome.results, exit_code=outcome.exit_code, reasons=reasons), err=True)
-    # the last stdout line is the report when one was written (an interrupted run skips the checker and
-    # may have none), else the run directory, which still holds a checkable history
-    report = outcome.report if outcome.report and Path(outcome.report).exists() else outcome.run_dir
-    click.echo(str(report))
-    return outcome.exit_code
+from harness.run_output import WORDS, finish_output, install_signal_handlers
+from rundir.exits import EXIT_USAGE, worst as worst_exit
 
 
 @click.command("run", context_settings={"help_option_names": ["-h", "--help"]})
@@ -119,7 +77,6 @@ def run(test_file, plain, test_count, **flags) -> int:
         click.echo(f"highwater: {exc}", err=True)
         return EXIT_USAGE
     if test_count > 1:
-        from harness.reproduce import run_many   # here: harness/reproduce.py imports this module
         return run_many(cfg, test_count, plain=plain)
     return execute(cfg, plain=plain)
 
@@ -163,3 +120,34 @@ def _client_label(cfg) -> str:
     if cfg.client.kind == "mixed":
         return f"native and {cfg.client.library} clients"
     return "native client"
+
+
+def run_many(cfg: config_mod.TestConfig, count: int, *, plain: bool = False, run_one=None) -> int:
+    """`highwater run --test-count N`: run `cfg` `count` times (`execute`, one after another); with a seed S
+    run k uses S + k - 1 (as suites do), else each run draws a fresh seed. A one-line summary after each run
+    and a final one on stderr; the exit code is the worst of the runs' (rundir/exits.py worst). An
+    interrupted run ends the series."""
+    run_one = execute if run_one is None else run_one
+    base = cfg.seed
+    codes: list[int] = []
+    for k in range(1, count + 1):
+        c = copy.deepcopy(cfg)
+        c.seed = base + k - 1 if base is not None else None
+        state: dict[str, Any] = {}
+        click.echo(f"highwater: test {k}/{count}" + (f" (seed {c.seed})" if c.seed is not None else ""), err=True)
+        code = run_one(c, plain=plain, extra_record={"test_count": {"index": k, "count": count}}, state=state)
+        codes.append(code)
+        session = state.get("session")
+        where = f"; {session.run.path}" if session is not None else ""
+        click.echo(f"highwater: test {k}/{count}: seed {c.seed}: {WORDS.get(code, 'error')} (exit {code}){where}",
+                   err=True)
+        if session is not None and session.interrupt.is_set():
+            break
+    tally = {w: sum(1 for x in codes if WORDS.get(x, "error") == w) for w in
+             ("valid", "invalid", "unknown", "setup error", "internal error", "error")}
+    shown = ", ".join(f"{n} {w}" for w, n in tally.items() if n or w in ("valid", "invalid", "unknown"))
+    worst = worst_exit(codes)
+    cut = f" (interrupted after {len(codes)} of {count})" if len(codes) < count else ""
+    click.echo(f"highwater: {len(codes)} runs{cut}: {shown}; worst: {WORDS.get(worst, 'error')} (exit {worst})",
+               err=True)
+    return worst   # an interrupted run is itself unknown (exit 2), so a cut series is never "valid"

@@ -19,7 +19,7 @@ from harness import config as config_mod
 from harness import scenario as scenario_mod
 from harness.progress import Display
 from harness.cli import report_error
-from harness.run_command import finish_output, found_kinds, install_signal_handlers
+from harness.run_output import finish_output, found_kinds, install_signal_handlers
 from harness.scenario_runner import run_scenario, validate_scenario
 from rundir.exits import EXIT_USAGE
 

@@ -107,3 +107,72 @@ def test_the_layer_rules_can_fail(layer, tmp_path, monkeypatch):
     monkeypatch.setattr("test_layering.imports", lambda path: [(f"{above[0]}.anything", 3)])
     assert upward_imports() == [f"{layer}/_layering_probe.py:3: {layer} imports {above[0]}.anything "
                                 f"({above[0]} is not below {layer})"]
+
+
+def module_edges(modules: dict[str, Path]) -> dict[str, set[str]]:
+    """module -> the project modules it imports (at module level or in a function). `from pkg import name`
+    depends on pkg.name when that is a module, else on pkg; `import a.b.c` on the longest module prefix."""
+    edges: dict[str, set[str]] = {m: set() for m in modules}
+    for module, path in modules.items():
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            targets: list[str] = []
+            if isinstance(node, ast.Import):
+                for a in node.names:
+                    parts = a.name.split(".")
+                    prefixes = [".".join(parts[:i]) for i in range(len(parts), 0, -1)]
+                    targets += [next((p for p in prefixes if p in modules), "")]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                targets += [f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in modules else node.module
+                            for a in node.names]
+            edges[module] |= {t for t in targets if t in modules and t != module}
+    return edges
+
+
+def import_cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(edges.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(edges):
+        if v not in index:
+            visit(v)
+    return sorted(found)
+
+
+def test_no_import_cycles():
+    """No two modules import each other, directly or around a circle, function-body imports included: a
+    circle means one concept split across files that cannot be read (or loaded) one before the other."""
+    assert import_cycles(module_edges(project_modules())) == []
+
+
+def test_the_cycle_rule_can_fail():
+    edges = {"a.x": {"a.y"}, "a.y": {"a.z"}, "a.z": {"a.x"}, "a.w": {"a.x"}, "b.p": {"b.q"}, "b.q": {"b.p"}}
+    assert import_cycles(edges) == [["a.x", "a.y", "a.z"], ["b.p", "b.q"]]
+    modules = project_modules()
+    edges = module_edges(modules)
+    assert "checkers.spark_driver" in edges["checkers.spark_session"]        # the graph is really read
+    assert "checkers.spark_service" in edges["checkers.spark_session"]       # a function-body import

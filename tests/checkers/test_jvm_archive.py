@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from checkers import jvm_archive, spark_session
+from checkers import jvm_archive, spark_driver
 
 
 def test_no_options_without_an_archive(tmp_path, monkeypatch):
     monkeypatch.setenv(jvm_archive.ENV, str(tmp_path / "missing.jsa"))
     assert jvm_archive.java_options() == []
-    assert "SharedArchiveFile" not in spark_session.local_conf()["spark.driver.extraJavaOptions"]
+    assert "SharedArchiveFile" not in spark_driver.local_conf()["spark.driver.extraJavaOptions"]
 
 
 def test_options_name_an_existing_archive(tmp_path, monkeypatch):
@@ -24,11 +24,11 @@ def test_options_name_an_existing_archive(tmp_path, monkeypatch):
     monkeypatch.setenv(jvm_archive.ENV, str(f))
     opts = jvm_archive.java_options()
     assert opts[0] == f"-XX:SharedArchiveFile={f}"
-    java = spark_session.local_conf()["spark.driver.extraJavaOptions"]
-    assert java.startswith(spark_session.DEFAULT_JAVA_OPTS) and java.endswith(" ".join(opts))
+    java = spark_driver.local_conf()["spark.driver.extraJavaOptions"]
+    assert java.startswith(jvm_archive.DEFAULT_JAVA_OPTS) and java.endswith(" ".join(opts))
     monkeypatch.setenv("HIGHWATER_SPARK_JAVA_OPTS", "-Xss4m")
-    logs = spark_session.log_options(spark_session.log_path())
-    assert spark_session.local_conf()["spark.driver.extraJavaOptions"] == " ".join(["-Xss4m", *logs, *opts])
+    logs = spark_driver.log_options(spark_driver.log_path())
+    assert spark_driver.local_conf()["spark.driver.extraJavaOptions"] == " ".join(["-Xss4m", *logs, *opts])
 
 
 def test_off_disables_it(monkeypatch):

@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 from clusters.base import ClusterError, ClusterSpec, capabilities
-from clusters.external import ExternalCluster
 from clusters.external_docker import ExternalDockerCluster
+from harness.backends import external_class
 from rundir import formats as runformat
 from rundir.exits import EXIT_UNKNOWN
 
@@ -119,7 +119,8 @@ def test_kill_start_pause_unpause_through_docker(compose, tmp_path):
     bootstrap = brokers_up(compose)
     spec = ClusterSpec("ext", tmp_path, brokers=3,
                        controller_settings={"topics": [{"name": "probe", "partitions": 1, "replication_factor": 3}]})
-    c = ExternalCluster(spec, bootstrap=bootstrap, docker_containers=f"{tag}-n1,{tag}-n2=2,{tag}-n3")
+    options = {"bootstrap": bootstrap, "docker_containers": f"{tag}-n1,{tag}-n2=2,{tag}-n3"}
+    c = external_class(options)(spec, **options)         # the class the harness builds for these options
     assert isinstance(c, ExternalDockerCluster) and capabilities(c) == ["Killable", "Pausable"]
     c.prepare()
     assert c.layout()["nodes"]["n2"] == {"host": addr["n2"], "port": 9092, "node_id": 2, "container": f"{tag}-n2"}

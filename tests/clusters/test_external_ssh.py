@@ -19,9 +19,9 @@ import pytest
 
 from broker.server.launch import LocalCluster, free_port
 from clusters.base import ClusterError, ClusterSpec, capabilities
-from clusters.external import ExternalCluster
 from clusters.external_hosts import ExternalHostsCluster, load_hosts_file
 from clusters.ssh import NodesFileError
+from harness.backends import external_class
 from rundir import formats as runformat
 from rundir.exits import EXIT_UNKNOWN
 
@@ -106,8 +106,8 @@ def test_kill_restart_pause_resume_through_ssh(sshd, cluster, tmp_path):
     lc, pids = cluster
     spec = ClusterSpec("ext", tmp_path / "run", brokers=3,
                        controller_settings={"topics": [{"name": "hw", "partitions": 1, "replication_factor": 3}]})
-    c = ExternalCluster(spec, bootstrap=f"{HOST}:{lc.ports[1]}", nodes_file=str(nodes_file(tmp_path / "n.toml", sshd,
-                                                                                           lc, pids)))
+    options = {"bootstrap": f"{HOST}:{lc.ports[1]}", "nodes_file": str(nodes_file(tmp_path / "n.toml", sshd, lc, pids))}
+    c = external_class(options)(spec, **options)         # the class the harness builds for these options
     assert isinstance(c, ExternalHostsCluster)
     assert capabilities(c) == ["Killable", "Pausable"]
     try:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from harness import config as config_mod
-from harness import reproduce
+from harness import reproduce, run_command
 from rundir import store
 from harness.cli import main
 from rundir.exits import EXIT_USAGE
@@ -38,7 +38,7 @@ def runs_under(root: Path) -> list[Path]:
     ([0, 130], 130), ([], 2),
 ])
 def test_worst_exit(codes, worst):
-    assert reproduce.worst_exit(codes) == worst
+    assert run_command.worst_exit(codes) == worst
 
 
 def _fake_execute(codes):
@@ -54,7 +54,7 @@ def _fake_execute(codes):
 def test_test_count_seeds_follow_the_given_seed(capsys):
     cfg = config_mod.build(None, {"seed": 100})
     execute, calls = _fake_execute([0, 1, 2])
-    assert reproduce.run_many(cfg, 3, execute=execute) == 1
+    assert run_command.run_many(cfg, 3, run_one=execute) == 1
     assert calls == [(100, {"test_count": {"index": 1, "count": 3}}),
                      (101, {"test_count": {"index": 2, "count": 3}}),
                      (102, {"test_count": {"index": 3, "count": 3}})]
@@ -67,7 +67,7 @@ def test_test_count_seeds_follow_the_given_seed(capsys):
 def test_test_count_without_seed_draws_fresh_seeds(capsys):
     cfg = config_mod.build(None, {})
     execute, calls = _fake_execute([0, 0])
-    assert reproduce.run_many(cfg, 2, execute=execute) == 0
+    assert run_command.run_many(cfg, 2, run_one=execute) == 0
     assert [seed for seed, _ in calls] == [None, None]     # each RunSession draws and records its own
     assert capsys.readouterr().err.splitlines()[-1] == "highwater: 2 runs: 2 valid, 0 invalid, 0 unknown; worst: valid (exit 0)"
 
@@ -199,5 +199,5 @@ def test_test_count_runs_n_times_with_consecutive_seeds(tmp_path):
         line = next(x for x in r.stderr.splitlines() if x.startswith(f"highwater: test {k}/2: seed {t['seed']}: "))
         assert line.endswith(f"; {d}")
         codes.append(int(line.split("(exit ")[1].split(")")[0]))
-    assert r.returncode == reproduce.worst_exit(codes)
+    assert r.returncode == run_command.worst_exit(codes)
     assert r.stderr.splitlines()[-1].startswith("highwater: 2 runs: ")
