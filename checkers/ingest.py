@@ -476,10 +476,6 @@ def _sources(run_dir: Path) -> dict[str, list[int]]:
     return out
 
 
-def columnar_ready(run_dir: Path) -> bool:
-    return (Path(run_dir) / rf.COLUMNAR_DIR / rf.COLUMNAR_MANIFEST).exists()
-
-
 def ingest(run_dir: Path | str, *, lenient: bool = False, force: bool = False, progress=None) -> IngestResult:
     """Make sure RUN_DIR/columnar/ holds current Parquet tables; return where and what was skipped."""
     run_dir = Path(run_dir)

@@ -7,7 +7,6 @@ proportion to the history (roughly 1 KB per send); it is not meant for histories
 """
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from pathlib import Path
 from typing import Any, Iterator
@@ -16,9 +15,6 @@ import pyarrow.dataset as ds
 
 from rundir import kinds
 from checkers import explain, loss_shape, protocol_trace, totals
-
-SOURCE_ORDER = {"send": 0, "poll": 1, "final-read": 2}
-
 
 def _batches(col_dir: Path, table: str, columns: list[str]) -> Iterator[dict[str, list]]:
     d = ds.dataset(str(Path(col_dir) / table), format="parquet")

@@ -32,17 +32,15 @@ from typing import Any
 
 from broker.config import DEFAULTS as BROKER_DEFAULTS, FLUSH_POLICIES, TRUNCATION_MODES
 from broker.controller.config import DEFAULTS as CONTROLLER_DEFAULTS
-from nemesis.schedule import FAULTS, expand_faults, fault_list, fault_name, needs_power_loss
+from nemesis.schedule import expand_faults, fault_list, fault_name, needs_power_loss
 from rundir.formats import ANOMALY_KINDS
-from rundir.settings import Setting, SettingError, at_line, did_you_mean, line_of, read_toml, schema_of, setting
+from rundir.settings import Setting, at_line, did_you_mean, line_of, read_toml, schema_of, setting
 from rundir.exits import HighwaterError
 from broker.limits import topic_name_problem  # Kafka's rule, the one the controller applies
 from harness import backends
 from harness.backends import BACKENDS  # the registry of backend names (imports no backend)
 
 WORKLOADS = ("producer", "producer-consumer")
-NEMESIS_FAULTS = tuple(FAULTS)   # the nemesis owns the fault names; validated here so a typo fails early
-ACKS = (0, 1, "all")
 CLIENT_KINDS = ("native", "kafka", "mixed")
 KAFKA_LIBRARIES = ("confluent", "kafka-python")   # workloads/kafka_client.py LIBRARIES
 CHECKER_ENGINES = ("spark", "reference")

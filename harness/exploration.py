@@ -1,7 +1,7 @@
 """Explorations in simulation: the options, one run of the search into the run store, and its output.
 
-Owned by helper "cli" (issue 19); `highwater explore` (harness/explore_command.py) and the suite's
-`explore` entries (harness/suite_file.py, harness/suite.py) both go through here.
+`highwater explore` (harness/explore_command.py) and the suite's `explore` entries (harness/suite_file.py,
+harness/suite.py) both go through here.
 
 - `OPTIONS` / `parse_options`: the declared options, by their suite-file names (the flags are the same
   with dashes), validated once for both; `ExploreOptions` holds them, `sim_settings` turns them into

@@ -320,11 +320,3 @@ def _point_latest(link: Path, target: str) -> None:
     os.symlink(target, tmp)
     os.replace(tmp, link)
 
-
-def suite_runs(results_root: Path | str, suite_name: str) -> list[Path]:
-    """Earlier (and current) runs of a suite: their directories holding a suite.json, oldest first."""
-    base = Path(results_root) / SUITES_DIR / suite_name
-    if not base.is_dir():
-        return []
-    dirs = [d for d in base.iterdir() if d.is_dir() and not d.is_symlink() and (d / SUMMARY_JSON).exists()]
-    return sorted(dirs, key=lambda d: d.name)

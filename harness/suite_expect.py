@@ -25,9 +25,6 @@ from typing import Any
 from harness.suite_file import Expectation
 from rundir.verdict import verdict_line
 
-STATUSES = ("passed", "failed", "error", "skipped")
-
-
 @dataclass
 class RepeatResult:
     index: int                              # 1-based

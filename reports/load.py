@@ -18,9 +18,6 @@ from reports.broker_events import BrokerEvents, read_broker_events
 from reports.history_scan import HistorySummary, scan_history
 from reports.partitions import PartitionView, build_views
 
-VERDICTS = ("valid", "invalid", "unknown")
-
-
 @dataclass
 class Run:
     run_dir: Path

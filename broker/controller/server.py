@@ -30,10 +30,6 @@ BUFFER_BUDGET = 16 * 1024 * 1024
 MAX_CONNECTIONS = 256
 
 
-class FatalError(RuntimeError):
-    """The controller cannot go on (its state could not be saved)."""
-
-
 class ControllerServer:
     def __init__(self, core: ControllerCore):
         self.core = core

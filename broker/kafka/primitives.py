@@ -39,11 +39,6 @@ INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
 INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
 
 
-def _need(data: bytes, pos: int, n: int, what: str) -> None:
-    if pos + n > len(data):
-        raise KafkaDecodeError(f"{what}: needs {n} bytes at {pos}, only {len(data) - pos} left")
-
-
 # ---- fixed width -----------------------------------------------------------------------------------
 
 def _fixed(st: struct.Struct, what: str):

@@ -1,6 +1,6 @@
 """The seeded search over simulated fault schedules (issue 19): `explore`, `replay`, `Finding`, `ExploreResult`.
 
-Owned by helper "explorer". A schedule is a run of one fresh `World(settings)`: `length` times, the
+A schedule is a run of one fresh `World(settings)`: `length` times, the
 legal actions (`World.enabled()`) are grouped by kind, a kind is drawn with the weights of `WEIGHTS`
 (among the kinds that have a legal action now), then one action of that kind uniformly, and it is
 applied. After every event the per-event invariants of broker/sim/invariants.py are checked; after the

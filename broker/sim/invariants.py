@@ -34,10 +34,9 @@ from broker.rules import promised as rules_promised
 from broker.sim.observe import rule_settings
 
 # The state invariants checked after every event (cheap: they run some 50 times per schedule), after
-# the protocol rules; and the one checked once per schedule, after settle().
+# the protocol rules (no-acked-loss is checked once per schedule, after settle()).
 STATE_INVARIANTS = ("committed-prefix-agreement",)
 EVENT_INVARIANTS = RULES + STATE_INVARIANTS
-SETTLED_INVARIANTS = ("no-acked-loss",)
 
 
 def _live(world: Any):

@@ -72,7 +72,6 @@ def rows(df: DataFrame) -> list[dict[str, Any]]:
 # Examples are the first findings of each kind in the order (partition, order_key, order_subkey, payload):
 # order_key is what the kind's order names after the partition (docs/formats.md, "Checker rules": the
 # history index, the offset or the value), order_subkey breaks ties (a poll record's position; else 0).
-FINDING_COLS = ("kind", "partition", "order_key", "order_subkey", "weight", "flag", "time", "payload")
 
 
 def finding(df: DataFrame, kind: str | Column, payload: list[str | Column], order_key: Column,
