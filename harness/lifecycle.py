@@ -35,6 +35,7 @@ from harness.progress import PhaseClock, Stats
 from rundir import store
 from rundir.exits import EXIT_INTERNAL, EXIT_UNKNOWN, EXIT_USAGE
 from rundir.history import History
+from rundir.verdict import verdict_exit_code
 
 log = logging.getLogger("harness")
 
@@ -271,7 +272,7 @@ class RunSession:
         for problem in verdict.write_reports(self.run.path, Path(self.cfg.results_dir)):
             self.problem(problem)
         self.phase = "done"
-        return results, verdict.exit_code(results) if check else EXIT_UNKNOWN
+        return results, verdict_exit_code(results) if check else EXIT_UNKNOWN
 
     def close_log(self) -> None:
         logging.getLogger().removeHandler(self._log_handler)

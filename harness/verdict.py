@@ -12,7 +12,6 @@ from typing import Any
 
 from checkers.check import check_run, prepare
 from reports import write_index, write_report
-from rundir.exits import EXIT_INTERNAL, EXIT_INVALID, EXIT_UNKNOWN, EXIT_VALID
 
 log = logging.getLogger(__name__)
 
@@ -45,16 +44,3 @@ def write_reports(run_dir: Path, results_root: Path) -> list[str]:
             log.exception("%s failed", name)
             problems.append(f"{name} failed: {type(exc).__name__}: {exc}")
     return problems
-
-
-def exit_code(results: dict[str, Any] | None) -> int:
-    if results is None:
-        return EXIT_UNKNOWN
-    valid = results.get("valid")
-    if valid is True:
-        return EXIT_VALID
-    if valid is False:
-        return EXIT_INVALID
-    if valid == "unknown":
-        return EXIT_UNKNOWN
-    return EXIT_INTERNAL

@@ -29,10 +29,18 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
-def verdict_exit_code(results: dict[str, Any]) -> int:
-    """The exit code a results.json verdict maps to: 0 valid, 1 invalid, 2 unknown."""
+def verdict_exit_code(results: dict[str, Any] | None) -> int:
+    """The exit code a results.json verdict maps to, the one mapping of every command: 0 valid (`true`),
+    1 invalid (`false`), 2 unknown (`"unknown"`, or no results: not checked); any other value is no
+    verdict the checker writes, so the harness failed: 255."""
+    if results is None:
+        return EXIT_UNKNOWN
     v = results.get("valid")
-    return EXIT_VALID if v is True else EXIT_INVALID if v is False else EXIT_UNKNOWN
+    if v is True:
+        return EXIT_VALID
+    if v is False:
+        return EXIT_INVALID
+    return EXIT_UNKNOWN if v == "unknown" else EXIT_INTERNAL
 
 
 def verdict_line(results: dict[str, Any] | None, *, exit_code: int | None = None, reasons: list[str] | tuple = (),
@@ -48,7 +56,7 @@ def verdict_line(results: dict[str, Any] | None, *, exit_code: int | None = None
     made the outcome unknown (a scenario step that did not play out, an interrupt), listed before the
     checker's own unknown reasons. Counts are those of every kind found; kinds that do not fail the run
     (policy) are marked "(allowed)". Reads results.json defensively (older files lack some fields)."""
-    code = exit_code if exit_code is not None else (verdict_exit_code(results) if results is not None else 2)
+    code = exit_code if exit_code is not None else verdict_exit_code(results)
     head = VERDICT_WORDS.get(code, "UNKNOWN")
     all_reasons = [str(r) for r in reasons]
     parts: list[str] = []

@@ -55,3 +55,14 @@ def test_not_checked_and_exit_code_overrides():
 def test_older_results_without_optional_fields():
     assert verdict_line({"valid": True, "anomalies": {"lost-write": {"count": 0}}}) == (
         "highwater: VALID (exit 0): no anomalies")
+
+
+def test_one_verdict_to_exit_code_mapping():
+    """rundir/verdict.py verdict_exit_code is the mapping of every command (run, scenario, check, suite
+    repeats): a value the checker never writes is the harness's failure, not an unknown verdict."""
+    from rundir.verdict import verdict_exit_code
+
+    assert [verdict_exit_code(r) for r in ({"valid": True}, {"valid": False}, {"valid": "unknown"}, None)] == \
+        [0, 1, 2, 2]
+    assert [verdict_exit_code(r) for r in ({}, {"valid": "yes"}, {"valid": 1})] == [255, 255, 255]
+    assert verdict_line({"valid": "maybe"}) == "highwater: INTERNAL ERROR (exit 255): no anomalies"
