@@ -12,7 +12,7 @@ configuration, and a long safe run that must find nothing.
    avoids ("fix-avoids": its exact replay under the configuration's fixed settings is possible and does
    not fail that invariant, e.g. a loss that only hw truncation loses, KIP-101's cases). For each: its schedule index, the
    time to it (the search's elapsed time up to that schedule's chunk, taken by the progress callback),
-   its length and its length after broker/sim/shrink.py `shrink` (at most --shrink-budget seconds; a
+   its length and its length after simulator/shrink.py `shrink` (at most --shrink-budget seconds; a
    fix-avoids finding is shrunk keeping that property), and whether the configuration promises it; then the same with swarm testing (explore's
    swarm=True) unless --no-swarm.
 3. long safe run: leader-epoch, acks=-1, min ISR 2, clean elections, fencing, flush always, for at least
@@ -30,9 +30,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from broker.sim import explore as ex  # noqa: E402
-from broker.sim import invariants as inv  # noqa: E402
-from broker.sim.world import SimSettings  # noqa: E402
+from simulator import explore as ex  # noqa: E402
+from simulator import invariants as inv  # noqa: E402
+from simulator.world import SimSettings  # noqa: E402
 
 SAFE = dict(truncation="leader-epoch", acks=-1, min_insync_replicas=2)
 # name -> (settings, what it stands for, the settings with the fix: a finding "the fix avoids" is one whose
@@ -97,7 +97,7 @@ def search(name: str, kw: dict, schedules: int, seed: int, shrink_budget: float,
     r = ex.explore(settings, seed=seed, schedules=schedules, progress=progress, swarm=swarm,
                    first_per_invariant=False)
     try:
-        from broker.sim.shrink import shrink
+        from simulator.shrink import shrink
     except ImportError:                      # shrinker not there yet
         shrink = None
     picks: list[tuple[str, ex.Finding]] = []

@@ -37,7 +37,7 @@ def _external() -> type[Cluster]:
 BACKENDS: dict[str, Callable[[], type[Cluster]]] = {"local": _local, "docker": _docker, "ssh": _ssh,
                                                     "external": _external}
 # a missing module of one of these is a bug or a broken checkout (exit 255), never "not available"
-PROJECT_PACKAGES = frozenset({"broker", "rundir", "clusters", "nemesis", "workloads", "checkers", "reports",
+PROJECT_PACKAGES = frozenset({"broker", "simulator", "rundir", "clusters", "nemesis", "workloads", "checkers", "reports",
                               "harness"})
 
 

@@ -5,13 +5,13 @@ harness/suite.py) both go through here.
 
 - `OPTIONS` / `parse_options`: the declared options, by their suite-file names (the flags are the same
   with dashes), validated once for both; `ExploreOptions` holds them, `sim_settings` turns them into
-  broker/sim/world.py `SimSettings`.
-- `run_exploration`: broker/sim/explore.py `explore` (every failing schedule), per violated invariant
+  simulator/world.py `SimSettings`.
+- `run_exploration`: simulator/explore.py `explore` (every failing schedule), per violated invariant
   the first finding that `shrink_conditions` can keep most of (`pick_findings`; "index", while
   "first_index" is the invariant's first failing schedule), each shrunk
-  (broker/sim/shrink.py, `shrink_conditions`: preferring a schedule the real cluster can replay and, in
+  (simulator/shrink.py, `shrink_conditions`: preferring a schedule the real cluster can replay and, in
   hw mode, one the leader-epoch replay survives) and told as a numbered story with the settle steps
-  where the loss happens (broker/sim/story.py), then
+  where the loss happens (simulator/story.py), then
   `<results>/<name>/<timestamp>/` gets explore.json and one scenario file per finding
   (harness/explore_export.py `to_scenario`), and `<results>/<name>/latest` points at it.
 
@@ -24,7 +24,7 @@ replay" (no replay gap, harness/explore_export.py `replay_gaps`), "faithful repl
 it" / "leader-epoch holds it" (hw mode: the same events in leader-epoch mode do not fail the
 invariant, so the story shows the hw bug, not a loss every mode has), or "same invariant only" (the
 found schedule itself has gaps and leader-epoch fails it too: nothing stricter could be kept). A finding is "expected" when the configuration does not promise its invariant
-(broker/sim/invariants.py `promises`); it is a finding all the same (exit 1).
+(simulator/invariants.py `promises`); it is a finding all the same (exit 1).
 """
 from __future__ import annotations
 
@@ -65,7 +65,7 @@ def check_name(raw: Any) -> str:
 
 
 # The options of an exploration, by their suite-file names (the flags are the same with dashes). Defaults
-# are the safe configuration `highwater run` uses; the sim settings are broker/sim/world.py SimSettings.
+# are the safe configuration `highwater run` uses; the sim settings are simulator/world.py SimSettings.
 OPTIONS: dict[str, Setting] = declare(
     Setting("truncation", str, "leader-epoch", "hw (pre-0.11) or leader-epoch (KIP-101/279)",
             choices=("hw", "leader-epoch")),
@@ -184,8 +184,8 @@ EXPLORE_FETCH_MAX_RECORDS = 2
 
 
 def sim_settings(opts: ExploreOptions):
-    """The broker/sim/world.py SimSettings of an exploration."""
-    from broker.sim.world import SimSettings
+    """The simulator/world.py SimSettings of an exploration."""
+    from simulator.world import SimSettings
     return SimSettings(replicas=opts.replicas, truncation=opts.truncation, acks=opts.acks,
                        min_insync_replicas=opts.min_insync_replicas,
                        unclean_leader_election=opts.unclean_election, fetch_fencing=opts.fetch_fencing,
@@ -201,14 +201,14 @@ def _settings_json(settings) -> dict[str, Any]:
 
 
 def finding_expected(settings, invariant: str) -> bool:
-    """A violation the configuration does not promise to avoid (broker/sim/invariants.py `promises`:
+    """A violation the configuration does not promise to avoid (simulator/invariants.py `promises`:
     e.g. no-acked-loss with acks=1, or committed-prefix-agreement in hw mode): still a finding."""
-    from broker.sim.invariants import promises
+    from simulator.invariants import promises
     return invariant not in promises(settings)
 
 
 def promised(settings) -> list[str]:
-    from broker.sim.invariants import INVARIANTS, promises
+    from simulator.invariants import INVARIANTS, promises
     kept = promises(settings)
     return [name for name in INVARIANTS if name in kept]
 
@@ -238,7 +238,7 @@ def shrink_conditions(settings, finding, *, replay=None) -> tuple[Callable[[list
     keeps the finding; without any, the plain shrink ("same invariant only")."""
     from harness.explore_export import renumbered_for, replay_gaps
     if replay is None:
-        from broker.sim.explore import replay
+        from simulator.explore import replay
     le = dataclasses.replace(settings, truncation="leader-epoch") if settings.truncation == "hw" else None
 
     def faithful(actions) -> bool:
@@ -284,9 +284,9 @@ def run_exploration(opts: ExploreOptions, *, results_root: Path | str = "results
     """Explore, shrink the first finding of each violated invariant, write the scenario files and
     explore.json into a new run directory `<results_root>/<name>/<timestamp>/`; point `latest` at it.
     `progress` follows the search; `searched()` is called when it ends (before shrinking)."""
-    from broker.sim.explore import explore
-    from broker.sim.shrink import shrink
-    from broker.sim.story import story
+    from simulator.explore import explore
+    from simulator.shrink import shrink
+    from simulator.story import story
     from harness.explore_export import to_scenario
 
     settings = sim_settings(opts)

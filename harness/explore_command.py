@@ -1,4 +1,4 @@
-"""`highwater explore`: a seeded search over fault schedules in simulation (broker/sim/), its findings
+"""`highwater explore`: a seeded search over fault schedules in simulation (simulator/), its findings
 shrunk, told as stories and written as scenario files, all kept in the run store.
 
     highwater explore [--truncation hw|leader-epoch] [--acks 1|all] [--min-insync-replicas N]
@@ -15,7 +15,7 @@ the path of explore.json.
 
 Exit codes (rundir/exits.py): 0 no invariant was violated; 1 a finding (some invariant was violated);
 254 bad options; 255 internal error. A violation of an invariant the configuration does not promise
-(broker/sim/invariants.py `promises`: `no-acked-loss` with acks=1, say) is still exit 1: it is a
+(simulator/invariants.py `promises`: `no-acked-loss` with acks=1, say) is still exit 1: it is a
 finding, marked "expected" in the output; whether it was wanted is for a suite's expectation to say.
 """
 from __future__ import annotations
@@ -40,7 +40,7 @@ from rundir.settings import SettingError
 class ExploreProgress:
     """The exploration's progress: schedules, schedules/s, events, findings so far and time left. On a
     terminal one line redrawn in place (rich); otherwise a plain line every `interval_s` and one at the
-    end. `__call__` is the `progress` callback of broker/sim/explore.py `explore` (any of the shapes it
+    end. `__call__` is the `progress` callback of simulator/explore.py `explore` (any of the shapes it
     may pass: an object or dict with schedules, events and findings, or those three as arguments)."""
 
     def __init__(self, opts: ExploreOptions, *, stream=None, force_plain: bool = False, interval_s: float = 5.0,
@@ -155,7 +155,7 @@ FLAG_OF = {name: "--" + name.replace("_", "-") for name in OPTIONS}
 @click.option("--out", "--results-dir", "out", default="results", show_default=True, help="results directory")
 @click.option("--plain", is_flag=True, default=False, help="plain progress lines even on a terminal")
 def explore_cmd(name, out, plain, **flags) -> int:
-    """Search fault schedules of the simulated broker for invariant violations (broker/sim/)."""
+    """Search fault schedules of the simulated broker for invariant violations (simulator/)."""
     try:
         opts = parse_options({k: v for k, v in flags.items() if v is not None}, text=True)
     except SettingError as exc:

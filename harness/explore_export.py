@@ -1,7 +1,7 @@
 """A found (and shrunk) simulated schedule as a scenario file that `highwater scenario` replays on real brokers.
 
 `to_scenario(settings, finding)` returns the TOML text (harness/scenario.py language). The schedule is
-replayed in the simulator (broker/sim/world.py) in the finding's truncation mode and, in lockstep, in the
+replayed in the simulator (simulator/world.py) in the finding's truncation mode and, in lockstep, in the
 other mode; the file's steps and the waits between them come from those replays, so the real cluster is
 at the simulated point before the next step. Every simulated event is written as a comment with its
 story line (`# sim 3: ...`), followed by its real steps, if it has any.
@@ -57,9 +57,9 @@ import dataclasses
 import json
 from typing import Any
 
-from broker.sim import actions as A
-from broker.sim.shrink import apply_tracked
-from broker.sim.world import World, SimError
+from simulator import actions as A
+from simulator.shrink import apply_tracked
+from simulator.world import World, SimError
 
 KINDS = {"no-acked-loss": "lost-write", "committed-prefix-agreement": "divergence"}
 MODES = ("hw", "leader-epoch")
@@ -237,12 +237,12 @@ def replay_gaps(settings, actions) -> list[str]:
 
 
 def _default_replay(settings, actions):
-    from broker.sim.explore import replay
+    from simulator.explore import replay
     return replay(settings, actions)
 
 
 def to_scenario(settings, finding, *, name: str | None = None, replay=None) -> str:
-    """The scenario file's text for `finding` (a Finding of broker.sim.explore) under `settings`."""
+    """The scenario file's text for `finding` (a Finding of simulator.explore) under `settings`."""
     replay = replay or _default_replay
     mode, other = settings.truncation, other_mode(settings)
     if mode not in MODES:

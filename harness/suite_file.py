@@ -396,7 +396,7 @@ def _explore_entry(ctx: _Ctx, raw: dict[str, Any], i: int, what: str, suite_repe
     """`explore = {...}` (or a [test.explore] table): a seeded search in simulation
     (harness/exploration.py) with `expect = "found" | "none"` and, with found, an optional
     `invariant`. Suite [defaults] do not apply: they are settings of real runs."""
-    from broker.sim.invariants import INVARIANTS
+    from simulator.invariants import INVARIANTS
     from harness.exploration import parse_options
 
     for key in raw:

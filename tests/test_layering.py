@@ -4,6 +4,7 @@ Every `import` and `from ... import` in the project's packages is read with `ast
 inside functions alike (an import in a function body is still a dependency). Layers, bottom first:
 
     broker                      the broker, standalone: imports nothing else of the project
+    simulator                   the simulated cluster, its search and shrinking: the broker's state machines
     rundir                      the run-directory contract, exit codes, settings: broker at most
     clusters, workloads         backends and workload clients: the two below
     nemesis                     faults: drives clusters
@@ -25,13 +26,14 @@ ROOT = Path(__file__).resolve().parents[1]
 
 ALLOWED: dict[str, set[str]] = {
     "broker": set(),
+    "simulator": {"broker"},
     "rundir": {"broker"},
     "clusters": {"rundir", "broker"},
     "workloads": {"rundir", "broker"},
     "nemesis": {"clusters", "rundir", "broker"},
     "checkers": {"rundir", "broker"},
     "reports": {"checkers", "rundir", "broker"},
-    "harness": {"reports", "checkers", "nemesis", "workloads", "clusters", "rundir", "broker"},
+    "harness": {"reports", "checkers", "nemesis", "workloads", "clusters", "rundir", "simulator", "broker"},
 }
 PACKAGES = tuple(ALLOWED)
 

@@ -2,7 +2,7 @@
 
 One definition per rule, read by two adapters: the trace checker (checkers/protocol_trace.py) turns a
 run's broker and controller event logs, and the history's polls, into rows; the simulator
-(broker/sim/observe.py) turns the simulated world's state-machine events into the same rows. Both feed
+(simulator/observe.py) turns the simulated world's state-machine events into the same rows. Both feed
 `PartitionRules`, which keeps what the rows have said so far about one partition and reports each broken
 promise as a `Violation` whose `kind` is the rule's name (an anomaly kind in rundir/kinds.py).
 

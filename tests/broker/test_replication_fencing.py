@@ -8,7 +8,7 @@ from broker.replication.epoch_cache import EpochEndOffset
 from broker.replication.events import (EpochAnswer, EpochQuery, FetchFenced, FollowerServed, HwChange,
                                        StaleFetchServed, Truncate)
 from broker.replication.messages import EpochRequest, EpochResponse
-from broker.replication.sim import Sim
+from step_sim import Sim
 
 FENCED, UNKNOWN = ErrorCode.FENCED_LEADER_EPOCH, ErrorCode.UNKNOWN_LEADER_EPOCH
 

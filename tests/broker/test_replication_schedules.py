@@ -15,7 +15,7 @@ import random
 import pytest
 
 from broker.replication.config import ReplicationConfig
-from broker.replication.sim import Sim, SimError
+from step_sim import Sim, SimError
 
 NODES = ("A", "B", "C")
 WEIGHTS = {"produce": 25, "fetch": 32, "decide": 8, "tick": 10, "crash": 8, "restart": 10, "elect": 7}

@@ -2,7 +2,7 @@
 import pytest
 
 from broker.replication.config import ReplicationConfig
-from broker.replication.sim import Sim, SimError
+from step_sim import Sim, SimError
 
 
 def test_power_loss_keeps_the_flushed_prefix_and_recovery_trims_epochs():

@@ -9,7 +9,7 @@ import pytest
 
 from broker.replication.config import ReplicationConfig
 from broker.replication.epoch_cache import EpochEndOffset
-from broker.replication.sim import Sim, SimError
+from step_sim import Sim, SimError
 
 
 def make(mode: str, nodes=("A", "B"), **kw) -> Sim:

@@ -6,7 +6,7 @@ Follower LEO, Follower HW. The tables do not depend on the truncation mode, so b
 import pytest
 
 from broker.replication.config import ReplicationConfig
-from broker.replication.sim import Sim
+from step_sim import Sim
 
 MODES = ["hw", "leader-epoch"]
 

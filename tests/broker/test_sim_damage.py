@@ -1,10 +1,10 @@
-"""The simulator's storage fault (`damage`, broker/sim/world.py): when it is enabled, what it does to a
+"""The simulator's storage fault (`damage`, simulator/world.py): when it is enabled, what it does to a
 down broker's disk, what the protocol rules hear of it, and its scenario step (explore_export)."""
 from __future__ import annotations
 
-from broker.sim import explore as ex
-from broker.sim.actions import Action
-from broker.sim.world import SimSettings, World
+from simulator import explore as ex
+from simulator.actions import Action
+from simulator.world import SimSettings, World
 from harness.explore_export import to_scenario
 
 SAFE = SimSettings(acks=-1, min_insync_replicas=2)
@@ -115,7 +115,7 @@ def test_a_damaged_former_leader_may_come_back_without_what_it_acknowledged():
     assert w.nodes["n1"].replica.leo == 0
     assert w.observer.pending == []
     w.settle()
-    from broker.sim.invariants import check_settled
+    from simulator.invariants import check_settled
     assert check_settled(w) is None
 
 

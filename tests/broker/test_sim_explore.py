@@ -1,4 +1,4 @@
-"""broker/sim/explore.py: the seeded search over simulated schedules.
+"""simulator/explore.py: the seeded search over simulated schedules.
 
 Determinism (the same seed gives the same action lists and findings; 1 worker and 2 worker processes
 give the same result), the search finds the HW-truncation loss in hw mode with acks=1 within a bounded
@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import pytest
 
-from broker.sim import explore as ex
-from broker.sim import invariants as inv
-from broker.sim.actions import Action
-from broker.sim.world import SimSettings, World
+from simulator import explore as ex
+from simulator import invariants as inv
+from simulator.actions import Action
+from simulator.world import SimSettings, World
 
 HW_ACKS1 = SimSettings(truncation="hw", acks=1)
 SAFE = SimSettings(truncation="leader-epoch", acks=-1, min_insync_replicas=2)
@@ -130,7 +130,7 @@ def test_bad_arguments_are_refused(kw):
 
 
 def test_the_weights_cover_every_action_kind():
-    from broker.sim.actions import KINDS
+    from simulator.actions import KINDS
     assert set(ex.WEIGHTS) == set(KINDS)
 
 
@@ -167,7 +167,7 @@ def test_swarm_schedules_leave_out_the_drawn_fault_kinds_and_are_deterministic()
 
 
 def test_replay_can_tell_an_impossible_list_from_a_clean_one():
-    from broker.sim.world import SimError
+    from simulator.world import SimError
     with pytest.raises(SimError):
         ex.replay(HW_ACKS1, [Action("restart", "n2")], raise_invalid=True)
     assert ex.replay(HW_ACKS1, [Action("produce", "n1")], raise_invalid=True) is None

@@ -1,4 +1,4 @@
-"""broker/sim/invariants.py: each invariant holds on a healthy state and fails, with an exact message, on a
+"""simulator/invariants.py: each invariant holds on a healthy state and fails, with an exact message, on a
 hand-broken one.
 
 The hand-made states are real PartitionReplica objects on MemoryLogs driven into shape with their own
@@ -20,9 +20,9 @@ from broker.records import MemoryLog, Record
 from broker.replication.config import ReplicationConfig
 from broker.replication.replica import PartitionReplica
 from broker.rules import RULES
-from broker.sim import invariants as inv
-from broker.sim.observe import RuleObserver
-from broker.sim.world import SimSettings
+from simulator import invariants as inv
+from simulator.observe import RuleObserver
+from simulator.world import SimSettings
 
 
 @dataclass

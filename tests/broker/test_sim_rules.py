@@ -1,7 +1,7 @@
 """The protocol rules caught in the simulator: a deliberately broken replication core or controller (a
 small bug, patched in for one test) makes a short safe-settings search break exactly the rule the bug
 breaks, while the unbroken core breaks none (tests/broker/test_rules.py has the rules' known answers on
-hand-written rows; the same rule code runs here, fed by broker/sim/observe.py)."""
+hand-written rows; the same rule code runs here, fed by simulator/observe.py)."""
 from __future__ import annotations
 
 import pytest
@@ -11,8 +11,8 @@ from broker.replication import truncation
 from broker.replication.errors import ErrorCode
 from broker.replication.messages import ProduceStatus
 from broker.replication.replica import LEADER, PartitionReplica
-from broker.sim import explore as ex
-from broker.sim.world import SimSettings
+from simulator import explore as ex
+from simulator.world import SimSettings
 
 SAFE = SimSettings(truncation="leader-epoch", acks=-1, min_insync_replicas=2)
 
@@ -125,7 +125,7 @@ def test_ack_before_flush_on_the_rows_the_simulator_writes():
     """The group commit lives in the broker's I/O shell, which the simulator models (flush "always": the
     flush finishes within the step, before the answer) rather than runs; an acknowledgement the model
     would let out unflushed is caught on the rows its observer writes."""
-    from broker.sim.observe import RuleObserver
+    from simulator.observe import RuleObserver
 
     obs = RuleObserver(SAFE)
     obs.ack("n1", 0, 3, 0, -1, 4, (1, 2, 3), 2, flushed=2)
@@ -137,7 +137,7 @@ def test_two_leaders_of_one_epoch_on_the_rows_the_simulator_writes(rule):
     """The simulated core refuses a second leader of one epoch twice over (the controller names one, the
     replica refuses a stale epoch), so a one-line bug does not reach these rules there; the rows the
     simulator's observer would write for it are caught all the same."""
-    from broker.sim.observe import RuleObserver
+    from simulator.observe import RuleObserver
 
     class Role:
         name = "role"
@@ -230,7 +230,7 @@ def test_durability_rules_on_the_rows_the_simulator_writes():
     a log is flushed within each step, and a cut lowers its flushed offset): the rows its observer writes
     for a fetch reported unflushed, or a cut that kept the flushed offset, are caught."""
     from broker.replication.events import Truncate
-    from broker.sim.observe import RuleObserver
+    from simulator.observe import RuleObserver
 
     obs = RuleObserver(SAFE)
     obs.leo_reported("n2", 5, 3, 0)
@@ -242,7 +242,7 @@ def test_durability_rules_on_the_rows_the_simulator_writes():
 def test_the_simulated_shell_reports_only_flushed_offsets(monkeypatch):
     """The simulator's own rows of a safe search: every follower fetch it sends writes a leo-reported row
     (with flush "always", flushed to its LEO) and every cut a flushed offset; none breaks a rule."""
-    from broker.sim.observe import RuleObserver
+    from simulator.observe import RuleObserver
 
     rows: list[str] = []
     feed = RuleObserver._row
@@ -260,7 +260,7 @@ def test_ack_undecided_when_the_shell_answers_a_parked_produce_on_append(monkeyp
     """A shell bug (as a wire handler that answers success for an appended produce whatever the core
     decided): the simulated client is told an acks=all write succeeded as soon as it is appended, with
     no `ack` from the core. The `sent` rows the observer writes for it show no leader decided it."""
-    from broker.sim.world import Ack, World
+    from simulator.world import Ack, World
 
     original = World._do_produce
 

@@ -1,4 +1,4 @@
-"""broker/sim/shrink.py: the shrinker reaches known minimal schedules.
+"""simulator/shrink.py: the shrinker reaches known minimal schedules.
 
 First on a synthetic predicate (the minimal failing list is known exactly), then on the simulator: the
 KIP-101 case 1 lost write (hw truncation, acks=1) padded with noise events shrinks to a short schedule
@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from broker.sim.shrink import ShrinkStats, shrink, shrink_actions
+from simulator.shrink import ShrinkStats, shrink, shrink_actions
 
 
 @dataclass(frozen=True)
@@ -102,8 +102,8 @@ def _kip101_padded():
     """KIP-101 case 1 (seed 000 七.1) as simulator actions, with noise events between its steps:
     n1 acknowledges v1 (acks=1); only n3 fetches it (its HW stays 0); n2 is elected and n3 follows it
     (hw truncation: n3 cuts v1); n3 is elected and leads without v1. Returns (padded, the 7 case events)."""
-    from broker.sim.actions import Action
-    from broker.sim.world import World, SimSettings
+    from simulator.actions import Action
+    from simulator.world import World, SimSettings
 
     world = World(SimSettings(truncation="hw", acks=1))
 
@@ -147,9 +147,9 @@ def _kip101_padded():
 
 def test_kip101_case_1_with_noise_shrinks_to_the_case():
     import dataclasses
-    from broker.sim.explore import Finding, replay
-    from broker.sim.world import SimSettings
-    from broker.sim.story import story
+    from simulator.explore import Finding, replay
+    from simulator.world import SimSettings
+    from simulator.story import story
 
     hw = SimSettings(truncation="hw", acks=1)
     le = dataclasses.replace(hw, truncation="leader-epoch")
@@ -192,8 +192,8 @@ def test_a_shrink_renumbers_the_messages_of_later_events():
     """In the padded schedule the noise heartbeats take ids first: n3's fetch is #5, its answer #6 and
     the epoch-1 metadata for n3 #13. Removing the heartbeats renumbers them; the shrunk schedule's
     deliveries name the ids their messages have there, so it replays as it stands."""
-    from broker.sim.explore import replay
-    from broker.sim.world import SimSettings
+    from simulator.explore import replay
+    from simulator.world import SimSettings
     hw = SimSettings(truncation="hw", acks=1)
     padded, case = _kip101_padded()
     assert [a.msg for a in case] == [None, None, 5, 6, None, 13, None]

@@ -1,4 +1,4 @@
-"""broker/sim/world.py: determinism, each action kind's effect, legality of enabled(), settle(), and the
+"""simulator/world.py: determinism, each action kind's effect, legality of enabled(), settle(), and the
 seeds' KIP-101 case 1 as an explicit action list (an acknowledged write lost with hw truncation, kept
 with leader-epoch truncation), on the real PartitionReplica and the real ControllerState."""
 import random
@@ -7,9 +7,9 @@ import pytest
 
 from broker.controller.state import ControllerState
 from broker.replication.replica import PartitionReplica
-from broker.sim import actions as A
-from broker.sim.actions import Action
-from broker.sim.world import SimError, SimSettings, World
+from simulator import actions as A
+from simulator.actions import Action
+from simulator.world import SimError, SimSettings, World
 
 
 def state(w: World) -> tuple:
@@ -294,7 +294,7 @@ def test_kip_101_case_1_keeps_the_write_with_leader_epoch_truncation():
 
 def test_old_sim_elections_and_isr_changes_go_through_controller_state(monkeypatch):
     from broker.replication.config import ReplicationConfig
-    from broker.replication.sim import Sim
+    from step_sim import Sim
     calls = []
     for name in ("create_topics", "elect_leader", "alter_isr"):
         real = getattr(ControllerState, name)
@@ -319,7 +319,7 @@ def test_old_sim_elections_and_isr_changes_go_through_controller_state(monkeypat
 
 
 def test_old_sim_starts_with_any_leader_at_epoch_0():
-    from broker.replication.sim import Sim
+    from step_sim import Sim
     sim = Sim(["A", "B", "C"])
     sim.start("B", isr={"B", "C"})
     p = sim.controller.partition("t", 0)

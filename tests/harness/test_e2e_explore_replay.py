@@ -1,7 +1,7 @@
 """End to end: a failure found by exploration in the simulator replays on real brokers.
 
 Exploration in hw mode (acks=1, min ISR 1: the seeds' settings) finds a lost acknowledged write; it is
-shrunk (broker/sim/shrink.py) to a short schedule that the leader-epoch simulation does not lose and
+shrunk (simulator/shrink.py) to a short schedule that the leader-epoch simulation does not lose and
 that the real cluster can follow (harness/explore_export.replay_gaps: every write goes to the
 controller's current leader); harness/explore_export.to_scenario writes the scenario file, and
 `highwater scenario` (real brokers, real iptables, reference checker) finds lost-write with hw
@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from broker.sim.explore import explore, replay
-from broker.sim.shrink import shrink
-from broker.sim.story import story
-from broker.sim.world import SimSettings
+from simulator.explore import explore, replay
+from simulator.shrink import shrink
+from simulator.story import story
+from simulator.world import SimSettings
 from harness import scenario as scenario_mod
 from harness.explore_export import renumbered_for, replay_gaps, to_scenario
 from rundir import formats as runformat
@@ -46,7 +46,7 @@ def found_and_shrunk():
 def test_exploration_finds_and_shrinks_the_hw_lost_write():
     """The simulated half alone (fast): the finding, its shrunk size, and a file that parses in both modes."""
     first, small = found_and_shrunk()
-    # pinned for this seed and the simulator as it is (a change to broker/sim's choices moves them)
+    # pinned for this seed and the simulator as it is (a change to the simulator.s choices moves them)
     assert (first.index, len(first.actions)) == (5, 50)
     assert [a.short() for a in small.actions] == ["n1 produce", "elect n3", "n3 crash"]
     assert len(small.actions) <= 10

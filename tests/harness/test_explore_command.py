@@ -1,5 +1,5 @@
 """`highwater explore` (harness/explore_command.py): option errors, the progress line, and real short
-explorations of broker/sim (hw with acks=1 must find; leader-epoch with the safe settings must not)."""
+explorations of simulator/ (hw with acks=1 must find; leader-epoch with the safe settings must not)."""
 from __future__ import annotations
 
 import json
@@ -97,7 +97,7 @@ def test_progress_off_a_terminal_is_plain_lines_every_interval():
     assert stream.lines[1:] == ["highwater explore: 1,100 schedules (183/s) · 55,000 events · findings 2 · 14 s left"]
 
 
-# --- real explorations (broker/sim) ------------------------------------------------------------------
+# --- real explorations (simulator/) ------------------------------------------------------------------
 
 UNSAFE = ["--truncation", "hw", "--acks", "1", "--min-insync-replicas", "1"]
 SAFE = ["--truncation", "leader-epoch", "--acks", "all", "--min-insync-replicas", "2", "--no-unclean-election"]
@@ -166,7 +166,7 @@ def test_leader_epoch_safe_finds_nothing_within_the_budget(tmp_path, capsys):
 
 
 def test_an_error_in_the_search_leaves_no_run_directory(tmp_path, capsys, monkeypatch):
-    import broker.sim.explore as sim_explore
+    import simulator.explore as sim_explore
 
     def boom(*_a, **_k):
         raise RuntimeError("the search broke")
@@ -181,7 +181,7 @@ def test_an_error_in_the_search_leaves_no_run_directory(tmp_path, capsys, monkey
 # --- which finding is shrunk, and for what (issue 19) -------------------------------------------------
 
 def _history(settings, steps):
-    from broker.sim.world import World
+    from simulator.world import World
     world = World(settings)
     for a in steps:
         world.apply(a)
@@ -189,9 +189,9 @@ def _history(settings, steps):
 
 
 def test_shrink_conditions_only_ask_what_the_found_schedule_meets():
-    from broker.sim.actions import Action
-    from broker.sim.explore import replay
-    from broker.sim.world import SimSettings
+    from simulator.actions import Action
+    from simulator.explore import replay
+    from simulator.world import SimSettings
     from harness.exploration import shrink_conditions
     hw = SimSettings(truncation="hw", acks=1, min_insync_replicas=1)
     # a write at a stale leader: a replay gap, and leader-epoch loses it as well
@@ -254,7 +254,7 @@ def test_a_finding_no_condition_can_keep_is_still_shrunk_and_says_so(tmp_path, c
 
 
 def test_a_broken_promise_is_shrunk_before_expected_findings_and_labelled(monkeypatch):
-    from broker.sim.explore import Finding
+    from simulator.explore import Finding
     from harness import exploration
 
     monkeypatch.setattr(exploration, "shrink_conditions", lambda settings, f: (None, "same invariant only", []))

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 
-from broker.sim.actions import Action
-from broker.sim.explore import Finding, replay
-from broker.sim.world import SimSettings, World
+from simulator.actions import Action
+from simulator.explore import Finding, replay
+from simulator.world import SimSettings, World
 from harness import scenario as scenario_mod
 from harness.explore_export import renumbered_for, replay_gaps, to_scenario
 

@@ -1,5 +1,5 @@
 """The suite's `explore` entry kind: parse errors with line numbers, and real short explorations of
-broker/sim judged against expect = "found" / "none" (met and not met), in suite.json, junit.xml and on
+simulator/ judged against expect = "found" / "none" (met and not met), in suite.json, junit.xml and on
 the suite page with their shrunk stories."""
 from __future__ import annotations
 

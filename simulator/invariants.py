@@ -2,7 +2,7 @@
 
 Two sources, one vocabulary of findings (the name of the rule or invariant broken):
 - the protocol rules of broker/rules (the same rule code the checker runs on a real run's event logs),
-  fed by the world's observer (broker/sim/observe.py) as a broker's and the controller's logs would be:
+  fed by the world's observer (simulator/observe.py) as a broker's and the controller's logs would be:
   watermarks (hw-above-leo, leader-hw-decrease, follower-hw-ahead), acknowledgements (ack-above-hw,
   ack-below-min-isr, acked-not-durable), elections and epochs (epoch-two-leaders, leader-not-elected,
   election-outside-isr, epoch-not-increasing), truncation (truncate-below-hw), reads (read-uncommitted).
@@ -31,7 +31,7 @@ from typing import Any, Callable
 
 from broker.rules import RULES
 from broker.rules import promised as rules_promised
-from broker.sim.observe import rule_settings
+from simulator.observe import rule_settings
 
 # The state invariants checked after every event (cheap: they run some 50 times per schedule), after
 # the protocol rules (no-acked-loss is checked once per schedule, after settle()).
@@ -49,7 +49,7 @@ def _live(world: Any):
 
 
 def protocol_rules(world: Any) -> tuple[str, str] | None:
-    """The first promised protocol rule the world's events broke (broker/sim/observe.py), as (rule, text)."""
+    """The first promised protocol rule the world's events broke (simulator/observe.py), as (rule, text)."""
     pending = world.observer.pending
     if not pending:
         return None

@@ -3,7 +3,7 @@
 A schedule is a run of one fresh `World(settings)`: `length` times, the
 legal actions (`World.enabled()`) are grouped by kind, a kind is drawn with the weights of `WEIGHTS`
 (among the kinds that have a legal action now), then one action of that kind uniformly, and it is
-applied. After every event the per-event invariants of broker/sim/invariants.py are checked; after the
+applied. After every event the per-event invariants of simulator/invariants.py are checked; after the
 last one `World.settle()` heals the cluster and the settled checks run (no-acked-loss). The first
 violation ends the schedule and becomes a `Finding` holding the actions up to it, so
 `replay(settings, finding.actions)` reports it again.
@@ -37,7 +37,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
-from broker.sim import invariants as inv
+from simulator import invariants as inv
+from simulator.world import SimError, World
 
 WEIGHTS: dict[str, float] = {
     "deliver": 30, "send": 16, "produce": 12,
@@ -85,21 +86,6 @@ class ExploreResult:
     unexpected: dict[str, int] = field(default_factory=dict)   # of those, the ones the settings promised
 
 
-def _world_module():
-    from broker.sim import world
-    return world
-
-
-def _sim_errors() -> tuple[type[BaseException], ...]:
-    errors: list[type[BaseException]] = []
-    w = _world_module()
-    if isinstance(getattr(w, "SimError", None), type):
-        errors.append(w.SimError)
-    from broker.replication.sim import SimError as OldSimError
-    errors.append(OldSimError)
-    return tuple(errors)
-
-
 def _pick(rng: random.Random, enabled: Sequence[Any], excluded: frozenset[str] = frozenset()) -> Any:
     """Kind by weight among the kinds present (and not excluded), then an action of that kind uniformly
     (both draws from rng). None when every enabled action is of an excluded kind."""
@@ -143,7 +129,6 @@ def swarm_exclusions(rng: random.Random) -> frozenset[str]:
 def run_schedule(settings: Any, seed: Any, index: int, length: int = 50,
                  swarm: bool = False) -> tuple[int, Finding | None, list]:
     """Schedule `index` of `seed`: (events applied, the finding or None, the actions applied)."""
-    World = _world_module().World
     rng = random.Random(f"{seed}:{index}")
     excluded = swarm_exclusions(rng) if swarm else frozenset()
     world = World(settings)
@@ -180,8 +165,7 @@ def replay(settings: Any, actions: Sequence[Any], *, seed: Any = None, index: in
     settle and run the settled checks. The first violation is returned as a Finding (None: all held).
     An action that is not enabled when its turn comes makes the list invalid: None as well, or, with
     raise_invalid, the world's SimError (to tell "clean" from "not possible here")."""
-    World = _world_module().World
-    errors = _sim_errors()
+    errors = (SimError,)
     world = World(settings)
     done: list = []
     for action in actions:
@@ -288,7 +272,6 @@ def explore(settings: Any, *, seed: Any, schedules: int | None = None, budget_s:
         raise ValueError(f"explore: length must be >= 1, got {length}")
     if workers < 1:
         raise ValueError(f"explore: workers must be >= 1, got {workers}")
-    _world_module()                          # import before any fork
     t0 = clock()
     deadline = None if budget_s is None else t0 + budget_s
     merge = _Merge(first_per_invariant, stop_on_finding, schedules, keep_per_invariant)

@@ -1,6 +1,6 @@
 """Shrinking a failing schedule: the smallest action list that still fails the same invariant.
 
-`shrink(settings, finding)` reduces a `Finding` from `broker.sim.explore` with `shrink_actions`, whose
+`shrink(settings, finding)` reduces a `Finding` from `simulator.explore` with `shrink_actions`, whose
 only notion of "still failing" is a predicate `fails(actions) -> bool`; for a finding that predicate is
 "`explore.replay(settings, actions)` reports the finding's invariant" (a replay that meets an action
 not enabled at that point is no failure: the candidate is invalid). The passes, repeated until a whole
@@ -175,7 +175,7 @@ class _Renumber:
     action list, or None when an event is not enabled (or its message was never created)."""
 
     def __init__(self, settings, actions: Sequence[Any]):
-        from broker.sim.world import World
+        from simulator.world import World
         self.settings, self.World = settings, World
         self.original = list(actions)
         self.origin: dict[int, tuple] = {}
@@ -227,7 +227,7 @@ def apply_tracked(world, j: int, action) -> list[tuple[tuple, int]]:
 
 
 def _explore_replay(settings, actions):
-    from broker.sim.explore import replay
+    from simulator.explore import replay
     return replay(settings, actions)
 
 
@@ -236,9 +236,9 @@ def shrink(settings, finding, *, budget_s: float | None = 30, also: Callable[[li
     """`finding` with its actions shrunk: the smallest schedule found whose replay under `settings` fails
     the same invariant (and, when given, satisfies `also(actions)`, e.g. "the leader-epoch replay of it
     is clean"). Message ids are renumbered for each candidate (`_Renumber`). `replay` defaults to
-    `broker.sim.explore.replay`. The returned Finding keeps invariant, seed and index and takes the
+    `simulator.explore.replay`. The returned Finding keeps invariant, seed and index and takes the
     shrunk schedule (with the world's story lines) and the text of its replay."""
-    from broker.sim.world import World
+    from simulator.world import World
     replay = replay or _explore_replay
     renumber = _Renumber(settings, finding.actions)
     last: dict[tuple, tuple[list[Any], Any]] = {}

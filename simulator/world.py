@@ -22,7 +22,7 @@ replication core (`broker.replication.replica.PartitionReplica`) and the control
 - clients: `produce` writes one value to a broker that believes it leads; acks=1 is acknowledged on
   append, acks=-1 when `produce_status` completes (parked produces are re-checked after every event);
   a consumer polls every leader after every event, from just below its HW (`_poll`).
-- the protocol rules (broker/rules) hear all of it through `observer` (broker/sim/observe.py).
+- the protocol rules (broker/rules) hear all of it through `observer` (simulator/observe.py).
 
 `enabled()` lists every legal action in a fixed order, bounded in number: at most `LINK_SEND_CAP`
 requests on a link when sending, `LINK_CAP` messages on a link when duplicating, at most two metadata
@@ -42,9 +42,9 @@ from broker.replication.messages import (
     EpochRequest, EpochResponse, FetchRequest, FetchResponse, IsrProposal,
 )
 from broker.replication.replica import LEADER, FOLLOWER, PartitionReplica
-from broker.sim import actions as A
-from broker.sim.actions import Action, CONTROLLER
-from broker.sim.observe import RuleObserver
+from simulator import actions as A
+from simulator.actions import Action, CONTROLLER
+from simulator.observe import RuleObserver
 
 TOPIC, PARTITION = "t", 0
 LINK_SEND_CAP = 2        # a follower sends a request only while fewer requests and answers are on the way

@@ -27,7 +27,7 @@ def story(actions: Sequence[Any], settings: Any = None, *, state: bool = False, 
     states: list[str] = []
     tail: list[str] = []
     if settings is not None and (state or settle or any(not getattr(a, "text", "") for a in acts)):
-        from broker.sim.world import World
+        from simulator.world import World
         world = World(settings)
         told = []
         for a in acts:
@@ -51,7 +51,7 @@ def story(actions: Sequence[Any], settings: Any = None, *, state: bool = False, 
 
 def _settled(world: Any) -> list[str]:
     """The settle() events that changed a log (with the LEO changes) or the controller's leader."""
-    from broker.sim.world import World
+    from simulator.world import World
     start = len(world.history)
     world.settle()
     again = World(world.settings)

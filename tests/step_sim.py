@@ -1,4 +1,6 @@
-"""A deterministic simulator of 2-3 replicas of one partition, for scenario tests and demonstrations.
+"""A deterministic step-by-step simulator of 2-3 replicas of one partition, for the scenario tests of the
+replication core (tests/broker): each test plays the exact sequence of calls. The explorer's world model
+is the top-level `simulator` package; this older driver stays a test helper.
 
 It plays the network (one fetch or OffsetsForLeaderEpoch exchange per `fetch_round`, optionally with
 the answer lost), the disks (a flushed prefix per node; HW and epoch checkpoints) and the clock

@@ -7,7 +7,7 @@ acknowledged produce (with the HW and ISR the state machine decided it on, as th
 row for each write the client is told succeeded, and a `read` row for each simulated consumer poll (a
 consumer polls every leader after every event, from just below its HW). Rows are stamped with an event counter, so the rules that
 compare processes by time see the simulation's exact order. The explorer reads `pending` after every
-event (broker/sim/invariants.py): the first violation of a rule the settings promise is its finding.
+event (simulator/invariants.py): the first violation of a rule the settings promise is its finding.
 """
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ CONTROLLER_NODE = "c0"
 
 
 def rule_settings(settings: Any) -> RuleSettings:
-    """The rule settings of simulator settings (broker/sim/world.SimSettings). A simulation may cut power
+    """The rule settings of simulator settings (simulator/world.SimSettings). A simulation may cut power
     whenever flush is not "always", so durability is promised only then (per schedule the explorer
     decides with `invariants.promises`)."""
     return RuleSettings(truncation=settings.truncation, acks=settings.acks,
