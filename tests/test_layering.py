@@ -178,3 +178,16 @@ def test_the_cycle_rule_can_fail():
     edges = module_edges(modules)
     assert "checkers.spark_driver" in edges["checkers.spark_session"]        # the graph is really read
     assert "checkers.spark_service" in edges["checkers.spark_session"]       # a function-body import
+
+
+def test_the_architecture_doc_names_every_command_capability_and_package():
+    """docs/architecture.md matches the code: every `highwater` command (harness/cli.py COMMANDS), every
+    cluster capability (clusters/base.py CAPABILITIES) and every package of the layers."""
+    from clusters.base import CAPABILITIES
+    from harness.cli import COMMANDS
+
+    doc = (ROOT / "docs" / "architecture.md").read_text()
+    missing = ([f"command {c}" for c in COMMANDS if f"| `{c}` |" not in doc]
+               + [f"capability {c.__name__}" for c in CAPABILITIES if f"| `{c.__name__}` |" not in doc]
+               + [f"package {p}" for p in PACKAGES if f"| `{p}/` |" not in doc])
+    assert missing == []
