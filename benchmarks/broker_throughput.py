@@ -21,7 +21,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from broker.client import Admin, ClientError, Producer  # noqa: E402
-from broker.server.launch import LocalCluster, wait_until  # noqa: E402
+from clusters.bare import BareCluster, wait_until  # noqa: E402
 
 TOPIC = "bench"
 
@@ -79,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--acks", default="1,all")
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="hw-bench-") as tmp:
-        with LocalCluster(tmp, brokers=3,
+        with BareCluster(tmp, brokers=3,
                           broker_settings={"min_insync_replicas": 2, "flush": args.flush},
                           topics=[{"name": TOPIC, "partitions": args.partitions, "replication_factor": 3}]) as c:
             admin = Admin(c.controller_address)

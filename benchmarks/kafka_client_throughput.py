@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from broker.client import Admin, ClientError  # noqa: E402
-from broker.server.launch import LocalCluster, wait_until  # noqa: E402
+from clusters.bare import BareCluster, wait_until  # noqa: E402
 from broker_throughput import TOPIC, run_phase  # noqa: E402
 from workloads import kafka_client  # noqa: E402
 
@@ -144,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--kafka-python", action="store_true", help="also the kafka-python adapter")
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="hw-bench-") as tmp:
-        with LocalCluster(tmp, brokers=3, broker_settings={"min_insync_replicas": 2, "flush": args.flush},
+        with BareCluster(tmp, brokers=3, broker_settings={"min_insync_replicas": 2, "flush": args.flush},
                           topics=[{"name": TOPIC, "partitions": args.partitions, "replication_factor": 3}]) as c:
             admin = Admin(c.controller_address)
             wait_until(lambda: (lambda d: len(d) == args.partitions and all(

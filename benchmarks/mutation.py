@@ -532,7 +532,7 @@ class Bench:
         return paths[0]
 
     def start_check(self, root: Path, m: Mutant) -> dict:
-        """Start a controller and 3 brokers from the copy (broker/server/launch.py, `python -m broker` with
+        """Start a controller and 3 brokers from the copy (clusters/bare.py, `python -m broker` with
         cwd = the copy): they must come up, elect a leader for every partition and still run a few seconds
         later. A few acks=all sends are tried too (information only)."""
         r = subprocess.run([self.opts.python, "-c", START_CHECK], cwd=root, env=child_env(root),
@@ -579,12 +579,12 @@ class Bench:
 
 START_CHECK = r'''
 import json, sys, tempfile, time
-from broker.server import launch
+from clusters import bare
 from broker.client.producer import Producer
 out = {"ok": False}
 with tempfile.TemporaryDirectory(prefix="highwater-mutation-start-") as d:
     try:
-        with launch.LocalCluster(d, brokers=3, broker_settings={"min_insync_replicas": 2},
+        with bare.BareCluster(d, brokers=3, broker_settings={"min_insync_replicas": 2},
                                  topics=[{"name": "t", "partitions": 3, "replication_factor": 3}]) as c:
             deadline, leaders = time.monotonic() + 20, set()
             while time.monotonic() < deadline and len(leaders) < 3:

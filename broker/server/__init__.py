@@ -5,8 +5,8 @@ handlers.py (data-plane request fields), partitions.py (replica manager: store +
 partition, and carrying out what the state machine asks for), fetcher.py (follower fetch loop),
 produce.py (parked acks=all produces and long-poll fetches), commit.py (group commit for flush="always"),
 controller_link.py (register, heartbeat, metadata long-poll), timers.py (ISR shrink checks, checkpoints,
-interval flushes), peer.py (async broker-to-broker connections), aio.py (bounded task shutdown),
-launch.py (local real-process clusters for tests and benchmarks).
+interval flushes), peer.py (async broker-to-broker connections), aio.py (bounded task shutdown). The
+real-process clusters of the broker's tests and benchmarks are clusters/bare.py's, outside the broker.
 
 Data plane (msgpack bodies; error codes are strings):
     PRODUCE {topic, partition, acks (0|1|-1), timeout_ms, values} -> {error, base_offset, leader_epoch}

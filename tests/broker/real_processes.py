@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from broker.server.launch import wait_until
+from clusters.bare import wait_until
 
 REPO = Path(__file__).resolve().parents[2]
 

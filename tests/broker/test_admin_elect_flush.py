@@ -10,13 +10,13 @@ import pytest
 
 from broker.client import Admin, Producer
 from broker.client.errors import ClientError
-from broker.server.launch import LocalCluster, wait_until
+from clusters.bare import BareCluster, wait_until
 from clusters.storage_faults import corrupt_data_dir
 from real_processes import wait_full_isr
 
 
 def test_elect_leader_moves_leadership_to_a_named_isr_member(tmp_path):
-    with LocalCluster(tmp_path, brokers=3, broker_settings={"min_insync_replicas": 2},
+    with BareCluster(tmp_path, brokers=3, broker_settings={"min_insync_replicas": 2},
                       topics=[{"name": "el", "partitions": 1, "replication_factor": 3}]) as c:
         with Admin(c.controller_address, timeout_s=3.0) as admin:
             info = wait_full_isr(admin, "el", 30, "a leader with the full ISR", replica_states=False)
@@ -46,7 +46,7 @@ def _try_send(p):
 
 
 def test_flush_makes_the_pending_tail_durable_before_a_kill(tmp_path):
-    with LocalCluster(tmp_path, brokers=1,
+    with BareCluster(tmp_path, brokers=1,
                       broker_settings={"min_insync_replicas": 1, "flush": "never", "power_loss": True},
                       topics=[{"name": "fl", "partitions": 1, "replication_factor": 1}]) as c:
         with Admin(c.controller_address, timeout_s=3.0) as admin:
@@ -69,7 +69,7 @@ def test_flush_makes_the_pending_tail_durable_before_a_kill(tmp_path):
 
 
 def test_clean_shutdown_marker_is_written_on_sigterm_and_reported_at_registration(tmp_path):
-    with LocalCluster(tmp_path, brokers=1, broker_settings={"min_insync_replicas": 1},
+    with BareCluster(tmp_path, brokers=1, broker_settings={"min_insync_replicas": 1},
                       controller_settings={"eligible_leader_replicas": True, "min_insync_replicas": 1},
                       topics=[{"name": "cs", "partitions": 1, "replication_factor": 1}]) as c:
         marker = c.data_dir(1) / "clean-shutdown"

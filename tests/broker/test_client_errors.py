@@ -12,7 +12,7 @@ import time
 import pytest
 
 from broker.client import Admin, ClientError, Consumer, Producer
-from broker.server.launch import LocalCluster, free_port, wait_until
+from clusters.bare import BareCluster, free_port, wait_until
 
 TOPIC = "e"
 
@@ -34,7 +34,7 @@ def leader_info(admin, *, not_in=(), full=False):
 
 
 def test_errors_and_refresh_across_a_leader_change(tmp_path):
-    with LocalCluster(tmp_path, brokers=3,
+    with BareCluster(tmp_path, brokers=3,
                       broker_settings={"min_insync_replicas": 2, "heartbeat_interval_ms": 200},
                       controller_settings={"broker_session_timeout_ms": 2000},
                       topics=[{"name": TOPIC, "partitions": 1, "replication_factor": 3}]) as c:

@@ -15,7 +15,7 @@ import time
 import pytest
 
 from broker.client import Admin, ClientError, Consumer, Producer
-from broker.server.launch import LocalCluster, wait_until
+from clusters.bare import BareCluster, wait_until
 from real_processes import wait_full_isr
 
 TOPIC = "r"
@@ -23,7 +23,7 @@ TOPIC = "r"
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    with LocalCluster(tmp_path_factory.mktemp("reads"), brokers=3,
+    with BareCluster(tmp_path_factory.mktemp("reads"), brokers=3,
                       broker_settings={"min_insync_replicas": 2, "replica_fetch_wait_max_ms": 100, "replica_lag_time_max_ms": 5000},
                       topics=[{"name": TOPIC, "partitions": 2, "replication_factor": 3}]) as c:
         admin = Admin(c.controller_address)

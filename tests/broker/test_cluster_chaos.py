@@ -14,7 +14,7 @@ import time
 import pytest
 
 from broker.client import Admin, ClientError, Consumer, Producer
-from broker.server.launch import LocalCluster, wait_until
+from clusters.bare import BareCluster, wait_until
 from broker.storage import PartitionStore
 
 TOPIC = "chaos"
@@ -25,7 +25,7 @@ RUN_S = 25.0
 @pytest.mark.slow
 def test_chaos_keeps_acked_writes_and_replicas_identical(tmp_path):
     rng = random.Random(int(os.environ.get("HW_CHAOS_SEED", "20261121")))
-    with LocalCluster(tmp_path, brokers=3,
+    with BareCluster(tmp_path, brokers=3,
                       broker_settings={"min_insync_replicas": 2, "truncation": "leader-epoch", "flush": "always",
                                        "power_loss": True, "heartbeat_interval_ms": 200,
                                        "replica_lag_time_max_ms": 1500},

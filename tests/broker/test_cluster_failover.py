@@ -16,7 +16,7 @@ import time
 import pytest
 
 from broker.client import Admin, ClientError, Consumer, Producer
-from broker.server.launch import LocalCluster, wait_until
+from clusters.bare import BareCluster, wait_until
 
 TOPIC = "t"
 BROKER = {"min_insync_replicas": 2, "heartbeat_interval_ms": 200, "replica_lag_time_max_ms": 4000,
@@ -55,7 +55,7 @@ def read_all(consumer: Consumer, hw: int) -> list[tuple[int, int, bytes]]:
 
 
 def run_failover(tmp_path, truncation: str):
-    with LocalCluster(tmp_path, brokers=3, broker_settings={**BROKER, "truncation": truncation},
+    with BareCluster(tmp_path, brokers=3, broker_settings={**BROKER, "truncation": truncation},
                       controller_settings=CONTROLLER,
                       topics=[{"name": TOPIC, "partitions": 1, "replication_factor": 3}]) as cluster:
         admin = Admin(cluster.controller_address, timeout_s=1.0)

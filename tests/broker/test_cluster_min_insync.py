@@ -13,14 +13,14 @@ import time
 import pytest
 
 from broker.client import Admin, ClientError, Consumer, Producer
-from broker.server.launch import LocalCluster, wait_until
+from clusters.bare import BareCluster, wait_until
 from real_processes import wait_full_isr
 
 TOPIC = "m"
 
 
 def test_not_enough_replicas(tmp_path):
-    with LocalCluster(tmp_path, brokers=3,
+    with BareCluster(tmp_path, brokers=3,
                       broker_settings={"min_insync_replicas": 2, "replica_lag_time_max_ms": 800,
                                        "heartbeat_interval_ms": 200},
                       controller_settings={"broker_session_timeout_ms": 1500},

@@ -15,7 +15,7 @@ import pytest
 
 from broker.client import Admin, ClientError, Consumer, Producer
 from broker.records import LogCorruption, Record
-from broker.server.launch import LocalCluster, wait_until
+from clusters.bare import BareCluster, wait_until
 from broker.storage import SegmentedLog
 from broker.storage.codec import CorruptRecord, HEADER_SIZE, decode_records, encode_records
 from broker.storage.partition_store import partition_dir_name
@@ -136,7 +136,7 @@ def read_range(consumer, start, stop, deadline_s=30.0):
 
 @pytest.mark.slow
 def test_a_flipped_byte_on_the_running_leader_is_never_served_or_replicated(tmp_path):
-    with LocalCluster(tmp_path, brokers=3, broker_settings=BROKER,
+    with BareCluster(tmp_path, brokers=3, broker_settings=BROKER,
                       controller_settings={"broker_session_timeout_ms": 2500},
                       topics=[{"name": TOPIC, "partitions": 1, "replication_factor": 3}]) as cluster:
         admin = Admin(cluster.controller_address, timeout_s=1.0)
@@ -201,7 +201,7 @@ def test_emfile_during_the_hw_checkpoint_is_logged_and_retried_not_fatal(tmp_pat
     import resource
 
     from broker.storage.checkpoints import HW_FILE, HwCheckpoint
-    with LocalCluster(tmp_path, brokers=1, broker_settings={"hw_checkpoint_interval_ms": 50, "min_insync_replicas": 1},
+    with BareCluster(tmp_path, brokers=1, broker_settings={"hw_checkpoint_interval_ms": 50, "min_insync_replicas": 1},
                       topics=[{"name": TOPIC, "partitions": 1, "replication_factor": 1}]) as cluster:
         producer = Producer(cluster.controller_address, acks="all", timeout_s=5.0)
         send(producer, [value(0)])

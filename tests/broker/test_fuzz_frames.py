@@ -20,7 +20,7 @@ from broker.kafka import records as kafka_records
 from broker.kafka import versions as kafka_versions
 from broker.protocol import apis, probe
 from broker.protocol.framing import RESPONSE, read_frame_blocking
-from broker.server.launch import LocalCluster, wait_until
+from clusters.bare import BareCluster, wait_until
 from broker.server.rpc import FRAME_READ_TIMEOUT_S
 
 CONTROLLER_TIMEOUT_S = 1.0
@@ -28,7 +28,7 @@ CONTROLLER_TIMEOUT_S = 1.0
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    with LocalCluster(tmp_path_factory.mktemp("fuzz"), brokers=1,
+    with BareCluster(tmp_path_factory.mktemp("fuzz"), brokers=1,
                       controller_settings={"frame_read_timeout_ms": int(CONTROLLER_TIMEOUT_S * 1000)},
                       topics=[{"name": "t", "partitions": 1, "replication_factor": 1}]) as c:
         yield c

@@ -24,13 +24,13 @@ from broker.kafka import versions as kafka_versions
 from broker.protocol import apis
 from broker.protocol.framing import HEADER_SIZE, MAGIC, PROTOCOL_VERSION, REQUEST, RESPONSE, Frame, \
     read_frame_blocking
-from broker.server.launch import LocalCluster
+from clusters.bare import BareCluster
 from broker.server.rpc import MAX_REQUEST_FRAME
 
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory):
-    with LocalCluster(tmp_path_factory.mktemp("garbage"), brokers=1,
+    with BareCluster(tmp_path_factory.mktemp("garbage"), brokers=1,
                       topics=[{"name": "g", "partitions": 1, "replication_factor": 1}]) as cluster:
         yield cluster, cluster.brokers[1].address
 

@@ -21,7 +21,7 @@ import signal
 import pytest
 
 from broker.client import Admin, Consumer, Producer
-from broker.server.launch import LocalCluster, wait_until
+from clusters.bare import BareCluster, wait_until
 from real_processes import wait_full_isr
 
 TOPIC = "kip101"
@@ -34,7 +34,7 @@ def replica(admin: Admin, broker: int) -> dict | None:
 
 
 def run_scenario(tmp_path, truncation: str):
-    with LocalCluster(tmp_path, brokers=2,
+    with BareCluster(tmp_path, brokers=2,
                       broker_settings={"truncation": truncation, "min_insync_replicas": 1, "flush": "always",
                                        "hw_checkpoint_interval_ms": 60_000, "heartbeat_interval_ms": 300,
                                        "replica_lag_time_max_ms": 30_000},

@@ -22,7 +22,7 @@ import time
 import pytest
 
 from broker.client import Admin, Producer
-from broker.server.launch import LocalCluster, wait_until
+from clusters.bare import BareCluster, wait_until
 from tests.broker.real_processes import wait_full_isr
 
 N = 1000
@@ -32,7 +32,7 @@ TOPICS = ["confluent", "kafka-python", "epochs-confluent", "epochs-kafka-python"
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    with LocalCluster(tmp_path_factory.mktemp("kafka-clients"), brokers=3, broker_settings=BROKER,
+    with BareCluster(tmp_path_factory.mktemp("kafka-clients"), brokers=3, broker_settings=BROKER,
                       topics=[{"name": t, "partitions": 1, "replication_factor": 3} for t in TOPICS]) as c:
         admin = Admin(c.controller_address, timeout_s=2.0)
         for t in TOPICS:
@@ -342,7 +342,7 @@ def test_acks_all_through_a_leader_kill_loses_nothing(tmp_path, client):
     producing, restart it; every acknowledged value is read back at its acknowledged offset, and the
     partition reads in order without gaps."""
     pytest.importorskip({"confluent": "confluent_kafka", "kafka-python": "kafka"}[client])
-    with LocalCluster(tmp_path, brokers=3, broker_settings=FAULT_BROKER,
+    with BareCluster(tmp_path, brokers=3, broker_settings=FAULT_BROKER,
                       controller_settings={"broker_session_timeout_ms": 2500},
                       topics=[{"name": "t", "partitions": 1, "replication_factor": 3}]) as c:
         admin = Admin(c.controller_address, timeout_s=1.0)
@@ -382,7 +382,7 @@ def test_acks_1_hw_truncation_loses_an_acknowledged_write(tmp_path, client, trun
     with leader-epoch truncation they are all there."""
     pytest.importorskip({"confluent": "confluent_kafka", "kafka-python": "kafka"}[client])
     values = [b"m0", b"m1", b"m2", b"m3", b"m4"]
-    with LocalCluster(tmp_path, brokers=2,
+    with BareCluster(tmp_path, brokers=2,
                       broker_settings={"truncation": truncation, "min_insync_replicas": 1, "flush": "always",
                                        "hw_checkpoint_interval_ms": 60_000, "heartbeat_interval_ms": 300,
                                        "replica_lag_time_max_ms": 30_000},

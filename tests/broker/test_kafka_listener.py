@@ -16,7 +16,7 @@ from broker.kafka import errors as E
 from broker.kafka import messages as M
 from broker.kafka import versions as V
 from broker.kafka.records import crc32c, decode_batches, encode_batch
-from broker.server.launch import LocalCluster, wait_until
+from clusters.bare import BareCluster, wait_until
 from tests.broker.real_processes import wait_full_isr
 
 TOPIC = "kt"
@@ -59,7 +59,7 @@ class KafkaConn:
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    with LocalCluster(tmp_path_factory.mktemp("kafka-listener"), brokers=3, broker_settings=BROKER,
+    with BareCluster(tmp_path_factory.mktemp("kafka-listener"), brokers=3, broker_settings=BROKER,
                       topics=[{"name": TOPIC, "partitions": 1, "replication_factor": 3}]) as c:
         admin = Admin(c.controller_address, timeout_s=2.0)
         wait_full_isr(admin, TOPIC, 20, "a leader with the full ISR")
@@ -463,7 +463,7 @@ def test_acks_all_errors_when_followers_stop(tmp_path):
     unknown); once the leader shrank the ISR to itself, acks=-1 is refused NOT_ENOUGH_REPLICAS (19) while
     acks=1 is still acknowledged."""
     import signal
-    with LocalCluster(tmp_path, brokers=3, broker_settings={**BROKER, "replica_lag_time_max_ms": 1000},
+    with BareCluster(tmp_path, brokers=3, broker_settings={**BROKER, "replica_lag_time_max_ms": 1000},
                       controller_settings={"broker_session_timeout_ms": 30_000},
                       topics=[{"name": TOPIC, "partitions": 1, "replication_factor": 3}]) as c:
         admin = Admin(c.controller_address, timeout_s=2.0)
@@ -555,7 +555,7 @@ def test_corrupt_record_is_answered_kafka_storage_error(tmp_path):
     from broker.storage.codec import HEADER_SIZE
     from broker.storage.partition_store import partition_dir_name
     from broker.storage.scan import scan_partition
-    with LocalCluster(tmp_path, brokers=3, broker_settings={**BROKER, "flush": "always"},
+    with BareCluster(tmp_path, brokers=3, broker_settings={**BROKER, "flush": "always"},
                       controller_settings={"broker_session_timeout_ms": 2500},
                       topics=[{"name": TOPIC, "partitions": 1, "replication_factor": 3}]) as c:
         admin = Admin(c.controller_address, timeout_s=2.0)

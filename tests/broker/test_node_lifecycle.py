@@ -10,20 +10,20 @@ from pathlib import Path
 import pytest
 
 from broker.client import Admin, Consumer, Producer
-from broker.server.launch import LocalCluster, wait_until
+from clusters.bare import BareCluster, wait_until
 from broker.storage import HwCheckpoint
 
 TOPIC = "life"
 REPO = Path(__file__).resolve().parents[2]
 
 
-def cluster(tmp_path, **settings) -> LocalCluster:
-    return LocalCluster(tmp_path, brokers=1, broker_settings=settings,
+def cluster(tmp_path, **settings) -> BareCluster:
+    return BareCluster(tmp_path, brokers=1, broker_settings=settings,
                         controller_settings={"broker_session_timeout_ms": 1000},
                         topics=[{"name": TOPIC, "partitions": 1, "replication_factor": 1}])
 
 
-def wait_leader(c: LocalCluster, min_epoch: int = 0) -> int:
+def wait_leader(c: BareCluster, min_epoch: int = 0) -> int:
     admin = Admin(c.controller_address, timeout_s=1.0)
     info = wait_until(lambda: (lambda d: d if d and d[0].leader == 1 and d[0].epoch >= min_epoch
                                and d[0].replica_state[1] is not None else None)(admin.describe(TOPIC)), 20, "a leader")
@@ -31,7 +31,7 @@ def wait_leader(c: LocalCluster, min_epoch: int = 0) -> int:
     return info[0].epoch
 
 
-def read(c: LocalCluster):
+def read(c: BareCluster):
     f = Consumer(c.controller_address).fetch(TOPIC, 0, 0)
     return [v for _o, _e, v in f.records], f.hw
 

@@ -6,7 +6,7 @@ import signal
 import time
 
 from broker.client import Admin, Producer
-from broker.server.launch import LocalCluster, wait_until
+from clusters.bare import BareCluster, wait_until
 from real_processes import wait_full_isr
 
 TOPIC = "adm"
@@ -14,7 +14,7 @@ BROKER_TIMEOUT_S = 1.0
 
 
 def test_describe_with_two_paused_brokers_is_partial_and_bounded(tmp_path):
-    with LocalCluster(tmp_path, brokers=3, broker_settings={"min_insync_replicas": 1},
+    with BareCluster(tmp_path, brokers=3, broker_settings={"min_insync_replicas": 1},
                       controller_settings={"broker_session_timeout_ms": 10_000},
                       topics=[{"name": TOPIC, "partitions": 1, "replication_factor": 3}]) as c:
         with Admin(c.controller_address, timeout_s=2.0) as admin:

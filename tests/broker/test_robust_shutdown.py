@@ -11,7 +11,7 @@ import time
 from broker.client import Admin, Producer
 from broker.config import load_broker_config
 from broker.server.app import BrokerNode
-from broker.server.launch import LocalCluster, free_port, wait_until
+from clusters.bare import BareCluster, free_port, wait_until
 from broker.storage import HwCheckpoint
 from real_processes import wait_full_isr
 
@@ -66,7 +66,7 @@ def test_shutdown_finishes_although_a_task_swallows_its_cancellation(tmp_path):
 
 
 def test_sigterm_with_paused_leader_and_controller_exits_0_and_keeps_acked_writes(tmp_path):
-    with LocalCluster(tmp_path, brokers=3,
+    with BareCluster(tmp_path, brokers=3,
                       broker_settings={"min_insync_replicas": 2, "hw_checkpoint_interval_ms": 60_000,
                                        "replica_fetch_wait_max_ms": 500},
                       controller_settings={"broker_session_timeout_ms": 3000},

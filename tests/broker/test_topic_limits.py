@@ -15,7 +15,7 @@ from broker.controller.client import ControllerSyncClient
 from broker.controller.config import ConfigError, parse_controller_config
 from broker.controller.state import ControllerState
 from broker.limits import MAX_TOPIC_NAME, replica_budget, topic_name_problem
-from broker.server.launch import LocalCluster, wait_until
+from clusters.bare import BareCluster, wait_until
 from harness import config as hconfig
 
 
@@ -86,7 +86,7 @@ def test_create_topics_counts_existing_replicas_against_the_budget():
 
 
 # --- real processes ------------------------------------------------------------------------------------
-def _alive(c: LocalCluster) -> list[int]:
+def _alive(c: BareCluster) -> list[int]:
     return [b for b, node in sorted(c.brokers.items()) if node.running()]
 
 
@@ -102,7 +102,7 @@ def _retry(call, timeout_s: float, what: str):
             time.sleep(0.2)
 
 
-def _round_trip(c: LocalCluster, topic: str, value: bytes) -> None:
+def _round_trip(c: BareCluster, topic: str, value: bytes) -> None:
     with Producer(c.controller_address, acks="all", timeout_s=5.0) as p:
         (offset,) = _retry(lambda: p.send(topic, 0, [value]).offsets, 30, f"a produce to {topic}")
     with Consumer(c.controller_address, timeout_s=5.0) as cons:
@@ -112,7 +112,7 @@ def _round_trip(c: LocalCluster, topic: str, value: bytes) -> None:
 
 def test_dotdot_and_10000_partitions_are_refused_and_the_brokers_stay_up(tmp_path):
     # the budget of the brokers (20,000 fds), whatever this machine's limit is
-    with LocalCluster(tmp_path, brokers=3, broker_settings={"min_insync_replicas": 1},
+    with BareCluster(tmp_path, brokers=3, broker_settings={"min_insync_replicas": 1},
                       controller_settings={"max_replicas_per_broker": replica_budget(20_000)},
                       topics=[{"name": "ok", "partitions": 1, "replication_factor": 3}]) as c:
         cl = ControllerSyncClient(c.controller_address, timeout_s=5.0)
@@ -133,7 +133,7 @@ def test_dotdot_and_10000_partitions_are_refused_and_the_brokers_stay_up(tmp_pat
 
 
 def test_a_persisted_bad_topic_is_skipped_by_every_broker_on_restart(tmp_path):
-    with LocalCluster(tmp_path, brokers=3, broker_settings={"min_insync_replicas": 1},
+    with BareCluster(tmp_path, brokers=3, broker_settings={"min_insync_replicas": 1},
                       topics=[{"name": "ok", "partitions": 1, "replication_factor": 3}]) as c:
         _round_trip(c, "ok", b"before")
         for b in (1, 2, 3):

@@ -96,7 +96,7 @@ def compose(tmp_path_factory):
 def brokers_up(compose) -> str:
     """The bootstrap address once Metadata lists the three brokers (else the containers' output)."""
     from clusters.kafka_metadata import KafkaMetadata
-    from broker.server.launch import wait_until
+    from clusters.bare import wait_until
     containers, addr, _ = compose
     md = KafkaMetadata(f"{addr['n1']}:9092", timeout_s=2.0)
     try:

@@ -1,7 +1,7 @@
 """clusters/external_hosts.py for real: process faults on an external cluster's brokers through SSH.
 
 A real sshd on a loopback port (started by the test as root, with its own host key and client key) is
-the "host" of each broker of a highwater cluster the test starts (broker/server/launch.LocalCluster);
+the "host" of each broker of a highwater cluster the test starts (broker/server/bare.BareCluster);
 the harness gets only the bootstrap address and a nodes file with the SSH login, each broker's port and
 a restart command. It installs and starts nothing: kill is a SIGKILL of the process listening on the
 broker's port, restart the given command, pause/resume SIGSTOP/SIGCONT of that process.
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from broker.server.launch import LocalCluster, free_port
+from clusters.bare import BareCluster, free_port
 from clusters.base import ClusterError, ClusterSpec, capabilities
 from clusters.external_hosts import ExternalHostsCluster, load_hosts_file
 from clusters.ssh import NodesFileError
@@ -66,7 +66,7 @@ def cluster(tmp_path):
     """A 3-broker highwater cluster; brokers restarted through a nodes file's command write their pid to
     `restarted.pids`, and the test stops them (by pid) at the end."""
     pids = tmp_path / "restarted.pids"
-    with LocalCluster(tmp_path / "cluster", brokers=3, host=HOST,
+    with BareCluster(tmp_path / "cluster", brokers=3, host=HOST,
                       broker_settings={"min_insync_replicas": 2, "replica_lag_time_max_ms": 3000},
                       controller_settings={"broker_session_timeout_ms": 2500}) as lc:
         try:
@@ -80,7 +80,7 @@ def cluster(tmp_path):
                     pass
 
 
-def nodes_file(path: Path, sshd, lc: LocalCluster, pids: Path, *, restart: bool = True) -> Path:
+def nodes_file(path: Path, sshd, lc: BareCluster, pids: Path, *, restart: bool = True) -> Path:
     port, key, known = sshd
     lines = [f'known_hosts = "{known}"', "[defaults]", 'user = "root"', f"port = {port}", f'key = "{key}"',
              "agent = false"]

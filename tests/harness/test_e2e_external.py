@@ -1,5 +1,5 @@
 """End to end: `highwater run --cluster external --bootstrap host:port` against a highwater cluster that the
-test starts itself (broker/server/launch.LocalCluster) and hands to the harness only as an opaque
+test starts itself (broker/server/bare.BareCluster) and hands to the harness only as an opaque
 Kafka-compatible cluster: one bootstrap address, nothing else. The run creates its topic with
 CreateTopics, drives the workload and the final reads through confluent-kafka, waits for health
 through Kafka Metadata, and cannot dump replicas: loss is checked from the history and the final reads,
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from broker.server.launch import LocalCluster
+from clusters.bare import BareCluster
 from rundir import formats as runformat
 from rundir.exits import EXIT_UNKNOWN, EXIT_USAGE
 from e2e_helpers import found_kinds, load_json, processes_mentioning, run_dir_from_stdout, run_highwater
@@ -26,12 +26,12 @@ NO_RULES = {"file": "nodes/", "line": None, "partition": None,
 @pytest.fixture
 def opaque_cluster(tmp_path):
     """A real controller and 3 brokers with no topic: the run must create its own."""
-    with LocalCluster(tmp_path / "cluster", brokers=3, host=HOST,
+    with BareCluster(tmp_path / "cluster", brokers=3, host=HOST,
                       broker_settings={"min_insync_replicas": 2}) as cluster:
         yield cluster
 
 
-def topic_events(cluster: LocalCluster) -> list[dict]:
+def topic_events(cluster: BareCluster) -> list[dict]:
     log = cluster.workdir / "c0" / "controller.log"
     return [e for e in map(load_json_line, log.read_text().splitlines()) if e and e.get("event") == "topic-created"]
 
@@ -92,7 +92,7 @@ def test_workload_only_run_checks_loss_and_leaves_divergence_unknown(opaque_clus
 def test_an_existing_topic_must_have_the_run_s_shape_and_be_empty(tmp_path):
     """A topic of another shape, or one holding records (an earlier run's), is a set-up error (exit 254)
     naming what is wrong; an empty topic of the right shape is used as it is."""
-    with LocalCluster(tmp_path / "cluster", brokers=1, host=HOST,
+    with BareCluster(tmp_path / "cluster", brokers=1, host=HOST,
                       topics=[{"name": "hw", "partitions": 1, "replication_factor": 1}]) as cluster:
         where = f"{HOST}:{cluster.ports[1]}"
 

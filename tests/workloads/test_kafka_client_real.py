@@ -22,7 +22,7 @@ import time
 import pytest
 
 from broker.client import Admin, ClientError, Consumer
-from broker.server.launch import LocalCluster, wait_until
+from clusters.bare import BareCluster, wait_until
 from workloads import kafka_client as kc
 
 pytest.importorskip("confluent_kafka")
@@ -43,7 +43,7 @@ def wait_full_isr(admin: Admin, topic: str, timeout_s: float, what: str, *, isr_
     return wait_until(ready, timeout_s, what)
 
 
-def bootstrap(cluster: LocalCluster) -> list[str]:
+def bootstrap(cluster: BareCluster) -> list[str]:
     return [f"{cluster.host}:{port}" for port in cluster.ports.values()]
 
 
@@ -68,7 +68,7 @@ def read_log(consumer, topic: str, hw: int, chunk: int = 500, timeout_s: float =
 @pytest.mark.slow
 @pytest.mark.parametrize("library", LIBRARIES)
 def test_acks_all_through_a_leader_kill_loses_nothing_and_assign_reads_the_committed_log(tmp_path, library):
-    with LocalCluster(tmp_path, brokers=3, broker_settings=BROKER, controller_settings=CONTROLLER,
+    with BareCluster(tmp_path, brokers=3, broker_settings=BROKER, controller_settings=CONTROLLER,
                       topics=[{"name": TOPIC, "partitions": 1, "replication_factor": 3}]) as cluster:
         admin = Admin(cluster.controller_address, timeout_s=1.0)
         first = wait_full_isr(admin, TOPIC, 30, "a leader with the full ISR")
@@ -135,7 +135,7 @@ def _replica(admin: Admin, broker: int) -> dict | None:
 
 
 def kip101_with_kafka_client(tmp_path, library: str, truncation: str):
-    with LocalCluster(tmp_path, brokers=2,
+    with BareCluster(tmp_path, brokers=2,
                       broker_settings={"truncation": truncation, "min_insync_replicas": 1, "flush": "always",
                                        "hw_checkpoint_interval_ms": 60_000, "heartbeat_interval_ms": 300,
                                        "replica_lag_time_max_ms": 30_000},

@@ -1,7 +1,9 @@
-"""Start a controller and N broker nodes as real local processes on loopback (for the broker's own
-tests and benchmarks/broker_throughput.py; the harness has its own backends in clusters/).
+"""A bare cluster: a controller and N broker nodes as real local processes on loopback, with no run
+directory, registry, firewall or history. For the broker's own tests and the benchmarks that drive the
+broker directly (broker_throughput, frame_abuse, kafka_client_throughput, the mutation benchmark's start
+check); a harness run uses the local backend (clusters/local.py) instead.
 
-    with LocalCluster(tmp_path, brokers=3, broker_settings={"min_insync_replicas": 2},
+    with BareCluster(tmp_path, brokers=3, broker_settings={"min_insync_replicas": 2},
                       topics=[{"name": "t", "partitions": 1, "replication_factor": 3}]) as c:
         c.controller_address          # ("127.0.0.1", port)
         c.kill(1); c.start_broker(1)  # SIGKILL broker 1, restart it on the same port and data dir
@@ -22,6 +24,7 @@ import time
 from pathlib import Path
 
 READY_TIMEOUT_S = 20.0
+REPO_ROOT = Path(__file__).resolve().parents[1]    # `python -m broker` runs from here: this checkout's broker
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -48,7 +51,7 @@ class NodeProcess:
         out = open(self.workdir / "stdout.log", "ab")
         env = dict(os.environ, PYTHONUNBUFFERED="1")
         self.proc = subprocess.Popen([sys.executable, "-m", "broker", *self.args], stdout=subprocess.PIPE,
-                                     stderr=out, env=env, cwd=str(Path(__file__).resolve().parents[2]))
+                                     stderr=out, env=env, cwd=str(REPO_ROOT))
         line = _read_line_with_timeout(self.proc, READY_TIMEOUT_S)
         if not line.startswith("READY "):
             self.kill()
@@ -101,7 +104,7 @@ def _drain(pipe, out) -> None:
         pass
 
 
-class LocalCluster:
+class BareCluster:
     def __init__(self, workdir: Path | str, *, brokers: int = 3, host: str = "127.0.0.1",
                  broker_settings: dict | None = None, controller_settings: dict | None = None,
                  topics: list[dict] | None = None):
@@ -144,7 +147,7 @@ class LocalCluster:
         return self.controller.address
 
     # --- life cycle -----------------------------------------------------------------------------
-    def start(self) -> "LocalCluster":
+    def start(self) -> "BareCluster":
         cdir = self.node_dir("c0")
         cport = free_port(self.host)
         ccfg = {"host": self.host, "port": cport, "data_dir": str(cdir / "data"), "log_file": str(cdir / "controller.log"),
@@ -195,7 +198,7 @@ class LocalCluster:
         if self.controller is not None:
             self.controller.kill()
 
-    def __enter__(self) -> "LocalCluster":
+    def __enter__(self) -> "BareCluster":
         try:
             return self.start()
         except BaseException:
