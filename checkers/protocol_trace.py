@@ -192,7 +192,13 @@ def _ops_rows(col_dir: Path) -> list[dict[str, Any]]:
 
     if not (col_dir / "ops").is_dir():
         return []
-    return pads.dataset(str(col_dir / "ops"), format="parquet").to_table(columns=OPS_COLUMNS).to_pylist()
+    dataset = pads.dataset(str(col_dir / "ops"), format="parquet")
+    have = [c for c in OPS_COLUMNS if c in dataset.schema.names]     # tables of an older converter lack some
+    rows = dataset.to_table(columns=have).to_pylist()
+    missing = [c for c in OPS_COLUMNS if c not in have]
+    for row in rows if missing else ():
+        row.update(dict.fromkeys(missing))
+    return rows
 
 
 def damage_row(node: str, time_ns: int, index: int, start_wall_ns: int, partition: int | None = None,

@@ -47,7 +47,9 @@ EVENTS_READ = frozenset({"start", "recovered", "role", "hw-change", "truncate", 
 # rules decided only by comparing rows of different processes by their timestamps: sound only when every
 # process read one clock (the local and Docker backends); with `RuleSettings.same_clock` False they are
 # skipped and not promised (read-uncommitted then keeps its half that needs no clock: a poll's own HW)
-CLOCK_RULES = frozenset({"follower-hw-ahead", "epoch-outlived-restart", "hw-reported-ahead"})
+CLOCK_RULES = frozenset({"follower-hw-ahead", "epoch-outlived-restart", "hw-reported-ahead",
+                         # a storage fault's `damaged` row is stamped on the history's clock
+                         "damaged-record-kept"})
 
 
 @dataclass(frozen=True)
@@ -238,7 +240,7 @@ class PartitionRules:
             found.append(self._v("acked-not-durable", row, node.epoch,
                                  f"{row['node']} reopened its log with LEO {leo}, below offset {node.acked_end - 1} "
                                  f"it had acknowledged", node.last))
-        if isinstance(leo, int) and node.damaged_at is not None and leo > node.damaged_at:
+        if self._clock and isinstance(leo, int) and node.damaged_at is not None and leo > node.damaged_at:
             # recovery cuts the log at the first record failing its checks (length, CRC, dense offsets): a
             # record the disk damaged at offset k leaves at most k records
             found.append(self._v("damaged-record-kept", row, node.epoch,

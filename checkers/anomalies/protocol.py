@@ -109,7 +109,8 @@ def _damage_rows(t: Tables, start_wall_ns: int, parts: DataFrame) -> DataFrame:
     offset = F.when(F.size(entry) > 2, F.nullif(entry.getItem(2), F.lit(""))).cast("long")
     fields = F.to_json(F.struct(F.lit("damaged").alias("event"), F.col("index"), F.col("time"),
                                 F.col("damaged_partition"), F.col("damaged_offset")))
-    return (starts.select(F.explode(F.split(F.coalesce("damage", "targets"), ",")).alias("entry"), "index", "time")
+    damage = F.col("damage") if "damage" in t.ops.columns else F.lit(None).cast("string")   # an older table
+    return (starts.select(F.explode(F.split(F.coalesce(damage, F.col("targets")), ",")).alias("entry"), "index", "time")
             .select(entry.getItem(0).alias("node"), "index", "time", part.alias("damaged_partition"),
                     offset.alias("damaged_offset"))
             .crossJoin(F.broadcast(parts))

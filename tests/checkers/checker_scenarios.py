@@ -575,7 +575,9 @@ def acked_not_durable_damaged(b: RunBuilder, p: int) -> dict:
 
 def damaged_record_kept(b: RunBuilder, p: int) -> dict:
     """A storage fault damaged n2's record at offset 3 of this partition while it was down; its restart
-    reopened the log with LEO 6, the damaged record kept (recovery must cut there)."""
+    reopened the log with LEO 6, the damaged record kept (recovery must cut there). The damage is stamped
+    on the history's clock, so the rule is judged where every process reads one clock."""
+    _same_clock(b)
     _acked(b, p)
     _line(b, "n2", "role", partition=p, role="follower", epoch=1)
     fid = b.fault("start", fault="corrupt", targets=("n2",),

@@ -245,3 +245,21 @@ def test_storage_faults_drawn_at_random_keep_the_promises_staged_ones_do_not(tmp
     a = res["anomalies"]["acked-not-durable"]
     assert (a["count"], a["promised"], res["valid"]) == (1, False, True)
     assert run_facts(tmp_path / "staged", tmp_path / "staged" / "columnar")["settings"].storage_faults is True
+
+
+def test_an_ops_table_of_an_older_converter_still_gives_the_damage_rows(tmp_path):
+    """Tables converted before the `damage` column (converter 8, a reused synthetic run) are still read:
+    the damaged rows then name no offset, so damaged-record-kept decides nothing, and nothing fails."""
+    import pyarrow.parquet as pq
+
+    res = _run(tmp_path, [sc.damaged_record_kept])
+    assert _found(res) == {"damaged-record-kept": 1}
+    ops = tmp_path / "columnar" / "ops"
+    for f in sorted(ops.glob("*.parquet")):
+        table = pq.read_table(f)
+        pq.write_table(table.drop(["damage"]), f)
+    facts = protocol_trace.run_facts(tmp_path, tmp_path / "columnar")
+    rows = protocol_trace.rows_by_partition(tmp_path / "columnar", facts)[0]
+    damaged = [r for r in rows if r["event"] == "damaged"]
+    assert [(r["node"], "damaged_offset" in r) for r in damaged] == [("n2", False)]
+    assert protocol_trace.check_reference(tmp_path / "columnar", facts) == []
