@@ -209,13 +209,24 @@ def _config_value(config: dict, dotted: str) -> Any:
     return cur
 
 
+def _norm(value: Any) -> Any:
+    """acks=all is written "all" (test.json) or -1 (the broker's `ack` lines): one value for both."""
+    if isinstance(value, str) and value.strip().lower() in ("all", "-1"):
+        return -1
+    return value
+
+
 def _same(have: Any, want: Any) -> bool:
-    """A marker's value matches (acks is written "all" or -1; numbers compare as numbers)."""
+    """A marker's value matches: booleans only booleans, None only None, acks "all" and -1 alike, a
+    number its number (1 and 1.0), a string its string (case aside)."""
     if have is _MISSING:
         return False
-    if isinstance(want, bool) or isinstance(have, bool):
+    have, want = _norm(have), _norm(want)
+    if isinstance(want, bool) or isinstance(have, bool) or want is None or have is None:
         return have is want
-    return have == want or str(have).lower() == str(want).lower()
+    if isinstance(want, str) and isinstance(have, str):
+        return have.lower() == want.lower()
+    return type(have) is not str and type(want) is not str and have == want
 
 
 def marker(m: Mutant) -> str:

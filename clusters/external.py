@@ -77,6 +77,11 @@ class ExternalCluster(Cluster, KafkaReached):
     def __init__(self, spec: ClusterSpec, *, bootstrap: str = "", ready_timeout_s: float = 30.0,
                  timeout_s: float = 5.0, nodes_file=None, accept_unknown_hosts: bool = False,
                  docker_containers=None):
+        if nodes_file or docker_containers:
+            # the hosts' or containers' class does faults; this one would silently inject none
+            which = "ExternalHostsCluster" if nodes_file else "ExternalDockerCluster"
+            raise ClusterError(f"the external backend with {'a nodes file' if nodes_file else 'Docker containers'} "
+                               f"is {which} (harness/backends.external_class picks it), not ExternalCluster")
         self.spec = spec
         self.bootstrap = parse_bootstrap(bootstrap)
         self.ready_timeout_s = ready_timeout_s

@@ -113,7 +113,7 @@ def check_faults(name: str, faults: list[str], cluster_cfg=None) -> None:
     """Faults the backend cannot inject on this machine, found without building a cluster: the local
     backend's partitions need root and iptables or nft, its degradation root and iptables (the same
     checks LocalCluster.check_faults makes); the external backend, without hosts to act on, none at all,
-    and with a nodes file only process faults (clusters/external_hosts.py FAULTS). The docker and ssh
+    and with a nodes file or containers only process faults (clusters/external.py FAULTS). The docker and ssh
     backends check their nodes once those exist."""
     if name == "external" and faults:
         if cluster_cfg is None or not (cluster_cfg.nodes_file or cluster_cfg.docker_containers):

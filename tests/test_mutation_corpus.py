@@ -144,14 +144,21 @@ def test_a_mutants_code_path_is_told_from_the_event_logs_and_the_settings(tmp_pa
                                     "why": 'the path needs broker.truncation = "leader-epoch"; the run had "hw"'}
     unset = _run_dir(tmp_path / "r4", {}, {"n1": [cut]})
     assert "the run had unset" in mb.path_taken(m, unset)["why"]
-    # acks is written "all" or -1, a boolean only matches a boolean
-    acks = _marked(tmp_path / "x", 'needs = {"client.acks" = -1, "broker.power_loss" = false}\n')
-    assert mb.path_taken(acks, _run_dir(tmp_path / "r5", {"client": {"acks": -1}, "broker": {"power_loss": False}},
-                                        {}))["taken"] is True
-    assert mb.path_taken(acks, _run_dir(tmp_path / "r6", {"client": {"acks": -1}, "broker": {"power_loss": 0}},
-                                        {}))["taken"] is False
+    # acks is written "all" (test.json) or -1 (an `ack` line): alike; a boolean only matches a boolean
+    acks = _marked(tmp_path / "x", 'needs = {"client.acks" = -1, "broker.power_loss" = false}\n'
+                                   'reached = {event = "ack", acks = "all"}\n')
+    ack_line = {"event": "ack", "acks": -1}
+    assert mb.path_taken(acks, _run_dir(tmp_path / "r5", {"client": {"acks": "all"}, "broker": {"power_loss": False}},
+                                        {"n1": [ack_line]}))["taken"] is True
+    assert mb.path_taken(acks, _run_dir(tmp_path / "r6", {"client": {"acks": "all"}, "broker": {"power_loss": 0}},
+                                        {"n1": [ack_line]}))["taken"] is False
+    assert mb.path_taken(acks, _run_dir(tmp_path / "r7", {"client": {"acks": 1}, "broker": {"power_loss": False}},
+                                        {"n1": [ack_line]}))["taken"] is False
+    assert [mb._same(h, w) for h, w in ((None, "none"), ("1", 1), (1.0, 1), ("Always", "always"))] == \
+        [False, False, True, True]
     # --reach counts the run directories under a root
-    assert mb.run_dirs([tmp_path]) == sorted(p.resolve() for p in (taken, other, hw, unset))
+    assert mb.run_dirs([tmp_path]) == sorted(p.resolve() for p in (taken, other, hw, unset,
+                                                                     tmp_path / "r5", tmp_path / "r6", tmp_path / "r7"))
     assert mb.path_taken(_marked(tmp_path / "y", ""), taken) is None
     for bad, match in (('reached = {why = "x"}\n', "reached must be a table with an `event`"),
                        ('needs = {flush = "never"}\n', "dotted"),

@@ -1,4 +1,4 @@
-"""Kafka-style replication as a pure state machine, plus a deterministic simulator (sim.py).
+"""Kafka-style replication as a pure state machine (simulated by the top-level `simulator` package).
 
 `PartitionReplica` (replica.py) is one partition's replica on one broker: leader (produce, follower
 fetches, HW, ISR proposals, OffsetsForLeaderEpoch), follower (truncation, fetching, follower HW) or
@@ -9,7 +9,7 @@ where each rule of the design notes (seeds) lives.
 Modules: config.py (settings), errors.py (error codes, KIP-320 fencing), events.py (event-log
 events), epoch_cache.py (leader-epoch cache), messages.py (requests/answers), leader.py (remote
 followers, HW and ISR rules), truncation.py (hw / KIP-101 / KIP-279 truncation), replica.py (the
-state machine), sim.py (several replicas driven step by step, for scenario tests).
+state machine).
 """
 from broker.replication.config import ReplicationConfig, TRUNCATION_MODES
 from broker.replication.epoch_cache import EpochCache, EpochEndOffset, UNDEFINED

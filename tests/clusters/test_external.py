@@ -147,3 +147,19 @@ def test_without_replica_states_the_problems_say_why():
     s = final_phase.from_info(kinfo(0, 1, [1, 3], 4))
     s.stable_s = 5.0
     assert (s.healthy, s.problem()) == (False, "not in ISR: n2")
+
+
+def test_the_plain_external_class_refuses_hosts_or_containers(tmp_path):
+    """With a nodes file or containers the cluster must be the class that injects faults (harness/backends
+    external_class picks it): the plain class would take them and silently inject none."""
+    from clusters.base import ClusterError
+    from harness.backends import external_class
+
+    spec = ClusterSpec("ext", tmp_path, brokers=3)
+    with pytest.raises(ClusterError, match="Docker containers is ExternalDockerCluster"):
+        ExternalCluster(spec, bootstrap="127.0.0.1:9092", docker_containers="a,b,c")
+    with pytest.raises(ClusterError, match="a nodes file is ExternalHostsCluster"):
+        ExternalCluster(spec, bootstrap="127.0.0.1:9092", nodes_file="n.toml")
+    assert external_class({"nodes_file": None, "docker_containers": None}) is ExternalCluster
+    assert external_class({"docker_containers": "a"}).__name__ == "ExternalDockerCluster"
+    assert external_class({"nodes_file": "n.toml"}).__name__ == "ExternalHostsCluster"
