@@ -12,14 +12,10 @@ from dataclasses import MISSING, dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from broker.config_file import check_keys
+from broker.config_file import ConfigError, check_keys
 
 TRUNCATION_MODES = ("hw", "leader-epoch")
 FLUSH_POLICIES = ("always", "interval", "never")
-
-
-class ConfigError(ValueError):
-    """A configuration file is unreadable or has a bad key; the message is one line naming both."""
 
 
 @dataclass(frozen=True)
@@ -93,7 +89,7 @@ def _type_ok(kind: str, value: Any) -> bool:
 
 def validate_broker_config(raw: Any, source: str) -> BrokerConfig:
     """Validate a parsed broker.json object; `source` names it in error messages."""
-    check_keys(raw, source, _RULES, _REQUIRED, ConfigError)
+    check_keys(raw, source, _RULES, _REQUIRED)
     for key, value in raw.items():
         kind, check, what = _RULES[key]
         if not _type_ok(kind, value) or not check(value):

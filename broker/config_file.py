@@ -1,14 +1,18 @@
-"""The shape checks every broker/ JSON config file (broker.json, controller.json) starts with: the
-parsed value is an object, has no unknown key and every required key. Each file's loader raises its
-own ConfigError class; the messages are the same one-liners for both, naming the file and the key.
+"""The broker's JSON config files (broker.json, controller.json): their one error, `ConfigError`, and the
+shape checks both loaders start with (the parsed value is an object, has no unknown key and every
+required key). The messages are one line naming the file and the key.
 """
 from __future__ import annotations
 
 from typing import Any, Collection, Iterable
 
 
+class ConfigError(ValueError):
+    """A broker or controller config file is unreadable or has a bad key; one line naming both."""
+
+
 def check_keys(raw: Any, source: str, known: Collection[str], required: Iterable[str],
-               error: type[Exception]) -> dict[str, Any]:
+               error: type[Exception] = ConfigError) -> dict[str, Any]:
     """Return `raw` if it is a dict with only `known` keys and all `required` ones, else raise `error`."""
     if not isinstance(raw, dict):
         raise error(f"{source}: must be a JSON object, got {type(raw).__name__}")

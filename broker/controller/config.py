@@ -19,14 +19,10 @@ from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from broker.config_file import check_keys
+from broker.config_file import ConfigError, check_keys
 
 from broker.controller.messages import TopicSpec
 from broker.limits import replica_budget, topic_name_problem
-
-
-class ConfigError(ValueError):
-    """A configuration file is unreadable or has a bad key; the message is one line naming both."""
 
 
 @dataclass(frozen=True)
@@ -65,7 +61,7 @@ def _is_int(v: Any) -> bool:
 
 
 def parse_controller_config(raw: Any, source: str) -> ControllerConfig:
-    check_keys(raw, source, set(ControllerConfig.__dataclass_fields__), _REQUIRED, ConfigError)
+    check_keys(raw, source, set(ControllerConfig.__dataclass_fields__), _REQUIRED)
 
     def bad(key: str, want: str) -> ConfigError:
         return ConfigError(f"{source}: key {key!r}: must be {want}, got {json.dumps(raw[key])[:60]}")
