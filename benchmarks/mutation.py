@@ -235,37 +235,57 @@ def marker(m: Mutant) -> str:
     return f"`{fields.pop('event')}`" + "".join(f" {k}={json.dumps(v)}" for k, v in fields.items())
 
 
-def path_taken(m: Mutant, run_dir: Path) -> dict | None:
-    """Did the run in `run_dir` take the code path mutant `m` changes (its `needs` and `reached`)? None when
-    the mutant names neither; else {"taken", "lines" (marker lines in the nodes' event logs), "why"}."""
-    if not m.reached and not m.needs:
-        return None
+def paths_taken(mutants: list[Mutant], run_dir: Path) -> dict[str, dict | None]:
+    """Did the run in `run_dir` take the code path each mutant changes (its `needs` and `reached`)? Per
+    mutant name: None when it names neither; else {"taken", "lines" (marker lines in the nodes' event
+    logs), "why"}. test.json and every event log are read once for all of them."""
+    out: dict[str, dict | None] = {m.name: None for m in mutants if not (m.reached or m.needs)}
+    marked = [m for m in mutants if m.reached or m.needs]
+    if not marked:
+        return out
     test = _read_json(run_dir / "test.json") or {}
     config = test.get("config") if isinstance(test.get("config"), dict) else {}
-    for key, want in m.needs:
-        have = _config_value(config, key)
-        if not _same(have, want):
+    scan: dict[str, dict[str, Any]] = {}            # mutant -> its marker's fields, for those the logs decide
+    for m in marked:
+        unmet = [(key, want, _config_value(config, key)) for key, want in m.needs
+                 if not _same(_config_value(config, key), want)]
+        if unmet:
+            key, want, have = unmet[0]
             shown = "unset" if have is _MISSING else json.dumps(have)
-            return {"taken": False, "lines": 0, "why": f"the path needs {key} = {json.dumps(want)}; the run had {shown}"}
-    if not m.reached:
-        return {"taken": True, "lines": 0, "why": "the run had the settings the path needs"}
-    fields = dict(m.reached)
-    needle = f'"{fields["event"]}"'
-    lines = 0
-    for log_file in sorted((run_dir / "nodes").glob("*/broker.log")):
+            out[m.name] = {"taken": False, "lines": 0,
+                           "why": f"the path needs {key} = {json.dumps(want)}; the run had {shown}"}
+        elif not m.reached:
+            out[m.name] = {"taken": True, "lines": 0, "why": "the run had the settings the path needs"}
+        else:
+            scan[m.name] = dict(m.reached)
+    lines = dict.fromkeys(scan, 0)
+    needles = {f'"{fields["event"]}"' for fields in scan.values()}
+    for log_file in sorted((run_dir / "nodes").glob("*/broker.log")) if scan else ():
         with open(log_file, errors="replace") as fh:
             for line in fh:
-                if needle not in line:
+                if not any(n in line for n in needles):
                     continue
                 try:
                     event = json.loads(line)
                 except ValueError:
                     continue
-                if isinstance(event, dict) and all(_same(event.get(k, _MISSING), v) for k, v in fields.items()):
-                    lines += 1
-    if lines:
-        return {"taken": True, "lines": lines, "why": f"{lines} {marker(m)} line(s) in the event logs"}
-    return {"taken": False, "lines": 0, "why": f"no {marker(m)} line in any event log: the run never took the path"}
+                if not isinstance(event, dict):
+                    continue
+                for name, fields in scan.items():
+                    if all(_same(event.get(k, _MISSING), v) for k, v in fields.items()):
+                        lines[name] += 1
+    for m in marked:
+        if m.name in scan:
+            n = lines[m.name]
+            out[m.name] = ({"taken": True, "lines": n, "why": f"{n} {marker(m)} line(s) in the event logs"} if n else
+                           {"taken": False, "lines": 0,
+                            "why": f"no {marker(m)} line in any event log: the run never took the path"})
+    return out
+
+
+def path_taken(m: Mutant, run_dir: Path) -> dict | None:
+    """paths_taken for one mutant."""
+    return paths_taken([m], run_dir)[m.name]
 
 
 def run_dirs(roots: list[Path]) -> list[Path]:
@@ -284,8 +304,9 @@ def cmd_reach(mutants: list[Mutant], roots: list[Path]) -> int:
     marked = [m for m in mutants if m.reached or m.needs]
     print(f"{len(dirs)} run directories under {', '.join(map(str, roots))}")
     print(f"{'mutant':34} {'runs that took its path':>24}  marker")
+    per_dir = [paths_taken(marked, d) for d in dirs]         # each run directory read once
     for m in marked:
-        seen = [path_taken(m, d) for d in dirs]
+        seen = [taken[m.name] for taken in per_dir]
         runs = sum(bool(x and x["taken"]) for x in seen)
         lines = sum(x["lines"] for x in seen if x)
         needs = " ".join(f"{k}={json.dumps(v)}" for k, v in m.needs)

@@ -115,10 +115,10 @@ def _run_dir(path: Path, config: dict, logs: dict[str, list[dict]]) -> Path:
     return path
 
 
-def _marked(tmp_path, extra: str):
+def _marked(tmp_path, extra: str, name: str = "m"):
     (tmp_path / "corpus").mkdir(parents=True)
     (tmp_path / "corpus" / "m.toml").write_text(
-        'name = "m"\narea = "replication"\nrule = "truncate-epoch-end"\nwhy = "w"\nfile = "broker/x.py"\n'
+        f'name = "{name}"\narea = "replication"\nrule = "truncate-epoch-end"\nwhy = "w"\nfile = "broker/x.py"\n'
         'find = "a"\nreplace = "b"\n' + extra)
     return mb.load_corpus(tmp_path / "corpus")[0]
 
@@ -146,7 +146,7 @@ def test_a_mutants_code_path_is_told_from_the_event_logs_and_the_settings(tmp_pa
     assert "the run had unset" in mb.path_taken(m, unset)["why"]
     # acks is written "all" (test.json) or -1 (an `ack` line): alike; a boolean only matches a boolean
     acks = _marked(tmp_path / "x", 'needs = {"client.acks" = -1, "broker.power_loss" = false}\n'
-                                   'reached = {event = "ack", acks = "all"}\n')
+                                   'reached = {event = "ack", acks = "all"}\n', name="acks")
     ack_line = {"event": "ack", "acks": -1}
     assert mb.path_taken(acks, _run_dir(tmp_path / "r5", {"client": {"acks": "all"}, "broker": {"power_loss": False}},
                                         {"n1": [ack_line]}))["taken"] is True
@@ -160,6 +160,10 @@ def test_a_mutants_code_path_is_told_from_the_event_logs_and_the_settings(tmp_pa
     assert mb.run_dirs([tmp_path]) == sorted(p.resolve() for p in (taken, other, hw, unset,
                                                                      tmp_path / "r5", tmp_path / "r6", tmp_path / "r7"))
     assert mb.path_taken(_marked(tmp_path / "y", ""), taken) is None
+    # several mutants at once (one read of the run directory) answer as each alone
+    several = [m, acks, _marked(tmp_path / "z", "", name="unmarked")]
+    for d in (taken, other, hw, tmp_path / "r5", tmp_path / "r6"):
+        assert mb.paths_taken(several, d) == {x.name: mb.path_taken(x, d) for x in several}
     for bad, match in (('reached = {why = "x"}\n', "reached must be a table with an `event`"),
                        ('needs = {flush = "never"}\n', "dotted"),
                        ('reached = {event = "ack", acks = [1]}\n', "reached.acks must be a single value")):
