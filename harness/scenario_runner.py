@@ -103,10 +103,9 @@ class ScenarioRunner:
         self.background: list[tuple[Step, list["_Send"]]] = []   # produce steps with wait = false, not awaited
 
     # --- nemesis records -----------------------------------------------------------------------------
-    def _record(self, f: str, fault: str, phase: str, fid: int, targets: list[str], action, done=None,
-                **extra) -> str:
-        """Record a fault window's start or stop around `action` (which returns the detail); `done`, if
-        given, returns more fields for the completion (a corrupt start's `damage`)."""
+    def _record(self, f: str, fault: str, phase: str, fid: int, targets: list[str], action, **extra) -> str:
+        """Record a fault window's start or stop around `action`, which returns the detail, or the detail and
+        more fields for the completion (a corrupt start's `damage`)."""
         value = {"fault": fault, "phase": phase, "id": fid, "targets": targets, **extra}
         self.history.invoke(runformat.NEMESIS_PROCESS, f, value)
         try:
@@ -115,7 +114,7 @@ class ScenarioRunner:
             self.history.complete(runformat.NEMESIS_PROCESS, "info", f, {**value, "detail": f"failed: {exc}"},
                                   error=type(exc).__name__)
             raise
-        more = done() if done is not None else {}
+        detail, more = detail if isinstance(detail, tuple) else (detail, {})
         self.history.complete(runformat.NEMESIS_PROCESS, "info", f, {**value, **more, "detail": detail})
         return detail
 
@@ -271,14 +270,10 @@ class ScenarioRunner:
             raise StepFailed(f"{node} is running: a corrupt step needs its node down (kill, stop or power-loss it)")
         fid = next(self._ids)
         extra = {"how": a["how"], "partition": a.get("partition"), "seed": a["seed"]}
-        damage: list[dict[str, Any]] = []
-
-        def corrupt() -> str:
+        def corrupt() -> tuple[str, dict[str, Any]]:
             fault = c.corrupt(node, a["how"], partition=a.get("partition"), seed=a["seed"])
-            damage.append(fault.history_entry(node))
-            return fault.detail
-        detail = self._record("corrupt", "corrupt", "start", fid, [node], corrupt, done=lambda: {"damage": damage},
-                              **extra)
+            return fault.detail, {"damage": [fault.history_entry(node)]}
+        detail = self._record("corrupt", "corrupt", "start", fid, [node], corrupt, **extra)
         self._record("corrupt", "corrupt", "stop", fid, [node], lambda: "instant fault", **extra)
         return detail
 
