@@ -7,8 +7,10 @@ from __future__ import annotations
 from typing import Any, Collection, Iterable
 
 
-class ConfigError(ValueError):
-    """A broker or controller config file is unreadable or has a bad key; one line naming both."""
+from broker.errors import ConfigError
+from broker.settings import did_you_mean
+
+__all__ = ["ConfigError", "check_keys"]
 
 
 def check_keys(raw: Any, source: str, known: Collection[str], required: Iterable[str],
@@ -18,7 +20,8 @@ def check_keys(raw: Any, source: str, known: Collection[str], required: Iterable
         raise error(f"{source}: must be a JSON object, got {type(raw).__name__}")
     for key in raw:
         if key not in known:
-            raise error(f"{source}: key {key!r}: unknown key (known: {', '.join(sorted(known))})")
+            raise error(f"{source}: key {key!r}: unknown key (known: {', '.join(sorted(known))})"
+                        f"{did_you_mean(key, known)}")
     for key in required:
         if key not in raw:
             raise error(f"{source}: key {key!r}: missing (required)")

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
+from broker.config_keys import parse_acks
 from rundir import formats as rf
 from rundir import kinds
 from rundir.exits import HighwaterError
@@ -42,11 +43,10 @@ def producer_acks(config: dict[str, Any]) -> int | str | None:
         raw = sub.get(rf.CONFIG_ACKS) if isinstance(sub, dict) else None
         if isinstance(raw, bool) or raw is None:
             continue
-        text = str(raw).strip().lower()
-        if text in ("all", "-1"):
-            return "all"
-        if text in ("0", "1"):
-            return int(text)
+        try:
+            return parse_acks(raw)
+        except ValueError:
+            continue
     return None
 
 

@@ -23,6 +23,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
+from broker.config_keys import parse_acks
 from broker.rules import PartitionRules, RuleSettings, Violation, promised
 from checkers import explain
 from rundir import formats as rf
@@ -55,8 +56,10 @@ def settings_from(test: dict[str, Any]) -> RuleSettings:
     nemesis = cfg.get("nemesis") if isinstance(cfg.get("nemesis"), dict) else {}
     cluster = test.get("cluster") if isinstance(test.get("cluster"), dict) else {}
     faults = [str(f) for f in (nemesis.get("faults") or [])]
-    acks = client.get("acks", "all")
-    acks = -1 if str(acks).lower() in ("all", "-1") else int(acks) if str(acks).lstrip("-").isdigit() else -1
+    try:
+        acks = parse_acks(client.get("acks", "all"))
+    except ValueError:
+        acks = "all"
     flush = broker.get("flush", "always")
     # the harness starts brokers with power_loss whenever its nemesis may cut power (harness/config.py)
     power = bool(broker.get("power_loss")) or any("power" in f for f in faults)

@@ -1,12 +1,12 @@
 """The test configuration: one dataclass tree with safe defaults, loadable from a TOML test file.
 
 `highwater run` builds a `TestConfig` from (1) the defaults below, (2) an optional TOML test file and
-(3) command-line flags, later ones overriding earlier ones. Every setting is declared once, in the
-dataclasses below (`setting(default, doc, rules)`, rundir/settings.py), and every value is validated
-against that declaration; a bad one raises `ConfigError` whose one-line message names the file, the key
-and (when it can be found) the line. Defaults of broker and controller settings are the broker's own
-(broker/config.py, broker/controller/config.py), except `min_insync_replicas`: a test run defaults to 2,
-a broker started by hand to 1. The fault names are the nemesis's (nemesis/schedule.py).
+(3) command-line flags, later ones overriding earlier ones. Every setting is declared once: the
+[broker] section's keys, defaults and flags in broker/config_keys.py (with a test run's defaults, such
+as min_insync_replicas 2, where they differ from a broker started by hand), the others in the
+dataclasses below (`setting(default, doc, rules)`, rundir/settings.py). Every value is validated against
+its declaration; a bad one raises `ConfigError` whose one-line message names the file, the key and (when
+it can be found) the line. The fault names are the nemesis's (nemesis/schedule.py).
 
 TOML layout (every key optional):
 
@@ -30,12 +30,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from broker.config import DEFAULTS as BROKER_DEFAULTS, FLUSH_POLICIES, TRUNCATION_MODES
-from broker.controller.config import DEFAULTS as CONTROLLER_DEFAULTS
+from broker.config_keys import parse_acks, test_keys
+from broker.errors import ConfigError
 from nemesis.schedule import expand_faults, fault_list, fault_name, needs_power_loss
 from rundir.formats import ANOMALY_KINDS
 from rundir.settings import Setting, at_line, did_you_mean, line_of, read_toml, schema_of, setting
-from rundir.exits import HighwaterError
 from broker.limits import topic_name_problem  # Kafka's rule, the one the controller applies
 from harness import backends
 from harness.backends import BACKENDS  # the registry of backend names (imports no backend)
@@ -44,36 +43,6 @@ WORKLOADS = ("producer", "producer-consumer")
 CLIENT_KINDS = ("native", "kafka", "mixed")
 KAFKA_LIBRARIES = ("confluent", "kafka-python")   # workloads/kafka_client.py LIBRARIES
 CHECKER_ENGINES = ("spark", "reference")
-# A test run defaults to min.insync.replicas 2 (acks=all then needs two live ISR members, the setting
-# the seeds' safe runs use); a broker started without the key (python -m broker node) uses 1.
-RUN_MIN_INSYNC_REPLICAS = 2
-# A test run's followers fetch at most this many records at a time (a broker's own default is 1000). The
-# harness writes a few hundred records a second, so with 1000 a follower back from a few seconds down
-# catches up in one fetch; in production a follower's backlog is many times replica.fetch.max.bytes and
-# catching up takes many fetches, each leaving it behind the leader's HW. A smaller limit brings that
-# state, and the code paths that act in it, into every run.
-RUN_REPLICA_FETCH_MAX_RECORDS = 32
-
-
-class ConfigError(HighwaterError, ValueError):
-    """A bad setting. The message is one line naming where (file:line or flag) and the key."""
-
-
-def parse_acks(raw: Any) -> int | str:
-    if isinstance(raw, str):
-        s = raw.strip().lower()
-        if s in ("all", "-1"):
-            return "all"
-        if s in ("0", "1"):
-            return int(s)
-    elif isinstance(raw, int) and not isinstance(raw, bool):
-        if raw == -1:
-            return "all"
-        if raw in (0, 1):
-            return raw
-    raise ValueError(f"must be 0, 1 or \"all\", got {raw!r}")
-
-
 def parse_faults(raw: Any) -> list[str]:
     if isinstance(raw, str):
         items = [s.strip() for s in raw.split(",") if s.strip()]
@@ -135,29 +104,12 @@ class TopicConfig:
     replication_factor: int = _n(3, "replicas per partition, at most the number of nodes")
 
 
-@dataclass
-class BrokerConfig:
-    truncation: str = setting(BROKER_DEFAULTS["truncation"], "follower truncation rule",
-                              choices=TRUNCATION_MODES)
-    min_insync_replicas: int = _n(RUN_MIN_INSYNC_REPLICAS, "ISR members an acks=all write needs "
-                                  "(1..replication factor)")
-    unclean_leader_election: bool = setting(CONTROLLER_DEFAULTS["unclean_leader_election"],
-                                            "elect outside the ISR when it has no live member")
-    flush: str = setting(BROKER_DEFAULTS["flush"], "fsync policy", choices=FLUSH_POLICIES)
-    flush_interval_ms: int = _n(BROKER_DEFAULTS["flush_interval_ms"], "fsync interval with flush = \"interval\"")
-    power_loss: bool = setting(BROKER_DEFAULTS["power_loss"], "unflushed appends live only in memory")
-    fetch_fencing: bool = setting(BROKER_DEFAULTS["fetch_fencing"],
-                                  "KIP-320: leaders refuse follower requests from another leader epoch")
-    eligible_leader_replicas: bool = setting(BROKER_DEFAULTS["eligible_leader_replicas"],
-                                             "KIP-966: strict min-ISR HW, eligible leader replicas, "
-                                             "unclean-shutdown detection")
-    session_timeout_ms: int = _n(CONTROLLER_DEFAULTS["broker_session_timeout_ms"],
-                                 "a broker not heartbeating this long is fenced", min=100)
-    replica_lag_time_max_ms: int = _n(BROKER_DEFAULTS["replica_lag_time_max_ms"], "ISR lag bound")
-    replica_fetch_wait_max_ms: int = _n(BROKER_DEFAULTS["replica_fetch_wait_max_ms"], "follower fetch long-poll")
-    replica_fetch_max_records: int = _n(RUN_REPLICA_FETCH_MAX_RECORDS, "records per follower fetch", min=1)
-    hw_checkpoint_interval_ms: int = _n(BROKER_DEFAULTS["hw_checkpoint_interval_ms"], "HW checkpoint period")
-    extra: dict = setting({}, "any other broker.json key, passed through unchanged")
+# [broker]: the broker and controller keys broker/config_keys.py marks `test`, with a test run's
+# defaults, and `extra` for any other broker.json key
+BrokerConfig = dataclasses.make_dataclass("BrokerConfig", [
+    *[(k.test, k.setting.type, setting(k.run_default, k.setting.doc, **k.rules())) for k in test_keys()],
+    ("extra", dict, setting({}, "any other broker.json key, passed through unchanged"))],
+    namespace={"__module__": __name__})
 
 
 @dataclass
@@ -230,34 +182,22 @@ class TestConfig:
 
     # --- what the cluster backend needs ----------------------------------------------------------
     def broker_settings(self) -> dict[str, Any]:
+        """broker.json's settings: every [broker] key of broker.json, then `extra`."""
         b = self.broker
-        settings = {
-            "truncation": b.truncation,
-            "min_insync_replicas": b.min_insync_replicas,
-            "flush": b.flush,
-            "flush_interval_ms": b.flush_interval_ms,
-            # power-loss faults need brokers running in the power-loss emulation (a schedule file replaces
-            # the faults: its power-loss steps need broker.power_loss set)
-            "power_loss": b.power_loss or (not self.nemesis.schedule_file and needs_power_loss(self.nemesis.faults)),
-            "replica_lag_time_max_ms": b.replica_lag_time_max_ms,
-            "replica_fetch_wait_max_ms": b.replica_fetch_wait_max_ms,
-            "replica_fetch_max_records": b.replica_fetch_max_records,
-            "hw_checkpoint_interval_ms": b.hw_checkpoint_interval_ms,
-            "fetch_fencing": b.fetch_fencing,
-            "eligible_leader_replicas": b.eligible_leader_replicas,
-        }
+        settings = {k.name: getattr(b, k.test) for k in test_keys() if "broker" in k.files}
+        # power-loss faults need brokers running in the power-loss emulation (a schedule file replaces
+        # the faults: its power-loss steps need broker.power_loss set)
+        settings["power_loss"] = b.power_loss or (not self.nemesis.schedule_file
+                                                  and needs_power_loss(self.nemesis.faults))
         settings.update(b.extra)
         return settings
 
     def controller_settings(self) -> dict[str, Any]:
-        return {
-            "broker_session_timeout_ms": self.broker.session_timeout_ms,
-            "unclean_leader_election": self.broker.unclean_leader_election,
-            "eligible_leader_replicas": self.broker.eligible_leader_replicas,
-            "min_insync_replicas": self.broker.min_insync_replicas,
-            "topics": [{"name": self.topic.name, "partitions": self.topic.partitions,
-                        "replication_factor": self.topic.replication_factor}],
-        }
+        """controller.json's settings: every [broker] key of controller.json, and the test's topic."""
+        settings = {k.name: getattr(self.broker, k.test) for k in test_keys() if "controller" in k.files}
+        settings["topics"] = [{"name": self.topic.name, "partitions": self.topic.partitions,
+                               "replication_factor": self.topic.replication_factor}]
+        return settings
 
 
 SECTIONS = {"cluster": ClusterConfig, "topic": TopicConfig, "broker": BrokerConfig,
@@ -285,21 +225,16 @@ FLAG_KEYS = {
     "nemesis": "nemesis.faults",
     "nemesis_interval": "nemesis.interval",
     "nemesis_schedule": "nemesis.schedule_file",
-    "truncation": "broker.truncation",
     "acks": "client.acks",
     "client": "client.kind",
     "kafka_library": "client.library",
-    "min_insync_replicas": "broker.min_insync_replicas",
-    "unclean_election": "broker.unclean_leader_election",
-    "flush": "broker.flush",
-    "power_loss": "broker.power_loss",
-    "fetch_fencing": "broker.fetch_fencing",
-    "eligible_leader_replicas": "broker.eligible_leader_replicas",
     "seed": "seed",
     "results_dir": "results_dir",
     "test_name": "name",
     "final_wait": "final_wait",
     "checker": "checker.engine",
+    # the [broker] keys with a flag (broker/config_keys.py)
+    **{k.flag.replace("-", "_"): f"broker.{k.test}" for k in test_keys() if k.flag},
 }
 
 

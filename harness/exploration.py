@@ -29,13 +29,14 @@ found schedule itself has gaps and leader-epoch fails it too: nothing stricter c
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import dataclass
 import secrets
 import shutil
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from broker.config_keys import parse_acks, sim_keys
 from rundir import formats as runformat, store
 from rundir.exits import EXIT_INVALID, EXIT_UNKNOWN, EXIT_VALID
 from rundir.settings import Setting, SettingError, declare, did_you_mean
@@ -49,41 +50,29 @@ PICK_LIMIT = 300                 # findings of an invariant looked at for one th
 _NAME_CHARS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
 
 
-def _acks(raw: Any) -> int:
-    text = str(raw).strip().lower() if not isinstance(raw, bool) else ""
-    if text in ("all", "-1"):
-        return -1
-    if text in ("0", "1"):
-        return int(text)
-    raise ValueError(f"must be 0, 1 or all, got {raw!r}")
-
-
 def check_name(raw: Any) -> str:
     if not isinstance(raw, str) or not raw or raw[0] in "._-" or not set(raw) <= _NAME_CHARS:
         raise ValueError(f"must be letters, digits, '.', '_' or '-', got {raw!r}")
     return raw
 
 
-# The options of an exploration, by their suite-file names (the flags are the same with dashes). Defaults
-# are the safe configuration `highwater run` uses; the sim settings are simulator/world.py SimSettings.
+# The options of an exploration, by their suite-file names (the flags are the same with dashes): the
+# broker keys the simulator models that have a flag (broker/config_keys.py), with a test run's defaults
+# and the choices the simulator models, then the client's acks and the search's own.
 OPTIONS: dict[str, Setting] = declare(
-    Setting("truncation", str, "leader-epoch", "hw (pre-0.11) or leader-epoch (KIP-101/279)",
-            choices=("hw", "leader-epoch")),
-    Setting("acks", object, -1, "0, 1 or all", parse=_acks),
-    Setting("min_insync_replicas", int, 2, "ISR members an acks=all write needs", min=1),
-    Setting("unclean_election", bool, False, "unclean leader election"),
-    Setting("fetch_fencing", bool, True, "KIP-320: leaders refuse requests from another leader epoch"),
-    Setting("eligible_leader_replicas", bool, False, "KIP-966 eligible leader replicas"),
-    Setting("flush", str, "always", "always or never (never: a power loss loses the unflushed tail)",
-            choices=("always", "never")),
+    *[Setting(k.option, k.setting.type, k.run_default, k.setting.doc,
+              **{**k.rules(), **({"choices": k.sim} if isinstance(k.sim, tuple) else {})})
+      for k in sim_keys() if k.flag],
+    Setting("acks", object, "all", "0, 1 or all", parse=parse_acks),
     Setting("replicas", int, 3, "replicas (nodes n1..nN)", min=1, max=9),
     Setting("length", int, 50, "events per schedule", min=1),
     Setting("schedules", object, None, "stop after this many schedules", parse=lambda v: _positive_int(v)),
-    Setting("budget", object, None, "stop after this many seconds", parse=lambda v: _positive_float(v)),
+    Setting("budget", object, None, f"stop after this many seconds [{DEFAULT_BUDGET_S:g} without --schedules]",
+            parse=lambda v: _positive_float(v)),
     Setting("seed", object, None, "seed of the search (default: a fresh one, recorded)",
             parse=lambda v: _int(v)),
     Setting("workers", int, 1, "processes exploring in parallel", min=1, max=64),
-    Setting("shrink_budget", float, 30.0, "seconds to shrink each finding", min=0, finite=True),
+    Setting("shrink_budget", float, 30.0, "seconds to shrink each finding (0: do not shrink)", min=0, finite=True),
 )
 
 
@@ -119,43 +108,29 @@ def _positive_float(raw: Any) -> float:
     return v
 
 
-@dataclass(frozen=True)
-class ExploreOptions:
-    truncation: str = "leader-epoch"
-    acks: int = -1
-    min_insync_replicas: int = 2
-    unclean_election: bool = False
-    fetch_fencing: bool = True
-    eligible_leader_replicas: bool = False
-    flush: str = "always"
-    replicas: int = 3
-    length: int = 50
-    schedules: int | None = None
-    budget: float | None = None
-    seed: int | None = None
-    workers: int = 1
-    shrink_budget: float = 30.0
+def _budget_s(self) -> float | None:
+    """The search's time budget: the one given, else DEFAULT_BUDGET_S when no schedule count is."""
+    if self.budget is None and self.schedules is None:
+        return DEFAULT_BUDGET_S
+    return self.budget
 
-    @property
-    def budget_s(self) -> float | None:
-        """The search's time budget: the one given, else DEFAULT_BUDGET_S when no schedule count is."""
-        if self.budget is None and self.schedules is None:
-            return DEFAULT_BUDGET_S
-        return self.budget
 
-    def describe(self) -> str:
-        acks = "all" if self.acks == -1 else str(self.acks)
-        parts = [self.truncation, f"acks={acks}", f"min.insync.replicas={self.min_insync_replicas}"]
-        parts.append("unclean election" if self.unclean_election else "no unclean election")
-        if not self.fetch_fencing:
-            parts.append("no fetch fencing")
-        if self.eligible_leader_replicas:
-            parts.append("ELR")
-        parts += [f"flush={self.flush}", f"{self.replicas} replicas"]
-        return ", ".join(parts)
+def _describe(self) -> str:
+    parts = [self.truncation, f"acks={self.acks}", f"min.insync.replicas={self.min_insync_replicas}"]
+    parts.append("unclean election" if self.unclean_election else "no unclean election")
+    if not self.fetch_fencing:
+        parts.append("no fetch fencing")
+    if self.eligible_leader_replicas:
+        parts.append("ELR")
+    parts += [f"flush={self.flush}", f"{self.replicas} replicas"]
+    return ", ".join(parts)
 
-    def to_json(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+
+# one field per option, its default the option's
+ExploreOptions = dataclasses.make_dataclass(
+    "ExploreOptions", [(s.name, s.type, dataclasses.field(default=s.default)) for s in OPTIONS.values()],
+    frozen=True, namespace={"budget_s": property(_budget_s), "describe": _describe,
+                            "to_json": lambda self: dataclasses.asdict(self), "__module__": __name__})
 
 
 def parse_options(table: dict[str, Any], *, text: bool = False) -> ExploreOptions:
@@ -179,18 +154,15 @@ def parse_options(table: dict[str, Any], *, text: bool = False) -> ExploreOption
 
 # records per simulated follower fetch: a schedule writes a few records, so with a broker's limit (1000) a
 # follower always caught up in one fetch and no schedule reached a follower behind the leader's HW
-# mid-catch-up (harness/config.py RUN_REPLICA_FETCH_MAX_RECORDS says the same of real runs)
+# mid-catch-up (broker/config_keys.py RUN_REPLICA_FETCH_MAX_RECORDS says the same of real runs)
 EXPLORE_FETCH_MAX_RECORDS = 2
 
 
 def sim_settings(opts: ExploreOptions):
     """The simulator/world.py SimSettings of an exploration."""
     from simulator.world import SimSettings
-    return SimSettings(replicas=opts.replicas, truncation=opts.truncation, acks=opts.acks,
-                       min_insync_replicas=opts.min_insync_replicas,
-                       unclean_leader_election=opts.unclean_election, fetch_fencing=opts.fetch_fencing,
-                       eligible_leader_replicas=opts.eligible_leader_replicas, flush=opts.flush,
-                       fetch_max_records=EXPLORE_FETCH_MAX_RECORDS)
+    return SimSettings(replicas=opts.replicas, acks=opts.acks, replica_fetch_max_records=EXPLORE_FETCH_MAX_RECORDS,
+                       **{k.sim_name: getattr(opts, k.option) for k in sim_keys() if k.flag})
 
 
 def _settings_json(settings) -> dict[str, Any]:

@@ -23,13 +23,13 @@ from __future__ import annotations
 import sys
 import threading
 import time
-from pathlib import Path
 from typing import Callable
 
 import click
 
 from harness.cli import report_error
-from harness.exploration import (DEFAULT_BUDGET_S, DEFAULT_NAME, OPTIONS, ExploreOptions, check_name, parse_options,
+from harness.setting_flags import flags
+from harness.exploration import (DEFAULT_NAME, OPTIONS, ExploreOptions, check_name, parse_options,
                                  print_findings, run_exploration, summary_line)
 from rundir.exits import EXIT_USAGE
 from rundir.settings import SettingError
@@ -136,21 +136,7 @@ FLAG_OF = {name: "--" + name.replace("_", "-") for name in OPTIONS}
 
 
 @click.command("explore", context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--truncation", default=None, help="hw | leader-epoch [leader-epoch]")
-@click.option("--acks", default=None, help="0 | 1 | all [all]")
-@click.option("--min-insync-replicas", default=None, help="min.insync.replicas [2]")
-@click.option("--unclean-election/--no-unclean-election", default=None, help="unclean leader election [off]")
-@click.option("--fetch-fencing/--no-fetch-fencing", default=None, help="KIP-320 fetch fencing [on]")
-@click.option("--eligible-leader-replicas/--no-eligible-leader-replicas", default=None,
-              help="KIP-966 eligible leader replicas [off]")
-@click.option("--flush", default=None, help="always | never [always]")
-@click.option("--replicas", default=None, help="replicas, nodes n1..nN [3]")
-@click.option("--length", default=None, help="events per schedule [50]")
-@click.option("--schedules", default=None, help="stop after N schedules")
-@click.option("--budget", default=None, help=f"stop after SECONDS [{DEFAULT_BUDGET_S:g} without --schedules]")
-@click.option("--seed", default=None, help="seed of the search (default: a fresh one, recorded)")
-@click.option("--workers", default=None, help="processes exploring in parallel [1]")
-@click.option("--shrink-budget", default=None, help="seconds to shrink each finding [30; 0: do not shrink]")
+@flags((name.replace("_", "-"), s) for name, s in OPTIONS.items())
 @click.option("--name", "name", default=DEFAULT_NAME, show_default=True, help="results go to OUT/NAME/<timestamp>/")
 @click.option("--out", "--results-dir", "out", default="results", show_default=True, help="results directory")
 @click.option("--plain", is_flag=True, default=False, help="plain progress lines even on a terminal")

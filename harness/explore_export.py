@@ -57,6 +57,7 @@ import dataclasses
 import json
 from typing import Any
 
+from broker.config_keys import sim_keys
 from simulator import actions as A
 from simulator.shrink import apply_tracked
 from simulator.world import World, SimError
@@ -229,7 +230,7 @@ def replay_gaps(settings, actions) -> list[str]:
             gaps.append(f"event {j + 1}: {exc}")
             return gaps
     for j, (value, outcome, _at) in sorted(write_outcomes(settings, actions).items()):
-        if outcome == "waiting" and settings.acks == -1:
+        if outcome == "waiting" and settings.acks == "all":
             gaps.append(f"event {j + 1}: the acks=all write {value} still waits for the HW when the schedule "
                         f"ends (the simulation's settle() may answer it; the real one is awaited before the "
                         f"final phase heals and times out)")
@@ -239,6 +240,18 @@ def replay_gaps(settings, actions) -> list[str]:
 def _default_replay(settings, actions):
     from simulator.explore import replay
     return replay(settings, actions)
+
+
+def _broker_lines(settings) -> list[str]:
+    """The scenario's [broker] section: every setting the simulation had (broker/config_keys.py keys
+    the simulator models; the truncation mode is the scenario's [expect]), with the real-time ones
+    the replay needs instead of the simulated ones."""
+    real = {"session_timeout_ms": max(settings.session_timeout_ms, 3000), "replica_lag_time_max_ms": REAL_LAG_MS,
+            "replica_fetch_wait_max_ms": REAL_FETCH_WAIT_MS, "hw_checkpoint_interval_ms": 100}
+    lines = [f"{k.test} = {_toml(real.get(k.test, getattr(settings, k.sim_name)))}"
+             for k in sim_keys() if k.test and k.test != "truncation"]
+    return lines + [f"{key} = {_toml(value)}" for key, value in real.items()
+                    if not any(k.test == key for k in sim_keys())]
 
 
 def to_scenario(settings, finding, *, name: str | None = None, replay=None) -> str:
@@ -265,19 +278,8 @@ def to_scenario(settings, finding, *, name: str | None = None, replay=None) -> s
         "",
         "[cluster]", f"nodes = {settings.replicas}", "",
         "[topic]", "partitions = 1", f"replication_factor = {settings.replicas}", "",
-        "[broker]",
-        f"min_insync_replicas = {settings.min_insync_replicas}",
-        f"unclean_leader_election = {_toml(settings.unclean_leader_election)}",
-        f"flush = {_toml(settings.flush)}",
-        f"fetch_fencing = {_toml(settings.fetch_fencing)}",
-        f"eligible_leader_replicas = {_toml(settings.eligible_leader_replicas)}",
-        f"session_timeout_ms = {max(settings.session_timeout_ms, 3000)}",
-        f"replica_lag_time_max_ms = {REAL_LAG_MS}",
-        f"replica_fetch_wait_max_ms = {REAL_FETCH_WAIT_MS}",
-        f"replica_fetch_max_records = {settings.fetch_max_records}",
-        "hw_checkpoint_interval_ms = 100",
-        "",
-        "[client]", f"acks = {_toml('all' if settings.acks == -1 else settings.acks)}", "timeout = 2.0", "",
+        "[broker]", *_broker_lines(settings), "",
+        "[client]", f"acks = {_toml(settings.acks)}", "timeout = 2.0", "",
         "[checker]", 'engine = "reference"', "",
         *expect_notes,
         "[expect]",

@@ -14,7 +14,9 @@ from typing import Any
 
 import click
 
+from broker.config_keys import test_keys
 from harness import config as config_mod
+from harness.setting_flags import flags
 from harness.progress import Display
 from harness.runner import run_test
 from harness.cli import report_error
@@ -36,21 +38,12 @@ from rundir.exits import EXIT_USAGE, worst as worst_exit
 @click.option("--nemesis", default=None, help="comma-separated faults, or 'none' [mix: the rotating mix]")
 @click.option("--nemesis-interval", type=float, default=None, help="seconds between nemesis decisions [5]")
 @click.option("--nemesis-schedule", default=None, help="explicit nemesis schedule file (TOML)")
-@click.option("--truncation", default=None, help="hw | leader-epoch [leader-epoch]")
 @click.option("--acks", default=None, help="0 | 1 | all [all]")
 @click.option("--client", default=None,
               help="native | kafka | mixed: the workload's client (kafka: a real Kafka client; mixed: both, worker "
                    "by worker; docs/clients.md) [mixed]")
 @click.option("--kafka-library", default=None, help="with --client kafka or mixed: confluent | kafka-python [confluent]")
-@click.option("--min-insync-replicas", type=int, default=None, help="broker min.insync.replicas [2]")
-@click.option("--unclean-election/--no-unclean-election", default=None, help="unclean leader election [off]")
-@click.option("--flush", default=None, help="always | interval | never [always]")
-@click.option("--fetch-fencing/--no-fetch-fencing", default=None,
-              help="KIP-320: leaders refuse follower requests from another leader epoch [on]")
-@click.option("--eligible-leader-replicas/--no-eligible-leader-replicas", default=None,
-              help="KIP-966: strict min-ISR HW, eligible leader replicas, unclean-shutdown detection [off]")
-@click.option("--power-loss/--no-power-loss", default=None,
-              help="brokers emulate power loss: SIGKILL loses unflushed appends [off]")
+@flags((k.flag, config_mod.SCHEMA[f"broker.{k.test}"]) for k in test_keys() if k.flag)
 @click.option("--seed", type=int, default=None, help="random seed (default: a fresh one, recorded)")
 @click.option("--backend", "--cluster", "backend", default=None,
               help="cluster backend: local | docker | ssh | external [local]")

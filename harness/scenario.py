@@ -57,6 +57,7 @@ from pathlib import Path
 from typing import Any
 
 from clusters.storage_faults import STORAGE_FAULTS      # the kinds of a corrupt step (Corruptible)
+from broker.config_keys import TRUNCATION_MODES
 from broker.eventlog import EVENT_FIELDS, EVENT_NAMES as broker_event_names
 from harness import config as config_mod
 from rundir.formats import ANOMALY_KINDS
@@ -235,9 +236,9 @@ def _parse_expect(path: Path, text: str, value: Any) -> dict[str, list[str]]:
     out = {}
     for mode, kinds in value.items():
         where = _where(path, text, "expect", mode)
-        if mode not in config_mod.TRUNCATION_MODES:
+        if mode not in TRUNCATION_MODES:
             raise ScenarioError(f"{where}: unknown key 'expect.{mode}' (truncation modes: "
-                                f"{', '.join(config_mod.TRUNCATION_MODES)})")
+                                f"{', '.join(TRUNCATION_MODES)})")
         if not isinstance(kinds, list) or not all(isinstance(k, str) for k in kinds):
             raise ScenarioError(f"{where}: key 'expect.{mode}' must be a list of anomaly kinds")
         for k in kinds:
@@ -465,12 +466,12 @@ def _modes(raw: Any, bad) -> tuple[str, ...]:
     """A step's `mode`: one truncation mode or a non-empty list of them."""
     values = [raw] if isinstance(raw, str) else raw
     if not isinstance(values, list) or not values or not all(isinstance(m, str) for m in values):
-        raise bad(f"must be a truncation mode ({', '.join(config_mod.TRUNCATION_MODES)}) or a list of them, "
+        raise bad(f"must be a truncation mode ({', '.join(TRUNCATION_MODES)}) or a list of them, "
                   f"got {raw!r}")
     for m in values:
-        if m not in config_mod.TRUNCATION_MODES:
-            raise bad(f"must be one of {', '.join(config_mod.TRUNCATION_MODES)}, got {m!r}"
-                      f"{did_you_mean(m, config_mod.TRUNCATION_MODES)}")
+        if m not in TRUNCATION_MODES:
+            raise bad(f"must be one of {', '.join(TRUNCATION_MODES)}, got {m!r}"
+                      f"{did_you_mean(m, TRUNCATION_MODES)}")
     return tuple(dict.fromkeys(values))
 
 

@@ -15,6 +15,7 @@ import sys
 
 import click
 
+from broker.config_keys import TRUNCATION_MODES
 from harness import config as config_mod
 from harness import scenario as scenario_mod
 from harness.progress import Display
@@ -41,7 +42,7 @@ def expectation_line(expected: list[str] | None, mode: str, results: dict | None
 
 @click.command("scenario", context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("file", type=click.Path(dir_okay=False))
-@click.option("--truncation", type=click.Choice(["hw", "leader-epoch"]), default=None,
+@click.option("--truncation", type=click.Choice(TRUNCATION_MODES), default=None,
               help="truncation mode (default: the scenario file's, else leader-epoch)")
 @click.option("--results-dir", default=None, help="results directory [results]")
 @click.option("--checker", type=click.Choice(["spark", "reference"]), default=None,

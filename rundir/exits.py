@@ -20,11 +20,8 @@ EXIT_INTERNAL = 255
 SEVERITY = {EXIT_VALID: 0, EXIT_UNKNOWN: 1, EXIT_INVALID: 2, EXIT_USAGE: 3, EXIT_INTERNAL: 4}
 
 
-class HighwaterError(Exception):
-    """An error a command reports as one line and an exit code (`exit_code`, EXIT_USAGE by default:
-    the input was wrong). Subclasses that mean something else set their own."""
-
-    exit_code = EXIT_USAGE
+# the root error lives in the lowest layer (broker/errors.py) so the broker's errors share it
+from broker.errors import HighwaterError  # noqa: E402  (exit_code is EXIT_USAGE)
 
 
 def exit_code_of(exc: BaseException) -> int:

@@ -14,7 +14,7 @@ Two sources, one vocabulary of findings (the name of the rule or invariant broke
 
 `promises(settings, actions)` names what a configuration promises for a schedule; a violation of
 anything else is the expected finding of an unsafe configuration. `promises_no_loss(settings)` is the
-rule for "no-acked-loss": leader-epoch truncation, acks=-1, min ISR >= 2, no unclean election, fetch
+rule for "no-acked-loss": leader-epoch truncation, acks=all, min ISR >= 2, no unclean election, fetch
 fencing on, the KAFKA-7128 rule on, and, for power loss, flush "always" or eligible leader replicas.
 
 Eligible leader replicas (KIP-966) with flush "never" keep a committed write through the unclean
@@ -29,6 +29,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, Callable
 
+from broker.config_keys import parse_acks
 from broker.rules import RULES
 from broker.rules import promised as rules_promised
 from simulator.observe import rule_settings
@@ -166,7 +167,7 @@ def _power_loss_safe(settings: Any, actions: Any = None) -> bool:
 def promises_no_loss(settings: Any, actions: Any = None) -> bool:
     """Whether the configuration (for the schedule `actions`, when given) promises that no acknowledged
     write is lost once the cluster heals."""
-    return (settings.truncation == "leader-epoch" and settings.acks == -1 and settings.min_insync_replicas >= 2
+    return (settings.truncation == "leader-epoch" and parse_acks(settings.acks) == "all" and settings.min_insync_replicas >= 2
             and not settings.unclean_leader_election and settings.fetch_fencing
             and getattr(settings, "isr_join_requires_epoch_start", True) and _power_loss_safe(settings, actions))
 

@@ -20,7 +20,7 @@ replication core (`broker.replication.replica.PartitionReplica`) and the control
   broker applies it as broker/server/partitions.py does (leader -> become_leader, another leader ->
   become_follower + ISR, no leader -> become_none).
 - clients: `produce` writes one value to a broker that believes it leads; acks=1 is acknowledged on
-  append, acks=-1 when `produce_status` completes (parked produces are re-checked after every event);
+  append, acks=all when `produce_status` completes (parked produces are re-checked after every event);
   a consumer polls every leader after every event, from just below its HW (`_poll`).
 - the protocol rules (broker/rules) hear all of it through `observer` (simulator/observe.py).
 
@@ -31,9 +31,11 @@ pushes per link (a third supersedes the oldest), `advance` in the fixed sizes of
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+import dataclasses
+from dataclasses import dataclass, field
 from typing import Any
 
+from broker.config_keys import check_values, parse_acks, sim_keys, wire_acks
 from broker.controller import messages as cm
 from broker.controller.state import ControllerState
 from broker.records import MemoryLog, Record
@@ -42,6 +44,7 @@ from broker.replication.messages import (
     EpochRequest, EpochResponse, FetchRequest, FetchResponse, IsrProposal,
 )
 from broker.replication.replica import LEADER, FOLLOWER, PartitionReplica
+from broker.settings import Setting, SettingError
 from simulator import actions as A
 from simulator.actions import Action, CONTROLLER
 from simulator.observe import RuleObserver
@@ -58,81 +61,41 @@ class SimError(RuntimeError):
     """An action that is not enabled in this state, or a bad setting (the message names which)."""
 
 
-@dataclass(frozen=True)
-class SimSettings:
-    replicas: int = 3
-    truncation: str = "leader-epoch"            # "hw" | "leader-epoch" (| "kip-101", demonstration)
-    acks: int = 1                               # 1 | -1 (all) | 0
-    min_insync_replicas: int = 1
-    unclean_leader_election: bool = False
-    fetch_fencing: bool = True
-    eligible_leader_replicas: bool = False      # KIP-966 (controller ELR + strict min-ISR HW)
-    flush: str = "always"                       # "always" | "never" (a power loss drops the unflushed tail)
-    replica_lag_time_max_ms: int = 1000
-    session_timeout_ms: int = 3000
-    isr_join_requires_epoch_start: bool = True  # KAFKA-7128 rule
-    fetch_max_records: int = 1000
-    auto_checkpoint_hw: bool = False            # True: the HW checkpoint follows the HW after every event
+# The simulator's own settings; the broker and controller settings it models are the keys
+# broker/config_keys.py marks `sim`, under their test-file names, with the broker's defaults.
+SIM_ONLY = (
+    Setting("replicas", int, 3, "replicas (nodes n1..nN)", min=1, max=9),
+    Setting("acks", object, 1, "0, 1 or \"all\"", parse=parse_acks),
+    Setting("auto_checkpoint_hw", bool, False, "the HW checkpoint follows the HW after every event"),
+)
 
-    def __post_init__(self) -> None:
-        if not 1 <= self.replicas <= 9:
-            raise SimError(f"sim settings: replicas must be 1..9, got {self.replicas}")
-        if self.truncation not in ("hw", "leader-epoch", "kip-101"):
-            raise SimError(f"sim settings: truncation must be 'hw' or 'leader-epoch', got {self.truncation!r}")
-        if self.acks not in (0, 1, -1):
-            raise SimError(f"sim settings: acks must be 0, 1 or -1 (all), got {self.acks!r}")
-        if not 1 <= self.min_insync_replicas:
-            raise SimError(f"sim settings: min_insync_replicas must be >= 1, got {self.min_insync_replicas}")
-        if self.flush not in ("always", "never"):
-            raise SimError(f"sim settings: flush must be 'always' or 'never', got {self.flush!r}")
-        if self.replica_lag_time_max_ms < 1 or self.session_timeout_ms < 1:
-            raise SimError("sim settings: replica_lag_time_max_ms and session_timeout_ms must be >= 1")
 
-    @property
-    def advances(self) -> tuple[int, ...]:
-        """The clock steps `enabled()` offers: a short one, one past the replica lag limit and one
-        past the session timeout."""
-        return tuple(sorted({100, self.replica_lag_time_max_ms + 1, self.session_timeout_ms + 1}))
+def _check_settings(self) -> None:
+    for s in SIM_ONLY:
+        try:
+            value = s.value(getattr(self, s.name))
+        except SettingError as exc:
+            raise SimError(f"sim settings: {s.name} {exc.problem}") from None
+        object.__setattr__(self, s.name, value)     # acks in its one spelling
+    check_values(self, sim_keys(), SimError, "sim settings: ", attr="sim_name", demo=True, sim=True)
 
-    def replication_config(self) -> ReplicationConfig:
-        return ReplicationConfig(truncation=self.truncation, min_insync_replicas=self.min_insync_replicas,
-                                 replica_lag_time_max_ms=self.replica_lag_time_max_ms,
-                                 replica_fetch_max_records=self.fetch_max_records,
-                                 isr_join_requires_epoch_start=self.isr_join_requires_epoch_start,
-                                 fetch_fencing=self.fetch_fencing,
-                                 strict_min_isr_hw=self.eligible_leader_replicas)
 
-    @classmethod
-    def from_args(cls, args: Any) -> "SimSettings":
-        """From an argparse namespace (or any object) with some of: replicas, truncation, acks ("1",
-        "all", "-1"), min_insync_replicas, unclean_election / unclean_leader_election, fetch_fencing,
-        eligible_leader_replicas, flush, replica_lag_time_max_ms, session_timeout_ms. Missing or None
-        attributes keep the defaults."""
-        kw: dict[str, Any] = {}
-        aliases = {"unclean_leader_election": "unclean_election"}
-        get = (lambda k: args.get(k)) if isinstance(args, dict) else (lambda k: getattr(args, k, None))
-        for f in fields(cls):
-            value = get(f.name)
-            if value is None and f.name in aliases:
-                value = get(aliases[f.name])
-            if value is None:
-                continue
-            default = f.default
-            if f.name == "acks" and isinstance(value, str) and value.strip().lower() == "all":
-                value = -1
-            elif isinstance(default, bool) and isinstance(value, str):
-                word = value.strip().lower()
-                if word not in ("true", "false", "on", "off", "yes", "no", "1", "0"):
-                    raise SimError(f"sim settings: {f.name} must be true or false, got {value!r}")
-                value = word in ("true", "on", "yes", "1")
-            elif isinstance(default, int) and not isinstance(default, bool) and not isinstance(value, int):
-                try:
-                    value = int(str(value).strip())
-                except ValueError:
-                    raise SimError(f"sim settings: {f.name} must be an integer"
-                                   + (" or all" if f.name == "acks" else "") + f", got {value!r}") from None
-            kw[f.name] = value
-        return cls(**kw)
+def _advances(self) -> tuple[int, ...]:
+    """The clock steps `enabled()` offers: a short one, one past the replica lag limit and one past the
+    session timeout."""
+    return tuple(sorted({100, self.replica_lag_time_max_ms + 1, self.session_timeout_ms + 1}))
+
+
+def _replication_config(self) -> ReplicationConfig:
+    return ReplicationConfig(**{k.replication: getattr(self, k.sim_name) for k in sim_keys() if k.replication})
+
+
+_SIM_FIELDS = [(s.name, s.type, field(default=s.default)) for s in SIM_ONLY] + \
+    [(k.sim_name, k.setting.type, field(default=k.default)) for k in sim_keys()]
+SimSettings = dataclasses.make_dataclass("SimSettings", _SIM_FIELDS, frozen=True, namespace={
+    "__post_init__": _check_settings, "advances": property(_advances),
+    "replication_config": _replication_config, "__module__": __name__,
+    "__doc__": "A simulated cluster's settings: SIM_ONLY and the broker keys the simulator models."})
 
 
 @dataclass(slots=True)
@@ -513,8 +476,8 @@ class World:
         r = n.replica
         value = f"v{self.next_value}"
         self.next_value += 1
-        acks = self.settings.acks
-        acks_text = "all" if acks == -1 else str(acks)
+        acks_text = str(self.settings.acks)
+        acks = wire_acks(self.settings.acks)
         res = r.produce([value.encode()], acks=acks, now_ms=self.now_ms)
         if res.error is None and res.complete and acks != 0:
             # flush "always" is modelled as the group commit finishing within this step, before the answer

@@ -8,7 +8,7 @@ promise as a `Violation` whose `kind` is the rule's name (an anomaly kind in run
 
     from broker.rules import PartitionRules, RuleSettings, promised
 
-    rules = PartitionRules(0, RuleSettings(acks=-1, min_insync_replicas=2))
+    rules = PartitionRules(0, RuleSettings(acks="all", min_insync_replicas=2))
     for row in rows:                   # one partition's rows in time order
         for v in rules.feed(row):
             print(v.kind, v.node, v.detail)

@@ -56,7 +56,7 @@ CLOCK_RULES = frozenset({"follower-hw-ahead", "epoch-outlived-restart", "hw-repo
 class RuleSettings:
     """What the rules need to know about the run. The defaults are the safe configuration."""
     truncation: str = "leader-epoch"
-    acks: int = -1
+    acks: int | str = "all"            # 0, 1 or "all" (broker/config_keys.parse_acks)
     min_insync_replicas: int = 2
     unclean_leader_election: bool = False
     fetch_fencing: bool = True

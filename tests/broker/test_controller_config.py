@@ -31,14 +31,14 @@ def test_topics_and_brokers_needed(tmp_path):
 
 
 @pytest.mark.parametrize("change, message", [
-    ({"port": "x"}, "key 'port': must be an integer in 0..65535, got \"x\""),
-    ({"port": 70000}, "key 'port': must be an integer in 0..65535, got 70000"),
-    ({"unclean_leader_election": "yes"}, "key 'unclean_leader_election': must be true or false, got \"yes\""),
-    ({"broker_session_timeout_ms": 0}, "key 'broker_session_timeout_ms': must be an integer >= 1, got 0"),
+    ({"port": "x"}, "key 'port': must be an integer, got 'x'"),
+    ({"port": 70000}, "key 'port': must be at most 65535, got 70000"),
+    ({"unclean_leader_election": "yes"}, "key 'unclean_leader_election': must be true or false, got 'yes'"),
+    ({"broker_session_timeout_ms": 0}, "key 'broker_session_timeout_ms': must be at least 100, got 0"),
     ({"sesion_timeout": 1}, "key 'sesion_timeout': unknown key"),
     ({"topics": [{"name": "hw", "partitions": 0, "replication_factor": 1}]},
-     "key 'topics[0]'.partitions: must be a positive integer, got 0"),
-    ({"data_dir": ""}, "key 'data_dir': must be a non-empty string, got \"\""),
+     "key 'topics[0].partitions': must be a positive integer, got 0"),
+    ({"data_dir": ""}, "key 'data_dir': must be a non-empty string, got ''"),
 ])
 def test_bad_values_name_the_file_and_key(tmp_path, change, message):
     assert_one_line_error(load_controller_config, ConfigError, write(tmp_path, {**GOOD, **change}), message)

@@ -267,7 +267,7 @@ def test_bad_config_exits_2_with_one_line_naming_file_and_key(tmp_path):
     r = subprocess.run([sys.executable, "-m", "broker.controller", "--config", str(cfg)], cwd=REPO,
                        capture_output=True, text=True, timeout=30)
     assert r.returncode == 2
-    assert r.stderr == f"{cfg}: key 'port': must be an integer in 0..65535, got \"nine\"\n"
+    assert r.stderr == f"{cfg}: key 'port': must be an integer, got 'nine'\n"
     assert r.stdout == ""
 
 

@@ -28,13 +28,13 @@ def test_defaults_filled_in(tmp_path):
 
 
 @pytest.mark.parametrize("change, message", [
-    ({"port": "x"}, "key 'port': must be an integer in 0..65535, got \"x\""),
-    ({"port": 70000}, "key 'port': must be an integer in 0..65535, got 70000"),
-    ({"truncation": "epoch"}, "key 'truncation': must be one of 'hw', 'leader-epoch', got \"epoch\""),
-    ({"flush": "sometimes"}, "key 'flush': must be one of 'always', 'interval', 'never', got \"sometimes\""),
+    ({"port": "x"}, "key 'port': must be an integer, got 'x'"),
+    ({"port": 70000}, "key 'port': must be at most 65535, got 70000"),
+    ({"truncation": "epoch"}, "key 'truncation': must be one of hw, leader-epoch, got 'epoch'"),
+    ({"flush": "sometimes"}, "key 'flush': must be one of always, interval, never, got 'sometimes'"),
     ({"power_loss": 1}, "key 'power_loss': must be true or false, got 1"),
-    ({"min_insync_replicas": 0}, "key 'min_insync_replicas': must be a positive integer, got 0"),
-    ({"node_id": True}, "key 'node_id': must be a positive integer, got true"),
+    ({"min_insync_replicas": 0}, "key 'min_insync_replicas': must be at least 1, got 0"),
+    ({"node_id": True}, "key 'node_id': must be an integer, got True"),
     ({"replica_lag_tim_max_ms": 5}, "key 'replica_lag_tim_max_ms': unknown key"),
 ])
 def test_bad_values_name_file_and_key(tmp_path, change, message):
@@ -57,8 +57,7 @@ def test_node_exits_2_with_one_line(tmp_path):
     r = subprocess.run([sys.executable, "-m", "broker", "node", "--config", str(path)], cwd=REPO,
                        capture_output=True, text=True, timeout=30)
     assert r.returncode == 2
-    assert r.stderr.strip().splitlines() == [f"broker: {path}: key 'flush': must be one of 'always', 'interval', "
-                                             f"'never', got 3"]
+    assert r.stderr.strip().splitlines() == [f"broker: {path}: key 'flush': must be a string, got 3"]
     assert r.stdout == ""
 
 

@@ -61,7 +61,7 @@ def test_a_pending_isr_expansion_naming_the_broker_keeps_its_disk_safe():
     w = _v1_committed_on_all_three()
     w.apply(Action("produce", "n1"))
     _fetch(w, "n2")
-    w.apply(Action("advance", arg=1001))                     # both followers lag: the ISR shrinks to n1
+    w.apply(Action("advance", arg=2001))                     # both followers lag: the ISR shrinks to n1
     w.apply(Action("alter-isr", "n1"))
     w.apply(Action("deliver", msg=_msg(w, "alter-isr", "n1", "c0")))
     w.apply(Action("deliver", msg=_msg(w, "alter-isr-answer", "c0", "n1")))
@@ -122,7 +122,7 @@ def test_a_damaged_former_leader_may_come_back_without_what_it_acknowledged():
 def test_the_safe_settings_find_nothing_with_damage_in_the_schedules():
     """Damage does come up in the search (about 3 schedules in 100), and the safe settings keep every
     promise through it."""
-    s = SimSettings(replicas=3, truncation="leader-epoch", acks=-1, min_insync_replicas=2, fetch_max_records=2)
+    s = SimSettings(replicas=3, truncation="leader-epoch", acks=-1, min_insync_replicas=2, replica_fetch_max_records=2)
     damaged = 0
     for i in range(400):
         _n, finding, acts = ex.run_schedule(s, 7, i)

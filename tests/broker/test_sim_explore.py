@@ -200,7 +200,7 @@ def test_an_empty_epoch_entry_does_not_hide_where_an_older_epoch_started():
             A("deliver", msg=10), A("deliver", msg=11), A("heal", "n2", "n3"), A("send", "n2"),
             A("deliver", msg=12), A("deliver", msg=13), A("send", "n2"), A("deliver", msg=14),
             A("deliver", msg=15), A("crash", "n3")]
-    safe = SimSettings(replicas=3, truncation="leader-epoch", acks=-1, min_insync_replicas=2, fetch_max_records=2)
+    safe = SimSettings(replicas=3, truncation="leader-epoch", acks=-1, min_insync_replicas=2, replica_fetch_max_records=2)
     assert ex.replay(safe, acts, raise_invalid=True) is None
 
 

@@ -116,7 +116,7 @@ def test_hw_above_leo_when_a_lagging_follower_takes_the_leaders_hw(monkeypatch):
         self._set_hw(leader_hw)                                               # bug: no min with our LEO
     monkeypatch.setattr(PartitionReplica, "append_as_follower", append_as_follower)
     # the bug shows only while a follower lags by more than one fetch: one record per fetch
-    result = ex.explore(SimSettings(truncation="leader-epoch", acks=-1, min_insync_replicas=2, fetch_max_records=1),
+    result = ex.explore(SimSettings(truncation="leader-epoch", acks=-1, min_insync_replicas=2, replica_fetch_max_records=1),
                         seed=1, schedules=600, stop_on_finding=True)
     assert "hw-above-leo" in {f.invariant for f in result.findings}
 

@@ -74,7 +74,7 @@ def test_enabled_order_is_fixed_for_a_fresh_world():
     assert [x.short() for x in w.enabled()] == [
         "n1 produce", "n2 send", "n1 heartbeat", "n2 heartbeat", "n1 crash", "n2 crash", "elect n2",
         "cut n1->n2", "cut n1->c0", "cut n2->n1", "cut n2->c0", "cut c0->n1", "cut c0->n2",
-        "advance 100 ms", "advance 1001 ms", "advance 3001 ms"]
+        "advance 100 ms", "advance 2001 ms", "advance 3001 ms"]
 
 
 # --- the real components -----------------------------------------------------------------------------
@@ -175,7 +175,7 @@ def test_heartbeat_expire_metadata_and_elections_go_through_the_controller():
 def test_alter_isr_shrink_and_expand_are_messages_to_the_controller():
     w = World(SimSettings(replicas=2))
     assert Action(A.ALTER_ISR, "n1") not in w.enabled()
-    w.apply(Action(A.ADVANCE, arg=1001))
+    w.apply(Action(A.ADVANCE, arg=2001))
     assert str(w.apply(Action(A.ALTER_ISR, "n1"))) == "n1 proposes ISR {n1} (shrink) to the controller"
     assert str(w.apply(Action(A.DELIVER, msg=1))) == (
         "deliver #1: n1's proposal ISR {n1} (shrink) reaches the controller: ISR {n1} v1")
@@ -219,24 +219,26 @@ def test_checkpoint_writes_the_hw():
     assert w.nodes["n1"].epoch_checkpoint == [(0, 0)]                  # written after every event
 
 
-def test_settings_from_args():
-    class Args:
-        truncation = "hw"
-        acks = "all"
-        min_insync_replicas = 2
-        unclean_election = True
-        flush = None
-    s = SimSettings.from_args(Args())
-    assert (s.truncation, s.acks, s.min_insync_replicas, s.unclean_leader_election, s.flush) == (
-        "hw", -1, 2, True, "always")
-    with pytest.raises(SimError, match="acks"):
-        SimSettings.from_args({"acks": "some"})
-    s = SimSettings.from_args({"acks": "1", "replicas": "2", "fetch_fencing": "off", "min_insync_replicas": 3})
-    assert (s.acks, s.replicas, s.fetch_fencing, s.min_insync_replicas) == (1, 2, False, 3)
-    with pytest.raises(SimError, match="replicas must be an integer"):
-        SimSettings.from_args({"replicas": "three"})
-    with pytest.raises(SimError, match="truncation"):
+def test_settings_are_the_declared_keys_with_their_checks():
+    """SimSettings has the broker keys the simulator models (broker/config_keys.py), under their test-file
+    names and with the broker's defaults, checked by the same rules; acks has its one spelling."""
+    from broker.config_keys import BY_NAME, sim_keys
+    s = SimSettings()
+    for k in sim_keys():
+        assert getattr(s, k.sim_name) == k.default, k.name
+    assert s.replica_lag_time_max_ms == BY_NAME["replica_lag_time_max_ms"].default == 2000
+    assert SimSettings(acks=-1).acks == SimSettings(acks="-1").acks == SimSettings(acks="all").acks == "all"
+    assert SimSettings(truncation="kip-101").truncation == "kip-101"      # the demonstration mode
+    with pytest.raises(SimError, match="acks must be 0, 1 or \"all\", got 'some'"):
+        SimSettings(acks="some")
+    with pytest.raises(SimError, match="replicas must be at most 9, got 10"):
+        SimSettings(replicas=10)
+    with pytest.raises(SimError, match="truncation must be one of hw, leader-epoch, kip-101, got 'none'"):
         SimSettings(truncation="none")
+    with pytest.raises(SimError, match="flush must be one of always, never, got 'interval'"):
+        SimSettings(flush="interval")       # the simulator models no flush interval
+    with pytest.raises(SimError, match="min_insync_replicas must be at least 1, got 0"):
+        SimSettings(min_insync_replicas=0)
 
 
 # --- KIP-101 case 1 (seed 000 七.1), staged as scenarios/seed-data-loss.toml ---------------------------
@@ -341,7 +343,7 @@ def test_a_lost_registration_is_sent_again():
 
 
 def _shrink_to_leader_only(w: World) -> None:
-    w.apply(Action(A.ADVANCE, arg=1001))
+    w.apply(Action(A.ADVANCE, arg=2001))
     w.apply(Action(A.ALTER_ISR, "n1"))
     w.apply(Action(A.DELIVER, msg=msg(w, "alter-isr", "n1", "c0")))
 

@@ -52,7 +52,7 @@ def test_controller_state_refuses_bad_names_and_keeps_the_good_one():
 def test_controller_config_and_harness_config_use_the_same_rule():
     raw = {"host": "127.0.0.1", "port": 0, "data_dir": "d", "log_file": "l",
            "topics": [{"name": "..", "partitions": 1, "replication_factor": 1}]}
-    with pytest.raises(ConfigError, match=r"^c\.json: key 'topics\[0\]'\.name: a topic name cannot be '\.\.'$"):
+    with pytest.raises(ConfigError, match=r"^c\.json: key 'topics\[0\]\.name': a topic name cannot be '\.\.'$"):
         parse_controller_config(raw, "c.json")
     cfg = hconfig.TestConfig()
     cfg.topic.name = ".."

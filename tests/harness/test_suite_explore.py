@@ -65,7 +65,7 @@ schedules = 100
     assert hw.settings == {"explore.truncation": "hw", "explore.acks": 1, "explore.min_insync_replicas": 1,
                            "explore.budget": 5, "explore.seed": 9}
     assert hw.where == f"{path}:6"
-    assert safe.explore.acks == -1 and safe.explore.schedules == 100 and safe.explore.budget_s is None
+    assert safe.explore.acks == "all" and safe.explore.schedules == 100 and safe.explore.budget_s is None
     assert safe.repeats == 1 and safe.expect.describe() == "explore finds nothing"
     assert safe.expect.to_json() == {"explore": "none", "safe": True}
     assert validate_configs(suite.configs, path) is None     # nothing to preflight: no cluster
@@ -73,7 +73,7 @@ schedules = 100
 
 @pytest.mark.parametrize("entry, message", [
     ('explore = { acks = 2 }\nexpect = "found"',
-     ":3: [[test]] #1 'e': key 'explore.acks' must be 0, 1 or all, got 2"),
+     ":3: [[test]] #1 'e': key 'explore.acks' must be 0, 1 or \"all\", got 2"),
     ('expect = "found"\n[test.explore]\ntruncation = "hw"\nbudgett = 3',
      ":6: [[test]] #1 'e': key 'explore.budgett' is not an explore option (known: "),
     ('explore = { budget = 0 }\nexpect = "none"',
@@ -197,7 +197,7 @@ def test_nightly_explore_entries(tmp_path):
     unsafe, safe = explore["explore-hw-acks1"], explore["explore-leader-epoch-safe"]
     assert (unsafe.explore.truncation, unsafe.explore.acks, unsafe.explore.min_insync_replicas) == ("hw", 1, 1)
     assert unsafe.expect == Expectation(explore="found", invariant="no-acked-loss")
-    assert (safe.explore.truncation, safe.explore.acks, safe.explore.min_insync_replicas) == ("leader-epoch", -1, 2)
+    assert (safe.explore.truncation, safe.explore.acks, safe.explore.min_insync_replicas) == ("leader-epoch", "all", 2)
     assert safe.expect == Expectation(explore="none")
     assert unsafe.explore.budget == safe.explore.budget == 60
 
