@@ -199,7 +199,8 @@ KEYS: tuple[Key, ...] = (
     _k("hw_checkpoint_interval_ms", int, 500, "HW checkpoint period", min=1, files=("broker",),
        test="hw_checkpoint_interval_ms"),
     _k("heartbeat_interval_ms", int, 500, "heartbeats to the controller", min=1, files=("broker",)),
-    _k("segment_records", int, 100000, "records per segment file", min=1, files=("broker",)),
+    _k("segment_records", int, 100000, "records per segment file", min=1, files=("broker",),
+       test="segment_records", flag="segment-records"),
     # the controller's own
     _k("topics", object, (), "`[{\"name\": \"hw\", \"partitions\": 3, \"replication_factor\": 3}]`, created at "
        "start-up (idempotent)", parse=_topics, files=("controller",)),

@@ -123,3 +123,16 @@ def test_every_key_is_documented_and_named_once():
     assert all(k.setting.doc for k in KEYS)
     assert len({k.test for k in test_keys()}) == len(test_keys())
     assert len({k.flag for k in KEYS if k.flag}) == len([k for k in KEYS if k.flag])
+
+
+def test_a_key_marked_test_is_a_test_file_key_and_a_run_flag_that_reaches_broker_json(tmp_path):
+    """segment_records was a broker.json key a test could set only through broker.extra; marking it
+    `test` and `flag` in its declaration is all it took to make it a [broker] key and --segment-records."""
+    from harness import config as hc
+    toml = tmp_path / "t.toml"
+    toml.write_text("[broker]\nsegment_records = 50\n")
+    assert hc.build(toml).broker_settings()["segment_records"] == 50
+    assert hc.build(flags={"segment_records": "7"}).broker_settings()["segment_records"] == 7
+    with pytest.raises(ConfigError, match=r"^--segment-records: key 'broker.segment_records' must be at least 1, got 0$"):
+        hc.build(flags={"segment_records": "0"})
+    assert hc.TestConfig().broker_settings()["segment_records"] == BY_NAME["segment_records"].default
