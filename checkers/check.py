@@ -81,7 +81,7 @@ def check_run(run_dir: Path | str, *, engine: str = "spark", spark_master: str |
               step: Callable[[str], None] | None = None, output: Path | str | None = None) -> dict[str, Any]:
     """Check one run directory and return (and by default write) its results.json document.
 
-    Raises FormatError for malformed input and policy.PolicyError for unknown anomaly kinds.
+    Raises FormatError for malformed input and policy.ConfigError for unknown anomaly kinds.
     `spark` may be an existing SparkSession (tests share one); `step` is told each phase's name. What the
     Spark driver logs meanwhile is passed to the `checkers.spark` logger (a run's harness.log), never
     printed.

@@ -15,7 +15,7 @@ from rundir import formats as rf
 from rundir.exits import EXIT_INTERNAL, EXIT_USAGE, EXIT_VALID
 from rundir.verdict import verdict_exit_code, verdict_line
 from checkers.check import check_run
-from checkers.policy import PolicyError
+from checkers.policy import ConfigError
 from checkers.spark_session import SparkSetupError
 
 
@@ -47,7 +47,7 @@ def check(run_dir: Path, spark_master: str | None, engine: str, lenient: bool, e
     try:
         doc = check_run(run_dir, engine=engine, spark_master=spark_master, lenient=lenient, examples=examples,
                         fail_on=fail_on, allow=allow, step=step, output=output)
-    except (rf.FormatError, PolicyError, SparkSetupError) as exc:
+    except (rf.FormatError, ConfigError, SparkSetupError) as exc:
         click.echo(f"highwater check: {exc}", err=True)
         return EXIT_USAGE
     except Exception as exc:  # noqa: BLE001 - anything else is our bug: one line, details with HIGHWATER_DEBUG
@@ -74,7 +74,7 @@ def jvm_archive(output: Path | None) -> int:
 
     try:
         made = archive.build(output)
-    except archive.ArchiveError as exc:
+    except archive.SparkSetupError as exc:
         click.echo(f"highwater jvm-archive: {exc}", err=True)
         return EXIT_INTERNAL
     click.echo(str(made))

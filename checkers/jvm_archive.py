@@ -97,8 +97,10 @@ s.stop()
 """
 
 
-class ArchiveError(HighwaterError, RuntimeError):
-    """The archive could not be made; the message says why."""
+class SparkSetupError(HighwaterError, RuntimeError):
+    """Spark cannot be set up here: the JVM archive could not be made, the driver service could not be
+    started or reached (checkers/spark_service.py), or the requested master cannot be used from here
+    (checkers/spark_session.py). The message says why and what to do."""
 
 
 def _child(script: str, archive: str, java_opts: list[str]) -> subprocess.CompletedProcess:
@@ -136,14 +138,14 @@ def build(target: Path | None = None) -> Path:
     if proc.returncode != 0 or not partial.is_file():
         last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
         partial.unlink(missing_ok=True)
-        raise ArchiveError(f"making the JVM class archive failed (exit {proc.returncode}): {last}")
+        raise SparkSetupError(f"making the JVM class archive failed (exit {proc.returncode}): {last}")
     # published only once a driver has mapped it
     _stamp(partial).write_text(json.dumps({"size": partial.stat().st_size}))
     failure = probe(partial)
     if failure is not None:
         partial.unlink(missing_ok=True)
         _stamp(partial).unlink(missing_ok=True)
-        raise ArchiveError(f"the made JVM class archive does not load ({failure}); not using it")
+        raise SparkSetupError(f"the made JVM class archive does not load ({failure}); not using it")
     os.replace(_stamp(partial), _stamp(target))
     os.replace(partial, target)
     return target

@@ -19,13 +19,9 @@ from typing import Any, Iterable
 from broker.config_keys import parse_acks
 from rundir import formats as rf
 from rundir import kinds
-from rundir.exits import HighwaterError
+from broker.errors import ConfigError
 
 DEFAULT_ALLOWED = tuple(k.name for k in kinds.KINDS if not k.fails_by_default)
-
-
-class PolicyError(HighwaterError, ValueError):
-    """An unknown anomaly kind was named; the message says where."""
 
 
 def producer_idempotent(config: dict[str, Any]) -> bool:
@@ -54,7 +50,7 @@ def _kinds(names: Iterable[str], where: str) -> list[str]:
     names = list(names)
     for n in names:
         if n not in rf.ANOMALY_KINDS:
-            raise PolicyError(f"{where}: unknown anomaly kind {n!r} (known: {', '.join(rf.ANOMALY_KINDS)})")
+            raise ConfigError(f"{where}: unknown anomaly kind {n!r} (known: {', '.join(rf.ANOMALY_KINDS)})")
     return names
 
 
@@ -79,11 +75,11 @@ def failing_kinds(config: dict[str, Any] | None, fail_on: Iterable[str] = (), al
     failing -= unpromised_protocol_kinds(config, rules)
     checker = config.get(rf.CONFIG_CHECKER) or {}
     if not isinstance(checker, dict):
-        raise PolicyError(f"{rf.TEST_JSON}: config.{rf.CONFIG_CHECKER} must be an object")
+        raise ConfigError(f"{rf.TEST_JSON}: config.{rf.CONFIG_CHECKER} must be an object")
     for key, add in ((rf.CONFIG_CHECKER_ALLOW, False), (rf.CONFIG_CHECKER_FAIL_ON, True)):
         names = checker.get(key) or []
         if isinstance(names, str) or not isinstance(names, list):
-            raise PolicyError(f"{rf.TEST_JSON}: config.{rf.CONFIG_CHECKER}.{key} must be a list of anomaly kinds")
+            raise ConfigError(f"{rf.TEST_JSON}: config.{rf.CONFIG_CHECKER}.{key} must be a list of anomaly kinds")
         for n in _kinds(names, f"{rf.TEST_JSON} config.{rf.CONFIG_CHECKER}.{key}"):
             (failing.add if add else failing.discard)(n)
     for n in _kinds(allow, "--allow"):

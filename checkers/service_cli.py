@@ -41,7 +41,7 @@ def start() -> int:
     itself up with a few small checks in the background."""
     try:
         svc = spark_service.ensure(warm_up=True)
-    except spark_service.ServiceError as exc:
+    except spark_service.SparkSetupError as exc:
         click.echo(f"highwater spark start: {exc}", err=True)
         return EXIT_INTERNAL
     click.echo(_describe(svc))

@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import Iterator
 
 from checkers import spark_driver
-from rundir.exits import HighwaterError
+from checkers.jvm_archive import SparkSetupError
 
 ENV_DIR = "HIGHWATER_SPARK_SERVICE_DIR"
 ENV_IDLE = "HIGHWATER_SPARK_SERVICE_IDLE"
@@ -57,10 +57,6 @@ DEFAULT_IDLE_S = 300.0
 START_TIMEOUT_S = 180.0
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 APP_NAME = "highwater-checker"
-
-
-class ServiceError(HighwaterError, RuntimeError):
-    """The service could not be started or reached; the message says why and where its log is."""
 
 
 @dataclass(frozen=True)
@@ -91,7 +87,7 @@ def idle_seconds() -> float:
     try:
         return float(raw) if raw else DEFAULT_IDLE_S
     except ValueError:
-        raise ServiceError(f"{ENV_IDLE}={raw!r}: expected a number of seconds") from None
+        raise SparkSetupError(f"{ENV_IDLE}={raw!r}: expected a number of seconds") from None
 
 
 # --- the server's command line ----------------------------------------------------------------------
@@ -220,11 +216,11 @@ def _start(d: Path, timeout: float, warm_up: bool) -> Service:
         if svc is not None:
             return svc
         if proc.poll() is not None:
-            raise ServiceError(f"the Spark service stopped while starting (exit {proc.returncode}): "
+            raise SparkSetupError(f"the Spark service stopped while starting (exit {proc.returncode}): "
                                f"{_last_line(d)}; see {d / 'server.log'}")
         time.sleep(0.2)
     stop(d)
-    raise ServiceError(f"the Spark service did not start within {timeout:.0f} s; see {d / 'server.log'}")
+    raise SparkSetupError(f"the Spark service did not start within {timeout:.0f} s; see {d / 'server.log'}")
 
 
 def _child_env() -> dict[str, str]:

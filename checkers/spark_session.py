@@ -21,14 +21,10 @@ import os
 from pathlib import Path
 from typing import Any, Iterator
 
+from checkers.jvm_archive import SparkSetupError
 from checkers.spark_driver import DEFAULT_MASTER, local_conf, log_path
-from rundir.exits import HighwaterError
 
 SERVICE = "service"
-
-
-class SparkSetupError(HighwaterError, ValueError):
-    """The requested Spark master cannot be used from here; the message says why and what to do."""
 
 
 MAX_LOG_LINES = 2000
@@ -150,7 +146,7 @@ def get_session(master: str | None = None, app_name: str = "highwater-check") ->
         lease = spark_service.Lease()
         try:
             svc = spark_service.ensure()
-        except spark_service.ServiceError as exc:
+        except spark_service.SparkSetupError as exc:
             lease.release()
             raise SparkSetupError(f"the shared Spark driver: {exc}") from None
         try:

@@ -22,6 +22,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from clusters.base import ClusterError
 
 READY_TIMEOUT_S = 20.0
 REPO_ROOT = Path(__file__).resolve().parents[1]    # `python -m broker` runs from here: this checkout's broker
@@ -31,10 +32,6 @@ def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket() as s:
         s.bind((host, 0))
         return s.getsockname()[1]
-
-
-class ProcessFailed(RuntimeError):
-    pass
 
 
 class NodeProcess:
@@ -56,7 +53,7 @@ class NodeProcess:
         if not line.startswith("READY "):
             self.kill()
             tail = (self.workdir / "stdout.log").read_text()[-2000:]
-            raise ProcessFailed(f"{self.name} did not print READY (got {line!r}); output:\n{tail}")
+            raise ClusterError(f"{self.name} did not print READY (got {line!r}); output:\n{tail}")
         host, port = line.split()[1].rsplit(":", 1)
         self.address = (host, int(port))
         # keep draining stdout into the log file so the child never blocks on a full pipe
@@ -177,7 +174,7 @@ class BareCluster:
         while True:   # the port of a just-killed broker may linger briefly
             try:
                 return node.start()
-            except ProcessFailed:
+            except ClusterError:
                 if time.monotonic() > deadline:
                     raise
                 time.sleep(0.2)

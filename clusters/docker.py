@@ -46,8 +46,8 @@ from clusters.docker_image import CODE_DIR, ensure_node_image
 from clusters.local_firewall import short_id
 from clusters.ssh_cluster import BROKER_PORT, CONTROLLER, CONTROLLER_PORT, RemoteCluster
 from clusters.run_registry import proc_state as _state
-from clusters.ssh_control import RemoteResult, SshError, SshNode, SshTarget
-from clusters.storage_faults import STORAGE_FAULTS, StorageFault, StorageFaultError, corrupt_data_dir
+from clusters.ssh_control import RemoteResult, SshNode, SshTarget
+from clusters.storage_faults import STORAGE_FAULTS, StorageFault, corrupt_data_dir
 
 WORKDIR = "/var/lib/highwater"
 KILL_MODES = ("process", "node")
@@ -233,7 +233,7 @@ class DockerCluster(RemoteCluster, Corruptible):
                     tar.extractall(tmp, filter="data")
                 try:
                     fault = corrupt_data_dir(Path(tmp) / "data", how, partition=partition, seed=seed)
-                except StorageFaultError as exc:
+                except ValueError as exc:
                     raise ClusterError(f"{node}: {exc}") from None
                 for rel in fault.written:
                     name = posixpath.join("data", rel.as_posix())
@@ -415,15 +415,15 @@ class ContainerNetShell:
         if status == "running":
             return self.ssh.run(command, timeout_s=timeout_s, check=check, stdin=stdin)
         if status != "paused":
-            raise SshError(f"{self.target.where()}: `{command}`: container {status}, not running")
+            raise ClusterError(f"{self.target.where()}: `{command}`: container {status}, not running")
         pid = self.hosts.containers[self.node].attrs["State"]["Pid"]
         argv = ["nsenter", "-t", str(pid), "-n", "sh", "-c", command]
         try:
             r = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s or 60)
         except subprocess.TimeoutExpired:
-            raise SshError(f"{self.target.where()} (paused; via nsenter): `{command}`: timed out") from None
+            raise ClusterError(f"{self.target.where()} (paused; via nsenter): `{command}`: timed out") from None
         result = RemoteResult(command, r.returncode, r.stdout, r.stderr)
         if check and r.returncode != 0:
             detail = (r.stderr.strip() or r.stdout.strip()).splitlines()[-1:] or ["no output"]
-            raise SshError(f"{self.target.where()} (paused; via nsenter): `{command}` exited {r.returncode}: {detail[0]}")
+            raise ClusterError(f"{self.target.where()} (paused; via nsenter): `{command}` exited {r.returncode}: {detail[0]}")
         return result

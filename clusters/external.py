@@ -36,21 +36,17 @@ NO_REPLICA_DUMPS = "the external backend has no access to the brokers' disks"
 FAULTS = ("kill", "kill-leader", "pause", "pause-leader")
 
 
-class BootstrapError(ClusterError, ValueError):
-    """A bad --bootstrap value; the message says which entry and why."""
-
-
 def parse_bootstrap(raw: str) -> list[tuple[str, int]]:
     """"host:port[,host:port]" (an IPv6 host in brackets: "[::1]:9092") -> [(host, port)]."""
     if not isinstance(raw, str) or not raw.strip():
-        raise BootstrapError("must be host:port[,host:port], got nothing")
+        raise ClusterError("must be host:port[,host:port], got nothing")
     out = []
     for entry in (e.strip() for e in raw.split(",")):
         host, sep, port = entry.rpartition(":")
         if host.startswith("[") and host.endswith("]"):
             host = host[1:-1]
         if not sep or not host or not port.isdigit() or not 1 <= int(port) <= 65535:
-            raise BootstrapError(f"entry {entry!r} must be host:port with a port 1..65535")
+            raise ClusterError(f"entry {entry!r} must be host:port with a port 1..65535")
         out.append((host, int(port)))
     return out
 

@@ -19,17 +19,13 @@ from clusters.base import ClusterError, ClusterSpec, Killable, Pausable
 from clusters.external import FAULTS, ExternalCluster
 
 
-class ContainersError(ClusterError, ValueError):
-    """A bad --docker-containers value."""
-
-
 def parse_containers(raw: str) -> list[tuple[str, int | None]]:
     """"name[=node id],..." -> [(name, node id or None)]."""
     out = []
     for entry in (e.strip() for e in (raw or "").split(",")):
         name, sep, nid = entry.partition("=")
         if not name or (sep and not nid.isdigit()):
-            raise ContainersError(f"entry {entry!r} must be a container name, or name=node id")
+            raise ClusterError(f"entry {entry!r} must be a container name, or name=node id")
         out.append((name, int(nid) if sep else None))
     return out
 

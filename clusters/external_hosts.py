@@ -30,7 +30,7 @@ from pathlib import Path
 
 from clusters.base import ClusterError, ClusterSpec, Killable, Pausable
 from clusters.external import FAULTS, ExternalCluster
-from clusters.ssh import NODE, NodesFileError
+from clusters.ssh import NODE
 from clusters.ssh_control import SshNode, SshTarget
 from rundir.settings import Setting, SettingError, declare, header_lines, parse_table, read_toml
 
@@ -64,36 +64,36 @@ class HostsFile:
 
 
 def load_hosts_file(path: Path | str) -> HostsFile:
-    """Read and validate an external cluster's nodes file; NodesFileError names the file, entry and field."""
+    """Read and validate an external cluster's nodes file; ClusterError names the file, entry and field."""
     path = Path(path)
-    text, data = read_toml(path, NodesFileError, cannot_read="nodes file {path}: cannot read: {reason}",
+    text, data = read_toml(path, ClusterError, cannot_read="nodes file {path}: cannot read: {reason}",
                            not_toml="nodes file {path}: not valid TOML: {reason}")
     try:
         top = parse_table(data, TOP, unknown="unknown key {key!r} for the external backend (known: {known})")
     except SettingError as exc:
         problem = exc.problem if exc.kind == "unknown" else f"field {exc.key!r} {exc.problem}"
-        raise NodesFileError(f"nodes file {path}: {problem}") from None
+        raise ClusterError(f"nodes file {path}: {problem}") from None
     if not top["broker"]:
-        raise NodesFileError(f"nodes file {path}: needs at least one [[broker]] entry")
+        raise ClusterError(f"nodes file {path}: needs at least one [[broker]] entry")
     lines = header_lines(text, "broker")
     brokers = []
     for i, raw in enumerate(top["broker"]):
         where = f"[[broker]] #{i + 1}" + (f" (line {lines[i]})" if i < len(lines) else "")
         if not isinstance(raw, dict):
-            raise NodesFileError(f"nodes file {path}: {where}: must be a table")
+            raise ClusterError(f"nodes file {path}: {where}: must be a table")
         try:
             v = parse_table({**top["defaults"], **raw}, ENTRY, unknown="unknown field {key!r} (known: {known})")
         except SettingError as exc:
             problem = exc.problem if exc.kind == "unknown" else f"field {exc.key!r} {exc.problem}"
-            raise NodesFileError(f"nodes file {path}: {where}: {problem}") from None
+            raise ClusterError(f"nodes file {path}: {where}: {problem}") from None
         if not isinstance(v["host"], str) or not v["host"]:
-            raise NodesFileError(f"nodes file {path}: {where}: field 'host' is missing or not a string")
+            raise ClusterError(f"nodes file {path}: {where}: field 'host' is missing or not a string")
         key = v["key"]
         if key is not None and not Path(key).expanduser().is_file():
-            raise NodesFileError(f"nodes file {path}: {where}: field 'key': no such file {key}")
+            raise ClusterError(f"nodes file {path}: {where}: field 'key': no such file {key}")
         agent = key is None if v["agent"] is None else v["agent"]
         if key is None and not agent:
-            raise NodesFileError(f"nodes file {path}: {where}: no way to authenticate (give 'key' or agent = true)")
+            raise ClusterError(f"nodes file {path}: {where}: no way to authenticate (give 'key' or agent = true)")
         brokers.append(HostEntry(SshTarget(f"broker #{i + 1}", v["host"], v["port"], v["user"], key, agent),
                                  v["service_port"] or BROKER_PORT, v["node_id"], v["restart"], where))
     known = top["known_hosts"]

@@ -19,10 +19,6 @@ from clusters.base import ClusterError
 log = logging.getLogger("clusters.kafka")
 
 
-class KafkaMetadataError(ClusterError):
-    """The cluster did not answer, or answered with an error; the message names the bootstrap servers."""
-
-
 @dataclass
 class KafkaPartitionInfo:
     """One partition as Kafka Metadata and ListOffsets describe it (the native PartitionInfo's fields)."""
@@ -57,11 +53,11 @@ class KafkaMetadata:
     def close(self) -> None:
         self._admin = None
 
-    def _fail(self, what: str, exc: BaseException) -> KafkaMetadataError:
+    def _fail(self, what: str, exc: BaseException) -> ClusterError:
         err = exc.args[0] if exc.args else exc
         detail = (f"{err.name()}: {err.str()}" if hasattr(err, "name") and hasattr(err, "str")
                   else f"{type(exc).__name__}: {exc}")
-        return KafkaMetadataError(f"Kafka cluster at {self.bootstrap}: {what}: {detail}")
+        return ClusterError(f"Kafka cluster at {self.bootstrap}: {what}: {detail}")
 
     def _metadata(self):
         try:
@@ -80,12 +76,12 @@ class KafkaMetadata:
         if t is None or (t.error is not None and t.error.code() == _unknown_topic()):
             return None
         if t.error is not None:
-            raise KafkaMetadataError(f"Kafka cluster at {self.bootstrap}: topic {topic!r}: {t.error.str()}")
+            raise ClusterError(f"Kafka cluster at {self.bootstrap}: topic {topic!r}: {t.error.str()}")
         return len(t.partitions), {len(p.replicas) for p in t.partitions.values()}
 
     def ensure_topic(self, topic: str, partitions: int, replication_factor: int) -> str:
         """Create the topic (CreateTopics) unless it exists; an existing topic must have this shape.
-        Returns a one-line description of what was done; raises KafkaMetadataError otherwise."""
+        Returns a one-line description of what was done; raises ClusterError otherwise."""
         from confluent_kafka import KafkaError, KafkaException
         from confluent_kafka.admin import NewTopic
         shape = self.topic_shape(topic)
@@ -106,12 +102,12 @@ class KafkaMetadata:
                 return f"created topic {topic!r}: {partitions} partitions, replication factor {replication_factor}"
             shape = self.topic_shape(topic)
             if shape is None:
-                raise KafkaMetadataError(f"Kafka cluster at {self.bootstrap}: topic {topic!r} exists by "
+                raise ClusterError(f"Kafka cluster at {self.bootstrap}: topic {topic!r} exists by "
                                          "CreateTopics but not in Metadata")
         have_parts, have_rf = shape
         if have_parts != partitions or have_rf != {replication_factor}:
             rf = "/".join(str(r) for r in sorted(have_rf)) or "?"
-            raise KafkaMetadataError(
+            raise ClusterError(
                 f"Kafka cluster at {self.bootstrap}: topic {topic!r} exists with {have_parts} partitions and "
                 f"replication factor {rf}, but the run asks for {partitions} partitions and replication factor "
                 f"{replication_factor} (set topic.partitions / topic.replication_factor to match, or use "
@@ -131,24 +127,24 @@ class KafkaMetadata:
             time.sleep(0.5)
         unknown = sorted(set(range(partitions)) - set(latest))
         if unknown:
-            raise KafkaMetadataError(f"Kafka cluster at {self.bootstrap}: topic {topic!r} exists, and whether it "
+            raise ClusterError(f"Kafka cluster at {self.bootstrap}: topic {topic!r} exists, and whether it "
                                      f"is empty cannot be told (no ListOffsets answer for partitions {unknown})")
         used = {p: hw for p, (hw, _) in sorted(latest.items()) if hw > 0}
         if used:
-            raise KafkaMetadataError(
+            raise ClusterError(
                 f"Kafka cluster at {self.bootstrap}: topic {topic!r} exists and holds records (end offsets "
                 f"{', '.join(f'p{p}={hw}' for p, hw in used.items())}): a run needs an empty topic (set "
                 "topic.name to a new one)")
 
     def describe(self, topic: str) -> list[KafkaPartitionInfo]:
         """Every partition of `topic` (Metadata), with its HW and leader epoch (ListOffsets latest) where
-        the leader answered. Raises KafkaMetadataError when the topic is unknown or nobody answers."""
+        the leader answered. Raises ClusterError when the topic is unknown or nobody answers."""
         md = self._metadata()
         t = md.topics.get(topic)
         if t is None:
-            raise KafkaMetadataError(f"Kafka cluster at {self.bootstrap}: no topic {topic!r}")
+            raise ClusterError(f"Kafka cluster at {self.bootstrap}: no topic {topic!r}")
         if t.error is not None:
-            raise KafkaMetadataError(f"Kafka cluster at {self.bootstrap}: topic {topic!r}: {t.error.str()}")
+            raise ClusterError(f"Kafka cluster at {self.bootstrap}: topic {topic!r}: {t.error.str()}")
         parts = sorted(t.partitions.values(), key=lambda p: p.id)
         offsets = self._latest(topic, [p.id for p in parts if p.leader >= 0 and p.error is None])
         out = []

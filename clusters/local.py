@@ -40,7 +40,7 @@ from clusters.local_netem import Degradation
 from clusters import local_netem
 from clusters.processes import NodeProcess
 from clusters.run_registry import ProcessRecord, Registry
-from clusters.storage_faults import StorageFault, StorageFaultError, corrupt_data_dir
+from clusters.storage_faults import StorageFault, corrupt_data_dir
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CONTROLLER = "c0"
@@ -325,7 +325,7 @@ class LocalCluster(Cluster, Killable, Stoppable, Pausable, Partitionable, Degrad
                 raise ClusterError(f"{node}: cannot corrupt its data files while it runs (kill or stop it first)")
             try:
                 fault = corrupt_data_dir(self.node_dir(node) / "data", how, partition=partition, seed=seed)
-            except StorageFaultError as exc:
+            except ValueError as exc:
                 raise ClusterError(f"{node}: {exc}") from None
             return fault.labelled(node)
 

@@ -41,10 +41,6 @@ HOOKS_IPTABLES = ("INPUT",)
 HOOKS_NFT = ("input",)
 
 
-class FirewallUnavailable(ClusterError):
-    """Packet drops cannot be installed here; the message names what is missing."""
-
-
 def short_id(run_id: str) -> str:
     return hashlib.sha1(run_id.encode()).hexdigest()[:8]
 
@@ -58,15 +54,15 @@ def _run(argv: list[str], *, check: bool = True) -> subprocess.CompletedProcess:
 
 
 def available_tool() -> str:
-    """'iptables' or 'nft', or raise FirewallUnavailable naming what is missing."""
+    """'iptables' or 'nft', or raise ClusterError naming what is missing."""
     if os.geteuid() != 0:
-        raise FirewallUnavailable(f"the partition fault needs root to install packet-drop rules "
+        raise ClusterError(f"the partition fault needs root to install packet-drop rules "
                                   f"(running as uid {os.geteuid()})")
     if shutil.which("iptables"):
         return "iptables"
     if shutil.which("nft"):
         return "nft"
-    raise FirewallUnavailable("the partition fault needs iptables or nft on PATH; neither was found "
+    raise ClusterError("the partition fault needs iptables or nft on PATH; neither was found "
                               "(install the Debian package 'iptables' or 'nftables')")
 
 
@@ -178,7 +174,7 @@ def make_firewall(run_id: str, tool: str | None = None) -> Firewall:
         return IptablesFirewall(run_id)
     if tool == "nft":
         return NftFirewall(run_id)
-    raise FirewallUnavailable(f"unknown firewall tool {tool!r} (expected 'iptables' or 'nft')")
+    raise ClusterError(f"unknown firewall tool {tool!r} (expected 'iptables' or 'nft')")
 
 
 # --- leftovers (highwater cleanup) -----------------------------------------------------------------

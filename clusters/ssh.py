@@ -47,10 +47,6 @@ DEFAULT_WORKDIR = "/var/tmp/highwater"
 NEEDED_PACKAGES = "python3 python3-msgpack iptables procps"
 
 
-class NodesFileError(ClusterError):
-    """A bad nodes file; the one-line message names the file, the entry (and line) and the field."""
-
-
 @dataclass
 class NodeEntry:
     target: SshTarget
@@ -108,33 +104,33 @@ TOP = declare(
 
 def load_nodes_file(path: Path | str) -> NodesFile:
     path = Path(path)
-    text, data = read_toml(path, NodesFileError, cannot_read="nodes file {path}: cannot read: {reason}",
+    text, data = read_toml(path, ClusterError, cannot_read="nodes file {path}: cannot read: {reason}",
                            not_toml="nodes file {path}: not valid TOML: {reason}")
     try:
         top = parse_table(data, TOP, unknown="unknown key {key!r} (known: {known})")
     except SettingError as exc:
         if exc.key == "defaults" and exc.kind == "value":
-            raise NodesFileError(f"nodes file {path}: [defaults] must be a table") from None
+            raise ClusterError(f"nodes file {path}: [defaults] must be a table") from None
         problem = exc.problem if exc.kind == "unknown" else f"field {exc.key!r} {exc.problem}"
-        raise NodesFileError(f"nodes file {path}: {problem}") from None
+        raise ClusterError(f"nodes file {path}: {problem}") from None
     defaults = top["defaults"]
 
     def entry(raw, where: str, name: str, default_port: int) -> NodeEntry:
         if not isinstance(raw, dict):
-            raise NodesFileError(f"nodes file {path}: {where}: must be a table")
+            raise ClusterError(f"nodes file {path}: {where}: must be a table")
         try:
             v = parse_table({**defaults, **raw}, NODE, unknown="unknown field {key!r} (known: {known})")
         except SettingError as exc:
             problem = exc.problem if exc.kind == "unknown" else f"field {exc.key!r} {exc.problem}"
-            raise NodesFileError(f"nodes file {path}: {where}: {problem}") from None
+            raise ClusterError(f"nodes file {path}: {where}: {problem}") from None
         host, key = v["host"], v["key"]
         if not isinstance(host, str) or not host:
-            raise NodesFileError(f"nodes file {path}: {where}: field 'host' is missing or not a string")
+            raise ClusterError(f"nodes file {path}: {where}: field 'host' is missing or not a string")
         if key is not None and not Path(key).expanduser().is_file():
-            raise NodesFileError(f"nodes file {path}: {where}: field 'key': no such file {key}")
+            raise ClusterError(f"nodes file {path}: {where}: field 'key': no such file {key}")
         agent = key is None if v["agent"] is None else v["agent"]
         if key is None and not agent:
-            raise NodesFileError(f"nodes file {path}: {where}: no way to authenticate (give 'key' or agent = true)")
+            raise ClusterError(f"nodes file {path}: {where}: no way to authenticate (give 'key' or agent = true)")
         port = default_port if v["service_port"] is None else v["service_port"]
         return NodeEntry(SshTarget(name, host, v["port"], v["user"], key, agent), port)
 
@@ -142,12 +138,12 @@ def load_nodes_file(path: Path | str) -> NodesFile:
         return f" (line {line})" if line else ""
 
     if top["controller"] is None:
-        raise NodesFileError(f"nodes file {path}: missing [controller] table")
+        raise ClusterError(f"nodes file {path}: missing [controller] table")
     controller = entry(top["controller"], f"[controller]{at(line_of(text, table='controller'))}", CONTROLLER,
                        CONTROLLER_PORT)
     raw_brokers = top["broker"]
     if not isinstance(raw_brokers, list) or not raw_brokers:
-        raise NodesFileError(f"nodes file {path}: needs at least one [[broker]] entry")
+        raise ClusterError(f"nodes file {path}: needs at least one [[broker]] entry")
     lines = header_lines(text, "broker")
     brokers = [entry(raw, f"[[broker]] #{i + 1}{at(lines[i] if i < len(lines) else None)}", f"n{i + 1}",
                      BROKER_PORT) for i, raw in enumerate(raw_brokers)]
@@ -168,7 +164,7 @@ class SshCluster(RemoteCluster):
             raise ClusterError("the ssh backend needs a nodes file (--nodes-file FILE)")
         self.inventory = load_nodes_file(nodes_file)
         if spec.brokers > len(self.inventory.brokers):
-            raise NodesFileError(f"nodes file {self.inventory.path}: lists {len(self.inventory.brokers)} brokers "
+            raise ClusterError(f"nodes file {self.inventory.path}: lists {len(self.inventory.brokers)} brokers "
                                  f"but the test needs {spec.brokers}")
         self.python = self.inventory.python
         self.accept_unknown_hosts = accept_unknown_hosts

@@ -34,7 +34,7 @@ from clusters.base import (Cluster, ClusterError, ClusterSpec, Degradable, Event
                            Partitionable, Pausable, Stoppable)
 from clusters.event_logs import parse_event_log
 from clusters.local_firewall import short_id
-from clusters.ssh_control import RemoteDegradation, RemoteFirewall, SshError, SshNode
+from clusters.ssh_control import RemoteDegradation, RemoteFirewall, SshNode
 
 CONTROLLER = "c0"
 CONTROLLER_PORT = 9000
@@ -355,7 +355,7 @@ class RemoteCluster(Cluster, Killable, Stoppable, Pausable, Partitionable, Degra
         ssh, remote = self._ssh[node], posixpath.join(self.remote_dir(node), "broker.log")
         try:
             return ssh.read_file(remote)
-        except SshError as exc:
+        except ClusterError as exc:
             if ssh.run(f"test -f {shlex.quote(remote)}", check=False).exit_status != 0:
                 return b""          # not written yet
             raise ClusterError(f"{node}: cannot read its event log: {exc}") from None

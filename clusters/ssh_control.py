@@ -9,7 +9,7 @@ nodes the same way.
 - Authentication with a private key file and/or the SSH agent.
 - Connection set-up and transient failures (refused, reset, no route, session channel not opening) are
   retried with tenacity for up to `connect_retry_s`; authentication and host-key failures are not.
-- Every remote command has a timeout. Every final error is an `SshError` naming the node, its address and
+- Every remote command has a timeout. Every final error is an `ClusterError` naming the node, its address and
   the command.
 
 Daemons run under `nohup` with their pid and start time in a pid file (so a reused pid is never
@@ -36,11 +36,7 @@ from clusters.base import ClusterError
 from clusters.local_firewall import COMMENT_PREFIX, short_id
 
 
-class SshError(ClusterError):
-    """A remote operation failed; the message names the node, its address and the command."""
-
-
-class HostKeyRejected(SshError):
+class HostKeyRejected(ClusterError):
     """The node's host key is unknown (and accepting unknown keys was not asked for) or has changed."""
 
 
@@ -146,10 +142,10 @@ class SshNode:
             raise HostKeyRejected(f"{self.target.where()}: {what}: host key CHANGED ({exc.key.get_name()} "
                                   f"does not match {self._known_hosts_path()}); refusing to connect") from None
         except paramiko.AuthenticationException as exc:
-            raise SshError(f"{self.target.where()}: {what}: authentication failed "
+            raise ClusterError(f"{self.target.where()}: {what}: authentication failed "
                            f"({'key ' + self.target.key_file if self.target.key_file else 'agent'}): {exc}") from None
         except (OSError, EOFError, paramiko.SSHException) as exc:
-            raise SshError(f"{self.target.where()}: {what}: cannot connect after "
+            raise ClusterError(f"{self.target.where()}: {what}: cannot connect after "
                            f"{self.connect_retry_s:.0f}s: {type(exc).__name__}: {exc}") from None
         return self._client
 
@@ -188,12 +184,12 @@ class SshNode:
                 with attempt:
                     return attempt_open()
         except _ChannelNotOpened as exc:
-            raise SshError(f"{self.target.where()}: `{command}`: cannot open a session: {exc}") from None
+            raise ClusterError(f"{self.target.where()}: `{command}`: cannot open a session: {exc}") from None
         raise AssertionError("unreachable")
 
     def run(self, command: str, *, timeout_s: float | None = None, check: bool = True,
             stdin: bytes | None = None) -> RemoteResult:
-        """Run `command` with /bin/sh on the node; raise SshError on a non-zero exit (when `check`), a
+        """Run `command` with /bin/sh on the node; raise ClusterError on a non-zero exit (when `check`), a
         timeout or a lost connection."""
         timeout = timeout_s if timeout_s is not None else self.command_timeout_s
         chan = self._open_session(command)
@@ -219,9 +215,9 @@ class SshNode:
                         and not chan.recv_ready() and not chan.recv_stderr_ready()):
                     break
                 if time.monotonic() > deadline:
-                    raise SshError(f"{self.target.where()}: `{command}`: timed out after {timeout:.0f}s")
+                    raise ClusterError(f"{self.target.where()}: `{command}`: timed out after {timeout:.0f}s")
                 if chan.closed and not chan.exit_status_ready():
-                    raise SshError(f"{self.target.where()}: `{command}`: connection lost before exit")
+                    raise ClusterError(f"{self.target.where()}: `{command}`: connection lost before exit")
                 if not progressed:
                     try:
                         chunk = chan.recv(65536)
@@ -233,13 +229,13 @@ class SshNode:
                         pass
             status = chan.recv_exit_status()
         except (OSError, EOFError, paramiko.SSHException) as exc:
-            raise SshError(f"{self.target.where()}: `{command}`: {type(exc).__name__}: {exc}") from None
+            raise ClusterError(f"{self.target.where()}: `{command}`: {type(exc).__name__}: {exc}") from None
         finally:
             chan.close()
         result = RemoteResult(command, status, out.decode(errors="replace"), err.decode(errors="replace"))
         if check and status != 0:
             detail = (result.stderr.strip() or result.stdout.strip()).splitlines()[-1:] or ["no output"]
-            raise SshError(f"{self.target.where()}: `{command}` exited {status}: {detail[0]}")
+            raise ClusterError(f"{self.target.where()}: `{command}` exited {status}: {detail[0]}")
         return result
 
     # --- files -------------------------------------------------------------------------------------------
@@ -251,7 +247,7 @@ class SshNode:
                 chan_client = client.open_sftp()
                 chan_client.get_channel().settimeout(self.command_timeout_s)
             except (paramiko.SSHException, OSError, EOFError) as exc:
-                raise SshError(f"{self.target.where()}: {what}: cannot open SFTP: {exc}") from None
+                raise ClusterError(f"{self.target.where()}: {what}: cannot open SFTP: {exc}") from None
         return chan_client
 
     def write_file(self, remote: str, data: bytes, mode: int = 0o644) -> None:
@@ -261,7 +257,7 @@ class SshNode:
                 fh.write(data)
             sftp.chmod(remote, mode)
         except (OSError, EOFError, paramiko.SSHException) as exc:
-            raise SshError(f"{self.target.where()}: write {remote}: {exc}") from None
+            raise ClusterError(f"{self.target.where()}: write {remote}: {exc}") from None
         finally:
             sftp.close()
 
@@ -271,7 +267,7 @@ class SshNode:
             with sftp.open(remote, "rb") as fh:
                 return fh.read()
         except (OSError, EOFError, paramiko.SSHException) as exc:
-            raise SshError(f"{self.target.where()}: read {remote}: {exc}") from None
+            raise ClusterError(f"{self.target.where()}: read {remote}: {exc}") from None
         finally:
             sftp.close()
 
@@ -298,7 +294,7 @@ class SshNode:
                 sftp.put(str(local), dest)
                 sent += Path(local).stat().st_size
         except (OSError, EOFError, paramiko.SSHException) as exc:
-            raise SshError(f"{self.target.where()}: upload to {remote_root}: {exc}") from None
+            raise ClusterError(f"{self.target.where()}: upload to {remote_root}: {exc}") from None
         finally:
             sftp.close()
         return sent
@@ -320,7 +316,7 @@ class SshNode:
         try:
             walk(remote_dir, Path(local_dir))
         except (OSError, EOFError, paramiko.SSHException) as exc:
-            raise SshError(f"{self.target.where()}: download {remote_dir}: {exc}") from None
+            raise ClusterError(f"{self.target.where()}: download {remote_dir}: {exc}") from None
         finally:
             sftp.close()
         return got
@@ -349,7 +345,7 @@ class SshNode:
         try:
             return int(r.stdout.split()[0])
         except (ValueError, IndexError):
-            raise SshError(f"{self.target.where()}: `{cmd}`: no pid printed (got {r.stdout!r})") from None
+            raise ClusterError(f"{self.target.where()}: `{cmd}`: no pid printed (got {r.stdout!r})") from None
 
     def wait_ready(self, *, stdout: str, pidfile: str, timeout_s: float) -> str:
         """Wait (on the node, one command) for the daemon's READY line; returns it. Raises naming the
@@ -364,7 +360,7 @@ class SshNode:
             return r.stdout.strip().splitlines()[0]
         tail = self.run(f"tail -n 5 {q_out} 2>/dev/null", check=False).stdout.strip().replace("\n", " | ")
         why = "exited before READY" if r.exit_status == 3 else f"not READY within {timeout_s:.0f}s"
-        raise SshError(f"{self.target.where()}: daemon {why}; last output: {tail or '(none)'}")
+        raise ClusterError(f"{self.target.where()}: daemon {why}; last output: {tail or '(none)'}")
 
     def pid_of(self, pidfile: str) -> int | None:
         """The daemon's pid if it is alive (a zombie or a reused pid counts as gone), else None."""
@@ -382,9 +378,9 @@ class SshNode:
         """Send SIG (e.g. "KILL", "STOP", "CONT", "TERM") to the daemon; returns its pid."""
         r = self.run(f"{self._ident(pidfile)} || exit 9; kill -{sig} $p && echo $p", check=False)
         if r.exit_status == 9:
-            raise SshError(f"{self.target.where()}: kill -{sig}: daemon not running (pid file {pidfile})")
+            raise ClusterError(f"{self.target.where()}: kill -{sig}: daemon not running (pid file {pidfile})")
         if r.exit_status != 0:
-            raise SshError(f"{self.target.where()}: kill -{sig}: exited {r.exit_status}: {r.stderr.strip()}")
+            raise ClusterError(f"{self.target.where()}: kill -{sig}: exited {r.exit_status}: {r.stderr.strip()}")
         return int(r.stdout.strip())
 
     def stop_daemon(self, pidfile: str, *, grace_s: float = 10.0) -> str:
@@ -420,7 +416,7 @@ class RemoteFirewall:
                               "$t -w -n -L INPUT >/dev/null 2>&1 && { command -v $t; exit 0; }; done; exit 1",
                               check=False)
             if r.exit_status != 0:
-                raise SshError(f"{self.node.target.where()}: no working iptables (tried iptables, "
+                raise ClusterError(f"{self.node.target.where()}: no working iptables (tried iptables, "
                                "iptables-legacy; the node needs the 'iptables' package and root or NET_ADMIN)")
             self.tool = r.stdout.strip()        # absolute path: later commands need no PATH
         return self.tool
@@ -522,7 +518,7 @@ class RemoteDegradation:
         r = self.node.run(f"i=0; while [ $i -lt 200 ]; do grep -m1 '^QUEUE ' {shlex.quote(out)} && exit 0; "
                           f"sleep 0.05; i=$((i+1)); done; tail -n 3 {shlex.quote(out)}; exit 4", check=False)
         if r.exit_status != 0:
-            raise SshError(f"{self.node.target.where()}: the delayer did not start: "
+            raise ClusterError(f"{self.node.target.where()}: the delayer did not start: "
                            f"{r.stdout.strip().replace(chr(10), ' | ') or 'no output'}")
         queue = int(r.stdout.split()[1])
         self.delayers[key] = (queue, pidfile)

@@ -19,7 +19,8 @@ seed on the same files gives the same fault. Kinds (STORAGE_FAULTS):
 `corrupt_data_dir` returns a `StorageFault`: the files written or removed, a one-line detail naming the
 file and the byte or offset, and for the log faults the partition and the first offset whose record is
 damaged (recovery must cut the log there or below: the protocol rule damaged-record-kept, broker/rules).
-A data directory with nothing to corrupt raises StorageFaultError.
+A data directory with nothing to corrupt, or an unknown fault, raises ValueError (the backends
+turn it into a ClusterError naming the node).
 """
 from __future__ import annotations
 
@@ -37,10 +38,6 @@ from broker.storage.scan import scan_partition
 STORAGE_FAULTS = ("bitflip", "truncate", "hw-checkpoint-delete", "hw-checkpoint-corrupt",
                   "epoch-checkpoint-delete", "epoch-checkpoint-corrupt", "torn-last")
 GARBLE_MODES = ("garbage", "bad-header", "cut-short")
-
-
-class StorageFaultError(ValueError):
-    """The fault cannot be applied (unknown kind, nothing to corrupt); one line naming the directory."""
 
 
 @dataclass
@@ -66,17 +63,17 @@ def corrupt_data_dir(data_dir: Path | str, how: str, *, partition: int | None = 
     the choice to that partition number)."""
     data_dir = Path(data_dir)
     if how not in STORAGE_FAULTS:
-        raise StorageFaultError(f"unknown storage fault {how!r} (known: {', '.join(STORAGE_FAULTS)})")
+        raise ValueError(f"unknown storage fault {how!r} (known: {', '.join(STORAGE_FAULTS)})")
     rng = random.Random(f"{seed}:{how}")
     if not data_dir.is_dir():
-        raise StorageFaultError(f"{data_dir}: no data directory to corrupt")
+        raise ValueError(f"{data_dir}: no data directory to corrupt")
     replicas = [(t, p) for t, p in list_partitions(data_dir) if partition is None or p == partition]
     if how in ("bitflip", "truncate", "torn-last"):
         return _corrupt_log(data_dir, how, replicas, rng)
     name = HW_FILE if how.startswith("hw-") else EPOCH_FILE
     have = [(t, p) for t, p in replicas if (data_dir / partition_dir_name(t, p) / name).is_file()]
     if not have:
-        raise StorageFaultError(f"{data_dir}: no {name} to corrupt"
+        raise ValueError(f"{data_dir}: no {name} to corrupt"
                                 f"{'' if partition is None else f' in partition {partition}'}")
     topic, p = rng.choice(have)
     rel = Path(partition_dir_name(topic, p)) / name
@@ -97,7 +94,7 @@ def _corrupt_log(data_dir: Path, how: str, replicas: list[tuple[str, int]], rng:
             segs = segs[-1:]
         candidates += [(topic, p, s) for s in segs]
     if not candidates:
-        raise StorageFaultError(f"{data_dir}: no segment holding records to corrupt")
+        raise ValueError(f"{data_dir}: no segment holding records to corrupt")
     topic, p, seg = rng.choice(candidates)
     rel = Path(partition_dir_name(topic, p)) / seg.path.name
     ends = list(seg.positions[1:]) + [seg.valid_bytes]

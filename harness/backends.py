@@ -86,22 +86,22 @@ def check_backend(name: str, cluster_cfg=None, *, brokers: int = 1) -> None:
     """Everything about a backend choice that can be checked before a run directory exists (no cluster
     is built, nothing is contacted): the backend loads, and its options are usable: the ssh backend's
     nodes file parses and lists at least `brokers` brokers, the docker kill mode is known. Raises
-    BackendUnavailable, or the backend's own one-line error (clusters/ssh.py's NodesFileError)."""
+    BackendUnavailable, or the backend's own one-line error (clusters/ssh.py's ClusterError)."""
     backend_class(name)
     if name == "ssh":
         import os
 
-        from clusters.ssh import NodesFileError, load_nodes_file
+        from clusters.ssh import ClusterError, load_nodes_file
         nodes_file = (cluster_cfg.nodes_file if cluster_cfg is not None else "") or os.environ.get("HIGHWATER_NODES_FILE")
         if not nodes_file:
             raise BackendUnavailable("the ssh backend needs a nodes file (--nodes-file FILE)")
         inventory = load_nodes_file(nodes_file)
         if brokers > len(inventory.brokers):
-            raise NodesFileError(f"nodes file {inventory.path}: lists {len(inventory.brokers)} brokers "
+            raise ClusterError(f"nodes file {inventory.path}: lists {len(inventory.brokers)} brokers "
                                  f"but the test needs {brokers}")
     if name == "external" and cluster_cfg is not None and cluster_cfg.nodes_file:
         from clusters.external_hosts import load_hosts_file
-        load_hosts_file(cluster_cfg.nodes_file)        # NodesFileError naming the file, entry and field
+        load_hosts_file(cluster_cfg.nodes_file)        # ClusterError naming the file, entry and field
     if name == "docker" and cluster_cfg is not None:
         from clusters.docker import KILL_MODES
         if cluster_cfg.docker_kill not in KILL_MODES:

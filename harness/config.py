@@ -291,9 +291,9 @@ def _external_problems(cfg: TestConfig) -> list[tuple[str, str]]:
     """The external backend (clusters/external.py): its bootstrap servers are required and parse, and
     its client is a Kafka client; `bootstrap` means nothing to the other backends. The
     replication factor is the cluster's business (CreateTopics refuses one it cannot place)."""
-    from clusters.external import BootstrapError, parse_bootstrap
+    from clusters.external import ClusterError, parse_bootstrap
     c = cfg.cluster
-    from clusters.external_docker import ContainersError, parse_containers
+    from clusters.external_docker import parse_containers
     if c.backend != "external":
         return [(k, f"is only for the external backend (cluster.backend is {c.backend!r})")
                 for k in ("cluster.bootstrap", "cluster.docker_containers") if getattr(c, k[8:])][:1]
@@ -301,7 +301,7 @@ def _external_problems(cfg: TestConfig) -> list[tuple[str, str]]:
         return [("cluster.bootstrap", "is required by the external backend (--bootstrap host:port[,host:port])")]
     try:
         parse_bootstrap(c.bootstrap)
-    except BootstrapError as exc:
+    except ClusterError as exc:
         return [("cluster.bootstrap", str(exc))]
     if c.docker_containers:
         if c.nodes_file:
@@ -309,7 +309,7 @@ def _external_problems(cfg: TestConfig) -> list[tuple[str, str]]:
                                                   "SSH or through Docker)")]
         try:
             parse_containers(c.docker_containers)
-        except ContainersError as exc:
+        except ClusterError as exc:
             return [("cluster.docker_containers", str(exc))]
     if cfg.client.kind != "kafka":
         return [("client.kind", f"must be \"kafka\" with the external backend (the cluster is reached only "
@@ -428,18 +428,18 @@ def preflight(cfg: TestConfig, *, where: Any = None, faults: list[str] | None = 
         backends.check_backend(cfg.cluster.backend, cfg.cluster, brokers=cfg.cluster.nodes)
     except backends.BackendUnavailable as exc:
         raise ConfigError(f"{where('cluster.backend')}: key 'cluster.backend': {exc}") from None
-    except Exception as exc:  # noqa: BLE001 - NodesFileError and friends: one line naming the file
+    except Exception as exc:  # noqa: BLE001 - ClusterError and friends: one line naming the file
         key = "cluster.nodes_file" if cfg.cluster.backend in ("ssh", "external") else "cluster.backend"
         raise ConfigError(f"{where(key)}: key '{key}': {exc}") from None
     own_faults = faults is not None
     faults = list(faults) if own_faults else list(cfg.nemesis.faults)
     if cfg.nemesis.schedule_file and not own_faults:
-        from nemesis.schedule import ScheduleError, load_schedule
+        from nemesis.schedule import load_schedule
         nodes = ["c0", *(f"n{i}" for i in range(1, cfg.cluster.nodes + 1))]
         try:
             steps = load_schedule(Path(cfg.nemesis.schedule_file), nodes, partitions=cfg.topic.partitions,
                                   seed=cfg.seed or 0)
-        except ScheduleError as exc:
+        except ConfigError as exc:
             raise ConfigError(f"{where('nemesis.schedule_file')}: key 'nemesis.schedule_file': {exc}") from None
         faults = sorted({s.fault for s in steps})
     fault_key = "nemesis.schedule_file" if cfg.nemesis.schedule_file and not own_faults else "nemesis.faults"
@@ -448,7 +448,7 @@ def preflight(cfg: TestConfig, *, where: Any = None, faults: list[str] | None = 
                           "broker.power_loss = true (--power-loss)")
     try:
         backends.check_faults(cfg.cluster.backend, expand_faults(faults), cfg.cluster)
-    except Exception as exc:  # noqa: BLE001 - FirewallUnavailable: no root, no iptables/nft
+    except Exception as exc:  # noqa: BLE001 - ClusterError: no root, no iptables/nft
         raise ConfigError(f"{where(fault_key)}: key '{fault_key}' cannot be injected here: {exc}") from None
 
 

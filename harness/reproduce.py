@@ -23,37 +23,34 @@ from harness.run_command import execute as execute_run
 from harness.scenario_command import play
 from harness.scenario_runner import scenario_faults, scenario_record
 from rundir import formats as runformat
-from rundir.exits import EXIT_USAGE, HighwaterError
+from rundir.exits import EXIT_USAGE
+from broker.errors import ConfigError
 
 
 # --- rerun --------------------------------------------------------------------------------------------
 
-class RerunError(HighwaterError, ValueError):
-    """RUN_DIR cannot be rerun; one line naming the file and what is missing."""
-
-
 def load_run(run_dir: Path | str, results_dir: str | None = None) -> tuple[dict[str, Any], config_mod.TestConfig]:
     """test.json of RUN_DIR and the checked configuration that repeats it (same settings and seed; the
-    results directory as described in the module docstring). Raises RerunError or ConfigError."""
+    results directory as described in the module docstring). Raises ConfigError."""
     run_dir = Path(run_dir)
     path = run_dir / runformat.TEST_JSON
     if not run_dir.is_dir():
-        raise RerunError(f"{run_dir}: not a run directory")
+        raise ConfigError(f"{run_dir}: not a run directory")
     try:
         test = runformat.load_json(path)
     except runformat.FormatError as exc:
-        raise RerunError(f"{exc} (a run directory without a usable test.json cannot be rerun)") from None
+        raise ConfigError(f"{exc} (a run directory without a usable test.json cannot be rerun)") from None
     if not isinstance(test, dict) or not isinstance(test.get("config"), dict):
-        raise RerunError(f"{path}: field 'config' is missing or not an object; cannot rerun")
+        raise ConfigError(f"{path}: field 'config' is missing or not an object; cannot rerun")
     seed = test.get("seed")
     if isinstance(seed, bool) or not isinstance(seed, int):
-        raise RerunError(f"{path}: field 'seed' must be the integer seed the run used, got {seed!r}")
+        raise ConfigError(f"{path}: field 'seed' must be the integer seed the run used, got {seed!r}")
     try:
         cfg = config_mod.from_dict(test["config"])
     except KeyError as exc:
-        raise RerunError(f"{path}: field 'config': unknown key {exc.args[0]!r}") from None
+        raise ConfigError(f"{path}: field 'config': unknown key {exc.args[0]!r}") from None
     except ValueError as exc:
-        raise RerunError(f"{path}: field 'config': {exc}") from None
+        raise ConfigError(f"{path}: field 'config': {exc}") from None
     cfg.seed = seed
     if results_dir is not None:
         cfg.results_dir = results_dir
@@ -78,14 +75,14 @@ def load_scenario(test: dict[str, Any], cfg: config_mod.TestConfig, path: Path):
     """The recorded scenario, with the recorded configuration; its file must still hold the same steps."""
     rec = test.get("scenario")
     if not isinstance(rec, dict) or not isinstance(rec.get("path"), str):
-        raise RerunError(f"{path}: field 'scenario' must record the scenario file (kind is 'scenario')")
+        raise ConfigError(f"{path}: field 'scenario' must record the scenario file (kind is 'scenario')")
     try:
         sc = scenario_mod.load(rec["path"], truncation=cfg.broker.truncation)
-    except scenario_mod.ScenarioError as exc:
-        raise RerunError(f"{path}: field 'scenario.path': the scenario no longer loads: {exc}") from None
+    except scenario_mod.ConfigError as exc:
+        raise ConfigError(f"{path}: field 'scenario.path': the scenario no longer loads: {exc}") from None
     now = scenario_record(sc)["steps"]          # the same record test.json holds
     if isinstance(rec.get("steps"), list) and now != rec["steps"]:
-        raise RerunError(f"{path}: field 'scenario.steps': {rec['path']} has changed since the run; "
+        raise ConfigError(f"{path}: field 'scenario.steps': {rec['path']} has changed since the run; "
                          "a rerun would not replay the same steps")
     sc.config = cfg
     return sc
@@ -107,7 +104,7 @@ def rerun(run_dir, results_dir, plain) -> int:
             config_mod.preflight(cfg, where=lambda _key: str(path), faults=scenario_faults(sc))
         else:
             config_mod.preflight(cfg, where=lambda _key: str(path))
-    except (RerunError, config_mod.ConfigError) as exc:
+    except (ConfigError, config_mod.ConfigError) as exc:
         click.echo(f"highwater: {exc}", err=True)
         return EXIT_USAGE
     click.echo(f"highwater: rerun of {run_dir} (seed {cfg.seed})", err=True)

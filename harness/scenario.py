@@ -62,7 +62,7 @@ from broker.eventlog import EVENT_FIELDS, EVENT_NAMES as broker_event_names
 from harness import config as config_mod
 from rundir.formats import ANOMALY_KINDS
 from rundir.settings import Setting, SettingError, at_line, declare, did_you_mean, header_lines, line_of, read_toml
-from rundir.exits import HighwaterError
+from broker.errors import ConfigError
 
 NODE_ACTIONS = ("start", "stop", "kill", "restart", "pause", "resume", "power-loss")
 ACTIONS = NODE_ACTIONS + ("partition", "heal", "degrade", "restore", "corrupt", "flush", "elect", "produce",
@@ -123,10 +123,6 @@ ACTION_NUMBERS = {
 TOP_KEYS = ("name", "description", "final_wait", "seed", "results_dir", "expect", "step")
 
 
-class ScenarioError(HighwaterError, ValueError):
-    """A bad scenario file; the message is one line naming file, step, line and field."""
-
-
 @dataclass
 class Step:
     number: int                 # 1-based
@@ -163,7 +159,7 @@ class Scenario:
 
 def load(path: Path | str, *, truncation: str | None = None) -> Scenario:
     path = Path(path)
-    text, data = read_toml(path, ScenarioError, cannot_read="{path}: cannot read scenario ({reason})")
+    text, data = read_toml(path, ConfigError, cannot_read="{path}: cannot read scenario ({reason})")
 
     cfg = config_mod.TestConfig()
     cfg.nemesis.faults = []
@@ -176,15 +172,15 @@ def load(path: Path | str, *, truncation: str | None = None) -> Scenario:
     for key, value in data.items():
         if key == "description":
             if not isinstance(value, str):
-                raise ScenarioError(f"{_where(path, text, '', key)}: key 'description' must be a string")
+                raise ConfigError(f"{_where(path, text, '', key)}: key 'description' must be a string")
             description = value
         elif key == "expect":
             expect = _parse_expect(path, text, value)
         elif key in ("workload", "nemesis"):
-            raise ScenarioError(f"{_where(path, text, key, '')}: a scenario has no [{key}] (its steps are the workload and the faults)")
+            raise ConfigError(f"{_where(path, text, key, '')}: a scenario has no [{key}] (its steps are the workload and the faults)")
         elif key in config_mod.SECTIONS:
             if not isinstance(value, dict):
-                raise ScenarioError(f"{_where(path, text, '', key)}: key '{key}' must be a table [{key}]")
+                raise ConfigError(f"{_where(path, text, '', key)}: key '{key}' must be a table [{key}]")
             for k, v in value.items():
                 _set(cfg, path, text, f"{key}.{k}", v)
         elif key in ("name", "final_wait", "seed", "results_dir"):
@@ -193,18 +189,18 @@ def load(path: Path | str, *, truncation: str | None = None) -> Scenario:
                 name = cfg.name
         else:
             known = [*TOP_KEYS, *(k for k in config_mod.SECTIONS if k not in ("workload", "nemesis"))]
-            raise ScenarioError(f"{_where(path, text, '', key)}: unknown key '{key}'{did_you_mean(key, known)}")
+            raise ConfigError(f"{_where(path, text, '', key)}: unknown key '{key}'{did_you_mean(key, known)}")
     if truncation is not None:
         _set(cfg, path, text, "broker.truncation", truncation)
     try:
         config_mod.check(cfg, source=str(path), text=text)
     except config_mod.ConfigError as exc:
-        raise ScenarioError(str(exc)) from None
+        raise ConfigError(str(exc)) from None
 
     if raw_steps is None:
-        raise ScenarioError(f"{path}: no steps (add [[step]] tables)")
+        raise ConfigError(f"{path}: no steps (add [[step]] tables)")
     if not isinstance(raw_steps, list):
-        raise ScenarioError(f"{path}: 'step' must be an array of tables ([[step]])")
+        raise ConfigError(f"{path}: 'step' must be an array of tables ([[step]])")
     lines = header_lines(text, "step")
     brokers = [f"n{i}" for i in range(1, cfg.cluster.nodes + 1)]
     steps = [_parse_step(path, i + 1, lines[i] if i < len(lines) else None, raw, cfg, brokers)
@@ -224,26 +220,26 @@ def _set(cfg, path: Path, text: str, dotted: str, value: Any) -> None:
         config_mod.set_key(cfg, dotted, value)
     except KeyError:
         section, _, key = dotted.rpartition(".")
-        raise ScenarioError(f"{_where(path, text, section, key)}: {config_mod.unknown_key(dotted)}") from None
+        raise ConfigError(f"{_where(path, text, section, key)}: {config_mod.unknown_key(dotted)}") from None
     except ValueError as exc:
         section, _, key = dotted.rpartition(".")
-        raise ScenarioError(f"{_where(path, text, section, key)}: key '{dotted}' {exc}") from None
+        raise ConfigError(f"{_where(path, text, section, key)}: key '{dotted}' {exc}") from None
 
 
 def _parse_expect(path: Path, text: str, value: Any) -> dict[str, list[str]]:
     if not isinstance(value, dict):
-        raise ScenarioError(f"{_where(path, text, '', 'expect')}: key 'expect' must be a table [expect]")
+        raise ConfigError(f"{_where(path, text, '', 'expect')}: key 'expect' must be a table [expect]")
     out = {}
     for mode, kinds in value.items():
         where = _where(path, text, "expect", mode)
         if mode not in TRUNCATION_MODES:
-            raise ScenarioError(f"{where}: unknown key 'expect.{mode}' (truncation modes: "
+            raise ConfigError(f"{where}: unknown key 'expect.{mode}' (truncation modes: "
                                 f"{', '.join(TRUNCATION_MODES)})")
         if not isinstance(kinds, list) or not all(isinstance(k, str) for k in kinds):
-            raise ScenarioError(f"{where}: key 'expect.{mode}' must be a list of anomaly kinds")
+            raise ConfigError(f"{where}: key 'expect.{mode}' must be a list of anomaly kinds")
         for k in kinds:
             if k not in ANOMALY_KINDS:
-                raise ScenarioError(f"{where}: key 'expect.{mode}' has unknown anomaly kind {k!r}")
+                raise ConfigError(f"{where}: key 'expect.{mode}' has unknown anomaly kind {k!r}")
         out[mode] = list(kinds)
     return out
 
@@ -252,30 +248,30 @@ def _parse_step(path: Path, number: int, line: int | None, raw: Any, cfg, broker
     at = f"{path}:{line}" if line else str(path)
     prefix = f"{at}: step {number}"
     if not isinstance(raw, dict):
-        raise ScenarioError(f"{prefix}: must be a table")
+        raise ConfigError(f"{prefix}: must be a table")
     do = raw.get("do")
     if do is None:
-        raise ScenarioError(f"{prefix}: field 'do' is missing (one of {', '.join(ACTIONS)})")
+        raise ConfigError(f"{prefix}: field 'do' is missing (one of {', '.join(ACTIONS)})")
     if do not in ACTIONS:
-        raise ScenarioError(f"{prefix}: field 'do' must be one of {', '.join(ACTIONS)}, got {do!r}")
+        raise ConfigError(f"{prefix}: field 'do' must be one of {', '.join(ACTIONS)}, got {do!r}")
     allowed = STEP_FIELDS[do]
     note = raw.get("note", "")
     if not isinstance(note, str):
-        raise ScenarioError(f"{prefix} ({do}): field 'note' must be a string")
-    modes = _modes(raw["mode"], lambda why: ScenarioError(f"{prefix} ({do}): field 'mode' {why}")) \
+        raise ConfigError(f"{prefix} ({do}): field 'note' must be a string")
+    modes = _modes(raw["mode"], lambda why: ConfigError(f"{prefix} ({do}): field 'mode' {why}")) \
         if "mode" in raw else None
     args: dict[str, Any] = {}
     for key, value in raw.items():
         if key in ("do", "note", "mode"):
             continue
         if key not in allowed:
-            raise ScenarioError(f"{prefix} ({do}): unknown field '{key}' (allowed: {', '.join(allowed) or 'none'})"
+            raise ConfigError(f"{prefix} ({do}): unknown field '{key}' (allowed: {', '.join(allowed) or 'none'})"
                                 f"{did_you_mean(key, allowed)}")
         args[key] = value
     all_nodes = ["c0"] + brokers
 
-    def bad(field_name: str, why: str) -> ScenarioError:
-        return ScenarioError(f"{prefix} ({do}): field '{field_name}' {why}")
+    def bad(field_name: str, why: str) -> ConfigError:
+        return ConfigError(f"{prefix} ({do}): field '{field_name}' {why}")
 
     def need_node(key: str, value: Any, allowed_nodes: list[str]) -> str:
         if not isinstance(value, str) or value not in allowed_nodes:
@@ -303,9 +299,9 @@ def _parse_step(path: Path, number: int, line: int | None, raw: Any, cfg, broker
     elif do in ("partition", "heal", "degrade", "restore"):
         required = do in ("partition", "degrade")
         if "drop" in args and "isolate" in args:
-            raise ScenarioError(f"{prefix} ({do}): give exactly one of 'drop' or 'isolate'")
+            raise ConfigError(f"{prefix} ({do}): give exactly one of 'drop' or 'isolate'")
         if required and "drop" not in args and "isolate" not in args:
-            raise ScenarioError(f"{prefix} ({do}): give exactly one of 'drop' or 'isolate'")
+            raise ConfigError(f"{prefix} ({do}): give exactly one of 'drop' or 'isolate'")
         if "from" in args and "isolate" not in args:
             raise bad("from", "goes with 'isolate', not 'drop'" if "drop" in args else "goes with 'isolate'")
         if "drop" in args:
@@ -382,7 +378,7 @@ def _parse_step(path: Path, number: int, line: int | None, raw: Any, cfg, broker
         need("seconds")
     elif do == "wait":
         if not any(k in args for k in ("leader", "isr", "hw", "fenced", "alive", "leo", "node_hw")):
-            raise ScenarioError(f"{prefix} (wait): give at least one condition "
+            raise ConfigError(f"{prefix} (wait): give at least one condition "
                                 f"(leader, isr, hw, fenced, alive, node with leo/node_hw)")
         args.setdefault("timeout", NUMBERS["timeout"].default)
         need("timeout")
@@ -485,7 +481,7 @@ def _check_sequence(path: Path, steps: list[Step], mode: str) -> None:
         if s.do == "produce" and s.args.get("wait") is False:
             background = True
         elif s.do == "await" and not background:
-            raise ScenarioError(f"{s.where(path)}: field 'do' = \"await\" needs an earlier produce step with "
+            raise ConfigError(f"{s.where(path)}: field 'do' = \"await\" needs an earlier produce step with "
                                 f"wait = false (nothing to await)")
         if not s.plays_in(mode):
             continue
@@ -495,7 +491,7 @@ def _check_sequence(path: Path, steps: list[Step], mode: str) -> None:
         elif s.do in ("restart", "start"):
             down.discard(node)
         elif s.do == "corrupt" and node not in down:
-            raise ScenarioError(f"{s.where(path)}: field 'node' must name a broker that is down at this point "
+            raise ConfigError(f"{s.where(path)}: field 'node' must name a broker that is down at this point "
                                 f"(kill, stop or power-loss it first; in {mode} mode {node} is running)")
 
 

@@ -52,7 +52,7 @@ def scenario(file, truncation, results_dir, checker, plain) -> int:
     """Replay a declarative scenario FILE against a real local cluster and check it."""
     try:
         sc = scenario_mod.load(file, truncation=truncation)
-    except scenario_mod.ScenarioError as exc:
+    except scenario_mod.ConfigError as exc:
         click.echo(f"highwater: {exc}", err=True)
         return EXIT_USAGE
     if results_dir is not None:

@@ -21,7 +21,7 @@ from harness import scenario as scenario_mod
 from harness.cli import report_error
 from harness.scenario_runner import scenario_faults
 from harness.suite import SuiteRun
-from harness.suite_file import SuiteError, load_suite
+from harness.suite_file import ConfigError, load_suite
 from rundir.exits import EXIT_USAGE
 
 
@@ -60,7 +60,7 @@ def suite(suite_file, repeat, only, budget, results_dir) -> int:
     found / none)."""
     try:
         s = load_suite(suite_file)
-    except SuiteError as exc:
+    except ConfigError as exc:
         click.echo(f"highwater: {exc}", err=True)
         return EXIT_USAGE
 

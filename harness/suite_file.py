@@ -42,8 +42,8 @@ from harness import config as config_mod
 from harness.config import TestConfig
 from rundir.formats import ANOMALY_KINDS
 from rundir.settings import Setting, SettingError, at_line, declare, did_you_mean, line_of, parse_table, read_toml
-from rundir.exits import HighwaterError
 from harness import scenario as scenario_mod
+from broker.errors import ConfigError
 
 # short setting names: the flags of `highwater run` that make sense per configuration
 SHORT_KEYS = {k: v for k, v in config_mod.FLAG_KEYS.items() if k not in ("results_dir", "test_name")}
@@ -74,10 +74,6 @@ TOP = declare(
     Setting("test", object, None, "the [[test]] entries"),
 )
 TOP_KEYS = tuple(TOP)
-
-
-class SuiteError(HighwaterError, ValueError):
-    """A bad suite file. The message is one line: file[:line]: table or entry: key: problem."""
 
 
 @dataclass(frozen=True)
@@ -172,7 +168,7 @@ class _Ctx:
     def __init__(self, path: Path, text: str):
         self.path, self.text = path, text
 
-    def error(self, what: str, key: str, problem: str, *, table: str = "", entry: int | None = None) -> SuiteError:
+    def error(self, what: str, key: str, problem: str, *, table: str = "", entry: int | None = None) -> ConfigError:
         line = None
         if key:
             line = line_of(self.text, key, table=table, entry=entry)
@@ -183,7 +179,7 @@ class _Ctx:
             line = line_of(self.text, "", table=table, entry=entry)
         where = at_line(self.path, line)
         keypart = f": key '{key}'" if key else ""
-        return SuiteError(f"{where}: {what}{keypart} {problem}")
+        return ConfigError(f"{where}: {what}{keypart} {problem}")
 
 
 def _apply(cfg: TestConfig, key: str, value: Any, base_dir: Path) -> None:
@@ -248,9 +244,9 @@ def _expectation(ctx: _Ctx, raw: dict[str, Any], what: str, entry: int) -> Expec
 # --- loading -------------------------------------------------------------------------------------
 
 def load_suite(path: Path | str) -> Suite:
-    """Read, validate and expand a suite file. Raise SuiteError (one line) on any problem."""
+    """Read, validate and expand a suite file. Raise ConfigError (one line) on any problem."""
     path = Path(path)
-    text, doc = read_toml(path, SuiteError, cannot_read="{path}: cannot read suite file ({reason})")
+    text, doc = read_toml(path, ConfigError, cannot_read="{path}: cannot read suite file ({reason})")
     return parse_suite(doc, path=path, text=text)
 
 
@@ -378,7 +374,7 @@ def _scenario_path(ctx: _Ctx, raw: dict[str, Any], what: str, i: int, base_dir: 
     path = Path(value) if Path(value).is_absolute() else base_dir / value
     try:
         scenario_mod.load(path)
-    except scenario_mod.ScenarioError as exc:
+    except scenario_mod.ConfigError as exc:
         raise ctx.error(what, "scenario", f"does not load: {exc}", table="test", entry=i) from None
     return path
 
@@ -413,7 +409,7 @@ def _explore_entry(ctx: _Ctx, raw: dict[str, Any], i: int, what: str, suite_repe
         line = (line_of(ctx.text, exc.key, table="test.explore", entry=i)
                 or line_of(ctx.text, "explore", table="test", entry=i)
                 or line_of(ctx.text, "", table="test.explore", entry=i))
-        raise SuiteError(f"{at_line(ctx.path, line)}: {what}: key 'explore.{exc.key}' {exc.problem}") from None
+        raise ConfigError(f"{at_line(ctx.path, line)}: {what}: key 'explore.{exc.key}' {exc.problem}") from None
     description = _entry_value(ctx, DESCRIPTION, raw.get("description", ""), what, i)
     repeats = _entry_value(ctx, REPEATS, raw.get("repeats", suite_repeats), what, i)
     expect = raw.get("expect")

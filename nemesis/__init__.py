@@ -3,7 +3,7 @@ state, and the schedule that drives them.
 
 The runner's API (everything else in this package is internal):
 
-    from nemesis import Nemesis, ScheduleError, FAULTS
+    from nemesis import Nemesis, ConfigError, FAULTS
 
     nem = Nemesis(cluster, history,
                   faults=["mix"],                 # names from FAULTS, below
@@ -12,7 +12,7 @@ The runner's API (everything else in this package is internal):
                   schedule=None,                  # or a Path to a TOML schedule file (replaces random mode)
                   admin_factory=lambda: Admin(controller=(host, port), timeout_s=2.0),  # the live metadata
                   topic="hw", partitions=3)
-    # Constructing validates: unknown fault names or a bad schedule file raise ScheduleError (one line,
+    # Constructing validates: unknown fault names or a bad schedule file raise ConfigError (one line,
     # naming file, entry number and field). Each fault asks the backend for the capability it needs
     # (clusters/base.py: kill and power-loss Killable, pause Pausable, partition Partitionable; a package
     # what its steps need; faults aimed at the live state need admin_factory: describe(topic), close()); a
@@ -103,9 +103,9 @@ faults aimed at the live state add `partition` and `state` (the metadata that ch
 ISR), a package's steps `package` and `step`.
 """
 from nemesis.driver import Nemesis  # noqa: E402
-from nemesis.schedule import (FAULTS, ScheduleError, Step, expand_faults, load_schedule,  # noqa: E402
+from nemesis.schedule import (FAULTS, ConfigError, Step, expand_faults, load_schedule,  # noqa: E402
                               needs_power_loss, random_steps)
 from nemesis.shapes import SHAPES  # noqa: E402
 
-__all__ = ["Nemesis", "FAULTS", "SHAPES", "ScheduleError", "Step", "expand_faults", "load_schedule",
+__all__ = ["Nemesis", "FAULTS", "SHAPES", "ConfigError", "Step", "expand_faults", "load_schedule",
            "needs_power_loss", "random_steps"]

@@ -23,7 +23,7 @@ from clusters.base import (Cluster, ClusterError, Corruptible, Degradable, Killa
                            require)
 from nemesis import packages, shapes, targets as live
 from nemesis.schedule import (FAULTS, MIX_FAMILIES, PACKAGE_OWN_KINDS, PARTITION_TARGETS, PROCESS_KINDS,
-                              ScheduleError, Step,
+                              ConfigError, Step,
                               check_fault_names, corrupt_how, degradation, expand_faults, load_schedule,
                               random_steps, recorded_kinds)
 
@@ -101,7 +101,7 @@ class Nemesis:
         else:
             check_fault_names(list(faults))
             if interval_s <= 0:
-                raise ScheduleError(f"nemesis interval must be positive, got {interval_s}")
+                raise ConfigError(f"nemesis interval must be positive, got {interval_s}")
             self.faults = list(faults)
         self._preflight()
         self._lock = threading.RLock()
@@ -128,37 +128,37 @@ class Nemesis:
 
     # --- validation ---------------------------------------------------------------------------------
     def _check_backend(self, name: str) -> None:
-        """ClusterError or ScheduleError (one line naming both) unless the backend has what fault `name`
+        """ClusterError or ConfigError (one line naming both) unless the backend has what fault `name`
         (a package: every fault it uses) needs: kill, pause, partition, ..., and for a corrupt fault a
         storage fault it can apply mid-run."""
         for f in expand_faults([name]):
             require(self.cluster, NEEDS[FAULTS[f][0]], name)
             if FAULTS[f][0] == "corrupt":       # the broker is killed, damaged, then restarted
                 require(self.cluster, Killable, name)
-                corrupt_how(f, 0, self._midrun_storage_faults())    # ScheduleError if it can apply none
+                corrupt_how(f, 0, self._midrun_storage_faults())    # ConfigError if it can apply none
 
     def _check_power_loss(self, kinds: set[str]) -> None:
-        """ScheduleError when `kinds` cut power but the brokers run without the power-loss emulation."""
+        """ConfigError when `kinds` cut power but the brokers run without the power-loss emulation."""
         if "power-loss" in kinds and (self.cluster.spec.broker_settings or {}).get("power_loss") is not True:
-            raise ScheduleError("nemesis: the power-loss fault needs brokers started with broker setting "
+            raise ConfigError("nemesis: the power-loss fault needs brokers started with broker setting "
                                 "power_loss = true")
 
     def _mix_families(self) -> dict[str, tuple[str, ...]]:
         """The families of `mix` this backend can inject (every fault of the family has what it needs, e.g.
         no `storage` family on a backend that cannot corrupt a data directory); the others are left out of
-        the rotation, logged and listed in `mix_dropped`. ScheduleError when none is left."""
+        the rotation, logged and listed in `mix_dropped`. ConfigError when none is left."""
         usable, dropped = {}, []
         for family, names in MIX_FAMILIES.items():
             try:
                 for name in names:
                     self._check_backend(name)
                 self._check_power_loss(recorded_kinds(list(names)))
-            except (ClusterError, ScheduleError) as exc:
+            except (ClusterError, ConfigError) as exc:
                 dropped.append(f"mix: family {family} left out ({exc})")
                 continue
             usable[family] = names
         if not usable:
-            raise ScheduleError("nemesis: the mix has no family this backend can inject: " + "; ".join(dropped))
+            raise ConfigError("nemesis: the mix has no family this backend can inject: " + "; ".join(dropped))
         for note in dropped:
             log.info("%s", note)
         self.mix_dropped = dropped
@@ -176,7 +176,7 @@ class Nemesis:
                  or FAULTS[f][0] in ("package", "mix")]
         if aimed and self.admin_factory is None:
             what = "targets a partition leader" if FAULTS[aimed[0]][1] == "leader" else "reads the live metadata"
-            raise ScheduleError(f"nemesis: fault {aimed[0]!r} {what} and needs admin_factory")
+            raise ConfigError(f"nemesis: fault {aimed[0]!r} {what} and needs admin_factory")
         # does the backend have what each fault needs (kill, pause, partition)? one line naming both
         for name in self.faults_checked:
             self._check_backend(name)
@@ -389,7 +389,7 @@ class Nemesis:
         elif shape == "controller":
             cut = shapes.isolate(nodes, [self.controller_name], "controller")
         else:  # validated earlier; defensive
-            raise ScheduleError(f"unknown partition shape {shape!r}")
+            raise ConfigError(f"unknown partition shape {shape!r}")
         extra = {"shape": cut.shape, "groups": cut.groups, "drops": [list(d) for d in cut.drops]}
         if shape == "leader":
             extra["partition"] = step.partition

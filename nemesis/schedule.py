@@ -14,8 +14,8 @@ from typing import Iterator
 
 from clusters.storage_faults import STORAGE_FAULTS
 from nemesis.shapes import SHAPES
-from rundir.exits import HighwaterError
 from rundir.settings import REQUIRED, Setting, SettingError, at_line, declare, did_you_mean, header_lines, parse_table, read_toml
+from broker.errors import ConfigError
 
 # fault name -> (kind recorded in the history, who it targets: "broker" | "leader" | "controller" | None)
 FAULTS: dict[str, tuple[str, str | None]] = {
@@ -97,17 +97,13 @@ def corrupt_how(fault: str, seed: int, allowed: tuple[str, ...] | None = None) -
     seed among those the backend can apply mid-run (`allowed`, its `midrun_storage_faults()`; None: all)."""
     choices = [h for h in CORRUPT_HOW[fault] if allowed is None or h in allowed]
     if not choices:
-        raise ScheduleError(f"fault {fault!r}: the backend can apply none of {', '.join(CORRUPT_HOW[fault])} mid-run")
+        raise ConfigError(f"fault {fault!r}: the backend can apply none of {', '.join(CORRUPT_HOW[fault])} mid-run")
     return random.Random(seed ^ 0xC0FFEE).choice(choices)
 # degrade faults: the seeded choices when a step does not set them (delay, jitter as a share of it, loss)
 DEGRADE_DELAYS_MS = (25.0, 50.0, 100.0)
 DEGRADE_JITTER_SHARE = 0.4
 DEGRADE_LOSS_PCT = (0.0, 2.0, 5.0)
 DEGRADE_FIELDS = ("delay_ms", "jitter_ms", "loss_pct")
-
-
-class ScheduleError(HighwaterError, ValueError):
-    """A bad fault name or schedule file; the message is one line naming the file, entry and field."""
 
 
 def kind_of(fault: str) -> str:
@@ -135,7 +131,7 @@ def check_fault_names(faults: list[str], where: str = "nemesis") -> None:
     try:
         fault_list(list(faults))
     except ValueError as exc:
-        raise ScheduleError(f"{where}: {exc}") from None
+        raise ConfigError(f"{where}: {exc}") from None
 
 
 def expand_faults(faults: list[str]) -> list[str]:
@@ -210,7 +206,7 @@ def random_steps(seed: int, faults: list[str], interval_s: float, brokers: list[
     if not faults:
         return
     if interval_s <= 0:
-        raise ScheduleError(f"nemesis interval must be positive, got {interval_s}")
+        raise ConfigError(f"nemesis interval must be positive, got {interval_s}")
     rng = random.Random(seed)
     rotation: list[str] = []
     k = 0
@@ -272,18 +268,18 @@ STEP = declare(
 def load_schedule(path: Path, nodes: list[str], *, partitions: int = 1, seed: int = 0) -> list[Step]:
     """Read and validate a schedule file. `nodes` are the cluster's node names (c0, n1, ...)."""
     path = Path(path)
-    text, doc = read_toml(path, ScheduleError, cannot_read="{path}: cannot read schedule file: {reason}",
+    text, doc = read_toml(path, ConfigError, cannot_read="{path}: cannot read schedule file: {reason}",
                           not_toml="{path}: not valid TOML: {reason}")
     unknown = set(doc) - {"step"}
     if unknown:
         key = sorted(unknown)[0]
-        raise ScheduleError(f"{path}: unknown top-level key {key!r} (expected [[step]] tables)"
+        raise ConfigError(f"{path}: unknown top-level key {key!r} (expected [[step]] tables)"
                             f"{did_you_mean(key, ['step'])}")
     raw_steps = doc.get("step", [])
     if not isinstance(raw_steps, list) or not all(isinstance(s, dict) for s in raw_steps):
-        raise ScheduleError(f"{path}: 'step' must be an array of tables ([[step]])")
+        raise ConfigError(f"{path}: 'step' must be an array of tables ([[step]])")
     if not raw_steps:
-        raise ScheduleError(f"{path}: no [[step]] entries")
+        raise ConfigError(f"{path}: no [[step]] entries")
     rng = random.Random(seed)
     lines = header_lines(text, "step")
     steps = [_parse_step(_at_line(path, lines, i), i, raw, nodes, partitions, rng.getrandbits(32))
@@ -299,8 +295,8 @@ def _at_line(path: Path, lines: list[int], entry: int) -> str:
 
 
 def _parse_step(path: str, i: int, raw: dict, nodes: list[str], partitions: int, step_seed: int) -> Step:
-    def bad(field_name: str, message: str) -> ScheduleError:
-        return ScheduleError(f"{path}: step {i}: field {field_name!r}: {message}")
+    def bad(field_name: str, message: str) -> ConfigError:
+        return ConfigError(f"{path}: step {i}: field {field_name!r}: {message}")
 
     try:
         values = parse_table(raw, STEP, unknown="unknown field (known: {known})")
@@ -368,7 +364,7 @@ def _check_overlaps(path: Path, steps: list[Step], lines: list[int]) -> None:
             if b.at >= a.at + a.duration:
                 break
             if a.kind == b.kind and a.kind in ("partition", "degrade"):
-                raise ScheduleError(f"{_at_line(path, lines, b.entry)}: step {b.entry}: field 'at': {a.kind} at {b.at:g}s overlaps the "
+                raise ConfigError(f"{_at_line(path, lines, b.entry)}: step {b.entry}: field 'at': {a.kind} at {b.at:g}s overlaps the "
                                     f"{a.kind} of step {a.entry} ({a.at:g}s-{a.at + a.duration:g}s); "
                                     f"{a.kind}s must not overlap")
             if a.kind in PROCESS_KINDS and b.kind in PROCESS_KINDS:
@@ -376,6 +372,6 @@ def _check_overlaps(path: Path, steps: list[Step], lines: list[int]) -> None:
                 if same or (a.targets is None and b.targets is None and
                             FAULTS[a.fault][1] == FAULTS[b.fault][1] != "broker"):
                     who = ", ".join(sorted(same)) or FAULTS[a.fault][1]
-                    raise ScheduleError(f"{_at_line(path, lines, b.entry)}: step {b.entry}: field 'targets': overlaps step {a.entry} on "
+                    raise ConfigError(f"{_at_line(path, lines, b.entry)}: step {b.entry}: field 'targets': overlaps step {a.entry} on "
                                         f"{who} ({a.at:g}s-{a.at + a.duration:g}s); one process fault per "
                                         f"node at a time")

@@ -9,16 +9,12 @@ from __future__ import annotations
 import threading
 from typing import Any, Callable
 
-from rundir.exits import HighwaterError
 from workloads.consumer import ConsumerWorker
 from workloads.pacing import RateLimiter, ValueSource
 from workloads.producer import ProducerWorker
+from broker.errors import ConfigError
 
 NAMES = ("producer", "producer-consumer")
-
-
-class WorkloadError(HighwaterError, ValueError):
-    pass
 
 
 class Workload:
@@ -28,9 +24,9 @@ class Workload:
         """`make_producer` / `make_consumer` make a worker's client; with `per_worker` they take the
         worker's index (so a run can give different workers different client libraries)."""
         if name not in NAMES:
-            raise WorkloadError(f"unknown workload {name!r} (known: {', '.join(NAMES)})")
+            raise ConfigError(f"unknown workload {name!r} (known: {', '.join(NAMES)})")
         if name == "producer-consumer" and make_consumer is None:
-            raise WorkloadError("workload 'producer-consumer' needs a consumer factory")
+            raise ConfigError("workload 'producer-consumer' needs a consumer factory")
         self.name = name
         self.stop_event = threading.Event()
         self.values = ValueSource()

@@ -23,18 +23,15 @@ from broker.records import Record
 from broker.storage.checkpoints import EPOCH_FILE, HW_FILE, CheckpointError, EpochCheckpoint, HwCheckpoint
 from broker.storage.partition_store import NotADataDir, check_data_dir, list_partitions, partition_dir_name
 from broker.storage.scan import scan_partition
+from broker.errors import ConfigError
 
 PROG = "broker dump"
 _DECIMAL = re.compile(rb"-?(0|[1-9][0-9]*)\Z")
 
 
-class _UsageError(Exception):
-    pass
-
-
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # one line, not argparse's usage block
-        raise _UsageError(message)
+        raise ConfigError(message)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -102,7 +99,7 @@ def dump(data_dir: Path, out_dir: Path, node: str) -> list[Path]:
 def main(argv: list[str] | None = None) -> int:
     try:
         args = _parser().parse_args(argv)
-    except _UsageError as exc:
+    except ConfigError as exc:
         print(f"{PROG}: {exc}", file=sys.stderr)
         return 2
     try:

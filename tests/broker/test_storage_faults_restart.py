@@ -21,7 +21,7 @@ from broker.replication.replica import PartitionReplica
 from broker.storage.checkpoints import EPOCH_FILE, HW_FILE
 from broker.storage.codec import encode_record
 from broker.storage.partition_store import PartitionStore
-from clusters.storage_faults import STORAGE_FAULTS, StorageFaultError, corrupt_data_dir
+from clusters.storage_faults import STORAGE_FAULTS, corrupt_data_dir
 
 EPOCHS = [(1, 0), (3, 10), (4, 16)]   # epoch 1 writes 0..9, epoch 3 writes 10..15, epoch 4 writes 16..19
 
@@ -178,16 +178,16 @@ def test_a_fresh_replica_reports_no_problem(tmp_path):
 
 
 def test_faults_refuse_when_there_is_nothing_to_corrupt(tmp_path):
-    with pytest.raises(StorageFaultError, match="no data directory"):
+    with pytest.raises(ValueError, match="no data directory"):
         corrupt_data_dir(tmp_path / "none", "bitflip")
     PartitionStore.open(tmp_path, "t", 0).close()
-    with pytest.raises(StorageFaultError, match="no segment holding records"):
+    with pytest.raises(ValueError, match="no segment holding records"):
         corrupt_data_dir(tmp_path, "bitflip")
-    with pytest.raises(StorageFaultError, match=f"no {HW_FILE} to corrupt"):
+    with pytest.raises(ValueError, match=f"no {HW_FILE} to corrupt"):
         corrupt_data_dir(tmp_path, "hw-checkpoint-corrupt")
-    with pytest.raises(StorageFaultError, match="unknown storage fault 'melt'"):
+    with pytest.raises(ValueError, match="unknown storage fault 'melt'"):
         corrupt_data_dir(tmp_path, "melt")
-    with pytest.raises(StorageFaultError, match="no segment holding records"):
+    with pytest.raises(ValueError, match="no segment holding records"):
         corrupt_data_dir(tmp_path, "torn-last")
     assert len(STORAGE_FAULTS) == 7
 

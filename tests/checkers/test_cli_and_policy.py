@@ -11,7 +11,7 @@ import pytest
 
 from rundir import formats as rf
 from checkers.check import check_run
-from checkers.policy import PolicyError, failing_kinds
+from checkers.policy import ConfigError, failing_kinds
 from simulated_runs import RunBuilder
 
 import checker_scenarios as sc
@@ -93,7 +93,7 @@ def test_failing_kinds_defaults():
     assert "duplicate" not in kinds and "hw-regression-cross-epoch" not in kinds
     assert set(kinds) == set(rf.ANOMALY_KINDS) - {"duplicate", "hw-regression-cross-epoch"}
     assert "duplicate" in failing_kinds({"idempotent": True})
-    with pytest.raises(PolicyError, match="config.checker.allow: unknown anomaly kind 'nope'"):
+    with pytest.raises(ConfigError, match="config.checker.allow: unknown anomaly kind 'nope'"):
         failing_kinds({"checker": {"allow": ["nope"]}})
 
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from clusters.base import ClusterError, ClusterSpec, capabilities
-from clusters.external import NO_REPLICA_DUMPS, BootstrapError, ExternalCluster, parse_bootstrap
-from clusters.external_docker import ContainersError, parse_containers
+from clusters.external import NO_REPLICA_DUMPS, ExternalCluster, parse_bootstrap
+from clusters.external_docker import parse_containers
 from clusters.kafka_metadata import KafkaPartitionInfo
 from harness import backends, final_phase
 from harness import config as config_mod
@@ -31,7 +31,7 @@ def test_bootstrap_parses(raw, want):
     ("a:http", "entry 'a:http' must be host:port with a port 1..65535"),
 ])
 def test_bad_bootstrap_says_which_entry(raw, problem):
-    with pytest.raises(BootstrapError) as e:
+    with pytest.raises(ClusterError) as e:
         parse_bootstrap(raw)
     assert str(e.value) == problem
 
@@ -39,7 +39,7 @@ def test_bad_bootstrap_says_which_entry(raw, problem):
 def test_containers_parse():
     assert parse_containers("kafka-1, kafka-2=2") == [("kafka-1", None), ("kafka-2", 2)]
     for raw in ("", "a,,b", "a=x", "=3"):
-        with pytest.raises(ContainersError):
+        with pytest.raises(ClusterError):
             parse_containers(raw)
 
 

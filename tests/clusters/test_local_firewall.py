@@ -13,7 +13,6 @@ import echo_server
 from clusters import local_firewall
 from clusters.base import ClusterError, ClusterSpec
 from clusters.local import LocalCluster
-from clusters.local_firewall import FirewallUnavailable
 from clusters.run_registry import Registry, this_process_identity
 
 TOOLS = [t for t in ("iptables", "nft") if shutil.which(t)]
@@ -132,12 +131,12 @@ def test_partition_preflight_names_what_is_missing(monkeypatch, tmp_path):
     c = LocalCluster(ClusterSpec("pre", tmp_path, brokers=1), registry=Registry(tmp_path / "r"))
     c.check_faults(["kill", "pause"])  # no partition: nothing needed
     monkeypatch.setattr(local_firewall.os, "geteuid", lambda: 1000)
-    with pytest.raises(FirewallUnavailable, match=r"^the partition fault needs root to install packet-drop "
+    with pytest.raises(ClusterError, match=r"^the partition fault needs root to install packet-drop "
                                                   r"rules \(running as uid 1000\)$"):
         c.check_faults(["partition"])
     monkeypatch.setattr(local_firewall.os, "geteuid", lambda: 0)
     monkeypatch.setattr(local_firewall.shutil, "which", lambda name: None)
-    with pytest.raises(FirewallUnavailable, match=r"^the partition fault needs iptables or nft on PATH; "
+    with pytest.raises(ClusterError, match=r"^the partition fault needs iptables or nft on PATH; "
                                                   r"neither was found"):
         c.check_faults(["partition"])
     monkeypatch.setattr(local_firewall.shutil, "which", lambda name: "/usr/sbin/nft" if name == "nft" else None)

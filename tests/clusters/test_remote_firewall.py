@@ -9,7 +9,7 @@ import subprocess
 import pytest
 
 from clusters.local_firewall import short_id
-from clusters.ssh_control import RemoteFirewall, RemoteResult, SshError, SshTarget
+from clusters.ssh_control import RemoteFirewall, RemoteResult, ClusterError, SshTarget
 
 pytestmark = [pytest.mark.root, pytest.mark.skipif(shutil.which("iptables") is None, reason="needs iptables")]
 
@@ -24,7 +24,7 @@ class LocalShell:
     def run(self, command: str, *, timeout_s: float | None = None, check: bool = True, stdin=None) -> RemoteResult:
         r = subprocess.run(["sh", "-c", command], capture_output=True, text=True, timeout=timeout_s or 60)
         if check and r.returncode != 0:
-            raise SshError(f"`{command}` exited {r.returncode}: {r.stderr.strip()}")
+            raise ClusterError(f"`{command}` exited {r.returncode}: {r.stderr.strip()}")
         return RemoteResult(command, r.returncode, r.stdout, r.stderr)
 
 

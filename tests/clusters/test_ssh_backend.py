@@ -13,7 +13,7 @@ import pytest
 from broker.client import Admin, Producer
 from clusters.base import ClusterSpec
 from clusters.docker_hosts import LABEL_RUN, DockerHosts, engine, new_ed25519
-from clusters.ssh_control import HostKeyRejected, SshError, SshNode, SshTarget
+from clusters.ssh_control import HostKeyRejected, ClusterError, SshNode, SshTarget
 
 pytestmark = pytest.mark.docker
 
@@ -181,10 +181,10 @@ def test_ssh_errors_name_node_and_command(hosts):
     node = SshNode(_target(hosts, "n2"), known_hosts=hosts.known_hosts)
     where = f"n2 (root@{hosts.addresses['n2']}:22)"
     try:
-        with pytest.raises(SshError) as err:
+        with pytest.raises(ClusterError) as err:
             node.run("echo out; echo 'no such thing' >&2; exit 3")
         assert str(err.value) == f"{where}: `echo out; echo 'no such thing' >&2; exit 3` exited 3: no such thing"
-        with pytest.raises(SshError) as err:
+        with pytest.raises(ClusterError) as err:
             node.run("sleep 5", timeout_s=1)
         assert str(err.value) == f"{where}: `sleep 5`: timed out after 1s"
         assert node.run("exit 4", check=False).exit_status == 4
@@ -192,7 +192,7 @@ def test_ssh_errors_name_node_and_command(hosts):
         node.close()
     # nothing listens on 2222: connection set-up is retried, then the error names node and the command
     refused = SshNode(_target(hosts, "n2", port=2222), known_hosts=hosts.known_hosts, connect_retry_s=1.5)
-    with pytest.raises(SshError) as err:
+    with pytest.raises(ClusterError) as err:
         refused.run("true")
     assert str(err.value).startswith(f"n2 (root@{hosts.addresses['n2']}:2222): `true`: cannot connect after 2s: ")
     # a wrong key: authentication failure, not retried
@@ -201,7 +201,7 @@ def test_ssh_errors_name_node_and_command(hosts):
     wrong.chmod(0o600)
     bad = SshNode(SshTarget("n2", hosts.addresses["n2"], 22, "root", str(wrong), agent=False),
                   known_hosts=hosts.known_hosts)
-    with pytest.raises(SshError, match=rf"^n2 \(root@{hosts.addresses['n2']}:22\): `true`: authentication failed"):
+    with pytest.raises(ClusterError, match=rf"^n2 \(root@{hosts.addresses['n2']}:22\): `true`: authentication failed"):
         bad.run("true")
 
 
@@ -306,7 +306,7 @@ def test_pid_file_names_pid_and_start_time(hosts):
     try:
         node.run("mkdir -p /tmp/pidtest && echo '1 999999' > /tmp/pidtest/d.pid")
         assert node.pid_of("/tmp/pidtest/d.pid") is None                     # pid 1 lives, but not since 999999
-        with pytest.raises(SshError, match=r"kill -KILL: daemon not running \(pid file /tmp/pidtest/d.pid\)$"):
+        with pytest.raises(ClusterError, match=r"kill -KILL: daemon not running \(pid file /tmp/pidtest/d.pid\)$"):
             node.signal("/tmp/pidtest/d.pid", "KILL")
         assert node.run("kill -0 1").exit_status == 0                          # and pid 1 was not touched
         pid = node.start_daemon(["sleep", "60"], cwd="/tmp/pidtest", env={}, stdout="/tmp/pidtest/out",

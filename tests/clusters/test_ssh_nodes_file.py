@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from clusters.base import ClusterSpec
-from clusters.ssh import NodesFileError, SshCluster, load_nodes_file
+from clusters.ssh import ClusterError, SshCluster, load_nodes_file
 
 
 def _write(tmp_path, text: str):
@@ -73,7 +73,7 @@ service_port = 19092
 ])
 def test_bad_nodes_file_names_file_entry_and_field(tmp_path, body, message):
     p = _write(tmp_path, body)
-    with pytest.raises(NodesFileError) as err:
+    with pytest.raises(ClusterError) as err:
         load_nodes_file(p)
     text = str(err.value)
     assert text.startswith(f"nodes file {p}: ")
@@ -82,10 +82,10 @@ def test_bad_nodes_file_names_file_entry_and_field(tmp_path, body, message):
 
 
 def test_missing_file_and_too_few_brokers(tmp_path):
-    with pytest.raises(NodesFileError, match=r"^nodes file .*/absent.toml: cannot read: No such file"):
+    with pytest.raises(ClusterError, match=r"^nodes file .*/absent.toml: cannot read: No such file"):
         load_nodes_file(tmp_path / "absent.toml")
     p = _write(tmp_path, '[controller]\nhost = "a"\n[[broker]]\nhost = "b"\n')
-    with pytest.raises(NodesFileError, match=r"lists 1 brokers but the test needs 3$"):
+    with pytest.raises(ClusterError, match=r"lists 1 brokers but the test needs 3$"):
         SshCluster(ClusterSpec("r", tmp_path, brokers=3), nodes_file=p)
 
 

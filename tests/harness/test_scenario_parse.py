@@ -68,7 +68,7 @@ def test_steps_parsed_with_defaults(tmp_path):
 ])
 def test_step_errors_name_file_step_line_field(tmp_path, steps, message):
     p = write(tmp_path, BASE + steps)
-    with pytest.raises(S.ScenarioError) as e:
+    with pytest.raises(S.ConfigError) as e:
         S.load(p)
     text = str(e.value)
     assert message in text
@@ -78,25 +78,25 @@ def test_step_errors_name_file_step_line_field(tmp_path, steps, message):
 
 def test_step_error_line_number(tmp_path):
     p = write(tmp_path, BASE + '[[step]]\ndo = "heal"\n\n[[step]]\ndo = "kill"\nnode = 3\n')
-    with pytest.raises(S.ScenarioError) as e:
+    with pytest.raises(S.ConfigError) as e:
         S.load(p)
     assert str(e.value) == f"{p}:9: step 2 (kill): field 'node' must be one of c0, n1, n2, got 3"
 
 
 def test_file_level_errors(tmp_path):
-    with pytest.raises(S.ScenarioError) as e:
+    with pytest.raises(S.ConfigError) as e:
         S.load(write(tmp_path, BASE))
     assert str(e.value) == f"{tmp_path / 's.toml'}: no steps (add [[step]] tables)"
-    with pytest.raises(S.ScenarioError) as e:
+    with pytest.raises(S.ConfigError) as e:
         S.load(write(tmp_path, BASE + '[nemesis]\nfaults = ["kill"]\n[[step]]\ndo = "heal"\n'))
     assert "a scenario has no [nemesis]" in str(e.value)
-    with pytest.raises(S.ScenarioError) as e:
+    with pytest.raises(S.ConfigError) as e:
         S.load(write(tmp_path, BASE + '[expect]\nhw = ["lost-writes"]\n[[step]]\ndo = "heal"\n'))
     assert "key 'expect.hw' has unknown anomaly kind 'lost-writes'" in str(e.value)
-    with pytest.raises(S.ScenarioError) as e:
+    with pytest.raises(S.ConfigError) as e:
         S.load(write(tmp_path, BASE.replace("nodes = 2", "nodes = 1") + '[[step]]\ndo = "heal"\n'))
     assert "key 'topic.replication_factor' must be between 1 and the number of nodes (1), got 2" in str(e.value)
-    with pytest.raises(S.ScenarioError) as e:
+    with pytest.raises(S.ConfigError) as e:
         S.load(write(tmp_path, 'colour = 1\n' + BASE + '[[step]]\ndo = "heal"\n'))
     # the message gained "did you mean" (rundir/settings.py)
     assert str(e.value) == f"{tmp_path / 's.toml'}:1: unknown key 'colour' (did you mean 'cluster'?)"
@@ -199,7 +199,7 @@ def test_new_steps_parsed_with_defaults(tmp_path):
 ])
 def test_new_step_errors_name_file_step_line_field(tmp_path, steps, message):
     p = write(tmp_path, BASE + steps)
-    with pytest.raises(S.ScenarioError) as e:
+    with pytest.raises(S.ConfigError) as e:
         S.load(p)
     text = str(e.value)
     assert message in text
@@ -210,7 +210,7 @@ def test_new_step_errors_name_file_step_line_field(tmp_path, steps, message):
 def test_new_step_error_names_its_line(tmp_path):
     p = write(tmp_path, BASE + '[[step]]\ndo = "heal"\n\n[[step]]\ndo = "assert"\nnode = "n1"\nevent = "truncate"\n'
                                'match = {to = 1}\ncount = 1.5\n')
-    with pytest.raises(S.ScenarioError) as e:
+    with pytest.raises(S.ConfigError) as e:
         S.load(p)
     assert str(e.value) == f"{p}:9: step 2 (assert): field 'count' must be an integer >= 0, got 1.5"
 
@@ -287,7 +287,7 @@ def test_produce_wait_false_and_await_parse(tmp_path):
 ])
 def test_produce_wait_and_await_errors_name_file_line_step_field(tmp_path, steps, message):
     p = write(tmp_path, BASE + steps)
-    with pytest.raises(S.ScenarioError) as e:
+    with pytest.raises(S.ConfigError) as e:
         S.load(p)
     text = str(e.value)
     assert text.startswith(f"{p}{message}"), text

@@ -12,7 +12,7 @@ import pytest
 from harness.suite import SuiteRun
 from harness.suite_command import validate_configs
 from harness.suite_expect import RepeatResult, evaluate
-from harness.suite_file import Expectation, SuiteError, load_suite
+from harness.suite_file import Expectation, ConfigError, load_suite
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -24,7 +24,7 @@ def write(tmp_path: Path, text: str) -> Path:
 
 
 def error_of(tmp_path: Path, text: str) -> str:
-    with pytest.raises(SuiteError) as exc:
+    with pytest.raises(ConfigError) as exc:
         load_suite(write(tmp_path, text))
     msg = str(exc.value)
     assert "\n" not in msg

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.suite_file import SuiteError, load_suite
+from harness.suite_file import ConfigError, load_suite
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -46,7 +46,7 @@ def write(tmp_path: Path, text: str, name: str = "suite.toml") -> Path:
 
 
 def error_of(tmp_path: Path, text: str) -> str:
-    with pytest.raises(SuiteError) as exc:
+    with pytest.raises(ConfigError) as exc:
         load_suite(write(tmp_path, text))
     msg = str(exc.value)
     assert "\n" not in msg
@@ -137,7 +137,7 @@ def test_errors_name_file_line_entry_and_key(tmp_path, edit, expected):
 def test_whole_file_errors(tmp_path):
     assert error_of(tmp_path, 'name = "x"\n').endswith("top level: key 'test' must be one or more [[test]] tables")
     assert "not valid TOML" in error_of(tmp_path, "[[test]\n")
-    with pytest.raises(SuiteError, match="cannot read suite file"):
+    with pytest.raises(ConfigError, match="cannot read suite file"):
         load_suite(tmp_path / "missing.toml")
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from harness.lifecycle import RunOutcome
 from harness.suite import SuiteRun
-from harness.suite_file import SuiteError, load_suite
+from harness.suite_file import ConfigError, load_suite
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -41,7 +41,7 @@ name = "x"
 scenario = "bad.toml"
 safe = true
 ''')
-    with pytest.raises(SuiteError) as err:
+    with pytest.raises(ConfigError) as err:
         load_suite(path)
     msg = str(err.value)
     assert "\n" not in msg

@@ -7,7 +7,7 @@ import pytest
 
 from clusters.base import ClusterSpec
 from clusters.docker import DockerCluster
-from nemesis import Nemesis, ScheduleError
+from nemesis import Nemesis, ConfigError
 from nemesis.schedule import Step, corrupt_how
 
 
@@ -42,7 +42,7 @@ def test_docker_node_kill_mode_chooses_only_the_garbling_checkpoint_faults(tmp_p
 def test_a_backend_that_can_apply_none_of_a_fault_s_variants_is_refused_before_start(tmp_path):
     node = _docker(tmp_path, "node")
     node.midrun_storage_faults = lambda: ("bitflip",)
-    with pytest.raises(ScheduleError) as err:
+    with pytest.raises(ConfigError) as err:
         Nemesis(node, NoHistory(), ["corrupt-truncate"], seed=1)
     assert str(err.value) == "fault 'corrupt-truncate': the backend can apply none of truncate mid-run"
     assert corrupt_how("corrupt-checkpoint", 3, ("hw-checkpoint-corrupt",)) == "hw-checkpoint-corrupt"

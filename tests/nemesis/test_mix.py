@@ -6,7 +6,7 @@ import itertools
 
 import pytest
 
-from nemesis.schedule import (AIMED, FAULTS, MIX_FAMILIES, ScheduleError, check_fault_names, load_schedule,
+from nemesis.schedule import (AIMED, FAULTS, MIX_FAMILIES, ConfigError, check_fault_names, load_schedule,
                               random_steps)
 
 NODES = ["c0", "n1", "n2", "n3"]
@@ -67,7 +67,7 @@ def test_named_faults_are_drawn_exactly_as_before():
 
 
 def test_mix_stands_alone():
-    with pytest.raises(ScheduleError, match="^nemesis: 'mix' is the whole rotating mix: name it alone"):
+    with pytest.raises(ConfigError, match="^nemesis: 'mix' is the whole rotating mix: name it alone"):
         check_fault_names(["mix", "kill"])
     check_fault_names(["aimed", "kill", "power-loss-all"])
 
@@ -100,7 +100,7 @@ def test_packages_and_aimed_faults_in_a_schedule_file(tmp_path):
     ('fault = "kill-sole-isr"\npartition = 5', "field 'partition': must be a partition number in 0..2, got 5"),
 ])
 def test_bad_aimed_steps(tmp_path, step, message):
-    with pytest.raises(ScheduleError) as err:
+    with pytest.raises(ConfigError) as err:
         load_schedule(_write(tmp_path, f"[[step]]\nat = 1\nduration = 1\n{step}\n"), NODES, partitions=3)
     assert f"step 1: {message}" in str(err.value)
 

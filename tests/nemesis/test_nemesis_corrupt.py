@@ -16,7 +16,7 @@ from broker.storage.scan import scan_partition
 from clusters.base import ClusterSpec
 from clusters.local import LocalCluster
 from clusters.run_registry import Registry
-from nemesis import Nemesis, ScheduleError
+from nemesis import Nemesis, ConfigError
 from nemesis.schedule import CORRUPT_HOW, corrupt_how, load_schedule
 from polling import eventually
 from rundir.history import History
@@ -101,5 +101,5 @@ def test_corrupt_checkpoint_choices_and_schedule_checks(tmp_path):
     assert {corrupt_how("corrupt-checkpoint", s) for s in range(40)} == set(CORRUPT_HOW["corrupt-checkpoint"])
     assert corrupt_how("corrupt-bitflip", 5) == "bitflip"
     p = _schedule(tmp_path, {"at": 1, "fault": "corrupt-checkpoint", "targets": ["c0"], "duration": 1})
-    with pytest.raises(ScheduleError, match="step 1: field 'targets': corrupt applies to brokers only"):
+    with pytest.raises(ConfigError, match="step 1: field 'targets': corrupt applies to brokers only"):
         load_schedule(p, ["c0", "n1", "n2", "n3"])

@@ -17,7 +17,7 @@ from clusters.base import ClusterSpec
 from clusters.local import LocalCluster
 from clusters.run_registry import Registry, proc_state
 from rundir.history import History
-from nemesis import Nemesis, ScheduleError
+from nemesis import Nemesis, ConfigError
 
 _spec = importlib.util.spec_from_file_location(
     "echo_server_for_nemesis", Path(__file__).resolve().parents[1] / "clusters" / "echo_server.py")
@@ -185,13 +185,13 @@ def test_leader_targeting_uses_the_admin_describe(cluster, history, tmp_path):
 
 
 def test_constructor_validation_happens_before_start(cluster, history, tmp_path):
-    with pytest.raises(ScheduleError, match="unknown fault 'explode'"):
+    with pytest.raises(ConfigError, match="unknown fault 'explode'"):
         Nemesis(cluster, history, ["explode"])
-    with pytest.raises(ScheduleError, match="fault 'kill-leader' targets a partition leader and needs admin_factory"):
+    with pytest.raises(ConfigError, match="fault 'kill-leader' targets a partition leader and needs admin_factory"):
         Nemesis(cluster, history, ["kill-leader"])
     plain = LocalCluster(ClusterSpec("np", tmp_path / "np", brokers=1), registry=Registry(tmp_path / "r2"))
-    with pytest.raises(ScheduleError, match="power-loss fault needs brokers started with broker setting power_loss = true"):
+    with pytest.raises(ConfigError, match="power-loss fault needs brokers started with broker setting power_loss = true"):
         Nemesis(plain, history, ["power-loss"])
-    with pytest.raises(ScheduleError, match="interval must be positive"):
+    with pytest.raises(ConfigError, match="interval must be positive"):
         Nemesis(cluster, history, ["kill"], interval_s=0)
     assert _ops(tmp_path) == []

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from nemesis.schedule import (FAULTS, MIX_FAMILIES, ScheduleError, expand_faults, load_schedule,
+from nemesis.schedule import (FAULTS, MIX_FAMILIES, ConfigError, expand_faults, load_schedule,
                               needs_power_loss, random_steps, recorded_kinds)
 
 NODES = ["c0", "n1", "n2", "n3"]
@@ -51,7 +51,7 @@ def test_partition_named_shape_is_kept_and_leader_faults_get_a_partition_in_rang
 
 
 def test_unknown_fault_name_is_rejected():
-    with pytest.raises(ScheduleError, match=r"^nemesis: unknown fault 'kil' \(known: kill, kill-leader"):
+    with pytest.raises(ConfigError, match=r"^nemesis: unknown fault 'kil' \(known: kill, kill-leader"):
         list(itertools.islice(random_steps(1, ["kil"], 1.0, BROKERS), 1))
 
 
@@ -142,7 +142,7 @@ def test_a_partition_without_shape_gets_a_seeded_one(tmp_path):
 ])
 def test_bad_schedule_files_name_file_entry_and_field(tmp_path, body, message):
     p = _write(tmp_path, body)
-    with pytest.raises(ScheduleError) as exc:
+    with pytest.raises(ConfigError) as exc:
         load_schedule(p, NODES, partitions=3)
     # entry errors name the line of that entry's [[step]] header; file-level ones only the file
     step = re.match(r"step (\d+):", message)
@@ -157,16 +157,16 @@ def test_bad_schedule_files_name_file_entry_and_field(tmp_path, body, message):
 def test_schedule_error_names_the_line_of_the_step(tmp_path):
     p = _write(tmp_path, '# faults\n\n[[step]]\nat = 1\nfault = "kill"\nduration = 1\n\n'
                          '[[step]]\nat = 4\nfault = "kil"\nduration = 1\n')
-    with pytest.raises(ScheduleError) as exc:
+    with pytest.raises(ConfigError) as exc:
         load_schedule(p, NODES, partitions=3)
     assert str(exc.value).startswith(f"{p}:8: step 2: field 'fault': unknown fault 'kil'")
 
 
 def test_unreadable_and_invalid_toml_files(tmp_path):
-    with pytest.raises(ScheduleError, match=r"missing\.toml: cannot read schedule file: No such file"):
+    with pytest.raises(ConfigError, match=r"missing\.toml: cannot read schedule file: No such file"):
         load_schedule(tmp_path / "missing.toml", NODES)
     p = _write(tmp_path, "[[step]\nat = 1\n")
-    with pytest.raises(ScheduleError, match=r"schedule\.toml: not valid TOML: .*line 1"):
+    with pytest.raises(ConfigError, match=r"schedule\.toml: not valid TOML: .*line 1"):
         load_schedule(p, NODES)
 
 
@@ -212,6 +212,6 @@ def test_degrade_steps_take_their_setting_from_the_file_or_the_seed(tmp_path):
      "step 1: field 'targets': 'degrade-leader' chooses its own targets"),
 ])
 def test_bad_degrade_steps(tmp_path, text, message):
-    with pytest.raises(ScheduleError) as err:
+    with pytest.raises(ConfigError) as err:
         load_schedule(_write(tmp_path, text), NODES)
     assert message in str(err.value)
