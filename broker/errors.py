@@ -19,3 +19,8 @@ class HighwaterError(Exception):
 
 class ConfigError(HighwaterError, ValueError):
     """A bad setting. The message is one line naming where (file:line or flag) and the key."""
+
+
+class StateError(ValueError):
+    """A state machine (the controller's, a partition replica's) cannot take what it was given: an action
+    its state does not allow, or a stored state of the wrong shape. The message says what."""

@@ -65,11 +65,7 @@ class RemoteResult:
 def _transient(exc: BaseException) -> bool:
     if isinstance(exc, (paramiko.AuthenticationException, paramiko.BadHostKeyException, HostKeyRejected)):
         return False
-    return isinstance(exc, (OSError, EOFError, paramiko.SSHException, _ChannelNotOpened))
-
-
-class _ChannelNotOpened(Exception):
-    pass
+    return isinstance(exc, (OSError, EOFError, paramiko.SSHException))
 
 
 class _AcceptUnknownForSession(paramiko.MissingHostKeyPolicy):
@@ -174,16 +170,16 @@ class SshNode:
                 client = self._ensure_connected(f"`{command}`")
                 try:
                     return client.get_transport().open_session(timeout=self.connect_timeout_s)
-                except (paramiko.SSHException, OSError, EOFError) as exc:
+                except (paramiko.SSHException, OSError, EOFError):
                     self._drop_client()
-                    raise _ChannelNotOpened(str(exc)) from exc
+                    raise
         try:
             for attempt in Retrying(retry=retry_if_exception(_transient), reraise=True,
                                     stop=stop_after_delay(self.connect_retry_s),
                                     wait=wait_exponential(multiplier=0.1, max=2.0)):
                 with attempt:
                     return attempt_open()
-        except _ChannelNotOpened as exc:
+        except (paramiko.SSHException, OSError, EOFError) as exc:     # still failing when the retries ran out
             raise ClusterError(f"{self.target.where()}: `{command}`: cannot open a session: {exc}") from None
         raise AssertionError("unreachable")
 

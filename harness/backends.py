@@ -4,14 +4,14 @@
 A small registry mapping a backend name to a function that imports and returns the class implementing
 clusters/base.py's `Cluster`. The imports are plain, inside those functions, so that a run on the local
 backend never imports the Docker SDK or paramiko. A backend that cannot be imported (a dependency
-missing or broken) gives a `BackendUnavailable` naming the backend and why.
+missing or broken) gives a `ConfigError` naming the backend and why.
 """
 from __future__ import annotations
 
 from typing import Callable
 
 from clusters.base import Cluster, ClusterSpec
-from rundir.exits import HighwaterError
+from broker.errors import ConfigError
 
 
 def _local() -> type[Cluster]:
@@ -41,14 +41,10 @@ PROJECT_PACKAGES = frozenset({"broker", "simulator", "rundir", "clusters", "neme
                               "harness"})
 
 
-class BackendUnavailable(HighwaterError, RuntimeError):
-    pass
-
-
 def backend_class(name: str) -> type[Cluster]:
     load = BACKENDS.get(name)
     if load is None:
-        raise BackendUnavailable(f"unknown cluster backend {name!r} (known: {', '.join(BACKENDS)})")
+        raise ConfigError(f"unknown cluster backend {name!r} (known: {', '.join(BACKENDS)})")
     try:
         return load()
     except ImportError as exc:
@@ -56,7 +52,7 @@ def backend_class(name: str) -> type[Cluster]:
             raise                        # our own module missing: a broken checkout or a bug, not the user's
         missing = (f"module {exc.name} is not installed" if isinstance(exc, ModuleNotFoundError) and exc.name
                    else str(exc))
-        raise BackendUnavailable(f"cluster backend {name!r} is not available: {missing}") from None
+        raise ConfigError(f"cluster backend {name!r} is not available: {missing}") from None
 
 
 def backend_options(name: str, cluster_cfg) -> dict:
@@ -86,7 +82,7 @@ def check_backend(name: str, cluster_cfg=None, *, brokers: int = 1) -> None:
     """Everything about a backend choice that can be checked before a run directory exists (no cluster
     is built, nothing is contacted): the backend loads, and its options are usable: the ssh backend's
     nodes file parses and lists at least `brokers` brokers, the docker kill mode is known. Raises
-    BackendUnavailable, or the backend's own one-line error (clusters/ssh.py's ClusterError)."""
+    ConfigError, or the backend's own one-line error (clusters/ssh.py's ClusterError)."""
     backend_class(name)
     if name == "ssh":
         import os
@@ -94,7 +90,7 @@ def check_backend(name: str, cluster_cfg=None, *, brokers: int = 1) -> None:
         from clusters.ssh import ClusterError, load_nodes_file
         nodes_file = (cluster_cfg.nodes_file if cluster_cfg is not None else "") or os.environ.get("HIGHWATER_NODES_FILE")
         if not nodes_file:
-            raise BackendUnavailable("the ssh backend needs a nodes file (--nodes-file FILE)")
+            raise ConfigError("the ssh backend needs a nodes file (--nodes-file FILE)")
         inventory = load_nodes_file(nodes_file)
         if brokers > len(inventory.brokers):
             raise ClusterError(f"nodes file {inventory.path}: lists {len(inventory.brokers)} brokers "
@@ -105,7 +101,7 @@ def check_backend(name: str, cluster_cfg=None, *, brokers: int = 1) -> None:
     if name == "docker" and cluster_cfg is not None:
         from clusters.docker import KILL_MODES
         if cluster_cfg.docker_kill not in KILL_MODES:
-            raise BackendUnavailable(f"docker backend: kill mode (cluster.docker_kill) must be one of "
+            raise ConfigError(f"docker backend: kill mode (cluster.docker_kill) must be one of "
                                      f"{', '.join(KILL_MODES)}, got {cluster_cfg.docker_kill!r}")
 
 
@@ -117,14 +113,14 @@ def check_faults(name: str, faults: list[str], cluster_cfg=None) -> None:
     backends check their nodes once those exist."""
     if name == "external" and faults:
         if cluster_cfg is None or not (cluster_cfg.nodes_file or cluster_cfg.docker_containers):
-            raise BackendUnavailable(f"the external backend cannot inject {', '.join(faults)}: it has no access "
+            raise ConfigError(f"the external backend cannot inject {', '.join(faults)}: it has no access "
                                      "to the brokers' hosts (give them in --nodes-file or --docker-containers, or "
                                      "run it workload-only: --nemesis none)")
         from clusters.external import FAULTS
         bad = [f for f in faults if f not in FAULTS]
         if bad:
             how = "a nodes file" if cluster_cfg.nodes_file else "Docker containers"
-            raise BackendUnavailable(f"the external backend cannot inject {', '.join(bad)} (with {how} it "
+            raise ConfigError(f"the external backend cannot inject {', '.join(bad)} (with {how} it "
                                      f"offers {', '.join(FAULTS)})")
     if name != "local":
         return

@@ -426,7 +426,7 @@ def preflight(cfg: TestConfig, *, where: Any = None, faults: list[str] | None = 
     where = where or (lambda _dotted: "configuration")
     try:
         backends.check_backend(cfg.cluster.backend, cfg.cluster, brokers=cfg.cluster.nodes)
-    except backends.BackendUnavailable as exc:
+    except backends.ConfigError as exc:
         raise ConfigError(f"{where('cluster.backend')}: key 'cluster.backend': {exc}") from None
     except Exception as exc:  # noqa: BLE001 - ClusterError and friends: one line naming the file
         key = "cluster.nodes_file" if cfg.cluster.backend in ("ssh", "external") else "cluster.backend"

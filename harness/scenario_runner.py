@@ -57,15 +57,17 @@ MAX_SEEN = 400          # characters of "what was seen" in a failed assertion's 
 
 
 class StepFailed(RuntimeError):
-    """A step did not play out as written (a wait timed out, a produce had another outcome)."""
+    """A step did not play out as written (a wait timed out, a produce had another outcome). For an
+    assert step whose condition did not hold within its timeout, `expected` and `seen` say how."""
 
-
-class AssertionFailed(StepFailed):
-    """An assert step's condition did not hold within its timeout: `expected` and `seen` say how."""
-
-    def __init__(self, expected: str, seen: str, timeout: float):
-        super().__init__(f"assertion failed after {timeout:g}s: expected {expected}; saw {seen}")
+    def __init__(self, message: str, *, expected: str | None = None, seen: str | None = None):
+        super().__init__(message)
         self.expected, self.seen = expected, seen
+
+    @classmethod
+    def assertion(cls, expected: str, seen: str, timeout: float) -> "StepFailed":
+        return cls(f"assertion failed after {timeout:g}s: expected {expected}; saw {seen}", expected=expected,
+                   seen=seen)
 
 
 # what each node or network step asks of the backend (clusters/base.py); an assert step on an event
@@ -418,7 +420,7 @@ class ScenarioRunner:
     # --- assert steps -------------------------------------------------------------------------------------
     def _assert(self, step: Step) -> str:
         """Poll the condition until it holds (the detail says what was seen) or the timeout passes
-        (AssertionFailed with what was expected and what was seen last)."""
+        (StepFailed with what was expected and what was seen last)."""
         a = step.args
         timeout = float(a["timeout"])
         if "event" in a:
@@ -450,7 +452,7 @@ class ScenarioRunner:
                 if ok:
                     return f"after {time.monotonic() - start:.2f}s: {seen}"
                 if time.monotonic() - start >= timeout or self.session.interrupt.is_set():
-                    raise AssertionFailed(expected, _clip(seen), timeout)
+                    raise StepFailed.assertion(expected, _clip(seen), timeout)
                 time.sleep(POLL_S)
         finally:
             if "event" not in a:
@@ -484,7 +486,7 @@ class ScenarioRunner:
                 log.info("%s: %s", step.describe(), detail)
             except Exception as exc:  # noqa: BLE001 - recorded, the final phase still runs
                 entry.update(outcome="failed", detail=f"{type(exc).__name__}: {exc}")
-                if isinstance(exc, AssertionFailed):
+                if isinstance(exc, StepFailed) and exc.expected is not None:
                     entry.update(expected=exc.expected, seen=exc.seen)
                 self.failed = f"{at_line(self.scenario.path, step.line)}: {step.describe()} did not play out: {exc}"
                 log.error("%s", self.failed)

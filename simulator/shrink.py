@@ -35,10 +35,6 @@ class ShrinkStats:
     out_of_budget: bool = False
 
 
-class _Budget(Exception):
-    pass
-
-
 def _is_advance(action: Any) -> bool:
     return getattr(action, "kind", None) == "advance"
 
@@ -69,7 +65,7 @@ def shrink_actions(actions: Sequence[Any], fails: Callable[[list[Any]], bool], *
             return cache[key]
         if budgeted and ((deadline is not None and clock() >= deadline)
                          or (max_tries is not None and stats.tries >= max_tries)):
-            raise _Budget()
+            raise TimeoutError("shrink: out of budget")   # caught below: the shrink stops where it is
         stats.tries += 1
         cache[key] = bool(fails(list(candidate)))
         return cache[key]
@@ -87,7 +83,7 @@ def shrink_actions(actions: Sequence[Any], fails: Callable[[list[Any]], bool], *
             current = _shorten_advances(current, test, stats)
             if current == before:
                 break
-    except _Budget:
+    except TimeoutError:
         stats.out_of_budget = True
     return current
 

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from broker.protocol import apis
+from broker.protocol.framing import BadRequest
 
 # --- error codes -----------------------------------------------------------------------------------
 NONE = "NONE"
@@ -52,10 +53,6 @@ CONTROLLER_NOT_AVAILABLE = "CONTROLLER_NOT_AVAILABLE"  # client side: no answer 
 ELIGIBLE_LEADERS_NOT_AVAILABLE = "ELIGIBLE_LEADERS_NOT_AVAILABLE"  # ELECT_LEADER: no live eligible replica
 
 
-class MessageError(ValueError):
-    """A request body lacks a field or has one of the wrong type; the message names the field."""
-
-
 # --- field checks ----------------------------------------------------------------------------------
 def _is_int(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
@@ -63,7 +60,7 @@ def _is_int(v: Any) -> bool:
 
 def _check(body: dict, name: str, kind: str, minimum: int | None = None) -> Any:
     if name not in body:
-        raise MessageError(f"missing field {name!r}")
+        raise BadRequest(f"missing field {name!r}")
     v = body[name]
     if kind == "int":
         ok = _is_int(v) and (minimum is None or v >= minimum)
@@ -77,14 +74,14 @@ def _check(body: dict, name: str, kind: str, minimum: int | None = None) -> Any:
     else:  # pragma: no cover - programming error
         raise AssertionError(kind)
     if not ok:
-        raise MessageError(f"field {name!r} must be {want}, got {v!r:.60}")
+        raise BadRequest(f"field {name!r} must be {want}, got {v!r:.60}")
     return v
 
 
 def _optional_bool(body: dict, name: str) -> bool | None:
     v = body.get(name)
     if v is not None and not isinstance(v, bool):
-        raise MessageError(f"field {name!r} must be true or false, got {v!r:.60}")
+        raise BadRequest(f"field {name!r} must be true or false, got {v!r:.60}")
     return v
 
 
@@ -130,9 +127,9 @@ class MetadataRequest:
         known = body.get("known_version", -1)
         wait = body.get("max_wait_ms", 0)
         if not _is_int(known):
-            raise MessageError(f"field 'known_version' must be an integer, got {known!r:.60}")
+            raise BadRequest(f"field 'known_version' must be an integer, got {known!r:.60}")
         if not _is_int(wait) or wait < 0:
-            raise MessageError(f"field 'max_wait_ms' must be an integer >= 0, got {wait!r:.60}")
+            raise BadRequest(f"field 'max_wait_ms' must be an integer >= 0, got {wait!r:.60}")
         return cls(known, wait)
 
     def to_wire(self) -> dict:
@@ -153,7 +150,7 @@ class AlterIsr:
     def parse(cls, body: dict) -> "AlterIsr":
         broker_epoch = body.get("broker_epoch")
         if broker_epoch is not None and not _is_int(broker_epoch):
-            raise MessageError(f"field 'broker_epoch' must be an integer, got {broker_epoch!r:.60}")
+            raise BadRequest(f"field 'broker_epoch' must be an integer, got {broker_epoch!r:.60}")
         return cls(
             _check(body, "topic", "str"), _check(body, "partition", "int", 0), _check(body, "leader_id", "int"),
             _check(body, "leader_epoch", "int"), _check(body, "isr_version", "int"),
@@ -177,7 +174,7 @@ class TopicSpec:
     @classmethod
     def parse(cls, body: Any) -> "TopicSpec":
         if not isinstance(body, dict):
-            raise MessageError(f"a topic must be a map, got {body!r:.60}")
+            raise BadRequest(f"a topic must be a map, got {body!r:.60}")
         return cls(_check(body, "name", "str"), _check(body, "partitions", "int", 1),
                    _check(body, "replication_factor", "int", 1))
 
@@ -208,7 +205,7 @@ class ElectLeader:
     def parse(cls, body: dict) -> "ElectLeader":
         broker = body.get("broker")
         if broker is not None and (not _is_int(broker) or broker < 1):
-            raise MessageError(f"field 'broker' must be a broker id >= 1 or null, got {broker!r:.60}")
+            raise BadRequest(f"field 'broker' must be a broker id >= 1 or null, got {broker!r:.60}")
         return cls(_check(body, "topic", "str"), _check(body, "partition", "int", 0), broker,
                    bool(_optional_bool(body, "unclean")))
 
@@ -227,10 +224,10 @@ REQUEST_TYPES = {
 
 
 def parse_request(api: int, body: dict):
-    """The typed request for `api`, or MessageError naming the bad field (or the unknown API key)."""
+    """The typed request for `api`, or BadRequest naming the bad field (or the unknown API key)."""
     kind = REQUEST_TYPES.get(api)
     if kind is None:
-        raise MessageError(f"API key {api} is not served by the controller")
+        raise BadRequest(f"API key {api} is not served by the controller")
     return kind.parse(body)
 
 

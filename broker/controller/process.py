@@ -13,7 +13,7 @@ from pathlib import Path
 
 from broker.controller.config import ConfigError, load_controller_config
 from broker.controller.state import StateError
-from broker.controller.store import STATE_FILE, StoreError
+from broker.controller.store import STATE_FILE
 
 EXIT_OK = 0
 EXIT_FATAL = 1
@@ -56,8 +56,8 @@ async def _serve(config, log) -> int:
     try:
         try:
             core = ControllerCore(config, log)
-        except (StoreError, StateError) as exc:
-            where = "" if isinstance(exc, StoreError) else f"{config.data_dir}/{STATE_FILE}: "
+        except (ConfigError, StateError) as exc:
+            where = "" if isinstance(exc, ConfigError) else f"{config.data_dir}/{STATE_FILE}: "
             print(f"{where}{exc}", file=sys.stderr)
             return EXIT_BAD_CONFIG
         server = ControllerServer(core)

@@ -131,7 +131,7 @@ class ControllerServer:
     async def _dispatch(self, frame: Frame) -> dict:
         try:
             req = m.parse_request(frame.api, frame.body)
-        except m.MessageError as exc:
+        except m.BadRequest as exc:
             return {"error": m.INVALID_REQUEST, "message": f"{apis.NAMES.get(frame.api, frame.api)}: {exc}"}
         core = self.core
         if frame.api == apis.METADATA:

@@ -39,15 +39,12 @@ from typing import Any
 
 from broker.controller import messages as m
 from broker.limits import topic_name_problem
+from broker.errors import StateError
 
 STATE_FORMAT = 1
 MAX_PARTITIONS = 10_000
 
 Event = dict[str, Any]
-
-
-class StateError(ValueError):
-    """The durable state does not have the expected shape; the message names the field."""
 
 
 @dataclass

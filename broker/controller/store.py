@@ -8,12 +8,9 @@ from pathlib import Path
 from typing import Any
 
 from broker.atomic_file import replace_atomically
+from broker.errors import ConfigError
 
 STATE_FILE = "controller-state.json"
-
-
-class StoreError(RuntimeError):
-    """The state file exists but cannot be read; the message names the file."""
 
 
 class StateStore:
@@ -29,11 +26,11 @@ class StateStore:
         except FileNotFoundError:
             return None
         except OSError as exc:
-            raise StoreError(f"{self.path}: cannot read: {exc.strerror}") from None
+            raise ConfigError(f"{self.path}: cannot read: {exc.strerror}") from None
         try:
             return json.loads(text)
         except json.JSONDecodeError as exc:
-            raise StoreError(f"{self.path}: line {exc.lineno}: not JSON: {exc.msg}") from None
+            raise ConfigError(f"{self.path}: line {exc.lineno}: not JSON: {exc.msg}") from None
 
     def save(self, state: dict[str, Any]) -> None:
         self.dir.mkdir(parents=True, exist_ok=True)

@@ -8,7 +8,7 @@ Each (api key, direction, version) is compiled once into closures; decoding is b
 present (no declared length is trusted before it is checked) and nesting by the schema. Trailing bytes
 after a REQUEST body are ignored, as Kafka's brokers ignore them (their generated readers stop after the
 last field): librdkafka 2.x sends a Metadata v9 "all topics" request with four bytes after its tagged-field
-section. Trailing bytes after a RESPONSE body are an error (the client side is ours, for tests). Malformed bytes raise `KafkaDecodeError`; a request for an api key
+section. Trailing bytes after a RESPONSE body are an error (the client side is ours, for tests). Malformed bytes raise `KafkaCodecError`; a request for an api key
 or version that is not advertised raises `UnsupportedRequest` after its header was read, so the
 caller can still answer it.
 """
@@ -20,17 +20,12 @@ from functools import lru_cache
 
 from . import primitives as P
 from . import versions as V
-from .primitives import KafkaDecodeError
+from .primitives import KafkaCodecError
 from .schema import REQUESTS, RESPONSES, Field, Message, in_range
 
-__all__ = ["KafkaRequest", "KafkaDecodeError", "KafkaEncodeError", "UnsupportedRequest", "decode_request",
+__all__ = ["KafkaRequest", "KafkaCodecError", "UnsupportedRequest", "decode_request",
            "encode_response", "encode_request", "decode_response", "request_header_version",
            "response_header_version"]
-
-
-class KafkaEncodeError(ValueError):
-    """A body dict that cannot be encoded in the asked version (wrong type, value out of range, None
-    where the field is not nullable). Names the field."""
 
 
 class UnsupportedRequest(Exception):
@@ -55,7 +50,7 @@ class KafkaRequest:
 
 # ---- compiling a schema into readers and writers ---------------------------------------------------
 
-def _fail(e: KafkaDecodeError, part: str):
+def _fail(e: KafkaCodecError, part: str):
     e.path = [part] + getattr(e, "path", [])
     raise e
 
@@ -107,7 +102,7 @@ def _array(item_read, item_write, item_min: int, nullable: bool, compact: bool):
         if n is None:
             if nullable:
                 return None, pos
-            raise KafkaDecodeError(f"array: null at {pos} where not nullable")
+            raise KafkaCodecError(f"array: null at {pos} where not nullable")
         out = []
         append = out.append
         i = 0
@@ -115,14 +110,14 @@ def _array(item_read, item_write, item_min: int, nullable: bool, compact: bool):
             for i in range(n):
                 v, pos = item_read(data, pos)
                 append(v)
-        except KafkaDecodeError as e:
+        except KafkaCodecError as e:
             _fail(e, f"[{i}]")
         return out, pos
 
     def write(out: bytearray, items) -> None:
         if items is None:
             if not nullable:
-                raise KafkaEncodeError("array: None where not nullable")
+                raise KafkaCodecError("array: None where not nullable")
             write_len(out, None)
             return
         write_len(out, len(items))
@@ -177,7 +172,7 @@ def _struct(fields: tuple[Field, ...], version: int, flexible: bool):
         try:
             for key, r in plain_t:
                 d[key], pos = r(data, pos)
-        except KafkaDecodeError as e:
+        except KafkaCodecError as e:
             _fail(e, key)
         if flexible:
             for key, default in tagged_defaults:
@@ -190,15 +185,15 @@ def _struct(fields: tuple[Field, ...], version: int, flexible: bool):
                 key, r = known
                 try:
                     d[key], end = r(raw, 0)
-                except KafkaDecodeError as e:
+                except KafkaCodecError as e:
                     _fail(e, key)
                 if end != len(raw):
-                    raise KafkaDecodeError(f"tagged field {key} (tag {tag}): {len(raw) - end} bytes left over")
+                    raise KafkaCodecError(f"tagged field {key} (tag {tag}): {len(raw) - end} bytes left over")
         return d, pos
 
     def write(out: bytearray, d) -> None:
         if not isinstance(d, dict):
-            raise KafkaEncodeError(f"expected a dict, got {type(d).__name__}")
+            raise KafkaCodecError(f"expected a dict, got {type(d).__name__}")
         key = ""
         try:
             for key, w, default in plain_wt:
@@ -216,10 +211,10 @@ def _struct(fields: tuple[Field, ...], version: int, flexible: bool):
                     P.write_uvarint(out, tag)
                     P.write_uvarint(out, len(tmp))
                     out += tmp
-        except KafkaEncodeError as e:
-            raise KafkaEncodeError(f"{key}: {e}") from None
+        except KafkaCodecError as e:
+            raise KafkaCodecError(f"{key}: {e}") from None
         except (struct.error, ValueError, TypeError, OverflowError) as e:
-            raise KafkaEncodeError(f"{key}: {e}") from None
+            raise KafkaCodecError(f"{key}: {e}") from None
 
     return read, write, min_size
 
@@ -249,22 +244,22 @@ def _codec(api_key: int, kind: str, version: int) -> _Codec:
 def _decode_body(codec: _Codec, data: bytes, pos: int, *, allow_trailing: bool = False) -> dict:
     try:
         body, pos = codec.read(data, pos)
-    except KafkaDecodeError as e:
+    except KafkaCodecError as e:
         path = _path_text(getattr(e, "path", []))
         reason = e.args[0] if e.args else "malformed"
-        raise KafkaDecodeError(f"{codec.msg.name} v{codec.version}: {path + ': ' if path else ''}{reason}") from None
+        raise KafkaCodecError(f"{codec.msg.name} v{codec.version}: {path + ': ' if path else ''}{reason}") from None
     except (struct.error, IndexError, RecursionError) as e:  # defensive: readers check bounds themselves
-        raise KafkaDecodeError(f"{codec.msg.name} v{codec.version}: {e}") from None
+        raise KafkaCodecError(f"{codec.msg.name} v{codec.version}: {e}") from None
     if pos != len(data) and not allow_trailing:
-        raise KafkaDecodeError(f"{codec.msg.name} v{codec.version}: {len(data) - pos} trailing bytes after the body")
+        raise KafkaCodecError(f"{codec.msg.name} v{codec.version}: {len(data) - pos} trailing bytes after the body")
     return body
 
 
 def _encode_body(codec: _Codec, out: bytearray, body: dict) -> None:
     try:
         codec.write(out, body)
-    except KafkaEncodeError as e:
-        raise KafkaEncodeError(f"{codec.msg.name} v{codec.version}: {e}") from None
+    except KafkaCodecError as e:
+        raise KafkaCodecError(f"{codec.msg.name} v{codec.version}: {e}") from None
 
 
 # ---- headers ------------------------------------------------------------------------------------------
@@ -292,15 +287,15 @@ def response_header_version(api_key: int, api_version: int) -> int:
 def decode_request(payload: bytes) -> KafkaRequest:
     """A request frame WITHOUT its 4-byte length prefix -> KafkaRequest (header v1, or v2 for a
     flexible version). UnsupportedRequest for an api key/version not in versions.SUPPORTED;
-    KafkaDecodeError for malformed bytes."""
+    KafkaCodecError for malformed bytes."""
     data = payload if type(payload) is bytes else bytes(payload)
     if len(data) < 10:
-        raise KafkaDecodeError(f"request header: {len(data)} bytes, needs at least 10")
+        raise KafkaCodecError(f"request header: {len(data)} bytes, needs at least 10")
     api_key, api_version, correlation_id = _HDR.unpack_from(data, 0)
     try:
         client_id, pos = P.read_nullable_string(data, 8)
-    except KafkaDecodeError as e:
-        raise KafkaDecodeError(f"request header: client_id: {e}") from None
+    except KafkaCodecError as e:
+        raise KafkaCodecError(f"request header: client_id: {e}") from None
     if api_key not in V.SUPPORTED or api_key not in REQUESTS:
         raise UnsupportedRequest(api_key, api_version, correlation_id, f"unsupported api key {api_key}")
     lo, hi = V.SUPPORTED[api_key]
@@ -311,8 +306,8 @@ def decode_request(payload: bytes) -> KafkaRequest:
     if codec.flexible:
         try:
             pos = P.skip_tagged_fields(data, pos)
-        except KafkaDecodeError as e:
-            raise KafkaDecodeError(f"request header: tagged fields: {e}") from None
+        except KafkaCodecError as e:
+            raise KafkaCodecError(f"request header: tagged fields: {e}") from None
     body = _decode_body(codec, data, pos, allow_trailing=True)
     return KafkaRequest(api_key, api_version, correlation_id, client_id, body)
 
@@ -353,6 +348,6 @@ def decode_response(api_key: int, api_version: int, payload: bytes) -> tuple[int
     if response_header_version(api_key, api_version) == 1:
         try:
             pos = P.skip_tagged_fields(data, pos)
-        except KafkaDecodeError as e:
-            raise KafkaDecodeError(f"response header: tagged fields: {e}") from None
+        except KafkaCodecError as e:
+            raise KafkaCodecError(f"response header: tagged fields: {e}") from None
     return correlation_id, _decode_body(codec, data, pos)

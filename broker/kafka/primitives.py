@@ -3,14 +3,14 @@ tagged-field sections, in their classic and compact (flexible-version) forms.
 
 Readers take `(data: bytes, pos: int)` and return `(value, new_pos)`; they never read past
 `len(data)` and never allocate more than the bytes actually present: a declared length larger than
-what is left raises `KafkaDecodeError`. Writers append to a `bytearray`.
+what is left raises `KafkaCodecError`. Writers append to a `bytearray`.
 """
 from __future__ import annotations
 
 import struct
 
 __all__ = [
-    "KafkaDecodeError",
+    "KafkaCodecError",
     "read_int8", "read_int16", "read_int32", "read_int64", "read_uint32", "read_bool",
     "read_uvarint", "read_varint", "read_varlong", "read_uuid",
     "read_string", "read_nullable_string", "read_compact_string", "read_compact_nullable_string",
@@ -25,8 +25,9 @@ __all__ = [
 ]
 
 
-class KafkaDecodeError(ValueError):
-    """Malformed Kafka bytes: truncated, a bad length or varint, trailing garbage. One line."""
+class KafkaCodecError(ValueError):
+    """Kafka bytes that cannot be decoded (truncated, a bad length or varint, trailing garbage, a record
+    batch whose CRC or counts lie) or a value that cannot be encoded in its field. One line."""
 
 
 _I8 = struct.Struct(">b")
@@ -47,7 +48,7 @@ def _fixed(st: struct.Struct, what: str):
 
     def read(data: bytes, pos: int):
         if pos + size > len(data):
-            raise KafkaDecodeError(f"{what}: needs {size} bytes at {pos}, only {len(data) - pos} left")
+            raise KafkaCodecError(f"{what}: needs {size} bytes at {pos}, only {len(data) - pos} left")
         return unpack_from(data, pos)[0], pos + size
     read.__name__ = f"read_{what}"
     return read
@@ -62,7 +63,7 @@ read_uint32 = _fixed(_U32, "uint32")
 
 def read_bool(data: bytes, pos: int) -> tuple[bool, int]:
     if pos >= len(data):
-        raise KafkaDecodeError(f"bool: needs 1 byte at {pos}, none left")
+        raise KafkaCodecError(f"bool: needs 1 byte at {pos}, none left")
     return data[pos] != 0, pos + 1
 
 
@@ -99,18 +100,18 @@ def read_uvarint(data: bytes, pos: int, max_bytes: int = 5) -> tuple[int, int]:
     end = len(data)
     for i in range(max_bytes):
         if pos >= end:
-            raise KafkaDecodeError(f"varint: truncated at {pos}")
+            raise KafkaCodecError(f"varint: truncated at {pos}")
         b = data[pos]
         pos += 1
         result |= (b & 0x7F) << shift
         if b < 0x80:
             if max_bytes == 5 and result > 0xFFFFFFFF:
-                raise KafkaDecodeError(f"varint: value does not fit 32 bits at {pos - i - 1}")
+                raise KafkaCodecError(f"varint: value does not fit 32 bits at {pos - i - 1}")
             if max_bytes == 10 and result > 0xFFFFFFFFFFFFFFFF:
-                raise KafkaDecodeError(f"varlong: value does not fit 64 bits at {pos - i - 1}")
+                raise KafkaCodecError(f"varlong: value does not fit 64 bits at {pos - i - 1}")
             return result, pos
         shift += 7
-    raise KafkaDecodeError(f"varint: longer than {max_bytes} bytes at {pos - max_bytes}")
+    raise KafkaCodecError(f"varint: longer than {max_bytes} bytes at {pos - max_bytes}")
 
 
 def zigzag_decode(n: int) -> int:
@@ -175,7 +176,7 @@ def write_varlong(out: bytearray, v: int) -> None:
 def _take(data: bytes, pos: int, n: int, what: str) -> tuple[bytes, int]:
     end = pos + n
     if end > len(data):
-        raise KafkaDecodeError(f"{what}: declared length {n} at {pos}, only {len(data) - pos} bytes left")
+        raise KafkaCodecError(f"{what}: declared length {n} at {pos}, only {len(data) - pos} bytes left")
     return data[pos:end], end
 
 
@@ -183,7 +184,7 @@ def _utf8(raw: bytes, pos: int) -> str:
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError:
-        raise KafkaDecodeError(f"string: invalid UTF-8 before {pos}") from None
+        raise KafkaCodecError(f"string: invalid UTF-8 before {pos}") from None
 
 
 def read_nullable_string(data: bytes, pos: int) -> tuple[str | None, int]:
@@ -191,7 +192,7 @@ def read_nullable_string(data: bytes, pos: int) -> tuple[str | None, int]:
     if n == -1:
         return None, pos
     if n < 0:
-        raise KafkaDecodeError(f"string: negative length {n} at {pos - 2}")
+        raise KafkaCodecError(f"string: negative length {n} at {pos - 2}")
     raw, pos = _take(data, pos, n, "string")
     return _utf8(raw, pos), pos
 
@@ -199,7 +200,7 @@ def read_nullable_string(data: bytes, pos: int) -> tuple[str | None, int]:
 def read_string(data: bytes, pos: int) -> tuple[str, int]:
     s, p = read_nullable_string(data, pos)
     if s is None:
-        raise KafkaDecodeError(f"string: null where not nullable at {pos}")
+        raise KafkaCodecError(f"string: null where not nullable at {pos}")
     return s, p
 
 
@@ -214,7 +215,7 @@ def read_compact_nullable_string(data: bytes, pos: int) -> tuple[str | None, int
 def read_compact_string(data: bytes, pos: int) -> tuple[str, int]:
     s, p = read_compact_nullable_string(data, pos)
     if s is None:
-        raise KafkaDecodeError(f"compact string: null where not nullable at {pos}")
+        raise KafkaCodecError(f"compact string: null where not nullable at {pos}")
     return s, p
 
 
@@ -223,14 +224,14 @@ def read_nullable_bytes(data: bytes, pos: int) -> tuple[bytes | None, int]:
     if n == -1:
         return None, pos
     if n < 0:
-        raise KafkaDecodeError(f"bytes: negative length {n} at {pos - 4}")
+        raise KafkaCodecError(f"bytes: negative length {n} at {pos - 4}")
     return _take(data, pos, n, "bytes")
 
 
 def read_bytes(data: bytes, pos: int) -> tuple[bytes, int]:
     b, p = read_nullable_bytes(data, pos)
     if b is None:
-        raise KafkaDecodeError(f"bytes: null where not nullable at {pos}")
+        raise KafkaCodecError(f"bytes: null where not nullable at {pos}")
     return b, p
 
 
@@ -244,7 +245,7 @@ def read_compact_nullable_bytes(data: bytes, pos: int) -> tuple[bytes | None, in
 def read_compact_bytes(data: bytes, pos: int) -> tuple[bytes, int]:
     b, p = read_compact_nullable_bytes(data, pos)
     if b is None:
-        raise KafkaDecodeError(f"compact bytes: null where not nullable at {pos}")
+        raise KafkaCodecError(f"compact bytes: null where not nullable at {pos}")
     return b, p
 
 
@@ -341,9 +342,9 @@ def read_array_length(data: bytes, pos: int, min_item: int = 1) -> tuple[int | N
     if n == -1:
         return None, pos
     if n < 0:
-        raise KafkaDecodeError(f"array: negative length {n} at {pos - 4}")
+        raise KafkaCodecError(f"array: negative length {n} at {pos - 4}")
     if n * max(min_item, 1) > len(data) - pos:
-        raise KafkaDecodeError(f"array: declared {n} items at {pos - 4}, only {len(data) - pos} bytes left")
+        raise KafkaCodecError(f"array: declared {n} items at {pos - 4}, only {len(data) - pos} bytes left")
     return n, pos
 
 
@@ -354,7 +355,7 @@ def read_compact_array_length(data: bytes, pos: int, min_item: int = 1) -> tuple
         return None, pos
     n -= 1
     if n * max(min_item, 1) > len(data) - pos:
-        raise KafkaDecodeError(f"compact array: declared {n} items at {start}, only {len(data) - pos} bytes left")
+        raise KafkaCodecError(f"compact array: declared {n} items at {start}, only {len(data) - pos} bytes left")
     return n, pos
 
 
@@ -372,13 +373,13 @@ def read_tagged_fields(data: bytes, pos: int) -> tuple[list[tuple[int, bytes]], 
     """A tagged-field section: [(tag, raw bytes)] in the order sent (tags strictly increasing)."""
     count, pos = read_uvarint(data, pos)
     if count > len(data) - pos:
-        raise KafkaDecodeError(f"tagged fields: declared {count} at {pos}, only {len(data) - pos} bytes left")
+        raise KafkaCodecError(f"tagged fields: declared {count} at {pos}, only {len(data) - pos} bytes left")
     out = []
     last = -1
     for _ in range(count):
         tag, pos = read_uvarint(data, pos)
         if tag <= last:
-            raise KafkaDecodeError(f"tagged fields: tag {tag} after tag {last} (not increasing)")
+            raise KafkaCodecError(f"tagged fields: tag {tag} after tag {last} (not increasing)")
         last = tag
         size, pos = read_uvarint(data, pos)
         raw, pos = _take(data, pos, size, f"tagged field {tag}")

@@ -14,13 +14,14 @@ import struct
 from dataclasses import dataclass, field
 
 from .primitives import uvarint_bytes
+from broker.kafka.primitives import KafkaCodecError
 
 try:                                    # the C implementation (PyPI `crc32c`, Debian python3-crc32c)
     from crc32c import crc32c as _crc32c_impl
 except ImportError:                     # a node without it (a Docker or SSH node's Debian python3): correct,
     _crc32c_impl = None                 # about a thousand times slower; only the Kafka listener uses it
 
-__all__ = ["crc32c", "Record", "RecordBatch", "RecordError", "UnsupportedCompression", "decode_batches",
+__all__ = ["crc32c", "Record", "RecordBatch", "KafkaCodecError", "UnsupportedCompression", "decode_batches",
            "encode_batch", "BATCH_OVERHEAD", "MAGIC"]
 
 MAGIC = 2
@@ -64,12 +65,7 @@ def crc32c(data) -> int:
     return _crc32c(data)
 
 
-class RecordError(ValueError):
-    """Malformed record batch bytes (CRC mismatch, wrong magic, bad lengths, record count mismatch,
-    a partial batch). One line naming the batch's byte position and what was wrong."""
-
-
-class UnsupportedCompression(RecordError):
+class UnsupportedCompression(KafkaCodecError):
     """A well-formed batch whose records are compressed (codec = attributes & 7)."""
 
     def __init__(self, codec: int, message: str):
@@ -128,14 +124,14 @@ def _uvarint_slow(data: bytes, pos: int, end: int, max_bytes: int, where: str) -
     shift = 0
     for _ in range(max_bytes):
         if pos >= end:
-            raise RecordError(f"{where}: varint runs past the record end")
+            raise KafkaCodecError(f"{where}: varint runs past the record end")
         b = data[pos]
         pos += 1
         result |= (b & 0x7F) << shift
         if b < 0x80:
             return result, pos
         shift += 7
-    raise RecordError(f"{where}: varint longer than {max_bytes} bytes")
+    raise KafkaCodecError(f"{where}: varint longer than {max_bytes} bytes")
 
 
 def _decode_records(data: bytes, pos: int, end: int, count: int, base_offset: int, base_ts: int,
@@ -146,7 +142,7 @@ def _decode_records(data: bytes, pos: int, end: int, count: int, base_offset: in
     for i in range(count):
         # record length (zigzag varint)
         if pos >= end:
-            raise RecordError(f"{where}: record {i}: {count} records declared, bytes end after {i}")
+            raise KafkaCodecError(f"{where}: record {i}: {count} records declared, bytes end after {i}")
         b = data[pos]
         if b < 0x80:
             n = b
@@ -158,7 +154,7 @@ def _decode_records(data: bytes, pos: int, end: int, count: int, base_offset: in
             n, pos = _uvarint_slow(data, pos, end, 5, where)
         length = (n >> 1) ^ -(n & 1)
         if length < 6 or pos + length > end:
-            raise RecordError(f"{where}: record {i}: bad length {length} ({end - pos} bytes left)")
+            raise KafkaCodecError(f"{where}: record {i}: bad length {length} ({end - pos} bytes left)")
         rend = pos + length
         # attributes int8 (unused), timestamp delta (varlong), offset delta (varint)
         pos += 1
@@ -173,7 +169,7 @@ def _decode_records(data: bytes, pos: int, end: int, count: int, base_offset: in
             n, pos = _uvarint_slow(data, pos, rend, 10, where)
         ts_delta = (n >> 1) ^ -(n & 1)
         if pos >= rend:
-            raise RecordError(f"{where}: record {i}: truncated before its offset delta")
+            raise KafkaCodecError(f"{where}: record {i}: truncated before its offset delta")
         b = data[pos]
         if b < 0x80:
             n = b
@@ -186,7 +182,7 @@ def _decode_records(data: bytes, pos: int, end: int, count: int, base_offset: in
         off_delta = (n >> 1) ^ -(n & 1)
         # key
         if pos >= rend:
-            raise RecordError(f"{where}: record {i}: truncated before its key")
+            raise KafkaCodecError(f"{where}: record {i}: truncated before its key")
         b = data[pos]
         if b < 0x80:
             n = b
@@ -199,16 +195,16 @@ def _decode_records(data: bytes, pos: int, end: int, count: int, base_offset: in
         klen = (n >> 1) ^ -(n & 1)
         if klen < 0:
             if klen != -1:
-                raise RecordError(f"{where}: record {i}: key length {klen}")
+                raise KafkaCodecError(f"{where}: record {i}: key length {klen}")
             key = None
         else:
             if pos + klen > rend:
-                raise RecordError(f"{where}: record {i}: key length {klen} runs past the record")
+                raise KafkaCodecError(f"{where}: record {i}: key length {klen} runs past the record")
             key = data[pos:pos + klen]
             pos += klen
         # value
         if pos >= rend:
-            raise RecordError(f"{where}: record {i}: truncated before its value")
+            raise KafkaCodecError(f"{where}: record {i}: truncated before its value")
         b = data[pos]
         if b < 0x80:
             n = b
@@ -221,16 +217,16 @@ def _decode_records(data: bytes, pos: int, end: int, count: int, base_offset: in
         vlen = (n >> 1) ^ -(n & 1)
         if vlen < 0:
             if vlen != -1:
-                raise RecordError(f"{where}: record {i}: value length {vlen}")
+                raise KafkaCodecError(f"{where}: record {i}: value length {vlen}")
             value = None
         else:
             if pos + vlen > rend:
-                raise RecordError(f"{where}: record {i}: value length {vlen} runs past the record")
+                raise KafkaCodecError(f"{where}: record {i}: value length {vlen} runs past the record")
             value = data[pos:pos + vlen]
             pos += vlen
         # headers
         if pos >= rend:
-            raise RecordError(f"{where}: record {i}: truncated before its header count")
+            raise KafkaCodecError(f"{where}: record {i}: truncated before its header count")
         b = data[pos]
         if b == 0:
             pos += 1
@@ -239,10 +235,10 @@ def _decode_records(data: bytes, pos: int, end: int, count: int, base_offset: in
             headers = _decode_headers(data, pos, rend, where, i)
             pos = rend
         if pos != rend:
-            raise RecordError(f"{where}: record {i}: {rend - pos} bytes left over inside the record")
+            raise KafkaCodecError(f"{where}: record {i}: {rend - pos} bytes left over inside the record")
         append_rec(Record(base_offset + off_delta, base_ts + ts_delta, key, value, headers))
     if pos != end:
-        raise RecordError(f"{where}: {end - pos} bytes after the {count} declared records")
+        raise KafkaCodecError(f"{where}: {end - pos} bytes after the {count} declared records")
     return records
 
 
@@ -254,20 +250,20 @@ def _zz(data: bytes, pos: int, end: int, where: str, max_bytes: int = 5) -> tupl
 def _decode_headers(data: bytes, pos: int, rend: int, where: str, i: int) -> list:
     count, pos = _zz(data, pos, rend, where)
     if count < 0 or count > rend - pos:
-        raise RecordError(f"{where}: record {i}: header count {count}")
+        raise KafkaCodecError(f"{where}: record {i}: header count {count}")
     headers = []
     for _ in range(count):
         klen, pos = _zz(data, pos, rend, where)
         if klen < 0 or pos + klen > rend:
-            raise RecordError(f"{where}: record {i}: header key length {klen}")
+            raise KafkaCodecError(f"{where}: record {i}: header key length {klen}")
         try:
             hkey = data[pos:pos + klen].decode("utf-8")
         except UnicodeDecodeError:
-            raise RecordError(f"{where}: record {i}: header key is not UTF-8") from None
+            raise KafkaCodecError(f"{where}: record {i}: header key is not UTF-8") from None
         pos += klen
         vlen, pos = _zz(data, pos, rend, where)
         if vlen < -1 or pos + vlen > rend:
-            raise RecordError(f"{where}: record {i}: header value length {vlen}")
+            raise KafkaCodecError(f"{where}: record {i}: header value length {vlen}")
         if vlen == -1:
             hval = None
         else:
@@ -275,7 +271,7 @@ def _decode_headers(data: bytes, pos: int, rend: int, where: str, i: int) -> lis
             pos += vlen
         headers.append((hkey, hval))
     if pos != rend:
-        raise RecordError(f"{where}: record {i}: {rend - pos} bytes left over inside the record")
+        raise KafkaCodecError(f"{where}: record {i}: {rend - pos} bytes left over inside the record")
     return headers
 
 
@@ -292,23 +288,23 @@ def decode_batches(data: bytes, allow_partial_tail: bool = False) -> list[Record
         if total - pos < BATCH_OVERHEAD:
             if allow_partial_tail:
                 break
-            raise RecordError(f"{where}: {total - pos} bytes, a batch header needs {BATCH_OVERHEAD}")
+            raise KafkaCodecError(f"{where}: {total - pos} bytes, a batch header needs {BATCH_OVERHEAD}")
         (base_offset, batch_length, leader_epoch, magic, crc, attributes, last_delta, base_ts, max_ts,
          producer_id, producer_epoch, base_seq, count) = _HEAD.unpack_from(data, pos)
         if batch_length < _MIN_BATCH_LENGTH:
-            raise RecordError(f"{where}: batch length {batch_length} is less than {_MIN_BATCH_LENGTH}")
+            raise KafkaCodecError(f"{where}: batch length {batch_length} is less than {_MIN_BATCH_LENGTH}")
         end = pos + _LOG_OVERHEAD + batch_length
         if end > total:
             if allow_partial_tail:
                 break
-            raise RecordError(f"{where}: batch length {batch_length} runs {end - total} bytes past the data")
+            raise KafkaCodecError(f"{where}: batch length {batch_length} runs {end - total} bytes past the data")
         if magic != MAGIC:
-            raise RecordError(f"{where}: magic {magic}, only magic 2 (RecordBatch v2) is supported")
+            raise KafkaCodecError(f"{where}: magic {magic}, only magic 2 (RecordBatch v2) is supported")
         actual = _crc32c(memoryview(data)[pos + 21:end])
         if actual != crc:
-            raise RecordError(f"{where}: CRC-32C mismatch (stored {crc:#010x}, computed {actual:#010x})")
+            raise KafkaCodecError(f"{where}: CRC-32C mismatch (stored {crc:#010x}, computed {actual:#010x})")
         if count < 0 or count > (end - pos - BATCH_OVERHEAD) // 7:
-            raise RecordError(f"{where}: record count {count} cannot fit in {end - pos - BATCH_OVERHEAD} bytes")
+            raise KafkaCodecError(f"{where}: record count {count} cannot fit in {end - pos - BATCH_OVERHEAD} bytes")
         codec = attributes & COMPRESSION_MASK
         if codec:
             raise UnsupportedCompression(codec, f"{where}: compressed records (codec {codec}) are not supported")
@@ -317,7 +313,7 @@ def decode_batches(data: bytes, allow_partial_tail: bool = False) -> list[Record
             for r in records:
                 r.timestamp = max_ts
         if records and records[-1].offset - base_offset != last_delta:
-            raise RecordError(f"{where}: last offset delta {last_delta}, last record has "
+            raise KafkaCodecError(f"{where}: last offset delta {last_delta}, last record has "
                               f"{records[-1].offset - base_offset}")
         batches.append(RecordBatch(base_offset, leader_epoch, magic, attributes, last_delta, base_ts, max_ts,
                                    producer_id, producer_epoch, base_seq, records, crc, end - pos))

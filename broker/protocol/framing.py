@@ -39,7 +39,18 @@ HEADER_SIZE = _HEADER.size
 
 
 class FrameError(ValueError):
-    """A frame could not be read or decoded. The connection should be closed after this."""
+    """A frame could not be read or decoded. The connection should be closed after this. `not_native`: a
+    frame cut short (or too slow) whose first payload bytes already show it is not a native frame (a
+    listener that also speaks Kafka closes such a connection without a native error frame)."""
+
+    def __init__(self, message: str, *, not_native: bool = False):
+        super().__init__(message)
+        self.not_native = not_native
+
+
+class BadRequest(ValueError):
+    """A well-framed request whose fields are missing or malformed (a native request body, a controller
+    request); answered with INVALID_REQUEST and the connection stays open. The message names the field."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,11 +122,6 @@ class BufferBudget:
 _CHUNK = 256 * 1024
 
 
-class NotNativeFrameError(FrameError):
-    """A frame cut short (or too slow) whose first payload bytes already show it is not a native frame
-    (a listener that also speaks Kafka closes such a connection without a native error frame)."""
-
-
 async def read_payload_bounded(reader: asyncio.StreamReader, *, max_frame: int, timeout_s: float,
                                budget: BufferBudget, first: bool) -> bytearray | None:
     """Read one frame's payload (the bytes after the 4-byte length), of either protocol a listener speaks.
@@ -124,7 +130,7 @@ async def read_payload_bounded(reader: asyncio.StreamReader, *, max_frame: int, 
     A frame must be complete within `timeout_s` of its first byte; before the connection's `first` frame
     the clock starts now (a client that connects and sends nothing, or 1-3 bytes, is cut off). Idle time
     between complete frames is unbounded. A declared length over `max_frame`, or more buffered bytes than
-    `budget` allows across the listener, is a FrameError (NotNativeFrameError when the bytes read so far
+    `budget` allows across the listener, is a FrameError (`not_native` when the bytes read so far
     do not start with the native magic). The returned buffer no longer counts against `budget`."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout_s
@@ -154,7 +160,7 @@ async def read_payload_bounded(reader: asyncio.StreamReader, *, max_frame: int, 
         budget.used -= len(buf)
         buf.clear()         # free an aborted frame now, whatever still refers to this bytearray
         if not_native:
-            raise NotNativeFrameError(str(exc)) from None
+            raise FrameError(str(exc), not_native=True) from None
         raise
     except BaseException:
         budget.used -= len(buf)

@@ -22,12 +22,12 @@ from broker.replication.messages import (
     ConsumerRead, EpochRequest, EpochResponse, FetchRequest, FetchResponse, IsrProposal,
     ProduceResult, ProduceStatus,
 )
-from broker.replication.replica import ACKS_ALL, PartitionReplica, ReplicationStateError
+from broker.replication.replica import ACKS_ALL, PartitionReplica, StateError
 
 __all__ = [
     "ReplicationConfig", "TRUNCATION_MODES", "EpochCache", "EpochEndOffset", "UNDEFINED", "ErrorCode",
     "Event", "HwChange", "IsrChange", "LeaderChange", "RoleChange", "Truncate",
     "EpochAnswer", "EpochQuery", "FetchFenced", "StaleFetchServed",
     "ConsumerRead", "EpochRequest", "EpochResponse", "FetchRequest", "FetchResponse", "IsrProposal",
-    "ProduceResult", "ProduceStatus", "ACKS_ALL", "PartitionReplica", "ReplicationStateError",
+    "ProduceResult", "ProduceStatus", "ACKS_ALL", "PartitionReplica", "StateError",
 ]

@@ -36,16 +36,13 @@ from broker.replication.messages import (
     ConsumerRead, EpochRequest, EpochResponse, FetchRequest, FetchResponse, FollowerRequest,
     IsrProposal, ProduceResult, ProduceStatus,
 )
+from broker.errors import StateError
 
 LEADER, FOLLOWER, NONE = "leader", "follower", "none"
 # follower phases
 TRUNCATING, FETCHING, FENCED = "truncating", "fetching", "fenced"
 
 ACKS_ALL = -1
-
-
-class ReplicationStateError(RuntimeError):
-    """A method was called in a role where it makes no sense (a bug in the caller)."""
 
 
 class PartitionReplica:
@@ -433,7 +430,7 @@ class PartitionReplica:
         """Append the leader's records (seed 000 二.1), add an epoch entry for each epoch change (a
         newer epoch: see `_note_epochs`), then HW = min(leader HW, own LEO) (seed 000 三)."""
         if self.role != FOLLOWER:
-            raise ReplicationStateError(f"partition {self.partition}: append_as_follower while {self.role}")
+            raise StateError(f"partition {self.partition}: append_as_follower while {self.role}")
         if records:
             self.log.append(list(records))
             self._note_epochs(records)

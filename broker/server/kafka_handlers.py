@@ -18,7 +18,7 @@ from typing import Any
 from broker.controller.client import ControllerError
 from broker.kafka import errors as E
 from broker.kafka import versions as V
-from broker.kafka.records import BATCH_OVERHEAD, RecordError, UnsupportedCompression, decode_batches, encode_batch
+from broker.kafka.records import BATCH_OVERHEAD, KafkaCodecError, UnsupportedCompression, decode_batches, encode_batch
 from broker.limits import MAX_VALUES_PER_PRODUCE, topic_name_problem
 from broker.records import LogCorruption
 from broker.replication.errors import check_leader_epoch
@@ -142,7 +142,7 @@ class KafkaHandlers:
         except UnsupportedCompression as exc:
             return answer(E.UNSUPPORTED_COMPRESSION_TYPE,
                           message=f"compression codec {exc.codec}: only uncompressed batches are stored")
-        except RecordError as exc:
+        except KafkaCodecError as exc:
             return answer(E.CORRUPT_MESSAGE, message=str(exc)[:200])
         if len(batches) != 1:       # Kafka's rule from Produce v3 on
             return answer(E.INVALID_RECORD, message=f"{len(batches)} record batches: exactly one per partition")

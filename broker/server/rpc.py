@@ -30,11 +30,11 @@ import logging
 from typing import Any, Awaitable, Callable
 
 from broker.kafka import errors as kafka_errors
-from broker.kafka.messages import KafkaDecodeError, UnsupportedRequest, decode_request, encode_response
+from broker.kafka.messages import KafkaCodecError, UnsupportedRequest, decode_request, encode_response
 from broker.kafka.versions import API_VERSIONS
 from broker.protocol import apis
 from broker.protocol.framing import (MAGIC, MAX_FRAME, REQUEST, RESPONSE, BufferBudget, Frame, FrameError,
-                                     NotNativeFrameError, decode_payload, encode, read_payload_bounded)
+                                     BadRequest, decode_payload, encode, read_payload_bounded)
 from broker.server.aio import cancel_and_wait
 from broker.server.kafka_handlers import CloseConnection
 
@@ -46,10 +46,6 @@ BUFFER_BUDGET = 64 * 1024 * 1024
 MAX_CONNECTIONS = 1024
 
 Handler = Callable[[dict[str, Any]], Awaitable[dict[str, Any] | None]]
-
-
-class BadRequest(ValueError):
-    """A request's fields are missing or malformed; answered with INVALID_REQUEST."""
 
 
 class RpcServer:
@@ -89,7 +85,7 @@ class RpcServer:
                     payload = await read_payload_bounded(reader, max_frame=MAX_REQUEST_FRAME, budget=self._budget,
                                                          timeout_s=FRAME_READ_TIMEOUT_S, first=first)
                 except FrameError as exc:
-                    if not (first and self.kafka is not None and isinstance(exc, NotNativeFrameError)):
+                    if not (first and self.kafka is not None and exc.not_native):
                         await _answer_garbage(writer, str(exc))
                     return
                 if payload is None:
@@ -135,7 +131,7 @@ class RpcServer:
                 writer.write(encode_response(API_VERSIONS, 0, exc.correlation_id, self.kafka.api_versions_body(
                     kafka_errors.UNSUPPORTED_VERSION)))
                 await writer.drain()
-            except KafkaDecodeError as exc:
+            except KafkaCodecError as exc:
                 log.debug("kafka: closing a connection after a malformed request: %s", exc)
                 return
             else:

@@ -12,10 +12,10 @@ Public API (what the broker server and the tests use):
 """
 from broker.storage.checkpoints import CheckpointError, EpochCheckpoint, HwCheckpoint
 from broker.storage.log import FLUSH_POLICIES, RecoveryReport, SegmentedLog
-from broker.storage.partition_store import (NotADataDir, PartitionStore, check_data_dir, init_data_dir,
+from broker.storage.partition_store import (ConfigError, PartitionStore, check_data_dir, init_data_dir,
                                             list_partitions)
 
 __all__ = [
     "CheckpointError", "EpochCheckpoint", "HwCheckpoint", "FLUSH_POLICIES", "RecoveryReport", "SegmentedLog",
-    "NotADataDir", "PartitionStore", "check_data_dir", "init_data_dir", "list_partitions",
+    "ConfigError", "PartitionStore", "check_data_dir", "init_data_dir", "list_partitions",
 ]

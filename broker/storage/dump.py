@@ -21,9 +21,8 @@ from typing import Any
 
 from broker.records import Record
 from broker.storage.checkpoints import EPOCH_FILE, HW_FILE, CheckpointError, EpochCheckpoint, HwCheckpoint
-from broker.storage.partition_store import NotADataDir, check_data_dir, list_partitions, partition_dir_name
+from broker.storage.partition_store import ConfigError, check_data_dir, list_partitions, partition_dir_name
 from broker.storage.scan import scan_partition
-from broker.errors import ConfigError
 
 PROG = "broker dump"
 _DECIMAL = re.compile(rb"-?(0|[1-9][0-9]*)\Z")
@@ -81,7 +80,7 @@ def dump(data_dir: Path, out_dir: Path, node: str) -> list[Path]:
     seen: dict[int, str] = {}
     for topic, partition in partitions:
         if partition in seen:
-            raise NotADataDir(f"{data_dir}: topics {seen[partition]!r} and {topic!r} both have partition "
+            raise ConfigError(f"{data_dir}: topics {seen[partition]!r} and {topic!r} both have partition "
                               f"{partition}; p<partition>.jsonl cannot hold both")
         seen[partition] = topic
     contents = [(partition, dump_partition(data_dir / partition_dir_name(topic, partition), topic, partition, node))
@@ -104,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         written = dump(Path(args.data_dir), Path(args.out), args.node)
-    except (NotADataDir, CheckpointError) as exc:
+    except (ConfigError, CheckpointError) as exc:
         print(f"{PROG}: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:

@@ -27,14 +27,11 @@ from broker.limits import topic_name_problem
 from broker.storage.checkpoints import (EPOCH_FILE, HW_FILE, CheckpointError, EpochCheckpoint, HwCheckpoint,
                                         write_atomically)
 from broker.storage.log import DEFAULT_SEGMENT_RECORDS, RecoveryReport, SegmentedLog
+from broker.errors import ConfigError
 
 MARKER_FILE = "highwater-storage.json"
 MARKER = {"format": "highwater-storage", "version": 1}
 _PARTITION_DIR = re.compile(r"^(.+)-(\d+)$")
-
-
-class NotADataDir(ValueError):
-    """The directory is missing or is not a broker data directory."""
 
 
 def partition_dir_name(topic: str, partition: int) -> str:
@@ -55,23 +52,23 @@ def init_data_dir(data_dir: Path | str) -> Path:
 
 
 def check_data_dir(data_dir: Path | str) -> Path:
-    """Raise NotADataDir (one-line message) unless `data_dir` is a broker data directory."""
+    """Raise ConfigError (one-line message) unless `data_dir` is a broker data directory."""
     data_dir = Path(data_dir)
     if not data_dir.exists():
-        raise NotADataDir(f"{data_dir}: no such directory")
+        raise ConfigError(f"{data_dir}: no such directory")
     if not data_dir.is_dir():
-        raise NotADataDir(f"{data_dir}: not a directory")
+        raise ConfigError(f"{data_dir}: not a directory")
     marker = data_dir / MARKER_FILE
     try:
         content = json.loads(marker.read_text())
     except FileNotFoundError:
-        raise NotADataDir(f"{data_dir}: not a broker data directory (no {MARKER_FILE})") from None
+        raise ConfigError(f"{data_dir}: not a broker data directory (no {MARKER_FILE})") from None
     except (OSError, ValueError) as exc:
-        raise NotADataDir(f"{marker}: unreadable marker ({exc})") from None
+        raise ConfigError(f"{marker}: unreadable marker ({exc})") from None
     if not isinstance(content, dict) or content.get("format") != MARKER["format"]:
-        raise NotADataDir(f"{marker}: field 'format' is not {MARKER['format']!r}")
+        raise ConfigError(f"{marker}: field 'format' is not {MARKER['format']!r}")
     if content.get("version") != MARKER["version"]:
-        raise NotADataDir(f"{marker}: unsupported storage version {content.get('version')!r}")
+        raise ConfigError(f"{marker}: unsupported storage version {content.get('version')!r}")
     return data_dir
 
 

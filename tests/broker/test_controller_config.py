@@ -7,7 +7,7 @@ import pytest
 
 from broker.controller.config import ConfigError, load_controller_config
 from broker.controller.messages import TopicSpec
-from broker.controller.store import STATE_FILE, StateStore, StoreError
+from broker.controller.store import STATE_FILE, StateStore
 from config_files import assert_one_line_error, write_config
 
 GOOD = {"host": "127.0.0.1", "port": 0, "data_dir": "d", "log_file": "l.log"}
@@ -65,5 +65,5 @@ def test_state_file_is_replaced_atomically_and_read_back(tmp_path):
 
 def test_unreadable_state_file_names_the_file(tmp_path):
     (tmp_path / STATE_FILE).write_text('{"format": 1,')
-    with pytest.raises(StoreError, match=rf"{STATE_FILE}: line 1: not JSON"):
+    with pytest.raises(ConfigError, match=rf"{STATE_FILE}: line 1: not JSON"):
         StateStore(tmp_path).load()

@@ -115,7 +115,7 @@ def test_elect_leader_wire_round_trip():
                        ({"partition": 0}, "'topic'")):
         try:
             m.ElectLeader.parse(bad)
-        except m.MessageError as exc:
+        except m.BadRequest as exc:
             assert field in str(exc)
         else:
             raise AssertionError(bad)

@@ -184,7 +184,7 @@ def test_register_broker_wire_carries_clean_shutdown():
     assert m.RegisterBroker.parse(req.to_wire()) == req
     try:
         m.RegisterBroker.parse({"broker_id": 1, "host": "h", "port": 1, "clean_shutdown": "no"})
-    except m.MessageError as exc:
+    except m.BadRequest as exc:
         assert "'clean_shutdown'" in str(exc)
     else:
         raise AssertionError("accepted a string clean_shutdown")

@@ -4,7 +4,7 @@ import pytest
 
 from broker.records import MemoryLog, Record
 from broker.replication import (
-    EpochRequest, ErrorCode, FetchRequest, PartitionReplica, ReplicationConfig, ReplicationStateError,
+    EpochRequest, ErrorCode, FetchRequest, PartitionReplica, ReplicationConfig, StateError,
 )
 from broker.replication.epoch_cache import UNDEFINED, EpochEndOffset
 from broker.replication.events import HwChange, Truncate
@@ -157,7 +157,7 @@ def test_fetch_answer_for_an_old_epoch_is_ignored():
 
 
 def test_append_as_follower_needs_the_follower_role():
-    with pytest.raises(ReplicationStateError):
+    with pytest.raises(StateError):
         PartitionReplica("t", 0, 2, MemoryLog(), ReplicationConfig()).append_as_follower([], 0)
 
 

@@ -7,7 +7,7 @@ import re
 import pytest
 
 from broker.records import Record
-from broker.storage import NotADataDir, PartitionStore, check_data_dir, init_data_dir, list_partitions
+from broker.storage import ConfigError, PartitionStore, check_data_dir, init_data_dir, list_partitions
 
 
 def test_open_creates_layout_and_lists_partitions(tmp_path):
@@ -33,19 +33,19 @@ def test_open_creates_layout_and_lists_partitions(tmp_path):
 
 
 def test_check_data_dir_errors(tmp_path):
-    with pytest.raises(NotADataDir, match=f"^{re.escape(str(tmp_path / 'x'))}: no such directory$"):
+    with pytest.raises(ConfigError, match=f"^{re.escape(str(tmp_path / 'x'))}: no such directory$"):
         check_data_dir(tmp_path / "x")
     (tmp_path / "f").write_text("")
-    with pytest.raises(NotADataDir, match=f"^{re.escape(str(tmp_path / 'f'))}: not a directory$"):
+    with pytest.raises(ConfigError, match=f"^{re.escape(str(tmp_path / 'f'))}: not a directory$"):
         check_data_dir(tmp_path / "f")
-    with pytest.raises(NotADataDir, match=r"not a broker data directory \(no highwater-storage.json\)$"):
+    with pytest.raises(ConfigError, match=r"not a broker data directory \(no highwater-storage.json\)$"):
         check_data_dir(tmp_path)
     init_data_dir(tmp_path)
     (tmp_path / "highwater-storage.json").write_text('{"format": "highwater-storage", "version": 9}')
-    with pytest.raises(NotADataDir, match="unsupported storage version 9$"):
+    with pytest.raises(ConfigError, match="unsupported storage version 9$"):
         check_data_dir(tmp_path)
     (tmp_path / "highwater-storage.json").write_text("{")
-    with pytest.raises(NotADataDir, match="highwater-storage.json: unreadable marker"):
+    with pytest.raises(ConfigError, match="highwater-storage.json: unreadable marker"):
         check_data_dir(tmp_path)
 
 

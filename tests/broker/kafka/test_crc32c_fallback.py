@@ -29,7 +29,7 @@ def test_a_broker_without_the_c_module_encodes_and_checks_batches_with_the_pure_
             "[b] = r.decode_batches(batch)\n"
             "assert [x.value for x in b.records] == [b'v1', b'v2'] and b.partition_leader_epoch == 2\n"
             "bad = bytearray(batch); bad[-1] ^= 1\n"
-            "try:\n    r.decode_batches(bytes(bad))\nexcept r.RecordError as e:\n    print('refused', e)\n")
+            "try:\n    r.decode_batches(bytes(bad))\nexcept r.KafkaCodecError as e:\n    print('refused', e)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
                          cwd=os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(__file__)))))
     assert out.returncode == 0, out.stderr

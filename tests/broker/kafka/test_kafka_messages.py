@@ -1,7 +1,7 @@
 """Kafka request/response codec (broker/kafka/messages.py): round trips of every api key and version
 of the schema table, known-answer frames computed by hand, header versions, and hostile input
 (truncation at every byte, random bytes, huge declared lengths, trailing bytes), which must give
-KafkaDecodeError and nothing else."""
+KafkaCodecError and nothing else."""
 from __future__ import annotations
 
 import struct
@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from broker.kafka import messages as m
 from broker.kafka import versions as V
-from broker.kafka.messages import KafkaDecodeError, KafkaEncodeError, UnsupportedRequest
+from broker.kafka.messages import KafkaCodecError, UnsupportedRequest
 from broker.kafka.records import encode_batch
 from broker.kafka.schema import REQUESTS, RESPONSES
 from kafka_bodies import body_strategy
@@ -199,9 +199,9 @@ def test_header_versions():
 
 
 def test_encode_errors_name_the_field():
-    with pytest.raises(KafkaEncodeError, match="acks"):
+    with pytest.raises(KafkaCodecError, match="acks"):
         m.encode_request(V.PRODUCE, 3, 1, None, {"acks": 1 << 20})
-    with pytest.raises(KafkaEncodeError, match=r"topic_data.*name"):
+    with pytest.raises(KafkaCodecError, match=r"topic_data.*name"):
         m.encode_request(V.PRODUCE, 3, 1, None, {"topic_data": [{"name": None}]})
     with pytest.raises(KeyError):
         m.encode_request(V.PRODUCE, 2, 1, None, {})
@@ -241,7 +241,7 @@ def test_truncated_at_every_byte_boundary():
         payload = frame[4:]
         assert m.decode_request(payload)
         for cut in range(len(payload)):
-            with pytest.raises(KafkaDecodeError):
+            with pytest.raises(KafkaCodecError):
                 m.decode_request(payload[:cut])
 
 
@@ -255,7 +255,7 @@ def test_truncated_responses_at_every_byte_boundary():
         payload = m.encode_response(api_key, version, 1, b)[4:]
         m.decode_response(api_key, version, payload)
         for cut in range(len(payload)):
-            with pytest.raises(KafkaDecodeError):
+            with pytest.raises(KafkaCodecError):
                 m.decode_response(api_key, version, payload[:cut])
 
 
@@ -277,29 +277,29 @@ def test_librdkafkas_metadata_v9_all_topics_request_decodes():
 def test_trailing_bytes_after_a_response_are_an_error():
     body = {"error_code": 0, "api_keys": [{"api_key": 18, "min_version": 0, "max_version": 3}]}
     payload = m.encode_response(V.API_VERSIONS, 0, 1, body)[4:]
-    with pytest.raises(KafkaDecodeError, match="trailing"):
+    with pytest.raises(KafkaCodecError, match="trailing"):
         m.decode_response(V.API_VERSIONS, 0, payload + b"\x00")
 
 
 def test_huge_declared_lengths():
     head = struct.pack(">hhih", V.METADATA, 1, 1, -1)
-    with pytest.raises(KafkaDecodeError, match="declared 2147483647 items"):
+    with pytest.raises(KafkaCodecError, match="declared 2147483647 items"):
         m.decode_request(head + struct.pack(">i", 0x7FFFFFFF))
-    with pytest.raises(KafkaDecodeError, match="negative length"):
+    with pytest.raises(KafkaCodecError, match="negative length"):
         m.decode_request(head + struct.pack(">i", -2))
     produce = struct.pack(">hhih", V.PRODUCE, 3, 1, -1) + struct.pack(">hhi", -1, 1, 100)
-    with pytest.raises(KafkaDecodeError, match="records.*declared length 2147483647"):
+    with pytest.raises(KafkaCodecError, match="records.*declared length 2147483647"):
         m.decode_request(produce + struct.pack(">ih", 1, 1) + b"t" + struct.pack(">iii", 1, 0, 0x7FFFFFFF))
-    with pytest.raises(KafkaDecodeError, match="client_id"):
+    with pytest.raises(KafkaCodecError, match="client_id"):
         m.decode_request(struct.pack(">hhih", V.METADATA, 1, 1, 30000) + b"x")
     # ApiVersions v3 compact string whose length is a 5-byte varint near 2**32
-    with pytest.raises(KafkaDecodeError):
+    with pytest.raises(KafkaCodecError):
         m.decode_request(struct.pack(">hhih", 18, 3, 1, -1) + b"\x00" + bytes.fromhex("feffffff0f"))
 
 
 def test_error_message_names_the_path():
     frame = _sample_frames()[0][4:]
-    with pytest.raises(KafkaDecodeError) as info:
+    with pytest.raises(KafkaCodecError) as info:
         m.decode_request(frame[:-5])
     assert str(info.value).startswith("ProduceRequest v8: topic_data[0].partition_data[1]") or \
         str(info.value).startswith("ProduceRequest v8: topic_data[0].partition_data[0]"), str(info.value)
@@ -310,7 +310,7 @@ def test_error_message_names_the_path():
 def test_random_bytes_give_decode_errors_only(data):
     try:
         m.decode_request(data)
-    except (KafkaDecodeError, UnsupportedRequest):
+    except (KafkaCodecError, UnsupportedRequest):
         pass
 
 
@@ -323,7 +323,7 @@ def test_mutated_frames_give_decode_errors_only(i, data):
         payload[at] = data.draw(st.integers(0, 255))
     try:
         m.decode_request(bytes(payload))
-    except (KafkaDecodeError, UnsupportedRequest):
+    except (KafkaCodecError, UnsupportedRequest):
         pass
 
 
@@ -332,7 +332,7 @@ def test_mutated_frames_give_decode_errors_only(i, data):
 def test_random_response_bytes_give_decode_errors_only(case, data):
     try:
         m.decode_response(case[0], case[1], data)
-    except KafkaDecodeError:
+    except KafkaCodecError:
         pass
 
 
@@ -348,7 +348,7 @@ def test_random_bodies_under_a_valid_header_give_decode_errors_only(case, body):
         head += b"\x00"
     try:
         req = m.decode_request(head + body)
-    except KafkaDecodeError:
+    except KafkaCodecError:
         return
     # whatever decoded re-encodes (canonically: a bool byte 2 comes back as 1) to the same body
     assert m.decode_request(m.encode_request(api_key, version, 1, "c", req.body)[4:]) == req

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 from broker.kafka import primitives as P
-from broker.kafka.primitives import KafkaDecodeError
+from broker.kafka.primitives import KafkaCodecError
 
 UVARINTS = [
     (0, "00"), (1, "01"), (127, "7f"), (128, "8001"), (300, "ac02"), (16383, "ff7f"), (16384, "808001"),
@@ -52,7 +52,7 @@ def test_varlong_round_trip(v):
 
 @pytest.mark.parametrize("hexed", ["80", "ffff", "8080808080", "ffffffff10", "ffffffffff01"])
 def test_bad_varints(hexed):
-    with pytest.raises(KafkaDecodeError):
+    with pytest.raises(KafkaCodecError):
         P.read_uvarint(bytes.fromhex(hexed), 0)
 
 
@@ -83,27 +83,27 @@ def test_string_reads():
     assert P.read_nullable_string(bytes.fromhex("ffff"), 0) == (None, 2)
     assert P.read_compact_string(bytes.fromhex("04616263"), 0) == ("abc", 4)
     assert P.read_compact_nullable_bytes(bytes.fromhex("00"), 0) == (None, 1)
-    with pytest.raises(KafkaDecodeError, match="null where not nullable"):
+    with pytest.raises(KafkaCodecError, match="null where not nullable"):
         P.read_string(bytes.fromhex("ffff"), 0)
-    with pytest.raises(KafkaDecodeError, match="negative length"):
+    with pytest.raises(KafkaCodecError, match="negative length"):
         P.read_nullable_string(bytes.fromhex("fffe"), 0)
-    with pytest.raises(KafkaDecodeError, match="UTF-8"):
+    with pytest.raises(KafkaCodecError, match="UTF-8"):
         P.read_string(bytes.fromhex("0001ff"), 0)
 
 
 def test_huge_declared_lengths_are_refused_before_allocation():
-    with pytest.raises(KafkaDecodeError, match="declared length 2147483647"):
+    with pytest.raises(KafkaCodecError, match="declared length 2147483647"):
         P.read_bytes(bytes.fromhex("7fffffff00"), 0)
-    with pytest.raises(KafkaDecodeError, match="declared length 32767"):
+    with pytest.raises(KafkaCodecError, match="declared length 32767"):
         P.read_string(bytes.fromhex("7fff41"), 0)
-    with pytest.raises(KafkaDecodeError, match="declared 2147483647 items"):
+    with pytest.raises(KafkaCodecError, match="declared 2147483647 items"):
         P.read_array_length(bytes.fromhex("7fffffff0000"), 0)
-    with pytest.raises(KafkaDecodeError, match="declared 4294967294 items"):
+    with pytest.raises(KafkaCodecError, match="declared 4294967294 items"):
         P.read_compact_array_length(bytes.fromhex("ffffffff0f00"), 0)
-    with pytest.raises(KafkaDecodeError, match="declared length 4294967294"):
+    with pytest.raises(KafkaCodecError, match="declared length 4294967294"):
         P.read_compact_bytes(bytes.fromhex("ffffffff0f00"), 0)
     # 3 items of at least 4 bytes each cannot fit in 8 bytes
-    with pytest.raises(KafkaDecodeError):
+    with pytest.raises(KafkaCodecError):
         P.read_array_length(bytes.fromhex("00000003") + bytes(8), 0, min_item=4)
     assert P.read_array_length(bytes.fromhex("00000002") + bytes(8), 0, min_item=4) == (2, 4)
 
@@ -112,11 +112,11 @@ def test_tagged_fields():
     raw = bytes.fromhex("02" "00" "02" "abcd" "05" "00")
     assert P.read_tagged_fields(raw, 0) == ([(0, b"\xab\xcd"), (5, b"")], len(raw))
     assert P.skip_tagged_fields(raw + b"zz", 0) == len(raw)
-    with pytest.raises(KafkaDecodeError, match="not increasing"):
+    with pytest.raises(KafkaCodecError, match="not increasing"):
         P.read_tagged_fields(bytes.fromhex("02" "05" "00" "01" "00"), 0)
-    with pytest.raises(KafkaDecodeError, match="declared length 100"):
+    with pytest.raises(KafkaCodecError, match="declared length 100"):
         P.read_tagged_fields(bytes.fromhex("01" "00" "64" "00"), 0)
-    with pytest.raises(KafkaDecodeError):
+    with pytest.raises(KafkaCodecError):
         P.read_tagged_fields(bytes.fromhex("7f"), 0)
     out = bytearray()
     P.write_empty_tagged_fields(out)
@@ -128,7 +128,7 @@ def test_tagged_fields():
     (P.read_bool, ""), (P.read_uuid, "00" * 15),
 ])
 def test_fixed_width_truncated(reader, hexed):
-    with pytest.raises(KafkaDecodeError):
+    with pytest.raises(KafkaCodecError):
         reader(bytes.fromhex(hexed), 0)
 
 

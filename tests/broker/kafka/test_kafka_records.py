@@ -1,6 +1,6 @@
 """RecordBatch v2 (broker/kafka/records.py): CRC-32C checked against an independent bitwise
 implementation, byte-for-byte agreement with kafka-python's own record batch code in both directions,
-and hostile input (truncation at every byte, bit flips, random bytes, huge lengths) giving RecordError
+and hostile input (truncation at every byte, bit flips, random bytes, huge lengths) giving KafkaCodecError
 and nothing else."""
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from hypothesis import given, settings, strategies as st
 from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
 
 from broker.kafka import records as R
-from broker.kafka.records import RecordError, UnsupportedCompression, decode_batches, encode_batch
+from broker.kafka.records import KafkaCodecError, UnsupportedCompression, decode_batches, encode_batch
 
 
 def crc32c_bitwise(data: bytes) -> int:
@@ -108,14 +108,14 @@ def test_compressed_batch_is_refused():
 
 def test_errors():
     raw = encode_batch(0, 0, [(1, None, b"abc"), (2, None, b"def")])
-    with pytest.raises(RecordError, match="CRC-32C mismatch"):
+    with pytest.raises(KafkaCodecError, match="CRC-32C mismatch"):
         decode_batches(raw[:-1] + b"X")
     bad_magic = raw[:16] + b"\x01" + raw[17:]
-    with pytest.raises(RecordError, match="magic 1"):
+    with pytest.raises(KafkaCodecError, match="magic 1"):
         decode_batches(bad_magic)
-    with pytest.raises(RecordError, match="batch length 10"):
+    with pytest.raises(KafkaCodecError, match="batch length 10"):
         decode_batches(raw[:8] + struct.pack(">i", 10) + raw[12:])
-    with pytest.raises(RecordError, match="runs .* past"):
+    with pytest.raises(KafkaCodecError, match="runs .* past"):
         decode_batches(raw[:8] + struct.pack(">i", 0x7FFFFFFF) + raw[12:])
 
 
@@ -129,13 +129,13 @@ def _with_count(raw: bytes, count: int) -> bytes:
 
 def test_record_count_mismatch():
     raw = encode_batch(0, 0, [(1, None, b"abcdefghij"), (2, None, b"klmnopqrst")])
-    with pytest.raises(RecordError, match="bytes after the 1 declared records"):
+    with pytest.raises(KafkaCodecError, match="bytes after the 1 declared records"):
         decode_batches(_with_count(raw, 1))
-    with pytest.raises(RecordError, match="3 records declared"):
+    with pytest.raises(KafkaCodecError, match="3 records declared"):
         decode_batches(_with_count(raw, 3))
-    with pytest.raises(RecordError, match="cannot fit"):
+    with pytest.raises(KafkaCodecError, match="cannot fit"):
         decode_batches(_with_count(raw, 0x7FFFFFFF))
-    with pytest.raises(RecordError, match="cannot fit"):
+    with pytest.raises(KafkaCodecError, match="cannot fit"):
         decode_batches(_with_count(raw, -5))
 
 
@@ -143,7 +143,7 @@ def test_partial_tail():
     a = encode_batch(0, 0, [(1, None, b"abc")])
     b = encode_batch(1, 0, [(2, None, b"def" * 20)])
     for cut in range(1, len(b)):
-        with pytest.raises(RecordError):
+        with pytest.raises(KafkaCodecError):
             decode_batches(a + b[:cut])
         assert [bt.base_offset for bt in decode_batches(a + b[:cut], allow_partial_tail=True)] == [0]
     assert decode_batches(b"") == []
@@ -153,7 +153,7 @@ def test_truncated_at_every_byte_boundary():
     raw = encode_batch(0, 0, [(1, None, b"abc"), (200, None, bytes(150)), (3, None, None)])
     assert decode_batches(raw[:0]) == []
     for cut in range(1, len(raw)):
-        with pytest.raises(RecordError):
+        with pytest.raises(KafkaCodecError):
             decode_batches(raw[:cut])
 
 
@@ -163,14 +163,14 @@ def test_random_bytes(data):
     try:
         decode_batches(data)
         decode_batches(data, allow_partial_tail=True)
-    except RecordError:
+    except KafkaCodecError:
         pass
 
 
 @settings(max_examples=300, deadline=None)
 @given(st.data())
 def test_corrupted_records_with_valid_crc(data):
-    """Garbage inside the records section under a correct CRC: only RecordError (or a decode)."""
+    """Garbage inside the records section under a correct CRC: only KafkaCodecError (or a decode)."""
     raw = bytearray(encode_batch(0, 0, [(1, None, b"abc"), (1000, b"k", bytes(70)), (3, None, None)]))
     for _ in range(data.draw(st.integers(1, 4))):
         at = data.draw(st.integers(61, len(raw) - 1))
@@ -178,7 +178,7 @@ def test_corrupted_records_with_valid_crc(data):
     struct.pack_into(">I", raw, 17, R.crc32c(bytes(raw[21:])))
     try:
         decode_batches(bytes(raw))
-    except RecordError:
+    except KafkaCodecError:
         pass
 
 
