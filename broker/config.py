@@ -8,13 +8,11 @@ status 2. Unknown keys are errors too (a typo must not silently fall back to a d
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
-from broker.config_file import ConfigError, check_keys
+from broker.config_file import ConfigError, parse_keys, read_json
 from broker.config_keys import FLUSH_POLICIES, TRUNCATION_MODES, config_class, keys_of
-from broker.settings import SettingError
 
 __all__ = ["BrokerConfig", "ConfigError", "DEFAULTS", "FLUSH_POLICIES", "TRUNCATION_MODES", "load_broker_config",
            "validate_broker_config"]
@@ -30,26 +28,8 @@ DEFAULTS: dict[str, Any] = {name: k.default for name, k in KEYS.items() if not k
 
 def validate_broker_config(raw: Any, source: str) -> BrokerConfig:
     """Validate a parsed broker.json object; `source` names it in error messages."""
-    check_keys(raw, source, KEYS, [name for name, k in KEYS.items() if k.setting.required])
-    values = {}
-    for key, value in raw.items():
-        try:
-            values[key] = KEYS[key].setting.value(value)
-        except SettingError as exc:
-            raise ConfigError(f"{source}: key {key!r}: {exc.problem}") from None
-    return BrokerConfig(**values)
+    return BrokerConfig(**parse_keys(raw, source, KEYS))
 
 
 def load_broker_config(path: str | Path) -> BrokerConfig:
-    path = Path(path)
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read ({exc.strerror or exc})") from None
-    try:
-        raw = json.loads(text)
-    except ValueError as exc:
-        line = getattr(exc, "lineno", None)
-        where = f"{path}:{line}" if line else str(path)
-        raise ConfigError(f"{where}: not valid JSON ({getattr(exc, 'msg', exc)})") from None
-    return validate_broker_config(raw, str(path))
+    return validate_broker_config(read_json(path), str(path))

@@ -1,16 +1,17 @@
-"""The broker's JSON config files (broker.json, controller.json): their one error, `ConfigError`, and the
-shape checks both loaders start with (the parsed value is an object, has no unknown key and every
-required key). The messages are one line naming the file and the key.
+"""The broker's JSON config files (broker.json, controller.json): reading one, and checking its keys
+against their declarations (broker/config_keys.py). Every problem is a `ConfigError` whose message is
+one line naming the file and the key (or the line, for JSON that does not parse).
 """
 from __future__ import annotations
 
-from typing import Any, Collection, Iterable
-
+import json
+from pathlib import Path
+from typing import Any, Collection, Iterable, Mapping
 
 from broker.errors import ConfigError
-from broker.settings import did_you_mean
+from broker.settings import SettingError, did_you_mean
 
-__all__ = ["ConfigError", "check_keys"]
+__all__ = ["ConfigError", "check_keys", "parse_keys", "read_json"]
 
 
 def check_keys(raw: Any, source: str, known: Collection[str], required: Iterable[str],
@@ -26,3 +27,34 @@ def check_keys(raw: Any, source: str, known: Collection[str], required: Iterable
         if key not in raw:
             raise error(f"{source}: key {key!r}: missing (required)")
     return raw
+
+
+def parse_keys(raw: Any, source: str, keys: Mapping[str, Any]) -> dict[str, Any]:
+    """The values of a parsed config object, each checked by its key's declaration (`keys`: name ->
+    config_keys.Key); defaults are left to the config class. A problem inside a list entry ("[0].name:
+    ...", controller.json's topics) names the entry and its field in the key."""
+    check_keys(raw, source, keys, [name for name, k in keys.items() if k.setting.required])
+    values = {}
+    for key, value in raw.items():
+        try:
+            values[key] = keys[key].setting.value(value)
+        except SettingError as exc:
+            where, problem = key, exc.problem
+            if problem.startswith("["):
+                path, _, problem = problem.partition(": ")
+                where += path
+            raise ConfigError(f"{source}: key {where!r}: {problem}") from None
+    return values
+
+
+def read_json(path: str | Path) -> Any:
+    """The parsed JSON of a config file, or ConfigError naming the file (and the line)."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg}, column {exc.colno})") from None

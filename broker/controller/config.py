@@ -10,15 +10,15 @@ file and the key.
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
-from broker.config_file import ConfigError, check_keys
+from broker.config_file import ConfigError, parse_keys, read_json
 from broker.config_keys import config_class, keys_of
 from broker.limits import replica_budget
-from broker.settings import SettingError
 
+
+__all__ = ["ConfigError", "ControllerConfig", "DEFAULTS", "load_controller_config", "parse_controller_config"]
 
 KEYS = {k.name: k for k in keys_of("controller")}
 
@@ -42,28 +42,8 @@ DEFAULTS: dict[str, Any] = {name: k.default for name, k in KEYS.items()
 
 
 def parse_controller_config(raw: Any, source: str) -> ControllerConfig:
-    check_keys(raw, source, KEYS, [name for name, k in KEYS.items() if k.setting.required])
-    values = {}
-    for key, value in raw.items():
-        try:
-            values[key] = KEYS[key].setting.value(value)
-        except SettingError as exc:
-            where, problem = key, exc.problem
-            if problem.startswith("["):     # topics: "[0].name: ..." names the entry and its field
-                path, _, problem = problem.partition(": ")
-                where += path
-            raise ConfigError(f"{source}: key {where!r}: {problem}") from None
-    return ControllerConfig(**values)
+    return ControllerConfig(**parse_keys(raw, source, KEYS))
 
 
 def load_controller_config(path: str | Path) -> ControllerConfig:
-    source = str(path)
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"{source}: cannot read: {exc.strerror or exc}") from None
-    try:
-        raw = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"{source}: line {exc.lineno} column {exc.colno}: invalid JSON: {exc.msg}") from None
-    return parse_controller_config(raw, source)
+    return parse_controller_config(read_json(path), str(path))
