@@ -7,6 +7,7 @@ places it reaches. Everything else is derived from this list:
   broker/controller/config.py): the keys whose `files` name them;
 - the replication state machine's `ReplicationConfig` (broker/replication/config.py): `replication`;
 - the simulator's `SimSettings` (simulator/world.py): `sim`;
+- the protocol rules' `RuleSettings` (broker/rules/catalogue.py), with a test run's defaults: `rules`;
 - a test file's `[broker]` section and its flags (harness/config.py), the flags of `highwater run` and
   `highwater explore` and the options of a suite's explore entries (harness/exploration.py): `test`,
   `flag` and `sim`;
@@ -100,6 +101,7 @@ class Key:
     flag: str | None = None            # its flag (without --) for `highwater run`, and `explore` with `sim`
     sim: bool | tuple = False          # the simulator models it (a tuple: the choices it models)
     demo_choices: tuple = ()           # more choices the state machine and simulator take (not files)
+    rules: bool = False                # the protocol rules (broker/rules) depend on it: a RuleSettings field
 
     @property
     def name(self) -> str:
@@ -123,7 +125,7 @@ class Key:
         """Its name as an explore option (a suite file's explore table): the flag's, with underscores."""
         return self.flag.replace("-", "_") if self.flag else None
 
-    def rules(self) -> dict[str, Any]:
+    def checks(self) -> dict[str, Any]:
         """The Setting's checks, as keywords (for a Setting of another name or default)."""
         s = self.setting
         return {f.name: getattr(s, f.name) for f in dataclasses.fields(s)
@@ -163,29 +165,29 @@ KEYS: tuple[Key, ...] = (
     # replication and safety
     _k("truncation", str, "leader-epoch", "follower truncation rule: \"hw\" (pre-0.11) or \"leader-epoch\" "
        "(KIP-101/279)", choices=TRUNCATION_MODES, files=("broker",), replication="truncation",
-       test="truncation", flag="truncation", sim=True, demo_choices=DEMO_TRUNCATION_MODES),
+       test="truncation", flag="truncation", sim=True, demo_choices=DEMO_TRUNCATION_MODES, rules=True),
     _k("min_insync_replicas", int, 1, "ISR members an acks=all write needs; on the controller, the ISR size "
        "under which replicas leaving the ISR join the ELR (the harness sets both)", min=1, files=BOTH,
        replication="min_insync_replicas", test="min_insync_replicas", test_default=RUN_MIN_INSYNC_REPLICAS,
-       flag="min-insync-replicas", sim=True),
+       flag="min-insync-replicas", sim=True, rules=True),
     _k("unclean_leader_election", bool, False, "elect outside the ISR when it has no live member",
-       files=("controller",), test="unclean_leader_election", flag="unclean-election", sim=True),
+       files=("controller",), test="unclean_leader_election", flag="unclean-election", sim=True, rules=True),
     _k("flush", str, "always", "fsync policy: \"always\" (per append), \"interval\" or \"never\"",
-       choices=FLUSH_POLICIES, files=("broker",), test="flush", flag="flush", sim=("always", "never")),
+       choices=FLUSH_POLICIES, files=("broker",), test="flush", flag="flush", sim=("always", "never"), rules=True),
     _k("flush_interval_ms", int, 1000, "fsync interval with flush = \"interval\"", min=1, files=("broker",),
        test="flush_interval_ms"),
     _k("power_loss", bool, False, "unflushed appends live only in memory, so SIGKILL loses them",
        files=("broker",), test="power_loss", flag="power-loss"),
     _k("fetch_fencing", bool, True, "KIP-320: a leader refuses follower fetches and OffsetsForLeaderEpoch "
        "requests from another leader epoch; false is a pre-2.1 broker", files=("broker",),
-       replication="fetch_fencing", test="fetch_fencing", flag="fetch-fencing", sim=True),
+       replication="fetch_fencing", test="fetch_fencing", flag="fetch-fencing", sim=True, rules=True),
     _k("eligible_leader_replicas", bool, False, "KIP-966: on the broker the strict min-ISR HW rule, on the "
        "controller eligible leader replicas and unclean-shutdown handling", files=BOTH,
        replication="strict_min_isr_hw", test="eligible_leader_replicas", flag="eligible-leader-replicas",
-       sim=True),
+       sim=True, rules=True),
     _k("isr_join_requires_epoch_start", bool, True, "KAFKA-7128: a follower joins the ISR only once its LEO "
        "reached the start of the leader's epoch; false restores the bug, for the scenario tests",
-       replication="isr_join_requires_epoch_start", sim=True),
+       replication="isr_join_requires_epoch_start", sim=True, rules=True),
     # timing
     _k("broker_session_timeout_ms", int, 3000, "a broker not heartbeating this long is fenced", min=100,
        files=("controller",), test="session_timeout_ms", sim=True),
@@ -226,6 +228,10 @@ def test_keys() -> tuple[Key, ...]:
 
 def sim_keys() -> tuple[Key, ...]:
     return tuple(k for k in KEYS if k.sim)
+
+
+def rule_keys() -> tuple[Key, ...]:
+    return tuple(k for k in KEYS if k.rules)
 
 
 def config_class(name: str, keys: Iterable[Key], *, namespace: dict[str, Any] | None = None,

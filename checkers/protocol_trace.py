@@ -23,7 +23,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
-from broker.config_keys import parse_acks
+from broker.config_keys import parse_acks, rule_keys
 from broker.rules import PartitionRules, RuleSettings, Violation, promised
 from checkers import explain
 from rundir import formats as rf
@@ -60,7 +60,6 @@ def settings_from(test: dict[str, Any]) -> RuleSettings:
         acks = parse_acks(client.get("acks", "all"))
     except ValueError:
         acks = "all"
-    flush = broker.get("flush", "always")
     # the harness starts brokers with power_loss whenever its nemesis may cut power (harness/config.py)
     power = bool(broker.get("power_loss")) or any("power" in f for f in faults)
     # storage faults staged on purpose (a scenario, a schedule file): they may damage the last in-sync copy
@@ -69,13 +68,8 @@ def settings_from(test: dict[str, Any]) -> RuleSettings:
     storage = (_staged(test) and any(f.startswith("corrupt") for f in faults)) or bool(test.get("storage_faults"))
     backend = cluster.get("backend") or (cfg.get("cluster") or {}).get("backend") or "local"
     return RuleSettings(
-        truncation=str(broker.get("truncation", "leader-epoch")), acks=acks,
-        min_insync_replicas=int(broker.get("min_insync_replicas", 2)),
-        unclean_leader_election=bool(broker.get("unclean_leader_election", False)),
-        fetch_fencing=bool(broker.get("fetch_fencing", True)),
-        eligible_leader_replicas=bool(broker.get("eligible_leader_replicas", False)),
-        flush=str(flush), power_loss=power, storage_faults=storage,
-        same_clock=backend in SAME_CLOCK_BACKENDS)
+        **{k.name: k.setting.type(broker.get(k.test, k.run_default)) for k in rule_keys() if k.test},
+        acks=acks, power_loss=power, storage_faults=storage, same_clock=backend in SAME_CLOCK_BACKENDS)
 
 
 def run_facts(run_dir: Path | str, col_dir: Path | str | None = None) -> dict[str, Any]:

@@ -220,18 +220,13 @@ class RemoteCluster(Cluster, Killable, Stoppable, Pausable, Partitionable, Degra
                     self.stop_all()
                 except Exception as exc:  # noqa: BLE001 - the rest must still be cleaned
                     errors.append(f"stop: {exc}")
-                for node, fw in list(self._firewalls.items()):
-                    try:
-                        fw.remove()
-                        del self._firewalls[node]
-                    except Exception as exc:  # noqa: BLE001
-                        errors.append(f"firewall on {node}: {exc}")
-                for node, deg in list(self._degradations.items()):
-                    try:
-                        deg.remove()
-                        del self._degradations[node]
-                    except Exception as exc:  # noqa: BLE001
-                        errors.append(f"degradation on {node}: {exc}")
+                for what, held in (("firewall", self._firewalls), ("degradation", self._degradations)):
+                    for node, rules in list(held.items()):
+                        try:
+                            rules.remove()
+                            del held[node]
+                        except Exception as exc:  # noqa: BLE001
+                            errors.append(f"{what} on {node}: {exc}")
             self._deprovision(errors)
             for ssh in self._ssh.values():
                 ssh.close()

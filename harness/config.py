@@ -107,7 +107,7 @@ class TopicConfig:
 # [broker]: the broker and controller keys broker/config_keys.py marks `test`, with a test run's
 # defaults, and `extra` for any other broker.json key
 BrokerConfig = dataclasses.make_dataclass("BrokerConfig", [
-    *[(k.test, k.setting.type, setting(k.run_default, k.setting.doc, **k.rules())) for k in test_keys()],
+    *[(k.test, k.setting.type, setting(k.run_default, k.setting.doc, **k.checks())) for k in test_keys()],
     ("extra", dict, setting({}, "any other broker.json key, passed through unchanged"))],
     namespace={"__module__": __name__})
 

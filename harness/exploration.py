@@ -61,7 +61,7 @@ def check_name(raw: Any) -> str:
 # and the choices the simulator models, then the client's acks and the search's own.
 OPTIONS: dict[str, Setting] = declare(
     *[Setting(k.option, k.setting.type, k.run_default, k.setting.doc,
-              **{**k.rules(), **({"choices": k.sim} if isinstance(k.sim, tuple) else {})})
+              **{**k.checks(), **({"choices": k.sim} if isinstance(k.sim, tuple) else {})})
       for k in sim_keys() if k.flag],
     Setting("acks", object, "all", "0, 1 or all", parse=parse_acks),
     Setting("replicas", int, 3, "replicas (nodes n1..nN)", min=1, max=9),

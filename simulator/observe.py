@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
+from broker.config_keys import rule_keys
 from broker.rules import PartitionRules, RuleSettings, Violation, promised
 
 CONTROLLER_NODE = "c0"
@@ -22,14 +23,9 @@ def rule_settings(settings: Any) -> RuleSettings:
     """The rule settings of simulator settings (simulator/world.SimSettings). A simulation may cut power
     whenever flush is not "always", so durability is promised only then (per schedule the explorer
     decides with `invariants.promises`)."""
-    return RuleSettings(truncation=settings.truncation, acks=settings.acks,
-                        min_insync_replicas=settings.min_insync_replicas,
-                        unclean_leader_election=settings.unclean_leader_election,
-                        fetch_fencing=settings.fetch_fencing,
-                        eligible_leader_replicas=settings.eligible_leader_replicas,
-                        flush=settings.flush, power_loss=settings.flush != "always", storage_faults=False,
-                        same_clock=True,
-                        isr_join_requires_epoch_start=getattr(settings, "isr_join_requires_epoch_start", True))
+    return RuleSettings(**{k.name: getattr(settings, k.sim_name, k.run_default) for k in rule_keys()},
+                        acks=settings.acks, power_loss=settings.flush != "always", storage_faults=False,
+                        same_clock=True)
 
 
 class RuleObserver:

@@ -11,8 +11,10 @@ the controller's ISR and ELR by ISR version and the leader it elected for each e
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, make_dataclass
 from typing import Any, Iterable
+
+from broker.config_keys import rule_keys
 
 SUMMARIES: dict[str, str] = {
     "hw-above-leo": "a replica's high watermark passed its own log end offset",
@@ -52,20 +54,15 @@ CLOCK_RULES = frozenset({"follower-hw-ahead", "epoch-outlived-restart", "hw-repo
                          "damaged-record-kept"})
 
 
-@dataclass(frozen=True)
-class RuleSettings:
-    """What the rules need to know about the run. The defaults are the safe configuration."""
-    truncation: str = "leader-epoch"
-    acks: int | str = "all"            # 0, 1 or "all" (broker/config_keys.parse_acks)
-    min_insync_replicas: int = 2
-    unclean_leader_election: bool = False
-    fetch_fencing: bool = True
-    eligible_leader_replicas: bool = False
-    flush: str = "always"
-    power_loss: bool = False         # the run may cut power (a power-loss fault or a simulated one)
-    storage_faults: bool = False     # the run damages data files on purpose (corrupt-* faults)
-    same_clock: bool = True          # every process's `ts` comes from one clock (CLOCK_RULES)
-    isr_join_requires_epoch_start: bool = True   # the KAFKA-7128 rule (off only in the simulator's tests)
+# What the rules need to know about the run: the keys broker/config_keys.py marks `rules` (with a test
+# run's defaults: the safe configuration), the producers' acks, and what the run may do to its brokers.
+RuleSettings = make_dataclass("RuleSettings", [
+    *[(k.name, k.setting.type, field(default=k.run_default)) for k in rule_keys()],
+    ("acks", object, field(default="all")),          # 0, 1 or "all" (broker/config_keys.parse_acks)
+    ("power_loss", bool, field(default=False)),      # the run may cut power (a power-loss fault or a simulated one)
+    ("storage_faults", bool, field(default=False)),  # the run damages data files on purpose (corrupt-* faults)
+    ("same_clock", bool, field(default=True)),       # every process's `ts` comes from one clock (CLOCK_RULES)
+], frozen=True, namespace={"__module__": __name__})
 
 
 def promised(settings: RuleSettings) -> frozenset[str]:
