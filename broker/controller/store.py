@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from broker.atomic_file import replace_atomically
-from broker.errors import ConfigError
+from broker.config_file import read_json
 
 STATE_FILE = "controller-state.json"
 
@@ -21,16 +21,9 @@ class StateStore:
 
     def load(self) -> dict[str, Any] | None:
         """The saved state, or None when there is none yet."""
-        try:
-            text = self.path.read_text(encoding="utf-8")
-        except FileNotFoundError:
+        if not self.path.exists():
             return None
-        except OSError as exc:
-            raise ConfigError(f"{self.path}: cannot read: {exc.strerror}") from None
-        try:
-            return json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ConfigError(f"{self.path}: line {exc.lineno}: not JSON: {exc.msg}") from None
+        return read_json(self.path)
 
     def save(self, state: dict[str, Any]) -> None:
         self.dir.mkdir(parents=True, exist_ok=True)

@@ -65,5 +65,5 @@ def test_state_file_is_replaced_atomically_and_read_back(tmp_path):
 
 def test_unreadable_state_file_names_the_file(tmp_path):
     (tmp_path / STATE_FILE).write_text('{"format": 1,')
-    with pytest.raises(ConfigError, match=rf"{STATE_FILE}: line 1: not JSON"):
+    with pytest.raises(ConfigError, match=rf"{STATE_FILE}:1: not valid JSON"):
         StateStore(tmp_path).load()
