@@ -37,12 +37,12 @@ import time
 from typing import Any
 
 from broker.client import Admin, Producer
-from clusters.base import (Corruptible, Degradable, EventLogs, Killable, Partitionable, Pausable, Stoppable,
-                           require)
+from clusters.base import Degradable, EventLogs, Stoppable, require
 from rundir import formats as runformat
 from rundir.settings import at_line
 from harness import config as config_mod, lifecycle
 from harness.scenario import Scenario, Step
+from nemesis.operations import NEEDS
 from workloads.pacing import ValueSource
 from workloads.producer import send_op
 
@@ -70,19 +70,11 @@ class StepFailed(RuntimeError):
                    seen=seen)
 
 
-# what each node or network step asks of the backend (clusters/base.py); an assert step on an event
-# log needs EventLogs (step_needs), one on an epoch cache asks the broker itself
-STEP_NEEDS: dict[str, type] = {"kill": Killable, "power-loss": Killable, "restart": Killable, "start": Killable,
-                               "stop": Stoppable, "pause": Pausable, "resume": Pausable,
-                               "partition": Partitionable, "heal": Partitionable,
-                               "degrade": Degradable, "restore": Degradable, "corrupt": Corruptible}
-
-
 def step_needs(step) -> type | None:
     """The capability a step asks of the backend, None when it needs none."""
     if step.do == "assert":
         return EventLogs if "event" in step.args else None
-    return STEP_NEEDS.get(step.do)
+    return NEEDS.get(step.do)
 
 
 class ScenarioRunner:

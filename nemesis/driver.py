@@ -22,6 +22,7 @@ from broker.controller.config import DEFAULTS as CONTROLLER_DEFAULTS
 from clusters.base import (Cluster, ClusterError, Corruptible, Degradable, Killable, Partitionable, Pausable,
                            require)
 from nemesis import packages, shapes, targets as live
+from nemesis.operations import NEEDS, START_F, STOP_F
 from nemesis.schedule import (FAULTS, MIX_FAMILIES, PACKAGE_OWN_KINDS, PARTITION_TARGETS, PROCESS_KINDS,
                               ConfigError, Step,
                               check_fault_names, corrupt_how, degradation, expand_faults, load_schedule,
@@ -30,16 +31,6 @@ from nemesis.schedule import (FAULTS, MIX_FAMILIES, PACKAGE_OWN_KINDS, PARTITION
 log = logging.getLogger("highwater.nemesis")
 PROCESS = "nemesis"
 
-START_F = {"kill": "kill", "pause": "pause", "power-loss": "power-loss", "partition": "partition",
-           "degrade": "degrade", "corrupt": "corrupt", "elect": "elect"}
-# an `elect` window (the move-leader package) is a controlled leadership move: its stop undoes nothing, it
-# marks when the package saw the new leader settled
-STOP_F = {"kill": "restart", "pause": "resume", "power-loss": "restart", "partition": "heal",
-          "degrade": "restore", "corrupt": "restart", "elect": "elected"}
-# what each fault kind asks of the backend (clusters/base.py); power-loss is a kill of a broker started
-# with power_loss = true, which _preflight checks as well
-NEEDS: dict[str, type] = {"kill": Killable, "pause": Pausable, "power-loss": Killable, "partition": Partitionable,
-                          "degrade": Degradable, "corrupt": Corruptible}
 # window kinds that are no backend fault (a package's own, e.g. elect): the backend is not asked about them
 OWN_KINDS = {k for kinds in PACKAGE_OWN_KINDS.values() for k in kinds}
 POLL_S = 0.25       # how often a package asks the controller's metadata while it waits for a state
