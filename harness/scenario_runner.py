@@ -1,22 +1,13 @@
 """Replay a parsed scenario (harness/scenario.py) against a real cluster, recording the history.
 
-Node and network actions are recorded as nemesis operations (process "nemesis", docs/formats.md): a
-kill / power-loss / stop opens a fault window on that node that the matching restart closes, pause /
-resume likewise, partition / heal likewise, degrade / restore likewise (fault "degrade"); a corrupt step
-is one instant window (fault "corrupt": its start and its stop one after the other). Before the final
-phase every window still open is closed (heal, restore, resume, restart), so each `start` has its `stop`.
+Node and network steps are played by nemesis/windows.py `FaultWindows`, which opens and closes their
+fault windows, records them as nemesis operations and undoes what is still open before the final phase.
 Produce steps are ordinary `send` operations; flush, elect and assert steps are not in the history.
 A produce with `wait = false` sends in the background: one thread, one Producer and one history process
 per send; the step returns once every send's invoke is recorded, and the completions are recorded when
 the answers come. An `await` step joins them (its timeout) and checks their `expect`; when the steps
 end, whatever is still under way is awaited the same way (a timeline entry "do": "await", "step":
 null), before the faults are undone and the final phase starts.
-
-A partial heal (`heal` with pairs) or restore removes only those one-way links. Each window it touches
-ends (its `stop`, with `healed`: the pairs of that window it removed); where some of the window's pairs
-are still in force, a new window starts at once with the rest (its `start` has f "heal" / "restore",
-`drop` / `links` the remaining pairs and `rest_of` the id it continues). So windows stay paired and each
-one's pairs are exactly what was in force during it; a window is split, never stopped twice.
 
 A step with `mode` plays only in those truncation modes; in the others it is recorded as skipped.
 Each step's outcome (ok, failed, skipped), detail and timing (history time and wall clock: an assert's
@@ -30,19 +21,19 @@ final phase still runs, and the outcome is unknown (exit 2), never "as expected"
 """
 from __future__ import annotations
 
-import itertools
 import logging
 import threading
 import time
 from typing import Any
 
 from broker.client import Admin, Producer
-from clusters.base import Degradable, EventLogs, Stoppable, require
+from clusters.base import EventLogs, require
 from rundir import formats as runformat
 from rundir.settings import at_line
 from harness import config as config_mod, lifecycle
 from harness.scenario import Scenario, Step
 from nemesis.operations import NEEDS
+from nemesis.windows import FAULT_STEPS, FaultWindows
 from workloads.pacing import ValueSource
 from workloads.producer import send_op
 
@@ -86,99 +77,20 @@ class ScenarioRunner:
         self.topic = scenario.config.topic.name
         self.values = ValueSource()
         self.process = self.history.new_process()
-        self._ids = itertools.count(1)
-        self.open: dict[str, tuple[str, int]] = {}      # node -> (fault, id) for kill/power-loss/stop/pause
-        self.partitions: list[tuple[int, list[tuple[str, str]]]] = []
-        self.degraded: list[tuple[int, list[tuple[str, str]]]] = []
-        self.installed: set[str] = set()    # "partition"/"degrade" once such a step ran: close_faults undoes it
+        self.faults = FaultWindows(self.cluster, self.history)    # the node and network steps (nemesis/)
         self.timeline: list[dict[str, Any]] = []
         self.failed: str | None = None
         self.started_wall_ns: dict[int, int] = {}        # step number -> wall clock when it started
         self.background: list[tuple[Step, list["_Send"]]] = []   # produce steps with wait = false, not awaited
 
-    # --- nemesis records -----------------------------------------------------------------------------
-    def _record(self, f: str, fault: str, phase: str, fid: int, targets: list[str], action, **extra) -> str:
-        """Record a fault window's start or stop around `action`, which returns the detail, or the detail and
-        more fields for the completion (a corrupt start's `damage`)."""
-        value = {"fault": fault, "phase": phase, "id": fid, "targets": targets, **extra}
-        self.history.invoke(runformat.NEMESIS_PROCESS, f, value)
-        try:
-            detail = action()
-        except Exception as exc:
-            self.history.complete(runformat.NEMESIS_PROCESS, "info", f, {**value, "detail": f"failed: {exc}"},
-                                  error=type(exc).__name__)
-            raise
-        detail, more = detail if isinstance(detail, tuple) else (detail, {})
-        self.history.complete(runformat.NEMESIS_PROCESS, "info", f, {**value, **more, "detail": detail})
-        return detail
-
-    def _open(self, node: str, fault: str, f: str, action) -> str:
-        if node in self.open and self.open[node][0] == "pause" and fault != "pause":
-            # killing a stopped process ends its pause window (the restarted process runs)
-            self._close(node, "resume", lambda: f"pause of {node} ends: it is being killed while stopped")
-        if node in self.open:
-            raise StepFailed(f"{node} already has an open {self.open[node][0]} fault; restart/resume it first")
-        fid = next(self._ids)
-        detail = self._record(f, fault, "start", fid, [node], action)
-        self.open[node] = (fault, fid)
-        return detail
-
-    def _close(self, node: str, f: str, action) -> str:
-        fault, fid = self.open.pop(node)
-        return self._record(f, fault, "stop", fid, [node], action)
-
     # --- actions --------------------------------------------------------------------------------------
-    def _stop_node(self, node: str) -> str:
-        """SIGTERM (a clean shutdown), SIGKILL after the backend's stop grace: the backend's Stoppable."""
-        return require(self.cluster, Stoppable, "stop").stop(node)
-
     def do_step(self, step: Step) -> str:
-        a, c = step.args, self.cluster
+        a = step.args
         need = step_needs(step)
         if need is not None:            # one line naming the backend and the step if it cannot do it
-            c = require(c, need, step.do)
-        if step.do == "kill":
-            return self._open(a["node"], "kill", "kill", lambda: c.kill(a["node"]))
-        if step.do == "power-loss":
-            return self._open(a["node"], "power-loss", "power-loss", lambda: c.kill(a["node"]))
-        if step.do == "stop":
-            return self._open(a["node"], "kill", "stop", lambda: self._stop_node(a["node"]))
-        if step.do in ("restart", "start"):
-            node = a["node"]
-            if node in self.open and self.open[node][0] != "pause":
-                return self._close(node, "restart", lambda: c.restart(node))
-            return c.restart(node)
-        if step.do == "pause":
-            return self._open(a["node"], "pause", "pause", lambda: c.pause(a["node"]))
-        if step.do == "resume":
-            node = a["node"]
-            if node in self.open and self.open[node][0] == "pause":
-                return self._close(node, "resume", lambda: c.resume(node))
-            return c.resume(node)
-        if step.do == "partition":
-            pairs = a["drop"]
-            fid = next(self._ids)
-            targets = sorted({n for p in pairs for n in p})
-            # the window is open before the action runs: if it fails partway (some rules in), the run's
-            # heal (or close_faults) still stops it and removes what went in
-            self.partitions.append((fid, pairs))
-            self.installed.add("partition")
-            return self._record("partition", "partition", "start", fid, targets, lambda: c.drop(pairs),
-                                drop=[list(p) for p in pairs])
-        if step.do == "heal":
-            return self._heal(a.get("drop"))
-        if step.do == "degrade":
-            pairs = a["drop"]
-            fid = next(self._ids)
-            settings = {k: a[k] for k in ("delay_ms", "jitter_ms", "loss_pct")}
-            self.degraded.append((fid, pairs))      # open before the action: as for partition above
-            self.installed.add("degrade")
-            return self._record("degrade", "degrade", "start", fid, _targets(pairs),
-                                lambda: c.degrade(pairs, **settings), links=[list(p) for p in pairs], **settings)
-        if step.do == "restore":
-            return self._restore(a.get("drop"))
-        if step.do == "corrupt":
-            return self._corrupt(c, a)
+            require(self.cluster, need, step.do)
+        if step.do in FAULT_STEPS:      # node and network steps: the nemesis's fault windows
+            return self.faults.play(step.do, a)
         if step.do == "flush":
             return self._admin(lambda admin: admin.flush(
                 int(a["node"][1:]), self.topic if "partition" in a else None, a.get("partition")))
@@ -200,76 +112,6 @@ class ScenarioRunner:
         if step.do == "wait":
             return self._wait(step)
         raise StepFailed(f"unknown action {step.do!r}")
-
-    def _heal(self, pairs: list[tuple[str, str]] | None = None) -> str:
-        """Every drop (pairs None) or only those one-way drops (a partial heal; module docstring)."""
-        if pairs is None:
-            if not self.partitions:
-                return self.cluster.heal()
-            details = []
-            for i, (fid, window) in enumerate(self.partitions):
-                action = self.cluster.heal if i == 0 else (lambda: "healed with the first")
-                details.append(self._record("heal", "partition", "stop", fid, _targets(window), action))
-            self.partitions = []
-            return details[0]
-        self.partitions, detail = self._lift("heal", "partition", "drop", self.partitions, pairs,
-                                             lambda: self.cluster.heal(pairs))
-        return detail
-
-    def _restore(self, pairs: list[tuple[str, str]] | None = None) -> str:
-        """Every degraded link (pairs None) or only those (module docstring)."""
-        c = require(self.cluster, Degradable, "restore")
-        if pairs is None:
-            if not self.degraded:
-                return c.restore(None)
-            details = []
-            for i, (fid, window) in enumerate(self.degraded):
-                action = (lambda: c.restore(None)) if i == 0 else (lambda: "restored with the first")
-                details.append(self._record("restore", "degrade", "stop", fid, _targets(window), action))
-            self.degraded = []
-            return details[0]
-        self.degraded, detail = self._lift("restore", "degrade", "links", self.degraded, pairs,
-                                           lambda: c.restore(pairs))
-        return detail
-
-    def _lift(self, f: str, fault: str, key: str, windows: list, pairs: list[tuple[str, str]], action):
-        """Remove `pairs` from the open `windows` of `fault`: each window touched stops, and what is left
-        of it starts again as a new window (`rest_of`). Returns (the open windows now, the detail)."""
-        lifted = set(pairs)
-        done = "healed" if f == "heal" else "restored"
-        touched = [(fid, w) for fid, w in windows if lifted & set(w)]
-        if not touched:
-            return windows, action()        # nothing of it was in force: no window changes
-        detail = ""
-        for i, (fid, w) in enumerate(touched):
-            step_action = action if i == 0 else (lambda: f"{done} with the first")
-            d = self._record(f, fault, "stop", fid, _targets(w), step_action,
-                             **{done: [list(p) for p in w if p in lifted]})
-            detail = detail or d
-        still = [(fid, w) for fid, w in windows if (fid, w) not in touched]
-        for fid, w in touched:
-            rest = [p for p in w if p not in lifted]
-            if rest:
-                nfid = next(self._ids)
-                text = f"still in force: {', '.join(f'{s}->{d}' for s, d in rest)} (rest of window {fid})"
-                self._record(f, fault, "start", nfid, _targets(rest), lambda t=text: t,
-                             **{key: [list(p) for p in rest]}, rest_of=fid)
-                still.append((nfid, rest))
-                detail += f"; {text}"
-        return still, detail
-
-    def _corrupt(self, c, a: dict[str, Any]) -> str:
-        node = a["node"]
-        if self.cluster.is_running(node):
-            raise StepFailed(f"{node} is running: a corrupt step needs its node down (kill, stop or power-loss it)")
-        fid = next(self._ids)
-        extra = {"how": a["how"], "partition": a.get("partition"), "seed": a["seed"]}
-        def corrupt() -> tuple[str, dict[str, Any]]:
-            fault = c.corrupt(node, a["how"], partition=a.get("partition"), seed=a["seed"])
-            return fault.detail, {"damage": [fault.history_entry(node)]}
-        detail = self._record("corrupt", "corrupt", "start", fid, [node], corrupt, **extra)
-        self._record("corrupt", "corrupt", "stop", fid, [node], lambda: "instant fault", **extra)
-        return detail
 
     def _admin(self, action) -> str:
         admin = Admin(controller=self.session.controller_address(),
@@ -509,25 +351,7 @@ class ScenarioRunner:
 
     def close_faults(self) -> None:
         """Heal, resume and restart whatever the scenario left broken, recording each stop. Never raises."""
-        try:
-            if self.partitions or "partition" in self.installed:   # no window open: heal(None) all the same
-                self._heal()
-        except Exception as exc:  # noqa: BLE001
-            self.session.problem("scenario: heal failed", exc)
-        try:
-            if self.degraded or "degrade" in self.installed:       # likewise restore(None)
-                self._restore()
-        except Exception as exc:  # noqa: BLE001
-            self.session.problem("scenario: restore failed", exc)
-        for node in list(self.open):
-            fault = self.open[node][0]
-            try:
-                if fault == "pause":
-                    self._close(node, "resume", lambda n=node: self.cluster.resume(n))
-                else:
-                    self._close(node, "restart", lambda n=node: self.cluster.restart(n))
-            except Exception as exc:  # noqa: BLE001
-                self.session.problem(f"scenario: could not undo {fault} of {node}", exc)
+        self.faults.undo_all(lambda what, exc: self.session.problem(f"scenario: {what}", exc))
 
     def write_timeline(self) -> None:
         runformat.write_json(self.session.run.path / SCENARIO_JSON,
@@ -572,10 +396,6 @@ class _Send(threading.Thread):
 
 def _jsonable(args: dict[str, Any]) -> dict[str, Any]:
     return {k: ([list(p) for p in v] if k == "drop" else v) for k, v in args.items()}
-
-
-def _targets(pairs: list[tuple[str, str]]) -> list[str]:
-    return sorted({n for p in pairs for n in p})
 
 
 def _clip(text: str) -> str:

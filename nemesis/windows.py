@@ -1,0 +1,224 @@
+"""Fault windows played one operation at a time: the node and network steps of a scenario.
+
+`FaultWindows.play(do, args)` runs one operation against the cluster and keeps the nemesis history
+(process "nemesis", docs/formats.md) as the random nemesis (nemesis/driver.py) does: a kill / power-loss
+/ stop opens a fault window on that node that the matching restart closes, pause / resume likewise,
+partition / heal likewise, degrade / restore likewise (fault "degrade"); a corrupt step is one instant
+window (fault "corrupt": its start and its stop one after the other). `undo_all` closes every window
+still open (heal, restore, resume, restart), so each `start` has its `stop`.
+
+A partial heal (`heal` with pairs) or restore removes only those one-way links. Each window it touches
+ends (its `stop`, with `healed`: the pairs of that window it removed); where some of the window's pairs
+are still in force, a new window starts at once with the rest (its `start` has f "heal" / "restore",
+`drop` / `links` the remaining pairs and `rest_of` the id it continues). So windows stay paired and each
+one's pairs are exactly what was in force during it; a window is split, never stopped twice.
+
+An operation that fails is recorded with `error` (the exception's type) and raises again; one the state
+does not allow (a second fault on a node that has one open, a corrupt of a running node) raises
+broker.errors.StateError.
+"""
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+from broker.errors import StateError
+from clusters.base import Degradable, Stoppable, require
+from nemesis.operations import NEEDS
+from rundir import formats as runformat
+
+# the operations `play` takes: the scenario steps that are node or network faults
+FAULT_STEPS = ("kill", "power-loss", "stop", "restart", "start", "pause", "resume", "partition", "heal",
+               "degrade", "restore", "corrupt")
+
+
+class FaultWindows:
+    def __init__(self, cluster, history):
+        self.cluster = cluster
+        self.history = history
+        self._ids = itertools.count(1)
+        self.open: dict[str, tuple[str, int]] = {}      # node -> (fault, id) for kill/power-loss/stop/pause
+        self.partitions: list[tuple[int, list[tuple[str, str]]]] = []
+        self.degraded: list[tuple[int, list[tuple[str, str]]]] = []
+        self.installed: set[str] = set()    # "partition"/"degrade" once such a step ran: undo_all undoes it
+
+    def play(self, do: str, a: dict[str, Any]) -> str:
+        """Play one node or network operation (`do`, one of FAULT_STEPS, with its arguments `a` as a
+        scenario step has them) and return its detail. The backend is asked for the capability the
+        operation needs first (nemesis/operations.py NEEDS): a backend without it raises ClusterError."""
+        c = require(self.cluster, NEEDS[do], do)
+        if do == "kill":
+            return self._open(a["node"], "kill", "kill", lambda: c.kill(a["node"]))
+        if do == "power-loss":
+            return self._open(a["node"], "power-loss", "power-loss", lambda: c.kill(a["node"]))
+        if do == "stop":
+            return self._open(a["node"], "kill", "stop", lambda: self._stop_node(a["node"]))
+        if do in ("restart", "start"):
+            node = a["node"]
+            if node in self.open and self.open[node][0] != "pause":
+                return self._close(node, "restart", lambda: c.restart(node))
+            return c.restart(node)
+        if do == "pause":
+            return self._open(a["node"], "pause", "pause", lambda: c.pause(a["node"]))
+        if do == "resume":
+            node = a["node"]
+            if node in self.open and self.open[node][0] == "pause":
+                return self._close(node, "resume", lambda: c.resume(node))
+            return c.resume(node)
+        if do == "partition":
+            pairs = a["drop"]
+            fid = next(self._ids)
+            targets = sorted({n for p in pairs for n in p})
+            # the window is open before the action runs: if it fails partway (some rules in), the run's
+            # heal (or close_faults) still stops it and removes what went in
+            self.partitions.append((fid, pairs))
+            self.installed.add("partition")
+            return self._record("partition", "partition", "start", fid, targets, lambda: c.drop(pairs),
+                                drop=[list(p) for p in pairs])
+        if do == "heal":
+            return self._heal(a.get("drop"))
+        if do == "degrade":
+            pairs = a["drop"]
+            fid = next(self._ids)
+            settings = {k: a[k] for k in ("delay_ms", "jitter_ms", "loss_pct")}
+            self.degraded.append((fid, pairs))      # open before the action: as for partition above
+            self.installed.add("degrade")
+            return self._record("degrade", "degrade", "start", fid, _targets(pairs),
+                                lambda: c.degrade(pairs, **settings), links=[list(p) for p in pairs], **settings)
+        if do == "restore":
+            return self._restore(a.get("drop"))
+        if do == "corrupt":
+            return self._corrupt(c, a)
+        raise KeyError(do)
+
+    def _record(self, f: str, fault: str, phase: str, fid: int, targets: list[str], action, **extra) -> str:
+        """Record a fault window's start or stop around `action`, which returns the detail, or the detail and
+        more fields for the completion (a corrupt start's `damage`)."""
+        value = {"fault": fault, "phase": phase, "id": fid, "targets": targets, **extra}
+        self.history.invoke(runformat.NEMESIS_PROCESS, f, value)
+        try:
+            detail = action()
+        except Exception as exc:
+            self.history.complete(runformat.NEMESIS_PROCESS, "info", f, {**value, "detail": f"failed: {exc}"},
+                                  error=type(exc).__name__)
+            raise
+        detail, more = detail if isinstance(detail, tuple) else (detail, {})
+        self.history.complete(runformat.NEMESIS_PROCESS, "info", f, {**value, **more, "detail": detail})
+        return detail
+
+    def _open(self, node: str, fault: str, f: str, action) -> str:
+        if node in self.open and self.open[node][0] == "pause" and fault != "pause":
+            # killing a stopped process ends its pause window (the restarted process runs)
+            self._close(node, "resume", lambda: f"pause of {node} ends: it is being killed while stopped")
+        if node in self.open:
+            raise StateError(f"{node} already has an open {self.open[node][0]} fault; restart/resume it first")
+        fid = next(self._ids)
+        detail = self._record(f, fault, "start", fid, [node], action)
+        self.open[node] = (fault, fid)
+        return detail
+
+    def _close(self, node: str, f: str, action) -> str:
+        fault, fid = self.open.pop(node)
+        return self._record(f, fault, "stop", fid, [node], action)
+
+
+    def _stop_node(self, node: str) -> str:
+        """SIGTERM (a clean shutdown), SIGKILL after the backend's stop grace: the backend's Stoppable."""
+        return require(self.cluster, Stoppable, "stop").stop(node)
+
+    def _heal(self, pairs: list[tuple[str, str]] | None = None) -> str:
+        """Every drop (pairs None) or only those one-way drops (a partial heal; module docstring)."""
+        if pairs is None:
+            if not self.partitions:
+                return self.cluster.heal()
+            details = []
+            for i, (fid, window) in enumerate(self.partitions):
+                action = self.cluster.heal if i == 0 else (lambda: "healed with the first")
+                details.append(self._record("heal", "partition", "stop", fid, _targets(window), action))
+            self.partitions = []
+            return details[0]
+        self.partitions, detail = self._lift("heal", "partition", "drop", self.partitions, pairs,
+                                             lambda: self.cluster.heal(pairs))
+        return detail
+
+    def _restore(self, pairs: list[tuple[str, str]] | None = None) -> str:
+        """Every degraded link (pairs None) or only those (module docstring)."""
+        c = require(self.cluster, Degradable, "restore")
+        if pairs is None:
+            if not self.degraded:
+                return c.restore(None)
+            details = []
+            for i, (fid, window) in enumerate(self.degraded):
+                action = (lambda: c.restore(None)) if i == 0 else (lambda: "restored with the first")
+                details.append(self._record("restore", "degrade", "stop", fid, _targets(window), action))
+            self.degraded = []
+            return details[0]
+        self.degraded, detail = self._lift("restore", "degrade", "links", self.degraded, pairs,
+                                           lambda: c.restore(pairs))
+        return detail
+
+    def _lift(self, f: str, fault: str, key: str, windows: list, pairs: list[tuple[str, str]], action):
+        """Remove `pairs` from the open `windows` of `fault`: each window touched stops, and what is left
+        of it starts again as a new window (`rest_of`). Returns (the open windows now, the detail)."""
+        lifted = set(pairs)
+        done = "healed" if f == "heal" else "restored"
+        touched = [(fid, w) for fid, w in windows if lifted & set(w)]
+        if not touched:
+            return windows, action()        # nothing of it was in force: no window changes
+        detail = ""
+        for i, (fid, w) in enumerate(touched):
+            step_action = action if i == 0 else (lambda: f"{done} with the first")
+            d = self._record(f, fault, "stop", fid, _targets(w), step_action,
+                             **{done: [list(p) for p in w if p in lifted]})
+            detail = detail or d
+        still = [(fid, w) for fid, w in windows if (fid, w) not in touched]
+        for fid, w in touched:
+            rest = [p for p in w if p not in lifted]
+            if rest:
+                nfid = next(self._ids)
+                text = f"still in force: {', '.join(f'{s}->{d}' for s, d in rest)} (rest of window {fid})"
+                self._record(f, fault, "start", nfid, _targets(rest), lambda t=text: t,
+                             **{key: [list(p) for p in rest]}, rest_of=fid)
+                still.append((nfid, rest))
+                detail += f"; {text}"
+        return still, detail
+
+    def _corrupt(self, c, a: dict[str, Any]) -> str:
+        node = a["node"]
+        if self.cluster.is_running(node):
+            raise StateError(f"{node} is running: a corrupt step needs its node down (kill, stop or power-loss it)")
+        fid = next(self._ids)
+        extra = {"how": a["how"], "partition": a.get("partition"), "seed": a["seed"]}
+        def corrupt() -> tuple[str, dict[str, Any]]:
+            fault = c.corrupt(node, a["how"], partition=a.get("partition"), seed=a["seed"])
+            return fault.detail, {"damage": [fault.history_entry(node)]}
+        detail = self._record("corrupt", "corrupt", "start", fid, [node], corrupt, **extra)
+        self._record("corrupt", "corrupt", "stop", fid, [node], lambda: "instant fault", **extra)
+        return detail
+
+    def undo_all(self, problem) -> None:
+        """Heal, restore, resume and restart whatever is still open, recording each stop; a failure goes to
+        `problem(what, exc)`. Never raises."""
+        try:
+            if self.partitions or "partition" in self.installed:   # no window open: heal(None) all the same
+                self._heal()
+        except Exception as exc:  # noqa: BLE001
+            problem("heal failed", exc)
+        try:
+            if self.degraded or "degrade" in self.installed:       # likewise restore(None)
+                self._restore()
+        except Exception as exc:  # noqa: BLE001
+            problem("restore failed", exc)
+        for node in list(self.open):
+            fault = self.open[node][0]
+            try:
+                if fault == "pause":
+                    self._close(node, "resume", lambda n=node: self.cluster.resume(n))
+                else:
+                    self._close(node, "restart", lambda n=node: self.cluster.restart(n))
+            except Exception as exc:  # noqa: BLE001
+                problem(f"could not undo {fault} of {node}", exc)
+
+
+def _targets(pairs: list[tuple[str, str]]) -> list[str]:
+    return sorted({n for p in pairs for n in p})
