@@ -19,32 +19,20 @@ from typing import Any, Callable, Iterator
 from broker.client import Admin, ClientError
 from broker.config import DEFAULTS as BROKER_DEFAULTS
 from broker.controller.config import DEFAULTS as CONTROLLER_DEFAULTS
-from clusters.base import (Cluster, ClusterError, Corruptible, Degradable, Killable, Partitionable, Pausable,
-                           require)
+from clusters.base import Cluster, ClusterError, Killable, require
 from nemesis import packages, shapes, targets as live
-from nemesis.operations import NEEDS, START_F, STOP_F
+from nemesis.operations import NEEDS
+from nemesis.windows import FaultWindows, Window
 from nemesis.schedule import (FAULTS, MIX_FAMILIES, PACKAGE_OWN_KINDS, PARTITION_TARGETS, PROCESS_KINDS,
                               ConfigError, Step,
                               check_fault_names, corrupt_how, degradation, expand_faults, load_schedule,
                               random_steps, recorded_kinds)
 
 log = logging.getLogger("highwater.nemesis")
-PROCESS = "nemesis"
 
 # window kinds that are no backend fault (a package's own, e.g. elect): the backend is not asked about them
 OWN_KINDS = {k for kinds in PACKAGE_OWN_KINDS.values() for k in kinds}
 POLL_S = 0.25       # how often a package asks the controller's metadata while it waits for a state
-
-
-@dataclass
-class ActiveFault:
-    id: int
-    step: Step
-    kind: str
-    targets: list[str]
-    value: dict[str, Any]
-    ends_at: float      # math.inf: a package's step, stopped by the package (or by stop())
-    label: str = ""
 
 
 @dataclass
@@ -62,15 +50,6 @@ def _node_names(cluster: Cluster) -> tuple[str, list[str]]:
     except ClusterError:
         n = cluster.spec.brokers
         return "c0", [f"n{i}" for i in range(1, n + 1)]
-
-
-def _act_on_each(action, targets, details: list[str], errors: list[str]) -> None:
-    """Run `action` on every target, adding its detail; a target's ClusterError is noted and the rest still run."""
-    for t in targets:
-        try:
-            details.append(action(t))
-        except ClusterError as exc:
-            errors.append(f"{t}: {exc}")
 
 
 class Nemesis:
@@ -98,8 +77,7 @@ class Nemesis:
         self._lock = threading.RLock()
         self._stop_event = threading.Event()
         self._thread: threading.Thread | None = None
-        self._active: list[ActiveFault] = []
-        self._next_id = 1
+        self.windows = FaultWindows(cluster, history)     # the executor: windows, actions, history
         self._admin = None
         self._damaged: set[str] = set()   # corrupted brokers not yet back in the ISR of all their partitions
         self._stopped = False
@@ -191,14 +169,14 @@ class Nemesis:
             if self._thread.is_alive():
                 log.error("nemesis thread did not finish within %.0fs; undoing faults anyway", join_timeout_s)
         with self._lock:
-            for fault in sorted(self._active, key=lambda a: -a.id):
+            for fault in sorted(self.windows.active, key=lambda a: -a.id):
                 self._stop_fault(fault)
             self._stopped = True
             self._drop_admin()
 
     def active(self) -> list[str]:
         with self._lock:
-            return [a.label for a in self._active]
+            return [a.label for a in self.windows.active]
 
     def steps(self) -> Iterator[Step]:
         if self.file_steps is not None:
@@ -227,7 +205,7 @@ class Nemesis:
                         pending = next(steps, None)
                         if play is None:
                             continue
-                    wake = min([a.ends_at for a in self._active]
+                    wake = min([a.ends_at for a in self.windows.active]
                                + ([pending.at + self._shift] if pending else []), default=None)
                 if play is not None:
                     self._play(play)        # outside the lock: it waits on the cluster, stopping due faults
@@ -244,7 +222,7 @@ class Nemesis:
 
     def _stop_due(self, now: float) -> bool:
         """Stop the faults whose time is up (not a package's: it stops its own); whether there were any."""
-        due = sorted((a for a in self._active if a.ends_at <= now), key=lambda a: a.ends_at)
+        due = sorted((a for a in self.windows.active if a.ends_at <= now), key=lambda a: a.ends_at)
         for fault in due:
             if self._stop_event.is_set():
                 return True
@@ -265,7 +243,7 @@ class Nemesis:
 
     # --- faults -------------------------------------------------------------------------------------
     def _busy(self) -> set[str]:
-        return {t for a in self._active if a.kind in PROCESS_KINDS for t in a.targets}
+        return {t for a in self.windows.active if a.kind in PROCESS_KINDS for t in a.targets}
 
     def _admin_client(self) -> Any:
         """The admin client, made on first use (and again after `_drop_admin`)."""
@@ -506,87 +484,22 @@ class Nemesis:
         self._inject(step, kind, targets, extra, note, step.at + self._shift + step.duration, label)
 
     def _inject(self, step: Step, kind: str, targets: list[str], extra: dict[str, Any], note: str,
-                ends_at: float, label: str) -> ActiveFault:
-        """Start one fault window on resolved targets: record the start, act, and keep it active."""
-        fid = self._next_id
-        self._next_id += 1
-        value = {"fault": kind, "phase": "start", "id": fid, "targets": targets, "name": step.fault, **extra}
-        f = START_F[kind]
-        self.history.invoke(PROCESS, f, value)
-        completion = value
-        details, errors = [note] if note else [], []
-        try:
-            if kind == "partition":
-                net = require(self.cluster, Partitionable, step.fault)
-                details.append(net.drop([tuple(d) for d in extra["drops"]]))
-            elif kind == "degrade":
-                deg = require(self.cluster, Degradable, step.fault)
-                details.append(deg.degrade([tuple(x) for x in extra["links"]], delay_ms=extra["delay_ms"],
-                                           jitter_ms=extra["jitter_ms"], loss_pct=extra["loss_pct"]))
-            elif kind == "corrupt":
-                killer = require(self.cluster, Killable, step.fault)
-                storage = require(self.cluster, Corruptible, step.fault)
-
-                damage: list[dict[str, Any]] = []
-
-                def kill_and_corrupt(node: str) -> str:
-                    killed = killer.kill(node)
-                    fault = storage.corrupt(node, extra["how"], partition=extra["partition"], seed=step.seed)
-                    damage.append(fault.history_entry(node))
-                    return f"{killed}; {fault.detail}"
-                self._damaged.update(targets)     # until back in the ISR (_minority)
-                _act_on_each(kill_and_corrupt, targets, details, errors)
-                completion = {**value, "damage": damage}   # the start's completion says what it damaged
-            elif kind == "elect":
-                details.append(self._elect(extra["partition"], targets[0]))
-            else:
-                action = (require(self.cluster, Pausable, step.fault).pause if kind == "pause"
-                          else require(self.cluster, Killable, step.fault).kill)
-                _act_on_each(action, targets, details, errors)
-        except ClusterError as exc:
-            errors.append(str(exc))
-        fault = ActiveFault(fid, step, kind, targets, value, ends_at, label.replace("  ", " "))
-        self._active.append(fault)  # active even if the action failed: its stop must still be recorded
+                ends_at: float, label: str) -> Window:
+        """Start one fault window on resolved targets (the executor records and acts)."""
+        if kind == "corrupt":
+            self._damaged.update(targets)     # until back in the ISR (_minority)
+        window, errors = self.windows.open_window(step, kind, targets, extra, note, ends_at, label,
+                                                  elect=self._elect)
         self.stats.started += 1
-        self._complete(f, completion, details, errors)
-        return fault
+        self.stats.errors += errors
+        return window
 
-    def _stop_fault(self, fault: ActiveFault, note: str = "") -> None:
-        if fault not in self._active:
+    def _stop_fault(self, fault: Window, note: str = "") -> None:
+        if fault not in self.windows.active:
             return
-        value = {**fault.value, "phase": "stop"}
-        f = STOP_F[fault.kind]
-        self.history.invoke(PROCESS, f, value)
-        details, errors = [note] if note else [], []
-        try:
-            if fault.kind == "partition":
-                net = require(self.cluster, Partitionable, fault.step.fault)
-                details.append(net.heal())
-                others = [d for a in self._active if a.kind == "partition" and a is not fault
-                          for d in a.value["drops"]]
-                if others:  # heal removes every drop rule: put back those of other active partitions
-                    details.append("kept: " + net.drop([tuple(d) for d in others]))
-            elif fault.kind == "degrade":
-                deg = require(self.cluster, Degradable, fault.step.fault)
-                details.append(deg.restore([tuple(x) for x in fault.value["links"]]))
-            elif fault.kind == "elect":
-                pass            # a leadership move is not undone
-            else:   # kill, power-loss and corrupt end with a restart
-                action = (require(self.cluster, Pausable, fault.step.fault).resume if fault.kind == "pause"
-                          else require(self.cluster, Killable, fault.step.fault).restart)
-                _act_on_each(action, fault.targets, details, errors)
-        except ClusterError as exc:
-            errors.append(str(exc))
-        self._active.remove(fault)
+        errors = self.windows.close_window(fault, note)
         self.stats.stopped += 1
-        self._complete(f, value, details, errors)
-
-    def _complete(self, f: str, value: dict, details: list[str], errors: list[str]) -> None:
-        done = {**value, "detail": "; ".join(d for d in details if d)}
-        if errors:
-            self.stats.errors += errors
-            log.warning("nemesis %s %s: %s", f, value.get("targets"), "; ".join(errors))
-        self.history.complete(PROCESS, "info", f, done, error="; ".join(errors) if errors else None)
+        self.stats.errors += errors
 
 
 class _Play:
@@ -617,7 +530,7 @@ class _Play:
         self.nem.stats.skipped.append(msg)
         log.info("nemesis package %s", msg)
 
-    def start(self, name: str, kind: str, targets: list[str], extra: dict[str, Any], note: str) -> ActiveFault:
+    def start(self, name: str, kind: str, targets: list[str], extra: dict[str, Any], note: str) -> Window:
         with self.nem._lock:
             if self.nem._stop_event.is_set():
                 raise packages.Stopped()
@@ -626,7 +539,7 @@ class _Play:
                                      f"{self.step.fault} #{self.number}, {name}: {note}", math.inf, label)
             return fault
 
-    def stop(self, fault: ActiveFault, note: str) -> None:
+    def stop(self, fault: Window, note: str) -> None:
         with self.nem._lock:
             self.nem._stop_fault(fault, note)
 

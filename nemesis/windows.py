@@ -20,16 +20,42 @@ broker.errors.StateError.
 from __future__ import annotations
 
 import itertools
+import logging
+from dataclasses import dataclass
 from typing import Any
 
 from broker.errors import StateError
-from clusters.base import Degradable, Stoppable, require
-from nemesis.operations import NEEDS
+from clusters.base import (ClusterError, Corruptible, Degradable, Killable, Partitionable, Pausable, Stoppable,
+                           require)
+from nemesis.operations import NEEDS, START_F, STOP_F
 from rundir import formats as runformat
+
+log = logging.getLogger("highwater.nemesis")
 
 # the operations `play` takes: the scenario steps that are node or network faults
 FAULT_STEPS = ("kill", "power-loss", "stop", "restart", "start", "pause", "resume", "partition", "heal",
                "degrade", "restore", "corrupt")
+
+
+@dataclass
+class Window:
+    """An active fault window of the random or scheduled nemesis (open_window / close_window)."""
+    id: int
+    step: Any           # the schedule Step it plays (nemesis/schedule.py): its fault name and seed
+    kind: str
+    targets: list[str]
+    value: dict[str, Any]
+    ends_at: float      # math.inf: a package's step, stopped by the package (or by stop())
+    label: str = ""
+
+
+def _act_on_each(action, targets, details: list[str], errors: list[str]) -> None:
+    """Run `action` on every target, adding its detail; a target's ClusterError is noted and the rest still run."""
+    for t in targets:
+        try:
+            details.append(action(t))
+        except ClusterError as exc:
+            errors.append(f"{t}: {exc}")
 
 
 class FaultWindows:
@@ -41,6 +67,93 @@ class FaultWindows:
         self.partitions: list[tuple[int, list[tuple[str, str]]]] = []
         self.degraded: list[tuple[int, list[tuple[str, str]]]] = []
         self.installed: set[str] = set()    # "partition"/"degrade" once such a step ran: undo_all undoes it
+        self.active: list[Window] = []      # the nemesis's windows (open_window), each stopped by close_window
+
+    # --- windows of the random and scheduled nemesis (nemesis/driver.py) ----------------------------
+    def open_window(self, step, kind: str, targets: list[str], extra: dict[str, Any], note: str,
+                    ends_at: float, label: str, *, elect=None) -> tuple[Window, list[str]]:
+        """Start one fault window of `kind` on `targets` (a fault of nemesis/schedule.py FAULTS; `step`
+        names it and seeds a corrupt one): record the start, act on every target, keep it active even if
+        an action failed (its stop must still be recorded). `elect(partition, node)` moves a leader for an
+        elect window. Returns the window and the errors of its actions (each also in the record)."""
+        fid = next(self._ids)
+        value = {"fault": kind, "phase": "start", "id": fid, "targets": targets, "name": step.fault, **extra}
+        f = START_F[kind]
+        self.history.invoke(runformat.NEMESIS_PROCESS, f, value)
+        completion = value
+        details, errors = [note] if note else [], []
+        try:
+            if kind == "partition":
+                net = require(self.cluster, Partitionable, step.fault)
+                details.append(net.drop([tuple(d) for d in extra["drops"]]))
+            elif kind == "degrade":
+                deg = require(self.cluster, Degradable, step.fault)
+                details.append(deg.degrade([tuple(x) for x in extra["links"]], delay_ms=extra["delay_ms"],
+                                           jitter_ms=extra["jitter_ms"], loss_pct=extra["loss_pct"]))
+            elif kind == "corrupt":
+                killer = require(self.cluster, Killable, step.fault)
+                storage = require(self.cluster, Corruptible, step.fault)
+
+                damage: list[dict[str, Any]] = []
+
+                def kill_and_corrupt(node: str) -> str:
+                    killed = killer.kill(node)
+                    fault = storage.corrupt(node, extra["how"], partition=extra["partition"], seed=step.seed)
+                    damage.append(fault.history_entry(node))
+                    return f"{killed}; {fault.detail}"
+                _act_on_each(kill_and_corrupt, targets, details, errors)
+                completion = {**value, "damage": damage}   # the start's completion says what it damaged
+            elif kind == "elect":
+                details.append(elect(extra["partition"], targets[0]))
+            else:
+                action = (require(self.cluster, Pausable, step.fault).pause if kind == "pause"
+                          else require(self.cluster, Killable, step.fault).kill)
+                _act_on_each(action, targets, details, errors)
+        except ClusterError as exc:
+            errors.append(str(exc))
+        window = Window(fid, step, kind, targets, value, ends_at, label.replace("  ", " "))
+        self.active.append(window)  # active even if the action failed: its stop must still be recorded
+        self._complete(f, completion, details, errors)
+        return window, errors
+
+    def close_window(self, fault: Window, note: str = "") -> list[str]:
+        """Stop an active window: record the stop, undo what its start did (restart, resume, heal, restore;
+        an elect window undoes nothing). Returns the errors of its actions."""
+        value = {**fault.value, "phase": "stop"}
+        f = STOP_F[fault.kind]
+        self.history.invoke(runformat.NEMESIS_PROCESS, f, value)
+        details, errors = [note] if note else [], []
+        try:
+            if fault.kind == "partition":
+                net = require(self.cluster, Partitionable, fault.step.fault)
+                details.append(net.heal())
+                others = [d for a in self.active if a.kind == "partition" and a is not fault
+                          for d in a.value["drops"]]
+                if others:  # heal removes every drop rule: put back those of other active partitions
+                    details.append("kept: " + net.drop([tuple(d) for d in others]))
+            elif fault.kind == "degrade":
+                deg = require(self.cluster, Degradable, fault.step.fault)
+                details.append(deg.restore([tuple(x) for x in fault.value["links"]]))
+            elif fault.kind == "elect":
+                pass            # a leadership move is not undone
+            else:   # kill, power-loss and corrupt end with a restart
+                action = (require(self.cluster, Pausable, fault.step.fault).resume if fault.kind == "pause"
+                          else require(self.cluster, Killable, fault.step.fault).restart)
+                _act_on_each(action, fault.targets, details, errors)
+        except ClusterError as exc:
+            errors.append(str(exc))
+        self.active.remove(fault)
+        self._complete(f, value, details, errors)
+        return errors
+
+    def _complete(self, f: str, value: dict, details: list[str], errors: list[str]) -> None:
+        done = {**value, "detail": "; ".join(d for d in details if d)}
+        if errors:
+            log.warning("nemesis %s %s: %s", f, value.get("targets"), "; ".join(errors))
+        self.history.complete(runformat.NEMESIS_PROCESS, "info", f, done, error="; ".join(errors) if errors else None)
+
+
+    # --- a scenario's steps, one operation at a time ------------------------------------------------
 
     def play(self, do: str, a: dict[str, Any]) -> str:
         """Play one node or network operation (`do`, one of FAULT_STEPS, with its arguments `a` as a

@@ -67,21 +67,21 @@ def test_a_restarted_corrupted_broker_counts_until_it_is_back_in_every_isr(tmp_p
     nem, h = _nemesis(tmp_path, admin)
     _corrupt(nem, "n2")
     _corrupt(nem, "n3")                              # 5 brokers: two may be damaged at once
-    assert [a.targets for a in nem._active] == [["n2"], ["n3"]]
+    assert [a.targets for a in nem.windows.active] == [["n2"], ["n3"]]
     # each start's completion says what the storage fault damaged (the rule damaged-record-kept reads it)
     assert [v["damage"] for v in h.values] == [[{"node": n, "how": "bitflip", "partition": 0, "offset": 7}]
                                                for n in ("n2", "n3")]
-    for fault in list(nem._active):                  # both restarted
+    for fault in list(nem.windows.active):                  # both restarted
         nem._stop_fault(fault)
     _corrupt(nem, "n4")        # n2 out of both ISRs, n3 in them: n3 has rejoined, n2 still damaged
     assert nem._damaged == {"n2", "n4"}
-    assert [a.targets for a in nem._active] == [["n4"]]
+    assert [a.targets for a in nem.windows.active] == [["n4"]]
     _corrupt(nem, "n5")        # n2 (rejoining) + n4 (down): no room
     assert nem.stats.skipped == ["corrupt-bitflip at 0s: no eligible target (skipped n5 (a majority of brokers "
                                  "must stay up and intact; n2 corrupted, not yet back in the ISR))"]
     admin.isr = [[1, 2, 3, 5], [2, 3, 5]]            # n2 back in the ISR of both partitions
     _corrupt(nem, "n5")
-    assert [a.targets for a in nem._active] == [["n4"], ["n5"]] and nem._damaged == {"n4", "n5"}
+    assert [a.targets for a in nem.windows.active] == [["n4"], ["n5"]] and nem._damaged == {"n4", "n5"}
 
 
 def test_a_partly_rejoined_broker_or_an_unanswered_lookup_still_counts(tmp_path):
@@ -89,11 +89,11 @@ def test_a_partly_rejoined_broker_or_an_unanswered_lookup_still_counts(tmp_path)
     nem, h = _nemesis(tmp_path, admin)
     nem._damaged = {"n2", "n3"}
     _corrupt(nem, "n4")
-    assert nem._active == [] and nem._damaged == {"n2", "n3"}
+    assert nem.windows.active == [] and nem._damaged == {"n2", "n3"}
     admin.describe = lambda topic: (_ for _ in ()).throw(OSError("controller unreachable"))
     admin.isr = [[1, 2, 3, 4, 5]] * 2
     _corrupt(nem, "n4")
-    assert nem._active == [] and nem._damaged == {"n2", "n3"}
+    assert nem.windows.active == [] and nem._damaged == {"n2", "n3"}
 
 
 def test_a_majority_or_all_is_not_taken_down_while_a_corrupted_broker_has_not_rejoined(tmp_path):
