@@ -1,7 +1,8 @@
 """`check_run(run_dir, ...)`: the checker end to end (ingest, analyse, verdict, results.json).
 
 The harness's `run` and the `highwater check` command both call this. `engine="spark"` (default) runs
-the PySpark checker; `engine="reference"` runs the single-process reference (tests and benchmarks).
+the PySpark checker; `engine="reference"` runs the single-process reference (tests and benchmarks); both
+are checkers/engines.py `Engine`s.
 """
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from typing import Any, Callable
 from rundir import formats as rf
 from checkers import ingest as ingest_mod
 from checkers import policy, protocol_trace, results
+from checkers.engines import open_engine
 
 VERSION = "0.1.0"
 log = logging.getLogger("checkers.spark")
@@ -97,27 +99,12 @@ def check_run(run_dir: Path | str, *, engine: str = "spark", spark_master: str |
     facts = protocol_trace.run_facts(run_dir, ing.columnar_dir)
     # what the run promises depends on what it did (power cut, disks damaged): the policy again, with that
     failing = policy.failing_kinds(config, fail_on=fail_on, allow=allow, rules=facts["settings"])
-    if engine == "reference":
-        from checkers import reference
-        say("checking (reference)")
-        findings = reference.analyze(ing.columnar_dir, examples=examples, facts=facts)
-        info = {"engine": "reference", "master": None}
-    elif engine == "spark":
-        from checkers import spark_session
-        from checkers.anomalies import engine as spark_engine
-        own = spark is None
-        if own:
-            say("starting Spark" if not spark_session.uses_service(spark_master) else "connecting to Spark")
-        with spark_session.driver_log_to(log):
-            session = spark if spark is not None else spark_session.get_session(spark_master)
-            try:
-                info = {"engine": "spark", "master": spark_session.describe(session, spark_master)}
-                findings = spark_engine.analyze(session, ing.columnar_dir, examples=examples, step=say, facts=facts)
-            finally:
-                if own:
-                    spark_session.stop(session)
-    else:
-        raise ValueError(f"unknown engine {engine!r}")
+    checker = open_engine(engine, spark_master=spark_master, spark=spark, say=say)
+    try:
+        findings = checker.analyze(ing.columnar_dir, examples=examples, facts=facts, say=say)
+        info = dict(checker.info)
+    finally:
+        checker.close()
     phases.start(None)
     info.update(elapsed_s=round(time.monotonic() - t0, 3), version=VERSION, examples=examples,
                 phases_s=phases.seconds)
