@@ -15,6 +15,7 @@ from typing import Any, Callable
 from broker.client import ClientError
 from workloads.decode import decode_value
 from workloads.worker import ClientWorker
+from workloads.clients import ConsumerClient
 
 log = logging.getLogger(__name__)
 
@@ -22,7 +23,7 @@ POLL_MAX_RECORDS = 500
 POLL_WAIT_MS = 100
 
 
-def poll_op(history, process: int, client, topic: str, partition: int, offset: int, *,
+def poll_op(history, process: int, client: ConsumerClient, topic: str, partition: int, offset: int, *,
             f: str = "poll", max_records: int = POLL_MAX_RECORDS, max_wait_ms: int = POLL_WAIT_MS):
     """One recorded poll (or final-read). Returns (completion type, value dict or None, error code or None)."""
     invoke = {"partition": partition, "offset": offset}

@@ -17,11 +17,12 @@ from broker.client import ClientError
 from workloads.decode import encode_value
 from workloads.pacing import RateLimiter, ValueSource
 from workloads.worker import ClientWorker
+from workloads.clients import ProducerClient
 
 log = logging.getLogger(__name__)
 
 
-def send_op(history, process: int, client, topic: str, partition: int, value: int) -> str:
+def send_op(history, process: int, client: ProducerClient, topic: str, partition: int, value: int) -> str:
     """One recorded send. Returns the completion type ("ok", "fail" or "info")."""
     invoke = {"partition": partition, "value": value}
     history.invoke(process, "send", invoke)
