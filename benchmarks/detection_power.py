@@ -28,21 +28,17 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from harness.config import TestConfig  # noqa: E402
+from harness.config import TestConfig, with_values  # noqa: E402
 from harness.runner import run_test  # noqa: E402
 from harness.suite_file import load_suite  # noqa: E402
 
-SAFE = {"truncation": "leader-epoch", "acks": "all", "min_insync_replicas": 2, "unclean_leader_election": False}
+SAFE = {"broker.truncation": "leader-epoch", "client.acks": "all", "broker.min_insync_replicas": 2,
+        "broker.unclean_leader_election": False}
 FOUND = ("lost-write", "divergence")
 
 
 def safe_variant(cfg: TestConfig) -> TestConfig:
-    safe = copy.deepcopy(cfg)
-    safe.broker.truncation = SAFE["truncation"]
-    safe.client.acks = SAFE["acks"]
-    safe.broker.min_insync_replicas = SAFE["min_insync_replicas"]
-    safe.broker.unclean_leader_election = SAFE["unclean_leader_election"]
-    return safe
+    return with_values(cfg, SAFE)
 
 
 class Stop:

@@ -16,7 +16,6 @@ false alarms = safe runs whose verdict is invalid. Runs without a verdict are co
 from __future__ import annotations
 
 import argparse
-import copy
 import json
 import logging
 import sys
@@ -27,18 +26,15 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import detection_power  # noqa: E402  (one_run, Stop: the same run and interrupt handling)
+from harness.config import with_values  # noqa: E402
 from harness.suite_file import load_suite  # noqa: E402
 
-UNSAFE = {"truncation": "hw", "acks": 1, "min_insync_replicas": 1, "unclean_leader_election": True}
+UNSAFE = {"broker.truncation": "hw", "client.acks": 1, "broker.min_insync_replicas": 1,
+          "broker.unclean_leader_election": True}
 
 
 def unsafe_variant(cfg):
-    unsafe = copy.deepcopy(cfg)
-    unsafe.broker.truncation = UNSAFE["truncation"]
-    unsafe.client.acks = UNSAFE["acks"]
-    unsafe.broker.min_insync_replicas = UNSAFE["min_insync_replicas"]
-    unsafe.broker.unclean_leader_election = UNSAFE["unclean_leader_election"]
-    return unsafe
+    return with_values(cfg, UNSAFE)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -308,7 +308,7 @@ class RemoteCluster(Cluster, Killable, Stoppable, Pausable, Partitionable, Degra
 
     def drop(self, pairs: list[tuple[str, str]]) -> str:
         with self._lock:
-            by_dst = self._sources_by_destination(pairs)
+            by_dst = self._by_dst(pairs)
             parallel(lambda d: self._firewall(d).drop_from(by_dst[d]), by_dst, what="installing drops")
             return "dropping " + ", ".join(f"{s}->{d}" for s, d in pairs) if pairs else "nothing to drop"
 
@@ -322,19 +322,9 @@ class RemoteCluster(Cluster, Killable, Stoppable, Pausable, Partitionable, Degra
             parallel(lambda n: self._firewalls[n].heal(), installed, what="healing")
             return "healed (all drop rules removed)"
 
-    def _sources_by_destination(self, pairs: list[tuple[str, str]]) -> dict[str, list[str]]:
-        """The source hosts of the links src -> dst, by dst (every node name checked first)."""
-        for s, d in pairs:
-            self._check(s)
-            self._check(d)
-        by_dst: dict[str, list[str]] = {}
-        for s, d in pairs:
-            by_dst.setdefault(d, []).append(self._addresses[s].host)
-        return by_dst
-
     def _heal_pairs(self, pairs: list[tuple[str, str]]) -> str:
         """Partial heal: delete only the drops src -> dst named (on each dst, the rules for src)."""
-        by_dst = self._sources_by_destination(pairs)
+        by_dst = self._by_dst(pairs)
         live = [d for d in by_dst if d in self._firewalls]
         parallel(lambda d: self._firewalls[d].heal_from(by_dst[d]), live, what="healing")
         return "healed " + ", ".join(f"{s}->{d}" for s, d in pairs) if pairs else "nothing to heal"
@@ -390,6 +380,7 @@ class RemoteCluster(Cluster, Killable, Stoppable, Pausable, Partitionable, Degra
             return "restored " + ", ".join(f"{s}->{d}" for s, d in pairs) if pairs else "nothing to restore"
 
     def _by_dst(self, pairs: list[tuple[str, str]]) -> dict[str, list[str]]:
+        """The source hosts of the links src -> dst, by dst (every node name checked first)."""
         for s, d in pairs:
             self._check(s)
             self._check(d)

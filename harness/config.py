@@ -23,6 +23,7 @@ TOML layout (every key optional):
 """
 from __future__ import annotations
 
+import copy
 import dataclasses
 import random
 import re
@@ -253,6 +254,15 @@ def set_key(cfg: TestConfig, dotted: str, raw: Any) -> None:
         raise KeyError(dotted)
     target, key = _owner(cfg, dotted)
     setattr(target, key, s.convert(raw, text=True))
+
+
+def with_values(cfg: TestConfig, values: dict[str, Any]) -> TestConfig:
+    """A copy of `cfg` with dotted keys set ({"broker.truncation": "hw", "client.acks": 1}); raises as
+    `set_key` does."""
+    out = copy.deepcopy(cfg)
+    for dotted, raw in values.items():
+        set_key(out, dotted, raw)
+    return out
 
 
 def unknown_key(dotted: str) -> str:

@@ -114,3 +114,15 @@ def test_settings_for_the_cluster_and_round_trip():
     assert c["topics"] == [{"name": "hw", "partitions": 3, "replication_factor": 3}]
     again = C.from_dict(cfg.to_dict())
     assert again == cfg
+
+
+def test_with_values_copies_and_checks_each_dotted_key():
+    from harness.config import TestConfig, with_values
+    base = TestConfig()
+    unsafe = with_values(base, {"broker.truncation": "hw", "client.acks": "-1", "broker.min_insync_replicas": 1})
+    assert (unsafe.broker.truncation, unsafe.client.acks, unsafe.broker.min_insync_replicas) == ("hw", "all", 1)
+    assert (base.broker.truncation, base.broker.min_insync_replicas) == ("leader-epoch", 2)   # not changed
+    with pytest.raises(KeyError):
+        with_values(base, {"broker.truncaton": "hw"})
+    with pytest.raises(ValueError, match="must be 0, 1 or \"all\""):
+        with_values(base, {"client.acks": 2})
