@@ -81,14 +81,22 @@ def pause_leader_until_fenced(ctx: Any, step: Any) -> None:
         return
     pause = ctx.start("pause-leader", "pause", [leader], {"partition": part.partition, "state": part.state()},
                       part.describe(ctx.topic))
-    ok, view, waited = ctx.wait(lambda v: targets.fenced(v, part.partition, leader), ctx.fence_wait_s)
+    _hold_until(ctx, pause, part, leader, lambda v: targets.fenced(v, part.partition, leader),
+                "fenced", "resumed", f"not fenced from {ctx.topic}/{part.partition}")
+
+
+def _hold_until(ctx: Any, window: Any, part: Any, leader: str, test, done: str, undone: str,
+                missed: str) -> None:
+    """Hold `window` until the metadata passes `test` (at most the fence wait), stop it saying which way it
+    went, skip the package when it did not, and wait for `leader` to rejoin."""
+    ok, view, waited = ctx.wait(test, ctx.fence_wait_s)
     now = view.get(part.partition) if view is not None else None
     seen = now.describe(ctx.topic) if now is not None else "no metadata"
     if ok:
-        ctx.stop(pause, f"fenced after {waited:.1f} s: {seen}")
+        ctx.stop(window, f"{done} after {waited:.1f} s: {seen}")
     else:
-        ctx.stop(pause, f"not fenced within {ctx.fence_wait_s:g} s ({seen}): resumed")
-        ctx.skip(f"{leader} not fenced from {ctx.topic}/{part.partition} within {ctx.fence_wait_s:g} s")
+        ctx.stop(window, f"not {done} within {ctx.fence_wait_s:g} s ({seen}): {undone}")
+        ctx.skip(f"{leader} {missed} within {ctx.fence_wait_s:g} s")
     ctx.recover([leader])
 
 
@@ -103,15 +111,8 @@ def isolate_leader_until_replaced(ctx: Any, step: Any) -> None:
     iso = ctx.start("isolate-leader", "partition", cut.targets,
                     {"shape": cut.shape, "groups": cut.groups, "drops": [list(d) for d in cut.drops],
                      "partition": part.partition, "state": part.state()}, part.describe(ctx.topic))
-    ok, view, waited = ctx.wait(lambda v: targets.leader(v, part.partition) not in (None, leader), ctx.fence_wait_s)
-    now = view.get(part.partition) if view is not None else None
-    seen = now.describe(ctx.topic) if now is not None else "no metadata"
-    if ok:
-        ctx.stop(iso, f"replaced after {waited:.1f} s: {seen}")
-    else:
-        ctx.stop(iso, f"not replaced within {ctx.fence_wait_s:g} s ({seen}): healed")
-        ctx.skip(f"{leader} not replaced as leader of {ctx.topic}/{part.partition} within {ctx.fence_wait_s:g} s")
-    ctx.recover([leader])
+    _hold_until(ctx, iso, part, leader, lambda v: targets.leader(v, part.partition) not in (None, leader),
+                "replaced", "healed", f"not replaced as leader of {ctx.topic}/{part.partition}")
 
 
 def bounce_leader(ctx: Any, step: Any) -> None:
