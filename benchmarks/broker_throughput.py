@@ -22,6 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from broker.client import Admin, ClientError, Producer  # noqa: E402
 from clusters.bare import BareCluster, wait_until  # noqa: E402
+from timing import run_workers  # noqa: E402
 
 TOPIC = "bench"
 
@@ -56,13 +57,7 @@ def run_phase(controller, acks, threads: int, batch: int, partitions: int, secon
             latencies.extend(mine)
             acked[0] += n
 
-    t_start = time.monotonic()
-    ts = [threading.Thread(target=worker, args=(k,)) for k in range(threads)]
-    for t in ts:
-        t.start()
-    for t in ts:
-        t.join()
-    elapsed = time.monotonic() - t_start
+    elapsed = run_workers(threads, worker)
     latencies.sort()
     q = statistics.quantiles(latencies, n=100) if len(latencies) >= 2 else [float("nan")] * 99
     return {"acks": acks, "writes_per_s": acked[0] / elapsed, "sends": len(latencies),

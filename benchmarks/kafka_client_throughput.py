@@ -36,6 +36,7 @@ from broker.client import Admin, ClientError  # noqa: E402
 from clusters.bare import BareCluster, wait_until  # noqa: E402
 from broker_throughput import TOPIC, run_phase  # noqa: E402
 from workloads import kafka_client  # noqa: E402
+from timing import run_workers  # noqa: E402
 
 
 def _summary(name: str, acked: int, latencies: list[float], elapsed: float, errors: dict) -> dict:
@@ -73,13 +74,7 @@ def adapter_phase(library: str, bootstrap: list[str], threads: int, partitions: 
             latencies.extend(mine)
             acked[0] += len(mine)
 
-    t_start = time.monotonic()
-    ts = [threading.Thread(target=worker, args=(k,)) for k in range(threads)]
-    for t in ts:
-        t.start()
-    for t in ts:
-        t.join()
-    elapsed = time.monotonic() - t_start
+    elapsed = run_workers(threads, worker)
     for p in clients:
         p.close()
     return _summary(f"{library}, 1 per send", acked[0], latencies, elapsed, errors)
@@ -124,13 +119,7 @@ def confluent_batches(bootstrap: list[str], threads: int, batch: int, partitions
             latencies.extend(mine)
             acked[0] += n
 
-    t_start = time.monotonic()
-    ts = [threading.Thread(target=worker, args=(k,)) for k in range(threads)]
-    for t in ts:
-        t.start()
-    for t in ts:
-        t.join()
-    elapsed = time.monotonic() - t_start
+    elapsed = run_workers(threads, worker)
     return _summary(f"confluent, batch {batch}", acked[0], latencies, elapsed, errors)
 
 
