@@ -156,12 +156,19 @@ def parse_options(table: dict[str, Any], *, text: bool = False) -> ExploreOption
 # follower always caught up in one fetch and no schedule reached a follower behind the leader's HW
 # mid-catch-up (broker/config_keys.py RUN_REPLICA_FETCH_MAX_RECORDS says the same of real runs)
 EXPLORE_FETCH_MAX_RECORDS = 2
+# the simulated replica lag bound of a search (a broker's own is 2000 ms, broker/config_keys.py): one third
+# of the session timeout, so the clock steps a schedule can take (simulator/world.py `advances`: 100, 1001,
+# 3001 ms) keep an ISR shrink and a fencing apart and a few events reach either. Measured: with the
+# broker's 2000 (steps 100, 2001, 3001) a 30-s search at seed 7 missed checkpoint-hw-unclamped, which
+# this finds (benchmarks/mutation.py --methods b).
+EXPLORE_REPLICA_LAG_MS = 1000
 
 
 def sim_settings(opts: ExploreOptions):
     """The simulator/world.py SimSettings of an exploration."""
     from simulator.world import SimSettings
     return SimSettings(replicas=opts.replicas, acks=opts.acks, replica_fetch_max_records=EXPLORE_FETCH_MAX_RECORDS,
+                       replica_lag_time_max_ms=EXPLORE_REPLICA_LAG_MS,
                        **{k.sim_name: getattr(opts, k.option) for k in sim_keys() if k.flag})
 
 

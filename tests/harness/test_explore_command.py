@@ -246,9 +246,9 @@ def test_a_finding_no_condition_can_keep_is_still_shrunk_and_says_so(tmp_path, c
     doc = json.loads(Path(out[-1]).read_text())
     f = doc["findings"][0]
     assert (f["index"], f["first_index"], f["shrunk_for"]) == (0, 0, "same invariant only")
-    assert f["shrunk_length"] == 5 and (f["story"][2], f["story"][4]) == (
-        "3. n1 appends v1 (acks=1): acknowledged at offset 0",
-        "5. the controller fences n1, n3 (no heartbeat for over 3000 ms); leader n2, epoch 1, ISR {n2}")
+    assert f["shrunk_length"] == 6 and f["story"][4:6] == [
+        "5. n1 appends v1 (acks=1): acknowledged at offset 0",
+        "6. the controller fences n1, n3 (no heartbeat for over 3000 ms); leader n2, epoch 1, ISR {n2}"]
     assert ("highwater: finding 1: the found schedule does not meet faithful replay / leader-epoch holds it (so the "
             "shrink cannot keep it): shrunk for same invariant only") in err
 
