@@ -32,7 +32,12 @@ sys.path.insert(0, str(ROOT))
 
 from simulator import explore as ex  # noqa: E402
 from simulator import invariants as inv  # noqa: E402
-from simulator.world import SimSettings  # noqa: E402
+from harness.exploration import EXPLORE_REPLICA_LAG_MS  # noqa: E402
+from simulator.world import SimSettings as _SimSettings  # noqa: E402
+
+
+def SimSettings(**kw):  # noqa: N802 - the simulator's settings with the replica lag `highwater explore` searches with
+    return _SimSettings(**{"replica_lag_time_max_ms": EXPLORE_REPLICA_LAG_MS, **kw})
 
 SAFE = dict(truncation="leader-epoch", acks=-1, min_insync_replicas=2)
 # name -> (settings, what it stands for, the settings with the fix: a finding "the fix avoids" is one whose
