@@ -1,21 +1,28 @@
-"""Fault windows played one operation at a time: the node and network steps of a scenario.
+"""The fault executor: every fault window the nemesis starts and stops, and its history.
 
-`FaultWindows.play(do, args)` runs one operation against the cluster and keeps the nemesis history
-(process "nemesis", docs/formats.md) as the random nemesis (nemesis/driver.py) does: a kill / power-loss
-/ stop opens a fault window on that node that the matching restart closes, pause / resume likewise,
-partition / heal likewise, degrade / restore likewise (fault "degrade"); a corrupt step is one instant
-window (fault "corrupt": its start and its stop one after the other). `undo_all` closes every window
-still open (heal, restore, resume, restart), so each `start` has its `stop`.
+Whatever decides on a fault, `FaultWindows` carries it out against the cluster: it asks the backend for
+the capability the operation needs (nemesis/operations.py NEEDS), gives the window its id, records its
+start and stop as nemesis operations (process "nemesis", docs/formats.md) and undoes what is still open.
+Two kinds of generator feed it:
+
+- the random and scheduled nemesis (nemesis/driver.py, its packages and schedule files): `open_window`
+  starts a window of a fault kind on one or more targets, `close_window` stops it (restart, resume, heal
+  and re-drop the other partitions' links, restore; an elect window undoes nothing). An action that fails
+  is recorded with `error` (the messages) and the window stays open until its stop.
+- a scenario's node and network steps (harness/scenario_runner.py; simulator exports are scenarios):
+  `play(do, args)` runs one step. A kill / power-loss / stop opens a window on that node that the
+  matching restart closes, pause / resume likewise, partition / heal likewise, degrade / restore likewise
+  (fault "degrade"); a corrupt step is one instant window (its start and its stop one after the other).
+  `undo_all` closes every window still open (heal, restore, resume, restart), so each `start` has its
+  `stop`. A step that fails is recorded with `error` (the exception's type) and raises again; one the
+  state does not allow (a second fault on a node that has one open, a corrupt of a running node) raises
+  broker.errors.StateError.
 
 A partial heal (`heal` with pairs) or restore removes only those one-way links. Each window it touches
 ends (its `stop`, with `healed`: the pairs of that window it removed); where some of the window's pairs
 are still in force, a new window starts at once with the rest (its `start` has f "heal" / "restore",
 `drop` / `links` the remaining pairs and `rest_of` the id it continues). So windows stay paired and each
 one's pairs are exactly what was in force during it; a window is split, never stopped twice.
-
-An operation that fails is recorded with `error` (the exception's type) and raises again; one the state
-does not allow (a second fault on a node that has one open, a corrupt of a running node) raises
-broker.errors.StateError.
 """
 from __future__ import annotations
 
@@ -59,6 +66,8 @@ def _act_on_each(action, targets, details: list[str], errors: list[str]) -> None
 
 
 class FaultWindows:
+    """The one executor of a run's faults (module docstring)."""
+
     def __init__(self, cluster, history):
         self.cluster = cluster
         self.history = history
