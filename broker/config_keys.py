@@ -221,7 +221,7 @@ def keys_of(file: str) -> tuple[Key, ...]:
     return tuple(k for k in KEYS if file in k.files)
 
 
-def test_keys() -> tuple[Key, ...]:
+def section_keys() -> tuple[Key, ...]:
     """The keys a test file's [broker] section sets."""
     return tuple(k for k in KEYS if k.test)
 
@@ -295,7 +295,7 @@ def docs_table(name: str) -> str:
     if name == "test":
         rows = ["| TOML key | flag | default | meaning |", "|---|---|---|---|"]
         rows += [f"| `broker.{k.test}` | {_flag_cell(k)} | {_shown(k.run_default)} | {k.setting.doc} |"
-                 for k in test_keys()]
+                 for k in section_keys()]
         rows.append("| `broker.extra` | | `{}` | a table of any other broker.json key, passed through unchanged |")
         return "\n".join(rows)
     file = name.removesuffix(".json")

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from broker.config_keys import parse_acks, test_keys
+from broker.config_keys import parse_acks, section_keys
 from broker.errors import ConfigError
 from nemesis.schedule import expand_faults, fault_list, fault_name, needs_power_loss
 from rundir.formats import ANOMALY_KINDS
@@ -108,7 +108,7 @@ class TopicConfig:
 # [broker]: the broker and controller keys broker/config_keys.py marks `test`, with a test run's
 # defaults, and `extra` for any other broker.json key
 BrokerConfig = dataclasses.make_dataclass("BrokerConfig", [
-    *[(k.test, k.setting.type, setting(k.run_default, k.setting.doc, **k.checks())) for k in test_keys()],
+    *[(k.test, k.setting.type, setting(k.run_default, k.setting.doc, **k.checks())) for k in section_keys()],
     ("extra", dict, setting({}, "any other broker.json key, passed through unchanged"))],
     namespace={"__module__": __name__})
 
@@ -185,7 +185,7 @@ class TestConfig:
     def broker_settings(self) -> dict[str, Any]:
         """broker.json's settings: every [broker] key of broker.json, then `extra`."""
         b = self.broker
-        settings = {k.name: getattr(b, k.test) for k in test_keys() if "broker" in k.files}
+        settings = {k.name: getattr(b, k.test) for k in section_keys() if "broker" in k.files}
         # power-loss faults need brokers running in the power-loss emulation (a schedule file replaces
         # the faults: its power-loss steps need broker.power_loss set)
         settings["power_loss"] = b.power_loss or (not self.nemesis.schedule_file
@@ -195,7 +195,7 @@ class TestConfig:
 
     def controller_settings(self) -> dict[str, Any]:
         """controller.json's settings: every [broker] key of controller.json, and the test's topic."""
-        settings = {k.name: getattr(self.broker, k.test) for k in test_keys() if "controller" in k.files}
+        settings = {k.name: getattr(self.broker, k.test) for k in section_keys() if "controller" in k.files}
         settings["topics"] = [{"name": self.topic.name, "partitions": self.topic.partitions,
                                "replication_factor": self.topic.replication_factor}]
         return settings
@@ -235,7 +235,7 @@ FLAG_KEYS = {
     "final_wait": "final_wait",
     "checker": "checker.engine",
     # the [broker] keys with a flag (broker/config_keys.py)
-    **{k.flag.replace("-", "_"): f"broker.{k.test}" for k in test_keys() if k.flag},
+    **{k.flag.replace("-", "_"): f"broker.{k.test}" for k in section_keys() if k.flag},
 }
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import click
 
-from broker.config_keys import test_keys
+from broker.config_keys import section_keys
 from harness import config as config_mod
 from harness.setting_flags import flags
 from harness.progress import Display
@@ -43,7 +43,7 @@ from rundir.exits import EXIT_USAGE, worst as worst_exit
               help="native | kafka | mixed: the workload's client (kafka: a real Kafka client; mixed: both, worker "
                    "by worker; docs/clients.md) [mixed]")
 @click.option("--kafka-library", default=None, help="with --client kafka or mixed: confluent | kafka-python [confluent]")
-@flags((k.flag, config_mod.SCHEMA[f"broker.{k.test}"]) for k in test_keys() if k.flag)
+@flags((k.flag, config_mod.SCHEMA[f"broker.{k.test}"]) for k in section_keys() if k.flag)
 @click.option("--seed", type=int, default=None, help="random seed (default: a fresh one, recorded)")
 @click.option("--backend", "--cluster", "backend", default=None,
               help="cluster backend: local | docker | ssh | external [local]")

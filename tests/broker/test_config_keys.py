@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from broker.config import BrokerConfig, validate_broker_config
-from broker.config_keys import (BY_NAME, KEYS, docs_table, keys_of, parse_acks, rewrite_docs, sim_keys, test_keys,
+from broker.config_keys import (BY_NAME, KEYS, docs_table, keys_of, parse_acks, rewrite_docs, sim_keys, section_keys,
                                 wire_acks)
 from broker.controller.config import ControllerConfig
 from broker.errors import ConfigError
@@ -50,20 +50,20 @@ def test_the_replication_config_is_the_keys_marked_replication():
 def test_the_harness_broker_section_and_flags_are_the_keys_marked_test():
     from harness import config as hc
     cfg = hc.TestConfig()
-    assert [f.name for f in dataclasses.fields(hc.BrokerConfig)] == [k.test for k in test_keys()] + ["extra"]
-    for k in test_keys():
+    assert [f.name for f in dataclasses.fields(hc.BrokerConfig)] == [k.test for k in section_keys()] + ["extra"]
+    for k in section_keys():
         assert getattr(cfg.broker, k.test) == k.run_default, k.name
         assert hc.SCHEMA[f"broker.{k.test}"].doc == k.setting.doc
     # one default each, except the two a test run changes on purpose (docs/running.md says why)
-    assert {k.name for k in test_keys() if k.run_default != k.default} == {"min_insync_replicas",
+    assert {k.name for k in section_keys() if k.run_default != k.default} == {"min_insync_replicas",
                                                                            "replica_fetch_max_records"}
     # every broker.json / controller.json key of the section reaches its file
     broker, controller = cfg.broker_settings(), cfg.controller_settings()
-    for k in test_keys():
+    for k in section_keys():
         where = [f for f, d in (("broker", broker), ("controller", controller)) if k.name in d]
         assert where == list(k.files), k.name
     assert {f: d for f, d in hc.FLAG_KEYS.items() if d.startswith("broker.")} == \
-        {k.flag.replace("-", "_"): f"broker.{k.test}" for k in test_keys() if k.flag}
+        {k.flag.replace("-", "_"): f"broker.{k.test}" for k in section_keys() if k.flag}
 
 
 def test_a_run_flag_goes_through_the_declared_check():
@@ -121,7 +121,7 @@ def test_the_docs_tables_are_the_declared_keys():
 def test_every_key_is_documented_and_named_once():
     assert len(BY_NAME) == len(KEYS)
     assert all(k.setting.doc for k in KEYS)
-    assert len({k.test for k in test_keys()}) == len(test_keys())
+    assert len({k.test for k in section_keys()}) == len(section_keys())
     assert len({k.flag for k in KEYS if k.flag}) == len([k for k in KEYS if k.flag])
 
 

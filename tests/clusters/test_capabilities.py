@@ -148,7 +148,7 @@ def test_the_scenario_stop_step_asks_for_stoppable(tmp_path):
     scenario = SimpleNamespace(config=SimpleNamespace(topic=SimpleNamespace(name="hw")))
     runner = ScenarioRunner(session, scenario)
     with pytest.raises(ClusterError) as err:
-        runner._stop_node("n1")
+        runner.do_step(SimpleNamespace(do="stop", args={"node": "n1"}))
     assert str(err.value) == "the kill-only backend cannot inject fault 'stop': it is not Stoppable (it has no stop)"
 
 
