@@ -33,13 +33,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-from broker.config_keys import FLUSH_POLICIES
+from broker.config_keys import FLUSH_POLICIES   # broker.json's policies, checked again where a log opens
 from broker.records import LogCorruption, Record
 from broker.storage.codec import CorruptRecord, decode_records, encode_records
 from broker.storage.scan import scan_partition, segment_name
 from broker.storage.segment import Segment
 
-# the policies broker.json declares (broker/config_keys.py), checked again where a log is opened
 DEFAULT_SEGMENT_RECORDS = 100_000
 
 
