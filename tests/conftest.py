@@ -36,6 +36,28 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.skip(reason="needs root (iptables / network namespaces)"))
 
 
+LEFTOVERS_LOCK = "/tmp/highwater-tests-leftovers.lock"
+
+
+@pytest.fixture(autouse=True)
+def _leftovers_lock(request):
+    """Tests marked `leftovers` run one at a time across every pytest worker (and every test run on the
+    machine): `highwater cleanup` sweeps machine-wide firewall objects whose owner is dead, so one test's
+    cleanup would otherwise take the chain another test planted between that test's dry run and its real
+    run. Unmarked tests pass straight through."""
+    if request.node.get_closest_marker("leftovers") is None:
+        yield
+        return
+    import fcntl
+
+    with open(LEFTOVERS_LOCK, "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
 @pytest.fixture(scope="session", autouse=True)
 def shared_spark_driver(tmp_path_factory):
     """The test run's own shared Spark driver (checkers/spark_service.py), in a directory of its own: every

@@ -95,6 +95,7 @@ def test_check_through_service_equals_private_driver(shared_spark_driver, tmp_pa
     assert via_service["anomalies"]["lost-write"]["count"] == expected["counts"]["lost-write"] > 0
 
 
+@pytest.mark.leftovers
 def test_settings_change_replaces_it_and_commands_stop_it(service_dir, monkeypatch):
     first = spark_service.ensure()
     monkeypatch.setenv("HIGHWATER_SPARK_DRIVER_MEMORY", "1g")

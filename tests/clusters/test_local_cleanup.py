@@ -40,6 +40,8 @@ OWNER = textwrap.dedent("""
     time.sleep(300)
 """)
 
+pytestmark = pytest.mark.leftovers  # every test here plants or sweeps dead owners' leftovers
+
 
 def _spawn_owner(tmp_path: Path, run_id: str, partition: bool) -> tuple[subprocess.Popen, list[int]]:
     script = OWNER.format(tests=str(Path(echo_server.__file__).parent), run_id=run_id,

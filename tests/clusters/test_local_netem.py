@@ -186,6 +186,7 @@ OWNER = textwrap.dedent("""
 
 
 @pytest.mark.root
+@pytest.mark.leftovers
 def test_cleanup_removes_the_chain_and_delayer_of_a_sigkilled_owner(tmp_path):
     before = _lo_state()
     run_id = f"netem-leftover-{os.getpid()}-{time.monotonic_ns() % 100000}"
