@@ -27,6 +27,32 @@ from timing import run_workers  # noqa: E402
 TOPIC = "bench"
 
 
+def add_load_options(ap: argparse.ArgumentParser, *, seconds: float = 8.0, flush: bool = True) -> None:
+    """The load every throughput benchmark shares: client threads sending batches over the partitions."""
+    ap.add_argument("--seconds", type=float, default=seconds, help="how long each phase sends")
+    ap.add_argument("--threads", type=int, default=4, help="client threads, each with its own producer")
+    ap.add_argument("--batch", type=int, default=100, help="values per send")
+    ap.add_argument("--partitions", type=int, default=3)
+    if flush:
+        ap.add_argument("--flush", default="always", choices=["always", "interval", "never"])
+
+
+def wait_full_isrs(controller, partitions: int, timeout_s: float = 30.0) -> None:
+    """Return once every partition of the benchmark topic has a leader and all 3 replicas in its ISR."""
+    admin = Admin(controller)
+    try:
+        wait_until(lambda: (lambda d: len(d) == partitions and all(
+            p.leader is not None and len(p.isr) == 3 for p in d))(admin.describe(TOPIC)), timeout_s, "full ISRs")
+    finally:
+        admin.close()
+
+
+def bench_cluster(tmp: str, partitions: int, flush: str) -> BareCluster:
+    """A 3-broker cluster (RF=3, min.insync.replicas=2) with the benchmark topic, not yet started."""
+    return BareCluster(tmp, brokers=3, broker_settings={"min_insync_replicas": 2, "flush": flush},
+                       topics=[{"name": TOPIC, "partitions": partitions, "replication_factor": 3}])
+
+
 def run_phase(controller, acks, threads: int, batch: int, partitions: int, seconds: float) -> dict:
     latencies: list[float] = []
     acked = [0]
@@ -66,21 +92,12 @@ def run_phase(controller, acks, threads: int, batch: int, partitions: int, secon
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--seconds", type=float, default=8.0)
-    ap.add_argument("--threads", type=int, default=4)
-    ap.add_argument("--batch", type=int, default=100)
-    ap.add_argument("--partitions", type=int, default=3)
-    ap.add_argument("--flush", default="always", choices=["always", "interval", "never"])
+    add_load_options(ap)
     ap.add_argument("--acks", default="1,all")
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="hw-bench-") as tmp:
-        with BareCluster(tmp, brokers=3,
-                          broker_settings={"min_insync_replicas": 2, "flush": args.flush},
-                          topics=[{"name": TOPIC, "partitions": args.partitions, "replication_factor": 3}]) as c:
-            admin = Admin(c.controller_address)
-            wait_until(lambda: (lambda d: len(d) == args.partitions and all(
-                p.leader is not None and len(p.isr) == 3 for p in d))(admin.describe(TOPIC)), 30, "full ISRs")
-            admin.close()
+        with bench_cluster(tmp, args.partitions, args.flush) as c:
+            wait_full_isrs(c.controller_address, args.partitions)
             print(f"3 brokers, RF=3, min.insync.replicas=2, flush={args.flush}, {args.partitions} partitions, "
                   f"{args.threads} client threads, {args.batch} values per send, {args.seconds:.0f} s per phase")
             for acks in [a if a == "all" else int(a) for a in args.acks.split(",")]:

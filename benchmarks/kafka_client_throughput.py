@@ -32,9 +32,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from broker.client import Admin, ClientError  # noqa: E402
-from clusters.bare import BareCluster, wait_until  # noqa: E402
-from broker_throughput import TOPIC, run_phase  # noqa: E402
+from broker.client import ClientError  # noqa: E402
+from broker_throughput import TOPIC, add_load_options, bench_cluster, run_phase, wait_full_isrs  # noqa: E402
 from workloads import kafka_client  # noqa: E402
 from timing import run_workers  # noqa: E402
 
@@ -125,20 +124,12 @@ def confluent_batches(bootstrap: list[str], threads: int, batch: int, partitions
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--seconds", type=float, default=8.0)
-    ap.add_argument("--threads", type=int, default=4)
-    ap.add_argument("--batch", type=int, default=100)
-    ap.add_argument("--partitions", type=int, default=3)
-    ap.add_argument("--flush", default="always", choices=["always", "interval", "never"])
+    add_load_options(ap)
     ap.add_argument("--kafka-python", action="store_true", help="also the kafka-python adapter")
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="hw-bench-") as tmp:
-        with BareCluster(tmp, brokers=3, broker_settings={"min_insync_replicas": 2, "flush": args.flush},
-                          topics=[{"name": TOPIC, "partitions": args.partitions, "replication_factor": 3}]) as c:
-            admin = Admin(c.controller_address)
-            wait_until(lambda: (lambda d: len(d) == args.partitions and all(
-                p.leader is not None and len(p.isr) == 3 for p in d))(admin.describe(TOPIC)), 30, "full ISRs")
-            admin.close()
+        with bench_cluster(tmp, args.partitions, args.flush) as c:
+            wait_full_isrs(c.controller_address, args.partitions)
             bootstrap = [f"{c.host}:{port}" for port in c.ports.values()]
             print(f"3 brokers, RF=3, min.insync.replicas=2, acks=all, flush={args.flush}, {args.partitions} "
                   f"partitions, {args.threads} client threads, {args.seconds:.0f} s per phase")

@@ -19,14 +19,12 @@ import os
 import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from broker.client import Admin  # noqa: E402
-from broker_throughput import TOPIC, run_phase  # noqa: E402
+from broker_throughput import TOPIC, add_load_options, run_phase, wait_full_isrs  # noqa: E402
 from clusters.base import ClusterSpec  # noqa: E402
 from clusters.local import LocalCluster  # noqa: E402
 
@@ -34,10 +32,7 @@ from clusters.local import LocalCluster  # noqa: E402
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--seconds", type=float, default=6.0)
-    ap.add_argument("--threads", type=int, default=4)
-    ap.add_argument("--batch", type=int, default=100)
-    ap.add_argument("--partitions", type=int, default=3)
+    add_load_options(ap, seconds=6.0, flush=False)
     ap.add_argument("--delay-ms", type=float, default=5.0)
     ap.add_argument("--jitter-ms", type=float, default=1.0)
     args = ap.parse_args(argv)
@@ -57,14 +52,7 @@ def main(argv: list[str] | None = None) -> int:
             c.check_faults(["degrade"])
             c.start()
             ctl = (c.controller().host, c.controller().port)
-            admin = Admin(ctl)
-            deadline = time.monotonic() + 30
-            while not (lambda d: len(d) == args.partitions and all(p.leader is not None and len(p.isr) == 3
-                                                                   for p in d))(admin.describe(TOPIC)):
-                if time.monotonic() > deadline:
-                    raise SystemExit("netem_overhead: no full ISRs within 30 s")
-                time.sleep(0.2)
-            admin.close()
+            wait_full_isrs(ctl, args.partitions)
             links = [(a, b) for a in c.nodes() for b in c.nodes() if a != b]
             print(f"3 brokers, RF=3, min.insync.replicas=2, flush=always, {args.partitions} partitions, acks=all, "
                   f"{args.threads} client threads x {args.batch} values per send, {args.seconds:g} s per phase, "

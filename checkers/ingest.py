@@ -393,26 +393,26 @@ def _dump_files(run_dir: Path) -> list[tuple[str, int, Path]]:
 
 # --- the conversion --------------------------------------------------------------------------------
 
-def _backend(run_dir: Path) -> str | None:
-    """test.json's cluster backend, or None (a test.json without one: a generated or hand-built run;
-    those may also say "synthetic")."""
+def _cluster_field(run_dir: Path, field: str) -> str | None:
+    """A non-empty string field of test.json's `cluster` table, or None (no test.json, no such field)."""
     try:
         cluster = rf.load_json(run_dir / rf.TEST_JSON).get("cluster") or {}
     except (OSError, ValueError, AttributeError, FormatError):
         return None
-    backend = cluster.get("backend") if isinstance(cluster, dict) else None
-    return backend if isinstance(backend, str) and backend else None
+    value = cluster.get(field) if isinstance(cluster, dict) else None
+    return value if isinstance(value, str) and value else None
+
+
+def _backend(run_dir: Path) -> str | None:
+    """test.json's cluster backend, or None (a test.json without one: a generated or hand-built run;
+    those may also say "synthetic")."""
+    return _cluster_field(run_dir, "backend")
 
 
 def _no_replica_dumps(run_dir: Path) -> str | None:
     """Why the run's backend dumps no replicas (test.json cluster.no_replica_dumps, written by a backend
     without access to the brokers' disks, clusters/external.py), or None."""
-    try:
-        cluster = rf.load_json(run_dir / rf.TEST_JSON).get("cluster") or {}
-    except (OSError, ValueError, AttributeError, FormatError):
-        return None
-    why = cluster.get("no_replica_dumps") if isinstance(cluster, dict) else None
-    return why if isinstance(why, str) and why else None
+    return _cluster_field(run_dir, "no_replica_dumps")
 
 
 def _event_logs(run_dir: Path) -> list[tuple[str, Path]]:

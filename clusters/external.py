@@ -113,6 +113,22 @@ class ExternalCluster(Cluster, KafkaReached):
                           for n, a in self._brokers.items()},
                 "no_replica_dumps": NO_REPLICA_DUMPS}
 
+    def _listing(self) -> str:
+        return ", ".join(f"{n} at {a.host}:{a.port}" for n, a in sorted(self._brokers.items())) or "no brokers"
+
+    def _check_every_broker_bound(self, bound: dict, where: str, handle: str) -> None:
+        """A fault backend reaches each broker through a handle of its own (a container, a host): every
+        broker needs one, and the nemesis names brokers n1..nN (nemesis/driver.py), so their Kafka node
+        ids must be 1..N."""
+        unlisted = sorted(set(self._brokers) - set(bound))
+        if unlisted:
+            raise ClusterError(f"{where}: no {handle} for {', '.join(unlisted)} ({self._listing()}): "
+                               f"faults need every broker's {handle.split()[-1]}")
+        expected = {f"n{i}" for i in range(1, self.spec.brokers + 1)}
+        if set(self._brokers) != expected:
+            raise ClusterError(f"external cluster {self.bootstrap_servers()}: faults need Kafka node ids 1.."
+                               f"{self.spec.brokers} (--nodes {self.spec.brokers}), the cluster has {self._listing()}")
+
     # --- lifecycle -------------------------------------------------------------------------------
     def check_faults(self, faults: list[str]) -> None:
         if faults:

@@ -72,17 +72,7 @@ class ExternalDockerCluster(ExternalCluster, Killable, Pausable):
             if name in self._containers:
                 raise ClusterError(f"--docker-containers: broker {name} is given twice")
             self._containers[name] = container
-        unlisted = sorted(set(self._brokers) - set(self._containers))
-        if unlisted:
-            raise ClusterError(f"--docker-containers: no container for {', '.join(unlisted)} ({self._listing()}): "
-                               "faults need every broker's container")
-        expected = {f"n{i}" for i in range(1, self.spec.brokers + 1)}
-        if set(self._brokers) != expected:
-            raise ClusterError(f"external cluster {self.bootstrap_servers()}: faults need Kafka node ids 1.."
-                               f"{self.spec.brokers} (--nodes {self.spec.brokers}), the cluster has {self._listing()}")
-
-    def _listing(self) -> str:
-        return ", ".join(f"{n} at {a.host}:{a.port}" for n, a in sorted(self._brokers.items())) or "no brokers"
+        self._check_every_broker_bound(self._containers, "--docker-containers", "container")
 
     def layout(self) -> dict:
         out = super().layout()
@@ -104,11 +94,15 @@ class ExternalDockerCluster(ExternalCluster, Killable, Pausable):
             raise ClusterError(f"{node} (container {self._containers[node].name}): docker {what}: "
                                f"{str(exc).splitlines()[0][:200]}") from None
 
-    def kill(self, node: str) -> str:
+    def _signal(self, node: str, verb: str) -> str:
+        """`docker kill` or `docker pause` one broker's container."""
         with self._lock:
             c = self._container(node)
-            self._docker(node, "kill", c.kill)
-            return f"docker kill {node} (container {c.name})"
+            self._docker(node, verb, getattr(c, verb))
+            return f"docker {verb} {node} (container {c.name})"
+
+    def kill(self, node: str) -> str:
+        return self._signal(node, "kill")
 
     def restart(self, node: str) -> str:
         with self._lock:
@@ -131,10 +125,7 @@ class ExternalDockerCluster(ExternalCluster, Killable, Pausable):
             return f"docker start {node} (container {c.name})"
 
     def pause(self, node: str) -> str:
-        with self._lock:
-            c = self._container(node)
-            self._docker(node, "pause", c.pause)
-            return f"docker pause {node} (container {c.name})"
+        return self._signal(node, "pause")
 
     def resume(self, node: str) -> str:
         with self._lock:

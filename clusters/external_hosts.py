@@ -30,9 +30,9 @@ from pathlib import Path
 
 from clusters.base import ClusterError, ClusterSpec, Killable, Pausable
 from clusters.external import FAULTS, ExternalCluster
-from clusters.ssh import NODE
+from clusters.ssh import NODE, parse_ssh_entry, read_nodes_file
 from clusters.ssh_control import SshNode, SshTarget
-from rundir.settings import Setting, SettingError, declare, header_lines, parse_table, read_toml
+from rundir.settings import Setting, declare, header_lines
 
 BROKER_PORT = 9092
 
@@ -66,36 +66,15 @@ class HostsFile:
 def load_hosts_file(path: Path | str) -> HostsFile:
     """Read and validate an external cluster's nodes file; ClusterError names the file, entry and field."""
     path = Path(path)
-    text, data = read_toml(path, ClusterError, cannot_read="nodes file {path}: cannot read: {reason}",
-                           not_toml="nodes file {path}: not valid TOML: {reason}")
-    try:
-        top = parse_table(data, TOP, unknown="unknown key {key!r} for the external backend (known: {known})")
-    except SettingError as exc:
-        problem = exc.problem if exc.kind == "unknown" else f"field {exc.key!r} {exc.problem}"
-        raise ClusterError(f"nodes file {path}: {problem}") from None
+    text, top = read_nodes_file(path, TOP, "unknown key {key!r} for the external backend (known: {known})")
     if not top["broker"]:
         raise ClusterError(f"nodes file {path}: needs at least one [[broker]] entry")
     lines = header_lines(text, "broker")
     brokers = []
     for i, raw in enumerate(top["broker"]):
         where = f"[[broker]] #{i + 1}" + (f" (line {lines[i]})" if i < len(lines) else "")
-        if not isinstance(raw, dict):
-            raise ClusterError(f"nodes file {path}: {where}: must be a table")
-        try:
-            v = parse_table({**top["defaults"], **raw}, ENTRY, unknown="unknown field {key!r} (known: {known})")
-        except SettingError as exc:
-            problem = exc.problem if exc.kind == "unknown" else f"field {exc.key!r} {exc.problem}"
-            raise ClusterError(f"nodes file {path}: {where}: {problem}") from None
-        if not isinstance(v["host"], str) or not v["host"]:
-            raise ClusterError(f"nodes file {path}: {where}: field 'host' is missing or not a string")
-        key = v["key"]
-        if key is not None and not Path(key).expanduser().is_file():
-            raise ClusterError(f"nodes file {path}: {where}: field 'key': no such file {key}")
-        agent = key is None if v["agent"] is None else v["agent"]
-        if key is None and not agent:
-            raise ClusterError(f"nodes file {path}: {where}: no way to authenticate (give 'key' or agent = true)")
-        brokers.append(HostEntry(SshTarget(f"broker #{i + 1}", v["host"], v["port"], v["user"], key, agent),
-                                 v["service_port"] or BROKER_PORT, v["node_id"], v["restart"], where))
+        target, v = parse_ssh_entry(path, where, raw, top["defaults"], ENTRY, f"broker #{i + 1}")
+        brokers.append(HostEntry(target, v["service_port"] or BROKER_PORT, v["node_id"], v["restart"], where))
     known = top["known_hosts"]
     return HostsFile(path, brokers, Path(known).expanduser() if known else None)
 
@@ -138,23 +117,12 @@ class ExternalHostsCluster(ExternalCluster, Killable, Pausable):
             if name in self._entries:
                 raise ClusterError(f"nodes file {self.hosts.path}: {e.where}: broker {name} is listed twice")
             self._entries[name] = e
-        unlisted = sorted(set(self._brokers) - set(self._entries))
-        if unlisted:
-            raise ClusterError(f"nodes file {self.hosts.path}: no [[broker]] for {', '.join(unlisted)} "
-                               f"({self._listing()}): faults need every broker's host")
-        # the nemesis names brokers n1..nN (nemesis/driver.py, the cluster having no controller node)
-        expected = {f"n{i}" for i in range(1, self.spec.brokers + 1)}
-        if set(self._brokers) != expected:
-            raise ClusterError(f"external cluster {self.bootstrap_servers()}: faults need Kafka node ids 1.."
-                               f"{self.spec.brokers} (--nodes {self.spec.brokers}), the cluster has {self._listing()}")
+        self._check_every_broker_bound(self._entries, f"nodes file {self.hosts.path}", "[[broker]] host")
         for name, e in self._entries.items():
             self._ssh[name] = SshNode(SshTarget(name, e.target.host, e.target.port, e.target.user, e.target.key_file,
                                                 e.target.agent), known_hosts=self.hosts.known_hosts,
                                       accept_unknown_hosts=self.accept_unknown_hosts,
                                       command_timeout_s=self.command_timeout_s).connect()
-
-    def _listing(self) -> str:
-        return ", ".join(f"{n} at {a.host}:{a.port}" for n, a in sorted(self._brokers.items())) or "no brokers"
 
     def layout(self) -> dict:
         out = super().layout()

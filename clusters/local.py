@@ -200,18 +200,14 @@ class LocalCluster(Cluster, Killable, Stoppable, Pausable, Partitionable, Degrad
                             p.kill()
                         except Exception as kill_exc:
                             errors.append(f"kill {p.node}: {kill_exc}")
-            if self._firewall is not None:
-                try:
-                    self._firewall.remove()
-                    self._firewall = None
-                except Exception as exc:
-                    errors.append(f"firewall: {exc}")
-            if self._degradation is not None:
-                try:
-                    self._degradation.remove()
-                    self._degradation = None
-                except Exception as exc:
-                    errors.append(f"degradation: {exc}")
+            for attr, label in (("_firewall", "firewall"), ("_degradation", "degradation")):
+                installed = getattr(self, attr)
+                if installed is not None:
+                    try:
+                        installed.remove()
+                        setattr(self, attr, None)
+                    except Exception as exc:
+                        errors.append(f"{label}: {exc}")
             if not errors and self._alloc is not None:
                 self.registry.remove(self.spec.run_id)  # kept on errors, so `highwater cleanup` finds it
             if errors:

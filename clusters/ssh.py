@@ -102,37 +102,50 @@ TOP = declare(
 )
 
 
-def load_nodes_file(path: Path | str) -> NodesFile:
-    path = Path(path)
+def _problem(exc: SettingError) -> str:
+    return exc.problem if exc.kind == "unknown" else f"field {exc.key!r} {exc.problem}"
+
+
+def read_nodes_file(path: Path, top: tuple, unknown: str) -> tuple[str, dict]:
+    """A nodes file's text and its top-level table checked against `top`; ClusterError names the file."""
     text, data = read_toml(path, ClusterError, cannot_read="nodes file {path}: cannot read: {reason}",
                            not_toml="nodes file {path}: not valid TOML: {reason}")
     try:
-        top = parse_table(data, TOP, unknown="unknown key {key!r} (known: {known})")
+        return text, parse_table(data, top, unknown=unknown)
     except SettingError as exc:
         if exc.key == "defaults" and exc.kind == "value":
             raise ClusterError(f"nodes file {path}: [defaults] must be a table") from None
-        problem = exc.problem if exc.kind == "unknown" else f"field {exc.key!r} {exc.problem}"
-        raise ClusterError(f"nodes file {path}: {problem}") from None
-    defaults = top["defaults"]
+        raise ClusterError(f"nodes file {path}: {_problem(exc)}") from None
+
+
+def parse_ssh_entry(path: Path, where: str, raw: Any, defaults: dict, fields: tuple,
+                    name: str) -> tuple[SshTarget, dict]:
+    """One node entry of a nodes file (its [defaults] applied): how to reach it over SSH, and every field's
+    value. ClusterError names the file, the entry (`where`) and the field."""
+    if not isinstance(raw, dict):
+        raise ClusterError(f"nodes file {path}: {where}: must be a table")
+    try:
+        v = parse_table({**defaults, **raw}, fields, unknown="unknown field {key!r} (known: {known})")
+    except SettingError as exc:
+        raise ClusterError(f"nodes file {path}: {where}: {_problem(exc)}") from None
+    host, key = v["host"], v["key"]
+    if not isinstance(host, str) or not host:
+        raise ClusterError(f"nodes file {path}: {where}: field 'host' is missing or not a string")
+    if key is not None and not Path(key).expanduser().is_file():
+        raise ClusterError(f"nodes file {path}: {where}: field 'key': no such file {key}")
+    agent = key is None if v["agent"] is None else v["agent"]
+    if key is None and not agent:
+        raise ClusterError(f"nodes file {path}: {where}: no way to authenticate (give 'key' or agent = true)")
+    return SshTarget(name, host, v["port"], v["user"], key, agent), v
+
+
+def load_nodes_file(path: Path | str) -> NodesFile:
+    path = Path(path)
+    text, top = read_nodes_file(path, TOP, "unknown key {key!r} (known: {known})")
 
     def entry(raw, where: str, name: str, default_port: int) -> NodeEntry:
-        if not isinstance(raw, dict):
-            raise ClusterError(f"nodes file {path}: {where}: must be a table")
-        try:
-            v = parse_table({**defaults, **raw}, NODE, unknown="unknown field {key!r} (known: {known})")
-        except SettingError as exc:
-            problem = exc.problem if exc.kind == "unknown" else f"field {exc.key!r} {exc.problem}"
-            raise ClusterError(f"nodes file {path}: {where}: {problem}") from None
-        host, key = v["host"], v["key"]
-        if not isinstance(host, str) or not host:
-            raise ClusterError(f"nodes file {path}: {where}: field 'host' is missing or not a string")
-        if key is not None and not Path(key).expanduser().is_file():
-            raise ClusterError(f"nodes file {path}: {where}: field 'key': no such file {key}")
-        agent = key is None if v["agent"] is None else v["agent"]
-        if key is None and not agent:
-            raise ClusterError(f"nodes file {path}: {where}: no way to authenticate (give 'key' or agent = true)")
-        port = default_port if v["service_port"] is None else v["service_port"]
-        return NodeEntry(SshTarget(name, host, v["port"], v["user"], key, agent), port)
+        target, v = parse_ssh_entry(path, where, raw, top["defaults"], NODE, name)
+        return NodeEntry(target, default_port if v["service_port"] is None else v["service_port"])
 
     def at(line: int | None) -> str:
         return f" (line {line})" if line else ""

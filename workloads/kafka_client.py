@@ -179,6 +179,11 @@ def _as_bytes(value) -> bytes:
     raise TypeError(f"values must be bytes or str, got {type(value).__name__}")
 
 
+def _ms(seconds: float) -> int:
+    """A client timeout in the libraries' whole milliseconds, at least 1."""
+    return max(1, int(seconds * 1000))
+
+
 def _servers(bootstrap: Iterable[str] | str) -> list[str]:
     servers = [bootstrap] if isinstance(bootstrap, str) else list(bootstrap)
     servers = [s for part in servers for s in str(part).split(",") if s.strip()]
@@ -188,7 +193,17 @@ def _servers(bootstrap: Iterable[str] | str) -> list[str]:
 
 
 # --- producers ------------------------------------------------------------------------------------------
-class ConfluentProducer:
+class _LibraryProducer:
+    """What both library producers check and keep: acks (0, 1 or "all"), the request timeout, retries."""
+
+    def __init__(self, acks, timeout_s: float, retries: int):
+        if retries < 0:
+            raise ValueError(f"retries must be >= 0, got {retries}")
+        self.acks = _acks(acks)
+        self.timeout_s = float(timeout_s)
+
+
+class ConfluentProducer(_LibraryProducer):
     """confluent-kafka Producer: one value per produce() to an explicit partition, waiting for its delivery
     report. Idempotence off, `retries` attempts more (default 0: each send is one attempt)."""
 
@@ -196,11 +211,8 @@ class ConfluentProducer:
 
     def __init__(self, bootstrap, acks="all", timeout_s: float = 2.0, retries: int = 0):
         from confluent_kafka import Producer
-        if retries < 0:
-            raise ValueError(f"retries must be >= 0, got {retries}")
-        self.acks = _acks(acks)
-        self.timeout_s = float(timeout_s)
-        timeout_ms = max(1, int(self.timeout_s * 1000))
+        super().__init__(acks, timeout_s, retries)
+        timeout_ms = _ms(self.timeout_s)
         self._p = Producer({
             "bootstrap.servers": ",".join(_servers(bootstrap)),
             "client.id": "highwater",
@@ -271,18 +283,15 @@ class ConfluentProducer:
             pass
 
 
-class KafkaPythonProducer:
+class KafkaPythonProducer(_LibraryProducer):
     """kafka-python KafkaProducer: send() to an explicit partition, then the future's result."""
 
     library = "kafka-python"
 
     def __init__(self, bootstrap, acks="all", timeout_s: float = 2.0, retries: int = 0):
         from kafka import KafkaProducer
-        if retries < 0:
-            raise ValueError(f"retries must be >= 0, got {retries}")
-        self.acks = _acks(acks)
-        self.timeout_s = float(timeout_s)
-        timeout_ms = max(1, int(self.timeout_s * 1000))
+        super().__init__(acks, timeout_s, retries)
+        timeout_ms = _ms(self.timeout_s)
         self._p = KafkaProducer(
             bootstrap_servers=_servers(bootstrap), client_id="highwater",
             acks="all" if self.acks == -1 else self.acks, retries=int(retries), enable_idempotence=False,
@@ -341,8 +350,9 @@ class _BufferedConsumer:
 
     library = "?"
 
-    def __init__(self, timeout_s: float):
+    def __init__(self, timeout_s: float, topic_partition: type):
         self.timeout_s = float(timeout_s)
+        self._TP = topic_partition          # the library's TopicPartition class
         self._lock = threading.Lock()
         self._next: dict[tuple[str, int], int] = {}          # partition -> next offset to deliver
         self._buf: dict[tuple[str, int], collections.deque] = {}
@@ -419,10 +429,9 @@ class ConfluentConsumer(_BufferedConsumer):
     library = "confluent"
 
     def __init__(self, bootstrap, timeout_s: float = 2.0):
-        super().__init__(timeout_s)
         from confluent_kafka import Consumer, TopicPartition
-        self._TP = TopicPartition
-        timeout_ms = max(1, int(self.timeout_s * 1000))
+        super().__init__(timeout_s, TopicPartition)
+        timeout_ms = _ms(self.timeout_s)
         self._c = Consumer({
             "bootstrap.servers": ",".join(_servers(bootstrap)),
             "client.id": "highwater",
@@ -483,10 +492,9 @@ class KafkaPythonConsumer(_BufferedConsumer):
     library = "kafka-python"
 
     def __init__(self, bootstrap, timeout_s: float = 2.0):
-        super().__init__(timeout_s)
         from kafka import KafkaConsumer, TopicPartition
-        self._TP = TopicPartition
-        timeout_ms = max(1, int(self.timeout_s * 1000))
+        super().__init__(timeout_s, TopicPartition)
+        timeout_ms = _ms(self.timeout_s)
         self._c = KafkaConsumer(
             bootstrap_servers=_servers(bootstrap), client_id="highwater", group_id=None,
             enable_auto_commit=False, auto_offset_reset="none", fetch_max_wait_ms=100,
