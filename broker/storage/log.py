@@ -33,13 +33,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-from broker.config_keys import FLUSH_POLICIES   # broker.json's policies, checked again where a log opens
+from broker.config_keys import BY_NAME, FLUSH_POLICIES   # broker.json's policies, checked again where a log opens
 from broker.records import LogCorruption, Record
 from broker.storage.codec import CorruptRecord, decode_records, encode_records
 from broker.storage.scan import scan_partition, segment_name
 from broker.storage.segment import Segment
 
-DEFAULT_SEGMENT_RECORDS = 100_000
+DEFAULT_SEGMENT_RECORDS: int = BY_NAME["segment_records"].default   # broker.json's segment_records
 
 
 @dataclass(frozen=True)
