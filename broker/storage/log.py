@@ -16,6 +16,8 @@ Durability:
     counted in leo) and reach the file only at `flush()`, so a SIGKILL loses exactly what was not
     flushed. Without it, `append` writes to the file at once (one os.write per segment touched), so a
     process kill loses nothing; only fsync timing follows the policy.
+  * An `append` that fails (ENOSPC, EIO, a failed "always" flush) takes back whatever it wrote before
+    raising the OSError: the log then holds exactly what it held before the call.
   * `truncate_to` cuts the file itself at once (also under power_loss: a truncation is never undone by
     a kill) and is fsynced at the next flush.
 
@@ -199,13 +201,19 @@ class SegmentedLog:
                 i += take
                 count += take
                 size += len(data)
-            for new_segment, chunk, data, positions in chunks:
-                if new_segment:
-                    self._roll()
-                seg = self._segments[-1]
-                seg.append(data, positions, array("i", [r.epoch for r in chunk]), buffered=self.power_loss)
-            if self.flush_policy == "always":
-                self._flush_locked()
+            try:
+                for new_segment, chunk, data, positions in chunks:
+                    if new_segment:
+                        self._roll()
+                    seg = self._segments[-1]
+                    seg.append(data, positions, array("i", [r.epoch for r in chunk]), buffered=self.power_loss)
+                if self.flush_policy == "always":
+                    self._flush_locked()
+            except OSError:
+                # a full or failing disk: the append takes back what it wrote, so it happened wholly or
+                # not at all (a leader may then tell the producer "not written"; a follower asks again)
+                self._take_back(leo)
+                raise
 
     def read(self, start: int, max_records: int) -> list[Record]:
         with self._lock:
@@ -222,6 +230,14 @@ class SegmentedLog:
                 start = stop
                 i += 1
             return out
+
+    def _take_back(self, leo: int) -> None:
+        """Undo a failed append back to `leo`, as far as the disk lets it (a failure here leaves the torn
+        tail to the next open's recovery scan)."""
+        try:
+            self.truncate_to(leo)
+        except OSError:
+            pass
 
     def truncate_to(self, offset: int) -> None:
         with self._lock:

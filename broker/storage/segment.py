@@ -16,10 +16,10 @@ from broker.storage.scan import OffsetSpan, segment_name
 
 def write_all(fd: int, data: bytes | bytearray | memoryview) -> None:
     """os.write until every byte is written (a regular file normally takes it in one call)."""
-    view = memoryview(data)
-    while view:
-        n = os.write(fd, view)
-        view = view[n:]
+    done, total = 0, len(data)
+    with memoryview(data) as view:    # released even when a write fails, so a bytearray may be resized
+        while done < total:
+            done += os.write(fd, view[done:])
 
 
 class Segment(OffsetSpan):
@@ -56,8 +56,7 @@ class Segment(OffsetSpan):
         else:
             if self.fd is None:
                 self.fd = self.open_fd(self.path)
-            write_all(self.fd, data)
-            self.file_size += len(data)
+            self._write(data)
         self.positions.extend(positions)
         self.epochs.extend(epochs)
         self.dirty = True
@@ -69,11 +68,24 @@ class Segment(OffsetSpan):
             created = not self.path.exists()
             self.fd = self.open_fd(self.path)
         if self.pending:
-            write_all(self.fd, self.pending)
-            self.file_size += len(self.pending)
+            self._write(self.pending)
             self.pending = bytearray()
-            self.dirty = True
         return created
+
+    def _write(self, data: bytes | bytearray) -> None:
+        """Write `data` at the end of the file. A failed write (ENOSPC, EIO) may have put part of it in the
+        file: that part is cut off again, so the file keeps exactly `file_size` bytes, then the error is
+        raised."""
+        try:
+            write_all(self.fd, data)
+        except OSError:
+            try:
+                os.ftruncate(self.fd, self.file_size)    # frees blocks: works on a full disk too
+            except OSError:
+                pass                                     # the next open's recovery scan cuts the torn tail
+            raise
+        self.file_size += len(data)
+        self.dirty = True
 
     def sync(self) -> None:
         if self.dirty and self.fd is not None:
