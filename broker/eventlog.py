@@ -56,7 +56,7 @@ EVENT_FIELDS: dict[str, frozenset[str]] = {name: frozenset(fields.split()) for n
     "re-register": "reason",
     "recovered": "topic partition leo hw checkpoint_hw epochs",
     "corrupt": "topic partition offset reason where role leader_epoch leo hw",
-    "storage-error": "topic partition error why file action",
+    "storage-error": "topic partition error why file action failed_s",
     "flush": "partitions",
     "partition-skipped": "topic partition error",
     "metadata-error": "version error",

@@ -136,6 +136,10 @@ class PartitionReplica:
         self._saved_epoch_version = self.epoch_cache.version
         return self.epoch_cache.entries()
 
+    def epoch_checkpoint_failed(self) -> None:
+        """The entries `epoch_checkpoint_due` returned could not be written: they are due again."""
+        self._saved_epoch_version = -1
+
     def snapshot(self) -> dict:
         return {"topic": self.topic, "partition": self.partition, "broker": self.broker_id,
                 "role": self.role, "epoch": self.leader_epoch, "leader": self.leader_id,

@@ -11,6 +11,12 @@ FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH / NOT_LEADER answers and connection e
 briefly (the metadata loop meanwhile learns the new leader or epoch) and retry. When the metadata names
 a new leader or epoch while a request is in flight to the old one (possibly paused: it would hold us
 for the whole RPC timeout), that request is abandoned at once.
+
+A disk error while applying an answer (the append or truncation fails: ENOSPC, EIO, EROFS) leaves the log
+as it was (the storage log takes a failed append back), so the fetcher asks for the same offset again,
+waiting FETCH_RETRY_MIN_S doubling to FETCH_RETRY_MAX_S, and resumes when the disk has room; the manager
+turns it into `storage-error` events (retrying, then resolved). The task itself is watched: if it dies
+of anything else, that is an `internal-error` event and a new task starts after RESTART_AFTER_S.
 """
 from __future__ import annotations
 
@@ -29,6 +35,9 @@ log = logging.getLogger(__name__)
 BACKOFF_S = 0.1
 IDLE_S = 1.0
 RPC_MARGIN_S = 2.0
+FETCH_RETRY_MIN_S = 0.2     # after a disk error (a full or failing disk): the first wait before asking again
+FETCH_RETRY_MAX_S = 5.0     # ... doubling up to this
+RESTART_AFTER_S = 1.0       # a fetcher task that died of a bug is started again after this
 
 
 def _error(code) -> ErrorCode | None:
@@ -52,6 +61,16 @@ class Fetcher:
 
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._run())
+        self._task.add_done_callback(self._ended)
+
+    def _ended(self, task: asyncio.Task) -> None:
+        part = self.part
+        if self.manager.task_died(task, f"fetcher {part.topic}/{part.partition}") and task is self._task:
+            asyncio.get_running_loop().call_later(RESTART_AFTER_S, self._restart, task)
+
+    def _restart(self, dead: asyncio.Task) -> None:
+        if self._task is dead and not self.part.retired and not self.manager.closing:
+            self.start()
 
     def wake(self) -> None:
         """Called after metadata changed this partition: re-check, and drop a request to a deposed leader."""
@@ -95,6 +114,7 @@ class Fetcher:
 
     async def _run(self) -> None:
         part, r = self.part, self.part.replica
+        disk_wait = 0.0
         while True:
             if asyncio.current_task().cancelling():    # a cancellation swallowed by wait_for (3.11)
                 raise asyncio.CancelledError
@@ -120,16 +140,25 @@ class Fetcher:
                 self.manager.after_change(part)
                 await self._idle(BACKOFF_S)
                 continue
+            except OSError as exc:             # our disk: the log is as it was, ask for the same again
+                self.manager.after_change(part)
+                self.manager.storage_failed(part, "append", exc, "retrying")
+                disk_wait = min(max(disk_wait * 2, FETCH_RETRY_MIN_S), FETCH_RETRY_MAX_S)
+                await self._idle(disk_wait)
+                continue
             finally:
                 self._inflight = None
+            disk_wait = 0.0
+            self.manager.storage_ok(part, "append")
             self.manager.after_change(part)
             if self.manager.commit is not None:
                 try:
                     await self.manager.commit.durable(part)   # flushed before the next fetch reports our LEO
                 except OSError as exc:
-                    log.error("fetcher %s/%s: flush failed: %s", part.topic, part.partition, exc)
+                    self.manager.storage_failed(part, "flush", exc, "retrying")
                     await self._idle(BACKOFF_S)
                     continue
+                self.manager.storage_ok(part, "flush")
             if err is not None:
                 await self._idle(BACKOFF_S)
 

@@ -23,8 +23,21 @@ why=recovery). Then the broker registers with the controller again (`rejoin`), w
 incarnation, so leadership moves to another ISR member. The fresh replica waits for that new metadata
 and follows the new leader, which sends the cut records back.
 
-A disk error in the periodic checkpoint or flush work (EMFILE, ENOSPC, EIO) is logged once per partition
-and error as a `storage-error` event and tried again on the next tick: it never stops the broker.
+A disk error (EMFILE, ENOSPC, EIO, EROFS) never stops the broker and never stops replication silently.
+Each is a `storage-error` event, once per partition, kind of work and error, whose `action` says what
+happens next, and a second one with action `resolved` when that work succeeds again:
+  - periodic checkpoint or flush: `retrying`, on the next tick;
+  - a leader's append: `refused`. The storage log takes back a failed append, so nothing of it exists
+    and the produce is answered KAFKA_STORAGE_ERROR (definite). When appends keep failing for
+    OFFLINE_AFTER_S, the broker also registers again (`rejoin`, action `offline`), so that the
+    controller moves leadership to a replica whose disk works, as Kafka does when a log dir goes offline;
+  - a follower's append or truncation: `retrying`. Its fetcher asks for the same offset again, backing off
+    up to FETCH_RETRY_MAX_S, and resumes when the disk has room. Meanwhile the leader drops it from the
+    ISR as it would any follower that stopped fetching;
+  - the group commit's flush after an append: the produce is answered REQUEST_TIMED_OUT (indefinite: the
+    records are in the log and may be replicated).
+A fetcher or ISR-proposal task that dies of anything else is an `internal-error` event; a fetcher is
+started again.
 """
 from __future__ import annotations
 
@@ -50,6 +63,7 @@ log = logging.getLogger(__name__)
 
 
 STORAGE_ERROR = "KAFKA_STORAGE_ERROR"      # Kafka's name for "this replica's disk failed"; clients retry
+OFFLINE_AFTER_S = 10.0      # a leader whose appends fail this long registers again, so leadership moves
 
 
 def now_ms() -> int:
@@ -93,7 +107,8 @@ class ReplicaManager:
         self.commit = GroupCommit() if config.flush == "always" else None
         self.replica_budget = replica_budget()        # replicas this broker's fd limit allows
         self.skipped: dict[tuple[str, int], str] = {}   # partitions the metadata named but we could not create
-        self.storage_errors: dict[tuple[str, int], str] = {}   # last periodic disk error per partition
+        # failing disk work: (topic, partition, work) -> [error, since (monotonic s), last escalation]
+        self.storage_errors: dict[tuple[str, int, str], list] = {}
         self.rejoin = None              # callable(reason): register with the controller again (app.py sets it)
 
     # --- opening ------------------------------------------------------------------------------
@@ -126,6 +141,11 @@ class ReplicaManager:
         self.after_change(part)
         return part
 
+    @property
+    def closing(self) -> bool:
+        """Shutdown has begun (`quiesce`): no fetcher is started again."""
+        return self._closing
+
     def get(self, topic: str, p: int) -> Partition | None:
         return self.partitions.get((topic, p))
 
@@ -141,9 +161,7 @@ class ReplicaManager:
             self.events.emit(ev.name, **fields)
         if part.retired:
             return
-        due = r.epoch_checkpoint_due()
-        if due is not None:
-            part.store.epoch_checkpoint.write(due)
+        self._disk_work(part, "epoch-checkpoint", lambda: self._write_epochs(part))
         proposal = r.take_isr_proposal()
         if proposal is not None:
             self._send_proposal(part, proposal)
@@ -245,6 +263,17 @@ class ReplicaManager:
         task = asyncio.get_running_loop().create_task(self._alter_isr(part, proposal))
         self._isr_tasks.add(task)
         task.add_done_callback(self._isr_tasks.discard)
+        task.add_done_callback(lambda t: self.task_died(t, f"isr-proposal {part.topic}/{part.partition}"))
+
+    def task_died(self, task: asyncio.Task, what: str) -> bool:
+        """A done-callback for background tasks: one that ended in an exception is an `internal-error` event
+        (never Python's "Task exception was never retrieved" at exit). True if it died that way."""
+        if task.cancelled() or task.exception() is None:
+            return False
+        exc = task.exception()
+        self.events.emit("internal-error", task=what, error=repr(exc)[:300])
+        log.error("%s died: %r", what, exc, exc_info=exc)
+        return True
 
     async def _alter_isr(self, part: Partition, proposal: IsrProposal) -> None:
         """Send an ISR proposal until the controller answers. No answer (the controller is unreachable,
@@ -306,22 +335,58 @@ class ReplicaManager:
         if hw != part.checkpointed_hw:
             part.store.hw_checkpoint.write(hw)
             part.checkpointed_hw = hw
+        self._write_epochs(part)
+
+    def _write_epochs(self, part: Partition) -> None:
+        """Persist the leader-epoch cache if it changed; after a failure it stays due for the next try."""
         due = part.replica.epoch_checkpoint_due()
         if due is not None:
-            part.store.epoch_checkpoint.write(due)
+            try:
+                part.store.epoch_checkpoint.write(due)
+            except OSError:
+                part.replica.epoch_checkpoint_failed()
+                raise
 
     def _disk_work(self, part: Partition, what: str, action) -> None:
-        key = (part.topic, part.partition)
         try:
             action()
         except OSError as exc:
-            error = f"{what}: {exc}"
-            if self.storage_errors.get(key) != error:      # once per partition and error, not per tick
-                self.storage_errors[key] = error
-                self.events.emit("storage-error", topic=part.topic, partition=part.partition, error=error[:300])
-                log.error("partition %r/%s: %s", part.topic, part.partition, error)
+            self.storage_failed(part, what, exc, "retrying")
         else:
-            self.storage_errors.pop(key, None)
+            self.storage_ok(part, what)
+
+    def storage_failed(self, part: Partition, what: str, exc: OSError, action: str) -> float:
+        """Note that `what` (append, flush, checkpoint) failed on `part`: a `storage-error` event the first
+        time, and again when the error changes (never once per retry). Returns how long it has failed."""
+        key, error, now = (part.topic, part.partition, what), f"{what}: {exc}", time.monotonic()
+        entry = self.storage_errors.get(key)
+        if entry is None or entry[0] != error:
+            since = now if entry is None else entry[1]
+            self.storage_errors[key] = [error, since, since]
+            self.events.emit("storage-error", topic=part.topic, partition=part.partition, error=error[:300],
+                             action=action)
+            log.error("partition %r/%s: %s (%s)", part.topic, part.partition, error, action)
+            return now - since
+        return now - entry[1]
+
+    def storage_ok(self, part: Partition, what: str) -> None:
+        """`what` worked on `part`: if it had been failing, say it recovered."""
+        entry = self.storage_errors.pop((part.topic, part.partition, what), None)
+        if entry is not None:
+            self.events.emit("storage-error", topic=part.topic, partition=part.partition, error=entry[0][:300],
+                             action="resolved", failed_s=round(time.monotonic() - entry[1], 3))
+
+    def _append_refused(self, part: Partition, exc: OSError) -> None:
+        """A leader's append failed (taken back by the log). When it has failed for OFFLINE_AFTER_S since
+        the last escalation, register again so that the controller elects a leader with a working disk."""
+        failing = self.storage_failed(part, "append", exc, "refused")
+        entry = self.storage_errors[(part.topic, part.partition, "append")]
+        if failing >= OFFLINE_AFTER_S and time.monotonic() - entry[2] >= OFFLINE_AFTER_S:
+            entry[2] = time.monotonic()
+            self.events.emit("storage-error", topic=part.topic, partition=part.partition,
+                             error=entry[0][:300], action="offline", failed_s=round(failing, 3))
+            if self.rejoin is not None:
+                self.rejoin("storage")
 
     def flush_all(self) -> None:
         for part in list(self.partitions.values()):
@@ -398,10 +463,21 @@ class ReplicaManager:
         if part is None:
             return {"error": "UNKNOWN_PARTITION", "base_offset": -1, "leader_epoch": -1}
         r = part.replica
-        res = r.produce(values, acks=acks, now_ms=now_ms(), timestamp_ms=int(time.time() * 1000))
+        try:
+            res = r.produce(values, acks=acks, now_ms=now_ms(), timestamp_ms=int(time.time() * 1000))
+        except OSError as exc:                      # the log took the append back: certainly not written
+            self._append_refused(part, exc)
+            return {"error": STORAGE_ERROR, "base_offset": -1, "leader_epoch": r.leader_epoch}
+        if res.base_offset >= 0:
+            self.storage_ok(part, "append")
         self.after_change(part)
         if self.commit is not None and res.base_offset >= 0:
-            await self.commit.durable(part)        # flush="always": nothing is acknowledged unflushed
+            try:
+                await self.commit.durable(part)    # flush="always": nothing is acknowledged unflushed
+            except OSError as exc:                  # appended, maybe replicated, not durable: indefinite
+                self.storage_failed(part, "flush", exc, "retrying")
+                return {"error": TIMED_OUT, "base_offset": res.base_offset, "leader_epoch": res.epoch}
+            self.storage_ok(part, "flush")
             if part.retired:                        # recovered from corruption meanwhile: outcome unknown
                 return {"error": TIMED_OUT, "base_offset": res.base_offset, "leader_epoch": res.epoch}
         if res.error is not None or res.complete:
