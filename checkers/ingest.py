@@ -29,8 +29,8 @@ import pyarrow.parquet as pq
 from rundir import formats as rf
 from rundir.formats import FormatError
 
-CONVERTER_VERSION = 9   # 6: the `events` table (node event logs, for the protocol rules); 7: reads' `epoch`;
-                        # 8: nemesis ops' `targets`; 9: corrupt starts' `damage`
+CONVERTER_VERSION = 10  # 6: the `events` table (node event logs, for the protocol rules); 7: reads' `epoch`;
+                        # 8: nemesis ops' `targets`; 9: corrupt starts' `damage`; 10: dump offsets checked
 BATCH_ROWS = rf.ROW_GROUP_ROWS
 MAX_PROBLEMS = 100   # problems named one by one (the rest are counted)
 # problems only --lenient accepts: a strict check does not reuse tables converted with any of them
@@ -149,8 +149,13 @@ def _opt_int(obj: dict, key: str, path: Path, line: int, prefix: str = "value.")
 def _lines(path: Path, result: IngestResult, label: str):
     """(line_no, parsed object or the exception) for each non-blank line; a torn tail is dropped and
     recorded as a problem of `result`."""
-    with path.open("rb") as fh:
-        data = fh.read()
+    try:
+        with path.open("rb") as fh:
+            data = fh.read()
+    except FileNotFoundError:
+        raise FormatError(path, None, "file is missing") from None
+    except OSError as exc:              # a directory in its place, no permission, an I/O error
+        raise FormatError(path, None, f"cannot read: {exc.strerror or exc}") from None
     ends_with_newline = data.endswith(b"\n")
     lines = data.split(b"\n")
     last_no = len(lines) if not ends_with_newline else len(lines) - 1
@@ -334,9 +339,67 @@ def _final_state_row(value: dict) -> dict:
 
 # --- replica dumps ---------------------------------------------------------------------------------
 
+class _DumpOffsets:
+    """What a replica dump's record lines must be: offsets log_start, log_start+1, ..., leo-1, each once
+    and in order (a record failing its CRC may follow, at leo: the start of the torn tail). A line that
+    breaks this is named; one that would corrupt the comparison (negative, repeated, out of order, past
+    leo) is also left out of the replicas table. Any of them makes the dump one `dump-damaged` problem,
+    so the verdict cannot be valid: the divergence check cannot vouch for a replica it did not fully see."""
+
+    SHOWN = 5                       # damaged places named in the problem's message
+
+    def __init__(self, log_start: int, leo: int):
+        self.expect, self.leo = log_start, leo
+        self.damage: list[str] = []
+        self.count = 0
+        self.first_line: int | None = None      # the line of the first damage
+
+    def _note(self, line: int, what: str) -> None:
+        self.count += 1
+        if self.first_line is None:
+            self.first_line = line
+        if len(self.damage) < self.SHOWN:
+            self.damage.append(f"line {line}: {what}")
+
+    def keep(self, line: int, offset: int, crc_ok: bool) -> bool:
+        """Whether the record line at `offset` goes into the table (noting what is wrong with it)."""
+        if offset < 0:
+            self._note(line, f"negative offset {offset}")
+            return False
+        if not crc_ok:               # the torn tail's first record: past the valid log by definition
+            if offset != self.leo:
+                self._note(line, f"a record failing its CRC at offset {offset}, not at leo {self.leo}")
+            return offset == self.leo
+        if offset >= self.leo:
+            self._note(line, f"offset {offset} at or past the dump's leo {self.leo}")
+            return False
+        if offset < self.expect:
+            self._note(line, f"offset {offset} repeated or out of order (after {self.expect - 1})")
+            return False
+        if offset > self.expect:
+            self._note(line, f"offsets {_span(self.expect, offset)} missing")
+        self.expect = offset + 1
+        return True
+
+    def finish(self, lines: int) -> None:
+        if self.expect < self.leo:
+            self._note(lines, f"offsets {_span(self.expect, self.leo)} missing at the end (leo {self.leo})")
+
+    def message(self) -> str:
+        more = f" (and {self.count - len(self.damage)} more)" if self.count > len(self.damage) else ""
+        return ("replica dump damaged, this replica was not compared in full: "
+                + "; ".join(self.damage) + more)
+
+
+def _span(first: int, stop: int) -> str:
+    return str(first) if stop == first + 1 else f"{first}..{stop - 1}"
+
+
 def _convert_dump(path: Path, node: str, partition: int, replicas: _TableWriter, meta_rows: list[dict],
                   lenient: bool, result: IngestResult, label: str) -> None:
     meta: dict | None = None
+    offsets: _DumpOffsets | None = None
+    last_line = 0
     for line, obj in _lines(path, result, label):
         try:
             if isinstance(obj, FormatError):
@@ -351,6 +414,7 @@ def _convert_dump(path: Path, node: str, partition: int, replicas: _TableWriter,
                 if _opt_int(obj, "partition", path, line, prefix="") not in (None, partition):
                     raise FormatError(path, line, f"field 'partition' is {obj.get('partition')}, but the file is p{partition}.jsonl")
                 meta = obj
+                offsets = _DumpOffsets(obj["log_start"], obj["leo"])
                 meta_rows.append({"node": node, "partition": partition, "leo": obj["leo"], "hw": obj["hw"],
                                   "log_start": obj["log_start"], "epochs": json.dumps(obj.get("epochs", [])),
                                   "torn_bytes": obj.get("torn_bytes") or 0})
@@ -363,9 +427,11 @@ def _convert_dump(path: Path, node: str, partition: int, replicas: _TableWriter,
                 raise FormatError(path, line, "missing field 'value'")
             v = obj["value"]
             v = v if isinstance(v, int) and not isinstance(v, bool) else None  # non-integer values: null
-            crc = obj.get("crc_ok", True)
-            replicas.add({"node": node, "partition": partition, "offset": offset, "epoch": epoch,
-                          "value": v, "crc_ok": bool(crc)})
+            crc = bool(obj.get("crc_ok", True))
+            last_line = line
+            if offsets.keep(line, offset, crc):
+                replicas.add({"node": node, "partition": partition, "offset": offset, "epoch": epoch,
+                              "value": v, "crc_ok": crc})
         except FormatError as err:
             if not lenient:
                 raise
@@ -375,6 +441,10 @@ def _convert_dump(path: Path, node: str, partition: int, replicas: _TableWriter,
         if not lenient:
             raise err
         result.skip(label, err)
+        return
+    offsets.finish(max(last_line, 1))
+    if offsets.count:
+        result.problem(label, offsets.first_line, "dump-damaged", offsets.message())
 
 
 def _dump_files(run_dir: Path) -> list[tuple[str, int, Path]]:

@@ -137,6 +137,8 @@ def load_json(path: Path) -> Any:
             return json.load(fh)
     except FileNotFoundError:
         raise FormatError(path, None, "file is missing") from None
+    except OSError as exc:              # a directory in its place, no permission, an I/O error
+        raise FormatError(path, None, f"cannot read: {exc.strerror or exc}") from None
     except ValueError as exc:
         raise FormatError(path, getattr(exc, "lineno", None), f"not valid JSON ({exc})") from None
 

@@ -227,6 +227,122 @@ def test_torn_replica_dump_is_unknown(tmp_path):
     assert res["unknown_reasons"] == [_reason("replicas/n3/p0.jsonl", n + 1, TORN)]
 
 
+# --- damaged replica dumps (issue 28 item 3) --------------------------------------------------------
+
+DAMAGED = "replica dump damaged, this replica was not compared in full: "
+
+
+def _record(offset, value, crc_ok=True):
+    return json.dumps({"kind": "record", "offset": offset, "epoch": 1, "value": value, "key": None,
+                       "timestamp": 0, "crc_ok": crc_ok}) + "\n"
+
+
+def _damage(lines, how):
+    """The clean dump of n1 (meta, then offsets 0, 1, 2 with values 10, 11, 12), damaged `how`."""
+    if how == "gap":
+        del lines[2]                                   # offset 1
+    elif how == "negative":
+        lines.insert(2, _record(-5, 99))
+    elif how == "swapped":
+        lines[2], lines[3] = lines[3], lines[2]
+    elif how == "duplicated":
+        lines.insert(3, _record(1, 77))                # a second offset 1, another value
+    elif how == "past-leo":
+        lines.append(_record(3, 13))
+    elif how == "tail-missing":
+        del lines[3]
+    elif how == "crc-not-at-leo":
+        lines.insert(2, _record(0, 55, crc_ok=False))
+    return lines
+
+
+DAMAGE = {
+    "gap": (3, "line 3: offsets 1 missing"),
+    "negative": (3, "line 3: negative offset -5"),
+    "swapped": (3, "line 3: offsets 1 missing; line 4: offset 1 repeated or out of order (after 2)"),
+    "duplicated": (4, "line 4: offset 1 repeated or out of order (after 1)"),
+    "past-leo": (5, "line 5: offset 3 at or past the dump's leo 3"),
+    "tail-missing": (3, "line 3: offsets 2 missing at the end (leo 3)"),
+    "crc-not-at-leo": (3, "line 3: a record failing its CRC at offset 0, not at leo 3"),
+}
+
+
+@pytest.mark.parametrize("how", sorted(DAMAGE))
+@pytest.mark.parametrize("lenient", [False, True], ids=["strict", "lenient"])
+def test_a_damaged_replica_dump_is_named_and_never_valid(tmp_path, how, lenient):
+    """A dump with an offset missing, negative, swapped, repeated or past leo was checked as if whole
+    (VALID): each is now a `dump-damaged` problem naming file, line and offsets, and the verdict unknown."""
+    run, _ = _clean_run(tmp_path)
+    path = run / "replicas" / "n1" / "p0.jsonl"
+    _write_lines(path, _damage(_lines(path), how))
+    line, what = DAMAGE[how]
+    res = check_run(run, engine="reference", lenient=lenient)
+    assert res["valid"] == "unknown"
+    assert res["unknown_reasons"] == [_reason("replicas/n1/p0.jsonl", line, DAMAGED + what)]
+    assert res["anomalies"]["divergence"]["count"] == 0     # the damaged lines are left out, not compared
+
+
+def test_a_damaged_dump_keeps_the_findings_of_the_rest(tmp_path):
+    """Real divergence between two whole replicas is still found beside a damaged third: invalid."""
+    b = RunBuilder()
+    sc.divergence_committed(b, 0)                 # n3 holds 7 at offset 1, where n1 and n2 hold 1
+    run = b.write(tmp_path)
+    path = run / "replicas" / "n1" / "p0.jsonl"
+    lines = _lines(path)
+    _write_lines(path, lines[:1] + lines[2:])      # n1's offset 0 gone
+    res = check_run(run, engine="reference")
+    assert res["valid"] is False
+    assert res["anomalies"]["divergence"]["count"] == 1
+    assert res["unknown_reasons"] == [_reason("replicas/n1/p0.jsonl", 2, DAMAGED + "line 2: offsets 0 missing")]
+
+
+def test_a_whole_dump_with_a_torn_crc_record_at_leo_is_fine(tmp_path):
+    """What `python -m broker dump` writes for a torn tail: a record failing its CRC at leo, no problem."""
+    run, _ = _clean_run(tmp_path)
+    path = run / "replicas" / "n1" / "p0.jsonl"
+    with path.open("a") as fh:
+        fh.write(_record(3, 13, crc_ok=False))
+    res = check_run(run, engine="reference")
+    assert res["valid"] is True and res["unknown_reasons"] == []
+
+
+def _cli(*args):
+    import subprocess
+    import sys
+    return subprocess.run([sys.executable, "-m", "harness.cli", *args], capture_output=True, text=True,
+                          timeout=300, cwd=str(__import__("pathlib").Path(__file__).resolve().parents[2]))
+
+
+def test_check_of_a_gapped_dump_exits_2_and_a_directory_in_place_of_a_file_254(tmp_path):
+    """The command line: a dump with line 5 deleted is UNKNOWN (exit 2) naming it; history.jsonl (for
+    check) or results.json (for report) being a directory is a one-line error, exit 254, not 255."""
+    b = RunBuilder()
+    for k in range(6):
+        b.send(1, 0, k, offset=k)
+    b.final(0, list(range(6)), process=9)
+    run = b.write(tmp_path / "gap")
+    path = run / "replicas" / "n1" / "p0.jsonl"
+    lines = _lines(path)
+    del lines[4]                                   # line 5: offset 3
+    _write_lines(path, lines)
+    r = _cli("check", "--engine", "reference", str(run))
+    assert r.returncode == 2, r.stderr
+    assert "replicas/n1/p0.jsonl:5: replica dump damaged" in r.stdout and "offsets 3 missing" in r.stdout
+
+    (run / rf.RESULTS_JSON).unlink()
+    (run / rf.RESULTS_JSON).mkdir()
+    r = _cli("report", str(run))
+    assert r.returncode == 254, r.stderr
+    assert r.stderr.strip().splitlines() == [f"highwater: {run / rf.RESULTS_JSON}: cannot read: Is a directory"]
+
+    (run / rf.HISTORY).unlink()
+    (run / rf.HISTORY).mkdir()
+    r = _cli("check", "--engine", "reference", str(run))
+    assert r.returncode == 254, r.stderr
+    assert r.stderr.strip().endswith(f"{run / rf.HISTORY}: cannot read: Is a directory")
+    assert "internal error" not in r.stderr
+
+
 # --- poll-skip `skipped` and unseen values (engine-side) -------------------------------------------
 
 def _skips_and_unseen(b: RunBuilder) -> dict:
@@ -295,6 +411,11 @@ def _spark_case(tmp_path, case):
     if case == "open-invokes":
         run, _send, _poll = _open_invokes_run(tmp_path)
         return run, False, True, [], {}
+    if case == "damaged-dump":
+        run, _ = _clean_run(tmp_path)
+        path = run / "replicas" / "n2" / "p0.jsonl"
+        _write_lines(path, _damage(_lines(path), "swapped"))
+        return run, False, "unknown", [_reason("replicas/n2/p0.jsonl", 3, DAMAGED + DAMAGE["swapped"][1])], {}
     if case == "no-replicas":
         b = RunBuilder()
         sc.clean(b, 0)
@@ -305,7 +426,7 @@ def _spark_case(tmp_path, case):
 
 
 @pytest.mark.spark
-@pytest.mark.parametrize("case", ["torn-invoke", "no-replicas", "open-invokes"])
+@pytest.mark.parametrize("case", ["torn-invoke", "no-replicas", "open-invokes", "damaged-dump"])
 def test_spark_damaged_input_agrees_with_reference(tmp_path, spark, case):
     run, lenient, valid, reasons, examples = _spark_case(tmp_path, case)
     res = check_run(run, engine="spark", spark=spark, lenient=lenient)
