@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
+from collections import Counter
 from typing import Any
 
 from broker.controller.client import ControllerError
@@ -27,6 +28,13 @@ log = logging.getLogger(__name__)
 
 CLUSTER_ID = "highwater"
 MAX_FETCH_RECORDS = 5000        # records read from one partition for one fetch (bytes limit it further)
+# the most one Fetch answer carries, whatever the client asks: Kafka's broker setting fetch.max.bytes
+# (55 MiB there), lower here because records are read and encoded in Python on the event loop that also
+# sends the heartbeats: 4 MiB take about 150 ms. Clients simply fetch again.
+FETCH_MAX_BYTES = 4 * 1024 * 1024
+# a Metadata request naming more topics than this closes the connection (Kafka has no such limit; here
+# each named topic costs event-loop time, and no client of a test cluster names thousands)
+MAX_METADATA_TOPICS = 10_000
 RECORD_OVERHEAD = 24            # upper bound of a record's framing in a batch (varints, attributes)
 MAX_WAIT_MS = 30_000            # a fetch long-poll waits at most this long, whatever the client asks
 AUTHORIZED_OPERATIONS_OMITTED = -(2 ** 31)
@@ -74,6 +82,10 @@ class KafkaHandlers:
         brokers = {} if md is None else md.brokers
         live = sorted(b for b, info in brokers.items() if info.alive)
         requested = body.get("topics")
+        if requested is not None and len(requested) > MAX_METADATA_TOPICS:
+            log.warning("kafka: closing a connection: a Metadata request names %d topics (at most %d)",
+                        len(requested), MAX_METADATA_TOPICS)
+            raise CloseConnection()
         if md is None:
             names = [] if requested is None else [t["name"] for t in requested]
         elif requested is None:
@@ -189,27 +201,36 @@ class KafkaHandlers:
         deadline = loop.time() + max_wait_s
         min_bytes = max(1, body.get("min_bytes", 1))
         while True:
-            responses, size, failed = self._fetch_once(body)
+            responses, size, failed = await self._fetch_once(body)
             remaining = deadline - loop.time()
             if failed or size >= min_bytes or remaining <= 0:
                 return {"throttle_time_ms": 0, "error_code": E.NONE, "session_id": 0, "responses": responses}
             await self._wait_hw_moved(body, remaining)
 
-    def _fetch_once(self, body: dict[str, Any]) -> tuple[list[dict[str, Any]], int, bool]:
-        budget = body.get("max_bytes", 0x7FFFFFFF)
-        if budget <= 0:
-            budget = 0x7FFFFFFF
+    async def _fetch_once(self, body: dict[str, Any]) -> tuple[list[dict[str, Any]], int, bool]:
+        """One pass over the requested partitions. Bounded as Kafka bounds it: the answer carries at most
+        max_bytes (capped at FETCH_MAX_BYTES; 0 or less means 0), each partition at most its
+        partition_max_bytes, except that the first record of the first partition with data is sent
+        whole even when larger (KIP-74), so a consumer always progresses. A partition named more than
+        once is answered once, for its first mention (Kafka keeps one entry per partition). The event
+        loop is yielded to between partitions."""
+        budget = max(0, min(body.get("max_bytes", 0x7FFFFFFF), FETCH_MAX_BYTES))
         size, failed = 0, False
-        responses = []
+        responses, seen = [], set()
         for t in body["topics"]:
             parts = []
             for fp in t["partitions"]:
-                limit = min(max(0, fp["partition_max_bytes"]), budget - size)
+                if (t["topic"], fp["partition"]) in seen:
+                    continue
+                seen.add((t["topic"], fp["partition"]))
+                limit = max(0, min(fp["partition_max_bytes"], budget - size))
                 pd = self._fetch_partition(t["topic"], fp, limit, first=size == 0)
                 size += len(pd["records"])
                 failed = failed or pd["error_code"] != E.NONE
                 parts.append(pd)
-            responses.append({"topic": t["topic"], "partitions": parts})
+                await asyncio.sleep(0)
+            if parts:
+                responses.append({"topic": t["topic"], "partitions": parts})
         return responses, size, failed
 
     def _fetch_partition(self, topic: str, fp: dict[str, Any], limit: int, first: bool) -> dict[str, Any]:
@@ -217,9 +238,12 @@ class KafkaHandlers:
         out = {"partition_index": p, "error_code": E.NONE, "high_watermark": -1, "last_stable_offset": -1,
                "log_start_offset": -1, "aborted_transactions": None, "preferred_read_replica": -1,
                "records": b""}
-        if self.replicas.get(topic, p) is None:
+        part = self.replicas.get(topic, p)
+        if part is None:
             return {**out, "error_code": self._missing_partition(topic, p)}
-        max_records = max(1, min(MAX_FETCH_RECORDS, limit // (RECORD_OVERHEAD + 1) + 1))
+        # read by bytes: only the records that fit in `limit` as stored (at least one), never thousands to
+        # send a few of them
+        max_records = max(1, part.store.log.count_within(fp["fetch_offset"], MAX_FETCH_RECORDS, limit))
         error, records, hw, _epoch, log_start = self.replicas.read_committed(
             topic, p, fp["fetch_offset"], max_records, fp.get("current_leader_epoch", -1))
         code = E.kafka_code(error)
@@ -250,9 +274,14 @@ class KafkaHandlers:
 
     # --- ListOffsets --------------------------------------------------------------------------
     async def list_offsets(self, body: dict[str, Any], version: int = 1) -> dict[str, Any]:
-        topics = [{"name": t["name"], "partitions": [await self._list_offset(t["name"], lp)
-                                                     for lp in t["partitions"]]}
-                  for t in body["topics"]]
+        """Each partition's offset; a partition named more than once is answered INVALID_REQUEST at every
+        mention, as Kafka does."""
+        named = Counter((t["name"], lp["partition_index"]) for t in body["topics"] for lp in t["partitions"])
+        topics = [{"name": t["name"], "partitions": [
+            await self._list_offset(t["name"], lp) if named[(t["name"], lp["partition_index"])] == 1
+            else {"partition_index": lp["partition_index"], "error_code": E.INVALID_REQUEST, "timestamp": -1,
+                  "offset": -1, "leader_epoch": -1}
+            for lp in t["partitions"]]} for t in body["topics"]]
         return {"throttle_time_ms": 0, "topics": topics}
 
     async def _list_offset(self, topic: str, lp: dict[str, Any]) -> dict[str, Any]:

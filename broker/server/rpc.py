@@ -19,8 +19,8 @@ above); anything else a Kafka connection, served by `KafkaHandlers` (broker/serv
 the codec of broker/kafka/messages.py. The frame limits above apply to both. On a Kafka connection
 requests are answered in order, one at a time (Kafka's rule); an unsupported ApiVersions version gets
 UNSUPPORTED_VERSION with the supported ranges (the connection stays open, so the client can fall back);
-an unknown api key, another api's unsupported version, a malformed frame or a frame over the limits
-closes the connection without an answer; a handler bug is logged and answered UNKNOWN_SERVER_ERROR
+an unknown api key, another api's unsupported version, a malformed frame, a frame over the limits or
+a request other than Produce over MAX_KAFKA_REQUEST (256 KiB) closes the connection without an answer; a handler bug is logged and answered UNKNOWN_SERVER_ERROR
 where the api has an error field (else the connection is closed).
 """
 from __future__ import annotations
@@ -31,7 +31,7 @@ from typing import Any, Awaitable, Callable
 
 from broker.kafka import errors as kafka_errors
 from broker.kafka.messages import KafkaCodecError, UnsupportedRequest, decode_request, encode_response
-from broker.kafka.versions import API_VERSIONS
+from broker.kafka.versions import API_VERSIONS, PRODUCE
 from broker.protocol import apis
 from broker.protocol.framing import (MAGIC, MAX_FRAME, REQUEST, RESPONSE, BufferBudget, Frame, FrameError,
                                      BadRequest, decode_payload, encode, read_payload_bounded)
@@ -42,6 +42,10 @@ log = logging.getLogger(__name__)
 
 FRAME_READ_TIMEOUT_S = 10.0   # a frame (and a new connection's first frame) must be complete within this
 MAX_REQUEST_FRAME = MAX_FRAME  # produce requests carry record batches
+# a Kafka request other than Produce is at most this big: it names topics and partitions, and decoding
+# one costs about 0.35 s per MB on the event loop (a Metadata request naming 600,000 topics, 10 MB, took
+# 3.4 s to decode and stalled the heartbeats). 256 KiB hold some 15,000 topic names.
+MAX_KAFKA_REQUEST = 256 * 1024
 BUFFER_BUDGET = 64 * 1024 * 1024
 MAX_CONNECTIONS = 1024
 
@@ -121,6 +125,11 @@ class RpcServer:
                            payload: bytes | None) -> None:
         """A Kafka connection, from its first request (`payload`) on; returns when it must be closed."""
         while payload is not None:
+            if len(payload) > MAX_KAFKA_REQUEST and payload[:2] != _PRODUCE_KEY:
+                log.warning("kafka: closing a connection: a request of api key %d is %d bytes (more than %d "
+                            "for any request but Produce)", int.from_bytes(payload[:2], "big", signed=True),
+                            len(payload), MAX_KAFKA_REQUEST)
+                return
             try:
                 request = decode_request(bytes(payload))
             except UnsupportedRequest as exc:
@@ -190,6 +199,7 @@ class RpcServer:
 
 
 _CLOSE = object()
+_PRODUCE_KEY = PRODUCE.to_bytes(2, "big")
 
 
 async def _answer_garbage(writer: asyncio.StreamWriter, message: str) -> None:

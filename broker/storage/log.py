@@ -231,6 +231,35 @@ class SegmentedLog:
                 i += 1
             return out
 
+    def count_within(self, start: int, max_records: int, max_bytes: int) -> int:
+        """How many records from `start` (at most `max_records`) fit whole in `max_bytes` of stored bytes,
+        but at least one if there is any: a reader bounded by bytes asks for no more than that, so a fetch
+        of large records never decodes thousands of them to send a few. From the index alone: no I/O."""
+        with self._lock:
+            self._check_open()
+            start = max(start, self.log_start())
+            end = min(self.leo(), start + max(max_records, 0))
+            if end <= start:
+                return 0
+            n, left = 0, max_bytes
+            i = bisect.bisect_right(self._bases, start) - 1
+            while start < end:
+                seg = self._segments[i]
+                first, stop = start - seg.base, min(end, seg.end_offset) - seg.base
+                pos, count = seg.positions, seg.count
+                limit = pos[first] + left
+                hi = min(stop + 1, count)
+                fit = bisect.bisect_right(pos, limit, first + 1, hi) - 1 - first   # each ends at the next's start
+                if first + fit == count - 1 and stop == count and seg.size <= limit:
+                    fit += 1                                                      # the segment's last record
+                n += fit
+                if first + fit < stop:
+                    break
+                left -= (pos[stop] if stop < count else seg.size) - pos[first]
+                start = seg.base + stop
+                i += 1
+            return max(n, 1)
+
     def _take_back(self, leo: int) -> None:
         """Undo a failed append back to `leo`, as far as the disk lets it (a failure here leaves the torn
         tail to the next open's recovery scan)."""

@@ -458,6 +458,72 @@ def test_fetch_size_limits(cluster):
     conn.close()
 
 
+def test_fetch_bounds_duplicates_max_bytes_and_reads_by_bytes(cluster):
+    """Bounded work per Fetch (issue 28): a partition named 200 times is answered once; max_bytes 0 sends
+    only the first record (KIP-74), not everything; a fetch of 10 KB records at 100 KB sends what fits;
+    no answer carries more than FETCH_MAX_BYTES whatever max_bytes says."""
+    from broker.server.kafka_handlers import FETCH_MAX_BYTES
+    c, admin = cluster
+    leader, epoch = leader_of(admin)
+    conn = conn_to(c, leader)
+    values = [bytes([97 + i % 26]) * 10_000 for i in range(30)]
+    base = produced(conn.request(V.PRODUCE, 8, produce_body(values, -1)))["base_offset"]
+
+    body = fetch_body(base, epoch=epoch, partition_max_bytes=100_000)
+    body["max_bytes"] = 100_000
+    body["topics"][0]["partitions"] *= 200
+    resp = conn.request(V.FETCH, 11, body)
+    [t] = resp["responses"]
+    assert len(t["partitions"]) == 1
+    got = [r.value for b in decode_batches(t["partitions"][0]["records"]) for r in b.records]
+    assert got == values[:len(got)] and 7 <= len(got) <= 9, len(got)      # ~100 KB of 10 KB records
+
+    body = fetch_body(base, epoch=epoch)
+    body["max_bytes"] = 0
+    p = fetched(conn.request(V.FETCH, 11, body))
+    assert [r.value for b in decode_batches(p["records"]) for r in b.records] == values[:1]
+
+    body = fetch_body(base, epoch=epoch, partition_max_bytes=0x7FFFFFFF)
+    body["max_bytes"] = 0x7FFFFFFF
+    p = fetched(conn.request(V.FETCH, 11, body))
+    assert len(p["records"]) <= FETCH_MAX_BYTES
+    conn.close()
+
+
+def test_list_offsets_with_a_duplicated_partition_is_invalid_request(cluster):
+    c, admin = cluster
+    leader, epoch = leader_of(admin)
+    conn = conn_to(c, leader)
+    one = {"partition_index": 0, "current_leader_epoch": epoch, "timestamp": -1}
+    resp = conn.request(V.LIST_OFFSETS, 5, {"replica_id": -1, "isolation_level": 1, "topics": [
+        {"name": TOPIC, "partitions": [one, one]}]})
+    assert [p["error_code"] for p in resp["topics"][0]["partitions"]] == [E.INVALID_REQUEST] * 2
+    assert list_offsets(conn, -1)["error_code"] == 0                         # once: answered
+    conn.close()
+
+
+def test_a_huge_metadata_request_closes_the_connection_and_the_broker_keeps_serving(cluster):
+    """A Metadata request naming 600,000 topics (10 MB) stalled the broker for seconds while it decoded
+    it; now a request other than Produce over 256 KiB, or naming more than 10,000 topics, closes its
+    connection unread, and the broker answers the next one at once."""
+    from broker.server.kafka_handlers import MAX_METADATA_TOPICS
+    c, admin = cluster
+    leader, _epoch = leader_of(admin)
+    for n in (600_000, MAX_METADATA_TOPICS + 1):
+        conn = conn_to(c, leader)
+        names = [{"name": f"t{i}"} for i in range(n)]
+        with pytest.raises((ConnectionError, OSError, EOFError)):
+            conn.request(V.METADATA, 9, {"topics": names, "allow_auto_topic_creation": False,
+                                         "include_topic_authorized_operations": False})
+        conn.close()
+    conn = conn_to(c, leader)
+    t0 = time.monotonic()
+    resp = conn.request(V.METADATA, 9, {"topics": [{"name": TOPIC}], "allow_auto_topic_creation": False,
+                                        "include_topic_authorized_operations": False})
+    assert resp["topics"][0]["error_code"] == 0 and time.monotonic() - t0 < 1.0
+    conn.close()
+
+
 def test_acks_all_errors_when_followers_stop(tmp_path):
     """Both followers SIGSTOPped: an acks=-1 produce times out (REQUEST_TIMED_OUT 7: appended, outcome
     unknown); once the leader shrank the ISR to itself, acks=-1 is refused NOT_ENOUGH_REPLICAS (19) while
