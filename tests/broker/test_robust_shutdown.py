@@ -94,3 +94,20 @@ def test_sigterm_with_paused_leader_and_controller_exits_0_and_keeps_acked_write
         assert events[-1]["event"] == "stop" and events[-1]["reason"] == "signal"
         # the periodic checkpoint never ran (60 s): HW 3 on disk was written at shutdown
         assert HwCheckpoint(c.data_dir(follower) / f"{TOPIC}-0" / "hw.checkpoint").read() == 3
+
+
+def test_sigterm_leaves_no_asyncio_traceback_in_the_broker_output(tmp_path):
+    """Connections still open at SIGTERM (followers' long-poll fetches, an idle client) are closed without
+    Python 3.11's "Exception in callback ... CancelledError" traceback in stdout.log (issue 28)."""
+    with BareCluster(tmp_path, brokers=3, broker_settings={"min_insync_replicas": 2},
+                     topics=[{"name": TOPIC, "partitions": 1, "replication_factor": 3}]) as c:
+        with Admin(c.controller_address, timeout_s=2.0) as admin:
+            wait_full_isr(admin, TOPIC, 30, "a leader with the full ISR")
+            with Producer(c.controller_address, acks="all", timeout_s=5.0) as p:
+                for i in range(20):
+                    p.send(TOPIC, 0, [b"v%d" % i])
+                statuses = [c.brokers[b].terminate(timeout_s=15) for b in (1, 2, 3)]
+    assert statuses == [0, 0, 0]
+    for b in (1, 2, 3):
+        out = (c.node_dir(f"n{b}") / "stdout.log").read_text()
+        assert "Exception in callback" not in out and "Traceback" not in out, out[-2000:]
