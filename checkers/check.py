@@ -62,6 +62,10 @@ def prepare(*, engine: str = "spark", spark_master: str | None = None) -> thread
     spark_session.mark_driver_logs()
     if not spark_session.uses_service(spark_master):
         return None
+    # the run holds the shared driver in use from now to its check (`release_prepared`): `highwater
+    # cleanup` or the idle timer stopping it meanwhile would cost the check a cold start (~25 s)
+    release_prepared()
+    _prepared.append(spark_service.Lease())
 
     def start() -> None:
         try:
@@ -75,6 +79,16 @@ def prepare(*, engine: str = "spark", spark_master: str | None = None) -> thread
     thread = threading.Thread(target=start, name="spark-service-start", daemon=True)
     thread.start()
     return thread
+
+
+_prepared: list = []       # the lease `prepare` took, until `release_prepared`
+
+
+def release_prepared() -> None:
+    """Give back the shared driver's lease `prepare` took (a run calls it once its check is done); a no-op
+    when there is none. A process that ends gives it back anyway (the lease is a lock on an open file)."""
+    while _prepared:
+        _prepared.pop().release()
 
 
 def check_run(run_dir: Path | str, *, engine: str = "spark", spark_master: str | None = None,

@@ -263,11 +263,14 @@ class RunSession:
     def verdict(self, *, check: bool = True) -> tuple[dict[str, Any] | None, int]:
         self.phase = "check"
         results = None
-        if check:
-            results, problem = verdict.run_checker(self.run.path, engine=self.cfg.checker.engine,
-                                                   step=self.phases.step)
-            if problem:
-                self.problem(problem)
+        try:
+            if check:
+                results, problem = verdict.run_checker(self.run.path, engine=self.cfg.checker.engine,
+                                                       step=self.phases.step)
+                if problem:
+                    self.problem(problem)
+        finally:
+            verdict.release_checker()
         self.phase = "report"
         for problem in verdict.write_reports(self.run.path, Path(self.cfg.results_dir)):
             self.problem(problem)
@@ -275,6 +278,7 @@ class RunSession:
         return results, verdict_exit_code(results) if check else EXIT_UNKNOWN
 
     def close_log(self) -> None:
+        verdict.release_checker()        # a run that never reached its check gives the driver back too
         logging.getLogger().removeHandler(self._log_handler)
         self._log_handler.close()
 

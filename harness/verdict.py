@@ -10,7 +10,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from checkers.check import check_run, prepare
+from checkers.check import check_run, prepare, release_prepared
 from reports import write_index, write_report
 
 log = logging.getLogger(__name__)
@@ -32,6 +32,11 @@ def prepare_checker(**options) -> None:
         prepare(**options)
     except Exception:  # noqa: BLE001
         log.exception("preparing the checker failed")
+
+
+def release_checker() -> None:
+    """The run no longer needs the checker kept ready (prepare_checker's hold on the shared driver)."""
+    release_prepared()
 
 
 def write_reports(run_dir: Path, results_root: Path) -> list[str]:
