@@ -212,7 +212,22 @@ class Corruptible(Protocol):
         naming the node, the file and the byte or offset; its `partition` and first damaged `offset`."""
 
 
-CAPABILITIES: tuple[type, ...] = (Killable, Stoppable, Pausable, Partitionable, Degradable, EventLogs, Corruptible)
+@runtime_checkable
+class DiskFillable(Protocol):
+    """Fill a broker's data filesystem, so that its writes fail with ENOSPC, and free it again."""
+
+    @abc.abstractmethod
+    def fill_disk(self, node: str) -> str:
+        """Leave broker `node`'s data filesystem (one of its own: never the host's disk) with only a few
+        KiB free. Returns a one-line description."""
+
+    @abc.abstractmethod
+    def free_disk(self, node: str) -> str:
+        """Give the space `fill_disk` took back."""
+
+
+CAPABILITIES: tuple[type, ...] = (Killable, Stoppable, Pausable, Partitionable, Degradable, EventLogs, Corruptible,
+                                  DiskFillable)
 
 C = TypeVar("C")
 

@@ -6,7 +6,8 @@ time still match, so a reused pid is never hit), plus any process whose command 
 under the run's `nodes/` directory (the degradation delayers of clusters/local_netem.py are recorded
 processes too); remove its firewall chain or table and its degradation chain (mangle `HWN-<8 hex>`); and
 delete its registry entry.
-Highwater firewall chains/tables that no live run owns are removed too, as are unreadable registry files;
+Highwater firewall chains/tables that no live run owns are removed too, as are the tmpfs data directories
+of a disk-full run (clusters/local_disks.py) and unreadable registry files;
 a chain is live when a live run of this registry or the default one owns it, or when the process its jump
 rule's comment names as owner (pid and start time) is still running, whatever registry holds that run.
 """
@@ -18,19 +19,21 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from clusters import local_firewall
+from clusters import local_disks, local_firewall
+from clusters.base import ClusterError
 from clusters.run_registry import Registry, RunEntry, proc_start_time, proc_state, same_process
 
 
 @dataclass
 class Leftover:
     what: str                       # one line for the report, e.g. "process n1 pid 42 (run X)"
-    kind: str                       # "process" | "firewall" | "registry" | "file"
+    kind: str                       # "process" | "mount" | "firewall" | "registry" | "file"
     pid: int | None = None
     start_time: int | None = None
     firewall: dict | None = None
     run_id: str | None = None
     path: Path | None = None
+    mount: dict | None = None       # local_disks.find_leftovers() entry
 
 
 @dataclass
@@ -96,6 +99,9 @@ def find(registry: Registry) -> list[Leftover]:
         label = (f"iptables chain {name}" + (f" (table {obj['table']})" if obj.get("table") else "")
                  if obj["kind"] == "iptables" else f"nft table {obj.get('family')} {name}")
         out.append(Leftover(label, "firewall", firewall=obj))
+    for obj in local_disks.find_leftovers():     # a disk-full run's tmpfs data directories
+        if obj["short_id"] not in live_firewalls:
+            out.append(Leftover(f"tmpfs {obj['path']} ({obj['source']})", "mount", mount=obj))
     for path in registry.unreadable():
         out.append(Leftover(f"unreadable registry file {path}", "file", path=path))
     return out
@@ -130,8 +136,9 @@ def clean(registry: Registry, *, dry_run: bool = False, grace_s: float = 3.0) ->
     report = CleanupReport()
     with registry.locked():
         items = find(registry)
-        # processes first, then firewall objects, then the registry entries that described them
-        order = {"process": 0, "firewall": 1, "file": 2, "registry": 3}
+        # processes first (they hold files in the mounts), then mounts and firewall objects, then the
+        # registry entries that described them
+        order = {"process": 0, "mount": 1, "firewall": 2, "file": 3, "registry": 4}
         for item in sorted(items, key=lambda i: order[i.kind]):
             if dry_run:
                 report.removed.append(f"would remove {item.what}")
@@ -143,11 +150,13 @@ def clean(registry: Registry, *, dry_run: bool = False, grace_s: float = 3.0) ->
                     continue
                 if item.kind == "firewall":
                     local_firewall.remove_object(item.firewall)
+                elif item.kind == "mount":
+                    local_disks.remove_mount(item.mount)
                 elif item.kind == "registry":
                     registry.remove(item.run_id)
                 elif item.kind == "file":
                     item.path.unlink(missing_ok=True)
                 report.removed.append(f"removed {item.what}")
-            except (OSError, ValueError, RuntimeError) as exc:
+            except (OSError, ValueError, RuntimeError, ClusterError) as exc:
                 report.failed.append(f"{item.what}: {exc}")
     return report

@@ -10,6 +10,8 @@ registered before it is installed. Partitions match on source addresses: the bro
 connections to its own host (broker/controller/client.open_connection_from), so they carry the node's
 address, not 127.0.0.1. Degradation (delay, jitter, loss of one-way links) is the run's own mangle chain
 plus delayer processes bound to netfilter queues (clusters/local_netem.py); it never touches a qdisc.
+With a disk-full fault, each broker's `data/` is a tmpfs of its own (clusters/local_disks.py), which the
+fault fills and frees; teardown copies the data back and unmounts it.
 
     cluster = LocalCluster(ClusterSpec(run_id, run_dir, brokers=3, broker_settings={...},
                                        controller_settings={...}))
@@ -32,12 +34,12 @@ from pathlib import Path
 from typing import Callable
 
 from clusters.addresses import Allocation, allocate
-from clusters.base import (Cluster, ClusterError, ClusterSpec, Corruptible, Degradable, EventLogs, Killable,
-                           NodeAddress, Partitionable, Pausable, Stoppable)
+from clusters.base import (Cluster, ClusterError, ClusterSpec, Corruptible, Degradable, DiskFillable, EventLogs,
+                           Killable, NodeAddress, Partitionable, Pausable, Stoppable)
 from clusters.event_logs import parse_event_log
 from clusters.local_firewall import Firewall, available_tool, make_firewall, short_id
 from clusters.local_netem import Degradation
-from clusters import local_netem
+from clusters import local_disks, local_netem
 from clusters.processes import NodeProcess
 from clusters.run_registry import ProcessRecord, Registry
 from clusters.storage_faults import StorageFault, corrupt_data_dir
@@ -57,7 +59,8 @@ def broker_command(python: str = sys.executable) -> CommandFactory:
     return command
 
 
-class LocalCluster(Cluster, Killable, Stoppable, Pausable, Partitionable, Degradable, EventLogs, Corruptible):
+class LocalCluster(Cluster, Killable, Stoppable, Pausable, Partitionable, Degradable, EventLogs, Corruptible,
+                   DiskFillable):
     backend_name = "local"
 
     def __init__(self, spec: ClusterSpec, *, registry: Registry | None = None,
@@ -77,6 +80,7 @@ class LocalCluster(Cluster, Killable, Stoppable, Pausable, Partitionable, Degrad
         self._procs: dict[str, NodeProcess] = {}
         self._firewall: Firewall | None = None
         self._degradation: Degradation | None = None
+        self._disks: local_disks.NodeDisks | None = None   # with a disk-full fault: each broker's tmpfs
         self._lock = threading.RLock()
         self.last_stop_report: list[str] = []
 
@@ -88,6 +92,9 @@ class LocalCluster(Cluster, Killable, Stoppable, Pausable, Partitionable, Degrad
             self.firewall_tool = self.firewall_tool or available_tool()
         if any(f.startswith("degrade") for f in faults):
             local_netem.available()
+        if any(f.startswith("disk-full") for f in faults):
+            local_disks.available()
+            self._disks = local_disks.NodeDisks(short_id(self.spec.run_id))
 
     # --- layout --------------------------------------------------------------------------------------
     def _names(self) -> list[str]:
@@ -146,6 +153,8 @@ class LocalCluster(Cluster, Killable, Stoppable, Pausable, Partitionable, Degrad
         addr = self._address(node)
         d = self.node_dir(node)
         (d / "data").mkdir(parents=True, exist_ok=True)
+        if self._disks is not None and node != CONTROLLER:
+            self._disks.mount(node, d / "data")
         base = {"host": addr.host, "port": addr.port, "data_dir": str(d / "data"),
                 "log_file": str(d / "broker.log")}
         if node == CONTROLLER:
@@ -200,6 +209,8 @@ class LocalCluster(Cluster, Killable, Stoppable, Pausable, Partitionable, Degrad
                             p.kill()
                         except Exception as kill_exc:
                             errors.append(f"kill {p.node}: {kill_exc}")
+            if self._disks is not None:           # after the processes: they hold files in the mounts
+                errors += [f"disk {e}" for e in self._disks.unmount_all()]
             for attr, label in (("_firewall", "firewall"), ("_degradation", "degradation")):
                 installed = getattr(self, attr)
                 if installed is not None:
@@ -326,6 +337,22 @@ class LocalCluster(Cluster, Killable, Stoppable, Pausable, Partitionable, Degrad
             return fault.labelled(node)
 
     # --- event logs -------------------------------------------------------------------------------------
+    # --- disk-full (clusters/local_disks.py) ---------------------------------------------------------
+    def fill_disk(self, node: str) -> str:
+        with self._lock:
+            self._address(node)
+            if self._disks is None:
+                raise ClusterError("disk-full: the cluster was started without it (check_faults(['disk-full']) "
+                                   "mounts each broker's data directory as a filesystem of its own)")
+            return self._disks.fill(node)
+
+    def free_disk(self, node: str) -> str:
+        with self._lock:
+            self._address(node)
+            if self._disks is None:
+                raise ClusterError("disk-full: the cluster was started without it")
+            return self._disks.free(node)
+
     def events(self, node: str) -> list[dict]:
         """The node's event log so far: nodes/<node>/broker.log in the run directory, parsed."""
         self._address(node)  # validates the name

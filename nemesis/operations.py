@@ -8,14 +8,14 @@ this one table, so a backend that cannot do an operation is refused the same way
 """
 from __future__ import annotations
 
-from clusters.base import Corruptible, Degradable, Killable, Partitionable, Pausable, Stoppable
+from clusters.base import Corruptible, Degradable, DiskFillable, Killable, Partitionable, Pausable, Stoppable
 
 START_F = {"kill": "kill", "pause": "pause", "power-loss": "power-loss", "partition": "partition",
-           "degrade": "degrade", "corrupt": "corrupt", "elect": "elect"}
+           "degrade": "degrade", "corrupt": "corrupt", "elect": "elect", "disk-full": "disk-full"}
 # an `elect` window (the move-leader package) is a controlled leadership move: its stop undoes nothing, it
 # marks when the package saw the new leader settled
 STOP_F = {"kill": "restart", "pause": "resume", "power-loss": "restart", "partition": "heal",
-          "degrade": "restore", "corrupt": "restart", "elect": "elected"}
+          "degrade": "restore", "corrupt": "restart", "elect": "elected", "disk-full": "disk-free"}
 
 # operation -> the capability it needs. power-loss is a kill of a broker started with power_loss = true
 # (checked before a run); a corrupt window also kills its node first (Killable, asked where it is played);
@@ -26,4 +26,5 @@ NEEDS: dict[str, type] = {
     "partition": Partitionable, "heal": Partitionable,
     "degrade": Degradable, "restore": Degradable,
     "corrupt": Corruptible,
+    "disk-full": DiskFillable, "disk-free": DiskFillable,
 }

@@ -35,6 +35,10 @@ FAULTS: dict[str, tuple[str, str | None]] = {
     "corrupt-bitflip": ("corrupt", "broker"),
     "corrupt-truncate": ("corrupt", "broker"),
     "corrupt-checkpoint": ("corrupt", "broker"),
+    # a broker's data filesystem filled to a few KiB free while it runs, freed at the stop (the backend's
+    # DiskFillable: the local backend's own tmpfs per broker, clusters/local_disks.py)
+    "disk-full": ("disk-full", "broker"),
+    "disk-full-leader": ("disk-full", "leader"),
     # aimed at the live state (nemesis/targets.py): a follower of a partition, the sole member of a shrunk
     # ISR; or at a share of the brokers, all at once
     "kill-follower": ("kill", "follower"),
@@ -54,7 +58,7 @@ FAULTS: dict[str, tuple[str, str | None]] = {
     "aimed": ("mix", None),
     "mix": ("mix", None),
 }
-PROCESS_KINDS = ("kill", "pause", "power-loss", "corrupt")
+PROCESS_KINDS = ("kill", "pause", "power-loss", "corrupt", "disk-full")
 # the existing faults each package's steps are made of (what a backend must be able to inject)
 PACKAGE_USES: dict[str, tuple[str, ...]] = {
     "isolate-then-kill-leader": ("partition", "kill-leader"),

@@ -32,8 +32,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from broker.errors import StateError
-from clusters.base import (ClusterError, Corruptible, Degradable, Killable, Partitionable, Pausable, Stoppable,
-                           require)
+from clusters.base import (ClusterError, Corruptible, Degradable, DiskFillable, Killable, Partitionable, Pausable,
+                           Stoppable, require)
 from nemesis.operations import NEEDS, START_F, STOP_F
 from rundir import formats as runformat
 
@@ -114,6 +114,8 @@ class FaultWindows:
                 completion = {**value, "damage": damage}   # the start's completion says what it damaged
             elif kind == "elect":
                 details.append(elect(extra["partition"], targets[0]))
+            elif kind == "disk-full":
+                _act_on_each(require(self.cluster, DiskFillable, step.fault).fill_disk, targets, details, errors)
             else:
                 action = (require(self.cluster, Pausable, step.fault).pause if kind == "pause"
                           else require(self.cluster, Killable, step.fault).kill)
@@ -145,6 +147,9 @@ class FaultWindows:
                 details.append(deg.restore([tuple(x) for x in fault.value["links"]]))
             elif fault.kind == "elect":
                 pass            # a leadership move is not undone
+            elif fault.kind == "disk-full":
+                _act_on_each(require(self.cluster, DiskFillable, fault.step.fault).free_disk, fault.targets,
+                             details, errors)
             else:   # kill, power-loss and corrupt end with a restart
                 action = (require(self.cluster, Pausable, fault.step.fault).resume if fault.kind == "pause"
                           else require(self.cluster, Killable, fault.step.fault).restart)

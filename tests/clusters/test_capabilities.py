@@ -24,7 +24,7 @@ from nemesis import Nemesis
 
 ALL = ["Killable", "Stoppable", "Pausable", "Partitionable", "Degradable", "EventLogs"]
 # storage faults on local and Docker only
-LOCAL = ALL + ["Corruptible"]
+LOCAL = ALL + ["Corruptible", "DiskFillable"]   # disk-full: local only, for now
 DOCKER = ALL + ["Corruptible"]
 
 
