@@ -183,6 +183,8 @@ class KafkaHandlers:
     def _missing_partition(self, topic: str, p: int) -> int:
         """A partition this broker holds no replica of: NOT_LEADER_OR_FOLLOWER if it exists (the client's
         metadata is stale), UNKNOWN_TOPIC_OR_PARTITION if not."""
+        if self.replicas.reopening(topic, p):       # being recovered after corruption
+            return E.KAFKA_STORAGE_ERROR
         md = self.replicas.metadata
         if md is not None and md.partition(topic, p) is not None:
             return E.NOT_LEADER_OR_FOLLOWER

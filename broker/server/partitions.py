@@ -19,7 +19,8 @@ A read that finds a record failing verification (broker.records.LogCorruption: b
 the broker ran) is never served or replicated. The request is answered KAFKA_STORAGE_ERROR, a `corrupt`
 event is logged, and the replica is recovered the way a restart recovers it. It is retired, closed and
 opened again, and that open's recovery scan cuts the log at the bad record (a `truncate` event with
-why=recovery). Then the broker registers with the controller again (`rejoin`), which fences its old
+why=recovery). The scan reads the whole partition, so it runs in a worker thread: the event loop, and
+with it the heartbeats, never waits for it; the partition is not served meanwhile. Then the broker registers with the controller again (`rejoin`), which fences its old
 incarnation, so leadership moves to another ISR member. The fresh replica waits for that new metadata
 and follows the new leader, which sends the cut records back.
 
@@ -110,6 +111,9 @@ class ReplicaManager:
         # failing disk work: (topic, partition, work) -> [error, since (monotonic s), last escalation]
         self.storage_errors: dict[tuple[str, int, str], list] = {}
         self.rejoin = None              # callable(reason): register with the controller again (app.py sets it)
+        # partitions whose recovery scan runs in a worker thread after corruption (`recover_corrupt`):
+        # metadata leaves them alone until they are back
+        self._reopening: dict[tuple[str, int], asyncio.Task] = {}
 
     # --- opening ------------------------------------------------------------------------------
     def open_existing(self) -> None:
@@ -118,10 +122,19 @@ class ReplicaManager:
             self._open(topic, p)
 
     def _open(self, topic: str, p: int) -> Partition:
+        return self._adopt(topic, p, self._open_store(topic, p))
+
+    def _open_store(self, topic: str, p: int) -> PartitionStore:
+        """Open the partition's files: the recovery scan reads every segment (I/O only, no broker state,
+        so it may run in a worker thread)."""
         cfg = self.config
-        store = PartitionStore.open(cfg.data_dir, topic, p, power_loss=cfg.power_loss,
-                                    segment_records=cfg.segment_records,
-                                    flush_policy="never" if cfg.flush == "always" else cfg.flush)
+        return PartitionStore.open(cfg.data_dir, topic, p, power_loss=cfg.power_loss,
+                                   segment_records=cfg.segment_records,
+                                   flush_policy="never" if cfg.flush == "always" else cfg.flush)
+
+    def _adopt(self, topic: str, p: int, store: PartitionStore) -> Partition:
+        """The replica over an opened store, in service: events for what recovery did, checkpoints read."""
+        cfg = self.config
         rec = store.recovery
         if rec.cut:
             self.events.emit("truncate", partition=p, topic=topic, **{"from": None}, to=rec.cut_offset,
@@ -145,6 +158,15 @@ class ReplicaManager:
     def closing(self) -> bool:
         """Shutdown has begun (`quiesce`): no fetcher is started again."""
         return self._closing
+
+    def reopening(self, topic: str, p: int) -> bool:
+        """The replica is being recovered after corruption (its recovery scan runs in a worker thread)."""
+        return (topic, p) in self._reopening
+
+    def absent(self, topic: str, p: int) -> str:
+        """The error for a partition not held here now: KAFKA_STORAGE_ERROR while it is being recovered
+        (it will be back; leadership moves meanwhile), else UNKNOWN_PARTITION."""
+        return STORAGE_ERROR if (topic, p) in self._reopening else "UNKNOWN_PARTITION"
 
     def get(self, topic: str, p: int) -> Partition | None:
         return self.partitions.get((topic, p))
@@ -185,7 +207,7 @@ class ReplicaManager:
             part.replica.set_fenced_brokers(fenced)
         for (topic, p), ps in md.partitions.items():
             part = self.partitions.get((topic, p))
-            if me not in ps.replicas and part is None:
+            if (me not in ps.replicas and part is None) or (topic, p) in self._reopening:
                 continue
             try:
                 if part is None:
@@ -418,11 +440,27 @@ class ReplicaManager:
             part.store.close()          # what was appended is in our memory or page cache: keep it
         except OSError as close_exc:
             log.error("partition %r/%s: close after corruption: %s", part.topic, part.partition, close_exc)
+        task = asyncio.get_running_loop().create_task(self._reopen(part.topic, part.partition, r.leader_epoch))
+        self._reopening[key] = task
+        task.add_done_callback(lambda t: self.task_died(t, f"reopen {part.topic}/{part.partition}"))
+
+    async def _reopen(self, topic: str, p: int, epoch: int) -> None:
+        """Open a corrupt replica again: its recovery scan (which cuts at the bad record) reads the whole
+        partition, so it runs in a worker thread, never on the event loop that sends the heartbeats; then
+        register again so that leadership moves. Meanwhile requests for it are answered KAFKA_STORAGE_ERROR
+        (`absent`)."""
+        key = (topic, p)
         try:
-            fresh = self._open(part.topic, part.partition)      # the recovery scan cuts at the bad record
-            fresh.lead_after_epoch = r.leader_epoch
+            store = await asyncio.to_thread(self._open_store, topic, p)
+            if self._closing:
+                store.close()
+                return
+            fresh = self._adopt(topic, p, store)
+            fresh.lead_after_epoch = epoch      # never lead again at the epoch it held when corrupt
         except Exception as open_exc:   # noqa: BLE001 - reported and retried on the next metadata version
-            self._skip(part.topic, part.partition, open_exc)
+            self._skip(topic, p, open_exc)
+        finally:
+            self._reopening.pop(key, None)
         if self.rejoin is not None:
             self.rejoin("corrupt")
 
@@ -435,6 +473,8 @@ class ReplicaManager:
             part.purgatory.fail_all(TIMED_OUT)
         await asyncio.gather(*(f.stop() for f in fetchers), return_exceptions=True)
         await cancel_and_wait(list(self._isr_tasks))
+        if self._reopening:             # a recovery scan in its thread: let it finish (it then closes)
+            await asyncio.wait(list(self._reopening.values()), timeout=10.0)
 
     def close_storage(self) -> None:
         """Second half (synchronous, so nothing can interleave): flush every log, write the HW and epoch
@@ -461,7 +501,7 @@ class ReplicaManager:
     async def produce(self, topic: str, p: int, acks: int, timeout_ms: int, values: list[bytes]) -> dict[str, Any]:
         part = self.partitions.get((topic, p))
         if part is None:
-            return {"error": "UNKNOWN_PARTITION", "base_offset": -1, "leader_epoch": -1}
+            return {"error": self.absent(topic, p), "base_offset": -1, "leader_epoch": -1}
         r = part.replica
         try:
             res = r.produce(values, acks=acks, now_ms=now_ms(), timestamp_ms=int(time.time() * 1000))
@@ -500,7 +540,7 @@ class ReplicaManager:
                     current_leader_epoch: int) -> dict[str, Any]:
         part = self.partitions.get((topic, p))
         if part is None:
-            return {"error": "UNKNOWN_PARTITION", "records": [], "hw": -1, "leader_epoch": -1, "log_start": 0}
+            return {"error": self.absent(topic, p), "records": [], "hw": -1, "leader_epoch": -1, "log_start": 0}
         cle = current_leader_epoch if current_leader_epoch >= 0 else None
         try:
             if replica_id >= 0:
@@ -538,7 +578,7 @@ class ReplicaManager:
         listener: (error, records, hw, leader_epoch, log_start). Same checks as `fetch`'s consumer path."""
         part = self.partitions.get((topic, p))
         if part is None:
-            return "UNKNOWN_PARTITION", (), -1, -1, -1
+            return self.absent(topic, p), (), -1, -1, -1
         cle = current_leader_epoch if current_leader_epoch >= 0 else None
         r = part.replica
         try:
@@ -552,7 +592,7 @@ class ReplicaManager:
                                  replica_id: int = -1) -> dict:
         part = self.partitions.get((topic, p))
         if part is None:
-            return {"error": "UNKNOWN_PARTITION", "leader_epoch": -1, "end_offset": -1}
+            return {"error": self.absent(topic, p), "leader_epoch": -1, "end_offset": -1}
         cle = current_leader_epoch if current_leader_epoch >= 0 else None
         resp = part.replica.handle_offsets_for_leader_epoch(leader_epoch, cle, replica_id if replica_id >= 0 else None)
         self.after_change(part)           # log the epoch-answer / fetch-fenced events now

@@ -277,6 +277,12 @@ def test_a_recovered_replica_never_leads_its_old_epoch_again(tmp_path):
         old = rm.get(TOPIC, 0)
         assert old.replica.role == "leader"
         rm.recover_corrupt(old, LogCorruption(0, "CRC mismatch for offset 0", "test"))
+        assert rm.get(TOPIC, 0) is None             # the recovery scan runs in a worker thread
+        rm.apply_metadata(md(2, 3))                 # meanwhile metadata does not open it a second time
+        for _ in range(500):
+            if rm.get(TOPIC, 0) is not None:
+                break
+            await asyncio.sleep(0.01)
         fresh = rm.get(TOPIC, 0)
         seen = [fresh is not old, old.retired, rejoined]
         rm.apply_metadata(md(2, 3))          # stale: still names us at epoch 3
