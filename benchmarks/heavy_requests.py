@@ -12,7 +12,11 @@ each case is sent `repeat` times over a fresh Kafka connection:
 - `fetch-max-bytes-0`: one Fetch naming it once with max_bytes 0 (as the old broker read it: no limit);
 - `metadata-600k`: one Metadata v9 naming N unknown topics;
 - `fetch-10k-at-100k` and `fetch-500k-at-100k`: a consumer's Fetch of 100 KB (partition and total) from
-  `ten-k` / `half-m`, 20 times in a row from offset 0.
+  `ten-k` / `half-m`, 20 times in a row from offset 0;
+- `recovery-scan`: a topic `scan` filled with `--scan-mib` MiB of 10 KB records; a byte of its last record
+  is flipped in the leader's segment file, and a Fetch of that record makes the leader find the
+  corruption and recover the replica, whose recovery scan reads the whole partition (pings go on for
+  `--linger` seconds after the answer, to see the scan).
 
 A second process pings the same broker with ApiVersions every 10 ms over its own connection; a stall is
 the longest ping round trip while the case ran (the broker serves every connection on one event loop,
@@ -94,7 +98,23 @@ def _cases(metadata_topics: int) -> dict[str, list[tuple[int, int, dict]]]:
                                            "include_topic_authorized_operations": False})],
         "fetch-10k-at-100k": [(V.FETCH, 11, _fetch("ten-k", 1, 0, 100_000, 100_000))] * 20,
         "fetch-500k-at-100k": [(V.FETCH, 11, _fetch("half-m", 1, 0, 100_000, 100_000))] * 20,
+        "recovery-scan": [],          # made when the case runs: the offset of the damaged record
     }
+
+
+def _damage_last(cluster: BareCluster, leader: int) -> None:
+    """Flip a value byte of the last record of `scan` partition 0 in the leader's segment file."""
+    from broker.storage.codec import HEADER_SIZE
+    from broker.storage.partition_store import partition_dir_name
+    from broker.storage.scan import scan_partition
+    scan = scan_partition(cluster.data_dir(leader) / partition_dir_name("scan", 0))
+    seg = scan.segments[-1]
+    at = seg.positions[-1] + HEADER_SIZE + 3
+    with open(seg.path, "r+b") as f:
+        f.seek(at)
+        b = f.read(1)
+        f.seek(at)
+        f.write(bytes([b[0] ^ 1]))
 
 
 def _fenced(cluster: BareCluster) -> int:
@@ -108,13 +128,15 @@ def _fenced(cluster: BareCluster) -> int:
     return n
 
 
-def run_case(cluster, address, requests) -> dict:
+def run_case(cluster, address, requests, linger_s: float = 0.3, before=None) -> dict:
     ctx = mp.get_context("spawn")
     stop, out = ctx.Event(), ctx.Queue()
     pinger = ctx.Process(target=_pinger, args=(address, stop, out), daemon=True)
     pinger.start()
     time.sleep(1.0)                                   # its first pings: the broker is idle
     fenced_before = _fenced(cluster)
+    if before is not None:
+        before()
     sock = socket.create_connection(address, timeout=60)
     t0 = time.monotonic()
     size, errors = 0, set()
@@ -127,11 +149,11 @@ def run_case(cluster, address, requests) -> dict:
             errors |= {p["error_code"] for t in answer["responses"] for p in t["partitions"]} - {0}
     t1 = time.monotonic()
     sock.close()
-    time.sleep(0.3)
+    time.sleep(linger_s)
     stop.set()
-    samples = out.get(timeout=30)
+    samples = out.get(timeout=60)
     pinger.join(10)
-    during = [s for end, s in samples if t0 <= end <= t1 + 0.3]
+    during = [s for end, s in samples if t0 <= end <= t1 + linger_s]
     return {"stall_s": max(during, default=0.0), "answer_bytes": size, "took_s": t1 - t0, "errors": sorted(errors),
             "fenced": _fenced(cluster) - fenced_before, "pings": len(during)}
 
@@ -141,6 +163,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=3, help="times each case is sent (the worst is shown)")
     ap.add_argument("--metadata-topics", type=int, default=600_000)
     ap.add_argument("--only", default="", help="comma-separated case names (default: all)")
+    ap.add_argument("--scan-mib", type=int, default=256, help="size of the partition the recovery scan reads")
+    ap.add_argument("--linger", type=float, default=15.0, help="seconds of pings after the recovery-scan fetch")
     ap.add_argument("--json", type=Path, default=None, help="also write the figures here")
     a = ap.parse_args(argv)
     cases = _cases(a.metadata_topics)
@@ -150,23 +174,35 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"unknown case {unknown[0]!r} (cases: {', '.join(cases)})")
     results = {}
     with tempfile.TemporaryDirectory(prefix="hw-heavy-") as tmp:
-        topics = [{"name": t, "partitions": 1, "replication_factor": 3} for t in TOPICS]
+        sizes = dict(TOPICS)
+        if "recovery-scan" in wanted:
+            sizes["scan"] = (a.scan_mib * 1024 * 1024 // (10 * 1024), 10 * 1024)
+        topics = [{"name": t, "partitions": 1, "replication_factor": 3} for t in sizes]
         with BareCluster(tmp, brokers=3, broker_settings={"min_insync_replicas": 2}, topics=topics) as c:
             admin = Admin(c.controller_address)
-            wait_until(lambda: all(len(admin.describe(t)[0].isr) == 3 for t in TOPICS), 30, "full ISRs")
+            wait_until(lambda: all(len(admin.describe(t)[0].isr) == 3 for t in sizes), 30, "full ISRs")
             producer = Producer(c.controller_address, acks="all", timeout_s=30.0, retries=3)
-            for t, (n, size) in TOPICS.items():
+            for t, (n, size) in sizes.items():
                 per_send = max(1, (256 * 1024) // size)
                 for start in range(0, n, per_send):
                     producer.send(t, 0, [b"%08d" % i + b"v" * (size - 8) for i in range(start, min(n, start + per_send))])
-            print(f"3 brokers; topics {', '.join(f'{t} ({n} x {s // 1024} KiB)' for t, (n, s) in TOPICS.items())}; "
+            print(f"3 brokers; topics {', '.join(f'{t} ({n} x {s // 1024} KiB)' for t, (n, s) in sizes.items())}; "
                   f"ApiVersions pings every 10 ms from another process", flush=True)
             for name in wanted:
-                topic = "ten-k" if "10k" in name else "half-m" if "500k" in name else "small"
+                topic = ("ten-k" if "10k" in name else "half-m" if "500k" in name else
+                         "scan" if name == "recovery-scan" else "small")
                 runs = []
-                for _ in range(a.repeat):        # the leader now: an earlier case may have moved it
+                for _ in range(1 if name == "recovery-scan" else a.repeat):
+                    # the leader now: an earlier case may have moved it
                     wait_until(lambda: admin.describe(topic)[0].leader is not None, 30, "a leader")
-                    runs.append(run_case(c, (c.host, c.ports[admin.describe(topic)[0].leader]), cases[name]))
+                    leader = admin.describe(topic)[0].leader
+                    if name == "recovery-scan":
+                        n = sizes["scan"][0]
+                        runs.append(run_case(c, (c.host, c.ports[leader]),
+                                             [(V.FETCH, 11, _fetch("scan", 1, n - 1, 100_000, 100_000))],
+                                             linger_s=a.linger, before=lambda: _damage_last(c, leader)))
+                    else:
+                        runs.append(run_case(c, (c.host, c.ports[leader]), cases[name]))
                 worst = max(runs, key=lambda r: r["stall_s"])
                 worst["fenced"] = sum(r["fenced"] for r in runs)
                 results[name] = worst
