@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import tempfile
@@ -96,15 +95,14 @@ def main(argv: list[str] | None = None) -> int:
            "--nemesis", FAULTS, "--power-loss", "--acks", "all", "--truncation", "leader-epoch",
            "--results-dir", str(results), "--test-name", "soak", "--plain"]
     print("running:", " ".join(cmd[1:]), flush=True)
-    proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    samples, lines = [], []
+    log_path = results / "soak-harness-output.txt"
+    results.mkdir(parents=True, exist_ok=True)
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen(cmd, cwd=REPO, stdout=log, stderr=subprocess.STDOUT, text=True)
+    samples = []
     start = time.monotonic()
     next_at = start + a.every
-    os.set_blocking(proc.stdout.fileno(), False)
     while proc.poll() is None:
-        chunk = proc.stdout.read()
-        if chunk:
-            lines.extend(chunk.splitlines())
         if time.monotonic() >= next_at and time.monotonic() - start < a.minutes * 60:
             next_at += a.every
             try:
@@ -116,9 +114,7 @@ def main(argv: list[str] | None = None) -> int:
                   f"  brokers " + "  ".join(f"{n} {b['rss_mib']:5.1f} MiB/{b['fds']} fds"
                                             for n, b in sorted(s['brokers'].items())), flush=True)
         time.sleep(0.5)
-    rest = proc.stdout.read()
-    if rest:
-        lines.extend(rest.splitlines())
+    lines = log_path.read_text(errors="replace").splitlines()
     verdict = next((ln for ln in reversed(lines) if "highwater: " in ln and "(exit" in ln), "no verdict line")
     print(verdict)
     out = {"verdict": verdict, "exit": proc.returncode, "samples": samples}
