@@ -9,6 +9,10 @@
   connections, checkpoints and the event log.
 - One produce request appends at most `MAX_VALUES_PER_PRODUCE` values to a partition, over either protocol
   (a native PRODUCE's `values`, a Kafka Produce's one record batch).
+- One fetch answer carries at most `FETCH_MAX_BYTES` of records (as stored; at least one record), over
+  either protocol and for consumers and followers alike: records are read and encoded on the event loop
+  that also sends the broker's heartbeats, and 4 MiB take about 150 ms (Kafka's broker setting
+  fetch.max.bytes plays this role there, at 55 MiB). Clients and followers simply fetch again.
 """
 from __future__ import annotations
 
@@ -20,6 +24,7 @@ _TOPIC_CHARS = re.compile(r"[a-zA-Z0-9._-]+")
 FDS_PER_REPLICA = 4        # lock + active segment (2), and room for two older segments
 FD_SHARE = 0.5             # at most half of the fd limit goes to partition replicas
 MAX_VALUES_PER_PRODUCE = 100_000   # values one produce request appends to one partition
+FETCH_MAX_BYTES = 4 * 1024 * 1024  # the most one fetch answer carries (see above)
 
 
 def topic_name_problem(name: object) -> str | None:

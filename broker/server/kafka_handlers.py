@@ -20,7 +20,7 @@ from broker.controller.client import ControllerError
 from broker.kafka import errors as E
 from broker.kafka import versions as V
 from broker.kafka.records import BATCH_OVERHEAD, KafkaCodecError, UnsupportedCompression, decode_batches, encode_batch
-from broker.limits import MAX_VALUES_PER_PRODUCE, topic_name_problem
+from broker.limits import FETCH_MAX_BYTES, MAX_VALUES_PER_PRODUCE, topic_name_problem
 from broker.records import LogCorruption
 from broker.replication.errors import check_leader_epoch
 
@@ -28,10 +28,6 @@ log = logging.getLogger(__name__)
 
 CLUSTER_ID = "highwater"
 MAX_FETCH_RECORDS = 5000        # records read from one partition for one fetch (bytes limit it further)
-# the most one Fetch answer carries, whatever the client asks: Kafka's broker setting fetch.max.bytes
-# (55 MiB there), lower here because records are read and encoded in Python on the event loop that also
-# sends the heartbeats: 4 MiB take about 150 ms. Clients simply fetch again.
-FETCH_MAX_BYTES = 4 * 1024 * 1024
 # a Metadata request naming more topics than this closes the connection (Kafka has no such limit; here
 # each named topic costs event-loop time, and no client of a test cluster names thousands)
 MAX_METADATA_TOPICS = 10_000
@@ -211,7 +207,7 @@ class KafkaHandlers:
 
     async def _fetch_once(self, body: dict[str, Any]) -> tuple[list[dict[str, Any]], int, bool]:
         """One pass over the requested partitions. Bounded as Kafka bounds it: the answer carries at most
-        max_bytes (capped at FETCH_MAX_BYTES; 0 or less means 0), each partition at most its
+        max_bytes (capped at broker/limits.py FETCH_MAX_BYTES; 0 or less means 0), each partition at most its
         partition_max_bytes, except that the first record of the first partition with data is sent
         whole even when larger (KIP-74), so a consumer always progresses. A partition named more than
         once is answered once, for its first mention (Kafka keeps one entry per partition). The event

@@ -20,8 +20,9 @@ the broker ran) is never served or replicated. The request is answered KAFKA_STO
 event is logged, and the replica is recovered the way a restart recovers it. It is retired, closed and
 opened again, and that open's recovery scan cuts the log at the bad record (a `truncate` event with
 why=recovery). The scan reads the whole partition, so it runs in a worker thread: the event loop, and
-with it the heartbeats, never waits for it; the partition is not served meanwhile. Then the broker registers with the controller again (`rejoin`), which fences its old
-incarnation, so leadership moves to another ISR member. The fresh replica waits for that new metadata
+with it the heartbeats, never waits for it; meanwhile requests for the partition are answered
+KAFKA_STORAGE_ERROR. Then the broker registers with the controller again (`rejoin`), which fences its
+old incarnation, so leadership moves to another ISR member. The fresh replica waits for that new metadata
 and follows the new leader, which sends the cut records back.
 
 A disk error (EMFILE, ENOSPC, EIO, EROFS) never stops the broker and never stops replication silently.
@@ -51,7 +52,7 @@ from broker.config import BrokerConfig
 from broker.controller.client import ControllerClient, ControllerError
 from broker.controller.messages import Metadata, PartitionState
 from broker.eventlog import EventLog
-from broker.limits import replica_budget, topic_name_problem
+from broker.limits import FETCH_MAX_BYTES, replica_budget, topic_name_problem
 from broker.records import LogCorruption
 from broker.replication import IsrProposal, PartitionReplica, ReplicationConfig
 from broker.server.aio import cancel_and_wait
@@ -550,13 +551,18 @@ class ReplicaManager:
             self.recover_corrupt(part, exc)
             return {"error": STORAGE_ERROR, "records": [], "hw": -1, "leader_epoch": -1, "log_start": 0}
 
+    @staticmethod
+    def _by_bytes(part: Partition, offset: int, max_records: int) -> int:
+        """`max_records`, lowered to what fits in FETCH_MAX_BYTES as stored (at least one record)."""
+        return max(1, min(max_records, part.store.log.count_within(offset, max_records, FETCH_MAX_BYTES)))
+
     async def _follower_fetch(self, part, replica_id, offset, cle, max_records, max_wait_ms) -> dict[str, Any]:
         r = part.replica
-        resp = r.handle_fetch(replica_id, offset, cle, now_ms(), max_records)
+        resp = r.handle_fetch(replica_id, offset, cle, now_ms(), self._by_bytes(part, offset, max_records))
         self.after_change(part)
         if resp.error is None and not resp.records and max_wait_ms > 0:
             if await part.appended.wait(max_wait_ms / 1000.0):
-                resp = r.handle_fetch(replica_id, offset, cle, now_ms(), max_records)
+                resp = r.handle_fetch(replica_id, offset, cle, now_ms(), self._by_bytes(part, offset, max_records))
                 self.after_change(part)
         return {"error": _code(resp.error),
                 "records": [[rec.offset, rec.epoch, rec.value, rec.timestamp] for rec in resp.records],
@@ -565,10 +571,10 @@ class ReplicaManager:
 
     async def _consumer_fetch(self, part, offset, cle, max_records, max_wait_ms) -> dict[str, Any]:
         r = part.replica
-        read = r.read_for_consumer(offset, max_records, cle)
+        read = r.read_for_consumer(offset, self._by_bytes(part, offset, max_records), cle)
         if read.error is None and not read.records and max_wait_ms > 0 and offset >= read.high_watermark:
             if await part.hw_moved.wait(max_wait_ms / 1000.0):
-                read = r.read_for_consumer(offset, max_records, cle)
+                read = r.read_for_consumer(offset, self._by_bytes(part, offset, max_records), cle)
         return {"error": _code(read.error), "records": [[rec.offset, rec.epoch, rec.value] for rec in read.records],
                 "hw": read.high_watermark, "leader_epoch": read.leader_epoch, "log_start": r.log.log_start()}
 

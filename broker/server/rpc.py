@@ -20,8 +20,9 @@ the codec of broker/kafka/messages.py. The frame limits above apply to both. On 
 requests are answered in order, one at a time (Kafka's rule); an unsupported ApiVersions version gets
 UNSUPPORTED_VERSION with the supported ranges (the connection stays open, so the client can fall back);
 an unknown api key, another api's unsupported version, a malformed frame, a frame over the limits or
-a request other than Produce over MAX_KAFKA_REQUEST (256 KiB) closes the connection without an answer; a handler bug is logged and answered UNKNOWN_SERVER_ERROR
-where the api has an error field (else the connection is closed).
+a request other than Produce over MAX_KAFKA_REQUEST (256 KiB) closes the connection without an answer;
+a handler bug is logged and answered UNKNOWN_SERVER_ERROR where the api has an error field (else the
+connection is closed).
 """
 from __future__ import annotations
 

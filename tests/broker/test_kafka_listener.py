@@ -641,3 +641,21 @@ def test_corrupt_record_is_answered_kafka_storage_error(tmp_path):
         corrupt = [e for e in c.events(leader) if e.get("event") == "corrupt"]
         assert [e["offset"] for e in corrupt] == [150]
         admin.close()
+
+
+def test_a_native_consumer_fetch_is_bounded_by_bytes_too(cluster):
+    """The native protocol's fetch asks for records by count (up to 10,000): with 500 KB values that
+    was gigabytes read on the event loop; now an answer stops at FETCH_MAX_BYTES (at least one record)."""
+    from broker.client import Consumer, Producer
+    from broker.limits import FETCH_MAX_BYTES
+    c, admin = cluster
+    leader_of(admin)
+    big = [bytes([48 + i % 10]) * 500_000 for i in range(12)]           # 6 MB
+    producer = Producer(c.controller_address, acks="all", timeout_s=10.0, retries=3)
+    sent = producer.send(TOPIC, 0, big)
+    producer.close()
+    consumer = Consumer(c.controller_address, timeout_s=10.0)
+    got = consumer.fetch(TOPIC, 0, sent.offsets[0], max_records=10_000)
+    values = [r[2] for r in got.records]
+    assert values == big[:len(values)] and 1 <= len(values) <= FETCH_MAX_BYTES // 500_000
+    consumer.close()
