@@ -21,14 +21,20 @@ class GroupCommit:
     def mark(self, part) -> None:
         """`part` has appended records that are not yet durable; schedule a flush pass."""
         self._dirty[id(part)] = part
+        self._schedule()
+
+    def _schedule(self) -> None:
         if self._barrier is None:
             loop = asyncio.get_running_loop()
             self._barrier = loop.create_future()
             loop.call_soon(self._flush)
 
     async def durable(self, part) -> None:
-        """Return once every record `part` appended so far is flushed (at once if nothing is pending)."""
-        if id(part) in self._dirty and self._barrier is not None:
+        """Return once every record `part` appended so far is flushed (at once if nothing is pending).
+        Raises the disk error of a failed flush pass; the part then stays pending, so the next call
+        flushes it again (it is never taken for durable because one attempt failed)."""
+        if id(part) in self._dirty:
+            self._schedule()
             await asyncio.shield(self._barrier)
 
     def _flush(self) -> None:
@@ -40,6 +46,9 @@ class GroupCommit:
                 if not part.retired:        # a retired replica (corruption) was flushed at its close
                     part.store.log.flush()
         except Exception as exc:   # a disk error: the waiting requests fail rather than ack unflushed data
+            for part in dirty.values():         # still not durable: pending again (a later mark or
+                if not part.retired:            # durable flushes them), never silently dropped
+                    self._dirty.setdefault(id(part), part)
             barrier.set_exception(exc)
             barrier.exception()     # mark retrieved: it may have no waiter (acks=0)
             return

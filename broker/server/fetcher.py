@@ -152,15 +152,26 @@ class Fetcher:
             self.manager.storage_ok(part, "append")
             self.manager.after_change(part)
             if self.manager.commit is not None:
-                try:
-                    await self.manager.commit.durable(part)   # flushed before the next fetch reports our LEO
-                except OSError as exc:
-                    self.manager.storage_failed(part, "flush", exc, "retrying")
-                    await self._idle(BACKOFF_S)
-                    continue
-                self.manager.storage_ok(part, "flush")
+                await self._flush_until_durable()     # before the next fetch reports our LEO
             if err is not None:
                 await self._idle(BACKOFF_S)
+
+    async def _flush_until_durable(self) -> None:
+        """Wait until what we appended is flushed (group commit), retrying a failed flush with backoff:
+        the next fetch tells the leader our LEO, which it may count toward the HW and acknowledge, so it
+        must never go out over records a failed flush left unflushed (the protocol rule
+        reported-before-flush found exactly that under the disk-full fault)."""
+        part, wait = self.part, FETCH_RETRY_MIN_S
+        while True:
+            try:
+                await self.manager.commit.durable(part)
+            except OSError as exc:
+                self.manager.storage_failed(part, "flush", exc, "retrying")
+                await asyncio.sleep(wait)
+                wait = min(wait * 2, FETCH_RETRY_MAX_S)
+                continue
+            self.manager.storage_ok(part, "flush")
+            return
 
     async def _exchange(self, conn: PeerConnection, req) -> ErrorCode | None:
         """Send one follower request, hand the answer to the state machine; return its error."""

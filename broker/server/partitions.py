@@ -37,7 +37,9 @@ happens next, and a second one with action `resolved` when that work succeeds ag
     up to FETCH_RETRY_MAX_S, and resumes when the disk has room. Meanwhile the leader drops it from the
     ISR as it would any follower that stopped fetching;
   - the group commit's flush after an append: the produce is answered REQUEST_TIMED_OUT (indefinite: the
-    records are in the log and may be replicated).
+    records are in the log and may be replicated); the records stay pending, so the next flush tries
+    them again, and a follower sends no fetch (which reports its LEO) until they are flushed. A leader
+    whose flushes keep failing for OFFLINE_AFTER_S registers again too (action `offline`).
 A fetcher or ISR-proposal task that dies of anything else is an `internal-error` event; a fetcher is
 started again.
 """
@@ -399,11 +401,12 @@ class ReplicaManager:
             self.events.emit("storage-error", topic=part.topic, partition=part.partition, error=entry[0][:300],
                              action="resolved", failed_s=round(time.monotonic() - entry[1], 3))
 
-    def _append_refused(self, part: Partition, exc: OSError) -> None:
-        """A leader's append failed (taken back by the log). When it has failed for OFFLINE_AFTER_S since
-        the last escalation, register again so that the controller elects a leader with a working disk."""
-        failing = self.storage_failed(part, "append", exc, "refused")
-        entry = self.storage_errors[(part.topic, part.partition, "append")]
+    def _leader_disk_failed(self, part: Partition, what: str, exc: OSError, action: str) -> None:
+        """A leader's append (taken back by the log) or its flush failed. When that has gone on for
+        OFFLINE_AFTER_S since the last escalation, register again so that the controller elects a leader
+        with a working disk."""
+        failing = self.storage_failed(part, what, exc, action)
+        entry = self.storage_errors[(part.topic, part.partition, what)]
         if failing >= OFFLINE_AFTER_S and time.monotonic() - entry[2] >= OFFLINE_AFTER_S:
             entry[2] = time.monotonic()
             self.events.emit("storage-error", topic=part.topic, partition=part.partition,
@@ -507,7 +510,7 @@ class ReplicaManager:
         try:
             res = r.produce(values, acks=acks, now_ms=now_ms(), timestamp_ms=int(time.time() * 1000))
         except OSError as exc:                      # the log took the append back: certainly not written
-            self._append_refused(part, exc)
+            self._leader_disk_failed(part, "append", exc, "refused")
             return {"error": STORAGE_ERROR, "base_offset": -1, "leader_epoch": r.leader_epoch}
         if res.base_offset >= 0:
             self.storage_ok(part, "append")
@@ -516,7 +519,7 @@ class ReplicaManager:
             try:
                 await self.commit.durable(part)    # flush="always": nothing is acknowledged unflushed
             except OSError as exc:                  # appended, maybe replicated, not durable: indefinite
-                self.storage_failed(part, "flush", exc, "retrying")
+                self._leader_disk_failed(part, "flush", exc, "retrying")
                 return {"error": TIMED_OUT, "base_offset": res.base_offset, "leader_epoch": res.epoch}
             self.storage_ok(part, "flush")
             if part.retired:                        # recovered from corruption meanwhile: outcome unknown

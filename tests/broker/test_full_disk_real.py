@@ -28,9 +28,11 @@ TOPIC = "full"
 FS_SIZE = "4m"
 
 
-@pytest.fixture
-def cluster(tmp_path):
-    """3 brokers, RF=3, min.insync.replicas=2, each broker's data directory a 4 MiB tmpfs; n1 leads."""
+@pytest.fixture(params=[False, True], ids=["page-cache", "power-loss"])
+def cluster(tmp_path, request):
+    """3 brokers, RF=3, min.insync.replicas=2, each broker's data directory a 4 MiB tmpfs; n1 leads. With
+    power-loss emulation appends stay in memory until the flush, so the full disk fails the flush (the
+    group commit), not the append."""
     mounts = []
     try:
         for b in (1, 2, 3):
@@ -39,7 +41,8 @@ def cluster(tmp_path):
             subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={FS_SIZE}", "tmpfs", str(d)], check=True)
             mounts.append(d)
         with BareCluster(tmp_path, brokers=3,
-                         broker_settings={"min_insync_replicas": 2, "replica_lag_time_max_ms": 1000},
+                         broker_settings={"min_insync_replicas": 2, "replica_lag_time_max_ms": 1000,
+                                          "power_loss": request.param},
                          topics=[{"name": TOPIC, "partitions": 1, "replication_factor": 3}]) as c:
             admin = Admin(c.controller_address)
             wait_until(lambda: (lambda d: d and len(d[0].isr) == 3)(admin.describe(TOPIC)), 30, "a full ISR")
@@ -97,8 +100,8 @@ def test_a_follower_with_a_full_disk_retries_says_so_and_catches_up_when_space_r
     admin = Admin(c.controller_address)
     wait_until(lambda: 2 not in admin.describe(TOPIC)[0].isr, 15, "n2 out of the ISR")
     time.sleep(1.0)                                   # several failing retries: still one event
-    appends = [e for e in _storage_events(c, 2, "retrying") if e["error"].startswith("append:")]
-    assert len(appends) == 1 and "No space left on device" in appends[0]["error"]
+    failed = [e for e in _storage_events(c, 2, "retrying") if e["error"].startswith(("append:", "flush:"))]
+    assert len(failed) == 1 and "No space left on device" in failed[0]["error"]
     _no_internal_errors(c)
 
     filler.unlink()
@@ -107,20 +110,26 @@ def test_a_follower_with_a_full_disk_retries_says_so_and_catches_up_when_space_r
     admin.close()
     producer.send(TOPIC, 0, [value(120)])
     _no_internal_errors(c)
+    # never a LEO told to the leader over records a failed flush left unflushed (flush=always)
+    assert [e for e in c.events(2) if e.get("event") == "leo-reported" and e["leo"] > e["flushed"]] == []
     c.close()
     assert _values(c, 2) == _values(c, 1) == [value(i) for i in range(121)]
 
 
-def test_a_leader_with_a_full_disk_refuses_definitely_then_hands_leadership_over(cluster):
+def test_a_leader_with_a_full_disk_refuses_then_hands_leadership_over(cluster):
+    """Page cache: the append fails, is taken back, and the produce is refused KAFKA_STORAGE_ERROR
+    (definite: the value is nowhere afterwards). Power loss: the append lives in memory and the flush
+    fails, so the answer is REQUEST_TIMED_OUT (indefinite: not checked). Either way leadership moves."""
     c = cluster
+    power_loss = c.broker_settings["power_loss"]
     producer = Producer(c.controller_address, acks="all", timeout_s=5.0)
     good = [b"good-%04d" % i + b"y" * 500 for i in range(10)]
     for v in good:
         producer.send(TOPIC, 0, [v])
     _fill(c, 1, leave=4096)
-    refused, started = [], time.monotonic()
+    refused, indefinite, started = [], [], time.monotonic()
     while time.monotonic() - started < OFFLINE_AFTER_S + 20:
-        v = b"big-%04d" % len(refused) + b"z" * 8000
+        v = b"big-%04d" % (len(refused) + len(indefinite)) + b"z" * 8000
         try:
             producer.send(TOPIC, 0, [v])
             break                                     # a new leader took it
@@ -128,12 +137,17 @@ def test_a_leader_with_a_full_disk_refuses_definitely_then_hands_leadership_over
             if exc.code == "KAFKA_STORAGE_ERROR":
                 assert exc.definite
                 refused.append(v)
+            elif not exc.definite:
+                indefinite.append(v)
             time.sleep(0.2)
     else:
         pytest.fail("producing never worked again while n1's disk stayed full")
     accepted = v
-    assert refused, "n1 never answered KAFKA_STORAGE_ERROR"
-    assert _storage_events(c, 1, "refused") and _storage_events(c, 1, "offline")
+    if power_loss:
+        assert indefinite and _storage_events(c, 1, "retrying"), "n1's flush never failed"
+    else:
+        assert refused and _storage_events(c, 1, "refused"), "n1 never answered KAFKA_STORAGE_ERROR"
+    assert _storage_events(c, 1, "offline")
     admin = Admin(c.controller_address)
     assert admin.describe(TOPIC)[0].leader in (2, 3)
     admin.close()
