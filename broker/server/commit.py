@@ -41,15 +41,19 @@ class GroupCommit:
         barrier, self._barrier = self._barrier, None
         dirty, self._dirty = self._dirty, {}
         self.flushes += 1
-        try:
-            for part in dirty.values():
-                if not part.retired:        # a retired replica (corruption) was flushed at its close
-                    part.store.log.flush()
-        except Exception as exc:   # a disk error: the waiting requests fail rather than ack unflushed data
-            for part in dirty.values():         # still not durable: pending again (a later mark or
-                if not part.retired:            # durable flushes them), never silently dropped
-                    self._dirty.setdefault(id(part), part)
-            barrier.set_exception(exc)
+        failure: BaseException | None = None
+        for part in dirty.values():
+            if part.retired:                # a retired replica (corruption) was flushed at its close
+                continue
+            try:
+                part.store.log.flush()
+            except OSError as exc:          # a disk error: still not durable, so pending again (the next
+                failure = failure or exc    # mark or durable flushes it), never silently dropped
+                self._dirty.setdefault(id(part), part)
+            except Exception as exc:        # noqa: BLE001 - not the disk (a closed log at shutdown): fail
+                failure = failure or exc    # the waiters, do not retry
+        if failure is not None:    # the waiting requests fail rather than ack unflushed data
+            barrier.set_exception(failure)
             barrier.exception()     # mark retrieved: it may have no waiter (acks=0)
             return
         barrier.set_result(None)
