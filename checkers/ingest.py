@@ -149,13 +149,7 @@ def _opt_int(obj: dict, key: str, path: Path, line: int, prefix: str = "value.")
 def _lines(path: Path, result: IngestResult, label: str):
     """(line_no, parsed object or the exception) for each non-blank line; a torn tail is dropped and
     recorded as a problem of `result`."""
-    try:
-        with path.open("rb") as fh:
-            data = fh.read()
-    except FileNotFoundError:
-        raise FormatError(path, None, "file is missing") from None
-    except OSError as exc:              # a directory in its place, no permission, an I/O error
-        raise FormatError(path, None, f"cannot read: {exc.strerror or exc}") from None
+    data = rf.read_bytes(path)
     ends_with_newline = data.endswith(b"\n")
     lines = data.split(b"\n")
     last_no = len(lines) if not ends_with_newline else len(lines) - 1

@@ -130,15 +130,22 @@ def validate_op(op: dict[str, Any], path: Path | str, line: int) -> None:
             raise FormatError(path, line, "field 'value.partition' is missing")
 
 
-def load_json(path: Path) -> Any:
+def read_bytes(path: Path) -> bytes:
+    """An input file's bytes; FormatError naming the file when it cannot be read."""
     path = Path(path)
     try:
-        with path.open() as fh:
-            return json.load(fh)
+        return path.read_bytes()
     except FileNotFoundError:
         raise FormatError(path, None, "file is missing") from None
     except OSError as exc:              # a directory in its place, no permission, an I/O error
         raise FormatError(path, None, f"cannot read: {exc.strerror or exc}") from None
+
+
+def load_json(path: Path) -> Any:
+    path = Path(path)
+    data = read_bytes(path)
+    try:
+        return json.loads(data)
     except ValueError as exc:
         raise FormatError(path, getattr(exc, "lineno", None), f"not valid JSON ({exc})") from None
 
