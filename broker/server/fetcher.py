@@ -49,6 +49,11 @@ def _error(code) -> ErrorCode | None:
         return ErrorCode.NOT_LEADER     # any other refusal: back off and re-learn the leader
 
 
+def _next_wait(wait: float) -> float:
+    """The back-off after another disk error: FETCH_RETRY_MIN_S first, then doubling to FETCH_RETRY_MAX_S."""
+    return min(max(wait * 2, FETCH_RETRY_MIN_S), FETCH_RETRY_MAX_S)
+
+
 class Fetcher:
     def __init__(self, manager, part):
         self.manager = manager
@@ -143,7 +148,7 @@ class Fetcher:
             except OSError as exc:             # our disk: the log is as it was, ask for the same again
                 self.manager.after_change(part)
                 self.manager.storage_failed(part, "append", exc, "retrying")
-                disk_wait = min(max(disk_wait * 2, FETCH_RETRY_MIN_S), FETCH_RETRY_MAX_S)
+                disk_wait = _next_wait(disk_wait)
                 await self._idle(disk_wait)
                 continue
             finally:
@@ -161,14 +166,14 @@ class Fetcher:
         the next fetch tells the leader our LEO, which it may count toward the HW and acknowledge, so it
         must never go out over records a failed flush left unflushed (the protocol rule
         reported-before-flush found exactly that under the disk-full fault)."""
-        part, wait = self.part, FETCH_RETRY_MIN_S
+        part, wait = self.part, 0.0
         while True:
             try:
                 await self.manager.commit.durable(part)
             except OSError as exc:
                 self.manager.storage_failed(part, "flush", exc, "retrying")
+                wait = _next_wait(wait)
                 await asyncio.sleep(wait)
-                wait = min(wait * 2, FETCH_RETRY_MAX_S)
                 continue
             self.manager.storage_ok(part, "flush")
             return

@@ -241,7 +241,7 @@ class KafkaHandlers:
             return {**out, "error_code": self._missing_partition(topic, p)}
         # read by bytes: only the records that fit in `limit` as stored (at least one), never thousands to
         # send a few of them
-        max_records = max(1, part.store.log.count_within(fp["fetch_offset"], MAX_FETCH_RECORDS, limit))
+        max_records = self.replicas.records_within(part, fp["fetch_offset"], MAX_FETCH_RECORDS, limit)
         error, records, hw, _epoch, log_start = self.replicas.read_committed(
             topic, p, fp["fetch_offset"], max_records, fp.get("current_leader_epoch", -1))
         code = E.kafka_code(error)

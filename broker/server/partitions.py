@@ -387,11 +387,10 @@ class ReplicaManager:
         entry = self.storage_errors.get(key)
         if entry is None or entry[0] != error:
             since = now if entry is None else entry[1]
-            self.storage_errors[key] = [error, since, since]
+            entry = self.storage_errors[key] = [error, since, since]
             self.events.emit("storage-error", topic=part.topic, partition=part.partition, error=error[:300],
                              action=action)
             log.error("partition %r/%s: %s (%s)", part.topic, part.partition, error, action)
-            return now - since
         return now - entry[1]
 
     def storage_ok(self, part: Partition, what: str) -> None:
@@ -407,7 +406,8 @@ class ReplicaManager:
         with a working disk."""
         failing = self.storage_failed(part, what, exc, action)
         entry = self.storage_errors[(part.topic, part.partition, what)]
-        if failing >= OFFLINE_AFTER_S and time.monotonic() - entry[2] >= OFFLINE_AFTER_S:
+        # entry[2] starts where the failing did, so this also waits OFFLINE_AFTER_S for the first time
+        if time.monotonic() - entry[2] >= OFFLINE_AFTER_S:
             entry[2] = time.monotonic()
             self.events.emit("storage-error", topic=part.topic, partition=part.partition,
                              error=entry[0][:300], action="offline", failed_s=round(failing, 3))
@@ -555,17 +555,19 @@ class ReplicaManager:
             return {"error": STORAGE_ERROR, "records": [], "hw": -1, "leader_epoch": -1, "log_start": 0}
 
     @staticmethod
-    def _by_bytes(part: Partition, offset: int, max_records: int) -> int:
-        """`max_records`, lowered to what fits in FETCH_MAX_BYTES as stored (at least one record)."""
-        return max(1, min(max_records, part.store.log.count_within(offset, max_records, FETCH_MAX_BYTES)))
+    def records_within(part: Partition, offset: int, max_records: int, max_bytes: int = FETCH_MAX_BYTES) -> int:
+        """`max_records`, lowered to what fits in `max_bytes` as stored (at least one record): how many a
+        fetch of either protocol reads, so it reads by bytes, not by count."""
+        return max(1, part.store.log.count_within(offset, max_records, max_bytes))
 
     async def _follower_fetch(self, part, replica_id, offset, cle, max_records, max_wait_ms) -> dict[str, Any]:
         r = part.replica
-        resp = r.handle_fetch(replica_id, offset, cle, now_ms(), self._by_bytes(part, offset, max_records))
+        resp = r.handle_fetch(replica_id, offset, cle, now_ms(), self.records_within(part, offset, max_records))
         self.after_change(part)
         if resp.error is None and not resp.records and max_wait_ms > 0:
             if await part.appended.wait(max_wait_ms / 1000.0):
-                resp = r.handle_fetch(replica_id, offset, cle, now_ms(), self._by_bytes(part, offset, max_records))
+                resp = r.handle_fetch(replica_id, offset, cle, now_ms(),
+                                      self.records_within(part, offset, max_records))
                 self.after_change(part)
         return {"error": _code(resp.error),
                 "records": [[rec.offset, rec.epoch, rec.value, rec.timestamp] for rec in resp.records],
@@ -574,10 +576,10 @@ class ReplicaManager:
 
     async def _consumer_fetch(self, part, offset, cle, max_records, max_wait_ms) -> dict[str, Any]:
         r = part.replica
-        read = r.read_for_consumer(offset, self._by_bytes(part, offset, max_records), cle)
+        read = r.read_for_consumer(offset, self.records_within(part, offset, max_records), cle)
         if read.error is None and not read.records and max_wait_ms > 0 and offset >= read.high_watermark:
             if await part.hw_moved.wait(max_wait_ms / 1000.0):
-                read = r.read_for_consumer(offset, self._by_bytes(part, offset, max_records), cle)
+                read = r.read_for_consumer(offset, self.records_within(part, offset, max_records), cle)
         return {"error": _code(read.error), "records": [[rec.offset, rec.epoch, rec.value] for rec in read.records],
                 "hw": read.high_watermark, "leader_epoch": read.leader_epoch, "log_start": r.log.log_start()}
 
