@@ -336,23 +336,23 @@ class LocalCluster(Cluster, Killable, Stoppable, Pausable, Partitionable, Degrad
                 raise ClusterError(f"{node}: {exc}") from None
             return fault.labelled(node)
 
-    # --- event logs -------------------------------------------------------------------------------------
     # --- disk-full (clusters/local_disks.py) ---------------------------------------------------------
+    def _node_disks(self, node: str) -> local_disks.NodeDisks:
+        self._address(node)  # validates the name
+        if self._disks is None:
+            raise ClusterError("disk-full: the cluster was started without it (check_faults(['disk-full']) "
+                               "mounts each broker's data directory as a filesystem of its own)")
+        return self._disks
+
     def fill_disk(self, node: str) -> str:
         with self._lock:
-            self._address(node)
-            if self._disks is None:
-                raise ClusterError("disk-full: the cluster was started without it (check_faults(['disk-full']) "
-                                   "mounts each broker's data directory as a filesystem of its own)")
-            return self._disks.fill(node)
+            return self._node_disks(node).fill(node)
 
     def free_disk(self, node: str) -> str:
         with self._lock:
-            self._address(node)
-            if self._disks is None:
-                raise ClusterError("disk-full: the cluster was started without it")
-            return self._disks.free(node)
+            return self._node_disks(node).free(node)
 
+    # --- event logs -------------------------------------------------------------------------------------
     def events(self, node: str) -> list[dict]:
         """The node's event log so far: nodes/<node>/broker.log in the run directory, parsed."""
         self._address(node)  # validates the name

@@ -263,14 +263,11 @@ class RunSession:
     def verdict(self, *, check: bool = True) -> tuple[dict[str, Any] | None, int]:
         self.phase = "check"
         results = None
-        try:
-            if check:
-                results, problem = verdict.run_checker(self.run.path, engine=self.cfg.checker.engine,
-                                                       step=self.phases.step)
-                if problem:
-                    self.problem(problem)
-        finally:
-            verdict.release_checker()
+        if check:
+            results, problem = verdict.run_checker(self.run.path, engine=self.cfg.checker.engine,
+                                                   step=self.phases.step)
+            if problem:
+                self.problem(problem)
         self.phase = "report"
         for problem in verdict.write_reports(self.run.path, Path(self.cfg.results_dir)):
             self.problem(problem)
@@ -278,7 +275,7 @@ class RunSession:
         return results, verdict_exit_code(results) if check else EXIT_UNKNOWN
 
     def close_log(self) -> None:
-        verdict.release_checker()        # a run that never reached its check gives the driver back too
+        verdict.release_checker()        # the run is over, checked or not: the shared driver may idle
         logging.getLogger().removeHandler(self._log_handler)
         self._log_handler.close()
 
