@@ -42,6 +42,7 @@ from broker.client import Admin, Producer  # noqa: E402
 from broker.kafka import versions as V  # noqa: E402
 from broker.kafka.messages import decode_response, encode_request  # noqa: E402
 from clusters.bare import BareCluster, wait_until  # noqa: E402
+from clusters.event_logs import parse_event_log  # noqa: E402
 
 TOPICS = {"small": (5000, 1024), "ten-k": (300, 10 * 1024), "half-m": (20, 500 * 1024)}
 STALL_TARGET_S = 0.5
@@ -121,15 +122,8 @@ def _damage_last(cluster: BareCluster, leader: int) -> None:
 def _fenced(cluster: BareCluster) -> int:
     """The controller's `fenced` events for a broker that missed its heartbeats (a broker that registers
     again on purpose, as a recovered replica does, is fenced as `re-registered`: not counted)."""
-    path = cluster.node_dir("c0") / "controller.log"
-    n = 0
-    for line in path.read_text().splitlines():
-        try:
-            e = json.loads(line)
-        except ValueError:
-            continue
-        n += e.get("event") == "fenced" and e.get("why") != "re-registered"
-    return n
+    events = parse_event_log((cluster.node_dir("c0") / "controller.log").read_bytes())
+    return sum(e.get("event") == "fenced" and e.get("why") != "re-registered" for e in events)
 
 
 def run_case(cluster, address, requests, linger_s: float = 0.3, before=None) -> dict:
