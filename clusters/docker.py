@@ -27,6 +27,13 @@ Faults (through clusters/ssh_cluster.py, the SSH backend's code path, except whe
   damaged here by clusters/storage_faults.py and the changed files put back (put_archive); a deleted
   file is removed with `docker exec rm` (a running container, kill mode "process") and refused on a
   stopped container, which cannot run a command.
+- disk-full (DiskFillable): when the run's faults include it (`check_faults`), each broker's data
+  directory is a tmpfs of its own mounted on this host at `disks/<node>` of the run directory and
+  bind-mounted into the container (clusters/local_disks.py); the fault fills and frees it from the host,
+  so it works whatever the container's state, and the data outlives a container crash as a disk would.
+  It needs root here and the engine on this machine (its unix socket): a bind mount names a path on the
+  engine's host. Teardown unmounts it once the containers are gone (the replica dumps are collected
+  before).
 
 Teardown removes exactly the run's containers and network (images are a cache and stay); the same
 labels let `highwater cleanup` remove what a killed harness left (clusters/docker_leftovers.py).
@@ -35,12 +42,14 @@ from __future__ import annotations
 
 import os
 import posixpath
+import shlex
 import signal
 import subprocess
 import time
 from pathlib import Path
 
-from clusters.base import ClusterError, ClusterSpec, Corruptible, NodeAddress
+from clusters import local_disks
+from clusters.base import ClusterError, ClusterSpec, Corruptible, DiskFillable, NodeAddress
 from clusters.docker_hosts import DockerHosts, engine
 from clusters.docker_image import CODE_DIR, ensure_node_image
 from clusters.local_firewall import short_id
@@ -53,7 +62,7 @@ WORKDIR = "/var/lib/highwater"
 KILL_MODES = ("process", "node")
 
 
-class DockerCluster(RemoteCluster, Corruptible):
+class DockerCluster(RemoteCluster, Corruptible, DiskFillable):
     backend_name = "docker"
 
     def __init__(self, spec: ClusterSpec, *, base_image: str | None = None, image: str | None = None,
@@ -70,6 +79,7 @@ class DockerCluster(RemoteCluster, Corruptible):
         self.log = log or (lambda msg: None)
         self.hosts: DockerHosts | None = None
         self.timings: dict[str, float] = {}
+        self._disks: local_disks.NodeDisks | None = None   # with a disk-full fault: each broker's tmpfs
 
     # --- RemoteCluster hooks ---------------------------------------------------------------------------
     def workdir(self, node: str) -> str:
@@ -84,7 +94,7 @@ class DockerCluster(RemoteCluster, Corruptible):
             self.image = ensure_node_image(self.client, base_image=self.base_image, log=self.log)
         t1 = time.monotonic()
         self.hosts = DockerHosts(self.client, self.spec.run_id, self._names(), self.image,
-                                 Path(self.spec.run_dir).resolve() / "ssh")
+                                 Path(self.spec.run_dir).resolve() / "ssh", binds=self._mount_disks())
         addresses = self.hosts.create()
         t2 = time.monotonic()
         for node, host in addresses.items():
@@ -94,7 +104,32 @@ class DockerCluster(RemoteCluster, Corruptible):
                                       known_hosts=self.hosts.known_hosts)
         from clusters.ssh_cluster import parallel
         parallel(lambda n: self._ssh[n].connect(), self._names(), what="connecting over SSH")
+        if self._disks is not None:
+            parallel(self._check_disk_seen, list(self._disks.mounted), what="checking the data filesystems")
         self.timings.update(image_s=t1 - t0, containers_s=t2 - t1, ssh_s=time.monotonic() - t2)
+
+    def _data_dir(self, node: str) -> str:
+        return posixpath.join(self.remote_dir(node), "data")
+
+    def _mount_disks(self) -> dict[str, dict[str, str]]:
+        """With the disk-full fault, a tmpfs per broker on this host: node -> {host dir: its data dir}."""
+        if self._disks is None:
+            return {}
+        binds = {}
+        for node in self._names()[1:]:
+            host_dir = Path(self.spec.run_dir).resolve() / "disks" / node
+            self._disks.mount(node, host_dir)
+            binds[node] = {str(host_dir): self._data_dir(node)}
+        return binds
+
+    def _check_disk_seen(self, node: str) -> None:
+        """The container sees the tmpfs mounted here (an engine in another mount namespace, or on another
+        machine behind a forwarded socket, would bind an empty directory of its own)."""
+        marker = posixpath.join(self._data_dir(node), local_disks.MARKER)
+        if self._ssh[node].run(f"test -f {shlex.quote(marker)}", check=False).exit_status != 0:
+            raise ClusterError(f"{node}: the Docker engine did not bind this host's {self._disks.mounted[node]} "
+                               f"into container {self.hosts.container_name(node)} (is the engine on this "
+                               "machine, in its mount namespace?); the disk-full fault needs that")
 
     def _deprovision(self, errors: list[str]) -> None:
         for ssh in self._ssh.values():
@@ -108,6 +143,12 @@ class DockerCluster(RemoteCluster, Corruptible):
             errors.append(f"removing containers/network: {type(exc).__name__}: {exc}")
         self._firewalls.clear()
         self._degradations.clear()
+        if self._disks is not None:       # only now: the containers held the mounts
+            errors += [f"disk {e}" for e in self._disks.unmount_all(keep=False)]
+            try:
+                (Path(self.spec.run_dir).resolve() / "disks").rmdir()
+            except OSError:
+                pass                      # not made, or a mount point not removed (its error is above)
         if len(errors) == before:
             hosts.key_file.unlink(missing_ok=True)   # the run's client key opens nothing any more
 
@@ -398,7 +439,33 @@ class DockerCluster(RemoteCluster, Corruptible):
         return self.hosts.status(node)
 
     def check_faults(self, faults: list[str]) -> None:
-        """Every fault works in containers (NET_ADMIN gives iptables); nothing to check on the host."""
+        """Every fault but disk-full works in containers with nothing of the host (NET_ADMIN gives
+        iptables). disk-full needs root here (mount) and the engine on this machine; call before start(),
+        which then mounts each broker's tmpfs."""
+        if any(f.startswith("disk-full") for f in faults):
+            local_disks.available()
+            url = str(getattr(getattr(self.client, "api", None), "base_url", ""))
+            if url != "http+docker://localhost":
+                raise ClusterError("the disk-full fault on the docker backend needs the Docker engine on this "
+                                   "machine, reached through its unix socket: it bind-mounts a tmpfs of this "
+                                   f"host into each container (the engine is at {url or 'an unknown address'}; "
+                                   f"DOCKER_HOST={os.environ.get('DOCKER_HOST', 'unset')})")
+            self._disks = local_disks.NodeDisks(short_id(self.spec.run_id))
+
+    # --- disk-full (clusters/local_disks.py) ---------------------------------------------------------
+    def _node_disks(self, node: str) -> local_disks.NodeDisks:
+        self._check(node)
+        if node == CONTROLLER:
+            raise ClusterError(f"{node}: disk-full applies to brokers, not the controller")
+        return local_disks.started_with(self._disks)
+
+    def fill_disk(self, node: str) -> str:
+        with self._lock:
+            return self._node_disks(node).fill(node)
+
+    def free_disk(self, node: str) -> str:
+        with self._lock:
+            return self._node_disks(node).free(node)
 
 
 class ContainerNetShell:

@@ -3,8 +3,9 @@
 `DockerHosts` creates, for a run, a network `hw-<8 hex>` on a free /24 of 10.213.0.0/16 (the engine
 refuses overlapping pools, so concurrent runs cannot collide; a clash just moves on to another /24) and
 one container per node `hw-<8 hex>-<node>` at a fixed address (.2 for the first node, then .3, ...),
-with NET_ADMIN (iptables inside), an init process (reaps orphaned daemons) and sshd as the command. The
-network is `internal`: containers reach each other and the host, nothing else.
+with NET_ADMIN (iptables inside), an init process (reaps orphaned daemons), sshd as the command and the
+host directories of `binds` mounted into it. The network is `internal`: containers reach each other and
+the host, nothing else.
 
 Before a container starts, a per-run client key pair and a per-node ed25519 host key (generated here)
 are copied into it, so `run_dir/ssh/known_hosts` holds every node's host key before the first connection
@@ -102,6 +103,7 @@ class DockerHosts:
     ssh_dir: Path                      # where the client key and known_hosts are written
     network_name: str = ""
     subnet: str = ""
+    binds: dict[str, dict[str, str]] = field(default_factory=dict)   # node -> {host dir: container dir}
     addresses: dict[str, str] = field(default_factory=dict)
     containers: dict[str, object] = field(default_factory=dict)
     network: object = None
@@ -178,7 +180,8 @@ class DockerHosts:
     def _create_container(self, node: str, host_key: tuple[bytes, str], client_public: str) -> None:
         api = self.client.api
         labels = {**self.labels, LABEL_NODE: node}
-        host_config = api.create_host_config(cap_add=["NET_ADMIN"], init=True)
+        binds = {src: {"bind": dst, "mode": "rw"} for src, dst in self.binds.get(node, {}).items()}
+        host_config = api.create_host_config(cap_add=["NET_ADMIN"], init=True, binds=binds or None)
         networking = api.create_networking_config(
             {self.network_name: api.create_endpoint_config(ipv4_address=self.addresses[node])})
         created = api.create_container(self.image, command=SSHD_COMMAND, name=self.container_name(node),

@@ -7,9 +7,10 @@ under the run's `nodes/` directory (the degradation delayers of clusters/local_n
 processes too); remove its firewall chain or table and its degradation chain (mangle `HWN-<8 hex>`); and
 delete its registry entry.
 Highwater firewall chains/tables that no live run owns are removed too, as are the tmpfs data directories
-of a disk-full run (clusters/local_disks.py) and unreadable registry files;
+of a disk-full run, local or Docker (clusters/local_disks.py), and unreadable registry files;
 a chain is live when a live run of this registry or the default one owns it, or when the process its jump
-rule's comment names as owner (pid and start time) is still running, whatever registry holds that run.
+rule's comment names as owner (pid and start time) is still running, whatever registry holds that run. A
+tmpfs is live while the process its source name names as owner runs.
 """
 from __future__ import annotations
 
@@ -99,8 +100,9 @@ def find(registry: Registry) -> list[Leftover]:
         label = (f"iptables chain {name}" + (f" (table {obj['table']})" if obj.get("table") else "")
                  if obj["kind"] == "iptables" else f"nft table {obj.get('family')} {name}")
         out.append(Leftover(label, "firewall", firewall=obj))
-    for obj in local_disks.find_leftovers():     # a disk-full run's tmpfs data directories
-        if obj["short_id"] not in live_firewalls:
+    for obj in local_disks.find_leftovers():     # a disk-full run's tmpfs data directories (local or Docker)
+        alive = same_process(*obj["owner"]) if obj["owner"] else obj["short_id"] in live_firewalls
+        if not alive:
             out.append(Leftover(f"tmpfs {obj['path']} ({obj['source']})", "mount", mount=obj))
     for path in registry.unreadable():
         out.append(Leftover(f"unreadable registry file {path}", "file", path=path))

@@ -339,10 +339,7 @@ class LocalCluster(Cluster, Killable, Stoppable, Pausable, Partitionable, Degrad
     # --- disk-full (clusters/local_disks.py) ---------------------------------------------------------
     def _node_disks(self, node: str) -> local_disks.NodeDisks:
         self._address(node)  # validates the name
-        if self._disks is None:
-            raise ClusterError("disk-full: the cluster was started without it (check_faults(['disk-full']) "
-                               "mounts each broker's data directory as a filesystem of its own)")
-        return self._disks
+        return local_disks.started_with(self._disks)
 
     def fill_disk(self, node: str) -> str:
         with self._lock:

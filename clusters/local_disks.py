@@ -1,15 +1,19 @@
 """Each broker's data directory on a filesystem of its own, so the `disk-full` fault can fill it.
 
-A local run whose faults include `disk-full` mounts a tmpfs over every broker's `nodes/<node>/data`
-before the broker first starts (`NodeDisks.mount`). The fault writes one filler file into it
-(`FILLER`) that leaves `leave_bytes` free, so the broker's next appends, flushes and checkpoints fail
-with ENOSPC as on a full disk, and deletes it again at the window's stop. The host's own disk is never
-filled. At teardown the data is copied back onto the real directory under the mount and the tmpfs is
-unmounted, so the run directory keeps the brokers' files as with any other run.
+A run whose faults include `disk-full` mounts a tmpfs per broker before the broker first starts
+(`NodeDisks.mount`): the local backend over `nodes/<node>/data` itself, the Docker backend on
+`disks/<node>` of the run directory, which it bind-mounts into the node's container as the broker's data
+directory (clusters/docker.py). The fault writes one filler file into it (`FILLER`) that leaves
+`leave_bytes` free, so the broker's next appends, flushes and checkpoints fail with ENOSPC as on a full
+disk, and deletes it again at the window's stop. The host's own disk is never filled. At teardown the
+local backend copies the data back onto the real directory under the mount before unmounting
+(`unmount_all(keep=True)`), so the run directory keeps the brokers' files as with any other run; the
+Docker backend has collected its replica dumps by then and only unmounts.
 
-Ownership: the tmpfs's source name is `highwater-<short run id>-<node>`, so `highwater cleanup` finds the
-mounts a killed harness left (`find_leftovers`, in /proc/self/mountinfo) and unmounts those of runs
-whose owner is gone. Needs root (mount).
+Ownership: the tmpfs's source name is `highwater-<short run id>-<node>@<pid>.<start time>`, naming the
+harness process that mounted it, so `highwater cleanup` finds the mounts a killed harness left
+(`find_leftovers`, in /proc/self/mountinfo) and unmounts those whose owner is gone, whichever backend
+made them. Needs root (mount).
 """
 from __future__ import annotations
 
@@ -19,9 +23,11 @@ import subprocess
 from pathlib import Path
 
 from clusters.base import ClusterError
+from clusters.run_registry import this_process_identity
 
 SOURCE_PREFIX = "highwater-"
 FILLER = ".highwater-disk-full"       # the broker ignores files that are no partition directory
+MARKER = ".highwater-disk"            # written at mount: shows a container sees this very filesystem
 DEFAULT_SIZE_MB = 256                 # each broker's filesystem: far above what a test run writes
 DEFAULT_LEAVE_BYTES = 16 * 1024       # free space the fault leaves: less than one produce's records
 
@@ -41,7 +47,31 @@ def _run(argv: list[str]) -> subprocess.CompletedProcess:
 
 
 def source_name(short_id: str, node: str) -> str:
-    return f"{SOURCE_PREFIX}{short_id}-{node}"
+    """The tmpfs's source name: the run, the node and the harness process that owns the mount."""
+    pid, start = this_process_identity()
+    return f"{SOURCE_PREFIX}{short_id}-{node}@{pid}.{start}"
+
+
+def parse_source(source: str) -> tuple[str, tuple[int, int] | None] | None:
+    """(short run id, (owner pid, owner start time) or None) of a highwater tmpfs source name, None for
+    any other name. Mounts named before the owner was part of the name have no owner."""
+    if not source.startswith(SOURCE_PREFIX):
+        return None
+    body, _, owner = source[len(SOURCE_PREFIX):].partition("@")
+    short = body.rsplit("-", 1)[0]
+    try:
+        pid, start = (int(x) for x in owner.split("."))
+        return short, (pid, start)
+    except ValueError:
+        return short, None
+
+
+def started_with(disks: "NodeDisks | None") -> "NodeDisks":
+    """The cluster's disks, or ClusterError when it was started without the disk-full fault."""
+    if disks is None:
+        raise ClusterError("disk-full: the cluster was started without it (check_faults(['disk-full']) before "
+                           "start() gives each broker's data directory a filesystem of its own)")
+    return disks
 
 
 class NodeDisks:
@@ -60,6 +90,7 @@ class NodeDisks:
             raise ClusterError(f"{node}: cannot mount a tmpfs on {data_dir} for the disk-full fault: "
                                f"{r.stderr.strip() or r.returncode}")
         self.mounted[node] = data_dir
+        (data_dir / MARKER).write_text(source_name(self.short_id, node) + "\n")
 
     def _dir(self, node: str) -> Path:
         if node not in self.mounted:
@@ -93,23 +124,30 @@ class NodeDisks:
         st = os.statvfs(d)
         return f"freed {node}'s data filesystem: {st.f_bavail * st.f_frsize // (1 << 20)} MiB free"
 
-    def unmount_all(self) -> list[str]:
-        """Copy each node's data back onto the directory under its mount and unmount; the errors."""
+    def unmount_all(self, *, keep: bool = True) -> list[str]:
+        """Unmount every node's tmpfs; the errors. With `keep`, each node's data is first copied aside and
+        then moved onto the directory under its mount; without, the data goes and the (then empty) mount
+        point is removed."""
         errors = []
         for node, d in list(self.mounted.items()):
             try:
-                (d / FILLER).unlink(missing_ok=True)
-                keep = d.parent / f".{d.name}.tmpfs-copy"
-                shutil.rmtree(keep, ignore_errors=True)
-                shutil.copytree(d, keep, symlinks=True)
+                for name in (FILLER, MARKER):
+                    (d / name).unlink(missing_ok=True)
+                copy = d.parent / f".{d.name}.tmpfs-copy"
+                if keep:
+                    shutil.rmtree(copy, ignore_errors=True)
+                    shutil.copytree(d, copy, symlinks=True)
                 r = _run(["umount", str(d)])
                 if r.returncode != 0:
                     r = _run(["umount", "-l", str(d)])
                 if r.returncode != 0:
                     raise ClusterError(f"umount {d}: {r.stderr.strip() or r.returncode}")
-                for entry in keep.iterdir():
-                    shutil.move(str(entry), str(d / entry.name))
-                keep.rmdir()
+                if keep:
+                    for entry in copy.iterdir():
+                        shutil.move(str(entry), str(d / entry.name))
+                    copy.rmdir()
+                else:
+                    d.rmdir()
                 del self.mounted[node]
             except (OSError, ClusterError, shutil.Error) as exc:
                 errors.append(f"{node}: {exc}")
@@ -119,7 +157,8 @@ class NodeDisks:
 # --- leftovers (highwater cleanup) -----------------------------------------------------------------
 
 def find_leftovers() -> list[dict]:
-    """Every highwater tmpfs still mounted: [{"kind": "mount", "path": ..., "source": ..., "short_id": ...}]."""
+    """Every highwater tmpfs still mounted: [{"kind": "mount", "path": ..., "source": ..., "short_id": ...,
+    "owner": (pid, start time) or None}]."""
     found = []
     try:
         lines = Path("/proc/self/mountinfo").read_text().splitlines()
@@ -129,11 +168,12 @@ def find_leftovers() -> list[dict]:
         # fields: id parent major:minor root mount-point options ... - fstype source super-options
         left, _, right = line.partition(" - ")
         parts, rparts = left.split(), right.split()
-        if len(parts) < 5 or len(rparts) < 2 or rparts[0] != "tmpfs" or not rparts[1].startswith(SOURCE_PREFIX):
+        named = parse_source(rparts[1]) if len(parts) >= 5 and len(rparts) >= 2 and rparts[0] == "tmpfs" else None
+        if named is None:
             continue
-        short = rparts[1][len(SOURCE_PREFIX):].rsplit("-", 1)[0]
         path = parts[4].encode().decode("unicode_escape")      # mountinfo escapes spaces as \040
-        found.append({"kind": "mount", "path": path, "source": rparts[1], "short_id": short})
+        found.append({"kind": "mount", "path": path, "source": rparts[1], "short_id": named[0],
+                      "owner": named[1]})
     return found
 
 

@@ -108,9 +108,10 @@ def check_backend(name: str, cluster_cfg=None, *, brokers: int = 1) -> None:
 def check_faults(name: str, faults: list[str], cluster_cfg=None) -> None:
     """Faults the backend cannot inject on this machine, found without building a cluster: the local
     backend's partitions need root and iptables or nft, its degradation root and iptables (the same
-    checks LocalCluster.check_faults makes); the external backend, without hosts to act on, none at all,
-    and with a nodes file or containers only process faults (clusters/external.py FAULTS). The docker and ssh
-    backends check their nodes once those exist."""
+    checks LocalCluster.check_faults makes), its and the docker backend's disk-full root and mount; the
+    external backend, without hosts to act on, none at all, and with a nodes file or containers only
+    process faults (clusters/external.py FAULTS). The docker and ssh backends check the rest once their
+    nodes exist."""
     if name == "external" and faults:
         if cluster_cfg is None or not (cluster_cfg.nodes_file or cluster_cfg.docker_containers):
             raise ConfigError(f"the external backend cannot inject {', '.join(faults)}: it has no access "
@@ -122,6 +123,9 @@ def check_faults(name: str, faults: list[str], cluster_cfg=None) -> None:
             how = "a nodes file" if cluster_cfg.nodes_file else "Docker containers"
             raise ConfigError(f"the external backend cannot inject {', '.join(bad)} (with {how} it "
                                      f"offers {', '.join(FAULTS)})")
+    if name in ("local", "docker") and any(f.startswith("disk-full") for f in faults):
+        from clusters.local_disks import available as disks_available
+        disks_available()                  # both mount a tmpfs per broker on this host
     if name != "local":
         return
     if any(f.startswith("partition") for f in faults):

@@ -36,7 +36,7 @@ FAULTS: dict[str, tuple[str, str | None]] = {
     "corrupt-truncate": ("corrupt", "broker"),
     "corrupt-checkpoint": ("corrupt", "broker"),
     # a broker's data filesystem filled to a few KiB free while it runs, freed at the stop (the backend's
-    # DiskFillable: the local backend's own tmpfs per broker, clusters/local_disks.py)
+    # DiskFillable: a tmpfs of its own per broker, local or Docker, clusters/local_disks.py)
     "disk-full": ("disk-full", "broker"),
     "disk-full-leader": ("disk-full", "leader"),
     # aimed at the live state (nemesis/targets.py): a follower of a partition, the sole member of a shrunk

@@ -24,8 +24,8 @@ from nemesis import Nemesis
 
 ALL = ["Killable", "Stoppable", "Pausable", "Partitionable", "Degradable", "EventLogs"]
 # storage faults on local and Docker only
-LOCAL = ALL + ["Corruptible", "DiskFillable"]   # disk-full: local only, for now
-DOCKER = ALL + ["Corruptible"]
+LOCAL = ALL + ["Corruptible", "DiskFillable"]
+DOCKER = ALL + ["Corruptible", "DiskFillable"]
 
 
 class CoreOnly(Cluster):

@@ -65,6 +65,7 @@ def test_disk_full_fills_and_frees_a_brokers_own_filesystem_and_teardown_keeps_t
     finally:
         log.close()
     assert not (c.node_dir("n1") / "data" / local_disks.FILLER).exists()
+    assert not (c.node_dir("n1") / "data" / local_disks.MARKER).exists()
 
 
 def test_a_cluster_started_without_it_refuses_to_fill(tmp_path):
@@ -79,25 +80,45 @@ def test_a_cluster_started_without_it_refuses_to_fill(tmp_path):
         c.teardown()
 
 
+def _plant(path, source: str) -> None:
+    path.mkdir(parents=True)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", source, str(path)], check=True)
+    (path / "kept.txt").write_text("x")
+
+
+def test_a_mount_names_its_owner_process():
+    from clusters.run_registry import this_process_identity
+    source = local_disks.source_name("0123abcd", "n2")
+    assert source == "highwater-0123abcd-n2@%d.%d" % this_process_identity()
+    assert local_disks.parse_source(source) == ("0123abcd", this_process_identity())
+    assert local_disks.parse_source("highwater-0123abcd-n2") == ("0123abcd", None)     # an older name
+    assert local_disks.parse_source("tmpfs") is None
+
+
 def test_cleanup_unmounts_the_tmpfs_of_a_dead_run(tmp_path):
-    """A mount named for a run no live owner holds (a killed harness's) is listed by a dry run, then
-    unmounted; one of a live run is kept."""
-    dead = tmp_path / "dead" / "data"
+    """A mount whose owner process is gone (a killed harness's), or, named the older way without an owner,
+    whose run no live owner holds, is listed by a dry run, then unmounted; one of a live run (local, in
+    the registry, or any other whose owner runs, as a Docker run's does) is kept."""
+    dead, unowned, alive = tmp_path / "dead" / "data", tmp_path / "unowned" / "data", tmp_path / "alive" / "data"
     registry = Registry(tmp_path / "registry")
     keep = LocalCluster(ClusterSpec(f"live-disk-{os.getpid()}", tmp_path / "live-run", brokers=1), registry=registry)
     keep.check_faults(["disk-full"])
     keep.start()
     try:
-        d = local_disks.NodeDisks("deadbeef", size_mb=4)
-        d.mount("n1", dead)
-        (dead / "kept.txt").write_text("x")
+        _plant(dead, "highwater-deadbeef-n1@999999999.1")      # no process has that pid
+        _plant(unowned, "highwater-feedf00d-n1")
+        _plant(alive, local_disks.source_name("0badcafe", "n1"))   # this process: not in the registry
         dry = clean(registry, dry_run=True)
-        assert f"would remove tmpfs {dead} (highwater-deadbeef-n1)" in dry.removed
-        assert not any(str(keep.node_dir("n1")) in line for line in dry.removed)
+        assert f"would remove tmpfs {dead} (highwater-deadbeef-n1@999999999.1)" in dry.removed
+        assert f"would remove tmpfs {unowned} (highwater-feedf00d-n1)" in dry.removed
+        assert not any(str(keep.node_dir("n1")) in line or str(alive) in line for line in dry.removed)
+        assert _ours("deadbeef") and _ours("feedf00d")
         report = clean(registry)
-        assert f"removed tmpfs {dead} (highwater-deadbeef-n1)" in report.removed, report
-        assert _ours("deadbeef") == [] and _ours(keep._disks.short_id) != []
+        assert f"removed tmpfs {dead} (highwater-deadbeef-n1@999999999.1)" in report.removed, report
+        assert _ours("deadbeef") == [] and _ours("feedf00d") == []
+        assert _ours(keep._disks.short_id) != [] and _ours("0badcafe") != []
     finally:
-        subprocess.run(["umount", "-l", str(dead)], check=False, capture_output=True)
+        for path in (dead, unowned, alive):
+            subprocess.run(["umount", "-l", str(path)], check=False, capture_output=True)
         keep.stop_all()
         keep.teardown()
