@@ -49,7 +49,7 @@ import time
 from pathlib import Path
 
 from clusters import local_disks
-from clusters.base import ClusterError, ClusterSpec, Corruptible, DiskFillable, NodeAddress
+from clusters.base import ClusterError, ClusterSpec, Corruptible, NodeAddress
 from clusters.docker_hosts import DockerHosts, engine
 from clusters.docker_image import CODE_DIR, ensure_node_image
 from clusters.local_firewall import short_id
@@ -62,7 +62,7 @@ WORKDIR = "/var/lib/highwater"
 KILL_MODES = ("process", "node")
 
 
-class DockerCluster(RemoteCluster, Corruptible, DiskFillable):
+class DockerCluster(RemoteCluster, Corruptible, local_disks.TmpfsDiskFill):
     backend_name = "docker"
 
     def __init__(self, spec: ClusterSpec, *, base_image: str | None = None, image: str | None = None,
@@ -453,19 +453,10 @@ class DockerCluster(RemoteCluster, Corruptible, DiskFillable):
             self._disks = local_disks.NodeDisks(short_id(self.spec.run_id))
 
     # --- disk-full (clusters/local_disks.py) ---------------------------------------------------------
-    def _node_disks(self, node: str) -> local_disks.NodeDisks:
+    def _check_broker(self, node: str) -> None:
         self._check(node)
         if node == CONTROLLER:
             raise ClusterError(f"{node}: disk-full applies to brokers, not the controller")
-        return local_disks.started_with(self._disks)
-
-    def fill_disk(self, node: str) -> str:
-        with self._lock:
-            return self._node_disks(node).fill(node)
-
-    def free_disk(self, node: str) -> str:
-        with self._lock:
-            return self._node_disks(node).free(node)
 
 
 class ContainerNetShell:

@@ -29,6 +29,7 @@ import time
 from pathlib import Path
 
 from clusters.base import ClusterError
+from clusters.run_registry import machine_dir
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 BASE_REPO = "highwater/node-base"
@@ -60,12 +61,7 @@ def base_tag(version: str = BASE_VERSION) -> str:
 
 
 def cache_dir() -> Path:
-    override = os.environ.get("HIGHWATER_CACHE_DIR")
-    if override:
-        return Path(override)
-    if os.geteuid() == 0:
-        return Path("/var/cache/highwater")
-    return Path.home() / ".cache" / "highwater"
+    return machine_dir("HIGHWATER_CACHE_DIR", "/var/cache/highwater", Path.home() / ".cache" / "highwater")
 
 
 def debian_mirror(sources: Path = SOURCES_FILE) -> str:

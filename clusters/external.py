@@ -135,6 +135,14 @@ class ExternalCluster(Cluster, KafkaReached):
             raise ClusterError(f"the external backend cannot inject faults ({', '.join(faults)}): it has no "
                                "access to the brokers")
 
+    @staticmethod
+    def _offered_only(faults: list[str], how: str, offers: str = "") -> None:
+        """ClusterError naming the faults beyond `FAULTS` (for a subclass with hosts to act on `how`)."""
+        bad = [f for f in faults if f not in FAULTS]
+        if bad:
+            raise ClusterError(f"the external backend with {how} cannot inject {', '.join(bad)} (it offers "
+                               f"{', '.join(FAULTS)}{offers})")
+
     def start(self) -> None:
         """Nothing to start: prepare() unless it was done (the harness does it while provisioning)."""
         if not self._started:

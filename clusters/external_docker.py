@@ -16,7 +16,7 @@ import threading
 import time
 
 from clusters.base import ClusterError, ClusterSpec, Killable, Pausable
-from clusters.external import FAULTS, ExternalCluster
+from clusters.external import ExternalCluster
 
 
 def parse_containers(raw: str) -> list[tuple[str, int | None]]:
@@ -42,10 +42,7 @@ class ExternalDockerCluster(ExternalCluster, Killable, Pausable):
         self._lock = threading.RLock()
 
     def check_faults(self, faults: list[str]) -> None:
-        bad = [f for f in faults if f not in FAULTS]
-        if bad:
-            raise ClusterError(f"the external backend with Docker containers cannot inject {', '.join(bad)} (it "
-                               f"offers {', '.join(FAULTS)})")
+        self._offered_only(faults, "Docker containers")
 
     def prepare(self) -> None:
         super().prepare()
@@ -130,9 +127,9 @@ class ExternalDockerCluster(ExternalCluster, Killable, Pausable):
     def resume(self, node: str) -> str:
         with self._lock:
             c = self._container(node)
-            if c.status == "paused":
-                self._docker(node, "unpause", c.unpause)
-            return f"docker unpause {node} (container {c.name})"
+            if c.status != "paused":
+                return f"{node} not paused (container {c.name} {c.status})"
+            return self._signal(node, "unpause")
 
     def is_running(self, node: str) -> bool:
         """Whether the container runs (a paused one counts)."""

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from clusters.base import ClusterError, ClusterSpec, Killable, Pausable
-from clusters.external import FAULTS, ExternalCluster
+from clusters.external import ExternalCluster
 from clusters.ssh import NODE, parse_ssh_entry, read_nodes_file
 from clusters.ssh_control import SshNode, SshTarget
 from rundir.settings import Setting, declare, header_lines
@@ -94,10 +94,7 @@ class ExternalHostsCluster(ExternalCluster, Killable, Pausable):
         self._lock = threading.RLock()
 
     def check_faults(self, faults: list[str]) -> None:
-        bad = [f for f in faults if f not in FAULTS]
-        if bad:
-            raise ClusterError(f"the external backend with a nodes file cannot inject {', '.join(bad)} (it offers "
-                               f"{', '.join(FAULTS)}: process faults on the brokers' hosts)")
+        self._offered_only(faults, "a nodes file", ": process faults on the brokers' hosts")
         if any(f.startswith("kill") for f in faults):
             missing = [e.where for e in self.hosts.brokers if not e.restart.strip()]
             if missing:

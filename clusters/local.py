@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Callable
 
 from clusters.addresses import Allocation, allocate
-from clusters.base import (Cluster, ClusterError, ClusterSpec, Corruptible, Degradable, DiskFillable, EventLogs,
+from clusters.base import (Cluster, ClusterError, ClusterSpec, Corruptible, Degradable, EventLogs,
                            Killable, NodeAddress, Partitionable, Pausable, Stoppable)
 from clusters.event_logs import parse_event_log
 from clusters.local_firewall import Firewall, available_tool, make_firewall, short_id
@@ -60,7 +60,7 @@ def broker_command(python: str = sys.executable) -> CommandFactory:
 
 
 class LocalCluster(Cluster, Killable, Stoppable, Pausable, Partitionable, Degradable, EventLogs, Corruptible,
-                   DiskFillable):
+                   local_disks.TmpfsDiskFill):
     backend_name = "local"
 
     def __init__(self, spec: ClusterSpec, *, registry: Registry | None = None,
@@ -337,17 +337,10 @@ class LocalCluster(Cluster, Killable, Stoppable, Pausable, Partitionable, Degrad
             return fault.labelled(node)
 
     # --- disk-full (clusters/local_disks.py) ---------------------------------------------------------
-    def _node_disks(self, node: str) -> local_disks.NodeDisks:
+    def _check_broker(self, node: str) -> None:
         self._address(node)  # validates the name
-        return local_disks.started_with(self._disks)
-
-    def fill_disk(self, node: str) -> str:
-        with self._lock:
-            return self._node_disks(node).fill(node)
-
-    def free_disk(self, node: str) -> str:
-        with self._lock:
-            return self._node_disks(node).free(node)
+        if node == CONTROLLER:
+            raise ClusterError(f"{node}: disk-full applies to brokers, not the controller")
 
     # --- event logs -------------------------------------------------------------------------------------
     def events(self, node: str) -> list[dict]:

@@ -22,7 +22,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from clusters.base import ClusterError
+from clusters.base import ClusterError, DiskFillable
 from clusters.run_registry import this_process_identity
 
 SOURCE_PREFIX = "highwater-"
@@ -66,12 +66,29 @@ def parse_source(source: str) -> tuple[str, tuple[int, int] | None] | None:
         return short, None
 
 
-def started_with(disks: "NodeDisks | None") -> "NodeDisks":
-    """The cluster's disks, or ClusterError when it was started without the disk-full fault."""
-    if disks is None:
-        raise ClusterError("disk-full: the cluster was started without it (check_faults(['disk-full']) before "
-                           "start() gives each broker's data directory a filesystem of its own)")
-    return disks
+class TmpfsDiskFill(DiskFillable):
+    """DiskFillable for a backend whose brokers' data filesystems are `NodeDisks` of this host: it sets
+    `_disks` (None unless the run's faults include disk-full), `_lock`, and `_check_broker(node)`."""
+
+    _disks: "NodeDisks | None"
+
+    def _check_broker(self, node: str) -> None:
+        raise NotImplementedError
+
+    def _node_disks(self, node: str) -> "NodeDisks":
+        self._check_broker(node)
+        if self._disks is None:
+            raise ClusterError("disk-full: the cluster was started without it (check_faults(['disk-full']) "
+                               "before start() gives each broker's data directory a filesystem of its own)")
+        return self._disks
+
+    def fill_disk(self, node: str) -> str:
+        with self._lock:
+            return self._node_disks(node).fill(node)
+
+    def free_disk(self, node: str) -> str:
+        with self._lock:
+            return self._node_disks(node).free(node)
 
 
 class NodeDisks:

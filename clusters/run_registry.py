@@ -18,13 +18,17 @@ from pathlib import Path
 from typing import Iterator
 
 
-def registry_dir() -> Path:
-    override = os.environ.get("HIGHWATER_REGISTRY_DIR")
+def machine_dir(env_var: str, as_root: str, as_user: Path) -> Path:
+    """A directory of highwater's on this machine: `env_var` when set, else `as_root` for root and
+    `as_user` for anyone else."""
+    override = os.environ.get(env_var)
     if override:
         return Path(override)
-    if os.geteuid() == 0:
-        return Path("/run/highwater")
-    return Path(f"/tmp/highwater-{os.getuid()}")
+    return Path(as_root) if os.geteuid() == 0 else as_user
+
+
+def registry_dir() -> Path:
+    return machine_dir("HIGHWATER_REGISTRY_DIR", "/run/highwater", Path(f"/tmp/highwater-{os.getuid()}"))
 
 
 def boot_id() -> str:

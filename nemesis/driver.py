@@ -7,6 +7,7 @@ The API is described in nemesis/__init__.py.
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import random
@@ -254,10 +255,8 @@ class Nemesis:
     def _drop_admin(self) -> None:
         """Close the admin client (quietly) and forget it; the next leader lookup makes a new one."""
         if self._admin is not None:
-            try:
+            with contextlib.suppress(Exception):
                 self._admin.close()
-            except Exception:
-                pass
             self._admin = None
 
     def _view(self) -> tuple[live.ClusterView | None, str]:

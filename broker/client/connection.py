@@ -8,6 +8,7 @@ the server has closed meanwhile (it restarted) is detected before sending, so it
 """
 from __future__ import annotations
 
+import contextlib
 import itertools
 import select
 import socket
@@ -32,10 +33,8 @@ class Connection:
 
     def close(self) -> None:
         if self._sock is not None:
-            try:
+            with contextlib.suppress(OSError):
                 self._sock.close()
-            except OSError:
-                pass
             self._sock = None
 
     def _connect(self, timeout_s: float) -> socket.socket:

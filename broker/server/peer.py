@@ -9,6 +9,7 @@ broker/controller/client.open_connection_from).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 from typing import Any
 
@@ -80,8 +81,6 @@ class PeerConnection:
 
     def close(self) -> None:
         if self._writer is not None:
-            try:
+            with contextlib.suppress(Exception):
                 self._writer.close()
-            except Exception:
-                pass
         self._reader = self._writer = None
