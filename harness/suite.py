@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from broker.errors import HighwaterError
 from rundir.verdict import verdict_line
 from harness import junit
 from harness import scenario as scenario_mod
@@ -216,6 +217,10 @@ class SuiteRun:
                 outcome = self.scenario_fn(c.scenario, cfg, session_hook=hook)
             else:
                 outcome = self.run_fn(cfg, session_hook=hook)
+        except HighwaterError as exc:  # refused before it began (its cluster stopped answering): say so
+            self.problems.append(f"{c.name} repeat {k}: {exc}")
+            return RepeatResult(index=k, exit_code=exc.exit_code, valid=None, seed=cfg.seed,
+                                elapsed_s=self.clock() - t0, problems=[f"not run: {exc}"])
         except Exception as exc:  # noqa: BLE001 - run_test cleans up itself; record and go on
             self.problems.append(f"{c.name} repeat {k}: {type(exc).__name__}: {exc}")
             return RepeatResult(index=k, exit_code=255, valid=None, seed=cfg.seed, elapsed_s=self.clock() - t0,

@@ -16,6 +16,8 @@ import sys
 
 import click
 
+from broker.errors import HighwaterError
+from harness import backends
 from harness import config as config_mod
 from harness import scenario as scenario_mod
 from harness.cli import report_error
@@ -41,6 +43,17 @@ def validate_configs(configs, suite_file) -> str | None:
                 config_mod.preflight(c.cfg, where=where)
         except (config_mod.ConfigError, ValueError) as exc:
             return str(exc)
+    reached: set[tuple] = set()      # and every cluster the selection runs against answers (once each)
+    for c in configs:
+        cfg = None if c.explore is not None else c.cfg
+        key = (cfg.cluster.backend, repr(cfg.cluster)) if cfg is not None else None
+        if key is None or key in reached:
+            continue
+        try:
+            backends.reach(cfg.cluster.backend, cfg.cluster, brokers=cfg.cluster.nodes)
+        except HighwaterError as exc:
+            return f"{suite_file}: configuration {c.name!r}: {exc}"
+        reached.add(key)
     return None
 
 
