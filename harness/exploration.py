@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from broker.config_keys import parse_acks, sim_keys
+from harness.progress import heartbeat
 from rundir import formats as runformat, store
 from rundir.exits import EXIT_INVALID, EXIT_UNKNOWN, EXIT_VALID
 from rundir.settings import Setting, SettingError, declare, did_you_mean
@@ -63,14 +64,15 @@ OPTIONS: dict[str, Setting] = declare(
     *[Setting(k.option, k.setting.type, k.run_default, k.setting.doc,
               **{**k.checks(), **({"choices": k.sim} if isinstance(k.sim, tuple) else {})})
       for k in sim_keys() if k.flag],
-    Setting("acks", object, "all", "0, 1 or all", parse=parse_acks),
+    Setting("acks", object, "all", "0, 1 or all", parse=parse_acks, metavar="0|1|all"),
     Setting("replicas", int, 3, "replicas (nodes n1..nN)", min=1, max=9),
     Setting("length", int, 50, "events per schedule", min=1),
-    Setting("schedules", object, None, "stop after this many schedules", parse=lambda v: _positive_int(v)),
+    Setting("schedules", object, None, "stop after this many schedules", parse=lambda v: _positive_int(v),
+            metavar="INTEGER"),
     Setting("budget", object, None, f"stop after this many seconds [{DEFAULT_BUDGET_S:g} without --schedules]",
-            parse=lambda v: _positive_float(v)),
+            parse=lambda v: _positive_float(v), metavar="SECONDS"),
     Setting("seed", object, None, "seed of the search (default: a fresh one, recorded)",
-            parse=lambda v: _int(v)),
+            parse=lambda v: _int(v), metavar="INTEGER"),
     Setting("workers", int, 1, "processes exploring in parallel", min=1, max=64),
     Setting("shrink_budget", float, 30.0, "seconds to shrink each finding (0: do not shrink)", min=0, finite=True),
 )
@@ -304,11 +306,12 @@ def run_exploration(opts: ExploreOptions, *, results_root: Path | str = "results
                 + f"); shrinking (up to {opts.shrink_budget:g} s)")
             s0 = time.monotonic()
             if opts.shrink_budget > 0:
-                try:
-                    small = shrink(settings, f, budget_s=opts.shrink_budget, also=also)
-                except ValueError:          # the condition does not hold for the schedule itself after all
-                    also, shrunk_for, missing = None, SAME_ONLY, [FAITHFUL, LE_HOLDS]
-                    small = shrink(settings, f, budget_s=opts.shrink_budget)
+                with heartbeat(say, f"finding {k}: shrinking"):
+                    try:
+                        small = shrink(settings, f, budget_s=opts.shrink_budget, also=also)
+                    except ValueError:      # the condition does not hold for the schedule itself after all
+                        also, shrunk_for, missing = None, SAME_ONLY, [FAITHFUL, LE_HOLDS]
+                        small = shrink(settings, f, budget_s=opts.shrink_budget)
             else:
                 small = f
             shrink_s = time.monotonic() - s0

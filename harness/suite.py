@@ -101,11 +101,13 @@ class SuiteRun:
     def __init__(self, suite: Suite, results_root: Path | str = "results", *, repeat: int | None = None,
                  only: str | None = None, budget_s: float | None = None,
                  run_fn: Callable[..., Any] | None = None, scenario_fn: Callable[..., Any] | None = None, say: Callable[[str], None] = lambda _m: None,
-                 clock: Callable[[], float] = time.monotonic, explore_fn: Callable[..., Any] | None = None):
+                 clock: Callable[[], float] = time.monotonic, explore_fn: Callable[..., Any] | None = None,
+                 follow: Callable[[Any], Any] | None = None):
         self.suite = suite
         self.results_root = Path(results_root)
         self.repeat, self.only, self.budget_s = repeat, only, budget_s
         self.say, self.clock = say, clock
+        self.follow = follow                   # session -> a progress display (with close()) for each run
         self.run_fn = run_fn or run_test
         self.scenario_fn = scenario_fn or run_suite_scenario
         self.explore_fn = explore_fn or run_suite_explore
@@ -207,8 +209,12 @@ class SuiteRun:
             cfg.seed = c.cfg.seed + k - 1
         t0 = self.clock()
 
+        following = []
+
         def hook(session):
             self.session = session
+            if self.follow is not None:
+                following.append(self.follow(session))
             if self.interrupt.is_set():
                 session.request_interrupt("suite interrupted")
 
@@ -227,6 +233,8 @@ class SuiteRun:
                                 problems=[f"internal error: {type(exc).__name__}: {exc}"])
         finally:
             self.session = None
+            for display in following:
+                display.close()
         elapsed = self.clock() - t0
         if not getattr(outcome, "interrupted", False):  # what a run costs beyond its time limit, checked or not
             self.overheads.setdefault(cfg.checker.engine, []).append(max(0.0, elapsed - cfg.time_limit))

@@ -21,6 +21,7 @@ from harness import backends
 from harness import config as config_mod
 from harness import scenario as scenario_mod
 from harness.cli import report_error
+from harness.progress import Display
 from harness.scenario_runner import scenario_faults
 from harness.suite import SuiteRun
 from harness.suite_file import ConfigError, load_suite
@@ -78,7 +79,8 @@ def suite(suite_file, repeat, only, budget, results_dir) -> int:
         return EXIT_USAGE
 
     say = lambda msg: click.echo(f"highwater suite: {msg}", err=True)  # noqa: E731
-    runner = SuiteRun(s, results_dir, repeat=repeat, only=only, budget_s=budget, say=say)
+    runner = SuiteRun(s, results_dir, repeat=repeat, only=only, budget_s=budget, say=say,
+                      follow=lambda session: Display(session.progress).start())
     if not runner.selected:
         names = ", ".join(c.name for c in s.configs)
         click.echo(f"highwater: --only {only!r} matches no configuration of {suite_file} (it has: {names})",

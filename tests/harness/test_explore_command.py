@@ -88,13 +88,13 @@ def test_progress_off_a_terminal_is_plain_lines_every_interval():
     clock.now += 3.0
     p(1000, 50000, [type("F", (), {"invariant": "no-acked-loss"})()])
     assert stream.lines == ["highwater explore: 1,000 schedules (200/s) · 50,000 events · "
-                            "findings 1 (no-acked-loss 1) · 15 s left"]
+                            "failing schedules 1 (no-acked-loss 1) · 15 s left"]
     clock.now += 1.0
     p({"schedules": 1100, "events": 55000, "findings": 2})
     assert len(stream.lines) == 1
     p.close()
     p.close()                                                   # closing twice prints once
-    assert stream.lines[1:] == ["highwater explore: 1,100 schedules (183/s) · 55,000 events · findings 2 · 14 s left"]
+    assert stream.lines[1:] == ["highwater explore: 1,100 schedules (183/s) · 55,000 events · failing schedules 2 · 14 s left"]
 
 
 # --- real explorations (simulator/) ------------------------------------------------------------------
