@@ -28,7 +28,7 @@ from typing import Any
 
 from broker.client import Admin, Producer
 from clusters.base import EventLogs, require
-from rundir import formats as runformat
+from rundir import expectation, formats as runformat
 from rundir.settings import at_line
 from harness import config as config_mod, lifecycle
 from harness.scenario import Scenario, Step
@@ -520,6 +520,9 @@ def run_scenario(scenario: Scenario, *, session_hook=None, extra_record=None):
     """Play a loaded Scenario end to end. Returns (RunOutcome, ScenarioRunner or None). `extra_record`
     goes into test.json beside the scenario (`highwater rerun` records "rerun_of")."""
     steps = ScenarioSteps(scenario)
+    mode = scenario.config.broker.truncation
+    expect = ({"expect": expectation.record(scenario.expect[mode], by="scenario", mode=mode)}
+              if mode in scenario.expect else {})
     outcome = lifecycle.run(scenario.config, steps, session_hook=session_hook,
-                            extra_record={"scenario": scenario_record(scenario), **(extra_record or {})})
+                            extra_record={"scenario": scenario_record(scenario), **expect, **(extra_record or {})})
     return outcome, steps.runner

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from broker.errors import HighwaterError
+from rundir import expectation
 from rundir.verdict import verdict_line
 from harness import junit
 from harness import scenario as scenario_mod
@@ -220,9 +221,9 @@ class SuiteRun:
 
         try:
             if c.scenario is not None:
-                outcome = self.scenario_fn(c.scenario, cfg, session_hook=hook)
+                outcome = self.scenario_fn(c.scenario, cfg, session_hook=hook, extra_record=expect_record(c))
             else:
-                outcome = self.run_fn(cfg, session_hook=hook)
+                outcome = self.run_fn(cfg, session_hook=hook, extra_record=expect_record(c))
         except HighwaterError as exc:  # refused before it began (its cluster stopped answering): say so
             self.problems.append(f"{c.name} repeat {k}: {exc}")
             return RepeatResult(index=k, exit_code=exc.exit_code, valid=None, seed=cfg.seed,
@@ -314,14 +315,22 @@ def run_suite_explore(opts, *, results_root: Path, name: str):
     return run_exploration(opts, results_root=results_root, name=name)
 
 
-def run_suite_scenario(path: Path, cfg, *, session_hook=None):
+def expect_record(c: SuiteConfig) -> dict[str, Any] | None:
+    """test.json's "expect" for a run of configuration `c` (rundir/expectation.py): the suite's
+    expectation, so that its report and the index say whether the run showed it."""
+    if c.expect.explore is not None or not (c.expect.safe or c.expect.finds):
+        return None
+    return {"expect": expectation.record(c.expect.finds, by="suite", mode=c.cfg.broker.truncation)}
+
+
+def run_suite_scenario(path: Path, cfg, *, session_hook=None, extra_record=None):
     """Replay the scenario file `path` for a suite configuration: the scenario's own settings, with the
     configuration's truncation mode, checker engine, name and results directory. Returns a RunOutcome."""
     sc = scenario_mod.load(path, truncation=cfg.broker.truncation)
     sc.config.name = cfg.name
     sc.config.results_dir = cfg.results_dir
     sc.config.checker.engine = cfg.checker.engine
-    outcome, _runner = run_scenario(sc, session_hook=session_hook)
+    outcome, _runner = run_scenario(sc, session_hook=session_hook, extra_record=extra_record)
     return outcome
 
 
