@@ -39,7 +39,7 @@ from workloads.producer import send_op
 
 log = logging.getLogger("harness.scenario")
 
-SCENARIO_JSON = "scenario.json"
+SCENARIO_JSON = runformat.SCENARIO_JSON
 POLL_S = 0.1
 COUNT_SETTLE_S = 0.5     # an exact-count assert is judged again this much later before it passes
 
@@ -302,7 +302,8 @@ class ScenarioRunner:
                 break
             self.started_wall_ns[step.number] = time.time_ns()
             entry = {"step": step.number, "do": step.do, "args": _jsonable(step.args), "note": step.note,
-                     "start_ns": self.history.elapsed_ns(), "start_wall_ns": self.started_wall_ns[step.number]}
+                     "start_ns": self.history.elapsed_ns(), "start_wall_ns": self.started_wall_ns[step.number],
+                     "first_index": self.history.next_index}
             if step.modes is not None:
                 entry["mode"] = list(step.modes)
             if not step.plays_in(mode):
@@ -325,6 +326,7 @@ class ScenarioRunner:
                 self.failed = f"{at_line(self.scenario.path, step.line)}: {step.describe()} did not play out: {exc}"
                 log.error("%s", self.failed)
             entry["end_ns"] = self.history.elapsed_ns()
+            entry["end_index"] = self.history.next_index     # the step wrote history [first_index, end_index)
             self.timeline.append(entry)
             self.write_timeline()
             if self.failed:
@@ -338,7 +340,7 @@ class ScenarioRunner:
         from harness.scenario import NUMBERS
         entry: dict[str, Any] = {"step": None, "do": "await", "args": {}, "start_ns": self.history.elapsed_ns(),
                                  "note": "the end of the steps awaits the produce steps started with wait = false",
-                                 "start_wall_ns": time.time_ns()}
+                                 "start_wall_ns": time.time_ns(), "first_index": self.history.next_index}
         try:
             entry.update(outcome="ok", detail=self._await(float(NUMBERS["timeout"].default)))
         except Exception as exc:  # noqa: BLE001 - recorded, the final phase still runs
@@ -346,6 +348,7 @@ class ScenarioRunner:
             self.failed = f"{self.scenario.path}: the end of the steps (await) did not play out: {exc}"
             log.error("%s", self.failed)
         entry["end_ns"] = self.history.elapsed_ns()
+        entry["end_index"] = self.history.next_index
         self.timeline.append(entry)
         self.write_timeline()
 

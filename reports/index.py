@@ -22,6 +22,7 @@ from typing import Any
 from rundir import formats as runformat
 from rundir.formats import FormatError
 from reports.config_summary import summary
+from rundir.expectation import AS_EXPECTED, UNEXPECTED, judge
 from reports.load import verdict_of
 from reports.render import asset, environment
 
@@ -49,6 +50,13 @@ class RunRow:
     suite_href: str | None = None          # the suite page this run belongs to
     suite_name: str = ""
     rerun_of: str = ""                     # timestamp of the run this one repeats
+    expect_state: str = ""                 # rundir/expectation.py: as-expected | unexpected | not-judged | ""
+    expect_phrase: str = ""
+
+    @property
+    def failure(self) -> bool:
+        """A real failure: an expectation broken, or an invalid run that expected nothing."""
+        return self.expect_state == UNEXPECTED or (self.verdict == "invalid" and self.expect_state != AS_EXPECTED)
 
 
 @dataclass
@@ -208,7 +216,10 @@ def read_row(root: Path, run_dir: Path) -> RunRow:
     seed = test.get("seed")
     rerun = test.get("rerun_of")
     suite_href, suite_name = _suite_of(root, run_dir)
-    return RunRow(seed=str(seed) if isinstance(seed, int) and not isinstance(seed, bool) else "",
+    scenario_failed = _scenario_failed(run_dir)
+    judged = judge(test.get("expect"), results, not_played="a step did not play out" if scenario_failed else None)
+    return RunRow(expect_state=judged.state if judged else "", expect_phrase=judged.phrase() if judged else "",
+                  seed=str(seed) if isinstance(seed, int) and not isinstance(seed, bool) else "",
                   duration=format_duration(run_duration_s(run_dir, results)),
                   anomaly_total=sum(c for _k, c, fails in anomalies if fails) if results is not None else None,
                   allowed_total=sum(c for _k, c, fails in anomalies if not fails),
@@ -218,7 +229,19 @@ def read_row(root: Path, run_dir: Path) -> RunRow:
                   started=started, sort_key=sort_key, run_href=rel + "/",
                   report_href=f"{rel}/{runformat.REPORT_HTML}" if report.exists() else None,
                   verdict=verdict_of(results), checked=results is not None, anomalies=anomalies,
-                  config=summary(test.get("config") or {}, limit=8), problem=problem)
+                  config=summary(test.get("config") or {}, limit=8, kind=str(test.get("kind") or "run")), problem=problem)
+
+
+def _scenario_failed(run_dir: Path) -> bool:
+    """A scenario run whose steps did not all play out (scenario.json "failed")."""
+    path = run_dir / runformat.SCENARIO_JSON
+    if not path.exists():
+        return False
+    try:
+        doc = runformat.load_json(path)
+    except FormatError:
+        return False
+    return isinstance(doc, dict) and bool(doc.get("failed"))
 
 
 def render_index(root: Path) -> str:
@@ -226,6 +249,8 @@ def render_index(root: Path) -> str:
     rows = sorted((read_row(root, d) for d in find_runs(root)), key=lambda r: (r.sort_key, r.timestamp, r.test),
                   reverse=True)
     tally = {v: sum(1 for r in rows if r.verdict == v) for v in ("valid", "invalid", "unknown")}
+    tally["expected"] = sum(1 for r in rows if r.expect_state == AS_EXPECTED)
+    tally["failures"] = sum(1 for r in rows if r.failure)
     tests = sorted({r.test for r in rows})
     generated = _dt.datetime.now(tz=_dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
     return environment().get_template("index.html.j2").render(

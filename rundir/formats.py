@@ -19,6 +19,7 @@ TEST_JSON = "test.json"
 HISTORY = "history.jsonl"
 NEMESIS = "nemesis.jsonl"
 FINAL_JSON = "final.json"
+SCENARIO_JSON = "scenario.json"      # a scenario run's steps as they played (harness/scenario_runner.py)
 RESULTS_JSON = "results.json"
 REPORT_HTML = "report.html"
 REPLICAS_DIR = "replicas"
