@@ -38,11 +38,13 @@ from typing import Any, Callable
 
 from broker.config_keys import parse_acks, sim_keys
 from harness.progress import heartbeat
+from reports.explore_page import write_explore_page
+from reports.index import write_index
 from rundir import formats as runformat, store
 from rundir.exits import EXIT_INVALID, EXIT_UNKNOWN, EXIT_VALID
 from rundir.settings import Setting, SettingError, declare, did_you_mean
 
-EXPLORE_JSON = "explore.json"
+EXPLORE_JSON = runformat.EXPLORE_JSON
 FORMAT_VERSION = 1
 DEFAULT_NAME = "explore"
 DEFAULT_BUDGET_S = 30.0          # neither --schedules nor --budget: explore for this long
@@ -202,6 +204,7 @@ class ExploreRun:
     path: Path                 # explore.json
     doc: dict[str, Any]
     exit_code: int
+    page: Path | None = None   # explore.html (reports/explore_page.py), None when it could not be written
 
 
 def _invariant_slug(name: str) -> str:
@@ -360,7 +363,13 @@ def run_exploration(opts: ExploreOptions, *, results_root: Path | str = "results
     path = run.path / EXPLORE_JSON
     runformat.write_json(path, doc)
     store.update_latest(run)
-    return ExploreRun(run_dir=run.path, path=path, doc=doc, exit_code=code)
+    page = None
+    try:                 # its page, and the results index that lists it (a failure here loses no result)
+        page = write_explore_page(run.path)
+        write_index(Path(results_root))
+    except Exception as exc:  # noqa: BLE001 - the exploration stands; say what did not get written
+        say(f"could not write the exploration's page or the results index: {type(exc).__name__}: {exc}")
+    return ExploreRun(run_dir=run.path, path=path, doc=doc, exit_code=code, page=page)
 
 
 def summary_line(doc: dict[str, Any]) -> str:

@@ -169,7 +169,7 @@ def explore_cmd(name, out, plain, **flags) -> int:
     doc = outcome.doc
     print_findings(doc, outcome.run_dir, say)
     say(f"{summary_line(doc)} (seed {doc['seed']}, exit {outcome.exit_code})")
-    click.echo(str(outcome.path))
+    click.echo(str(outcome.page or outcome.path))
     return outcome.exit_code
 
 

@@ -41,6 +41,7 @@ from harness.scenario_runner import run_scenario
 from harness.suite_expect import (RepeatResult, evaluate, repeat_from_explore, repeat_from_results,
                                   suite_exit_code)
 from harness.suite_file import Suite, SuiteConfig
+from reports.index import write_index
 from reports.suite_page import write_suite_page
 from rundir import formats as runformat, store
 
@@ -260,7 +261,7 @@ class SuiteRun:
             return repeat_from_explore(k, 255, None, seed=opts.seed, elapsed_s=self.clock() - t0,
                                        problems=[f"internal error: {type(exc).__name__}: {exc}"])
         return repeat_from_explore(k, out.exit_code, out.doc, run_dir=self._rel(out.run_dir),
-                                   report=self._rel(out.path), seed=out.doc.get("seed"),
+                                   report=self._rel(out.page or out.path), seed=out.doc.get("seed"),
                                    elapsed_s=self.clock() - t0)
 
     def _rel(self, p: Path) -> str:
@@ -299,6 +300,7 @@ class SuiteRun:
         junit.write(doc, self.path / JUNIT_XML)
         try:
             write_suite_page(self.path)
+            write_index(self.results_root)      # the results index lists the suite and its runs as they come
         except Exception as exc:  # noqa: BLE001
             msg = f"suite page failed: {type(exc).__name__}: {exc}"
             if msg not in self.problems:
