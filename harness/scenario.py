@@ -253,7 +253,8 @@ def _parse_step(path: Path, number: int, line: int | None, raw: Any, cfg, broker
     if do is None:
         raise ConfigError(f"{prefix}: field 'do' is missing (one of {', '.join(ACTIONS)})")
     if do not in ACTIONS:
-        raise ConfigError(f"{prefix}: field 'do' must be one of {', '.join(ACTIONS)}, got {do!r}")
+        raise ConfigError(f"{prefix}: field 'do' must be one of {', '.join(ACTIONS)}, got {do!r}"
+                          f"{did_you_mean(str(do), ACTIONS)}")
     allowed = STEP_FIELDS[do]
     note = raw.get("note", "")
     if not isinstance(note, str):

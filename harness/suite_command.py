@@ -101,7 +101,9 @@ def suite(suite_file, repeat, only, budget, results_dir) -> int:
     try:
         path = runner.start()
         planned = sum(o.planned for o in runner.outcomes)
-        say(f"{s.name}: {len(runner.selected)} configurations, {planned} runs, into {path}"
+        n = len(runner.selected)
+        say(f"{s.name}: {n} configuration{'s' if n != 1 else ''}, {planned} run{'s' if planned != 1 else ''}, "
+            f"into {path}"
             + (f", budget {budget:g}s" if budget else ""))
         code = runner.run()
     except Exception as exc:  # noqa: BLE001 - every run cleans up itself

@@ -1,7 +1,8 @@
 """`highwater report RUN_DIR` and `highwater serve` (registered lazily in harness/cli.py).
 
 `report` regenerates RUN_DIR/report.html and, when the run sits in a results directory
-(<results>/<test>/<timestamp>), that directory's index.html too. `serve` refreshes the index and serves
+(<results>/<test>/<timestamp>), that directory's index.html too (said on stderr; the report's path is the
+last line on stdout). `serve` refreshes the index and serves
 the results directory over HTTP (127.0.0.1:8000 unless --host / --port say otherwise; port 0 picks one).
 """
 from __future__ import annotations
@@ -29,10 +30,10 @@ def report(run_dir: Path, index: bool) -> None:
         out = write_report(run_dir)
     except FormatError as exc:
         raise click.ClickException(str(exc)) from None
-    click.echo(str(out))
     root = results_root_of(run_dir) if index else None
     if root is not None:
-        click.echo(str(write_index(root)))
+        click.echo(f"highwater report: index {write_index(root)}", err=True)
+    click.echo(str(out))                 # the report's path last, as every command ends
 
 
 @click.command("serve")

@@ -208,7 +208,7 @@ def explore_row(root: Path, run_dir: Path) -> RunRow:
     unexpected = doc.get("unexpected_by_invariant") or {}
     anomalies = sorted(((str(k), int(n), bool(unexpected.get(k))) for k, n in
                         (doc.get("findings_by_invariant") or {}).items() if isinstance(n, int) and n > 0),
-                       key=lambda a: (not a[2], a[0]))
+                       key=lambda a: (not a[2], -a[1], a[0]))
     state, phrase = explore_page.judged(doc) if doc else ("", "")
     page = run_dir / runformat.EXPLORE_HTML
     settings = doc.get("settings") if isinstance(doc.get("settings"), dict) else {}
@@ -247,7 +247,7 @@ def read_row(root: Path, run_dir: Path) -> RunRow:
     for kind, body in ((results or {}).get("anomalies") or {}).items():
         if isinstance(body, dict) and isinstance(body.get("count"), int) and body["count"] > 0:
             anomalies.append((str(kind), body["count"], bool(body.get("fails_run", True))))
-    anomalies.sort(key=lambda a: (not a[2], a[0]))
+    anomalies.sort(key=lambda a: (not a[2], -a[1], a[0]))
     report = run_dir / runformat.REPORT_HTML
     seed = test.get("seed")
     rerun = test.get("rerun_of")

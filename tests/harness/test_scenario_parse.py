@@ -50,6 +50,7 @@ def test_steps_parsed_with_defaults(tmp_path):
 
 @pytest.mark.parametrize("steps, message", [
     ('[[step]]\ndo = "explode"\n', "step 1: field 'do' must be one of"),
+    ('[[step]]\ndo = "partiton"\n', "step 1: field 'do' must be one of"),          # and (did you mean ...)
     ('[[step]]\ndo = "heal"\n[[step]]\ndo = "kill"\n', "step 2 (kill): field 'node' is missing"),
     ('[[step]]\ndo = "kill"\nnode = "n7"\n', "step 1 (kill): field 'node' must be one of c0, n1, n2, got 'n7'"),
     ('[[step]]\ndo = "produce"\nacks = 3\n', "step 1 (produce): field 'acks' must be 0, 1 or \"all\", got 3"),
@@ -292,3 +293,10 @@ def test_produce_wait_and_await_errors_name_file_line_step_field(tmp_path, steps
     text = str(e.value)
     assert text.startswith(f"{p}{message}"), text
     assert "\n" not in text
+
+
+def test_a_misspelt_step_suggests_the_step_meant(tmp_path):
+    path = tmp_path / "typo.toml"
+    path.write_text('name = "typo"\n[[step]]\ndo = "partiton"\n')
+    with pytest.raises(S.ConfigError, match=r"got 'partiton' \(did you mean 'partition'\?\)"):
+        S.load(path)

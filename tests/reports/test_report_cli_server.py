@@ -22,8 +22,9 @@ def test_report_command_writes_report_and_index(tmp_path, capsys):
     root = tmp_path / "results"
     run = make_run(root, "invalid")
     assert main(["report", str(run)]) == 0
-    out = capsys.readouterr().out.split()
-    assert out == [str(run / "report.html"), str(root.resolve() / "index.html")]
+    captured = capsys.readouterr()
+    assert captured.out.split() == [str(run / "report.html")]          # the report's path, last
+    assert captured.err == f"highwater report: index {root.resolve() / 'index.html'}\n"
     assert ">INVALID<" in (run / "report.html").read_text()
     assert "hw-truncation/20261121T224501Z/report.html" in (root / "index.html").read_text()
 
