@@ -28,8 +28,17 @@ def _rows(col_dir: Path, table: str, columns: list[str]) -> Iterator[tuple]:
 
 
 def _top(items: list[tuple[Any, dict]], n: int) -> list[dict]:
+    """The first n examples, taking every partition's first before any partition's second (the keys
+    start with the partition): examples from all the partitions a kind touched (checkers/anomalies/engine.py
+    orders the Spark checker's the same way)."""
     items.sort(key=lambda kv: kv[0])
-    return [e for _, e in items[:n]]
+    rank: dict[Any, int] = defaultdict(int)
+    ranked = []
+    for key, e in items:
+        rank[key[0]] += 1
+        ranked.append((rank[key[0]], key, e))
+    ranked.sort(key=lambda t: (t[0], t[1]))
+    return [e for _, _, e in ranked[:n]]
 
 
 def analyze(col_dir: Path | str, examples: int = 10, facts: dict[str, Any] | None = None) -> dict[str, Any]:

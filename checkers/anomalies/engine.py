@@ -2,7 +2,7 @@
 
 Heavy work (aggregations and windows over the whole history and the replica dumps) stays in Spark and
 only flagged rows are kept; counts and the first N examples of each kind (in a fixed order, the same as
-the reference's) are collected, then the few history lines, reads and replica records the examples
+the reference's, taking every partition's first before any partition's second) are collected, then the few history lines, reads and replica records the examples
 need are looked up on the driver (lookup.py) and attached. The counts come with their totals over
 the run (per partition and time bucket: checkers/totals.py) from the same aggregation. Order of work:
 the small tables, read on the driver; statistics; the sends that ended fail or info (persisted: few);
@@ -204,8 +204,8 @@ def _unseen_values(t: Tables, parts: list[int]) -> dict[int, list]:
 def _count_and_first(allf: DataFrame, N: int, small: bool, persisted: list[DataFrame],
                      axis: totals.TimeAxis) -> tuple[list, list, list | DataFrame]:
     """Counts per (kind, partition, flag, time bucket) with the first and last time in each (`n`,
-    `tmin`, `tmax`; bucket null: untimed), the first N findings of each kind in example order
-    (partition, order_key, order_subkey), and the lost writes as (partition, history index) for
+    `tmin`, `tmax`; bucket null: untimed), the first N findings of each kind in example order, and the
+    lost writes as (partition, history index) for
     loss_shape.py. Small inputs have few findings: one job collects them all and the driver counts and
     orders them (the lost writes: a list). Otherwise two Spark jobs over the persisted union (the lost
     writes: a DataFrame over it, not yet computed)."""
@@ -226,10 +226,18 @@ def _count_and_first(allf: DataFrame, N: int, small: bool, persisted: list[DataF
                     s[2] = t if s[2] is None else max(s[2], t)
         count_rows = [{"kind": k, "partition": p, "flag": f, "bucket": b, "n": n, "tmin": lo, "tmax": hi}
                       for (k, p, f, b), (n, lo, hi) in sums.items()]
+        # nulls first, as Spark's ascending sort puts them
+        def ordered(r):
+            return tuple((r[c] is not None, r[c]) for c in order)
+        rank: dict[tuple, int] = {}
+        ranked = []
+        for r in sorted(found, key=lambda r: (r["kind"], *ordered(r))):
+            k = (r["kind"], r["partition"])
+            rank[k] = rank.get(k, 0) + 1
+            ranked.append((rank[k], r))
         taken: dict[str, int] = {}
         top_rows = []
-        # nulls first, as Spark's ascending sort puts them
-        for r in sorted(found, key=lambda r: (r["kind"], *((r[c] is not None, r[c]) for c in order))):
+        for prn, r in sorted(ranked, key=lambda pr: (pr[1]["kind"], pr[0], *ordered(pr[1]))):
             if taken.get(r["kind"], 0) < N:
                 taken[r["kind"]] = taken.get(r["kind"], 0) + 1
                 top_rows.append(r)
@@ -247,8 +255,10 @@ def _count_and_first(allf: DataFrame, N: int, small: bool, persisted: list[DataF
     lost = allf.filter(F.col("kind") == "lost-write").select("partition", F.col("order_key").alias("index"))
     if not count_rows or N <= 0:
         return count_rows, [], lost
-    w = Window.partitionBy("kind").orderBy(*order)
-    first = allf.select("*", F.row_number().over(w).alias("rn")).filter(F.col("rn") <= N)
+    by_partition = Window.partitionBy("kind", "partition").orderBy(*order)
+    w = Window.partitionBy("kind").orderBy("prn", *order)
+    first = (allf.select("*", F.row_number().over(by_partition).alias("prn")).filter(F.col("prn") <= N)
+             .select("*", F.row_number().over(w).alias("rn")).filter(F.col("rn") <= N))
     return count_rows, sorted(rows(first), key=lambda r: (r["kind"], r["rn"])), lost
 
 

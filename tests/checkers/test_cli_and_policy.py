@@ -164,5 +164,7 @@ def test_unreachable_spark_connect_server_is_a_clear_error(tmp_path):
         port = s.getsockname()[1]
     r = _check(_run(tmp_path, sc.clean), "--spark-master", f"sc://127.0.0.1:{port}")
     assert r.returncode == 254, r.stderr
-    assert r.stderr == (f"highwater check: --spark-master sc://127.0.0.1:{port}: no Spark Connect server answers "
-                        f"at 127.0.0.1:{port} (Connection refused)\n")
+    *progress, last = r.stderr.splitlines()       # the steps that ended before it, then the one-line error
+    assert last == (f"highwater check: --spark-master sc://127.0.0.1:{port}: no Spark Connect server answers "
+                    f"at 127.0.0.1:{port} (Connection refused)")
+    assert all(line.startswith("highwater: checking: reading input ") for line in progress), r.stderr
