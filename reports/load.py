@@ -17,6 +17,7 @@ from reports.anomalies import referenced_indexes
 from reports.broker_events import BrokerEvents, read_broker_events
 from reports.history_scan import HistorySummary, scan_history
 from reports.partitions import PartitionView, build_views
+from reports.process_timeline import ProcessOps
 
 @dataclass
 class Run:
@@ -29,6 +30,7 @@ class Run:
     broker: BrokerEvents
     files: list[tuple[str, int]] = field(default_factory=list)  # (relative path, bytes)
     notes: list[str] = field(default_factory=list)
+    processes: ProcessOps = field(default_factory=ProcessOps)  # every client operation by process
 
     @property
     def verdict(self) -> str:
@@ -103,7 +105,9 @@ def load_run(run_dir: Path) -> Run:
     final = None
     if (run_dir / runformat.FINAL_JSON).exists():
         final = _optional_json(run_dir / runformat.FINAL_JSON, "", notes)
-    history = scan_history(history_path, wanted=set(referenced_indexes(results)))
+    wanted = set(referenced_indexes(results))
+    processes = ProcessOps(pinned=wanted)
+    history = scan_history(history_path, wanted=wanted, ops=processes)
     if history.torn_lines:
         notes.append(f"history.jsonl ends in a torn line (line {history.torn_lines[-1]}), ignored: "
                      "the run's writer stopped mid-line.")
@@ -120,4 +124,5 @@ def load_run(run_dir: Path) -> Run:
     if start is None and broker.partitions:
         notes.append("test.json has no start_wall_ns: broker events are placed relative to the first event.")
     return Run(run_dir=run_dir, test=test, results=results, final=final, history=history,
-               partitions=partitions, broker=broker, files=list_files(run_dir), notes=notes)
+               partitions=partitions, broker=broker, files=list_files(run_dir), notes=notes,
+               processes=processes)
