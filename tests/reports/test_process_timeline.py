@@ -7,9 +7,12 @@ import json
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from report_fixtures import make_run
 
 from reports.history_scan import scan_history
 from reports.process_timeline import Bar, ProcessOps, decode, encode, page_data
+from reports.render import render_report
+from reports.load import load_run
 
 MS = 1_000_000
 S = 1_000_000_000
@@ -223,3 +226,29 @@ def test_merging_keeps_every_operation_and_the_rules(history, max_bars, data):
     want = {p: [Bar(b.start_ns // 1000 * 1000, b.end_ns // 1000 * 1000, b.type, b.f, b.invoke, b.complete, b.count,
                     b.value) for b in collector.bars_of(p)] for p in collector.processes()}
     assert decode(raw, collector.processes(), fs, errors) == want
+
+
+# --- the report ----------------------------------------------------------------------------------------------
+
+def test_report_embeds_the_timeline_and_links_examples_to_it(tmp_path):
+    run = make_run(tmp_path / "results", "invalid")
+    html = render_report(load_run(run))
+    history = [json.loads(line) for line in (run / "history.jsonl").read_text().splitlines()]
+    processes = sorted({o["process"] for o in history if isinstance(o["process"], int)})
+    loaded = load_run(run)
+    data = page_data(loaded.processes, loaded.history.faults, {})
+    assert data.meta["lanes"] == processes == [0, 1, 2, 3, 4]
+    assert data.meta["ops"] == sum(1 for o in history if o["type"] == "invoke" and isinstance(o["process"], int))
+    assert f'data-ops="{data.ops_b64}"' in html
+    section = html[html.index('<section id="process-timeline">'):html.index('<section id="perf">')]
+    assert '<canvas class="ptl-canvas"' in section and 'id="ptl-note"' not in section
+    results = json.loads((run / "results.json").read_text())
+    for ex in results["anomalies"]["lost-write"]["examples"]:
+        i = ex["index"]
+        assert f'<a class="hlink" href="#h-{i}">#{i}</a><a class="oplink" href="#op-{i}"' in html
+        assert f'<span id="op-{i}"></span>' in section
+    # the CSP still forbids fetching anything, and the timeline's script uses nothing it would block
+    assert "default-src 'none'" in html and "connect-src" not in html
+    script = html[html.rindex("<script>"):]
+    for word in ("fetch(", "XMLHttpRequest", "WebSocket", "import(", "new Worker", "eval("):
+        assert word not in script
