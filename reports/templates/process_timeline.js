@@ -373,8 +373,7 @@
       return {x: b.left + (a + e) / 2, y: b.top + laneTop(laneOf(j)) + LH / 2, width: e - a, lane: laneOf(j)};
     },
     laneY: function (l) { return laneTop(l) + LH / 2; },
-    view: function () { return [v0, v1, END]; },
-    colours: COLOUR.slice(0, 3)
+    view: function () { return [v0, v1, END]; }
   };
   fig.dataset.lanes = String(L);
   size();

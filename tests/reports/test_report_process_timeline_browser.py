@@ -29,11 +29,15 @@ pytestmark = pytest.mark.browser
 SHOTS = Path(__file__).resolve().parents[2] / "artifacts" / "screenshots"
 S = 1_000_000_000
 
+# the outcome colours as the section's legend shows them (the stylesheet's, not the script's)
+LEGEND_RGB = """(() => ['ok', 'fail', 'info'].map(k => getComputedStyle(
+  document.querySelector('#process-timeline .legend .sw.' + k)).backgroundColor.match(/\\d+/g).slice(0, 3).map(Number)))"""
+
 # per lane (canvas row through its middle): which outcome colours have at least one exact pixel
 LANE_COLOURS = """(() => {
   const fig = document.getElementById('ptl'), c = fig.querySelector('canvas'), g = c.getContext('2d');
   const names = ['ok', 'fail', 'info'];
-  const rgb = fig.ptl.colours.map(h => { h = h.replace('#', ''); return [0, 2, 4].map(i => parseInt(h.substr(i, 2), 16)); });
+  const rgb = LEGEND_RGB();
   const data = g.getImageData(0, 0, c.width, c.height).data;
   const lanes = [], totals = {ok: 0, fail: 0, info: 0};
   let painted = 0;
@@ -51,14 +55,13 @@ LANE_COLOURS = """(() => {
     lanes.push(Array.from(seen).sort());
   });
   return {lanes, totals, painted, width: c.width, height: c.height};
-})()"""
+})()""".replace("LEGEND_RGB()", LEGEND_RGB + "()")
 
 PIXEL = """((x, y) => { const c = document.querySelector('#ptl canvas'), b = c.getBoundingClientRect();
   const d = c.getContext('2d').getImageData(Math.floor(x - b.left), Math.floor(y - b.top), 1, 1).data;
-  const rgb = document.getElementById('ptl').ptl.colours.map(h => { h = h.replace('#', '');
-    return [0, 2, 4].map(i => parseInt(h.substr(i, 2), 16)); });
+  const rgb = LEGEND_RGB();
   const k = rgb.findIndex(c => c[0] === d[0] && c[1] === d[1] && c[2] === d[2]);
-  return k < 0 ? Array.from(d).join(',') : ['ok', 'fail', 'info'][k]; })"""
+  return k < 0 ? Array.from(d).join(',') : ['ok', 'fail', 'info'][k]; })""".replace("LEGEND_RGB()", LEGEND_RGB + "()")
 
 
 def history_of(run: Path) -> list[dict]:
