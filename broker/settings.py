@@ -47,6 +47,7 @@ class Setting:
     finite: bool = False            # refuse inf
     what: str = ""                  # "a number of seconds > 0": the one message for any bad value
     parse: Callable[[Any], Any] | None = None  # own conversion; raises ValueError(problem)
+    metavar: str = ""               # how a command line's help names its value, where the type does not say
 
     @property
     def required(self) -> bool:

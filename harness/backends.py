@@ -105,6 +105,41 @@ def check_backend(name: str, cluster_cfg=None, *, brokers: int = 1) -> None:
                                      f"{', '.join(KILL_MODES)}, got {cluster_cfg.docker_kill!r}")
 
 
+def reach(name: str, cluster_cfg=None, *, brokers: int = 1, timeout_s: float | None = None) -> str:
+    """Contact what the backend will use, briefly (clusters/reach.py), before a run creates anything: the
+    docker backend's engine; the ssh backend's hosts (SSH port of the controller and the first `brokers`
+    brokers of its nodes file); the external backend's Kafka Metadata, and the engine or the SSH hosts it
+    injects faults through. The local backend has nothing to reach. Returns a one-line description, or
+    raises ClusterError (exit 254) naming the backend and what did not answer."""
+    import os
+
+    from clusters import reach as probe
+    from clusters.base import ClusterError
+    kw = {} if timeout_s is None else {"timeout_s": timeout_s}
+    try:
+        if name == "docker":
+            return probe.docker_engine(**kw)
+        if name == "ssh":
+            from clusters.ssh import load_nodes_file
+            nodes = load_nodes_file((cluster_cfg.nodes_file if cluster_cfg is not None else "")
+                                    or os.environ.get("HIGHWATER_NODES_FILE"))
+            return probe.tcp([(e.target.where(), e.target.host, e.target.port)
+                              for e in [nodes.controller, *nodes.brokers[:brokers]]], **kw)
+        if name == "external" and cluster_cfg is not None:
+            said = [probe.kafka(cluster_cfg.bootstrap, **kw)]
+            if cluster_cfg.docker_containers:
+                said.append(probe.docker_engine(**kw))
+            if cluster_cfg.nodes_file:
+                from clusters.external_hosts import load_hosts_file
+                hosts = load_hosts_file(cluster_cfg.nodes_file)
+                said.append(probe.tcp([(e.target.where(), e.target.host, e.target.port) for e in hosts.brokers],
+                                      **kw))
+            return "; ".join(said)
+    except ClusterError as exc:
+        raise ClusterError(f"the {name} backend's cluster cannot be reached: {exc}") from None
+    return "nothing to reach"
+
+
 def check_faults(name: str, faults: list[str], cluster_cfg=None) -> None:
     """Faults the backend cannot inject on this machine, found without building a cluster: the local
     backend's partitions need root and iptables or nft, its degradation root and iptables (the same

@@ -25,7 +25,7 @@ COMMANDS: dict[str, str] = {
     "cleanup": "harness.cleanup_command:cleanup",
     "suite": "harness.suite_command:suite",
     "explore": "harness.explore_command:explore_cmd",
-    "check": "checkers.cli:check",
+    "check": "harness.check_command:check",
     "jvm-archive": "checkers.cli:jvm_archive",
     "spark": "checkers.service_cli:spark",
     "report": "reports.cli:report",

@@ -37,11 +37,14 @@ from pathlib import Path
 from typing import Any, Callable
 
 from broker.config_keys import parse_acks, sim_keys
+from harness.progress import heartbeat
+from reports.explore_page import write_explore_page
+from reports.index import write_index
 from rundir import formats as runformat, store
 from rundir.exits import EXIT_INVALID, EXIT_UNKNOWN, EXIT_VALID
 from rundir.settings import Setting, SettingError, declare, did_you_mean
 
-EXPLORE_JSON = "explore.json"
+EXPLORE_JSON = runformat.EXPLORE_JSON
 FORMAT_VERSION = 1
 DEFAULT_NAME = "explore"
 DEFAULT_BUDGET_S = 30.0          # neither --schedules nor --budget: explore for this long
@@ -63,14 +66,15 @@ OPTIONS: dict[str, Setting] = declare(
     *[Setting(k.option, k.setting.type, k.run_default, k.setting.doc,
               **{**k.checks(), **({"choices": k.sim} if isinstance(k.sim, tuple) else {})})
       for k in sim_keys() if k.flag],
-    Setting("acks", object, "all", "0, 1 or all", parse=parse_acks),
+    Setting("acks", object, "all", "0, 1 or all", parse=parse_acks, metavar="0|1|all"),
     Setting("replicas", int, 3, "replicas (nodes n1..nN)", min=1, max=9),
     Setting("length", int, 50, "events per schedule", min=1),
-    Setting("schedules", object, None, "stop after this many schedules", parse=lambda v: _positive_int(v)),
+    Setting("schedules", object, None, "stop after this many schedules", parse=lambda v: _positive_int(v),
+            metavar="INTEGER"),
     Setting("budget", object, None, f"stop after this many seconds [{DEFAULT_BUDGET_S:g} without --schedules]",
-            parse=lambda v: _positive_float(v)),
+            parse=lambda v: _positive_float(v), metavar="SECONDS"),
     Setting("seed", object, None, "seed of the search (default: a fresh one, recorded)",
-            parse=lambda v: _int(v)),
+            parse=lambda v: _int(v), metavar="INTEGER"),
     Setting("workers", int, 1, "processes exploring in parallel", min=1, max=64),
     Setting("shrink_budget", float, 30.0, "seconds to shrink each finding (0: do not shrink)", min=0, finite=True),
 )
@@ -200,6 +204,7 @@ class ExploreRun:
     path: Path                 # explore.json
     doc: dict[str, Any]
     exit_code: int
+    page: Path | None = None   # explore.html (reports/explore_page.py), None when it could not be written
 
 
 def _invariant_slug(name: str) -> str:
@@ -304,11 +309,12 @@ def run_exploration(opts: ExploreOptions, *, results_root: Path | str = "results
                 + f"); shrinking (up to {opts.shrink_budget:g} s)")
             s0 = time.monotonic()
             if opts.shrink_budget > 0:
-                try:
-                    small = shrink(settings, f, budget_s=opts.shrink_budget, also=also)
-                except ValueError:          # the condition does not hold for the schedule itself after all
-                    also, shrunk_for, missing = None, SAME_ONLY, [FAITHFUL, LE_HOLDS]
-                    small = shrink(settings, f, budget_s=opts.shrink_budget)
+                with heartbeat(say, f"finding {k}: shrinking"):
+                    try:
+                        small = shrink(settings, f, budget_s=opts.shrink_budget, also=also)
+                    except ValueError:      # the condition does not hold for the schedule itself after all
+                        also, shrunk_for, missing = None, SAME_ONLY, [FAITHFUL, LE_HOLDS]
+                        small = shrink(settings, f, budget_s=opts.shrink_budget)
             else:
                 small = f
             shrink_s = time.monotonic() - s0
@@ -357,7 +363,13 @@ def run_exploration(opts: ExploreOptions, *, results_root: Path | str = "results
     path = run.path / EXPLORE_JSON
     runformat.write_json(path, doc)
     store.update_latest(run)
-    return ExploreRun(run_dir=run.path, path=path, doc=doc, exit_code=code)
+    page = None
+    try:                 # its page, and the results index that lists it (a failure here loses no result)
+        page = write_explore_page(run.path)
+        write_index(Path(results_root))
+    except Exception as exc:  # noqa: BLE001 - the exploration stands; say what did not get written
+        say(f"could not write the exploration's page or the results index: {type(exc).__name__}: {exc}")
+    return ExploreRun(run_dir=run.path, path=path, doc=doc, exit_code=code, page=page)
 
 
 def summary_line(doc: dict[str, Any]) -> str:

@@ -72,7 +72,10 @@ class ExploreProgress:
             schedules, events, findings = get("schedules", 0), get("events", 0), get("findings", 0)
         with self._lock:
             self.schedules, self.events = int(schedules or 0), int(events or 0)
-            if isinstance(findings, (list, tuple)):
+            if isinstance(findings, dict):       # failing schedules per invariant (simulator/explore.py)
+                self.by_invariant = {k: int(v) for k, v in findings.items()}
+                self.findings = sum(self.by_invariant.values())
+            elif isinstance(findings, (list, tuple)):
                 self.findings = len(findings)
                 self.by_invariant = {}
                 for f in findings:
@@ -86,7 +89,7 @@ class ExploreProgress:
     def line(self) -> str:
         elapsed = max(self.clock() - self.started, 1e-9)
         rate = self.schedules / elapsed
-        found = f"findings {self.findings}"
+        found = f"failing schedules {self.findings:,}"
         if self.by_invariant:
             found += " (" + ", ".join(f"{k} {v}" for k, v in sorted(self.by_invariant.items())) + ")"
         left = self.left_s(elapsed, rate)
@@ -166,7 +169,7 @@ def explore_cmd(name, out, plain, **flags) -> int:
     doc = outcome.doc
     print_findings(doc, outcome.run_dir, say)
     say(f"{summary_line(doc)} (seed {doc['seed']}, exit {outcome.exit_code})")
-    click.echo(str(outcome.path))
+    click.echo(str(outcome.page or outcome.path))
     return outcome.exit_code
 
 

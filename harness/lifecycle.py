@@ -61,6 +61,8 @@ class RunSession:
         # directory; a scenario injects its own faults, checked by its command
         config_mod.check(cfg)
         config_mod.preflight(cfg, faults=None if kind == "run" else [])
+        # and nothing either when the cluster's engine, hosts or brokers do not answer (a few seconds)
+        backends.reach(cfg.cluster.backend, cfg.cluster, brokers=cfg.cluster.nodes)
         self.cfg = cfg.with_seed()
         self.kind = kind
         self.extra_record = dict(extra_record or {})

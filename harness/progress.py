@@ -6,8 +6,11 @@ run is in (setting up, workload, final wait, collecting replicas, checking and t
 writing report), since when, and how long each finished phase took. `Display` shows elapsed/remaining
 time, ok/fail/info counts, the active faults and the current phase with its elapsed time: a rich live
 panel on a terminal, redrawn by its own thread so it never freezes while the run is busy; otherwise
-(logs, CI) plain lines: one every few seconds during the workload, one per finished phase after it. On
-`close()` it prints a summary of the phase times.
+(logs, CI) plain lines, so that a log is never silent for long: a line when a phase (or a step within
+it, such as the checker's) has gone on for `announce_after_s` (1 s: a quicker one gets only its end line),
+one every `interval_s` (5 s) while it lasts (the operation counts during the workload, the phase and its
+elapsed time otherwise), and one with its time when it ends. On `close()` it prints a summary of the
+phase times.
 """
 from __future__ import annotations
 
@@ -161,15 +164,18 @@ class Display:
     that keeps it going while the run is busy elsewhere; `close()` at the end."""
 
     def __init__(self, source: Callable[[], dict[str, Any]], *, stream=None, interval_s: float = 5.0,
-                 force_plain: bool = False, clock: Callable[[], float] = time.monotonic):
+                 force_plain: bool = False, clock: Callable[[], float] = time.monotonic,
+                 announce_after_s: float = 1.0):
         self.source = source
         self.stream = stream or sys.stderr
         self.interval_s = interval_s
+        self.announce_after_s = announce_after_s   # a phase or step over sooner gets only its end line
         self.clock = clock
         self.plain = force_plain or not getattr(self.stream, "isatty", lambda: False)()
         self._last = float("-inf")
         self._lock = threading.Lock()
         self._printed = 0                 # ended phases and steps already printed as lines (plain)
+        self._current: tuple[str | None, str | None] = (None, None)   # the phase and step last announced
         self._last_p: dict[str, Any] | None = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -190,6 +196,8 @@ class Display:
         ph = p.get("phases")
         doing = phase_text(ph) if ph and ph.get("name") else p.get("phase", "?")
         head = Text(f"highwater {p.get('name', '')} · {doing}", style="bold", no_wrap=True, overflow="ellipsis")
+        if "counts" not in p:             # a command with phases only (`highwater check`)
+            return head
         t = Table(show_header=True)
         t.add_column("op")
         for col in ("ok", "fail", "info"):
@@ -213,6 +221,28 @@ class Display:
         self._printed = len(ended)
         return lines
 
+    def _plain_lines(self, p: dict[str, Any], now: float, force: bool) -> list[str]:
+        """The lines due now: phases and steps ended since the last call, the start of a new one, and a
+        line every `interval_s` while one lasts (the counts during the workload)."""
+        lines = self._plain_phase_lines(p)
+        ph = p.get("phases")
+        current = (ph.get("name"), ph.get("detail")) if ph else (p.get("phase"), None)
+        active = current[0] not in (None, "done")
+        running = p.get("phase") == "running"
+        if active and current != self._current:
+            name, step = current
+            lasted = (ph["detail_elapsed"] if step else ph["elapsed"]) if ph else float("inf")
+            if lasted >= self.announce_after_s:
+                self._current, self._last = current, now
+                lines.append(f"highwater: {step_text(phase_label(name), step) if step else phase_label(name)} ...")
+        elif force and "counts" in p:
+            self._last = now
+            lines.append(summary_line(p))
+        elif active and now - self._last >= self.interval_s:
+            self._last = now
+            lines.append(summary_line(p) if running or not ph else f"highwater: {phase_text(ph)} so far")
+        return lines
+
     def update(self, force: bool = False) -> None:
         if self._live is not None:
             self._live.refresh()
@@ -220,12 +250,7 @@ class Display:
         with self._lock:
             p = self.source()
             self._last_p = p
-            lines = self._plain_phase_lines(p)
-            now = self.clock()
-            if force or (p.get("phase") == "running" and now - self._last >= self.interval_s):
-                self._last = now
-                lines.append(summary_line(p))
-            for line in lines:
+            for line in self._plain_lines(p, self.clock(), force):
                 print(line, file=self.stream, flush=True)
 
     def _tick(self, every_s: float) -> None:
@@ -242,11 +267,20 @@ class Display:
             self._thread.start()
         return self
 
-    def close(self) -> None:
+    def close(self, *, quiet: bool = False) -> None:
+        """Stop, with a last update and the phase times; `quiet`: just stop (a command that failed
+        says so in its own one line)."""
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=5)
             self._thread = None
+        if quiet and self._live is not None:
+            self._live.transient = True
+            self._live.stop()
+            self._live = None
+            return
+        if quiet:
+            return
         if self._live is not None:
             self._live.refresh()
             self._live.stop()
@@ -258,3 +292,29 @@ class Display:
         ph = p.get("phases")
         if ph and ph["durations"]:
             print(f"highwater: {phases_summary(ph['durations'])}", file=self.stream, flush=True)
+
+
+class heartbeat:
+    """`with heartbeat(say, "finding 1: shrinking"):` says "<what> 5 s so far" every `every_s` while the
+    block runs, from a thread of its own: for long work that reports nothing itself (a shrink), so a CI
+    log never goes silent."""
+
+    def __init__(self, say: Callable[[str], None], what: str, every_s: float = 5.0):
+        self.say, self.what, self.every_s = say, what, every_s
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def _beat(self) -> None:
+        started = time.monotonic()
+        while not self._stop.wait(self.every_s):
+            self.say(f"{self.what} {time.monotonic() - started:.0f} s so far")
+
+    def __enter__(self) -> "heartbeat":
+        self._thread = threading.Thread(target=self._beat, name="heartbeat", daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)

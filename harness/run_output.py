@@ -32,14 +32,6 @@ def install_signal_handlers(session) -> dict:
     return previous
 
 
-def found_kinds(results: dict | None) -> list[str]:
-    """Anomaly kinds with a count above 0 that fail the run (results.json)."""
-    if not results:
-        return []
-    return sorted(k for k, a in (results.get("anomalies") or {}).items()
-                  if a.get("count", 0) > 0 and a.get("fails_run", True))
-
-
 def finish_output(outcome, reasons: list[str] | None = None) -> int:
     """The problems, the run directory, then the verdict line (rundir/verdict.py verdict_line, the
     format `highwater check` prints too) on stderr; the report's path on stdout. `reasons`: what else

@@ -20,24 +20,24 @@ from harness import config as config_mod
 from harness import scenario as scenario_mod
 from harness.progress import Display
 from harness.cli import report_error
-from harness.run_output import finish_output, found_kinds, install_signal_handlers
+from harness.run_output import finish_output, install_signal_handlers
+from rundir.expectation import AS_EXPECTED, NOT_JUDGED, judge, record
 from harness.scenario_runner import run_scenario, validate_scenario
 from rundir.exits import EXIT_USAGE
 
 
 def expectation_line(expected: list[str] | None, mode: str, results: dict | None, failed: str | None) -> str | None:
-    """What the scenario expects in `mode` and whether the run showed it. "as expected" only when every
-    step played out and the run was checked; otherwise it says the expectation was not judged."""
+    """What the scenario expects in `mode` and whether the run showed it (rundir/expectation.py, as the
+    report and the index judge it). "as expected" only when every step played out and the run was
+    checked with a definite verdict; otherwise it says the expectation was not judged."""
     if expected is None:
         return None
-    want = f"highwater: scenario expects {', '.join(expected) or 'no anomalies'} in {mode} mode"
-    if failed:
-        return f"{want}; not judged: a step did not play out"
-    if results is None:
-        return f"{want}; not judged: the run was not checked"
-    found = found_kinds(results)
-    ok = set(expected) <= set(found) and (bool(expected) or not found)
-    return f"{want}; found {', '.join(found) or 'none'}: {'as expected' if ok else 'NOT as expected'}"
+    j = judge(record(expected, by="scenario", mode=mode), results,
+              not_played="a step did not play out" if failed else None)
+    want = f"highwater: scenario expects {j.wanted} in {mode} mode"
+    if j.state == NOT_JUDGED:
+        return f"{want}; not judged: {j.reason}"
+    return f"{want}; found {', '.join(j.found) or 'none'}: {'as expected' if j.state == AS_EXPECTED else 'NOT as expected'}"
 
 
 @click.command("scenario", context_settings={"help_option_names": ["-h", "--help"]})

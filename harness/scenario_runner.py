@@ -28,7 +28,7 @@ from typing import Any
 
 from broker.client import Admin, Producer
 from clusters.base import EventLogs, require
-from rundir import formats as runformat
+from rundir import expectation, formats as runformat
 from rundir.settings import at_line
 from harness import config as config_mod, lifecycle
 from harness.scenario import Scenario, Step
@@ -39,7 +39,7 @@ from workloads.producer import send_op
 
 log = logging.getLogger("harness.scenario")
 
-SCENARIO_JSON = "scenario.json"
+SCENARIO_JSON = runformat.SCENARIO_JSON
 POLL_S = 0.1
 COUNT_SETTLE_S = 0.5     # an exact-count assert is judged again this much later before it passes
 
@@ -302,7 +302,8 @@ class ScenarioRunner:
                 break
             self.started_wall_ns[step.number] = time.time_ns()
             entry = {"step": step.number, "do": step.do, "args": _jsonable(step.args), "note": step.note,
-                     "start_ns": self.history.elapsed_ns(), "start_wall_ns": self.started_wall_ns[step.number]}
+                     "start_ns": self.history.elapsed_ns(), "start_wall_ns": self.started_wall_ns[step.number],
+                     "first_index": self.history.next_index}
             if step.modes is not None:
                 entry["mode"] = list(step.modes)
             if not step.plays_in(mode):
@@ -325,6 +326,7 @@ class ScenarioRunner:
                 self.failed = f"{at_line(self.scenario.path, step.line)}: {step.describe()} did not play out: {exc}"
                 log.error("%s", self.failed)
             entry["end_ns"] = self.history.elapsed_ns()
+            entry["end_index"] = self.history.next_index     # the step wrote history [first_index, end_index)
             self.timeline.append(entry)
             self.write_timeline()
             if self.failed:
@@ -338,7 +340,7 @@ class ScenarioRunner:
         from harness.scenario import NUMBERS
         entry: dict[str, Any] = {"step": None, "do": "await", "args": {}, "start_ns": self.history.elapsed_ns(),
                                  "note": "the end of the steps awaits the produce steps started with wait = false",
-                                 "start_wall_ns": time.time_ns()}
+                                 "start_wall_ns": time.time_ns(), "first_index": self.history.next_index}
         try:
             entry.update(outcome="ok", detail=self._await(float(NUMBERS["timeout"].default)))
         except Exception as exc:  # noqa: BLE001 - recorded, the final phase still runs
@@ -346,6 +348,7 @@ class ScenarioRunner:
             self.failed = f"{self.scenario.path}: the end of the steps (await) did not play out: {exc}"
             log.error("%s", self.failed)
         entry["end_ns"] = self.history.elapsed_ns()
+        entry["end_index"] = self.history.next_index
         self.timeline.append(entry)
         self.write_timeline()
 
@@ -520,6 +523,9 @@ def run_scenario(scenario: Scenario, *, session_hook=None, extra_record=None):
     """Play a loaded Scenario end to end. Returns (RunOutcome, ScenarioRunner or None). `extra_record`
     goes into test.json beside the scenario (`highwater rerun` records "rerun_of")."""
     steps = ScenarioSteps(scenario)
+    mode = scenario.config.broker.truncation
+    expect = ({"expect": expectation.record(scenario.expect[mode], by="scenario", mode=mode)}
+              if mode in scenario.expect else {})
     outcome = lifecycle.run(scenario.config, steps, session_hook=session_hook,
-                            extra_record={"scenario": scenario_record(scenario), **(extra_record or {})})
+                            extra_record={"scenario": scenario_record(scenario), **expect, **(extra_record or {})})
     return outcome, steps.runner

@@ -28,6 +28,8 @@ def help_of(s: Setting) -> str:
 
 
 def metavar_of(s: Setting) -> str:
+    if s.metavar:
+        return s.metavar
     if s.choices:
         return "|".join(map(str, s.choices))
     return {int: "INTEGER", float: "NUMBER"}.get(s.type, "TEXT")

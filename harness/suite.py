@@ -31,6 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from broker.errors import HighwaterError
+from rundir import expectation
 from rundir.verdict import verdict_line
 from harness import junit
 from harness import scenario as scenario_mod
@@ -39,6 +41,7 @@ from harness.scenario_runner import run_scenario
 from harness.suite_expect import (RepeatResult, evaluate, repeat_from_explore, repeat_from_results,
                                   suite_exit_code)
 from harness.suite_file import Suite, SuiteConfig
+from reports.index import write_index
 from reports.suite_page import write_suite_page
 from rundir import formats as runformat, store
 
@@ -100,11 +103,13 @@ class SuiteRun:
     def __init__(self, suite: Suite, results_root: Path | str = "results", *, repeat: int | None = None,
                  only: str | None = None, budget_s: float | None = None,
                  run_fn: Callable[..., Any] | None = None, scenario_fn: Callable[..., Any] | None = None, say: Callable[[str], None] = lambda _m: None,
-                 clock: Callable[[], float] = time.monotonic, explore_fn: Callable[..., Any] | None = None):
+                 clock: Callable[[], float] = time.monotonic, explore_fn: Callable[..., Any] | None = None,
+                 follow: Callable[[Any], Any] | None = None):
         self.suite = suite
         self.results_root = Path(results_root)
         self.repeat, self.only, self.budget_s = repeat, only, budget_s
         self.say, self.clock = say, clock
+        self.follow = follow                   # session -> a progress display (with close()) for each run
         self.run_fn = run_fn or run_test
         self.scenario_fn = scenario_fn or run_suite_scenario
         self.explore_fn = explore_fn or run_suite_explore
@@ -206,22 +211,32 @@ class SuiteRun:
             cfg.seed = c.cfg.seed + k - 1
         t0 = self.clock()
 
+        following = []
+
         def hook(session):
             self.session = session
+            if self.follow is not None:
+                following.append(self.follow(session))
             if self.interrupt.is_set():
                 session.request_interrupt("suite interrupted")
 
         try:
             if c.scenario is not None:
-                outcome = self.scenario_fn(c.scenario, cfg, session_hook=hook)
+                outcome = self.scenario_fn(c.scenario, cfg, session_hook=hook, extra_record=expect_record(c))
             else:
-                outcome = self.run_fn(cfg, session_hook=hook)
+                outcome = self.run_fn(cfg, session_hook=hook, extra_record=expect_record(c))
+        except HighwaterError as exc:  # refused before it began (its cluster stopped answering): say so
+            self.problems.append(f"{c.name} repeat {k}: {exc}")
+            return RepeatResult(index=k, exit_code=exc.exit_code, valid=None, seed=cfg.seed,
+                                elapsed_s=self.clock() - t0, problems=[f"not run: {exc}"])
         except Exception as exc:  # noqa: BLE001 - run_test cleans up itself; record and go on
             self.problems.append(f"{c.name} repeat {k}: {type(exc).__name__}: {exc}")
             return RepeatResult(index=k, exit_code=255, valid=None, seed=cfg.seed, elapsed_s=self.clock() - t0,
                                 problems=[f"internal error: {type(exc).__name__}: {exc}"])
         finally:
             self.session = None
+            for display in following:
+                display.close()
         elapsed = self.clock() - t0
         if not getattr(outcome, "interrupted", False):  # what a run costs beyond its time limit, checked or not
             self.overheads.setdefault(cfg.checker.engine, []).append(max(0.0, elapsed - cfg.time_limit))
@@ -246,7 +261,7 @@ class SuiteRun:
             return repeat_from_explore(k, 255, None, seed=opts.seed, elapsed_s=self.clock() - t0,
                                        problems=[f"internal error: {type(exc).__name__}: {exc}"])
         return repeat_from_explore(k, out.exit_code, out.doc, run_dir=self._rel(out.run_dir),
-                                   report=self._rel(out.path), seed=out.doc.get("seed"),
+                                   report=self._rel(out.page or out.path), seed=out.doc.get("seed"),
                                    elapsed_s=self.clock() - t0)
 
     def _rel(self, p: Path) -> str:
@@ -285,6 +300,7 @@ class SuiteRun:
         junit.write(doc, self.path / JUNIT_XML)
         try:
             write_suite_page(self.path)
+            write_index(self.results_root)      # the results index lists the suite and its runs as they come
         except Exception as exc:  # noqa: BLE001
             msg = f"suite page failed: {type(exc).__name__}: {exc}"
             if msg not in self.problems:
@@ -301,14 +317,22 @@ def run_suite_explore(opts, *, results_root: Path, name: str):
     return run_exploration(opts, results_root=results_root, name=name)
 
 
-def run_suite_scenario(path: Path, cfg, *, session_hook=None):
+def expect_record(c: SuiteConfig) -> dict[str, Any] | None:
+    """test.json's "expect" for a run of configuration `c` (rundir/expectation.py): the suite's
+    expectation, so that its report and the index say whether the run showed it."""
+    if c.expect.explore is not None or not (c.expect.safe or c.expect.finds):
+        return None
+    return {"expect": expectation.record(c.expect.finds, by="suite", mode=c.cfg.broker.truncation)}
+
+
+def run_suite_scenario(path: Path, cfg, *, session_hook=None, extra_record=None):
     """Replay the scenario file `path` for a suite configuration: the scenario's own settings, with the
     configuration's truncation mode, checker engine, name and results directory. Returns a RunOutcome."""
     sc = scenario_mod.load(path, truncation=cfg.broker.truncation)
     sc.config.name = cfg.name
     sc.config.results_dir = cfg.results_dir
     sc.config.checker.engine = cfg.checker.engine
-    outcome, _runner = run_scenario(sc, session_hook=session_hook)
+    outcome, _runner = run_scenario(sc, session_hook=session_hook, extra_record=extra_record)
     return outcome
 
 

@@ -16,9 +16,12 @@ import sys
 
 import click
 
+from broker.errors import HighwaterError
+from harness import backends
 from harness import config as config_mod
 from harness import scenario as scenario_mod
 from harness.cli import report_error
+from harness.progress import Display
 from harness.scenario_runner import scenario_faults
 from harness.suite import SuiteRun
 from harness.suite_file import ConfigError, load_suite
@@ -41,6 +44,17 @@ def validate_configs(configs, suite_file) -> str | None:
                 config_mod.preflight(c.cfg, where=where)
         except (config_mod.ConfigError, ValueError) as exc:
             return str(exc)
+    reached: set[tuple] = set()      # and every cluster the selection runs against answers (once each)
+    for c in configs:
+        cfg = None if c.explore is not None else c.cfg
+        key = (cfg.cluster.backend, repr(cfg.cluster)) if cfg is not None else None
+        if key is None or key in reached:
+            continue
+        try:
+            backends.reach(cfg.cluster.backend, cfg.cluster, brokers=cfg.cluster.nodes)
+        except HighwaterError as exc:
+            return f"{suite_file}: configuration {c.name!r}: {exc}"
+        reached.add(key)
     return None
 
 
@@ -65,7 +79,8 @@ def suite(suite_file, repeat, only, budget, results_dir) -> int:
         return EXIT_USAGE
 
     say = lambda msg: click.echo(f"highwater suite: {msg}", err=True)  # noqa: E731
-    runner = SuiteRun(s, results_dir, repeat=repeat, only=only, budget_s=budget, say=say)
+    runner = SuiteRun(s, results_dir, repeat=repeat, only=only, budget_s=budget, say=say,
+                      follow=lambda session: Display(session.progress).start())
     if not runner.selected:
         names = ", ".join(c.name for c in s.configs)
         click.echo(f"highwater: --only {only!r} matches no configuration of {suite_file} (it has: {names})",

@@ -47,14 +47,27 @@ def show(value: Any) -> str:
     return dumps_compact(value)
 
 
-def summary(config: Any, limit: int = 8) -> list[tuple[str, str]]:
-    """The settings that matter most, as (short name, text); the first scalars when none is known."""
+# settings a scenario's steps decide instead (its sends and faults are steps; it has no time limit)
+NOT_FOR_SCENARIOS = {"faults", "time_limit", "time_limit_s", "duration_s", "concurrency", "workers"}
+
+
+def summary(config: Any, limit: int = 8, *, kind: str = "run") -> list[tuple[str, str]]:
+    """The settings that matter most, as (short name, text); the first scalars when none is known. Only
+    settings that apply: an empty value is left out, and for a scenario run (`kind`) the ones its steps
+    decide."""
     flat = flatten(config) if isinstance(config, dict) else []
     picked: list[tuple[str, str]] = []
     seen: set[str] = set()
+    skip = NOT_FOR_SCENARIOS if kind == "scenario" else set()
     for name in KEY_SETTINGS:
+        if name in skip:
+            continue
         for key, value in flat:
             leaf = key.rsplit(".", 1)[-1]
+            if value in ("", [], None):
+                if leaf != "faults":
+                    continue
+                value = "none"             # a run without faults says so
             if leaf == name and SHORT.get(leaf, leaf) not in seen and not (isinstance(value, dict) and value):
                 seen.add(SHORT.get(leaf, leaf))
                 picked.append((SHORT.get(leaf, leaf), show(value)))

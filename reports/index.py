@@ -1,6 +1,7 @@
 """The results index (results/index.html): every run under a results directory, newest first.
 
-A run is a directory with a history.jsonl or test.json, usually <root>/<test>/<timestamp>/ and deeper
+A run is a directory with a history.jsonl or test.json (or an exploration's explore.json: its row links its
+explore.html, reports/explore_page.py), usually <root>/<test>/<timestamp>/ and deeper
 for suites (symlinks such as `latest` are skipped, so no run is listed twice). Each row shows the test,
 start time, seed, duration, a configuration summary, the verdict in colour, the number of anomalies and
 their counts by kind, and links to the run's report and, for a suite's run, to its suite page. Suite runs
@@ -21,7 +22,9 @@ from typing import Any
 
 from rundir import formats as runformat
 from rundir.formats import FormatError
+from reports import explore_page
 from reports.config_summary import summary
+from rundir.expectation import AS_EXPECTED, UNEXPECTED, judge
 from reports.load import verdict_of
 from reports.render import asset, environment
 
@@ -49,6 +52,13 @@ class RunRow:
     suite_href: str | None = None          # the suite page this run belongs to
     suite_name: str = ""
     rerun_of: str = ""                     # timestamp of the run this one repeats
+    expect_state: str = ""                 # rundir/expectation.py: as-expected | unexpected | not-judged | ""
+    expect_phrase: str = ""
+
+    @property
+    def failure(self) -> bool:
+        """A real failure: an expectation broken, or an invalid run that expected nothing."""
+        return self.expect_state == UNEXPECTED or (self.verdict == "invalid" and self.expect_state != AS_EXPECTED)
 
 
 @dataclass
@@ -64,7 +74,8 @@ MAX_DEPTH = 6
 
 
 def _is_run(d: Path) -> bool:
-    return (d / runformat.HISTORY).exists() or (d / runformat.TEST_JSON).exists()
+    return ((d / runformat.HISTORY).exists() or (d / runformat.TEST_JSON).exists()
+            or (d / runformat.EXPLORE_JSON).exists())
 
 
 def _store_dirs(root: Path):
@@ -183,7 +194,40 @@ def find_suites(root: Path) -> list[SuiteRow]:
     return out
 
 
+def explore_row(root: Path, run_dir: Path) -> RunRow:
+    """An exploration's row (reports/explore_page.py): its findings per invariant as the anomalies, a
+    promised invariant broken as the failing ones, its page as the report."""
+    rel = run_dir.relative_to(root).as_posix()
+    try:
+        doc = runformat.load_json(run_dir / runformat.EXPLORE_JSON)
+        doc = doc if isinstance(doc, dict) else {}
+        problem = "" if doc else f"{run_dir / runformat.EXPLORE_JSON}: expected a JSON object"
+    except FormatError as exc:
+        doc, problem = {}, str(exc)
+    sort_key, started = _when({}, run_dir)
+    unexpected = doc.get("unexpected_by_invariant") or {}
+    anomalies = sorted(((str(k), int(n), bool(unexpected.get(k))) for k, n in
+                        (doc.get("findings_by_invariant") or {}).items() if isinstance(n, int) and n > 0),
+                       key=lambda a: (not a[2], a[0]))
+    state, phrase = explore_page.judged(doc) if doc else ("", "")
+    page = run_dir / runformat.EXPLORE_HTML
+    settings = doc.get("settings") if isinstance(doc.get("settings"), dict) else {}
+    seed = doc.get("seed")
+    return RunRow(test=str(doc.get("name") or run_dir.parent.name), timestamp=str(doc.get("timestamp") or run_dir.name),
+                  started=started, sort_key=sort_key, run_href=rel + "/",
+                  report_href=f"{rel}/{runformat.EXPLORE_HTML}" if page.exists() else None,
+                  verdict=explore_page.verdict(doc) if doc else "unknown", checked=bool(doc), anomalies=anomalies,
+                  config=[("explore", "simulation")] + summary(settings, limit=6), problem=problem,
+                  seed=str(seed) if isinstance(seed, int) and not isinstance(seed, bool) else "",
+                  duration=format_duration(doc.get("explore_s") if isinstance(doc.get("explore_s"), (int, float)) else None),
+                  anomaly_total=sum(n for _k, n, fails in anomalies if fails) if doc else None,
+                  allowed_total=sum(n for _k, n, fails in anomalies if not fails),
+                  expect_state=state, expect_phrase=phrase)
+
+
 def read_row(root: Path, run_dir: Path) -> RunRow:
+    if (run_dir / runformat.EXPLORE_JSON).exists() and not (run_dir / runformat.TEST_JSON).exists():
+        return explore_row(root, run_dir)
     rel = run_dir.relative_to(root).as_posix()
     problem = ""
     test: dict[str, Any] = {}
@@ -208,7 +252,10 @@ def read_row(root: Path, run_dir: Path) -> RunRow:
     seed = test.get("seed")
     rerun = test.get("rerun_of")
     suite_href, suite_name = _suite_of(root, run_dir)
-    return RunRow(seed=str(seed) if isinstance(seed, int) and not isinstance(seed, bool) else "",
+    scenario_failed = _scenario_failed(run_dir)
+    judged = judge(test.get("expect"), results, not_played="a step did not play out" if scenario_failed else None)
+    return RunRow(expect_state=judged.state if judged else "", expect_phrase=judged.phrase() if judged else "",
+                  seed=str(seed) if isinstance(seed, int) and not isinstance(seed, bool) else "",
                   duration=format_duration(run_duration_s(run_dir, results)),
                   anomaly_total=sum(c for _k, c, fails in anomalies if fails) if results is not None else None,
                   allowed_total=sum(c for _k, c, fails in anomalies if not fails),
@@ -218,7 +265,19 @@ def read_row(root: Path, run_dir: Path) -> RunRow:
                   started=started, sort_key=sort_key, run_href=rel + "/",
                   report_href=f"{rel}/{runformat.REPORT_HTML}" if report.exists() else None,
                   verdict=verdict_of(results), checked=results is not None, anomalies=anomalies,
-                  config=summary(test.get("config") or {}, limit=8), problem=problem)
+                  config=summary(test.get("config") or {}, limit=8, kind=str(test.get("kind") or "run")), problem=problem)
+
+
+def _scenario_failed(run_dir: Path) -> bool:
+    """A scenario run whose steps did not all play out (scenario.json "failed")."""
+    path = run_dir / runformat.SCENARIO_JSON
+    if not path.exists():
+        return False
+    try:
+        doc = runformat.load_json(path)
+    except FormatError:
+        return False
+    return isinstance(doc, dict) and bool(doc.get("failed"))
 
 
 def render_index(root: Path) -> str:
@@ -226,6 +285,8 @@ def render_index(root: Path) -> str:
     rows = sorted((read_row(root, d) for d in find_runs(root)), key=lambda r: (r.sort_key, r.timestamp, r.test),
                   reverse=True)
     tally = {v: sum(1 for r in rows if r.verdict == v) for v in ("valid", "invalid", "unknown")}
+    tally["expected"] = sum(1 for r in rows if r.expect_state == AS_EXPECTED)
+    tally["failures"] = sum(1 for r in rows if r.failure)
     tests = sorted({r.test for r in rows})
     generated = _dt.datetime.now(tz=_dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
     return environment().get_template("index.html.j2").render(

@@ -30,6 +30,7 @@ class Run:
     broker: BrokerEvents
     files: list[tuple[str, int]] = field(default_factory=list)  # (relative path, bytes)
     notes: list[str] = field(default_factory=list)
+    scenario: dict[str, Any] | None = None   # scenario.json: a scenario run's steps as they played
     processes: ProcessOps = field(default_factory=ProcessOps)  # every client operation by process
 
     @property
@@ -105,7 +106,11 @@ def load_run(run_dir: Path) -> Run:
     final = None
     if (run_dir / runformat.FINAL_JSON).exists():
         final = _optional_json(run_dir / runformat.FINAL_JSON, "", notes)
-    wanted = set(referenced_indexes(results))
+    scenario = None
+    if (run_dir / runformat.SCENARIO_JSON).exists():
+        scenario = _optional_json(run_dir / runformat.SCENARIO_JSON, "the scenario's steps are unknown", notes)
+        scenario = scenario if isinstance(scenario, dict) and isinstance(scenario.get("steps"), list) else None
+    wanted = set(referenced_indexes(results)) | set(step_indexes(scenario))
     processes = ProcessOps(pinned=wanted)
     history = scan_history(history_path, wanted=wanted, ops=processes)
     if history.torn_lines:
@@ -124,5 +129,15 @@ def load_run(run_dir: Path) -> Run:
     if start is None and broker.partitions:
         notes.append("test.json has no start_wall_ns: broker events are placed relative to the first event.")
     return Run(run_dir=run_dir, test=test, results=results, final=final, history=history,
-               partitions=partitions, broker=broker, files=list_files(run_dir), notes=notes,
+               partitions=partitions, broker=broker, files=list_files(run_dir), notes=notes, scenario=scenario,
                processes=processes)
+
+
+def step_indexes(scenario: dict[str, Any] | None) -> list[int]:
+    """The first history entry each scenario step wrote (the report links the step to it)."""
+    out = []
+    for st in (scenario or {}).get("steps") or []:
+        first, end = (st.get("first_index"), st.get("end_index")) if isinstance(st, dict) else (None, None)
+        if isinstance(first, int) and isinstance(end, int) and end > first:
+            out.append(first)
+    return out

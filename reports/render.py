@@ -14,6 +14,7 @@ from typing import Any
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup
 
+from rundir.expectation import judge
 from rundir.verdict import reason_text
 from rundir import formats as runformat
 from rundir.kinds import PROTOCOL_NAMES
@@ -227,6 +228,28 @@ def partition_nodes(pe, nodes: list[str], controllers: set[str]) -> list[str]:
     return picked or [n for n in nodes if n not in controllers]
 
 
+def step_rows(run: Run) -> list[dict[str, Any]]:
+    """A scenario run's steps as they played (scenario.json): number, what, outcome, times, detail, and
+    the history entries it wrote (linked when the excerpt holds the first)."""
+    rows = []
+    for st in (run.scenario or {}).get("steps") or []:
+        if not isinstance(st, dict):
+            continue
+        args = st.get("args") if isinstance(st.get("args"), dict) else {}
+        first, end = st.get("first_index"), st.get("end_index")
+        wrote = isinstance(first, int) and isinstance(end, int) and end > first
+        start_ns, end_ns = st.get("start_ns"), st.get("end_ns")
+        rows.append({"step": st.get("step"), "do": str(st.get("do") or "?"),
+                     "args": ", ".join(f"{k}={show(v)}" for k, v in args.items()),
+                     "note": str(st.get("note") or ""), "outcome": str(st.get("outcome") or "not played"),
+                     "start_s": start_ns / 1e9 if isinstance(start_ns, int) else None,
+                     "end_s": end_ns / 1e9 if isinstance(end_ns, int) else None,
+                     "detail": str(st.get("detail") or ""), "expected": st.get("expected"), "seen": st.get("seen"),
+                     "first_index": first if wrote else None, "last_index": end - 1 if wrote else None,
+                     "linked": wrote and first in run.history.excerpt})
+    return rows
+
+
 def context(run: Run) -> dict[str, Any]:
     h = run.history
     test = run.test
@@ -261,7 +284,13 @@ def context(run: Run) -> dict[str, Any]:
     fault_ids = unique_fault_ids(h.faults)
     processes = page_data(run.processes, h.faults, {i: charts.fault_anchor(w.id) for i, w in enumerate(h.faults)
                                                     if i in fault_ids})
+    scenario_failed = (run.scenario or {}).get("failed") if run.scenario else None
     return {
+        "expectation": judge(test.get("expect"), run.results,
+                             not_played="a step did not play out" if scenario_failed else None),
+        "steps": step_rows(run),
+        "scenario_failed": str(scenario_failed or ""),
+        "kind": str(test.get("kind") or "run"),
         "test": test,
         "name": str(test.get("name") or run.run_dir.name),
         "run_id": str(test.get("run_id") or run.run_dir.name),
@@ -273,7 +302,7 @@ def context(run: Run) -> dict[str, Any]:
         "checked": run.results is not None,
         "kinds": kinds,
         "failing": [k for k in kinds if k.count > 0],
-        "config_summary": summary(test.get("config") or {}, limit=12),
+        "config_summary": summary(test.get("config") or {}, limit=12, kind=str(test.get("kind") or "run")),
         "config_flat": [(k, show(v)) for k, v in flatten(test.get("config") or {})] if test.get("config") else [],
         "versions": test.get("versions") or {},
         "backend": (test.get("cluster") or {}).get("backend", "unknown"),

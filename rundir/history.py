@@ -42,6 +42,12 @@ class History:
     def elapsed_ns(self) -> int:
         return self._clock() - self._t0
 
+    @property
+    def next_index(self) -> int:
+        """The index the next operation will get (so the ones written since a moment are [then, now))."""
+        with self._lock:
+            return self._index
+
     # --- operations --------------------------------------------------------------------------
     def invoke(self, process: int | str, f: str, value: dict[str, Any]) -> dict[str, Any]:
         return self._write(process, "invoke", f, value, None)

@@ -261,8 +261,8 @@ def explore(settings: Any, *, seed: Any, schedules: int | None = None, budget_s:
     first finding (time to first failure). keep_per_invariant: with first_per_invariant False, keep at
     most this many findings of each invariant (the first ones, so memory stays bounded on a long search;
     `found` still counts them all). swarm: swarm testing (module docstring). progress(schedules,
-    events, findings) is called in this process after each chunk of schedules, `findings` being the
-    list so far.
+    events, found) is called in this process after each chunk of schedules, `found` being the failing
+    schedules so far per invariant (every one, kept or not: what the result's `found` will say).
     """
     if schedules is None and budget_s is None:
         raise ValueError("explore: give schedules or budget_s")
@@ -287,7 +287,7 @@ def explore(settings: Any, *, seed: Any, schedules: int | None = None, budget_s:
 
     def report():
         if progress is not None:
-            progress(merge.schedules, merge.events, list(merge.findings))
+            progress(merge.schedules, merge.events, dict(merge.found))
 
     if workers == 1:
         for start, stop in chunks():

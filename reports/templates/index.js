@@ -8,7 +8,10 @@
   function apply() {
     var v = verdict.value, t = test.value, n = 0;
     rows.forEach(function (r) {
-      var ok = (!v || r.getAttribute("data-verdict") === v) && (!t || r.getAttribute("data-test") === t);
+      var match = !v || r.getAttribute("data-verdict") === v ||
+          (v === "failures" && r.getAttribute("data-failure") === "1") ||
+          (v === "expected" && r.getAttribute("data-expect") === "as-expected");
+      var ok = match && (!t || r.getAttribute("data-test") === t);
       r.hidden = !ok;
       if (ok) n += 1;
     });

@@ -110,9 +110,12 @@ def test_first_per_invariant_keeps_one_finding_per_invariant():
 
 def test_progress_is_called_with_growing_counts_and_ends_at_the_result():
     calls = []
-    r = ex.explore(HW_ACKS1, seed=2, schedules=60, progress=lambda s, e, f: calls.append((s, e, len(f))))
+    r = ex.explore(HW_ACKS1, seed=2, schedules=60, first_per_invariant=False, keep_per_invariant=2,
+                   progress=lambda s, e, f: calls.append((s, e, dict(f))))
     assert [c[0] for c in calls] == [25, 50, 60]
-    assert calls[-1] == (r.schedules, r.events, len(r.findings))
+    assert calls[-1] == (r.schedules, r.events, r.found)
+    # every failing schedule counts, not just the ones kept (at most 2 per invariant here)
+    assert sum(r.found.values()) > len(r.findings)
     assert all(a[1] <= b[1] for a, b in zip(calls, calls[1:]))
 
 

@@ -61,7 +61,7 @@ def test_seed_data_loss_scenario_on_docker(tmp_path, truncation, exit_code, kind
     """Detected in hw mode; the same steps in leader-epoch mode lose nothing (so the detection is the
     broker's truncation, not an artefact of the backend)."""
     from harness import scenario as scenario_mod
-    from harness.run_output import found_kinds
+    from rundir.expectation import found_kinds
     from harness.scenario_runner import run_scenario
     sc = scenario_mod.load(REPO / "scenarios" / "seed-data-loss.toml", truncation=truncation)
     sc.config.cluster.backend = "docker"

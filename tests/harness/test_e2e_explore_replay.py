@@ -95,8 +95,9 @@ def test_acks_all_hw_finding_replays_as_lost_write_in_hw_and_valid_in_leader_epo
     n3 first hears that n2 leads and cuts v1 to its HW. Its file has v1 as a produce that does not wait."""
     r = run_highwater("explore", *ACKS_ALL, "--out", str(tmp_path / "explore"), "--plain", timeout=300)
     assert r.returncode == 1, r.stderr
-    explore_json = Path(r.stdout.strip().splitlines()[-1])
-    assert explore_json.name == "explore.json", r.stdout
+    page = Path(r.stdout.strip().splitlines()[-1])
+    assert page.name == "explore.html", r.stdout
+    explore_json = page.with_name("explore.json")
     doc = load_json(explore_json)
     f = doc["findings"][0]
     assert (f["invariant"], f["index"], f["shrunk_length"]) == ("no-acked-loss", 144, 13), f

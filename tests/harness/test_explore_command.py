@@ -88,13 +88,13 @@ def test_progress_off_a_terminal_is_plain_lines_every_interval():
     clock.now += 3.0
     p(1000, 50000, [type("F", (), {"invariant": "no-acked-loss"})()])
     assert stream.lines == ["highwater explore: 1,000 schedules (200/s) · 50,000 events · "
-                            "findings 1 (no-acked-loss 1) · 15 s left"]
+                            "failing schedules 1 (no-acked-loss 1) · 15 s left"]
     clock.now += 1.0
     p({"schedules": 1100, "events": 55000, "findings": 2})
     assert len(stream.lines) == 1
     p.close()
     p.close()                                                   # closing twice prints once
-    assert stream.lines[1:] == ["highwater explore: 1,100 schedules (183/s) · 55,000 events · findings 2 · 14 s left"]
+    assert stream.lines[1:] == ["highwater explore: 1,100 schedules (183/s) · 55,000 events · failing schedules 2 · 14 s left"]
 
 
 # --- real explorations (simulator/) ------------------------------------------------------------------
@@ -108,8 +108,9 @@ def test_hw_acks1_finds_lost_write_prints_the_story_and_writes_the_scenario(tmp_
     code, out, err = run_cli(capsys, *UNSAFE, "--seed", "1", "--budget", "8", "--shrink-budget", "10",
                              "--out", str(out_dir), "--plain")
     assert code == 1, err
-    path = Path(out[-1])
-    assert path.name == "explore.json" and path.parent.parent == out_dir / "explore"
+    page = Path(out[-1])                    # the exploration's page last (reports/explore_page.py)
+    assert page.name == "explore.html" and page.parent.parent == out_dir / "explore"
+    path = page.with_name("explore.json")
     assert (out_dir / "explore" / "latest").resolve() == path.parent.resolve()
     doc = json.loads(path.read_text())
     assert doc["kind"] == "explore" and doc["seed"] == 1 and doc["exit_code"] == 1
@@ -132,7 +133,7 @@ def test_hw_acks1_finds_lost_write_prints_the_story_and_writes_the_scenario(tmp_
     from harness import scenario as scenario_mod          # a file `highwater scenario` accepts
     sc = scenario_mod.load(scenario, truncation="hw")
     assert sc.config.broker.truncation == "hw" and "lost-write" in sc.expect["hw"]
-    # the command prints each finding's story and scenario path, then the verdict; explore.json last
+    # the command prints each finding's story and scenario path, then the verdict; its page last
     text = "\n".join(err)
     assert "finding" in text and "no-acked-loss (expected: this configuration does not promise it)" in text
     assert f"scenario file: {scenario}" in text
@@ -147,7 +148,7 @@ def test_same_seed_same_schedules_and_findings(tmp_path, capsys):
         code, out, err = run_cli(capsys, *UNSAFE, "--seed", "5", "--schedules", "300", "--shrink-budget", "5",
                                  "--out", str(tmp_path / f"r{k}"), "--plain")
         assert code in (0, 1), err
-        docs.append(json.loads(Path(out[-1]).read_text()))
+        docs.append(json.loads(Path(out[-1]).with_name("explore.json").read_text()))
     a, b = docs
     assert (a["schedules"], a["events"], a["findings_by_invariant"]) == (b["schedules"], b["events"],
                                                                       b["findings_by_invariant"])
@@ -158,7 +159,7 @@ def test_same_seed_same_schedules_and_findings(tmp_path, capsys):
 def test_leader_epoch_safe_finds_nothing_within_the_budget(tmp_path, capsys):
     code, out, err = run_cli(capsys, *SAFE, "--seed", "3", "--budget", "4", "--out", str(tmp_path), "--plain")
     assert code == 0, err
-    doc = json.loads(Path(out[-1]).read_text())
+    doc = json.loads(Path(out[-1]).with_name("explore.json").read_text())
     assert doc["findings"] == [] and doc["findings_total"] == 0 and doc["exit_code"] == 0
     assert "no-acked-loss" in doc["promises"]
     assert doc["schedules"] > 0
@@ -217,7 +218,7 @@ def test_hw_finding_is_shrunk_to_a_faithful_hw_only_story(tmp_path, capsys):
     code, out, err = run_cli(capsys, *UNSAFE, "--seed", "3", "--schedules", "300", "--shrink-budget", "10",
                              "--out", str(tmp_path), "--plain")
     assert code == 1, err
-    doc = json.loads(Path(out[-1]).read_text())
+    doc = json.loads(Path(out[-1]).with_name("explore.json").read_text())
     f = doc["findings"][0]
     assert (f["invariant"], f["first_index"], f["index"]) == ("no-acked-loss", 1, 5)
     assert f["shrunk_for"] == "faithful replay, leader-epoch holds it"
@@ -243,7 +244,7 @@ def test_a_finding_no_condition_can_keep_is_still_shrunk_and_says_so(tmp_path, c
     code, out, err = run_cli(capsys, *UNSAFE, "--seed", "1", "--schedules", "20", "--shrink-budget", "5",
                              "--out", str(tmp_path), "--plain")
     assert code == 1, err
-    doc = json.loads(Path(out[-1]).read_text())
+    doc = json.loads(Path(out[-1]).with_name("explore.json").read_text())
     f = doc["findings"][0]
     assert (f["index"], f["first_index"], f["shrunk_for"]) == (0, 0, "same invariant only")
     assert f["shrunk_length"] == 6 and f["story"][4:6] == [

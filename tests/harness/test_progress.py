@@ -32,12 +32,11 @@ def test_plain_display_lines():
     assert summary_line(p) == ("[ running] elapsed   3.0s remaining  27.0s | send ok=5 fail=1 info=0 | "
                                "faults: kill n2")
     out = io.StringIO()
-    d = Display(lambda: p, stream=out, interval_s=3600)
-    d.update()
+    d = Display(lambda: p, stream=out, interval_s=3600)      # no phase clock: said at once
+    d.update()                      # the phase starts: said at once
     d.update()                      # within the interval: no second line
     d.close()                       # the closing line is always printed
-    assert out.getvalue().count("\n") == 2
-    assert out.getvalue().splitlines()[0] == summary_line(p)
+    assert out.getvalue().splitlines() == ["highwater: workload ...", summary_line(p)]
 
 
 class FakeClock:
@@ -100,16 +99,16 @@ def test_plain_display_prints_one_line_per_phase_through_the_end():
     t = FakeClock()
     ph = PhaseClock(clock=t)
     out = io.StringIO()
-    d = Display(_source(ph, {}), stream=out, interval_s=5.0, clock=t)
+    d = Display(_source(ph, {}), stream=out, interval_s=5.0, clock=t, announce_after_s=0)
     ph.start("running")
-    d.update()                            # the workload: a counts line every interval
+    d.update()                            # the workload starts: said at once, then counts every interval
     t.advance(2.0)
     d.update()                            # within the interval: nothing
     t.advance(3.0)
     d.update()
     ph.start("final")
     t.advance(12.3)
-    d.update()                            # the final wait is under way: no line yet, no redraw
+    d.update()                            # the workload's end, and the final wait's start (late: 12.3 s)
     d.update()
     ph.start("final-reads")
     t.advance(0.7)
@@ -128,12 +127,14 @@ def test_plain_display_prints_one_line_per_phase_through_the_end():
     lines = out.getvalue().splitlines()
     counts = "send ok=5 fail=0 info=1 | faults: none"
     assert lines == [
-        f"[ running] elapsed   0.0s | {counts}",
+        "highwater: workload ...",
         f"[ running] elapsed   0.0s | {counts}",
         "highwater: workload 5.0 s",
+        "highwater: final wait ...",
         "highwater: final wait 12.3 s",
         "highwater: final reads 0.7 s",
         "highwater: collecting replicas 1.1 s",
+        "highwater: checking: reading input ...",
         "highwater: checking: reading input 0.4 s",
         "highwater: checking: statistics 3.2 s",
         "highwater: checking 3.6 s",
@@ -177,3 +178,32 @@ def test_terminal_panel_redraws_the_phase_by_itself():
     d.close()
     assert "writing report" in out.getvalue()
     assert "highwater: phases: workload " in out.getvalue().splitlines()[-1]
+
+
+def test_plain_display_says_every_interval_that_a_long_phase_goes_on():
+    """A CI log is never silent for longer than the interval: a phase without operation counts (the
+    final wait, a checker step) gets a line with its elapsed time every interval."""
+    t = FakeClock()
+    ph = PhaseClock(clock=t)
+    out = io.StringIO()
+    d = Display(_source(ph, {}), stream=out, interval_s=5.0, clock=t)
+    ph.start("check")
+    ph.step("reading input")
+    d.update()
+    t.advance(0.5)
+    d.update()                            # a quick step: only its end is said
+    ph.step("statistics")
+    d.update()
+    for _ in range(13):
+        t.advance(1.0)
+        d.update()
+    ph.finish()
+    d.update()
+    assert out.getvalue().splitlines() == [
+        "highwater: checking: reading input 0.5 s",
+        "highwater: checking: statistics ...",          # said once it has lasted a second
+        "highwater: checking: statistics 6.0 s so far",
+        "highwater: checking: statistics 11.0 s so far",
+        "highwater: checking: statistics 13.0 s",
+        "highwater: checking 13.5 s",
+    ]

@@ -168,7 +168,7 @@ def test_real_explorations_met_and_not_met_in_suite_json_junit_and_page(tmp_path
     assert f["expected"] is True and f["story"] and f["shrunk_length"] <= f["original_length"]
     assert (runner.path / rep["run_dir"] / "explore.json").exists()
     assert (runner.path / rep["run_dir"] / f["scenario"]).exists()
-    assert rep["report"] == rep["run_dir"] + "/explore.json"
+    assert rep["report"] == rep["run_dir"] + "/explore.html"         # its page (reports/explore_page.py)
     assert by["safe-found"]["message"].startswith("expected to find a violation, but no repeat did: repeat 1 found "
                                                   "nothing in ")
     assert by["hw-acks1-none"]["message"].startswith("expected no finding, but 1 of 1 repeats found one: repeat 1 "

@@ -47,7 +47,7 @@ class FakeRuns:
     def clock(self) -> float:
         return self.now
 
-    def __call__(self, cfg, session_hook=None):
+    def __call__(self, cfg, session_hook=None, extra_record=None):
         k = self.count[cfg.name] = self.count.get(cfg.name, 0) + 1
         self.calls.append((cfg.name, cfg.time_limit, cfg.results_dir, cfg.seed))
         run_dir = Path(cfg.results_dir) / cfg.name / f"run{k}"
@@ -152,7 +152,7 @@ def test_interrupt_skips_the_rest(tmp_path):
     runner, fake = make(tmp_path, {"hw": {1}})
     original = fake.__call__
 
-    def interrupting(cfg, session_hook=None):
+    def interrupting(cfg, session_hook=None, extra_record=None):
         out = original(cfg, session_hook)
         runner.request_interrupt("SIGINT")
         return out

@@ -74,16 +74,18 @@ safe = true
                    "anomalies": {"lost-write": {"count": lost}, "divergence": {"count": 0}}}
         return RunOutcome(run_dir, 1 if lost else 0, results, run_dir / "report.html", [], False, None)
 
-    def scenario_fn(scenario_path, cfg, session_hook=None):
-        replayed.append((scenario_path.name, cfg.broker.truncation, cfg.name))
+    def scenario_fn(scenario_path, cfg, session_hook=None, extra_record=None):
+        replayed.append((scenario_path.name, cfg.broker.truncation, cfg.name, extra_record))
         return outcome(cfg, 1)
 
-    def run_fn(cfg, session_hook=None):
-        random_runs.append(cfg.name)
+    def run_fn(cfg, session_hook=None, extra_record=None):
+        random_runs.append((cfg.name, extra_record))
         return outcome(cfg, 0)
 
     run = SuiteRun(load_suite(path), tmp_path / "results", run_fn=run_fn, scenario_fn=scenario_fn)
     assert run.run() == 0
-    assert replayed == [("seed-data-loss.toml", "hw", "loss-hw")]
-    assert random_runs == ["random"]
+    # each run is told the suite's expectation, for its test.json (its report and the index judge it)
+    assert replayed == [("seed-data-loss.toml", "hw", "loss-hw",
+                         {"expect": {"by": "suite", "kinds": ["lost-write"], "mode": "hw"}})]
+    assert random_runs == [("random", {"expect": {"by": "suite", "kinds": [], "mode": "leader-epoch"}})]
     assert [o.status for o in run.outcomes] == ["passed", "passed"]

@@ -28,7 +28,7 @@ def build_results(root):
 def rows_of(html):
     runs = html[html.index('<table class="grid-table runs">'):]   # the suites table comes first when there is one
     body = runs[runs.index("<tbody>"):runs.index("</tbody>")]
-    return re.findall(r'<tr class="run row-(\w+)" data-verdict="(\w+)" data-test="([^"]*)">(.*?)</tr>', body, re.S)
+    return re.findall(r'<tr class="run row-(\w+)[^"]*" data-verdict="(\w+)" data-test="([^"]*)"[^>]*>(.*?)</tr>', body, re.S)
 
 
 def test_index_lists_every_run_newest_first(tmp_path):
