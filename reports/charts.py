@@ -54,7 +54,7 @@ def fault_bands(frame: Frame, x: Linear, faults: list[FaultWindow], *, labels: b
         # a label that would run past the chart's right edge ends at the edge instead (right-aligned)
         right_edge = frame.width - 2
         start = min(x0, right_edge - est)
-        anchor = f' text-anchor="end"' if start < x0 else ""
+        anchor = ' text-anchor="end"' if start < x0 else ""
         tx = right_edge if start < x0 else x0
         for row in range(LABEL_ROWS):
             if start > row_end[row] + 8:

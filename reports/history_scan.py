@@ -7,7 +7,9 @@ The report never holds the whole history. It reads the file once, line by line, 
 - the nemesis fault windows (start completion to stop completion with the same id);
 - the `final-state` operations;
 - the history lines that anomaly examples refer to, with a little context and the matching
-  invoke / completion, so the report can show and link them.
+  invoke / completion, so the report can show and link them;
+- when given a collector (`ops`, e.g. reports/process_timeline.py's ProcessOps), every client operation:
+  `ops.add(process, invoke, completion)` per completion, then `ops.finish(open invokes, end_ns)`.
 The bucket width is chosen from the history's last timestamp (read from the file's tail first).
 """
 from __future__ import annotations
@@ -132,7 +134,7 @@ def _percentiles(values: list[int]) -> tuple[float, float, float]:
 
 
 def scan_history(path: Path, *, wanted: set[int] | frozenset[int] = frozenset(), context: int = 2,
-                 max_points: int = 6000) -> HistorySummary:
+                 max_points: int = 6000, ops: Any = None) -> HistorySummary:
     """Read history.jsonl once and summarise it (see the module docstring)."""
     path = Path(path)
     if not path.exists():
@@ -205,6 +207,8 @@ def scan_history(path: Path, *, wanted: set[int] | frozenset[int] = frozenset(),
                     pending[process] = op
                     continue
                 inv = pending.pop(process, None)
+                if ops is not None:
+                    ops.add(process, inv, op)
                 if want_completion and process in want_completion:
                     want_completion.discard(process)
                     excerpt[idx] = op
@@ -241,6 +245,8 @@ def scan_history(path: Path, *, wanted: set[int] | frozenset[int] = frozenset(),
 
     summary.lines = line_no - len(summary.torn_lines)
     summary.unfinished = len(pending)
+    if ops is not None:
+        ops.finish(pending, end_ns)
     summary.sampled_from = completions
     for wid, o in open_faults.items():  # a fault never stopped: shade it to the end of the history
         faults.append(FaultWindow(wid, o["fault"], o["targets"], o["t"], summary.duration_s, o["index"], None,

@@ -17,6 +17,7 @@ from reports.anomalies import referenced_indexes
 from reports.broker_events import BrokerEvents, read_broker_events
 from reports.history_scan import HistorySummary, scan_history
 from reports.partitions import PartitionView, build_views
+from reports.process_timeline import ProcessOps
 
 @dataclass
 class Run:
@@ -30,6 +31,7 @@ class Run:
     files: list[tuple[str, int]] = field(default_factory=list)  # (relative path, bytes)
     notes: list[str] = field(default_factory=list)
     scenario: dict[str, Any] | None = None   # scenario.json: a scenario run's steps as they played
+    processes: ProcessOps = field(default_factory=ProcessOps)  # every client operation by process
 
     @property
     def verdict(self) -> str:
@@ -109,7 +111,8 @@ def load_run(run_dir: Path) -> Run:
         scenario = _optional_json(run_dir / runformat.SCENARIO_JSON, "the scenario's steps are unknown", notes)
         scenario = scenario if isinstance(scenario, dict) and isinstance(scenario.get("steps"), list) else None
     wanted = set(referenced_indexes(results)) | set(step_indexes(scenario))
-    history = scan_history(history_path, wanted=wanted)
+    processes = ProcessOps(pinned=wanted)
+    history = scan_history(history_path, wanted=wanted, ops=processes)
     if history.torn_lines:
         notes.append(f"history.jsonl ends in a torn line (line {history.torn_lines[-1]}), ignored: "
                      "the run's writer stopped mid-line.")
@@ -126,7 +129,8 @@ def load_run(run_dir: Path) -> Run:
     if start is None and broker.partitions:
         notes.append("test.json has no start_wall_ns: broker events are placed relative to the first event.")
     return Run(run_dir=run_dir, test=test, results=results, final=final, history=history,
-               partitions=partitions, broker=broker, files=list_files(run_dir), notes=notes, scenario=scenario)
+               partitions=partitions, broker=broker, files=list_files(run_dir), notes=notes, scenario=scenario,
+               processes=processes)
 
 
 def step_indexes(scenario: dict[str, Any] | None) -> list[int]:

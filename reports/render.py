@@ -23,6 +23,7 @@ from reports.anomalies import MAX_EXAMPLES_SHOWN, anomaly_kinds, example_times, 
 from reports.config_summary import flatten, show, summary
 from reports.jsonfast import dumps_compact
 from reports.load import Run, load_run
+from reports.process_timeline import page_data
 from reports.story import page_teller
 from reports.svg import fmt_count, fmt_seconds
 from reports.totals import kind_bands, partition_totals
@@ -280,6 +281,9 @@ def context(run: Run) -> dict[str, Any]:
     if root is not None:
         index_link = os.path.relpath(root / "index.html", run.run_dir.resolve()).replace(os.sep, "/")
     cluster_nodes = ((test.get("cluster") or {}).get("nodes") or {})
+    fault_ids = unique_fault_ids(h.faults)
+    processes = page_data(run.processes, h.faults, {i: charts.fault_anchor(w.id) for i, w in enumerate(h.faults)
+                                                    if i in fault_ids})
     scenario_failed = (run.scenario or {}).get("failed") if run.scenario else None
     return {
         "expectation": judge(test.get("expect"), run.results,
@@ -314,7 +318,8 @@ def context(run: Run) -> dict[str, Any]:
         "view_partitions": {pv.partition for pv in run.partitions},
         "span": charts.fmt_span,
         "fault_anchor": charts.fault_anchor,
-        "fault_ids": unique_fault_ids(h.faults),
+        "fault_ids": fault_ids,
+        "ptl": processes,
         "throughput_svg": Markup(charts.throughput(h)),
         "latency_svgs": [(f, Markup(charts.latency(h, f))) for f in latency_fs],
         "fault_kinds": charts.legend_items(h.faults),
@@ -338,6 +343,7 @@ def context(run: Run) -> dict[str, Any]:
         "index_link": index_link,
         "css": asset("report.css"),
         "js": asset("report.js"),
+        "ptl_js": asset("process_timeline.js"),
         "generated": _dt.datetime.now(tz=_dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"),
     }
 

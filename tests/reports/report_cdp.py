@@ -2,8 +2,9 @@
 
 Launches `chromium` with a fresh profile and `--remote-debugging-port=0`, reads the port Chromium chose
 from DevToolsActivePort, opens a page target with a flat session, records every network request the page
-makes (Network.requestWillBeSent), evaluates JavaScript and takes full-page screenshots. Chromium's own
-background traffic is switched off by flags; the process is always terminated on close.
+makes (Network.requestWillBeSent), evaluates JavaScript, sends real mouse events and takes full-page
+screenshots. Chromium's own background traffic is switched off by flags; the process is always terminated
+on close.
 """
 from __future__ import annotations
 
@@ -148,6 +149,20 @@ class Page:
         if "exceptionDetails" in result:
             raise RuntimeError(f"javascript error: {result['exceptionDetails']}")
         return result.get("result", {}).get("value")
+
+    def mouse(self, kind: str, x: float, y: float, *, pressed: bool = False) -> None:
+        """A real mouse event at viewport coordinates: kind mouseMoved / mousePressed / mouseReleased
+        (the left button; `pressed`: it is held down while moving)."""
+        params: dict[str, Any] = {"type": kind, "x": x, "y": y, "button": "left" if kind != "mouseMoved" or pressed
+                                  else "none", "buttons": 1 if pressed or kind == "mousePressed" else 0}
+        if kind in ("mousePressed", "mouseReleased"):
+            params["clickCount"] = 1
+        self.browser.send("Input.dispatchMouseEvent", params, self.session)
+
+    def click_at(self, x: float, y: float) -> None:
+        self.mouse("mouseMoved", x, y)
+        self.mouse("mousePressed", x, y)
+        self.mouse("mouseReleased", x, y)
 
     def screenshot(self, path: Path, *, full_page: bool = True, max_height: int = 16000) -> Path:
         params: dict[str, Any] = {"format": "png"}
