@@ -25,6 +25,23 @@ from reports.totals import LOST, partition_totals
 EXPLANATIONS: dict[str, str] = {k.name: k.explanation for k in kinds.KINDS}
 
 PREFERRED = ("partition", "offset", "value", "index", "time", "committed")
+# what the tables call the checker's field names (the name itself is the header's tooltip, and each example's
+# JSON is one click away); a field not listed here is shown with spaces for underscores
+LABELS = {"index": "history #", "invoke_index": "invoked at", "time": "time", "committed": "committed",
+          "final_values_at_offset": "final log at the acked offset", "at_offset": "holds at the acked offset",
+          "value_at": "holds the value at offset",
+          "crc_ok": "CRC ok", "hw": "HW", "leo": "LEO", "isr": "ISR", "acked_epoch": "acked in epoch",
+          "epoch": "epoch", "values": "values", "first_index": "first at", "last_index": "last at"}
+
+
+def label(name: str) -> str:
+    """A field name for people: 'final_values_at_offset' -> 'final log at this offset'; an unlisted
+    '*_index' field 'x (history #)', anything else its words."""
+    if name in LABELS:
+        return LABELS[name]
+    if name.endswith("_index"):
+        return f"{name[:-len('_index')].replace('_', ' ')} (history #)"
+    return name.replace("_", " ")
 MAX_EXAMPLES_SHOWN = 50
 MAX_LIST_ITEMS = 12   # nested list entries shown in one cell
 MAX_SCALARS = 40      # numbers shown in one cell's list
@@ -91,6 +108,12 @@ class AnomalyKind:
     more: int  # examples the checker counted but the report does not list
     reported: bool = True
     stories: list[Markup] = field(default_factory=list)  # per row: what happened (reports/story.py), or ""
+    raw: list[str] = field(default_factory=list)          # per row: the example as the checker wrote it (JSON)
+
+    @property
+    def headers(self) -> list[tuple[str, str]]:
+        """(label for people, the checker's field name) per column."""
+        return [(label(c), c) for c in self.columns]
 
 
 def story_html(story: Any) -> Markup:
@@ -111,7 +134,7 @@ def _scalar(value: Any, key: str | None) -> str:
             and not isinstance(value, bool):
         return f"{value / 1e9:.3f} s"
     if value is None:
-        return "null"   # as in results.json: value_at=null is "this replica does not hold it"
+        return "none"   # results.json's null: value_at none is "this replica does not hold it"
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, str):
@@ -141,11 +164,11 @@ def _tokens(value: Any, key: str | None, depth: int) -> list[tuple[str, Any]]:
             if depth == 0 and not flat:
                 if n:
                     out.append(("br", ""))
-                out += [("key", f"{k}: ")] + _tokens(v, str(k), depth + 1)
+                out += [("key", f"{label(str(k))}: ")] + _tokens(v, str(k), depth + 1)
             else:
                 if n:
-                    out.append(("text", "  "))
-                out += [("key", f"{k}=")] + _tokens(v, str(k), depth + 1)
+                    out.append(("text", "; "))
+                out += [("key", f"{label(str(k))} ")] + _tokens(v, str(k), depth + 1)
         return out if depth <= 1 else [("text", "{")] + out + [("text", "}")]
     if isinstance(value, list):
         if all(not isinstance(v, (dict, list)) for v in value):
@@ -204,18 +227,21 @@ def anomaly_kinds(results: dict[str, Any] | None, offset_anchors: set[tuple[int,
         if kind == LOST:
             explanation += loss_shape_sentence(results)
         out.append(AnomalyKind(kind, count, bool(body.get("fails_run", True)), explanation,
-                               columns, rows, max(0, count - len(shown)), stories=stories))
+                               columns, rows, max(0, count - len(shown)), stories=stories,
+                               raw=[dumps_compact(e) for e in shown]))
     return out
 
 
 def loss_shape_sentence(results: dict[str, Any] | None) -> str:
-    """Where the lost writes fall in each partition's acknowledged sequence (results.json `loss_shape`),
-    as a sentence after the lost-write explanation: ' Lost, by place in the acknowledged sequence
-    (offset order): partition 0: prefix 3 (1 run), middle 0, suffix 12 (2 runs).' Empty without it."""
+    """Where the lost writes fall among each partition's acknowledged writes (results.json `loss_shape`),
+    as a sentence after the lost-write explanation: ' Where they sit among the acknowledged writes of
+    their partition, in offset order (a stretch is a run of consecutive acknowledged writes that were all lost):
+    partition 0: 3 at the start (in 1 stretch), 12 at the end (in 2 stretches).' Empty without it."""
     shapes = [(p, t.shape_text) for p, t in partition_totals(results).items() if t.shape_text]
     if not shapes:
         return ""
-    return (" Lost, by place in the acknowledged sequence (offset order): "
+    return (" Where they sit among the acknowledged writes of their partition, in offset order (a stretch is a run "
+            "of consecutive acknowledged writes that were all lost): "
             + "; ".join(f"partition {p}: {text}" for p, text in shapes) + ".")
 
 

@@ -16,6 +16,7 @@ from rundir import formats as runformat
 
 LOST = "lost-write"
 SHAPE_CLASSES = ("prefix", "middle", "suffix")   # and "all": every acknowledged write lost
+SHAPE_WORDS = {"prefix": "at the start", "middle": "in the middle", "suffix": "at the end"}
 
 
 def _int(v: Any) -> int | None:
@@ -74,18 +75,20 @@ class PartitionTotals:
 
     @property
     def shape_text(self) -> str | None:
-        """'prefix 3 (1 run), middle 0, suffix 12 (2 runs)', 'all 6 (every acknowledged write)', or None
-        without a loss shape (nothing lost, or a results.json written before it existed)."""
+        """'3 at the start (in 1 stretch), 12 at the end (in 2 stretches)', 'every one of its 6
+        acknowledged writes', or None without a loss shape (nothing lost, or a results.json written
+        before it existed)."""
         if not self.shape:
             return None
         every = self.shape.get("all", (0, 0))[0]
         if every:
-            return f"all {every:,} (every acknowledged write)"
+            return f"every one of its {every:,} acknowledged writes"
         parts = []
         for c in SHAPE_CLASSES:
             n, runs = self.shape.get(c, (0, 0))
-            parts.append(f"{c} {n:,} ({runs:,} run{'' if runs == 1 else 's'})" if n else f"{c} 0")
-        return ", ".join(parts)
+            if n:
+                parts.append(f"{n:,} {SHAPE_WORDS[c]} (in {runs:,} stretch{'' if runs == 1 else 'es'})")
+        return ", ".join(parts) or "none"
 
     @property
     def lost_text(self) -> str:

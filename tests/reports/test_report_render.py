@@ -94,8 +94,9 @@ def test_each_anomaly_kind_explained_with_examples_linked_to_history(invalid_rep
         assert f'&#34;value&#34;:{v},&#34;offset&#34;:{v}' in row
     assert f"h-{i7 - 1}" in page.ids  # the invoke of value 7 comes along
     # extra example fields are rendered generically, escaped
-    assert "<th>note</th>" in lost and "<th>epoch</th>" in lost
-    assert "<th>replicas</th>" in section(html, "anomalies")
+    assert '<th title="results.json field: note">note</th>' in lost and '">epoch</th>' in lost
+    assert '<th title="results.json field: replicas">replicas</th>' in section(html, "anomalies")
+    assert '<summary>JSON</summary>' in lost                  # the checker's own example, one click away
     # the example's offset links to its row in the replica logs
     assert 'href="#p0-o7"' in lost and "p0-o7" in page.ids
     # anomaly kinds with no examples are listed as such
@@ -327,12 +328,13 @@ def test_unknown_anomaly_kind_and_extra_fields_render_generically(tmp_path):
     art = html[html.index('id="kind-split-brain"'):]
     art = art[:art.index("</article>")]
     assert "does not fail the run" in art
-    for col in ("partition", "leaders", "read_index", "indices", "detail"):
-        assert f"<th>{col}</th>" in art
+    for col, shown in (("partition", "partition"), ("leaders", "leaders"), ("read_index", "read (history #)"),
+                       ("indices", "indices"), ("detail", "detail")):
+        assert f'<th title="results.json field: {col}">{shown}</th>' in art
     assert 'href="#h-3"' in art and 'href="#h-4"' in art and 'href="#h-5"' in art
     assert "h-3" in Page(html).ids
     # nested history indexes are links too, and their entries are in the excerpt
-    assert 'index=</span><a class="hlink" href="#h-6">#6</a>' in art and 'href="#h-7"' in art
+    assert 'history # </span><a class="hlink" href="#h-6">#6</a>' in art and 'href="#h-7"' in art
     assert {"h-6", "h-7"} <= Page(html).ids
-    assert '<span class="k">time=</span>0.001 s' in art
+    assert '<span class="k">time </span>0.001 s' in art
     assert ESCAPED.replace("&lt;", "&lt;") in art and XSS not in art

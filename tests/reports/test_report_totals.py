@@ -274,9 +274,10 @@ def test_loss_shape_per_partition_after_the_lost_write_explanation(tmp_path):
         "total": _shape(middle=(2, 2), suffix=(3, 1))}
     (run / "results.json").write_text(json.dumps(results))
     text = explain_text(write_report(run).read_text())
-    assert text.endswith(" Lost, by place in the acknowledged sequence (offset order): "
-                         "partition 0: prefix 0, middle 2 (2 runs), suffix 0; "
-                         "partition 1: prefix 0, middle 0, suffix 3 (1 run).")
+    assert text.endswith(" Where they sit among the acknowledged writes of their partition, in offset order (a "
+                         "stretch is a run of consecutive acknowledged writes that were all lost): "
+                         "partition 0: 2 in the middle (in 2 stretches); "
+                         "partition 1: 3 at the end (in 1 stretch).")
     totals = partition_totals(results)
     assert totals[0].shape == {"prefix": (0, 0), "middle": (2, 2), "suffix": (0, 0), "all": (0, 0)}
 
@@ -289,15 +290,15 @@ def test_loss_shape_of_a_partition_that_lost_everything_and_of_large_counts(tmp_
         "total": _shape(prefix=(1200, 1), middle=(3, 1), suffix=(12, 2), all=(6, 1))}
     (run / "results.json").write_text(json.dumps(results))
     text = explain_text(write_report(run).read_text())
-    assert text.endswith("partition 0: prefix 1,200 (1 run), middle 3 (1 run), suffix 12 (2 runs); "
-                         "partition 1: all 6 (every acknowledged write).")
+    assert text.endswith("partition 0: 1,200 at the start (in 1 stretch), 3 in the middle (in 1 stretch), 12 at "
+                         "the end (in 2 stretches); partition 1: every one of its 6 acknowledged writes.")
 
 
 def test_no_loss_shape_line_without_the_field(lossy2):
     """The fixture's results.json predates loss_shape (as older files do): the explanation stays as it was."""
     run, html = lossy2
     assert "loss_shape" not in json.loads((run / "results.json").read_text())["anomalies"]["lost-write"]
-    assert "acknowledged sequence" not in explain_text(html)
+    assert "Where they sit" not in explain_text(html)
     assert all(t.shape is None and t.shape_text is None for t in partition_totals(
         json.loads((run / "results.json").read_text())).values())
 
@@ -318,4 +319,4 @@ def test_loss_shape_from_the_reference_checker(tmp_path):
     assert results["anomalies"]["lost-write"]["loss_shape"]["by_partition"] == {
         "0": _shape(prefix=(1, 1), suffix=(2, 1))}
     assert explain_text(write_report(run).read_text()).endswith(
-        "(offset order): partition 0: prefix 1 (1 run), middle 0, suffix 2 (1 run).")
+        "were all lost): partition 0: 1 at the start (in 1 stretch), 2 at the end (in 1 stretch).")

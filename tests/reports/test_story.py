@@ -272,7 +272,7 @@ def test_report_shows_the_realtime_order_story(tmp_path):
     assert [re.sub(r"<[^>]+>", "", x) for x in stories] == [REALTIME_STORY]
     row = html[html.index('id="ex-realtime-order-0"'):]
     row = re.sub(r"<[^>]+>", "|", row[:row.index("</tr>")])
-    assert "|3.500 s|" in row and "|3.400 s|" in row and "|time=|2.500 s" in row   # time, invoke_time, previous
+    assert "|3.500 s|" in row and "|3.400 s|" in row and "|time |2.500 s" in row   # time, invoke_time, previous
 
 
 def test_missing_broker_logs_give_shorter_stories(run):
