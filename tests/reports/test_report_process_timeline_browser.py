@@ -180,10 +180,27 @@ def test_zoom_buttons_and_drag(browser, invalid):
     assert page.evaluate("document.getElementById('ptl').ptl.view()")[:2] == [0, 8_100_000]
 
 
-WAIT_SELECTED = """((want) => new Promise(done => { const t0 = Date.now(); (function poll() {
-  const f = document.getElementById('ptl'), r = f.getBoundingClientRect();
-  if (f.dataset.selected === want && r.top >= 0 && r.bottom <= innerHeight) return done(true);
-  if (Date.now() - t0 > 3000) return done(false); setTimeout(poll, 50); })(); }))"""
+# Resolves true once operation `want` is selected and the page has come to rest with the timeline on screen
+# (false after 10 s). The report scrolls smoothly (report.css: scroll-behavior: smooth), so after an #op-
+# link the figure enters the viewport several hundred ms before the scroll ends; a bar's box measured then
+# is not where the bar is a CDP round trip later, when its pixel is sampled (under load the page moves tens
+# of pixels in between). So: no page scroll under way (no scroll event since the last scrollend), and the
+# selection, the scroll offset and the figure's position the same in three animation frames in a row,
+# which also lets the page's requestAnimationFrame draw of the selection run first.
+WAIT_SELECTED = """((want) => new Promise(done => {
+  const f = document.getElementById('ptl');
+  let moving = false, last = null, still = 0, over = false;
+  const scrolled = () => { moving = true; }, ended = () => { moving = false; };
+  const finish = ok => { if (over) return; over = true; clearTimeout(late);
+    removeEventListener('scroll', scrolled); removeEventListener('scrollend', ended); done(ok); };
+  const late = setTimeout(() => finish(false), 10000);
+  addEventListener('scroll', scrolled); addEventListener('scrollend', ended);
+  (function frame() {
+    if (over) return;
+    const r = f.getBoundingClientRect(), at = [f.dataset.selected, scrollX, scrollY, r.left, r.top].join();
+    still = at === last ? still + 1 : 0; last = at;
+    if (f.dataset.selected === want && r.top >= 0 && r.bottom <= innerHeight && !moving && still >= 2) return finish(true);
+    requestAnimationFrame(frame); })(); }))"""
 
 
 def test_an_example_link_jumps_to_its_operation(browser, invalid):
