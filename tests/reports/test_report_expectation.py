@@ -103,3 +103,15 @@ def test_a_scenario_shows_only_the_settings_that_apply():
     assert summary(config, kind="scenario") == [("truncation", "hw"), ("acks", "1")]
     assert summary(config) == [("truncation", "hw"), ("acks", "1"), ("faults", "none"), ("time limit", "1.0"),
                                ("concurrency", "4")]
+
+
+def test_no_latency_legend_without_a_latency_chart(tmp_path):
+    from simulated_runs import RunBuilder
+    b = RunBuilder()
+    b.send(1, 0, 1, offset=0)
+    b.send(1, 0, 2, offset=1)
+    b.final(0, [1, 2])
+    run = b.write(tmp_path / "run")
+    html = write_report(run).read_text()
+    assert 'class="plot latency"' not in html and "sw line p50" not in html
+    assert "Too few operations of any kind for a latency chart" in html
