@@ -121,6 +121,10 @@ class ExploreProgress:
             self._last, self._printed = now, state
             print(f"highwater {self.line()}", file=self.stream, flush=True)
 
+    def say(self, message: str) -> None:
+        """A line of the exploration's own (its shrinking), under the progress line."""
+        print(f"highwater explore: {message}", file=self.stream, flush=True)
+
     def close(self) -> None:
         if self._closed:
             return

@@ -104,12 +104,13 @@ class SuiteRun:
                  only: str | None = None, budget_s: float | None = None,
                  run_fn: Callable[..., Any] | None = None, scenario_fn: Callable[..., Any] | None = None, say: Callable[[str], None] = lambda _m: None,
                  clock: Callable[[], float] = time.monotonic, explore_fn: Callable[..., Any] | None = None,
-                 follow: Callable[[Any], Any] | None = None):
+                 follow: Callable[[Any], Any] | None = None, follow_explore: Callable[[Any], Any] | None = None):
         self.suite = suite
         self.results_root = Path(results_root)
         self.repeat, self.only, self.budget_s = repeat, only, budget_s
         self.say, self.clock = say, clock
         self.follow = follow                   # session -> a progress display (with close()) for each run
+        self.follow_explore = follow_explore   # explore options -> a progress callback (with close())
         self.run_fn = run_fn or run_test
         self.scenario_fn = scenario_fn or run_suite_scenario
         self.explore_fn = explore_fn or run_suite_explore
@@ -254,12 +255,18 @@ class SuiteRun:
         if opts.seed is not None:
             opts = dataclasses.replace(opts, seed=opts.seed + k - 1)
         t0 = self.clock()
+        display = self.follow_explore(opts) if self.follow_explore is not None else None
         try:
-            out = self.explore_fn(opts, results_root=self.path, name=c.name)
+            out = (self.explore_fn(opts, results_root=self.path, name=c.name) if display is None else
+                   self.explore_fn(opts, results_root=self.path, name=c.name, progress=display))
         except Exception as exc:  # noqa: BLE001 - record and go on
+            if display is not None:
+                display.close()
             self.problems.append(f"{c.name} repeat {k}: {type(exc).__name__}: {exc}")
             return repeat_from_explore(k, 255, None, seed=opts.seed, elapsed_s=self.clock() - t0,
                                        problems=[f"internal error: {type(exc).__name__}: {exc}"])
+        if display is not None:
+            display.close()
         return repeat_from_explore(k, out.exit_code, out.doc, run_dir=self._rel(out.run_dir),
                                    report=self._rel(out.page or out.path), seed=out.doc.get("seed"),
                                    elapsed_s=self.clock() - t0)
@@ -310,11 +317,15 @@ class SuiteRun:
             _point_latest(self.dir.root / self.suite.name / store.LATEST, self.dir.timestamp)
 
 
-def run_suite_explore(opts, *, results_root: Path, name: str):
-    """One exploration for a suite configuration (harness/exploration.py), quiet: the suite prints
-    its own line per repeat. Returns an ExploreRun."""
+def run_suite_explore(opts, *, results_root: Path, name: str, progress=None):
+    """One exploration for a suite configuration (harness/exploration.py); the suite prints its own line
+    per repeat, and `progress` (harness/explore_command.ExploreProgress) follows the search. Returns an
+    ExploreRun."""
     from harness.exploration import run_exploration
-    return run_exploration(opts, results_root=results_root, name=name)
+    close = getattr(progress, "close", None)
+    say = getattr(progress, "say", None) or (lambda _m: None)     # the shrinking's lines (its heartbeat)
+    return run_exploration(opts, results_root=results_root, name=name, progress=progress, searched=close,
+                           say=say)
 
 
 def expect_record(c: SuiteConfig) -> dict[str, Any] | None:

@@ -21,6 +21,7 @@ from harness import backends
 from harness import config as config_mod
 from harness import scenario as scenario_mod
 from harness.cli import report_error
+from harness.explore_command import ExploreProgress
 from harness.progress import Display
 from harness.scenario_runner import scenario_faults
 from harness.suite import SuiteRun
@@ -80,7 +81,8 @@ def suite(suite_file, repeat, only, budget, results_dir) -> int:
 
     say = lambda msg: click.echo(f"highwater suite: {msg}", err=True)  # noqa: E731
     runner = SuiteRun(s, results_dir, repeat=repeat, only=only, budget_s=budget, say=say,
-                      follow=lambda session: Display(session.progress).start())
+                      follow=lambda session: Display(session.progress).start(),
+                      follow_explore=lambda opts: ExploreProgress(opts))
     if not runner.selected:
         names = ", ".join(c.name for c in s.configs)
         click.echo(f"highwater: --only {only!r} matches no configuration of {suite_file} (it has: {names})",
