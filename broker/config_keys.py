@@ -203,6 +203,14 @@ KEYS: tuple[Key, ...] = (
     _k("heartbeat_interval_ms", int, 500, "heartbeats to the controller", min=1, files=("broker",)),
     _k("segment_records", int, 100000, "records per segment file", min=1, files=("broker",),
        test="segment_records", flag="segment-records"),
+    # topics as Kafka clients expect them (Kafka's own defaults)
+    _k("auto_create_topics_enable", bool, True, "a Metadata request naming an unknown topic creates it, unless "
+       "the request says allow_auto_topic_creation = false (Kafka's auto.create.topics.enable)",
+       files=("broker",), test="auto_create_topics"),
+    _k("num_partitions", int, 1, "partitions of an automatically created topic (Kafka's num.partitions)",
+       min=1, files=("broker",)),
+    _k("default_replication_factor", int, 1, "replication factor of an automatically created topic (Kafka's "
+       "default.replication.factor)", min=1, files=("broker",)),
     # the controller's own
     _k("topics", object, (), "`[{\"name\": \"hw\", \"partitions\": 3, \"replication_factor\": 3}]`, created at "
        "start-up (idempotent)", parse=_topics, files=("controller",)),

@@ -303,11 +303,13 @@ def decode_batches(data: bytes, allow_partial_tail: bool = False) -> list[Record
         actual = _crc32c(memoryview(data)[pos + 21:end])
         if actual != crc:
             raise KafkaCodecError(f"{where}: CRC-32C mismatch (stored {crc:#010x}, computed {actual:#010x})")
-        if count < 0 or count > (end - pos - BATCH_OVERHEAD) // 7:
-            raise KafkaCodecError(f"{where}: record count {count} cannot fit in {end - pos - BATCH_OVERHEAD} bytes")
+        # the codec before the record count: a compressed batch holds more records than its bytes could
+        # uncompressed, and its answer is UNSUPPORTED_COMPRESSION_TYPE, not a corrupt batch
         codec = attributes & COMPRESSION_MASK
         if codec:
             raise UnsupportedCompression(codec, f"{where}: compressed records (codec {codec}) are not supported")
+        if count < 0 or count > (end - pos - BATCH_OVERHEAD) // 7:
+            raise KafkaCodecError(f"{where}: record count {count} cannot fit in {end - pos - BATCH_OVERHEAD} bytes")
         records = _decode_records(data, pos + BATCH_OVERHEAD, end, count, base_offset, base_ts, where)
         if attributes & TIMESTAMP_TYPE_MASK:      # LogAppendTime: every record carries the batch's time
             for r in records:

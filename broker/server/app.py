@@ -31,7 +31,7 @@ from broker.protocol import apis
 from broker.server.aio import bounded, cancel_and_wait, run
 from broker.server.controller_link import ControllerLink
 from broker.server.handlers import Handlers
-from broker.server.kafka_handlers import KafkaHandlers
+from broker.server.kafka_handlers import AutoCreate, KafkaHandlers
 from broker.server.partitions import ReplicaManager
 from broker.server.rpc import RpcServer
 from broker.server.timers import Timers
@@ -88,7 +88,9 @@ class BrokerNode:
             raise StartupError(f"{self.config_path}: key 'data_dir': cannot remove {CLEAN_SHUTDOWN_FILE} in "
                                f"{cfg.data_dir} ({_why(exc)})", EXIT_BAD_CONFIG) from None
         handlers = Handlers(self.replicas, cfg.node_id)
-        kafka = KafkaHandlers(self.replicas, cfg.node_id, self.controller)
+        kafka = KafkaHandlers(self.replicas, cfg.node_id, self.controller,
+                              auto_create=AutoCreate(cfg.auto_create_topics_enable, cfg.num_partitions,
+                                                     cfg.default_replication_factor))
         self.rpc = RpcServer({
             apis.PRODUCE: handlers.produce,
             apis.FETCH: handlers.fetch,

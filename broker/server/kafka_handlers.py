@@ -14,6 +14,7 @@ import asyncio
 import itertools
 import logging
 from collections import Counter
+from dataclasses import dataclass
 from typing import Any
 
 from broker.controller.client import ControllerError
@@ -41,12 +42,23 @@ class CloseConnection(Exception):
     """Kafka's answer to this request is to close the connection (no response)."""
 
 
+@dataclass(frozen=True)
+class AutoCreate:
+    """Topic auto-creation (broker settings auto_create_topics_enable, num_partitions,
+    default_replication_factor: broker/config_keys.py)."""
+    enabled: bool = False
+    partitions: int = 1
+    replication_factor: int = 1
+
+
 class KafkaHandlers:
-    def __init__(self, replicas, broker_id: int, controller, cluster_id: str = CLUSTER_ID):
+    def __init__(self, replicas, broker_id: int, controller, cluster_id: str = CLUSTER_ID,
+                 auto_create: AutoCreate = AutoCreate()):
         self.replicas = replicas
         self.broker_id = broker_id
         self.controller = controller
         self.cluster_id = cluster_id
+        self.auto_create = auto_create
         self.apis = {
             V.API_VERSIONS: self.api_versions,
             V.METADATA: self.metadata,
@@ -89,6 +101,14 @@ class KafkaHandlers:
         else:
             names = [t["name"] for t in requested]
         topics = [self._topic_metadata(md, name, set(live)) for name in names]
+        # Kafka's auto-creation: a named topic that does not exist is created (when the broker allows it
+        # and the request does not forbid it: allow_auto_topic_creation, true before v4) and answered
+        # LEADER_NOT_AVAILABLE, so the client asks again once it has leaders
+        unknown = [t for t in topics if t["error_code"] == E.UNKNOWN_TOPIC_OR_PARTITION]
+        if unknown and requested is not None and self.auto_create.enabled and body.get("allow_auto_topic_creation", True):
+            codes = await self._auto_create([t["name"] for t in unknown], len(live))
+            for t in unknown:
+                t["error_code"] = codes[t["name"]]
         return {"throttle_time_ms": 0,
                 "brokers": [{"node_id": b, "host": brokers[b].host, "port": brokers[b].port, "rack": None}
                             for b in live],
@@ -112,6 +132,27 @@ class KafkaHandlers:
                 "replica_nodes": list(ps.replicas), "isr_nodes": list(ps.isr),
                 "offline_replicas": [b for b in ps.replicas if b not in live]})
         return {**out, "error_code": E.NONE}
+
+    async def _auto_create(self, names: list[str], live: int) -> dict[str, int]:
+        """Create `names` with the auto-creation shape; each name's Metadata error code: LEADER_NOT_AVAILABLE
+        once created (or created meanwhile by another request), else why not, as Kafka answers it."""
+        ac = self.auto_create
+        if ac.replication_factor > live:
+            return {n: E.INVALID_REPLICATION_FACTOR for n in names}
+        specs = [{"name": n, "partitions": ac.partitions, "replication_factor": ac.replication_factor} for n in names]
+        try:
+            answers = await self.controller.create_topics(specs)
+        except ControllerError as exc:
+            log.warning("kafka: auto-creating %s failed: %s", ", ".join(names), exc)
+            return {n: E.LEADER_NOT_AVAILABLE for n in names}       # the client asks again
+        out = {}
+        for n in names:
+            code = E.kafka_code(answers.get(n, "NONE"))
+            out[n] = E.LEADER_NOT_AVAILABLE if code in (E.NONE, E.TOPIC_ALREADY_EXISTS) else code
+            if code == E.NONE:
+                log.info("kafka: created topic %r on a Metadata request (%d partitions, replication factor %d)",
+                         n, ac.partitions, ac.replication_factor)
+        return out
 
     # --- Produce ------------------------------------------------------------------------------
     async def produce(self, body: dict[str, Any], version: int = 3) -> dict[str, Any] | None:

@@ -77,6 +77,39 @@ def test_confluent_kafka_produce_acks_all_and_consume(cluster):
     assert {e for _, _, e in got} == {0}       # the leader epoch stamped in the batches
 
 
+def test_confluent_kafka_produces_to_a_topic_it_never_created(cluster):
+    """Kafka's auto-creation: librdkafka's metadata request for an unknown topic creates it (one
+    partition, replication factor 1: the broker's num_partitions and default_replication_factor), and
+    the message it held back is delivered."""
+    confluent_kafka = pytest.importorskip("confluent_kafka")
+    producer = confluent_kafka.Producer({"bootstrap.servers": bootstrap(cluster), "acks": 1,
+                                         "enable.idempotence": False, "message.timeout.ms": 20000})
+    reports = []
+    producer.produce("made-on-first-use", b"first", on_delivery=lambda err, msg: reports.append((err, msg.offset())))
+    assert producer.flush(25) == 0
+    assert reports == [(None, 0)]
+    md = producer.list_topics("made-on-first-use", timeout=5).topics["made-on-first-use"]
+    assert md.error is None and list(md.partitions) == [0] and len(md.partitions[0].replicas) == 1
+
+
+def test_a_compressed_batch_is_refused_as_unsupported_compression_at_once(cluster):
+    """gzip of a well-compressing batch (more records than its bytes could hold uncompressed) is
+    UNSUPPORTED_COMPRESSION_TYPE (76), which librdkafka does not retry, not CORRUPT_MESSAGE (which it
+    retries until message.timeout.ms)."""
+    confluent_kafka = pytest.importorskip("confluent_kafka")
+    producer = confluent_kafka.Producer({"bootstrap.servers": bootstrap(cluster), "acks": 1,
+                                         "enable.idempotence": False, "compression.type": "gzip",
+                                         "linger.ms": 50, "message.timeout.ms": 60000})
+    reports = []
+    started = time.monotonic()
+    for _ in range(200):
+        producer.produce("confluent", b"a" * 100, partition=0, on_delivery=lambda err, msg: reports.append(err))
+    assert producer.flush(30) == 0
+    assert time.monotonic() - started < 20               # refused at once, not retried until the timeout
+    assert len(reports) == 200 and {e.code() for e in reports} == {
+        confluent_kafka.KafkaError.UNSUPPORTED_COMPRESSION_TYPE}
+
+
 def test_kafka_python_produce_acks_all_and_consume(cluster):
     kafka = pytest.importorskip("kafka")
     topic = "kafka-python"

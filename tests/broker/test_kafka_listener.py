@@ -166,11 +166,22 @@ def test_metadata_lists_brokers_and_topic(cluster):
                                         "include_cluster_authorized_operations": False,
                                         "include_topic_authorized_operations": False}) == md
     unknown = conn.request(V.METADATA, 8, {"topics": [{"name": "no-such-topic"}],
-                                           "allow_auto_topic_creation": True})
+                                           "allow_auto_topic_creation": False})
     assert [(t["name"], t["error_code"], t["partitions"]) for t in unknown["topics"]] == [
         ("no-such-topic", E.UNKNOWN_TOPIC_OR_PARTITION, [])]
-    time.sleep(0.5)     # no auto-creation: still unknown
-    assert conn.request(V.METADATA, 1, {"topics": [{"name": "no-such-topic"}]})["topics"][0]["error_code"] == 3
+    # Kafka's auto-creation (auto_create_topics_enable, on by default): the request that names it creates
+    # it and is answered LEADER_NOT_AVAILABLE; it has num_partitions partitions of
+    # default_replication_factor replicas once the controller made it
+    made = conn.request(V.METADATA, 8, {"topics": [{"name": "auto-made"}], "allow_auto_topic_creation": True})
+    assert [(t["name"], t["error_code"], t["partitions"]) for t in made["topics"]] == [
+        ("auto-made", E.LEADER_NOT_AVAILABLE, [])]
+    wait_until(lambda: conn.request(V.METADATA, 1, {"topics": [{"name": "auto-made"}]})["topics"][0]["error_code"] == 0,
+               10, "auto-made has a leader")
+    [p] = conn.request(V.METADATA, 1, {"topics": [{"name": "auto-made"}]})["topics"][0]["partitions"]
+    assert p["partition_index"] == 0 and len(p["replica_nodes"]) == 1
+    time.sleep(0.5)     # not allowed by its request: still unknown
+    assert conn.request(V.METADATA, 8, {"topics": [{"name": "no-such-topic"}], "allow_auto_topic_creation": False})[
+        "topics"][0]["error_code"] == E.UNKNOWN_TOPIC_OR_PARTITION
     conn.close()
 
 
@@ -321,7 +332,8 @@ def test_create_topics(cluster):
         ("bad/name", E.INVALID_TOPIC_EXCEPTION), ("too-many", E.INVALID_REPLICATION_FACTOR),
         ("with-config", E.INVALID_CONFIG), ("only-checked", 0)]
     time.sleep(0.3)
-    assert conn.request(V.METADATA, 8, {"topics": [{"name": "only-checked"}]})["topics"][0]["error_code"] == 3
+    assert conn.request(V.METADATA, 8, {"topics": [{"name": "only-checked"}], "allow_auto_topic_creation": False})[
+        "topics"][0]["error_code"] == 3         # validate_only made nothing
     conn.close()
 
 
