@@ -122,6 +122,14 @@ class ControllerClient:
         body = await self.request(apis.CREATE_TOPICS, _specs(topics).to_wire())
         return _create_topics_result(body)
 
+    async def create_partitions(self, counts: dict[str, int]) -> dict[str, tuple[str, str]]:
+        """{topic: (error, message)} for growing each topic to its count of partitions."""
+        body = await self.request(apis.CREATE_PARTITIONS, m.CreatePartitions(
+            tuple(m.PartitionCount(n, c) for n, c in counts.items())).to_wire())
+        if body.get("error") != m.NONE and not body.get("topics"):
+            _raise_on_error(apis.CREATE_PARTITIONS, body)
+        return {t["name"]: (t["error"], t.get("message", "")) for t in body["topics"]}
+
     async def close(self) -> None:
         self._drop("client closed")
         if self._reader_task is not None:

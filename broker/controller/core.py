@@ -94,9 +94,12 @@ class ControllerCore:
     def create_topics(self, req: m.CreateTopics) -> dict:
         results, events = self.state.create_topics(list(req.topics))
         self._commit(events)
-        topics = [{"name": n, "error": e, **({"message": msg} if msg else {})} for n, e, msg in results]
-        errors = [e for _, e, _ in results if e != m.NONE]
-        return {"error": errors[0] if errors else m.NONE, "topics": topics}
+        return _per_topic(results)
+
+    def create_partitions(self, req: m.CreatePartitions) -> dict:
+        results, events = self.state.create_partitions(list(req.topics))
+        self._commit(events)
+        return _per_topic(results)
 
     async def metadata(self, req: m.MetadataRequest) -> dict:
         loop = asyncio.get_running_loop()
@@ -151,3 +154,10 @@ class ControllerCore:
         for e in events:
             fields = {k: v for k, v in e.items() if k != "event"}
             self.log.emit(e["event"], **fields)
+
+
+def _per_topic(results: list[tuple[str, str, str]]) -> dict:
+    """A CREATE_TOPICS or CREATE_PARTITIONS answer: each topic's error (and message), the first error."""
+    topics = [{"name": n, "error": e, **({"message": msg} if msg else {})} for n, e, msg in results]
+    errors = [e for _, e, _ in results if e != m.NONE]
+    return {"error": errors[0] if errors else m.NONE, "topics": topics}

@@ -18,6 +18,10 @@ Every body is a msgpack map (broker/protocol/framing.py). Requests, by API key (
         -> {error, isr, isr_version, leader, leader_epoch, message?}   (current state, also on error)
     CREATE_TOPICS   {topics: [{name, partitions:int>=1, replication_factor:int>=1}]}
         -> {error, topics: [{name, error, message?}]}                   idempotent
+    CREATE_PARTITIONS {topics: [{name, count:int>=1}]}
+        -> {error, topics: [{name, error, message?}]}   count: the new total; idempotent at that count.
+        Errors: UNKNOWN_PARTITION (no such topic), INVALID_PARTITIONS (fewer than it has, or over a
+        broker's replica budget), INVALID_REPLICATION_FACTOR (fewer live brokers than its replicas).
     ELECT_LEADER    {topic, partition, broker?:int|None, unclean?:bool}
         -> {error, changed:bool, leader, leader_epoch, isr, elr, message}   (current state, also on error)
         with broker: make it leader if live and eligible (ISR; ELR with KIP-966; any replica if unclean);
@@ -195,6 +199,34 @@ class CreateTopics:
 
 
 @dataclass(frozen=True, slots=True)
+class PartitionCount:
+    """A topic's new partition count (CREATE_PARTITIONS)."""
+    name: str
+    count: int
+
+    @classmethod
+    def parse(cls, body: Any) -> "PartitionCount":
+        if not isinstance(body, dict):
+            raise BadRequest(f"a topic must be a map, got {body!r:.60}")
+        return cls(_check(body, "name", "str"), _check(body, "count", "int", 1))
+
+    def to_wire(self) -> dict:
+        return {"name": self.name, "count": self.count}
+
+
+@dataclass(frozen=True, slots=True)
+class CreatePartitions:
+    topics: tuple[PartitionCount, ...]
+
+    @classmethod
+    def parse(cls, body: dict) -> "CreatePartitions":
+        return cls(tuple(PartitionCount.parse(t) for t in _check(body, "topics", "list")))
+
+    def to_wire(self) -> dict:
+        return {"topics": [t.to_wire() for t in self.topics]}
+
+
+@dataclass(frozen=True, slots=True)
 class ElectLeader:
     topic: str
     partition: int
@@ -220,6 +252,7 @@ REQUEST_TYPES = {
     apis.ALTER_ISR: AlterIsr,
     apis.CREATE_TOPICS: CreateTopics,
     apis.ELECT_LEADER: ElectLeader,
+    apis.CREATE_PARTITIONS: CreatePartitions,
 }
 
 

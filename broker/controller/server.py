@@ -144,6 +144,8 @@ class ControllerServer:
             return core.alter_isr(req)
         if frame.api == apis.ELECT_LEADER:
             return core.elect_leader(req)
+        if frame.api == apis.CREATE_PARTITIONS:
+            return core.create_partitions(req)
         return core.create_topics(req)
 
     @staticmethod

@@ -315,6 +315,67 @@ class ControllerState:
             self._bump()
         return results, events
 
+    def create_partitions(self, counts: list[m.PartitionCount]) -> tuple[list[tuple[str, str, str]], list[Event]]:
+        """Grow topics to `count` partitions each (Kafka's CreatePartitions): the new partitions get the
+        topic's replication factor, placed over the live brokers as create_topics places a topic's, each
+        led by its first replica. Returns [(name, error, message)] and the events; a topic that already has
+        `count` partitions is NONE (idempotent), one with more is INVALID_PARTITIONS."""
+        results: list[tuple[str, str, str]] = []
+        events: list[Event] = []
+        ids = self.live_brokers()
+        load = {b: 0 for b in ids}
+        for parts in self.topics.values():
+            for p in parts:
+                for r in p.replicas:
+                    if r in load:
+                        load[r] += 1
+        for spec in counts:
+            parts = self.topics.get(spec.name)
+            if not parts:
+                results.append((spec.name, m.UNKNOWN_PARTITION, f"topic {spec.name!r} does not exist"))
+                continue
+            have, rf = len(parts), len(parts[0].replicas)
+            if spec.count == have:
+                results.append((spec.name, m.NONE, ""))
+                continue
+            if spec.count < have:
+                results.append((spec.name, m.INVALID_PARTITIONS, f"topic {spec.name!r} has {have} partitions, more "
+                                f"than the {spec.count} asked for (partitions are never removed)"))
+                continue
+            if spec.count > MAX_PARTITIONS:
+                results.append((spec.name, m.INVALID_PARTITIONS, f"at most {MAX_PARTITIONS} partitions"))
+                continue
+            if rf > len(ids):
+                results.append((spec.name, m.INVALID_REPLICATION_FACTOR,
+                                f"its replication factor is {rf} but {len(ids)} brokers are live"))
+                continue
+            new = []
+            added = {b: 0 for b in ids}
+            for i in range(have, spec.count):
+                replicas = [ids[(i + j) % len(ids)] for j in range(rf)]
+                new.append(PartitionRecord(spec.name, i, replicas, replicas[0], 0, list(replicas), 0))
+                for r in replicas:
+                    added[r] += 1
+            over = [b for b in ids if load[b] + added[b] > self.max_replicas_per_broker]
+            if over:
+                results.append((spec.name, m.INVALID_PARTITIONS,
+                                f"{spec.count - have} more partitions would give broker {over[0]} "
+                                f"{load[over[0]] + added[over[0]]} replicas, over its budget of "
+                                f"{self.max_replicas_per_broker} (max_replicas_per_broker: open files)"))
+                continue
+            for b in ids:
+                load[b] += added[b]
+            parts.extend(new)
+            events.append({"event": "partitions-added", "topic": spec.name, "partitions": spec.count, "before": have})
+            for p in new:
+                events.append({"event": "leader-change", "topic": p.topic, "partition": p.partition,
+                               "leader": p.leader, "epoch": p.leader_epoch, "isr": list(p.isr),
+                               "version": p.isr_version})
+            results.append((spec.name, m.NONE, ""))
+        if events:
+            self._bump()
+        return results, events
+
     # --- internals ---------------------------------------------------------------------------------
     def _bump(self) -> None:
         self.version += 1

@@ -380,6 +380,31 @@ _CREATE_TOPICS_RESPONSE = M(
     )),
 )
 
+# ---- CreatePartitions (37) -------------------------------------------------------------------------------
+
+_CREATE_PARTITIONS_REQUEST = M(
+    "CreatePartitionsRequest", V.CREATE_PARTITIONS, (0, 1), "2+",
+    F("Topics", "[]CreatePartitionsTopic", "0+", fields=(
+        F("Name", "string", "0+"),
+        F("Count", "int32", "0+"),
+        F("Assignments", "[]CreatePartitionsAssignment", "0+", nullable="0+", fields=(
+            F("BrokerIds", "[]int32", "0+"),
+        )),
+    )),
+    F("TimeoutMs", "int32", "0+"),
+    F("ValidateOnly", "bool", "0+"),
+)
+
+_CREATE_PARTITIONS_RESPONSE = M(
+    "CreatePartitionsResponse", V.CREATE_PARTITIONS, (0, 1), "2+",
+    F("ThrottleTimeMs", "int32", "0+"),
+    F("Results", "[]CreatePartitionsTopicResult", "0+", fields=(
+        F("Name", "string", "0+"),
+        F("ErrorCode", "int16", "0+"),
+        F("ErrorMessage", "string", "0+", nullable="0+", default=None),
+    )),
+)
+
 # ---- InitProducerId (22), not advertised --------------------------------------------------------------
 
 _INIT_PRODUCER_ID_REQUEST = M(
@@ -429,11 +454,12 @@ _OFFSET_FOR_LEADER_EPOCH_RESPONSE = M(
 
 REQUESTS: dict[int, Message] = {m.api_key: m for m in (
     _PRODUCE_REQUEST, _FETCH_REQUEST, _LIST_OFFSETS_REQUEST, _METADATA_REQUEST, _FIND_COORDINATOR_REQUEST,
-    _API_VERSIONS_REQUEST, _CREATE_TOPICS_REQUEST, _INIT_PRODUCER_ID_REQUEST, _OFFSET_FOR_LEADER_EPOCH_REQUEST)}
+    _API_VERSIONS_REQUEST, _CREATE_TOPICS_REQUEST, _CREATE_PARTITIONS_REQUEST, _INIT_PRODUCER_ID_REQUEST,
+    _OFFSET_FOR_LEADER_EPOCH_REQUEST)}
 
 RESPONSES: dict[int, Message] = {m.api_key: m for m in (
     _PRODUCE_RESPONSE, _FETCH_RESPONSE, _LIST_OFFSETS_RESPONSE, _METADATA_RESPONSE, _FIND_COORDINATOR_RESPONSE,
-    _API_VERSIONS_RESPONSE, _CREATE_TOPICS_RESPONSE, _INIT_PRODUCER_ID_RESPONSE,
+    _API_VERSIONS_RESPONSE, _CREATE_TOPICS_RESPONSE, _CREATE_PARTITIONS_RESPONSE, _INIT_PRODUCER_ID_RESPONSE,
     _OFFSET_FOR_LEADER_EPOCH_RESPONSE)}
 
 

@@ -17,6 +17,7 @@ METADATA = 3
 FIND_COORDINATOR = 10
 API_VERSIONS = 18
 CREATE_TOPICS = 19
+CREATE_PARTITIONS = 37
 INIT_PRODUCER_ID = 22
 OFFSET_FOR_LEADER_EPOCH = 23
 
@@ -28,6 +29,7 @@ NAMES: dict[int, str] = {
     FIND_COORDINATOR: "FindCoordinator",
     API_VERSIONS: "ApiVersions",
     CREATE_TOPICS: "CreateTopics",
+    CREATE_PARTITIONS: "CreatePartitions",
     INIT_PRODUCER_ID: "InitProducerId",
     OFFSET_FOR_LEADER_EPOCH: "OffsetForLeaderEpoch",
 }
@@ -41,6 +43,7 @@ SUPPORTED: dict[int, tuple[int, int]] = {
     LIST_OFFSETS: (1, 5),
     OFFSET_FOR_LEADER_EPOCH: (0, 3),
     CREATE_TOPICS: (2, 4),
+    CREATE_PARTITIONS: (0, 1),
 }
 
 # declared in schema.py (so tests and probes can speak them) but not advertised nor accepted

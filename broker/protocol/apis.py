@@ -19,6 +19,7 @@ ALTER_ISR = 52
 METADATA = 53
 CREATE_TOPICS = 54
 ELECT_LEADER = 55                # admin: make a given replica leader, or elect again (unclean once)
+CREATE_PARTITIONS = 56           # more partitions for an existing topic (Kafka's CreatePartitions)
 
 # admin
 PING = 100

@@ -67,6 +67,7 @@ class KafkaHandlers:
             V.LIST_OFFSETS: self.list_offsets,
             V.OFFSET_FOR_LEADER_EPOCH: self.offset_for_leader_epoch,
             V.CREATE_TOPICS: self.create_topics,
+            V.CREATE_PARTITIONS: self.create_partitions,
         }
 
     async def handle(self, request) -> dict[str, Any] | None:
@@ -452,6 +453,46 @@ class KafkaHandlers:
             results.setdefault(i, {"name": spec["name"], "error_code": E.NONE, "error_message": None})
         return {"throttle_time_ms": 0, "topics": [results[i] for i in sorted(results)]}
 
+    # --- CreatePartitions ---------------------------------------------------------------------
+    async def create_partitions(self, body: dict[str, Any], version: int = 0) -> dict[str, Any]:
+        """Grow topics to a new partition count through the controller. As Kafka answers: a topic named
+        twice INVALID_REQUEST, an unknown one UNKNOWN_TOPIC_OR_PARTITION, a count not above the current
+        INVALID_PARTITIONS, a manual assignment (not supported here) INVALID_REPLICA_ASSIGNMENT."""
+        md = self.replicas.metadata
+        results: dict[int, dict[str, Any]] = {}
+        wanted: list[tuple[int, str, int]] = []
+        counts = Counter(t["name"] for t in body["topics"])
+        for i, t in enumerate(body["topics"]):
+            name, count = t["name"], t["count"]
+
+            def refuse(code: int, message: str) -> None:
+                results[i] = {"name": name, "error_code": code, "error_message": message}
+            have = len(md.topic(name)) if md is not None else 0
+            if counts[name] > 1:
+                refuse(E.INVALID_REQUEST, f"topic {name!r} named twice in one request")
+            elif not have:
+                refuse(E.UNKNOWN_TOPIC_OR_PARTITION, f"topic {name!r} does not exist")
+            elif t.get("assignments"):
+                refuse(E.INVALID_REPLICA_ASSIGNMENT, "manual replica assignments are not supported")
+            elif count <= have:
+                refuse(E.INVALID_PARTITIONS, f"topic {name!r} has {have} partitions; the new count must be "
+                       f"larger, got {count}")
+            else:
+                wanted.append((i, name, count))
+        if wanted and not body.get("validate_only", False):
+            try:
+                answers = await self.controller.create_partitions({n: c for _, n, c in wanted})
+            except ControllerError as exc:
+                answers = {n: (exc.code, exc.message or exc.code) for _, n, _ in wanted}
+            for i, name, _count in wanted:
+                error, message = answers.get(name, ("UNKNOWN", "the controller did not answer for it"))
+                code = E.kafka_code(error)
+                results[i] = {"name": name, "error_code": code,
+                              "error_message": None if code == E.NONE else (message or str(error))}
+        for i, name, _count in wanted:
+            results.setdefault(i, {"name": name, "error_code": E.NONE, "error_message": None})
+        return {"throttle_time_ms": 0, "results": [results[i] for i in sorted(results)]}
+
     # --- errors -------------------------------------------------------------------------------
     def error_body(self, request, code: int) -> dict[str, Any] | None:
         """The response to `request` with every partition (or topic) answered `code`; None when the api
@@ -479,6 +520,10 @@ class KafkaHandlers:
                     for op in t["partitions"]]} for t in body["topics"]]}
         if key == V.CREATE_TOPICS:
             return {"throttle_time_ms": 0, "topics": [
+                {"name": t["name"], "error_code": code, "error_message": E.NAMES.get(code)}
+                for t in body["topics"]]}
+        if key == V.CREATE_PARTITIONS:
+            return {"throttle_time_ms": 0, "results": [
                 {"name": t["name"], "error_code": code, "error_message": E.NAMES.get(code)}
                 for t in body["topics"]]}
         if key == V.METADATA:

@@ -61,6 +61,27 @@ def test_create_topics_assigns_replicas_round_robin_and_is_idempotent():
     assert "u" not in s.topics and s.version == version
 
 
+def test_create_partitions_grows_a_topic_with_its_replication_factor_and_survives_a_reload():
+    s, _ = make(topic=("t", 2, 2))                   # replicas [1, 2], [2, 3]
+    version = s.version
+    results, events = s.create_partitions([m.PartitionCount("t", 4)])
+    assert results == [("t", m.NONE, "")] and s.version == version + 1
+    assert [p.replicas for p in s.topics["t"]] == [[1, 2], [2, 3], [3, 1], [1, 2]]
+    assert [part(s, "t", i) for i in (2, 3)] == [(3, 0, [3, 1], 0), (1, 0, [1, 2], 0)]
+    assert events == [{"event": "partitions-added", "topic": "t", "partitions": 4, "before": 2},
+                      {"event": "leader-change", "topic": "t", "partition": 2, "leader": 3, "epoch": 0,
+                       "isr": [3, 1], "version": 0},
+                      {"event": "leader-change", "topic": "t", "partition": 3, "leader": 1, "epoch": 0,
+                       "isr": [1, 2], "version": 0}]
+    assert s.create_partitions([m.PartitionCount("t", 4)]) == ([("t", m.NONE, "")], [])     # idempotent
+    (name, error, message), = s.create_partitions([m.PartitionCount("t", 3)])[0]
+    assert (name, error) == ("t", m.INVALID_PARTITIONS) and "has 4 partitions" in message
+    assert s.create_partitions([m.PartitionCount("nope", 2)])[0][0][:2] == ("nope", m.UNKNOWN_PARTITION)
+    again = ControllerState.from_dict(s.to_dict(), now_ms=50_000, session_timeout_ms=T)
+    assert [(p.partition, p.replicas, p.leader) for p in again.topics["t"]] == [
+        (p.partition, p.replicas, p.leader) for p in s.topics["t"]]
+
+
 def test_silent_broker_is_fenced_after_the_session_timeout_and_its_partitions_get_new_leaders():
     s, ep = make(topic=("t", 3, 3))    # replicas [1,2,3], [2,3,1], [3,1,2]
     keep_alive(s, ep, (2, 3), 2000)

@@ -110,6 +110,45 @@ def test_a_compressed_batch_is_refused_as_unsupported_compression_at_once(cluste
         confluent_kafka.KafkaError.UNSUPPORTED_COMPRESSION_TYPE}
 
 
+def test_create_partitions_from_both_libraries(cluster):
+    """Kafka's CreatePartitions: a topic grows to a new count (each new partition with the topic's
+    replication factor and a leader, and takes writes); a count not above the current one is
+    INVALID_PARTITIONS, an unknown topic UNKNOWN_TOPIC_OR_PARTITION."""
+    confluent_kafka = pytest.importorskip("confluent_kafka")
+    from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
+    admin = AdminClient({"bootstrap.servers": bootstrap(cluster)})
+    admin.create_topics([NewTopic("grows", 1, 3)])["grows"].result(10)
+    wait_until(lambda: admin.list_topics("grows", timeout=5).topics["grows"].error is None, 10, "grows exists")
+    admin.create_partitions([NewPartitions("grows", 3)])["grows"].result(10)
+
+    def grown():
+        t = admin.list_topics("grows", timeout=5).topics["grows"]
+        parts = t.partitions
+        return len(parts) == 3 and all(p.leader >= 1 and len(p.replicas) == 3 for p in parts.values())
+    wait_until(grown, 15, "grows has 3 partitions with leaders")
+    producer = confluent_kafka.Producer({"bootstrap.servers": bootstrap(cluster), "acks": "all",
+                                         "enable.idempotence": False})
+    reports = []
+    producer.produce("grows", b"in-p2", partition=2, on_delivery=lambda err, msg: reports.append((err, msg.partition())))
+    assert producer.flush(20) == 0 and reports == [(None, 2)]
+    with pytest.raises(confluent_kafka.KafkaException) as fewer:
+        admin.create_partitions([NewPartitions("grows", 2)])["grows"].result(10)
+    assert fewer.value.args[0].code() == confluent_kafka.KafkaError.INVALID_PARTITIONS
+    with pytest.raises(confluent_kafka.KafkaException) as unknown:
+        admin.create_partitions([NewPartitions("never-made", 2)])["never-made"].result(10)
+    assert unknown.value.args[0].code() == confluent_kafka.KafkaError.UNKNOWN_TOPIC_OR_PART
+
+    kafka = pytest.importorskip("kafka")
+    from kafka.admin import KafkaAdminClient, NewPartitions as KpNewPartitions
+    kp = KafkaAdminClient(bootstrap_servers=bootstrap(cluster), request_timeout_ms=10000)
+    try:
+        kp.create_partitions({"grows": KpNewPartitions(4)})
+        wait_until(lambda: len(admin.list_topics("grows", timeout=5).topics["grows"].partitions) == 4, 15,
+                   "grows has 4 partitions")
+    finally:
+        kp.close()
+
+
 def test_kafka_python_produce_acks_all_and_consume(cluster):
     kafka = pytest.importorskip("kafka")
     topic = "kafka-python"
