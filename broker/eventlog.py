@@ -27,7 +27,7 @@ EVENT_NAMES = frozenset({
     "ack", "leo-reported", "start", "stop", "registered", "re-register", "recovered", "corrupt", "storage-error", "flush",
     "partition-skipped", "metadata-error", "metadata-rejected", "isr-proposal-failed", "internal-error",
     # controller (broker/controller)
-    "listening", "fenced", "unfenced", "topic-created", "topic-error", "unclean-shutdown", "elect-leader",
+    "listening", "fenced", "unfenced", "topic-created", "partitions-added", "topic-error", "unclean-shutdown", "elect-leader",
     "partition-state",
     "elect-refused", "stall", "fatal",
 })
@@ -67,6 +67,7 @@ EVENT_FIELDS: dict[str, frozenset[str]] = {name: frozenset(fields.split()) for n
     "fenced": "broker broker_epoch why",
     "unfenced": "broker broker_epoch",
     "topic-created": "topic partitions replication_factor",
+    "partitions-added": "topic partitions before",
     "topic-error": "topic error message",
     "unclean-shutdown": "broker partitions",
     "elect-leader": "topic partition requested unclean leader how",
