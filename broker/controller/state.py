@@ -259,12 +259,7 @@ class ControllerState:
         results: list[tuple[str, str, str]] = []
         events: list[Event] = []
         ids = self.live_brokers()     # placement over unfenced brokers only, as KRaft does
-        load = {b: 0 for b in ids}      # replicas each live broker already holds
-        for parts in self.topics.values():
-            for p in parts:
-                for r in p.replicas:
-                    if r in load:
-                        load[r] += 1
+        load = self._replica_load(ids)
         for spec in specs:
             bad_name = topic_name_problem(spec.name)
             if bad_name is not None:
@@ -286,13 +281,7 @@ class ControllerState:
                 results.append((spec.name, m.INVALID_REPLICATION_FACTOR,
                                 f"replication factor {spec.replication_factor} but {len(ids)} live brokers"))
                 continue
-            parts = []
-            added = {b: 0 for b in ids}
-            for i in range(spec.partitions):
-                replicas = [ids[(i + j) % len(ids)] for j in range(spec.replication_factor)]
-                parts.append(PartitionRecord(spec.name, i, replicas, replicas[0], 0, list(replicas), 0))
-                for r in replicas:
-                    added[r] += 1
+            parts, added = self._place(spec.name, range(spec.partitions), spec.replication_factor, ids)
             over = [b for b in ids if load[b] + added[b] > self.max_replicas_per_broker]
             if over:
                 b = over[0]
@@ -306,10 +295,7 @@ class ControllerState:
             self.topics[spec.name] = parts
             events.append({"event": "topic-created", "topic": spec.name, "partitions": spec.partitions,
                            "replication_factor": spec.replication_factor})
-            for p in parts:
-                events.append({"event": "leader-change", "topic": p.topic, "partition": p.partition,
-                               "leader": p.leader, "epoch": p.leader_epoch, "isr": list(p.isr),
-                               "version": p.isr_version})
+            events += [_first_leader(p) for p in parts]
             results.append((spec.name, m.NONE, ""))
         if events:
             self._bump()
@@ -323,12 +309,7 @@ class ControllerState:
         results: list[tuple[str, str, str]] = []
         events: list[Event] = []
         ids = self.live_brokers()
-        load = {b: 0 for b in ids}
-        for parts in self.topics.values():
-            for p in parts:
-                for r in p.replicas:
-                    if r in load:
-                        load[r] += 1
+        load = self._replica_load(ids)
         for spec in counts:
             parts = self.topics.get(spec.name)
             if not parts:
@@ -349,13 +330,7 @@ class ControllerState:
                 results.append((spec.name, m.INVALID_REPLICATION_FACTOR,
                                 f"its replication factor is {rf} but {len(ids)} brokers are live"))
                 continue
-            new = []
-            added = {b: 0 for b in ids}
-            for i in range(have, spec.count):
-                replicas = [ids[(i + j) % len(ids)] for j in range(rf)]
-                new.append(PartitionRecord(spec.name, i, replicas, replicas[0], 0, list(replicas), 0))
-                for r in replicas:
-                    added[r] += 1
+            new, added = self._place(spec.name, range(have, spec.count), rf, ids)
             over = [b for b in ids if load[b] + added[b] > self.max_replicas_per_broker]
             if over:
                 results.append((spec.name, m.INVALID_PARTITIONS,
@@ -367,16 +342,35 @@ class ControllerState:
                 load[b] += added[b]
             parts.extend(new)
             events.append({"event": "partitions-added", "topic": spec.name, "partitions": spec.count, "before": have})
-            for p in new:
-                events.append({"event": "leader-change", "topic": p.topic, "partition": p.partition,
-                               "leader": p.leader, "epoch": p.leader_epoch, "isr": list(p.isr),
-                               "version": p.isr_version})
+            events += [_first_leader(p) for p in new]
             results.append((spec.name, m.NONE, ""))
         if events:
             self._bump()
         return results, events
 
     # --- internals ---------------------------------------------------------------------------------
+    def _replica_load(self, ids: list[int]) -> dict[int, int]:
+        """The partition replicas each of the brokers `ids` holds now."""
+        load = {b: 0 for b in ids}
+        for parts in self.topics.values():
+            for p in parts:
+                for r in p.replicas:
+                    if r in load:
+                        load[r] += 1
+        return load
+
+    @staticmethod
+    def _place(name: str, partitions: range, rf: int, ids: list[int]) -> tuple[list[PartitionRecord], dict[int, int]]:
+        """New partitions of topic `name`, replica j of partition i on broker ids[(i + j) % len(ids)], each led
+        by its first replica; and the replicas that adds to each broker."""
+        parts, added = [], {b: 0 for b in ids}
+        for i in partitions:
+            replicas = [ids[(i + j) % len(ids)] for j in range(rf)]
+            parts.append(PartitionRecord(name, i, replicas, replicas[0], 0, list(replicas), 0))
+            for r in replicas:
+                added[r] += 1
+        return parts, added
+
     def _bump(self) -> None:
         self.version += 1
 
@@ -544,3 +538,9 @@ def _int(d: dict, key: str, where: str = "") -> int:
     if not isinstance(v, int) or isinstance(v, bool):
         raise StateError(f"{where + ': ' if where else ''}{key!r} must be an integer, got {v!r:.40}")
     return v
+
+
+def _first_leader(p: PartitionRecord) -> Event:
+    """The leader-change event of a partition just made."""
+    return {"event": "leader-change", "topic": p.topic, "partition": p.partition, "leader": p.leader,
+            "epoch": p.leader_epoch, "isr": list(p.isr), "version": p.isr_version}
