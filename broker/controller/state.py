@@ -282,16 +282,11 @@ class ControllerState:
                                 f"replication factor {spec.replication_factor} but {len(ids)} live brokers"))
                 continue
             parts, added = self._place(spec.name, range(spec.partitions), spec.replication_factor, ids)
-            over = [b for b in ids if load[b] + added[b] > self.max_replicas_per_broker]
+            over = self._take_budget(load, added)
             if over:
-                b = over[0]
-                results.append((spec.name, m.INVALID_PARTITIONS,
-                                f"{spec.partitions} partitions x replication factor {spec.replication_factor} "
-                                f"would give broker {b} {load[b] + added[b]} replicas, over its budget of "
-                                f"{self.max_replicas_per_broker} (max_replicas_per_broker: open files)"))
+                results.append((spec.name, m.INVALID_PARTITIONS, f"{spec.partitions} partitions x replication "
+                                f"factor {spec.replication_factor} would give {over}"))
                 continue
-            for b in ids:
-                load[b] += added[b]
             self.topics[spec.name] = parts
             events.append({"event": "topic-created", "topic": spec.name, "partitions": spec.partitions,
                            "replication_factor": spec.replication_factor})
@@ -331,15 +326,10 @@ class ControllerState:
                                 f"its replication factor is {rf} but {len(ids)} brokers are live"))
                 continue
             new, added = self._place(spec.name, range(have, spec.count), rf, ids)
-            over = [b for b in ids if load[b] + added[b] > self.max_replicas_per_broker]
+            over = self._take_budget(load, added)
             if over:
-                results.append((spec.name, m.INVALID_PARTITIONS,
-                                f"{spec.count - have} more partitions would give broker {over[0]} "
-                                f"{load[over[0]] + added[over[0]]} replicas, over its budget of "
-                                f"{self.max_replicas_per_broker} (max_replicas_per_broker: open files)"))
+                results.append((spec.name, m.INVALID_PARTITIONS, f"{spec.count - have} more partitions would give {over}"))
                 continue
-            for b in ids:
-                load[b] += added[b]
             parts.extend(new)
             events.append({"event": "partitions-added", "topic": spec.name, "partitions": spec.count, "before": have})
             events += [_first_leader(p) for p in new]
@@ -358,6 +348,17 @@ class ControllerState:
                     if r in load:
                         load[r] += 1
         return load
+
+    def _take_budget(self, load: dict[int, int], added: dict[int, int]) -> str | None:
+        """Add `added` to each broker's `load`, unless that takes one past max_replicas_per_broker: then
+        leave `load` as it is and say which broker ("broker 2 130 replicas, over its budget of ...")."""
+        for b, n in added.items():
+            if load[b] + n > self.max_replicas_per_broker:
+                return (f"broker {b} {load[b] + n} replicas, over its budget of {self.max_replicas_per_broker} "
+                        "(max_replicas_per_broker: open files)")
+        for b, n in added.items():
+            load[b] += n
+        return None
 
     @staticmethod
     def _place(name: str, partitions: range, rf: int, ids: list[int]) -> tuple[list[PartitionRecord], dict[int, int]]:
