@@ -347,7 +347,7 @@ def to_scenario(settings, finding, *, name: str | None = None, replay=None) -> s
                 out += _step("partition", drop=open_pairs, note=f"{f} stops fetching from {leader}")
                 waited.add(f)
             else:
-                out.append(f"# sim: the link is cut in the simulation too: the real gate stays shut")
+                out.append("# sim: the link is cut in the simulation too: the real gate stays shut")
         elif k == A.CRASH:
             out += _step("kill", node=action.node)
         elif k == A.POWER_LOSS:

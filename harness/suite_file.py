@@ -300,7 +300,7 @@ def _expand_entry(ctx: _Ctx, raw: dict[str, Any], i: int, defaults: dict[str, An
         raise ctx.error(what, "", "has no name", table="test", entry=i)
     _entry_value(ctx, NAME, label, what, i)
     if label in entry_names:
-        raise ctx.error(what, "name", f"is used by an earlier [[test]]", table="test", entry=i)
+        raise ctx.error(what, "name", "is used by an earlier [[test]]", table="test", entry=i)
     entry_names.add(label)
     if "explore" in raw:
         return [_explore_entry(ctx, raw, i, what, suite_repeats)]

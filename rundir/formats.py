@@ -114,11 +114,11 @@ def iter_jsonl(path: Path, *, lenient: bool = False, skipped: list[int] | None =
 
 def validate_op(op: dict[str, Any], path: Path | str, line: int) -> None:
     """Check one history operation's required fields; raise FormatError naming the field."""
-    for field, kinds in (("index", int), ("time", int), ("type", str), ("f", str)):
+    for field, types in (("index", int), ("time", int), ("type", str), ("f", str)):
         if field not in op:
             raise FormatError(path, line, f"missing field '{field}'")
-        if not isinstance(op[field], kinds) or isinstance(op[field], bool):
-            raise FormatError(path, line, f"field '{field}' must be {kinds.__name__}, got {op[field]!r}")
+        if not isinstance(op[field], types) or isinstance(op[field], bool):
+            raise FormatError(path, line, f"field '{field}' must be {types.__name__}, got {op[field]!r}")
     if "process" not in op:
         raise FormatError(path, line, "missing field 'process'")
     if not isinstance(op["process"], (int, str)) or isinstance(op["process"], bool):

@@ -41,7 +41,7 @@ from broker.controller.state import ControllerState
 from broker.records import MemoryLog, Record
 from broker.replication.config import ReplicationConfig
 from broker.replication.messages import (
-    EpochRequest, EpochResponse, FetchRequest, FetchResponse, IsrProposal,
+    EpochRequest, FetchRequest, IsrProposal,
 )
 from broker.replication.replica import LEADER, FOLLOWER, PartitionReplica
 from broker.settings import Setting, SettingError
