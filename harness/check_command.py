@@ -81,19 +81,15 @@ def check(run_dir: Path, spark_master: str | None, engine: str, lenient: bool, e
 
 
 def _refresh_report(run_dir: Path, phases: PhaseClock) -> str:
-    """Rewrite the report and (when the run sits in a results directory) the index; the line to print."""
-    from reports.index import write_index
-    from reports.render import results_root_of, write_report as render
+    """Rewrite the report and (when the run sits in a results directory) the index, as a run's end does
+    (harness/verdict.py `write_reports`); the line to print."""
+    from harness.verdict import write_reports
+    from reports.render import results_root_of
     phases.start("report")
-    try:
-        out = render(run_dir)
-        root = results_root_of(run_dir)
-        if root is not None:
-            write_index(root)
-    except Exception as exc:  # noqa: BLE001 - the check stands; the report is what failed
-        return (f"highwater check: could not rewrite the report ({type(exc).__name__}: {exc}); "
-                f"try: highwater report {run_dir}")
-    return f"highwater check: report {out}"
+    problems = write_reports(run_dir, results_root_of(run_dir))
+    if problems:            # the check stands; the report is what failed
+        return f"highwater check: could not rewrite the report ({'; '.join(problems)}); try: highwater report {run_dir}"
+    return f"highwater check: report {run_dir / rf.REPORT_HTML}"
 
 
 def _close(display: Display | None, phases: PhaseClock, *, quiet: bool = False) -> None:

@@ -39,10 +39,14 @@ def release_checker() -> None:
     release_prepared()
 
 
-def write_reports(run_dir: Path, results_root: Path) -> list[str]:
-    """The run's report.html and the results index; a problem line for each that failed."""
+def write_reports(run_dir: Path, results_root: Path | None) -> list[str]:
+    """The run's report.html and (unless `results_root` is None) the results index; a problem line for
+    each that failed."""
     problems = []
-    for name, write, arg in (("write_report", write_report, run_dir), ("write_index", write_index, results_root)):
+    writes = [("write_report", write_report, run_dir)]
+    if results_root is not None:
+        writes.append(("write_index", write_index, results_root))
+    for name, write, arg in writes:
         try:
             write(Path(arg))
         except Exception as exc:  # noqa: BLE001

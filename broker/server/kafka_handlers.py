@@ -438,20 +438,12 @@ class KafkaHandlers:
                        "live brokers")
             else:
                 specs.append((i, {"name": name, "partitions": partitions, "replication_factor": rf}))
-        if specs and not body.get("validate_only", False):
-            try:
-                answers = await self.controller.create_topics([s for _, s in specs])
-                errors = {n: (e, None) for n, e in answers.items()}
-            except ControllerError as exc:
-                errors = {s["name"]: (exc.code, exc.message or exc.code) for _, s in specs}
-            for i, spec in specs:
-                error, message = errors.get(spec["name"], ("UNKNOWN", "the controller did not answer for it"))
-                code = E.kafka_code(error)
-                results[i] = {"name": spec["name"], "error_code": code,
-                              "error_message": None if code == E.NONE else (message or str(error))}
-        for i, spec in specs:
-            results.setdefault(i, {"name": spec["name"], "error_code": E.NONE, "error_message": None})
-        return {"throttle_time_ms": 0, "topics": [results[i] for i in sorted(results)]}
+        async def ask() -> dict[str, tuple[str, str | None]]:
+            answers = await self.controller.create_topics([s for _, s in specs])
+            return {n: (e, None) for n, e in answers.items()}
+        topics = await self._forwarded(results, [(i, s["name"]) for i, s in specs], ask,
+                                       body.get("validate_only", False))
+        return {"throttle_time_ms": 0, "topics": topics}
 
     # --- CreatePartitions ---------------------------------------------------------------------
     async def create_partitions(self, body: dict[str, Any], version: int = 0) -> dict[str, Any]:
@@ -479,19 +471,30 @@ class KafkaHandlers:
                        f"larger, got {count}")
             else:
                 wanted.append((i, name, count))
-        if wanted and not body.get("validate_only", False):
+        topics = await self._forwarded(results, [(i, n) for i, n, _ in wanted],
+                                       lambda: self.controller.create_partitions({n: c for _, n, c in wanted}),
+                                       body.get("validate_only", False))
+        return {"throttle_time_ms": 0, "results": topics}
+
+    async def _forwarded(self, results: dict[int, dict[str, Any]], wanted: list[tuple[int, str]], ask,
+                         validate_only: bool) -> list[dict[str, Any]]:
+        """The per-topic answers of a request the controller carries out (CreateTopics, CreatePartitions):
+        `results` holds the topics refused already, by position; each of `wanted` (position, name) gets
+        what `ask()` ({name: (error, message)}) says of it, or the controller's error for all when it cannot
+        be reached, or NONE without asking when the request only validates. In request order."""
+        if wanted and not validate_only:
             try:
-                answers = await self.controller.create_partitions({n: c for _, n, c in wanted})
+                answers = await ask()
             except ControllerError as exc:
-                answers = {n: (exc.code, exc.message or exc.code) for _, n, _ in wanted}
-            for i, name, _count in wanted:
+                answers = {n: (exc.code, exc.message or exc.code) for _, n in wanted}
+            for i, name in wanted:
                 error, message = answers.get(name, ("UNKNOWN", "the controller did not answer for it"))
                 code = E.kafka_code(error)
                 results[i] = {"name": name, "error_code": code,
                               "error_message": None if code == E.NONE else (message or str(error))}
-        for i, name, _count in wanted:
+        for i, name in wanted:
             results.setdefault(i, {"name": name, "error_code": E.NONE, "error_message": None})
-        return {"throttle_time_ms": 0, "results": [results[i] for i in sorted(results)]}
+        return [results[i] for i in sorted(results)]
 
     # --- errors -------------------------------------------------------------------------------
     def error_body(self, request, code: int) -> dict[str, Any] | None:
