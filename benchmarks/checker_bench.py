@@ -59,12 +59,20 @@ Fifth session (2026-11-22), with the JVM's CPU split by thread role (printed sin
   (worse: 64-68 s against 61-62 s, 10% more CPU); 32Ki-row row groups; narrow per-source digest
   aggregations. No code generation at all: 157 s. Java 25 (Temurin, on this machine): no faster alone;
   with an AOT cache (JEP 483/515) trained on a small check, 5-9% faster (59-68 s against 64-76 s).
+2026-11-28, the JIT profile by input size (checkers/spark_driver.jvm_profile), `--drivers private
+--profiles auto,tiered --rounds 2`, alternating (other work on the machine meanwhile):
+  1M sends:   auto (C1-only: ~5M rows) 44.2 and 44.8 s wall, 53-59 CPU s; tiered 51.1 and 45.6 s, 73-83 CPU s:
+              median ratio 0.92, CPU 0.72 (C2's 21-25 CPU s are gone; C1 compiles 5 s instead of 6-7.5)
+  10M sends:  auto picks tiered here (~50M rows), so both arms run the same JVM: 206.1 against 216.8 s in
+              round 1; round 2 of both was killed by the kernel at 21-22 GiB (the protocol rules' Python
+              phase, with tests running beside it): the memory of a 10M check is a known open problem.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import threading
@@ -210,6 +218,23 @@ def ensure_run(cache: Path, sends: int, k: int) -> tuple[Path, dict]:
     return run, expected
 
 
+def compare_profiles(cmd: list[str], profiles: list[str], rounds: int) -> list[tuple[str, dict]]:
+    """The private driver under each JIT profile, alternating round by round; prints each profile's median
+    wall time and its ratio to the last profile's (the old default, when that is `tiered`)."""
+    tries, walls = [], {p: [] for p in profiles}
+    for r in range(rounds):
+        for prof in profiles:
+            s = measure(cmd, env=dict(os.environ, HIGHWATER_SPARK_SERVICE="off", HIGHWATER_SPARK_JVM_PROFILE=prof))
+            walls[prof].append(s["wall_s"])
+            tries.append((f"private, profile {prof}, round {r + 1}", s))
+    base = statistics.median(walls[profiles[-1]])
+    for prof in profiles:
+        med = statistics.median(walls[prof])
+        print(f"  profile {prof}: median wall {med:.1f} s over {rounds} ({', '.join(f'{w:.1f}' for w in walls[prof])}); "
+              f"ratio to {profiles[-1]} {med / base:.2f}", flush=True)
+    return tries
+
+
 def findings(path: Path) -> dict:
     doc = json.loads(path.read_text())
     return {k: doc[k] for k in COMPARED}
@@ -229,6 +254,10 @@ def main() -> int:
                     help="private: a driver of the check's own (HIGHWATER_SPARK_SERVICE=off, all cold); shared: "
                          "the shared driver, stopped first, so its first check starts it and the second finds it "
                          "running (both printed)")
+    ap.add_argument("--profiles", default="",
+                    help="with the private driver: JIT profiles to compare (checkers/spark_driver.py), e.g. "
+                         "auto,tiered; each is measured --rounds times, alternating, and the median ratios printed")
+    ap.add_argument("--rounds", type=int, default=2)
     args = ap.parse_args()
     cache = Path(args.cache)
     cache.mkdir(parents=True, exist_ok=True)
@@ -243,7 +272,9 @@ def main() -> int:
             cmd += ["--spark-master", args.spark_master]
         tries = []
         for driver in args.drivers.split(","):
-            if driver == "private":
+            if driver == "private" and args.profiles:
+                tries += compare_profiles(cmd, args.profiles.split(","), args.rounds)
+            elif driver == "private":
                 tries.append(("private", measure(cmd, env=dict(os.environ, HIGHWATER_SPARK_SERVICE="off"))))
             elif driver == "shared":
                 from checkers import spark_service

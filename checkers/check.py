@@ -113,7 +113,8 @@ def check_run(run_dir: Path | str, *, engine: str = "spark", spark_master: str |
     facts = protocol_trace.run_facts(run_dir, ing.columnar_dir)
     # what the run promises depends on what it did (power cut, disks damaged): the policy again, with that
     failing = policy.failing_kinds(config, fail_on=fail_on, allow=allow, rules=facts["settings"])
-    checker = open_engine(engine, spark_master=spark_master, spark=spark, say=say)
+    checker = open_engine(engine, spark_master=spark_master, spark=spark, say=say,
+                          rows=ingest_mod.table_rows(ing.columnar_dir))
     try:
         findings = checker.analyze(ing.columnar_dir, examples=examples, facts=facts, say=say)
         info = dict(checker.info)

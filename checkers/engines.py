@@ -54,7 +54,8 @@ class ReferenceEngine:
 class SparkEngine:
     name = "spark"
 
-    def __init__(self, spark_master: str | None = None, spark: Any = None, say: Say = lambda _m: None):
+    def __init__(self, spark_master: str | None = None, spark: Any = None, say: Say = lambda _m: None,
+                 rows: int | None = None):
         from checkers import spark_session
         self._spark_session = spark_session
         self.master = spark_master
@@ -62,13 +63,14 @@ class SparkEngine:
         if self._own:
             say("starting Spark" if not spark_session.uses_service(spark_master) else "connecting to Spark")
         with spark_session.driver_log_to(log):
-            self.session = spark if spark is not None else spark_session.get_session(spark_master)
+            self.session = spark if spark is not None else spark_session.get_session(spark_master, rows=rows)
         self.info = {"engine": "spark", "master": None}
 
     def analyze(self, col_dir: Path, *, examples: int, facts: dict[str, Any], say: Say) -> dict[str, Any]:
         from checkers.anomalies import engine as spark_engine
         with self._spark_session.driver_log_to(log):
-            self.info = {"engine": "spark", "master": self._spark_session.describe(self.session, self.master)}
+            self.info = {"engine": "spark", "master": self._spark_session.describe(self.session, self.master),
+                         "jvm_profile": self._spark_session.profile_of(self.session, self.master)}
             return spark_engine.analyze(self.session, col_dir, examples=examples, step=say, facts=facts)
 
     def close(self) -> None:
@@ -82,10 +84,11 @@ ENGINES = ("spark", "reference")
 
 
 def open_engine(name: str, *, spark_master: str | None = None, spark: Any = None,
-                say: Say = lambda _m: None) -> Engine:
-    """The engine called `name`, ready to analyze (a Spark session open)."""
+                say: Say = lambda _m: None, rows: int | None = None) -> Engine:
+    """The engine called `name`, ready to analyze (a Spark session open; `rows`, the input's size,
+    picks a new local driver's JIT profile)."""
     if name == "reference":
         return ReferenceEngine()
     if name == "spark":
-        return SparkEngine(spark_master, spark, say)
+        return SparkEngine(spark_master, spark, say, rows)
     raise ValueError(f"unknown engine {name!r} (known: {', '.join(ENGINES)})")

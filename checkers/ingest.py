@@ -565,6 +565,11 @@ def ingest(run_dir: Path | str, *, lenient: bool = False, force: bool = False, p
     return _convert(run_dir, sources, lenient=lenient, progress=progress)
 
 
+def table_rows(col_dir: Path) -> int:
+    """Every columnar table's row count, summed (read from the Parquet footers, not the data)."""
+    return sum(pq.ParquetFile(part).metadata.num_rows for part in sorted(Path(col_dir).glob("*/*.parquet")))
+
+
 def _from_manifest(col: Path, manifest: dict) -> IngestResult:
     return IngestResult(col, manifest.get("skipped", {}), manifest.get("torn", {}), manifest.get("missing_dumps", []),
                         problems=manifest.get("problems", []), problem_count=manifest.get("problem_count", 0))

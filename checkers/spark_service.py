@@ -100,7 +100,7 @@ def spark_home() -> Path:
 
 def command(port: int, d: Path) -> list[str]:
     """spark-submit arguments that start the Connect server with the checker's local settings."""
-    conf = spark_driver.local_conf(log=d / "server.log")
+    conf = spark_driver.local_conf(log=d / "server.log", profile=spark_driver.jvm_profile(None))
     memory = conf.pop("spark.driver.memory")
     java_opts = conf.pop("spark.driver.extraJavaOptions")
     cmd = [str(spark_home() / "bin" / "spark-submit"), "--class", SERVER_CLASS, "--name", APP_NAME,

@@ -4,13 +4,15 @@
   Connect server started on demand and stopped when idle), unless HIGHWATER_SPARK_SERVICE=off;
 - `local[N]`, or no master with HIGHWATER_SPARK_SERVICE=off: a private in-process driver with these
   settings: `local[2]`, 3 GiB driver heap, few shuffle partitions, adaptive execution, no UI, and the
-  install's class-data-sharing archive for a faster JVM start (jvm_archive.py);
+  install's class-data-sharing archive for a faster JVM start (jvm_archive.py), and the JIT profile for
+  the input's size (spark_driver.jvm_profile: C1-only up to 20M rows);
 - `spark://...`, `yarn`, `k8s://...`, `local[N]`: the same job on that master (classic Spark);
 - `sc://host:port`: Spark Connect (needs the pyspark connect client extras), the job uses DataFrame APIs only.
 The driver JVM logs to a file, never to the terminal (spark-log4j2.properties; HIGHWATER_SPARK_LOG,
 default `<venv>/var/highwater/spark-driver.log`; the shared driver's is its service directory's
 server.log). Environment overrides: HIGHWATER_SPARK_DRIVER_MEMORY, HIGHWATER_SPARK_SHUFFLE_PARTITIONS,
-HIGHWATER_SPARK_JAVA_OPTS (driver JVM options), HIGHWATER_SPARK_SHUFFLE_COMPRESS (local: false by default).
+HIGHWATER_SPARK_JAVA_OPTS (driver JVM options), HIGHWATER_SPARK_JVM_PROFILE (c1, tiered or auto),
+HIGHWATER_SPARK_SHUFFLE_COMPRESS (local: false by default).
 On a cluster the run directory must be readable by the executors (a shared file system).
 """
 from __future__ import annotations
@@ -22,7 +24,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from checkers.jvm_archive import SparkSetupError
-from checkers.spark_driver import DEFAULT_MASTER, local_conf, log_path
+from checkers.spark_driver import DEFAULT_MASTER, jvm_profile, local_conf, log_path
 
 SERVICE = "service"
 
@@ -134,8 +136,9 @@ def _classic_allowed(master: str) -> None:
     del os.environ["SPARK_CONNECT_MODE_ENABLED"]
 
 
-def get_session(master: str | None = None, app_name: str = "highwater-check") -> Any:
-    """A session for `master` (module docstring); give it back with stop()."""
+def get_session(master: str | None = None, app_name: str = "highwater-check", rows: int | None = None) -> Any:
+    """A session for `master` (module docstring); give it back with stop(). `rows`, the input's size,
+    picks a new private local driver's JIT profile (profile_of tells which one a session has)."""
     from pyspark.sql import SparkSession
 
     if uses_service(master):
@@ -164,7 +167,8 @@ def get_session(master: str | None = None, app_name: str = "highwater-check") ->
     if master.startswith("local"):
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # the driver listens on loopback only
     builder = SparkSession.builder.appName(app_name).master(master)
-    conf = local_conf()
+    # elsewhere the executors do the work: the driver keeps the JVM's default
+    conf = local_conf(profile=jvm_profile(rows) if master.startswith("local") else "tiered")
     if not master.startswith("local"):
         if not os.environ.get("HIGHWATER_SPARK_DRIVER_MEMORY"):
             conf.pop("spark.driver.memory")   # the cluster's own settings decide, unless told otherwise
@@ -215,6 +219,24 @@ def describe(session: Any, master: str | None) -> str:
         return session.sparkContext.master
     except Exception:  # noqa: BLE001
         return master or DEFAULT_MASTER
+
+
+def profile_of(session: Any, master: str | None) -> str | None:
+    """The JIT profile (spark_driver.PROFILES) the session's driver JVM really runs, read from its
+    arguments; None where they cannot be read from here (Spark Connect to a server this project did not
+    start, a driver on another machine)."""
+    svc = service_of(session)
+    try:
+        if svc is not None:
+            args = Path(f"/proc/{svc.jvm_pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
+        elif master and master.startswith("sc://"):
+            return None
+        else:
+            bean = session.sparkContext._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean()
+            args = list(bean.getInputArguments())
+    except Exception:  # noqa: BLE001 - not knowing it is fine: it is information, not a decision
+        return None
+    return "c1" if "-XX:TieredStopAtLevel=1" in args else "tiered"
 
 
 def stop(session: Any) -> None:

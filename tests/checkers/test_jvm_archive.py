@@ -24,11 +24,12 @@ def test_options_name_an_existing_archive(tmp_path, monkeypatch):
     monkeypatch.setenv(jvm_archive.ENV, str(f))
     opts = jvm_archive.java_options()
     assert opts[0] == f"-XX:SharedArchiveFile={f}"
-    java = spark_driver.local_conf()["spark.driver.extraJavaOptions"]
+    java = spark_driver.local_conf(profile="tiered")["spark.driver.extraJavaOptions"]
     assert java.startswith(jvm_archive.DEFAULT_JAVA_OPTS) and java.endswith(" ".join(opts))
     monkeypatch.setenv("HIGHWATER_SPARK_JAVA_OPTS", "-Xss4m")
     logs = spark_driver.log_options(spark_driver.log_path())
-    assert spark_driver.local_conf()["spark.driver.extraJavaOptions"] == " ".join(["-Xss4m", *logs, *opts])
+    assert spark_driver.local_conf()["spark.driver.extraJavaOptions"] == " ".join(
+        ["-Xss4m", *logs, *opts, *spark_driver.PROFILES["c1"]])
 
 
 def test_off_disables_it(monkeypatch):

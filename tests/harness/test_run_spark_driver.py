@@ -58,6 +58,7 @@ def test_run_terminal_is_quiet_and_its_shared_driver_stops_when_idle(tmp_path):
     run_dir = run_dir_from_stdout(r.stdout)
     results = json.loads((run_dir / "results.json").read_text())
     assert results["checker"]["master"].startswith("local[2] (shared driver sc://127.0.0.1:")
+    assert results["checker"]["jvm_profile"] == "c1"     # the shared driver's, read from its command line
     # the driver's own log lines went to the run's log instead of the terminal
     assert "spark driver: " in (run_dir / "harness.log").read_text()
     # the run asked for the shared driver; nobody uses it now, so it stops itself after 5 s idle
@@ -71,6 +72,7 @@ def test_run_with_a_private_driver_leaves_no_process(tmp_path):
     assert not JVM_LINE.search(r.stdout + r.stderr), r.stdout + r.stderr
     results = json.loads((run_dir_from_stdout(r.stdout) / "results.json").read_text())
     assert results["checker"]["master"] == "local[2]"
+    assert results["checker"]["jvm_profile"] == "c1"     # a small input, read from the JVM's own arguments
     # the driver JVM exits when its parent does (it reads the end of its stdin); give it a moment
     wait_until(lambda: not _marked(marker), timeout=20, what="no process of the run left")
     assert not (tmp_path / "unused-service" / "state.json").exists()
