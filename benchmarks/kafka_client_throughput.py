@@ -2,7 +2,7 @@
 one run against one local 3-broker cluster (real processes; the set-up of benchmarks/broker_throughput.py).
 
     .venv/bin/python benchmarks/kafka_client_throughput.py [--seconds 8] [--threads 4] [--batch 100]
-        [--partitions 3] [--flush always] [--kafka-python]
+        [--partitions 3] [--flush always] [--kafka-python] [--codecs gzip,snappy,lz4,zstd]
 
 Controller and 3 brokers on loopback, RF=3, min.insync.replicas=2, leader-epoch truncation, acks=all
 throughout. Phases, each `seconds` long with `threads` client threads (one client each), round-robin
@@ -16,6 +16,8 @@ over the partitions:
                        partition without waiting, then flush() until every report is in (the
                        counterpart of a native send of N values; latency = the whole batch)
   kafka-python, 1 per send  (with --kafka-python) the other adapter
+  confluent, batch N, CODEC  (with --codecs gzip,snappy,lz4,zstd) the batch phase, librdkafka compressing
+                       each batch with CODEC (the broker decompresses, validates and stores the records)
 
 Prints acknowledged writes/s and p50/p99 latency per phase. Kills every process it started.
 """
@@ -79,7 +81,8 @@ def adapter_phase(library: str, bootstrap: list[str], threads: int, partitions: 
     return _summary(f"{library}, 1 per send", acked[0], latencies, elapsed, errors)
 
 
-def confluent_batches(bootstrap: list[str], threads: int, batch: int, partitions: int, seconds: float) -> dict:
+def confluent_batches(bootstrap: list[str], threads: int, batch: int, partitions: int, seconds: float,
+                      codec: str = "none") -> dict:
     """confluent-kafka with librdkafka batching: produce() `batch` values to one partition without waiting,
     then flush() until every delivery report is in: the counterpart of one native send of `batch` values
     (latency: the whole batch, produce() of the first value to the last report)."""
@@ -90,7 +93,8 @@ def confluent_batches(bootstrap: list[str], threads: int, batch: int, partitions
     errors: dict[str, int] = {}
     lock = threading.Lock()
     producers = [Producer({"bootstrap.servers": ",".join(bootstrap), "acks": "all", "enable.idempotence": False,
-                           "linger.ms": 1, "broker.address.family": "v4"}) for _ in range(threads)]
+                           "linger.ms": 1, "broker.address.family": "v4", "compression.type": codec})
+                 for _ in range(threads)]
     for k, p in enumerate(producers):   # connections and metadata before the clock starts
         p.produce(TOPIC, value=b"warm-up", partition=k % partitions)
         p.flush(10)
@@ -119,14 +123,21 @@ def confluent_batches(bootstrap: list[str], threads: int, batch: int, partitions
             acked[0] += n
 
     elapsed = run_workers(threads, worker)
-    return _summary(f"confluent, batch {batch}", acked[0], latencies, elapsed, errors)
+    name = f"confluent, batch {batch}" + (f", {codec}" if codec != "none" else "")
+    return _summary(name, acked[0], latencies, elapsed, errors)
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_load_options(ap)
     ap.add_argument("--kafka-python", action="store_true", help="also the kafka-python adapter")
+    ap.add_argument("--codecs", default="", help="also the batch phase compressed with each of these codecs "
+                    "(comma-separated: gzip, snappy, lz4, zstd)")
     args = ap.parse_args(argv)
+    codecs = [c for c in args.codecs.split(",") if c]
+    unknown = sorted(set(codecs) - {"gzip", "snappy", "lz4", "zstd"})
+    if unknown:
+        ap.error(f"--codecs: unknown codec {unknown[0]!r} (gzip, snappy, lz4, zstd)")
     with tempfile.TemporaryDirectory(prefix="hw-bench-") as tmp:
         with bench_cluster(tmp, args.partitions, args.flush) as c:
             wait_full_isrs(c.controller_address, args.partitions)
@@ -146,6 +157,8 @@ def main(argv: list[str] | None = None) -> int:
             show(confluent_batches(bootstrap, args.threads, args.batch, args.partitions, args.seconds))
             if args.kafka_python:
                 show(adapter_phase("kafka-python", bootstrap, args.threads, args.partitions, args.seconds))
+            for codec in codecs:
+                show(confluent_batches(bootstrap, args.threads, args.batch, args.partitions, args.seconds, codec))
     return 0
 
 

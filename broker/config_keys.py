@@ -188,6 +188,12 @@ KEYS: tuple[Key, ...] = (
     _k("isr_join_requires_epoch_start", bool, True, "KAFKA-7128: a follower joins the ISR only once its LEO "
        "reached the start of the leader's epoch; false restores the bug, for the scenario tests",
        replication="isr_join_requires_epoch_start", sim=True, rules=True),
+    _k("producer_state_rebuilt_after_truncation", bool, True, "after a truncation a replica keeps the idempotent "
+       "producers' state of the records that remain (rebuilding it from the log where needed); false plants "
+       "the effect of KAFKA-5435 (a truncated, restarted 0.11.0 broker believed no producer data was left in "
+       "its log): the state is emptied, so a producer's retry of a batch still in the log is appended again",
+       files=("broker",), replication="producer_state_rebuilt_after_truncation",
+       test="producer_state_rebuilt_after_truncation"),
     # timing
     _k("broker_session_timeout_ms", int, 3000, "a broker not heartbeating this long is fenced", min=100,
        files=("controller",), test="session_timeout_ms", sim=True),
@@ -211,6 +217,9 @@ KEYS: tuple[Key, ...] = (
        min=1, files=("broker",)),
     _k("default_replication_factor", int, 1, "replication factor of an automatically created topic (Kafka's "
        "default.replication.factor)", min=1, files=("broker",)),
+    _k("log_message_timestamp_type", str, "CreateTime", "what a record's timestamp is: \"CreateTime\", the "
+       "producer's, or \"LogAppendTime\", the leader's clock when it appends (Kafka's "
+       "log.message.timestamp.type)", choices=("CreateTime", "LogAppendTime"), files=("broker",)),
     # the controller's own
     _k("topics", object, (), "`[{\"name\": \"hw\", \"partitions\": 3, \"replication_factor\": 3}]`, created at "
        "start-up (idempotent)", parse=_topics, files=("controller",)),

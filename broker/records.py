@@ -13,9 +13,37 @@ from typing import Protocol, Sequence
 class Record:
     offset: int
     epoch: int              # leader epoch of the leader that first appended it
-    value: bytes
+    value: bytes | None     # None: a null value (a Kafka tombstone)
     key: bytes | None = None
-    timestamp: int = 0      # ms since the epoch, set by the leader
+    timestamp: int = 0      # ms since the epoch: the producer's (CreateTime) or the leader's append time
+    headers: tuple = ()     # ((key: str, value: bytes | None), ...), as a Kafka record carries them
+    producer_id: int = -1   # an idempotent producer's id, epoch and this record's sequence number (KIP-98);
+    producer_epoch: int = -1  # -1 for any other record
+    sequence: int = -1
+
+
+def replica_record(r: Record) -> list:
+    """A record as a follower fetch carries it in the native protocol (msgpack): [offset, epoch, value,
+    timestamp], then [key, headers] only when the record has either or a producer, then [producer id,
+    producer epoch, sequence] only for an idempotent producer's record: plain records cost no more."""
+    if r.key is None and not r.headers and r.producer_id < 0:
+        return [r.offset, r.epoch, r.value, r.timestamp]
+    out = [r.offset, r.epoch, r.value, r.timestamp, r.key, [list(h) for h in r.headers]]
+    if r.producer_id >= 0:
+        out += [r.producer_id, r.producer_epoch, r.sequence]
+    return out
+
+
+def from_replica_record(item) -> Record:
+    """The Record of a follower fetch's list (replica_record's inverse); ValueError when malformed."""
+    if len(item) == 4:
+        o, e, v, ts = item
+        return Record(o, e, v, None, ts)
+    o, e, v, ts, key, headers, *producer = item
+    if producer:
+        pid, pepoch, seq = producer
+        return Record(o, e, v, key, ts, tuple((str(k), hv) for k, hv in headers), pid, pepoch, seq)
+    return Record(o, e, v, key, ts, tuple((str(k), hv) for k, hv in headers))
 
 
 class LogCorruption(Exception):

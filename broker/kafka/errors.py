@@ -28,13 +28,15 @@ INVALID_REPLICA_ASSIGNMENT = 39           # CreateTopics with a manual assignmen
 INVALID_CONFIG = 40                       # CreateTopics with topic configs (not supported)
 NOT_CONTROLLER = 41                       # the controller could not be reached to create a topic
 INVALID_REQUEST = 42                      # a well-formed request asking for something impossible
-UNSUPPORTED_FOR_MESSAGE_FORMAT = 43       # idempotent / transactional / control batches: not supported
+OUT_OF_ORDER_SEQUENCE_NUMBER = 45         # an idempotent batch that does not continue its producer's sequence
+INVALID_PRODUCER_EPOCH = 47               # an idempotent batch from a producer epoch a newer one fenced
+UNSUPPORTED_FOR_MESSAGE_FORMAT = 43       # transactional / control batches: not supported
 KAFKA_STORAGE_ERROR = 56                  # this replica's disk failed or its log is being recovered
 FETCH_SESSION_ID_NOT_FOUND = 70           # an incremental fetch for a session this broker never made
 FENCED_LEADER_EPOCH = 74                  # the request's current leader epoch is older than the leader's
 UNKNOWN_LEADER_EPOCH = 75                 # the request's current leader epoch is newer than the leader's
 UNSUPPORTED_COMPRESSION_TYPE = 76         # a compressed batch (the broker stores uncompressed values)
-INVALID_RECORD = 87                       # a record with a key, headers or a null value
+INVALID_RECORD = 87                       # a produce without records, or with several batches for one partition
 
 NAMES: dict[int, str] = {v: k for k, v in dict(globals()).items() if k.isupper() and isinstance(v, int)}
 
@@ -52,6 +54,8 @@ _BROKER_CODES: dict[str, int] = {
     "REQUEST_TIMED_OUT": REQUEST_TIMED_OUT,
     "KAFKA_STORAGE_ERROR": KAFKA_STORAGE_ERROR,
     "INVALID_REQUEST": INVALID_REQUEST,
+    "OUT_OF_ORDER_SEQUENCE_NUMBER": OUT_OF_ORDER_SEQUENCE_NUMBER,
+    "INVALID_PRODUCER_EPOCH": INVALID_PRODUCER_EPOCH,
     # controller codes (CreateTopics)
     "TOPIC_ALREADY_EXISTS": TOPIC_ALREADY_EXISTS,
     "INVALID_TOPIC_EXCEPTION": INVALID_TOPIC_EXCEPTION,

@@ -6,13 +6,16 @@ attributes int16, lastOffsetDelta int32, baseTimestamp int64, maxTimestamp int64
 producerEpoch int16, baseSequence int32, record count int32, then the records. A record: length
 varint, attributes int8, timestampDelta varlong, offsetDelta varint, key (varint length, -1 null),
 value (likewise), header count varint, headers (key: varint length + UTF-8, value: varint length,
--1 null). Compressed batches (attributes bits 0-2 != 0) are refused with `UnsupportedCompression`.
+-1 null). A compressed batch (attributes bits 0-2: gzip 1, snappy 2, lz4 3, zstd 4) holds the same
+records compressed as one block after the header; `decode_batches` decompresses them (compression.py),
+raising `compression.CompressionError` (a KafkaCodecError) when it cannot, its `reason` saying why.
 """
 from __future__ import annotations
 
 import struct
 from dataclasses import dataclass, field
 
+from . import compression
 from .primitives import uvarint_bytes
 from broker.kafka.primitives import KafkaCodecError
 
@@ -21,8 +24,10 @@ try:                                    # the C implementation (PyPI `crc32c`, D
 except ImportError:                     # a node without it (a Docker or SSH node's Debian python3): correct,
     _crc32c_impl = None                 # about a thousand times slower; only the Kafka listener uses it
 
-__all__ = ["crc32c", "Record", "RecordBatch", "KafkaCodecError", "UnsupportedCompression", "decode_batches",
+__all__ = ["crc32c", "Record", "RecordBatch", "KafkaCodecError", "CompressionError", "decode_batches",
            "encode_batch", "BATCH_OVERHEAD", "MAGIC"]
+
+CompressionError = compression.CompressionError
 
 MAGIC = 2
 BATCH_OVERHEAD = 61          # header bytes before the first record
@@ -63,14 +68,6 @@ _crc32c = _crc32c_impl if _crc32c_impl is not None else crc32c_pure
 def crc32c(data) -> int:
     """CRC-32C (Castagnoli) of `data`."""
     return _crc32c(data)
-
-
-class UnsupportedCompression(KafkaCodecError):
-    """A well-formed batch whose records are compressed (codec = attributes & 7)."""
-
-    def __init__(self, codec: int, message: str):
-        self.codec = codec
-        super().__init__(message)
 
 
 @dataclass(slots=True)
@@ -304,13 +301,19 @@ def decode_batches(data: bytes, allow_partial_tail: bool = False) -> list[Record
         if actual != crc:
             raise KafkaCodecError(f"{where}: CRC-32C mismatch (stored {crc:#010x}, computed {actual:#010x})")
         # the codec before the record count: a compressed batch holds more records than its bytes could
-        # uncompressed, and its answer is UNSUPPORTED_COMPRESSION_TYPE, not a corrupt batch
+        # uncompressed, so the count is checked against the decompressed bytes
         codec = attributes & COMPRESSION_MASK
         if codec:
-            raise UnsupportedCompression(codec, f"{where}: compressed records (codec {codec}) are not supported")
-        if count < 0 or count > (end - pos - BATCH_OVERHEAD) // 7:
-            raise KafkaCodecError(f"{where}: record count {count} cannot fit in {end - pos - BATCH_OVERHEAD} bytes")
-        records = _decode_records(data, pos + BATCH_OVERHEAD, end, count, base_offset, base_ts, where)
+            try:
+                inner = compression.decompress(codec, memoryview(data)[pos + BATCH_OVERHEAD:end])
+            except CompressionError as exc:
+                raise CompressionError(codec, exc.reason, f"{where}: {exc}") from None
+            body, body_start, body_end = inner, 0, len(inner)
+        else:
+            body, body_start, body_end = data, pos + BATCH_OVERHEAD, end
+        if count < 0 or count > (body_end - body_start) // 7:
+            raise KafkaCodecError(f"{where}: record count {count} cannot fit in {body_end - body_start} bytes")
+        records = _decode_records(body, body_start, body_end, count, base_offset, base_ts, where)
         if attributes & TIMESTAMP_TYPE_MASK:      # LogAppendTime: every record carries the batch's time
             for r in records:
                 r.timestamp = max_ts
@@ -335,11 +338,22 @@ def _zigzag_bytes(v: int) -> bytes:
 _NULL = b"\x01"   # zigzag(-1)
 
 
-def encode_batch(base_offset: int, leader_epoch: int, records: list[tuple[int, bytes | None, bytes | None]],
+def _headers_bytes(headers) -> bytes:
+    zz = _zigzag_bytes
+    out = [zz(len(headers))]
+    for hkey, hval in headers:
+        raw = hkey.encode("utf-8")
+        out += [zz(len(raw)), raw, _NULL if hval is None else zz(len(hval)) + hval]
+    return b"".join(out)
+
+
+def encode_batch(base_offset: int, leader_epoch: int, records: list[tuple],
                  *, producer_id: int = -1, producer_epoch: int = -1, base_sequence: int = -1,
                  attributes: int = 0) -> bytes:
-    """One uncompressed RecordBatch v2 of `records` [(timestamp_ms, key, value)] at offsets
-    base_offset + i, CRC-32C filled in."""
+    """One uncompressed RecordBatch v2 of `records` [(timestamp_ms, key, value)] or [(timestamp_ms, key,
+    value, headers)] (headers: [(str, bytes | None)]) at offsets base_offset + i, CRC-32C filled in. With
+    the LogAppendTime attribute, maxTimestamp is the records' latest timestamp, which consumers then
+    give every record of the batch."""
     if not records:
         raise ValueError("encode_batch: no records")
     if attributes & COMPRESSION_MASK:
@@ -349,12 +363,13 @@ def encode_batch(base_offset: int, leader_epoch: int, records: list[tuple[int, b
     zz = _zigzag_bytes
     parts = []
     append = parts.append
-    for i, (ts, key, value) in enumerate(records):
+    for i, (ts, key, value, *more) in enumerate(records):
         if ts > max_ts:
             max_ts = ts
-        # attributes, timestamp delta, offset delta, key, value, no headers
+        # attributes, timestamp delta, offset delta, key, value, headers
         rec = (b"\x00" + zz(ts - base_ts) + zz(i) + (_NULL if key is None else zz(len(key)) + key)
-               + (_NULL if value is None else zz(len(value)) + value) + b"\x00")
+               + (_NULL if value is None else zz(len(value)) + value)
+               + (_headers_bytes(more[0]) if more and more[0] else b"\x00"))
         append(zz(len(rec)))
         append(rec)
     body = b"".join(parts)

@@ -405,7 +405,7 @@ _CREATE_PARTITIONS_RESPONSE = M(
     )),
 )
 
-# ---- InitProducerId (22), not advertised --------------------------------------------------------------
+# ---- InitProducerId (22) ---------------------------------------------------------------------------------
 
 _INIT_PRODUCER_ID_REQUEST = M(
     "InitProducerIdRequest", V.INIT_PRODUCER_ID, (0, 4), "2+",

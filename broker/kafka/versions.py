@@ -44,12 +44,12 @@ SUPPORTED: dict[int, tuple[int, int]] = {
     OFFSET_FOR_LEADER_EPOCH: (0, 3),
     CREATE_TOPICS: (2, 4),
     CREATE_PARTITIONS: (0, 1),
+    INIT_PRODUCER_ID: (0, 4),
 }
 
 # declared in schema.py (so tests and probes can speak them) but not advertised nor accepted
 SCHEMA_ONLY: dict[int, tuple[int, int]] = {
     FIND_COORDINATOR: (0, 3),
-    INIT_PRODUCER_ID: (0, 4),
 }
 
 

@@ -12,6 +12,8 @@ class ErrorCode(StrEnum):
     UNKNOWN_LEADER_EPOCH = "UNKNOWN_LEADER_EPOCH"                # the request's leader epoch is newer than ours
     OFFSET_OUT_OF_RANGE = "OFFSET_OUT_OF_RANGE"                  # fetch offset outside [log start, LEO]
     NOT_ASSIGNED_REPLICA = "NOT_ASSIGNED_REPLICA"                # a follower fetch from a broker not in the assignment
+    OUT_OF_ORDER_SEQUENCE_NUMBER = "OUT_OF_ORDER_SEQUENCE_NUMBER"  # an idempotent batch that skips or repeats sequences
+    INVALID_PRODUCER_EPOCH = "INVALID_PRODUCER_EPOCH"            # an idempotent batch of a fenced (older) producer epoch
 
 
 def check_leader_epoch(current_leader_epoch: int | None, my_epoch: int) -> ErrorCode | None:

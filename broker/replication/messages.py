@@ -72,6 +72,8 @@ class ProduceResult:
     complete: bool = False
     hw: int = -1                      # the HW and ISR when the outcome was decided (the broker's `ack` event)
     isr: tuple[int, ...] = ()
+    duplicate: bool = False           # an idempotent producer's retry: the offsets are those of its first append
+    message: str = ""                 # why it was refused, for the client
 
 
 @dataclass(frozen=True)

@@ -32,6 +32,7 @@ from broker.replication.events import (
     StaleFetchServed, Truncate,
 )
 from broker.replication.leader import LeaderState, RemoteReplica
+from broker.replication.producers import APPEND, DUPLICATE, ProducerStates
 from broker.replication.messages import (
     ConsumerRead, EpochRequest, EpochResponse, FetchRequest, FetchResponse, FollowerRequest,
     IsrProposal, ProduceResult, ProduceStatus,
@@ -83,6 +84,8 @@ class PartitionReplica:
         self._logged_requests: set[tuple] = set()
         # follower: the last refused OffsetsForLeaderEpoch logged (a refusal is retried every back-off)
         self._last_query_refusal: tuple | None = None
+        # idempotent producers (KIP-98): built from the log before the first idempotent batch is judged
+        self.producers = ProducerStates()
 
     # --- read-only views ------------------------------------------------------------------------
 
@@ -220,27 +223,54 @@ class PartitionReplica:
 
     # --- leader: produce ------------------------------------------------------------------------
 
-    def produce(self, values: Sequence[bytes], *, acks: int, now_ms: int, timestamp_ms: int | None = None,
-                keys: Sequence[bytes | None] | None = None) -> ProduceResult:
+    def produce(self, values: Sequence[bytes | None], *, acks: int, now_ms: int, timestamp_ms: int | None = None,
+                keys: Sequence[bytes | None] | None = None, headers: Sequence[tuple] | None = None,
+                timestamps: Sequence[int] | None = None,
+                producer: tuple[int, int, int] | None = None) -> ProduceResult:
         """Append `values` as the leader. acks=0/1 complete on append; acks=-1 (all) is refused with
         NOT_ENOUGH_REPLICAS when |ISR| < min_insync_replicas, else completes when the HW passes the
-        last offset (see `produce_status`)."""
+        last offset (see `produce_status`). Each record may carry a key, headers and its producer's
+        timestamp (CreateTime); without `timestamps` every record gets `timestamp_ms` (else now_ms).
+        `producer` = (producer id, producer epoch, first sequence) makes it an idempotent producer's batch
+        (producers.py): refused out of sequence or from a fenced epoch, and a retry of a batch already
+        in the log is answered with that batch's offsets (`duplicate`) instead of being appended again."""
         if acks not in (0, 1, ACKS_ALL):
             raise ValueError(f"produce: acks must be 0, 1 or -1 (all), got {acks!r}")
         if not values:
             raise ValueError("produce: no values")
-        if keys is not None and len(keys) != len(values):
-            raise ValueError(f"produce: {len(keys)} keys for {len(values)} values")
+        for name, given in (("keys", keys), ("headers", headers), ("timestamps", timestamps)):
+            if given is not None and len(given) != len(values):
+                raise ValueError(f"produce: {len(given)} {name} for {len(values)} values")
         if self.role != LEADER or self._leader is None:
             return ProduceResult(ErrorCode.NOT_LEADER, epoch=self.leader_epoch)
         if acks == ACKS_ALL and len(self._leader.isr) < self.config.min_insync_replicas:
             return ProduceResult(ErrorCode.NOT_ENOUGH_REPLICAS, epoch=self.leader_epoch)
         base = self.leo
         ts = now_ms if timestamp_ms is None else timestamp_ms
-        records = [Record(base + i, self.leader_epoch, v, keys[i] if keys else None, ts)
-                   for i, v in enumerate(values)]
+        epoch = self.leader_epoch
+        if producer is not None:
+            verdict = self._judge(producer, len(values))
+            if verdict.action == DUPLICATE:
+                return self._duplicate(verdict.batch, acks)
+            if verdict.action != APPEND:
+                return ProduceResult(ErrorCode(verdict.error), epoch=epoch, message=verdict.message)
+            pid, pepoch, first_seq = producer
+            records = [Record(base + i, epoch, v, keys[i] if keys else None,
+                              timestamps[i] if timestamps is not None else ts,
+                              tuple(headers[i]) if headers is not None else (), pid, pepoch,
+                              (first_seq + i) % 2**31)
+                       for i, v in enumerate(values)]
+        elif headers is None and timestamps is None:
+            records = [Record(base + i, epoch, v, keys[i] if keys else None, ts) for i, v in enumerate(values)]
+        else:
+            records = [Record(base + i, epoch, v, keys[i] if keys else None,
+                              timestamps[i] if timestamps is not None else ts,
+                              tuple(headers[i]) if headers is not None else ())
+                       for i, v in enumerate(values)]
         self.log.append(records)
         self._note_epochs(records)
+        if producer is not None:
+            self.producers.append(records)
         self._maybe_increment_hw(now_ms)
         last = base + len(records) - 1
         if acks != ACKS_ALL:
@@ -249,6 +279,34 @@ class PartitionReplica:
         status = self.produce_status(last, self.leader_epoch)
         return ProduceResult(status.error, base, last, self.leader_epoch, complete=status.state == "complete",
                              hw=status.hw, isr=status.isr)
+
+    def _judge(self, producer: tuple[int, int, int], count: int):
+        if not self.producers.loaded:
+            self.load_producers()
+        pid, pepoch, first_seq = producer
+        return self.producers.check(pid, pepoch, first_seq, count)
+
+    def _duplicate(self, batch, acks: int) -> ProduceResult:
+        """The answer to a retry of `batch`, already in the log: its offsets, once as committed as acks asks."""
+        epoch = self.leader_epoch
+        if acks != ACKS_ALL:
+            return ProduceResult(None, batch.first_offset, batch.last_offset, epoch, complete=True, hw=self.hw,
+                                 isr=tuple(sorted(self._leader.isr)), duplicate=True)
+        status = self.produce_status(batch.last_offset, epoch)
+        return ProduceResult(status.error, batch.first_offset, batch.last_offset, epoch,
+                             complete=status.state == "complete", hw=status.hw, isr=status.isr, duplicate=True)
+
+    def load_producers(self) -> None:
+        """(Re)build the idempotent producers' table from the whole log."""
+        def chunks():
+            pos = self.log.log_start()
+            while pos < self.log.leo():
+                chunk = self.log.read(pos, 4096)
+                if not chunk:
+                    return
+                yield chunk
+                pos = chunk[-1].offset + 1
+        self.producers.rebuild(chunks())
 
     def produce_status(self, last_offset: int, epoch: int) -> ProduceStatus:
         """Where a parked acks=all produce stands (Kafka's checkEnoughReplicasReachOffset)."""
@@ -438,6 +496,8 @@ class PartitionReplica:
         if records:
             self.log.append(list(records))
             self._note_epochs(records)
+            if self.producers.loaded:
+                self.producers.append(records)
         self._set_hw(min(leader_hw, self.leo))
 
     # --- internals ------------------------------------------------------------------------------
@@ -538,6 +598,11 @@ class PartitionReplica:
             return
         self.log.truncate_to(offset)
         self.epoch_cache.truncate_from_end(offset)
+        if self.producers.loaded:
+            if self.config.producer_state_rebuilt_after_truncation:
+                self.producers.truncate(offset)
+            else:   # the planted KAFKA-5435 effect: the table is emptied yet believed complete
+                self.producers.forget_all()
         self._events.append(Truncate(self.partition, old, offset, why))
         if self._hw > offset:
             self._set_hw(offset)

@@ -32,6 +32,7 @@ from broker.server.aio import bounded, cancel_and_wait, run
 from broker.server.controller_link import ControllerLink
 from broker.server.handlers import Handlers
 from broker.server.kafka_handlers import AutoCreate, KafkaHandlers
+from broker.server.producer_ids import ProducerIds
 from broker.server.partitions import ReplicaManager
 from broker.server.rpc import RpcServer
 from broker.server.timers import Timers
@@ -88,9 +89,15 @@ class BrokerNode:
             raise StartupError(f"{self.config_path}: key 'data_dir': cannot remove {CLEAN_SHUTDOWN_FILE} in "
                                f"{cfg.data_dir} ({_why(exc)})", EXIT_BAD_CONFIG) from None
         handlers = Handlers(self.replicas, cfg.node_id)
+        try:
+            producer_ids = ProducerIds(cfg.data_dir, cfg.node_id)
+        except ConfigError as exc:
+            raise StartupError(f"{self.config_path}: key 'data_dir': {exc}", EXIT_BAD_CONFIG) from None
         kafka = KafkaHandlers(self.replicas, cfg.node_id, self.controller,
                               auto_create=AutoCreate(cfg.auto_create_topics_enable, cfg.num_partitions,
-                                                     cfg.default_replication_factor))
+                                                     cfg.default_replication_factor),
+                              log_append_time=cfg.log_message_timestamp_type == "LogAppendTime",
+                              producer_ids=producer_ids)
         self.rpc = RpcServer({
             apis.PRODUCE: handlers.produce,
             apis.FETCH: handlers.fetch,

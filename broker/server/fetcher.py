@@ -24,7 +24,7 @@ import asyncio
 import logging
 
 from broker.protocol import apis
-from broker.records import Record
+from broker.records import from_replica_record
 from broker.replication import EpochRequest, EpochResponse, ErrorCode, FetchRequest, FetchResponse
 from broker.replication.epoch_cache import EpochEndOffset
 from broker.server.aio import cancel_and_wait
@@ -204,7 +204,7 @@ class Fetcher:
             "replica_id": req.replica_id, "current_leader_epoch": req.current_leader_epoch},
             cfg.replica_fetch_wait_max_ms / 1000.0 + RPC_MARGIN_S)
         err = _error(body.get("error"))
-        records = tuple(Record(o, e, v, None, ts) for o, e, v, ts in body.get("records", ())) if err is None else ()
+        records = tuple(map(from_replica_record, body.get("records", ()))) if err is None else ()
         r.on_fetch_response(req, FetchResponse(
             err, records, int(body.get("hw", 0)), int(body.get("leader_epoch", -1)),
             int(body.get("leo", 0)), int(body.get("log_start", 0))))

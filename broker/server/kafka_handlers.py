@@ -18,9 +18,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from broker.controller.client import ControllerError
+from broker.errors import ConfigError
 from broker.kafka import errors as E
 from broker.kafka import versions as V
-from broker.kafka.records import BATCH_OVERHEAD, KafkaCodecError, UnsupportedCompression, decode_batches, encode_batch
+from broker.kafka import compression
+from broker.kafka.records import (BATCH_OVERHEAD, TIMESTAMP_TYPE_MASK, CompressionError, KafkaCodecError,
+                                  decode_batches, encode_batch)
 from broker.limits import FETCH_MAX_BYTES, MAX_VALUES_PER_PRODUCE, topic_name_problem
 from broker.records import LogCorruption
 from broker.replication.errors import check_leader_epoch
@@ -53,8 +56,10 @@ class AutoCreate:
 
 class KafkaHandlers:
     def __init__(self, replicas, broker_id: int, controller, cluster_id: str = CLUSTER_ID,
-                 auto_create: AutoCreate = AutoCreate()):
+                 auto_create: AutoCreate = AutoCreate(), log_append_time: bool = False, producer_ids=None):
         self.replicas = replicas
+        self.producer_ids = producer_ids           # broker/server/producer_ids.py: InitProducerId
+        self.log_append_time = log_append_time     # log_message_timestamp_type = LogAppendTime
         self.broker_id = broker_id
         self.controller = controller
         self.cluster_id = cluster_id
@@ -68,6 +73,7 @@ class KafkaHandlers:
             V.OFFSET_FOR_LEADER_EPOCH: self.offset_for_leader_epoch,
             V.CREATE_TOPICS: self.create_topics,
             V.CREATE_PARTITIONS: self.create_partitions,
+            V.INIT_PRODUCER_ID: self.init_producer_id,
         }
 
     async def handle(self, request) -> dict[str, Any] | None:
@@ -189,24 +195,33 @@ class KafkaHandlers:
             return answer(E.INVALID_RECORD, message="no records")
         try:
             batches = decode_batches(records)
-        except UnsupportedCompression as exc:
-            return answer(E.UNSUPPORTED_COMPRESSION_TYPE,
-                          message=f"compression codec {exc.codec}: only uncompressed batches are stored")
+        except CompressionError as exc:
+            code = {compression.MISSING: E.UNSUPPORTED_COMPRESSION_TYPE,
+                    compression.TOO_LARGE: E.MESSAGE_TOO_LARGE}.get(exc.reason, E.CORRUPT_MESSAGE)
+            return answer(code, message=str(exc)[:200])
         except KafkaCodecError as exc:
             return answer(E.CORRUPT_MESSAGE, message=str(exc)[:200])
         if len(batches) != 1:       # Kafka's rule from Produce v3 on
             return answer(E.INVALID_RECORD, message=f"{len(batches)} record batches: exactly one per partition")
-        values: list[bytes] = []
-        for b in batches:            # decode_batches refused compressed batches already
-            if b.producer_id >= 0 or b.is_transactional or b.is_control:
+        values: list[bytes | None] = []
+        keys: list[bytes | None] = []
+        headers: list[tuple] = []
+        stamps: list[int] = []
+        producer = None
+        for b in batches:            # compressed ones arrive decompressed; they are stored (and served) uncompressed
+            if b.is_transactional or b.is_control:
                 return answer(E.UNSUPPORTED_FOR_MESSAGE_FORMAT,
-                              message="idempotent, transactional and control batches are not supported")
-            for rec in b.records:
-                if rec.key is not None or rec.headers:
-                    return answer(E.INVALID_RECORD, message="records with keys or headers are not stored")
-                if rec.value is None:
-                    return answer(E.INVALID_RECORD, message="records with a null value are not stored")
-                values.append(bytes(rec.value))
+                              message="transactional and control batches are not supported")
+            if b.producer_id >= 0:   # an idempotent producer's batch (KIP-98)
+                if b.base_sequence < 0 or b.producer_epoch < 0:
+                    return answer(E.INVALID_RECORD, message=f"producer {b.producer_id}: epoch {b.producer_epoch} "
+                                  f"and base sequence {b.base_sequence} must be >= 0")
+                producer = (b.producer_id, b.producer_epoch, b.base_sequence)
+            for rec in b.records:    # stored as sent: key, value (None: a tombstone), headers, timestamp
+                values.append(None if rec.value is None else bytes(rec.value))
+                keys.append(None if rec.key is None else bytes(rec.key))
+                headers.append(tuple((k, None if v is None else bytes(v)) for k, v in rec.headers))
+                stamps.append(rec.timestamp)
         if not values:
             return answer(E.INVALID_RECORD, message="no records")
         if len(values) > MAX_VALUES_PER_PRODUCE:
@@ -214,9 +229,15 @@ class KafkaHandlers:
                           f"{MAX_VALUES_PER_PRODUCE}")
         if self.replicas.get(topic, p) is None:
             return answer(self._missing_partition(topic, p))
-        resp = await self.replicas.produce(topic, p, acks, timeout_ms, values)
+        plain = all(k is None for k in keys) and not any(headers) and None not in values
+        resp = await self.replicas.produce(
+            topic, p, acks, timeout_ms, values, keys=None if plain else keys, headers=None if plain else headers,
+            timestamps=None if self.log_append_time else stamps, producer=producer)
         code = E.kafka_code(resp["error"])
-        return answer(code, resp["base_offset"] if code == E.NONE else -1)
+        out = answer(code, resp["base_offset"] if code == E.NONE else -1, message=resp.get("message"))
+        if code == E.NONE and self.log_append_time:
+            out["log_append_time_ms"] = resp.get("timestamp", -1)
+        return out
 
     def _missing_partition(self, topic: str, p: int) -> int:
         """A partition this broker holds no replica of: NOT_LEADER_OR_FOLLOWER if it exists (the client's
@@ -292,7 +313,7 @@ class KafkaHandlers:
                 return {**out, "error_code": code, "high_watermark": hw, "last_stable_offset": hw,
                         "log_start_offset": log_start}
             return {**out, "error_code": code}
-        data = encode_records(records, limit, at_least_one=first)
+        data = encode_records(records, limit, at_least_one=first, log_append_time=self.log_append_time)
         return {**out, "high_watermark": hw, "last_stable_offset": hw, "log_start_offset": log_start,
                 "records": data}
 
@@ -496,6 +517,25 @@ class KafkaHandlers:
             results.setdefault(i, {"name": name, "error_code": E.NONE, "error_message": None})
         return [results[i] for i in sorted(results)]
 
+    # --- InitProducerId -----------------------------------------------------------------------
+    async def init_producer_id(self, body: dict[str, Any], version: int = 0) -> dict[str, Any]:
+        """A new producer id at epoch 0 for an idempotent producer (a producer that was given one before
+        and asks again starts over with a new one, as Kafka does without transactions)."""
+        def answer(code: int, pid: int = -1, epoch: int = -1) -> dict[str, Any]:
+            return {"throttle_time_ms": 0, "error_code": code, "producer_id": pid, "producer_epoch": epoch}
+
+        if body.get("transactional_id") is not None:
+            log.info("kafka: InitProducerId for transactional id %r refused: transactions are not supported",
+                     body["transactional_id"])
+            return answer(E.INVALID_REQUEST)
+        try:
+            pid = self.producer_ids.next()
+        except (OSError, ConfigError) as exc:
+            log.error("kafka: InitProducerId: %s", exc)
+            return answer(E.KAFKA_STORAGE_ERROR)
+        log.info("kafka: producer id %d handed out", pid)
+        return answer(E.NONE, pid, 0)
+
     # --- errors -------------------------------------------------------------------------------
     def error_body(self, request, code: int) -> dict[str, Any] | None:
         """The response to `request` with every partition (or topic) answered `code`; None when the api
@@ -529,6 +569,8 @@ class KafkaHandlers:
             return {"throttle_time_ms": 0, "results": [
                 {"name": t["name"], "error_code": code, "error_message": E.NAMES.get(code)}
                 for t in body["topics"]]}
+        if key == V.INIT_PRODUCER_ID:
+            return {"throttle_time_ms": 0, "error_code": code, "producer_id": -1, "producer_epoch": -1}
         if key == V.METADATA:
             return None
         return None
@@ -543,22 +585,45 @@ def epoch_for_offset(replica, offset: int) -> int:
     return best
 
 
-def encode_records(records, limit: int, *, at_least_one: bool) -> bytes:
-    """RecordBatches for `records` (consecutive, committed), one batch per run of equal leader epochs,
-    stamped with that epoch, within `limit` bytes (estimated from the value sizes); with `at_least_one`
+def _stored_size(rec) -> int:
+    """A record's key, value and header bytes (what the fetch limit counts, besides the overheads)."""
+    size = len(rec.value) if rec.value is not None else 0
+    if rec.key is not None:
+        size += len(rec.key)
+    for hkey, hval in rec.headers:
+        size += len(hkey) + 2 + (len(hval) if hval is not None else 0)
+    return size
+
+
+def encode_records(records, limit: int, *, at_least_one: bool, log_append_time: bool = False) -> bytes:
+    """RecordBatches for `records` (consecutive, committed), one batch per run of equal leader epochs and
+    producers (and, with `log_append_time`, of equal append times, the batch's maxTimestamp being every record's),
+    stamped with that epoch, within `limit` bytes (estimated from the record sizes); with `at_least_one`
     the first record goes out even when it alone is over the limit (KIP-74)."""
     chosen, size, epoch = [], 0, None
     for rec in records:
-        cost = len(rec.value) + RECORD_OVERHEAD + (BATCH_OVERHEAD if rec.epoch != epoch else 0)
+        cost = _stored_size(rec) + RECORD_OVERHEAD + (BATCH_OVERHEAD if rec.epoch != epoch else 0)
         if size + cost > limit and not (at_least_one and not chosen):
             break
         chosen.append(rec)
         size += cost
         epoch = rec.epoch
     out = []
-    for _epoch, run in itertools.groupby(chosen, key=lambda r: r.epoch):
+    attributes = TIMESTAMP_TYPE_MASK if log_append_time else 0
+    # one batch per leader epoch and producer (an idempotent producer's records keep its id, epoch and
+    # first sequence, as Kafka serves them), and per append time with LogAppendTime
+    if log_append_time:
+        def group(r):
+            return r.epoch, r.producer_id, r.producer_epoch, r.timestamp
+    else:
+        def group(r):
+            return r.epoch, r.producer_id, r.producer_epoch
+    for _same, run in itertools.groupby(chosen, key=group):
         run = list(run)
-        out.append(encode_batch(run[0].offset, run[0].epoch,
-                                [(rec.timestamp or 0, None, rec.value) for rec in run]))
+        first = run[0]
+        out.append(encode_batch(first.offset, first.epoch,
+                                [(rec.timestamp or 0, rec.key, rec.value, rec.headers) for rec in run],
+                                attributes=attributes, producer_id=first.producer_id,
+                                producer_epoch=first.producer_epoch, base_sequence=first.sequence))
     return b"".join(out)
 

@@ -55,7 +55,7 @@ from broker.controller.client import ControllerClient, ControllerError
 from broker.controller.messages import Metadata, PartitionState
 from broker.eventlog import EventLog
 from broker.limits import FETCH_MAX_BYTES, replica_budget, topic_name_problem
-from broker.records import LogCorruption
+from broker.records import LogCorruption, replica_record
 from broker.replication import IsrProposal, PartitionReplica, ReplicationConfig
 from broker.server.aio import cancel_and_wait
 from broker.server.commit import GroupCommit
@@ -502,16 +502,31 @@ class ReplicaManager:
         self.close_storage()
 
     # --- requests -----------------------------------------------------------------------------
-    async def produce(self, topic: str, p: int, acks: int, timeout_ms: int, values: list[bytes]) -> dict[str, Any]:
+    async def produce(self, topic: str, p: int, acks: int, timeout_ms: int, values: list[bytes | None], *,
+                      keys: list | None = None, headers: list | None = None,
+                      timestamps: list[int] | None = None,
+                      producer: tuple[int, int, int] | None = None) -> dict[str, Any]:
+        """Append as the leader and answer when `acks` says: {error, base_offset, leader_epoch, timestamp}
+        (and `message` when refused). Records carry `keys`, `headers` and their producer's `timestamps`
+        when given; without timestamps every record gets this broker's clock now (LogAppendTime), which
+        `timestamp` returns. `producer` (id, epoch, first sequence): an idempotent producer's batch
+        (broker/replication/producers.py)."""
         part = self.partitions.get((topic, p))
         if part is None:
             return {"error": self.absent(topic, p), "base_offset": -1, "leader_epoch": -1}
         r = part.replica
+        appended_at = int(time.time() * 1000)
         try:
-            res = r.produce(values, acks=acks, now_ms=now_ms(), timestamp_ms=int(time.time() * 1000))
+            res = r.produce(values, acks=acks, now_ms=now_ms(), timestamp_ms=appended_at, keys=keys, headers=headers,
+                            timestamps=timestamps, producer=producer)
         except OSError as exc:                      # the log took the append back: certainly not written
             self._leader_disk_failed(part, "append", exc, "refused")
             return {"error": STORAGE_ERROR, "base_offset": -1, "leader_epoch": r.leader_epoch}
+        except LogCorruption as exc:                # reading the log for the producers' state failed
+            self.recover_corrupt(part, exc)
+            return {"error": STORAGE_ERROR, "base_offset": -1, "leader_epoch": r.leader_epoch}
+        if res.message:
+            return {"error": _code(res.error), "base_offset": -1, "leader_epoch": res.epoch, "message": res.message}
         if res.base_offset >= 0:
             self.storage_ok(part, "append")
         self.after_change(part)
@@ -527,11 +542,12 @@ class ReplicaManager:
         if res.error is not None or res.complete:
             if res.error is None and acks != 0:
                 self._log_ack(part, res, acks, res.hw, res.isr)
-            return {"error": _code(res.error), "base_offset": res.base_offset, "leader_epoch": res.epoch}
+            return {"error": _code(res.error), "base_offset": res.base_offset, "leader_epoch": res.epoch,
+                    "timestamp": appended_at}
         outcome, decided = await part.purgatory.park_decided(res.last_offset, res.epoch, timeout_ms / 1000.0)
         if outcome == "NONE" and decided is not None:
             self._log_ack(part, res, acks, decided.hw, decided.isr)
-        return {"error": outcome, "base_offset": res.base_offset, "leader_epoch": res.epoch}
+        return {"error": outcome, "base_offset": res.base_offset, "leader_epoch": res.epoch, "timestamp": appended_at}
 
     def _log_ack(self, part: Partition, res, acks: int, hw: int, isr) -> None:
         """The `ack` event: a produce is about to be answered success, with the HW and ISR it was decided
@@ -569,8 +585,7 @@ class ReplicaManager:
                 resp = r.handle_fetch(replica_id, offset, cle, now_ms(),
                                       self.records_within(part, offset, max_records))
                 self.after_change(part)
-        return {"error": _code(resp.error),
-                "records": [[rec.offset, rec.epoch, rec.value, rec.timestamp] for rec in resp.records],
+        return {"error": _code(resp.error), "records": [replica_record(rec) for rec in resp.records],
                 "hw": resp.high_watermark, "leader_epoch": resp.leader_epoch, "log_start": resp.log_start,
                 "leo": resp.leader_leo}
 

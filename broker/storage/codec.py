@@ -5,14 +5,22 @@ One record on disk (all integers big-endian):
     length     u32   bytes after this field (crc + body)
     crc        u32   zlib.crc32 (CRC-32/ISO-HDLC, as in zip/PNG) over the whole body
     body:
-      magic    u8    format version, FORMAT_VERSION (1)
+      magic    u8    format version: FORMAT_VERSION (1), or HEADERS_VERSION (2) for a record with
+                     headers or a null value
       offset   u64
       epoch    i32   leader epoch of the leader that first appended the record
       timestamp i64  ms since the Unix epoch
       key_len  i32   -1 when the key is null
-      value_len i32
+      value_len i32  -1 when the value is null (version 2 only)
+      producer version 2 only: producer id i64, producer epoch i16, sequence i32 (all -1 for a record
+               of no idempotent producer)
       key      key_len bytes
       value    value_len bytes
+      headers  version 2 only: the rest of the body, each header as u16 key length, UTF-8 key,
+               i32 value length (-1 null), value
+
+A record without headers or a producer and with a value is written as version 1, byte for byte what it was before
+version 2 existed, so plain records cost nothing more and older segments read as they always did.
 
 A segment file is nothing but records back to back. `encode_records` builds one buffer for a whole
 batch so an append of N records is one write; `decode_records` reads back a run of records and verifies
@@ -32,7 +40,11 @@ from typing import Sequence
 from broker.records import Record
 
 FORMAT_VERSION = 1
+HEADERS_VERSION = 2
 _MAGIC = FORMAT_VERSION
+_PRODUCER = struct.Struct(">qhi")        # version 2: producer id, producer epoch, sequence
+_HEADER_KEY = struct.Struct(">H")
+_HEADER_VALUE = struct.Struct(">i")
 
 # length, crc, magic, offset, epoch, timestamp, key_len, value_len
 HEADER = struct.Struct(">IIBQiqii")
@@ -72,15 +84,15 @@ def encode_records(records: Sequence[Record], start_position: int = 0) -> tuple[
     for r in records:
         key = r.key
         value = r.value
-        if not isinstance(value, (bytes, bytearray, memoryview)):
-            raise ValueError(f"record {r.offset}: value must be bytes, not {type(value).__name__}")
         try:
-            if key is None:
-                head = body_head(_MAGIC, r.offset, r.epoch, r.timestamp, -1, len(value))
-                body = head + value
+            if r.headers or value is None or r.producer_id >= 0:
+                body = _body_v2(r)
+            elif not isinstance(value, (bytes, bytearray, memoryview)):
+                raise ValueError(f"record {r.offset}: value must be bytes, not {type(value).__name__}")
+            elif key is None:
+                body = body_head(_MAGIC, r.offset, r.epoch, r.timestamp, -1, len(value)) + value
             else:
-                head = body_head(_MAGIC, r.offset, r.epoch, r.timestamp, len(key), len(value))
-                body = head + key + value
+                body = body_head(_MAGIC, r.offset, r.epoch, r.timestamp, len(key), len(value)) + key + value
         except struct.error as exc:
             raise ValueError(f"record {r.offset}: field out of range ({exc})") from None
         if len(body) + 4 > MAX_RECORD_BYTES:
@@ -90,6 +102,70 @@ def encode_records(records: Sequence[Record], start_position: int = 0) -> tuple[
         out += body
         pos += len(body) + PREFIX_SIZE
     return out, positions
+
+
+def _body_v2(r: Record) -> bytes:
+    """The body of a version-2 record (headers, or a null value)."""
+    key, value = r.key, r.value
+    if value is not None and not isinstance(value, (bytes, bytearray, memoryview)):
+        raise ValueError(f"record {r.offset}: value must be bytes or None, not {type(value).__name__}")
+    parts = [_BODY_HEAD.pack(HEADERS_VERSION, r.offset, r.epoch, r.timestamp, -1 if key is None else len(key),
+                             -1 if value is None else len(value)),
+             _PRODUCER.pack(r.producer_id, r.producer_epoch, r.sequence)]
+    if key is not None:
+        parts.append(key)
+    if value is not None:
+        parts.append(value)
+    for hkey, hval in r.headers:
+        raw = hkey.encode("utf-8")
+        parts += [_HEADER_KEY.pack(len(raw)), raw, _HEADER_VALUE.pack(-1 if hval is None else len(hval))]
+        if hval is not None:
+            parts.append(hval)
+    return b"".join(parts)
+
+
+def _headers(buf, p: int, end: int) -> tuple:
+    """The headers of a version-2 record, buf[p:end]; raises ValueError when they do not parse."""
+    out = []
+    while p < end:
+        if end - p < 2:
+            raise ValueError("a header key length is cut off")
+        (klen,) = _HEADER_KEY.unpack_from(buf, p)
+        p += 2
+        if end - p < klen + 4:
+            raise ValueError("a header runs past the record")
+        hkey = bytes(buf[p:p + klen]).decode("utf-8")
+        p += klen
+        (vlen,) = _HEADER_VALUE.unpack_from(buf, p)
+        p += 4
+        if vlen < -1 or end - p < vlen:
+            raise ValueError(f"header value length {vlen}")
+        out.append((hkey, None if vlen < 0 else bytes(buf[p:p + vlen])))
+        p += max(vlen, 0)
+    return tuple(out)
+
+
+def _record_v2(buf, pos: int, end: int, offset: int, epoch: int, ts: int, klen: int, vlen: int) -> Record:
+    pid, pepoch, seq = _PRODUCER.unpack_from(buf, pos + HEADER_SIZE)
+    p = pos + HEADER_SIZE + _PRODUCER.size
+    key = bytes(buf[p:p + klen]) if klen >= 0 else None
+    p += max(klen, 0)
+    value = bytes(buf[p:p + vlen]) if vlen >= 0 else None
+    return Record(offset, epoch, value, key, ts, _headers(buf, p + max(vlen, 0), end), pid, pepoch, seq)
+
+
+def _record_v1(buf, pos: int, end: int, offset: int, epoch: int, ts: int, klen: int) -> Record:
+    p = pos + HEADER_SIZE
+    key = bytes(buf[p:p + klen]) if klen >= 0 else None
+    return Record(offset, epoch, bytes(buf[p + max(klen, 0):end]), key, ts)
+
+
+def framing_ok(magic: int, klen: int, vlen: int, length: int) -> bool:
+    """Whether a record header's version and key/value lengths fit its length field."""
+    used = MIN_LENGTH + (klen if klen > 0 else 0) + (vlen if vlen > 0 else 0)
+    if magic == FORMAT_VERSION:
+        return klen >= -1 and vlen >= 0 and used == length
+    return magic == HEADERS_VERSION and klen >= -1 and vlen >= -1 and used + _PRODUCER.size <= length
 
 
 def decode_records(buf: bytes | bytearray | memoryview, first_offset: int | None = None) -> list[Record]:
@@ -105,7 +181,7 @@ def decode_records(buf: bytes | bytearray | memoryview, first_offset: int | None
     expect = first_offset
     try:
         while pos < n:
-            length, crc, _magic, offset, epoch, ts, klen, vlen = unpack(buf, pos)
+            length, crc, magic, offset, epoch, ts, klen, vlen = unpack(buf, pos)
             end = pos + 4 + length
             # The CRC covers everything after itself, so a match vouches for the format version and the
             # key/value lengths as written; only the length field is outside it, and a wrong length
@@ -114,6 +190,13 @@ def decode_records(buf: bytes | bytearray | memoryview, first_offset: int | None
                 raise _bad_record(buf, pos, expect, out)
             if expect is not None:
                 expect += 1
+            if magic != _MAGIC:     # version 2: headers or a null value (the CRC vouched for the version)
+                try:
+                    out.append(_record_v2(buf, pos, end, offset, epoch, ts, klen, vlen))
+                except ValueError:
+                    raise _bad_record(buf, pos, None, out) from None
+                pos = end
+                continue
             p = pos + HEADER_SIZE
             if klen >= 0:
                 key = bytes(buf[p:p + klen])
@@ -169,16 +252,18 @@ def parse_frame(buf: bytes | bytearray | memoryview, pos: int, *, require_crc: b
     if length + 4 > remaining:
         raise CorruptRecord(pos, f"torn record: length {length} but only {remaining - 4} bytes follow")
     _len, crc, magic, offset, epoch, ts, klen, vlen = HEADER.unpack_from(buf, pos)
-    if magic != _MAGIC:
-        raise CorruptRecord(pos, f"unknown format version {magic} (expected {_MAGIC})")
-    key_bytes = max(klen, 0)
-    if klen < -1 or vlen < 0 or HEADER_SIZE - 4 + key_bytes + vlen != length:
+    if magic not in (FORMAT_VERSION, HEADERS_VERSION):
+        raise CorruptRecord(pos, f"unknown format version {magic} (expected {FORMAT_VERSION} or {HEADERS_VERSION})")
+    if not framing_ok(magic, klen, vlen, length):
         raise CorruptRecord(pos, f"key/value lengths {klen}/{vlen} do not match record length {length}")
     end = pos + 4 + length
     crc_ok = zlib.crc32(memoryview(buf)[pos + PREFIX_SIZE:end]) == crc
     if not crc_ok and require_crc:
         raise CorruptRecord(pos, f"CRC mismatch for offset {offset}", crc_mismatch=True)
-    p = pos + HEADER_SIZE
-    key = bytes(buf[p:p + klen]) if klen >= 0 else None
-    value = bytes(buf[p + key_bytes:end])
-    return Frame(Record(offset, epoch, value, key, ts), pos, end, crc_ok)
+    if magic == FORMAT_VERSION:
+        return Frame(_record_v1(buf, pos, end, offset, epoch, ts, klen), pos, end, crc_ok)
+    try:
+        record = _record_v2(buf, pos, end, offset, epoch, ts, klen, vlen)
+    except ValueError as exc:
+        raise CorruptRecord(pos, f"offset {offset}: {exc}", crc_mismatch=not crc_ok) from None
+    return Frame(record, pos, end, crc_ok)

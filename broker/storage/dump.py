@@ -41,8 +41,11 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def value_json(data: bytes) -> int | str:
-    """A decimal integer (canonical: no '+', no leading zeros) becomes a JSON int, anything else a string."""
+def value_json(data: bytes | None) -> int | str | None:
+    """A decimal integer (canonical: no '+', no leading zeros) becomes a JSON int, a null value (a Kafka
+    tombstone) null, anything else a string."""
+    if data is None:
+        return None
     if _DECIMAL.match(data):
         return int(data)
     return data.decode("utf-8", "backslashreplace")
@@ -52,10 +55,18 @@ def _line(obj: dict[str, Any]) -> str:
     return json.dumps(obj, separators=(",", ":")) + "\n"
 
 
+def _text(data: bytes | None) -> str | None:
+    return None if data is None else data.decode("utf-8", "backslashreplace")
+
+
 def _record_line(r: Record, crc_ok: bool) -> str:
-    key = None if r.key is None else r.key.decode("utf-8", "backslashreplace")
-    return _line({"kind": "record", "offset": r.offset, "epoch": r.epoch, "value": value_json(r.value),
-                  "key": key, "timestamp": r.timestamp, "crc_ok": crc_ok})
+    obj = {"kind": "record", "offset": r.offset, "epoch": r.epoch, "value": value_json(r.value),
+           "key": _text(r.key), "timestamp": r.timestamp, "crc_ok": crc_ok}
+    if r.headers:
+        obj["headers"] = [[k, _text(v)] for k, v in r.headers]
+    if r.producer_id >= 0:
+        obj["producer"] = [r.producer_id, r.producer_epoch, r.sequence]
+    return _line(obj)
 
 
 def dump_partition(directory: Path, topic: str, partition: int, node: str) -> list[str]:

@@ -18,8 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from broker.records import Record
-from broker.storage.codec import (FORMAT_VERSION, HEADER, HEADER_SIZE, PREFIX_SIZE, CorruptRecord, Frame,
-                                  parse_frame)
+from broker.storage.codec import HEADER, PREFIX_SIZE, CorruptRecord, Frame, framing_ok, parse_frame
 
 SEGMENT_SUFFIX = ".log"
 _SEGMENT_NAME = re.compile(r"^(\d{20})\.log$")
@@ -135,12 +134,11 @@ def _fast_valid_prefix(data: bytes, base: int, positions: array, epochs: array) 
     n = len(data)
     pos = 0
     expected = base
-    fixed = HEADER_SIZE - 4
-    while n - pos >= HEADER_SIZE:
+    while n - pos >= HEADER.size:
         length, crc, magic, offset, epoch, _ts, klen, vlen = unpack(data, pos)
         end = pos + 4 + length
-        if (magic != FORMAT_VERSION or end > n or offset != expected or klen < -1 or vlen < 0
-                or fixed + (klen if klen > 0 else 0) + vlen != length or crc32(view[pos + PREFIX_SIZE:end]) != crc):
+        if (end > n or offset != expected or not framing_ok(magic, klen, vlen, length)
+                or crc32(view[pos + PREFIX_SIZE:end]) != crc):
             break
         positions.append(pos)
         epochs.append(epoch)

@@ -75,6 +75,27 @@ def test_dump_exact_lines(tmp_path):
     assert tree_digest(data) == before
 
 
+def test_dump_of_kafka_records_with_headers_and_tombstones(tmp_path):
+    """Records as Kafka clients send them, stored through a real PartitionStore and reopened (the start-up
+    scan reads version-2 records): a tombstone's value is null, headers are a list of pairs, and a record
+    without headers has no headers field."""
+    data, out = tmp_path / "data", tmp_path / "out"
+    store = PartitionStore.open(data, "kt", 0)
+    store.log.append([Record(0, 1, b"12", b"user-1", 1700000000000, (("trace", b"t-1"), ("none", None))),
+                      Record(1, 1, None, b"user-1", 1700000000001), Record(2, 1, b"13", None, 1700000000002),
+                      Record(3, 1, b"\xff", None, 7, (("bin", b"\x00"),))])
+    store.close()
+    reopened = PartitionStore.open(data, "kt", 0)
+    assert reopened.log.leo() == 4 and reopened.log.read(1, 1)[0].value is None
+    reopened.close()
+    r = run_dump(data, "--out", out, "--node", "n2")
+    assert (r.returncode, r.stderr) == (0, "")
+    assert lines(out / "p0.jsonl")[1:] == [
+        {**rec(0, 1, 12, "user-1", 1700000000000), "headers": [["trace", "t-1"], ["none", None]]},
+        rec(1, 1, None, "user-1", 1700000000001), rec(2, 1, 13, ts=1700000000002),
+        {**rec(3, 1, "\\xff", ts=7), "headers": [["bin", "\x00"]]}]
+
+
 def test_dump_reports_torn_tail_without_cutting_it(tmp_path):
     data, out = tmp_path / "data", tmp_path / "out"
     make_data_dir(data)

@@ -8,9 +8,9 @@ workloads' kafka-python adapter reads on through it (recording epoch -1: docs/cl
 SIGKILL loses no acknowledged value; acks=1 under the KIP-101 staging of test_hw_loss_real.py loses the
 acknowledged values with truncation="hw" and keeps them with leader-epoch truncation.
 
-kafka-python 3.x turns idempotence on by default and then needs InitProducerId, which the broker does not
-serve (the broker does not deduplicate retries): its producer is made with enable_idempotence=False.
-librdkafka leaves idempotence off by default.
+Idempotence (KIP-98): kafka-python 3.x turns it on by default, librdkafka with enable.idempotence=true;
+both produce through InitProducerId and sequence numbers (the test below). The other tests make their
+producers without it, to test the plain path.
 """
 from __future__ import annotations
 
@@ -27,7 +27,9 @@ from tests.broker.real_processes import wait_full_isr
 
 N = 1000
 BROKER = {"min_insync_replicas": 2, "heartbeat_interval_ms": 200, "replica_fetch_wait_max_ms": 100}
-TOPICS = ["confluent", "kafka-python", "epochs-confluent", "epochs-kafka-python"]
+TOPICS = ["confluent", "kafka-python", "epochs-confluent", "epochs-kafka-python", "records-confluent",
+          "records-kafka-python", "idempotent-confluent", "idempotent-kafka-python"] + [f"codec-{s}-{c}" for s in ("confluent", "kafka-python")
+                                     for c in ("gzip", "snappy", "lz4", "zstd")]
 
 
 @pytest.fixture(scope="module")
@@ -92,22 +94,66 @@ def test_confluent_kafka_produces_to_a_topic_it_never_created(cluster):
     assert md.error is None and list(md.partitions) == [0] and len(md.partitions[0].replicas) == 1
 
 
-def test_a_compressed_batch_is_refused_as_unsupported_compression_at_once(cluster):
-    """gzip of a well-compressing batch (more records than its bytes could hold uncompressed) is
-    UNSUPPORTED_COMPRESSION_TYPE (76), which librdkafka does not retry, not CORRUPT_MESSAGE (which it
-    retries until message.timeout.ms)."""
-    confluent_kafka = pytest.importorskip("confluent_kafka")
-    producer = confluent_kafka.Producer({"bootstrap.servers": bootstrap(cluster), "acks": 1,
-                                         "enable.idempotence": False, "compression.type": "gzip",
-                                         "linger.ms": 50, "message.timeout.ms": 60000})
-    reports = []
-    started = time.monotonic()
-    for _ in range(200):
-        producer.produce("confluent", b"a" * 100, partition=0, on_delivery=lambda err, msg: reports.append(err))
-    assert producer.flush(30) == 0
-    assert time.monotonic() - started < 20               # refused at once, not retried until the timeout
-    assert len(reports) == 200 and {e.code() for e in reports} == {
-        confluent_kafka.KafkaError.UNSUPPORTED_COMPRESSION_TYPE}
+@pytest.mark.parametrize("library", ["confluent", "kafka-python"])
+def test_idempotent_producers_of_both_libraries(cluster, library):
+    """Each library's idempotent producer (its default settings otherwise: up to 5 requests in flight),
+    1,000 values with lz4: InitProducerId, every value acknowledged once at consecutive offsets, and the
+    log holds each exactly once."""
+    topic = f"idempotent-{library}"
+    if library == "confluent":
+        confluent_kafka = pytest.importorskip("confluent_kafka")
+        producer = confluent_kafka.Producer({"bootstrap.servers": bootstrap(cluster), "enable.idempotence": True,
+                                             "compression.type": "lz4", "linger.ms": 5})
+        reports = []
+        for v in values():
+            producer.produce(topic, v, partition=0, on_delivery=lambda err, msg: reports.append((err, msg.offset())))
+        assert producer.flush(30) == 0
+        assert sorted(reports, key=lambda r: r[1]) == [(None, i) for i in range(N)]
+    else:
+        kafka = pytest.importorskip("kafka")
+        producer = kafka.KafkaProducer(bootstrap_servers=bootstrap(cluster), compression_type="lz4", linger_ms=5)
+        assert producer.config["enable_idempotence"] is True       # kafka-python 3.x's default
+        futures = [producer.send(topic, v, partition=0) for v in values()]
+        producer.flush(30)
+        assert [f.get(timeout=10).offset for f in futures] == list(range(N))
+        producer.close(5)
+    got = _received_kafka_python(cluster, topic, N)
+    assert [v for _k, v, _h, _ts in got] == values()
+
+
+CODECS = ["gzip", "snappy", "lz4", "zstd"]
+
+
+@pytest.mark.parametrize("codec", CODECS)
+@pytest.mark.parametrize("sender", ["confluent", "kafka-python"])
+def test_each_codec_round_trips_between_both_libraries(cluster, sender, codec):
+    """A well-compressing batch of 200 keyed records with headers, compressed by one library with each
+    codec (librdkafka writes raw snappy, kafka-python the xerial framing), every record acknowledged at its
+    offset, and read back as sent by both libraries (served uncompressed)."""
+    topic = f"codec-{sender}-{codec}"
+    sent = [(f"k{i % 7}".encode(), b"a" * 100 + str(i).encode(), [("i", str(i).encode())]) for i in range(200)]
+    if sender == "confluent":
+        confluent_kafka = pytest.importorskip("confluent_kafka")
+        producer = confluent_kafka.Producer({"bootstrap.servers": bootstrap(cluster), "acks": "all",
+                                             "enable.idempotence": False, "compression.type": codec,
+                                             "linger.ms": 50, "message.timeout.ms": 20000})
+        reports = []
+        for key, value, headers in sent:
+            producer.produce(topic, value, key, partition=0, headers=headers,
+                             on_delivery=lambda err, msg: reports.append((err, msg.offset())))
+        assert producer.flush(30) == 0
+        assert sorted(reports, key=lambda r: r[1]) == [(None, i) for i in range(len(sent))]
+    else:
+        kafka = pytest.importorskip("kafka")
+        producer = kafka.KafkaProducer(bootstrap_servers=bootstrap(cluster), acks="all", enable_idempotence=False,
+                                       compression_type=codec, linger_ms=50)
+        futures = [producer.send(topic, value=v, key=k, headers=h, partition=0) for k, v, h in sent]
+        producer.flush(30)
+        assert [f.get(timeout=10).offset for f in futures] == list(range(len(sent)))
+        producer.close(5)
+    want = [(k, v, h) for k, v, h in sent]
+    assert [(k, v, h) for k, v, h, _ts in _received_confluent(cluster, topic, len(sent))] == want
+    assert [(k, v, h) for k, v, h, _ts in _received_kafka_python(cluster, topic, len(sent))] == want
 
 
 def test_create_partitions_from_both_libraries(cluster):
@@ -172,6 +218,74 @@ def test_kafka_python_produce_acks_all_and_consume(cluster):
             got.extend((r.offset, r.value) for r in records)
     consumer.close()
     assert got == list(enumerate(values()))
+
+
+# --- records as Kafka stores them: keys, headers, tombstones, CreateTime ------------------------------------
+SENT = [  # (key, value, headers, timestamp ms)
+    (b"user-1", b"one", [("trace", b"t-1"), ("empty", b"")], 1_700_000_000_000),
+    (b"", b"empty key", [], 1_700_000_000_001),
+    (b"user-1", None, [("reason", b"deleted")], 1_600_000_000_000),    # a tombstone, an older time
+    (None, b"\xff\x00", [("bin", b"\x00\xff")], 1_700_000_000_003),
+]
+
+
+def _received_confluent(cluster, topic: str, n: int = len(SENT)) -> list[tuple]:
+    confluent_kafka = pytest.importorskip("confluent_kafka")
+    consumer = confluent_kafka.Consumer({"bootstrap.servers": bootstrap(cluster), "group.id": "hw-records",
+                                         "enable.auto.commit": False})
+    consumer.assign([confluent_kafka.TopicPartition(topic, 0, 0)])
+    got, deadline = [], time.monotonic() + 30
+    while len(got) < n and time.monotonic() < deadline:
+        msg = consumer.poll(0.5)
+        if msg is not None:
+            assert msg.error() is None, msg.error()
+            kind, ts = msg.timestamp()
+            assert kind == confluent_kafka.TIMESTAMP_CREATE_TIME
+            got.append((msg.key(), msg.value(), list(msg.headers() or []), ts))
+    consumer.close()
+    return got
+
+
+def _received_kafka_python(cluster, topic: str, n: int = len(SENT)) -> list[tuple]:
+    kafka = pytest.importorskip("kafka")
+    consumer = kafka.KafkaConsumer(bootstrap_servers=bootstrap(cluster), enable_auto_commit=False, group_id=None)
+    tp = kafka.TopicPartition(topic, 0)
+    consumer.assign([tp])
+    consumer.seek(tp, 0)
+    got, deadline = [], time.monotonic() + 30
+    while len(got) < n and time.monotonic() < deadline:
+        for records in consumer.poll(timeout_ms=500).values():
+            for r in records:
+                assert r.timestamp_type == 0        # CreateTime
+                got.append((r.key, r.value, list(r.headers), r.timestamp))
+    consumer.close()
+    return got
+
+
+@pytest.mark.parametrize("sender", ["confluent", "kafka-python"])
+def test_keys_headers_and_tombstones_round_trip_between_both_libraries(cluster, sender):
+    """What one library sends, the other reads back as sent, and so does the sender: keys (an empty one
+    too), headers (an empty and a binary value), a tombstone, and each record's own CreateTime."""
+    topic = f"records-{sender}"
+    if sender == "confluent":
+        confluent_kafka = pytest.importorskip("confluent_kafka")
+        producer = confluent_kafka.Producer({"bootstrap.servers": bootstrap(cluster), "acks": "all",
+                                             "enable.idempotence": False})
+        errors = []
+        for key, value, headers, ts in SENT:
+            producer.produce(topic, value, key, partition=0, headers=headers, timestamp=ts,
+                             on_delivery=lambda err, _msg: errors.append(err))
+        assert producer.flush(30) == 0 and errors == [None] * len(SENT)
+    else:
+        kafka = pytest.importorskip("kafka")
+        producer = kafka.KafkaProducer(bootstrap_servers=bootstrap(cluster), acks="all", enable_idempotence=False)
+        futures = [producer.send(topic, value=value, key=key, headers=headers, partition=0, timestamp_ms=ts)
+                   for key, value, headers, ts in SENT]
+        producer.flush(30)
+        assert [f.get(timeout=10).offset for f in futures] == list(range(len(SENT)))
+        producer.close(5)
+    assert _received_confluent(cluster, topic) == [tuple(x) for x in SENT]
+    assert _received_kafka_python(cluster, topic) == [tuple(x) for x in SENT]
 
 
 # --- leader epochs (KIP-320) -----------------------------------------------------------------------------

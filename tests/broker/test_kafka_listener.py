@@ -2,7 +2,9 @@
 (broker/kafka/messages.py) as a raw client: ApiVersions, Metadata, Produce (acks=1/all/0), Fetch with the
 leader epoch stamped in each batch and its CRC-32C checked, the error codes of a follower, of KIP-320
 fencing and of an offset out of range, ListOffsets, OffsetForLeaderEpoch, CreateTopics, and batches the
-broker refuses (compressed, keyed, bad CRC, idempotent, transactional)."""
+broker refuses (bad CRC, transactional, ...); records with keys, headers, null values and producer timestamps
+are stored, replicated and served as sent; the idempotent producer's InitProducerId, retries, sequence gaps
+and fenced epochs."""
 from __future__ import annotations
 
 import socket
@@ -344,6 +346,44 @@ def _with_attributes(batch: bytes, attributes: int) -> bytes:
     return bytes(b)
 
 
+KAFKA_RECORDS = [   # (timestamp, key, value, headers): what Kafka clients send
+    (1_700_000_000_000, b"k0", b"v0", [("trace", b"abc"), ("empty", b""), ("null", None)]),
+    (1_700_000_000_007, b"", b"v1", []),               # an empty key is a key
+    (1_600_000_000_000, b"k2", None, [("deleted", b"1")]),     # a tombstone, an older CreateTime
+    (1_700_000_000_009, None, b"\xff\x00binary", [("h", b"\x00\xff")]),
+]
+
+
+def _records(data: bytes) -> list[tuple]:
+    return [(r.timestamp, r.key, r.value, r.headers) for b in decode_batches(data, allow_partial_tail=True)
+            for r in b.records]
+
+
+def test_keys_headers_tombstones_and_create_times_are_stored_replicated_and_served(cluster):
+    """One batch of records as Kafka clients send them, acks=all: the leader serves them back exactly
+    (key, value, headers, CreateTime), and so does a follower once elected leader: what replication
+    copied is the same records."""
+    c, admin = cluster
+    leader, epoch = leader_of(admin)
+    conn = conn_to(c, leader)
+    start = list_offsets(conn, -1)["offset"]
+    r = produced(conn.request(V.PRODUCE, 8, produce_body([], -1, records=encode_batch(0, -1, KAFKA_RECORDS))))
+    assert (r["error_code"], r["base_offset"], r["log_append_time_ms"]) == (0, start, -1)
+    p = fetched(conn.request(V.FETCH, 11, fetch_body(start, epoch=epoch)))
+    assert _records(p["records"]) == KAFKA_RECORDS
+    conn.close()
+    other = next(b for b in sorted(c.brokers) if b != leader)
+    admin.elect_leader(TOPIC, 0, broker=other)
+    info = wait_until(lambda: (lambda d: d if d.leader == other else None)(admin.describe(TOPIC)[0]), 20,
+                      f"broker {other} leading")
+    conn = conn_to(c, other)
+    # a new leader serves its log up to its HW, which moves once the followers fetch from it
+    got = wait_until(lambda: _records(fetched(conn.request(V.FETCH, 11, fetch_body(start, epoch=info.epoch)))
+                                      ["records"]), 20, f"broker {other} serving the records")
+    assert got[:len(KAFKA_RECORDS)] == KAFKA_RECORDS
+    conn.close()
+
+
 def test_refused_batches(cluster):
     c, admin = cluster
     leader, _epoch = leader_of(admin)
@@ -354,12 +394,10 @@ def test_refused_batches(cluster):
     corrupt = bytearray(plain)
     corrupt[-1] ^= 0xFF
     cases = {
-        "compressed": (_with_attributes(plain, 1), None, E.UNSUPPORTED_COMPRESSION_TYPE),
-        "keyed": (encode_batch(0, -1, [(ts, b"k", b"v")]), None, E.INVALID_RECORD),
-        "null-value": (encode_batch(0, -1, [(ts, None, None)]), None, E.INVALID_RECORD),
+        "gzip-flag-on-plain-records": (_with_attributes(plain, 1), None, E.CORRUPT_MESSAGE),
         "bad-crc": (bytes(corrupt), None, E.CORRUPT_MESSAGE),
-        "idempotent": (encode_batch(0, -1, [(ts, None, b"v")], producer_id=7, producer_epoch=0,
-                                    base_sequence=0), None, E.UNSUPPORTED_FOR_MESSAGE_FORMAT),
+        "idempotent-without-sequence": (encode_batch(0, -1, [(ts, None, b"v")], producer_id=7, producer_epoch=0,
+                                                     base_sequence=-1), None, E.INVALID_RECORD),
         "transactional": (plain, "txn-1", E.UNSUPPORTED_FOR_MESSAGE_FORMAT),
         "empty": (b"", None, E.INVALID_RECORD),
         "two-batches": (plain + plain, None, E.INVALID_RECORD),
@@ -371,7 +409,7 @@ def test_refused_batches(cluster):
         got[name] = p["error_code"]
         assert p["base_offset"] == -1 and p["error_message"]
     assert got == {name: code for name, (_r, _t, code) in cases.items()}
-    assert (got["compressed"], got["keyed"], got["bad-crc"]) == (76, 87, 2)
+    assert (got["gzip-flag-on-plain-records"], got["bad-crc"]) == (2, 2)
     assert list_offsets(conn, -1)["offset"] == end      # nothing appended
     unknown = produced(conn.request(V.PRODUCE, 8, produce_body([b"x"], 1, topic="no-such-topic")))
     assert unknown["error_code"] == E.UNKNOWN_TOPIC_OR_PARTITION
@@ -671,3 +709,121 @@ def test_a_native_consumer_fetch_is_bounded_by_bytes_too(cluster):
     values = [r[2] for r in got.records]
     assert values == big[:len(values)] and 1 <= len(values) <= FETCH_MAX_BYTES // 500_000
     consumer.close()
+
+
+def test_log_append_time_stamps_records_with_the_leaders_clock(tmp_path):
+    """log_message_timestamp_type = LogAppendTime: the producer's times are replaced by the leader's clock
+    at append, the produce answer says which time that was, and fetched batches are marked LogAppendTime
+    with it as their maxTimestamp (so a consumer gives every record that time)."""
+    with BareCluster(tmp_path, brokers=1, broker_settings={**BROKER, "min_insync_replicas": 1,
+                                                            "log_message_timestamp_type": "LogAppendTime"},
+                     topics=[{"name": TOPIC, "partitions": 1, "replication_factor": 1}]) as c:
+        admin = Admin(c.controller_address, timeout_s=2.0)
+        info = wait_full_isr(admin, TOPIC, 20, "a leader", isr_size=1)
+        conn = conn_to(c, info.leader)
+        before = int(time.time() * 1000)
+        r = produced(conn.request(V.PRODUCE, 8, produce_body([], -1, records=encode_batch(0, -1, KAFKA_RECORDS))))
+        after = int(time.time() * 1000)
+        assert r["error_code"] == 0 and before <= r["log_append_time_ms"] <= after
+        p = fetched(conn.request(V.FETCH, 11, fetch_body(0, epoch=info.epoch)))
+        [batch] = decode_batches(p["records"])
+        assert batch.log_append_time and batch.max_timestamp == r["log_append_time_ms"]
+        assert [(rec.timestamp, rec.key, rec.value, rec.headers) for rec in batch.records] == [
+            (r["log_append_time_ms"], k, v, h) for _ts, k, v, h in KAFKA_RECORDS]
+        conn.close()
+
+
+# --- the idempotent producer (KIP-98) -----------------------------------------------------------------
+
+def _idempotent(values: list[bytes], pid: int, epoch: int, seq: int) -> bytes:
+    return encode_batch(0, -1, [(1_700_000_000_000, None, v) for v in values], producer_id=pid,
+                        producer_epoch=epoch, base_sequence=seq)
+
+
+def _offsets(conn: KafkaConn, start: int, epoch: int) -> list[tuple[int, bytes]]:
+    p = fetched(conn.request(V.FETCH, 11, fetch_body(start, epoch=epoch)))
+    return [(r.offset, r.value) for b in decode_batches(p["records"]) for r in b.records]
+
+
+def test_idempotent_batches_retries_gaps_and_fenced_epochs(cluster):
+    """InitProducerId hands out a fresh id at epoch 0; a retried batch is answered with its first offsets
+    and not appended again; a sequence gap is OUT_OF_ORDER_SEQUENCE_NUMBER (45); a newer epoch must start
+    at sequence 0 and then fences the older one (INVALID_PRODUCER_EPOCH, 47). A follower elected leader
+    knows the producer's state (from the replicated records) and still recognises the retry."""
+    c, admin = cluster
+    leader, epoch = leader_of(admin)
+    conn = conn_to(c, leader)
+    ids = [conn.request(V.INIT_PRODUCER_ID, v, {"transactional_id": None, "transaction_timeout_ms": 60000})
+           for v in (0, 1, 4)]
+    assert [(r["error_code"], r["producer_epoch"]) for r in ids] == [(0, 0)] * 3
+    pids = [r["producer_id"] for r in ids]
+    assert len(set(pids)) == 3 and all(p >> 40 == leader for p in pids)
+    pid = pids[0]
+
+    def send(values, pepoch, seq):
+        return produced(conn.request(V.PRODUCE, 8, produce_body([], -1, records=_idempotent(values, pid, pepoch, seq))))
+
+    start = list_offsets(conn, -1)["offset"]
+    first = send([b"i0", b"i1", b"i2"], 0, 0)
+    assert (first["error_code"], first["base_offset"]) == (0, start)
+    again = send([b"i0", b"i1", b"i2"], 0, 0)                  # the retry of a batch already in the log
+    assert (again["error_code"], again["base_offset"]) == (0, start)
+    assert send([b"i3"], 0, 3)["base_offset"] == start + 3
+    gap = send([b"i5"], 0, 5)
+    assert (gap["error_code"], gap["base_offset"]) == (E.OUT_OF_ORDER_SEQUENCE_NUMBER, -1)
+    assert "expected 4" in gap["error_message"]
+    assert send([b"n0"], 1, 7)["error_code"] == E.OUT_OF_ORDER_SEQUENCE_NUMBER    # a new epoch starts at 0
+    assert send([b"n0"], 1, 0)["base_offset"] == start + 4
+    fenced = send([b"i4"], 0, 4)
+    assert (fenced["error_code"], fenced["base_offset"]) == (E.INVALID_PRODUCER_EPOCH, -1)
+    assert _offsets(conn, start, epoch) == list(enumerate([b"i0", b"i1", b"i2", b"i3", b"n0"], start))
+    # served as Kafka serves them: one batch per producer epoch, with its id and first sequence
+    p = fetched(conn.request(V.FETCH, 11, fetch_body(start, epoch=epoch)))
+    assert [(b.producer_id, b.producer_epoch, b.base_sequence, len(b.records))
+            for b in decode_batches(p["records"])] == [(pid, 0, 0, 4), (pid, 1, 0, 1)]
+    conn.close()
+
+    other = next(b for b in sorted(c.brokers) if b != leader)
+    admin.elect_leader(TOPIC, 0, broker=other)
+    info = wait_until(lambda: (lambda d: d if d.leader == other else None)(admin.describe(TOPIC)[0]), 20,
+                      f"broker {other} leading")
+    conn = conn_to(c, other)
+    retry = wait_until(lambda: (lambda r: r if r["error_code"] != E.NOT_LEADER_OR_FOLLOWER else None)(
+        produced(conn.request(V.PRODUCE, 8, produce_body([], -1, records=_idempotent([b"n0"], pid, 1, 0))))),
+        20, "the new leader answering")
+    assert (retry["error_code"], retry["base_offset"]) == (0, start + 4)
+    nxt = produced(conn.request(V.PRODUCE, 8, produce_body([], -1, records=_idempotent([b"n1"], pid, 1, 1))))
+    assert (nxt["error_code"], nxt["base_offset"]) == (0, start + 5)
+    wait_until(lambda: len(_offsets(conn, start, info.epoch)) == 6, 20, "the records committed")
+    conn.close()
+
+
+def test_producer_state_survives_a_restart(tmp_path):
+    """One broker: a retry after the broker was killed and restarted is still recognised, its state
+    rebuilt from the log it recovered; producer ids handed out after the restart are new ones."""
+    with BareCluster(tmp_path, brokers=1, broker_settings={**BROKER, "min_insync_replicas": 1},
+                     topics=[{"name": TOPIC, "partitions": 1, "replication_factor": 1}]) as c:
+        admin = Admin(c.controller_address, timeout_s=2.0)
+        info = wait_full_isr(admin, TOPIC, 20, "a leader", isr_size=1)
+        conn = conn_to(c, info.leader)
+        pid = conn.request(V.INIT_PRODUCER_ID, 1, {"transactional_id": None, "transaction_timeout_ms": 1})["producer_id"]
+        for seq in range(0, 30, 3):
+            r = produced(conn.request(V.PRODUCE, 8, produce_body(
+                [], -1, records=_idempotent([b"a", b"b", b"c"], pid, 0, seq))))
+            assert (r["error_code"], r["base_offset"]) == (0, seq)
+        conn.close()
+        c.kill(info.leader)
+        c.start_broker(info.leader)
+        info = wait_full_isr(admin, TOPIC, 30, "the leader back", isr_size=1)
+        conn = conn_to(c, info.leader)
+
+        def retry():
+            r = produced(conn.request(V.PRODUCE, 8, produce_body(
+                [], -1, records=_idempotent([b"a", b"b", b"c"], pid, 0, 27))))
+            return r if r["error_code"] not in (E.NOT_LEADER_OR_FOLLOWER, E.UNKNOWN_TOPIC_OR_PARTITION) else None
+        r = wait_until(retry, 20, "the restarted leader answering")
+        assert (r["error_code"], r["base_offset"]) == (0, 27)
+        assert list_offsets(conn, -1)["offset"] == 30
+        new = conn.request(V.INIT_PRODUCER_ID, 1, {"transactional_id": None, "transaction_timeout_ms": 1})["producer_id"]
+        assert new > pid
+        conn.close()

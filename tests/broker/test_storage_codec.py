@@ -74,8 +74,8 @@ def test_torn_record(cut, reason):
 
 def test_unknown_version_and_bad_lengths():
     data = bytearray(encode_record(Record(0, 0, b"9")))
-    data[8] = 2
-    with pytest.raises(CorruptRecord, match="unknown format version 2"):
+    data[8] = 3
+    with pytest.raises(CorruptRecord, match=r"unknown format version 3 \(expected 1 or 2\)"):
         parse_frame(data, 0)
     with pytest.raises(CorruptRecord, match="impossible record length 0"):
         parse_frame(b"\x00" * 64, 0)
@@ -92,3 +92,61 @@ def test_out_of_range_field_is_value_error():
         encode_record(Record(0, 0, "v"))
     with pytest.raises(ValueError, match="record 3: 67108867 bytes exceeds the 67108864-byte limit"):
         encode_record(Record(3, 0, bytes(64 * 1024 * 1024 - 30)))
+
+
+# --- version 2: headers and null values (Kafka clients' records) -------------------------------------
+
+def test_exact_layout_of_a_record_with_headers_and_a_null_value():
+    r = Record(7, 3, None, b"k", 1_700_000_000_000, (("trace", b"ab"), ("gone", None)))
+    headers = (struct.pack(">H", 5) + b"trace" + struct.pack(">i", 2) + b"ab"
+               + struct.pack(">H", 4) + b"gone" + struct.pack(">i", -1))
+    body = (bytes([2]) + struct.pack(">Qiqii", 7, 3, 1_700_000_000_000, 1, -1) + struct.pack(">qhi", -1, -1, -1)
+            + b"k" + headers)
+    assert encode_record(r) == struct.pack(">II", len(body) + 4, zlib.crc32(body)) + body
+    assert parse_frame(encode_record(r), 0).record == r
+
+
+def test_plain_records_keep_version_1_bytes_and_mix_with_version_2():
+    plain = Record(0, 1, b"5", b"k", 9)
+    assert encode_record(plain)[8] == 1                       # the old format, unchanged
+    records = [plain, Record(1, 1, b"v", None, 10, (("h", b""),)), Record(2, 1, None, None, 11),
+               Record(3, 1, b"idem", b"k", 12, (), 2**40 + 7, 3, 2**31 - 1),
+               Record(4, 1, b"", b"", 12, (("a", None), ("\u00e9", b"\xff"))), Record(5, 2, b"6", None, 13)]
+    data, _ = encode_records(records)
+    assert [data[p + 8] for p in _positions(data)] == [1, 2, 2, 2, 2, 1]
+    assert decode_records(data, first_offset=0) == records
+    pos, parsed = 0, []
+    while pos < len(data):
+        frame = parse_frame(data, pos)
+        parsed.append(frame.record)
+        pos = frame.end
+    assert parsed == records
+
+
+def _positions(data: bytes) -> list[int]:
+    out, pos = [], 0
+    while pos < len(data):
+        out.append(pos)
+        pos += 4 + struct.unpack_from(">I", data, pos)[0]
+    return out
+
+
+def test_malformed_headers_under_a_good_crc_are_corrupt():
+    """A version-2 body whose header runs past the record, CRC recomputed to match (a writer bug, not
+    rot): every reader refuses it, naming the header."""
+    def bad(offset: int) -> bytes:
+        body = (bytes([2]) + struct.pack(">Qiqii", offset, 0, 0, -1, 1) + struct.pack(">qhi", -1, -1, -1) + b"v"
+                + struct.pack(">H", 9) + b"ab")
+        return struct.pack(">II", len(body) + 4, zlib.crc32(body)) + body
+    with pytest.raises(CorruptRecord, match="a header runs past the record"):
+        parse_frame(bad(0), 0)
+    with pytest.raises(CorruptRecord, match="a header runs past the record") as exc:
+        decode_records(encode_record(Record(0, 0, b"ok")) + bad(1))
+    assert [r.offset for r in exc.value.good] == [0]
+
+
+def test_version_2_lengths_are_checked():
+    data = bytearray(encode_record(Record(0, 0, None, None, 0, (("h", b"x"),))))
+    struct.pack_into(">i", data, 8 + 1 + 8 + 4 + 8 + 4, 500)    # value_len past the record
+    with pytest.raises(CorruptRecord, match="key/value lengths -1/500 do not match record length"):
+        parse_frame(data, 0)

@@ -1,0 +1,106 @@
+"""The idempotent producers' table (broker/replication/producers.py) and the replica around it, without I/O:
+Kafka's rules as known answers, the table rebuilt from the log, and a truncation that leaves it right."""
+from __future__ import annotations
+
+from broker.records import MemoryLog, Record
+from broker.replication import PartitionReplica, ReplicationConfig
+from broker.replication.errors import ErrorCode
+from broker.replication.producers import (APPEND, CACHED_BATCHES, DUPLICATE, HISTORY, MAX_SEQUENCE, REFUSE,
+                                          BatchMeta, ProducerStates, last_sequence)
+
+PID = 7 << 40
+
+
+def _records(pid: int, epoch: int, first_seq: int, first_offset: int, n: int) -> list[Record]:
+    return [Record(first_offset + i, 0, b"v", None, 0, (), pid, epoch, (first_seq + i) % (MAX_SEQUENCE + 1))
+            for i in range(n)]
+
+
+def test_kafkas_rules_as_known_answers():
+    t = ProducerStates()
+    assert t.check(PID, 0, 42, 3).action == APPEND            # unknown producer: any sequence (KIP-360)
+    t.append(_records(PID, 0, 0, 10, 3))                       # seq 0-2 at offsets 10-12
+    t.append(_records(PID, 0, 3, 20, 2))                       # seq 3-4 at 20-21 (other records between)
+    assert t.check(PID, 0, 0, 3) == t.check(PID, 0, 0, 3)
+    dup = t.check(PID, 0, 0, 3)
+    assert (dup.action, dup.batch) == (DUPLICATE, BatchMeta(0, 2, 10, 12))
+    assert t.check(PID, 0, 3, 2).batch == BatchMeta(3, 4, 20, 21)
+    assert t.check(PID, 0, 5, 1).action == APPEND              # the next one
+    gap = t.check(PID, 0, 6, 1)
+    assert (gap.action, gap.error) == (REFUSE, "OUT_OF_ORDER_SEQUENCE_NUMBER") and "expected 5" in gap.message
+    assert t.check(PID, 0, 2, 2).error == "OUT_OF_ORDER_SEQUENCE_NUMBER"   # overlaps, but is no batch sent
+    assert t.check(PID, 1, 3, 1).error == "OUT_OF_ORDER_SEQUENCE_NUMBER"   # a new epoch starts at 0
+    assert t.check(PID, 1, 0, 1).action == APPEND
+    t.append(_records(PID, 1, 0, 30, 1))
+    fenced = t.check(PID, 0, 5, 1)
+    assert (fenced.action, fenced.error) == (REFUSE, "INVALID_PRODUCER_EPOCH")
+    assert t.check(PID + 1, 0, 9, 1).action == APPEND          # producers are independent
+
+
+def test_only_the_last_batches_are_matched_and_sequences_wrap():
+    t = ProducerStates()
+    for k in range(CACHED_BATCHES + 1):                        # batches at offsets 0, 10, 20, ... (not adjacent)
+        t.append(_records(PID, 0, 2 * k, 10 * k, 2))
+    assert t.check(PID, 0, 0, 2).error == "OUT_OF_ORDER_SEQUENCE_NUMBER"   # the oldest, past the cache
+    assert t.check(PID, 0, 2, 2).action == DUPLICATE
+    w = ProducerStates()
+    w.append(_records(PID, 0, MAX_SEQUENCE - 1, 0, 2))
+    assert w.check(PID, 0, 0, 1).action == APPEND               # after 2**31 - 1 comes 0
+    assert last_sequence(MAX_SEQUENCE, 2) == 0
+
+
+def test_truncation_forgets_what_it_cut_and_keeps_the_rest():
+    t = ProducerStates()
+    t.append(_records(PID, 0, 0, 0, 3))        # offsets 0-2
+    t.append(_records(PID, 0, 3, 5, 3))        # offsets 5-7, seq 3-5
+    t.truncate(6)                              # keeps offset 5 only of the second batch
+    assert t.entry(PID).batches == [BatchMeta(0, 2, 0, 2), BatchMeta(3, 3, 5, 5)]
+    assert t.check(PID, 0, 4, 2).action == APPEND               # seq 4-5 were cut: a retry appends them
+    t.loaded = True
+    t.truncate(0)                              # all of it: the producer is gone, and nothing older exists
+    assert t.entry(PID) is None and t.loaded
+
+
+def test_a_truncation_past_what_the_table_remembers_asks_for_a_rebuild():
+    t = ProducerStates()
+    t.loaded = True
+    for k in range(HISTORY + 3):
+        t.append(_records(PID, 0, k, 2 * k, 1))                # one-record batches at even offsets
+    assert len(t.entry(PID).batches) == HISTORY and t.entry(PID).older
+    t.truncate(2 * 3 + 1)                                       # keeps the oldest remembered batch
+    assert t.loaded and t.entry(PID).batches == [BatchMeta(3, 3, 6, 6)]
+    t.truncate(5)                                               # below every remembered batch
+    assert t.loaded is False
+
+
+def _leader(log: MemoryLog, **config) -> PartitionReplica:
+    r = PartitionReplica("t", 0, 1, log, ReplicationConfig(min_insync_replicas=1, **config))
+    r.become_leader(3, [1], [1], 0, 0)
+    return r
+
+
+def test_a_restarted_leader_rebuilds_the_table_from_its_log():
+    log = MemoryLog(_records(PID, 0, 0, 0, 3) + [Record(3, 0, b"plain")] + _records(PID, 0, 3, 4, 2))
+    r = _leader(log)
+    assert not r.producers.loaded
+    res = r.produce([b"a", b"b"], acks=1, now_ms=0, producer=(PID, 0, 3))       # the retry of offsets 4-5
+    assert (res.error, res.base_offset, res.last_offset, res.duplicate) == (None, 4, 5, True)
+    assert r.producers.loaded and log.leo() == 6
+    ok = r.produce([b"c"], acks=1, now_ms=0, producer=(PID, 0, 5))
+    assert (ok.error, ok.base_offset, log.read(6, 1)[0].sequence) == (None, 6, 5)
+    bad = r.produce([b"d"], acks=1, now_ms=0, producer=(PID, 0, 9))
+    assert bad.error == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER and "expected 6" in bad.message and log.leo() == 7
+
+
+def test_the_planted_bug_empties_the_table_at_a_truncation():
+    """producer_state_rebuilt_after_truncation = false: after any truncation the table is empty yet
+    trusted, so the retry of a batch that survived the cut is appended again."""
+    for rebuilt, expect_duplicate in ((True, True), (False, False)):
+        log = MemoryLog()
+        r = _leader(log, producer_state_rebuilt_after_truncation=rebuilt)
+        r.produce([b"x0", b"x1"], acks=1, now_ms=0, producer=(PID, 0, 0))
+        r.produce([b"extra"], acks=1, now_ms=0)
+        r._truncate(2, "test")                                  # cut the record after the batch
+        res = r.produce([b"x0", b"x1"], acks=1, now_ms=0, producer=(PID, 0, 0))
+        assert res.duplicate is expect_duplicate
+        assert log.leo() == (2 if expect_duplicate else 4)
