@@ -2,7 +2,7 @@
 
 Default: the kinds whose `fails_by_default` is set in rundir/kinds.py, which is every kind except
 `duplicate` (counted only, unless the producer claims idempotence in test.json
-`config.producer.idempotent` / `config.idempotent`) and `hw-regression-cross-epoch` (a new leader's HW
+`config.client.idempotence`, `config.producer.idempotent` or `config.idempotent`) and `hw-regression-cross-epoch` (a new leader's HW
 may legitimately lag the old leader's). `realtime-order` fails unless the producer's acks were 0 or 1
 (test.json `config.client.acks`, as the harness records it, or `config.producer.acks`: 0, 1, -1, "all",
 "-1"; absent means the harness's default, all): an acks=1 leader may lose an acknowledged write and hand
@@ -25,8 +25,13 @@ DEFAULT_ALLOWED = tuple(k.name for k in kinds.KINDS if not k.fails_by_default)
 
 
 def producer_idempotent(config: dict[str, Any]) -> bool:
+    """Whether the run's producers were idempotent: the harness's `config.client.idempotence`, or
+    `config.producer.idempotent` / `config.idempotent` for other tools' histories."""
     producer = config.get(rf.CONFIG_PRODUCER)
     if isinstance(producer, dict) and producer.get(rf.CONFIG_IDEMPOTENT):
+        return True
+    client = config.get(rf.CONFIG_CLIENT)
+    if isinstance(client, dict) and client.get(rf.CONFIG_IDEMPOTENCE) is True:
         return True
     return bool(config.get(rf.CONFIG_IDEMPOTENT))
 

@@ -123,6 +123,9 @@ class ClientConfig:
     acks: int | str = setting("all", "0, 1 or \"all\"", type=object, parse=parse_acks)
     timeout: float = _n(2.0, "seconds per request", above=0)
     retries: int = _n(0, "client retries per send")
+    idempotence: bool = setting(False, "the Kafka client's idempotent producer (KIP-98), with kind = \"kafka\" and "
+                                "acks = \"all\": the library retries within the request timeout, and a value "
+                                "stored twice (`duplicate`) fails the run (docs/clients.md)")
 
 
 @dataclass
@@ -229,6 +232,7 @@ FLAG_KEYS = {
     "acks": "client.acks",
     "client": "client.kind",
     "kafka_library": "client.library",
+    "idempotence": "client.idempotence",
     "seed": "seed",
     "results_dir": "results_dir",
     "test_name": "name",
@@ -290,6 +294,12 @@ def validate(cfg: TestConfig) -> list[tuple[str, str]]:
                          f"must be between 1 and the number of nodes ({c.nodes}), got {t.replication_factor}"))
     if topic_name_problem(t.name) is not None:
         problems.append(("topic.name", f"{topic_name_problem(t.name)} (got {t.name!r:.60})"))
+    if cfg.client.idempotence and cfg.client.kind != "kafka":
+        problems.append(("client.idempotence", f"needs client.kind = \"kafka\" (the native client and \"mixed\" "
+                                               f"workers are not idempotent), got {cfg.client.kind!r}"))
+    elif cfg.client.idempotence and cfg.client.acks != "all" and cfg.client.acks != -1:
+        problems.append(("client.idempotence", f"needs client.acks = \"all\", as Kafka's producers do, got "
+                                               f"{cfg.client.acks!r}"))
     if not 1 <= b.min_insync_replicas <= t.replication_factor:
         problems.append(("broker.min_insync_replicas",
                          f"must be between 1 and the replication factor ({t.replication_factor}), "

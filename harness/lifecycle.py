@@ -182,7 +182,8 @@ class RunSession:
         if self.kafka_client(worker):
             from workloads import kafka_client
             return kafka_client.make_producer(self.cfg.client.library, self.kafka_bootstrap(), acks=acks,
-                                              timeout_s=self.cfg.client.timeout, retries=self.cfg.client.retries)
+                                              timeout_s=self.cfg.client.timeout, retries=self.cfg.client.retries,
+                                              idempotence=self.cfg.client.idempotence)
         return Producer(controller=self.controller_address(), acks=acks,
                         timeout_s=self.cfg.client.timeout, retries=self.cfg.client.retries)
 

@@ -43,6 +43,8 @@ from rundir.exits import EXIT_USAGE, worst as worst_exit
               help="native | kafka | mixed: the workload's client (kafka: a real Kafka client; mixed: both, worker "
                    "by worker; docs/clients.md) [mixed]")
 @click.option("--kafka-library", default=None, help="with --client kafka or mixed: confluent | kafka-python [confluent]")
+@click.option("--idempotence/--no-idempotence", default=None,
+              help="with --client kafka: the idempotent producer (KIP-98); a duplicate then fails the run [off]")
 @flags((k.flag, config_mod.SCHEMA[f"broker.{k.test}"]) for k in section_keys() if k.flag)
 @click.option("--seed", type=int, default=None, help="random seed (default: a fresh one, recorded)")
 @click.option("--backend", "--cluster", "backend", default=None,

@@ -49,6 +49,7 @@ CONFIG_CHECKER_ALLOW = "allow"
 CONFIG_CHECKER_FAIL_ON = "fail_on"
 CONFIG_PRODUCER = "producer"
 CONFIG_IDEMPOTENT = "idempotent"
+CONFIG_IDEMPOTENCE = "idempotence"     # config.client.idempotence, as the harness records it
 CONFIG_CLIENT = "client"
 CONFIG_ACKS = "acks"
 

@@ -193,32 +193,42 @@ def _servers(bootstrap: Iterable[str] | str) -> list[str]:
 
 
 # --- producers ------------------------------------------------------------------------------------------
+IDEMPOTENT_RETRIES = 2**31 - 1
+
+
 class _LibraryProducer:
     """What both library producers check and keep: acks (0, 1 or "all"), the request timeout, retries."""
 
-    def __init__(self, acks, timeout_s: float, retries: int):
+    def __init__(self, acks, timeout_s: float, retries: int, idempotence: bool = False):
         if retries < 0:
             raise ValueError(f"retries must be >= 0, got {retries}")
         self.acks = _acks(acks)
+        if idempotence and self.acks != -1:
+            raise ValueError(f"an idempotent producer needs acks=all, got {acks!r}")
         self.timeout_s = float(timeout_s)
+        self.idempotence = idempotence
+        # idempotent: the library retries as often as the send's deadline allows, the broker dropping
+        # the copies (what Kafka's clients do by default)
+        self.retries = IDEMPOTENT_RETRIES if idempotence else int(retries)
 
 
 class ConfluentProducer(_LibraryProducer):
     """confluent-kafka Producer: one value per produce() to an explicit partition, waiting for its delivery
-    report. Idempotence off, `retries` attempts more (default 0: each send is one attempt)."""
+    report. `retries` attempts more (default 0: each send is one attempt); with `idempotence`, librdkafka's
+    idempotent producer, retrying until the send's deadline."""
 
     library = "confluent"
 
-    def __init__(self, bootstrap, acks="all", timeout_s: float = 2.0, retries: int = 0):
+    def __init__(self, bootstrap, acks="all", timeout_s: float = 2.0, retries: int = 0, idempotence: bool = False):
         from confluent_kafka import Producer
-        super().__init__(acks, timeout_s, retries)
+        super().__init__(acks, timeout_s, retries, idempotence)
         timeout_ms = _ms(self.timeout_s)
         self._p = Producer({
             "bootstrap.servers": ",".join(_servers(bootstrap)),
             "client.id": "highwater",
             "acks": self.acks,
-            "enable.idempotence": False,
-            "retries": int(retries),
+            "enable.idempotence": self.idempotence,
+            "retries": self.retries,
             "max.in.flight.requests.per.connection": 1,
             "linger.ms": 0,
             "request.timeout.ms": timeout_ms,
@@ -288,13 +298,13 @@ class KafkaPythonProducer(_LibraryProducer):
 
     library = "kafka-python"
 
-    def __init__(self, bootstrap, acks="all", timeout_s: float = 2.0, retries: int = 0):
+    def __init__(self, bootstrap, acks="all", timeout_s: float = 2.0, retries: int = 0, idempotence: bool = False):
         from kafka import KafkaProducer
-        super().__init__(acks, timeout_s, retries)
+        super().__init__(acks, timeout_s, retries, idempotence)
         timeout_ms = _ms(self.timeout_s)
         self._p = KafkaProducer(
             bootstrap_servers=_servers(bootstrap), client_id="highwater",
-            acks="all" if self.acks == -1 else self.acks, retries=int(retries), enable_idempotence=False,
+            acks="all" if self.acks == -1 else self.acks, retries=self.retries, enable_idempotence=self.idempotence,
             max_in_flight_requests_per_connection=1, linger_ms=0, request_timeout_ms=timeout_ms,
             delivery_timeout_ms=timeout_ms + 1000, max_block_ms=timeout_ms, retry_backoff_ms=50,
             metadata_max_age_ms=5000)
@@ -541,10 +551,11 @@ _PRODUCERS = {"confluent": ConfluentProducer, "kafka-python": KafkaPythonProduce
 _CONSUMERS = {"confluent": ConfluentConsumer, "kafka-python": KafkaPythonConsumer}
 
 
-def make_producer(library: str, bootstrap, *, acks="all", timeout_s: float = 2.0, retries: int = 0):
+def make_producer(library: str, bootstrap, *, acks="all", timeout_s: float = 2.0, retries: int = 0,
+                  idempotence: bool = False):
     if library not in _PRODUCERS:
         raise ValueError(f"unknown Kafka client library {library!r} (known: {', '.join(LIBRARIES)})")
-    return _PRODUCERS[library](bootstrap, acks=acks, timeout_s=timeout_s, retries=retries)
+    return _PRODUCERS[library](bootstrap, acks=acks, timeout_s=timeout_s, retries=retries, idempotence=idempotence)
 
 
 def make_consumer(library: str, bootstrap, *, timeout_s: float = 2.0):

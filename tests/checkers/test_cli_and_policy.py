@@ -93,6 +93,8 @@ def test_failing_kinds_defaults():
     assert "duplicate" not in kinds and "hw-regression-cross-epoch" not in kinds
     assert set(kinds) == set(rf.ANOMALY_KINDS) - {"duplicate", "hw-regression-cross-epoch"}
     assert "duplicate" in failing_kinds({"idempotent": True})
+    assert "duplicate" in failing_kinds({"client": {"idempotence": True, "kind": "kafka"}})   # as the harness records it
+    assert "duplicate" not in failing_kinds({"client": {"idempotence": False}})
     with pytest.raises(ConfigError, match="config.checker.allow: unknown anomaly kind 'nope'"):
         failing_kinds({"checker": {"allow": ["nope"]}})
 

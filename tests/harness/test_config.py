@@ -126,3 +126,14 @@ def test_with_values_copies_and_checks_each_dotted_key():
         with_values(base, {"broker.truncaton": "hw"})
     with pytest.raises(ValueError, match="must be 0, 1 or \"all\""):
         with_values(base, {"client.acks": 2})
+
+
+def test_idempotence_needs_the_kafka_client_and_acks_all(tmp_path):
+    cfg = C.build(None, {"client": "kafka", "idempotence": True})
+    assert cfg.client.idempotence is True and cfg.recorded()["client"]["idempotence"] is True
+    with pytest.raises(C.ConfigError, match=r"^--idempotence: key 'client.idempotence' needs client.kind = "
+                                            r"\"kafka\" .* got 'mixed'$"):
+        C.build(None, {"idempotence": True})
+    p = write(tmp_path, '[client]\nkind = "kafka"\nacks = 1\nidempotence = true\n')
+    with pytest.raises(C.ConfigError, match=r"t.toml:4: key 'client.idempotence' needs client.acks = \"all\""):
+        C.build(p)

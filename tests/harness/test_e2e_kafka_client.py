@@ -4,6 +4,8 @@ and leader-partition faults loses acknowledged writes, and the safe configuratio
 min.insync.replicas=2) is valid. Both are checked by the reference engine (no Spark needed)."""
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from rundir import formats as runformat
@@ -82,6 +84,27 @@ def test_safe_configuration_with_the_kafka_client_is_valid(tmp_path):
     faults = {line.obj["value"]["fault"] for line in runformat.iter_jsonl(run_dir / runformat.HISTORY)
               if line.obj["process"] == "nemesis"}
     assert faults, "the nemesis injected no fault"
+    check_common(run_dir, tmp_path)
+
+
+@pytest.mark.slow
+@pytest.mark.root
+def test_idempotent_run_is_valid_and_a_duplicate_would_fail_it(tmp_path):
+    """--idempotence under kills and partitions: librdkafka's idempotent producer retries within each
+    send's deadline, the brokers drop the retries they already hold, and the run is valid with `duplicate`
+    among the failing kinds; the replicas hold the producers' ids and sequences."""
+    r = run_highwater("run", "--client", "kafka", "--idempotence", "--time-limit", "15", "--nemesis",
+                      "kill,partition", "--nemesis-interval", "3", "--seed", "13", "--checker", "reference",
+                      "--results-dir", str(tmp_path), "--plain", timeout=300)
+    run_dir = run_dir_from_stdout(r.stdout)
+    assert r.returncode == 0, r.stderr
+    results = load_json(run_dir / runformat.RESULTS_JSON)
+    assert results["valid"] is True and "duplicate" in results["failing_kinds"]
+    assert load_json(run_dir / runformat.TEST_JSON)["config"]["client"]["idempotence"] is True
+    assert kafka_sends(run_dir)["ok"] > 300
+    dumped = [json.loads(line) for f in sorted((run_dir / "replicas").glob("*/p*.jsonl"))
+              for line in f.read_text().splitlines()[1:]]
+    assert dumped and all(len(d["producer"]) == 3 and d["producer"][0] >= 1 << 40 for d in dumped)
     check_common(run_dir, tmp_path)
 
 
