@@ -2,7 +2,7 @@
 one run against one local 3-broker cluster (real processes; the set-up of benchmarks/broker_throughput.py).
 
     .venv/bin/python benchmarks/kafka_client_throughput.py [--seconds 8] [--threads 4] [--batch 100]
-        [--partitions 3] [--flush always] [--kafka-python] [--codecs gzip,snappy,lz4,zstd]
+        [--partitions 3] [--flush always] [--kafka-python] [--codecs gzip,snappy,lz4,zstd] [--idempotence]
 
 Controller and 3 brokers on loopback, RF=3, min.insync.replicas=2, leader-epoch truncation, acks=all
 throughout. Phases, each `seconds` long with `threads` client threads (one client each), round-robin
@@ -18,6 +18,8 @@ over the partitions:
   kafka-python, 1 per send  (with --kafka-python) the other adapter
   confluent, batch N, CODEC  (with --codecs gzip,snappy,lz4,zstd) the batch phase, librdkafka compressing
                        each batch with CODEC (the broker decompresses, validates and stores the records)
+  ..., idempotent      (with --idempotence) the confluent phases again with librdkafka's idempotent
+                       producer (InitProducerId, sequence numbers checked by the leader)
 
 Prints acknowledged writes/s and p50/p99 latency per phase. Kills every process it started.
 """
@@ -47,13 +49,15 @@ def _summary(name: str, acked: int, latencies: list[float], elapsed: float, erro
             "p99_ms": q[98] * 1000, "errors": errors}
 
 
-def adapter_phase(library: str, bootstrap: list[str], threads: int, partitions: int, seconds: float) -> dict:
+def adapter_phase(library: str, bootstrap: list[str], threads: int, partitions: int, seconds: float,
+                  idempotence: bool = False) -> dict:
     """One value per send through the workload's adapter, each send waiting for its acknowledgement."""
     latencies: list[float] = []
     acked = [0]
     errors: dict[str, int] = {}
     lock = threading.Lock()
-    clients = [kafka_client.make_producer(library, bootstrap, acks="all", timeout_s=5.0) for _ in range(threads)]
+    clients = [kafka_client.make_producer(library, bootstrap, acks="all", timeout_s=5.0, idempotence=idempotence)
+               for _ in range(threads)]
     for k, p in enumerate(clients):     # connections and metadata before the clock starts
         p.send(TOPIC, k % partitions, [b"warm-up"])
     stop_at = time.monotonic() + seconds
@@ -78,11 +82,12 @@ def adapter_phase(library: str, bootstrap: list[str], threads: int, partitions: 
     elapsed = run_workers(threads, worker)
     for p in clients:
         p.close()
-    return _summary(f"{library}, 1 per send", acked[0], latencies, elapsed, errors)
+    return _summary(f"{library}, 1 per send" + (", idempotent" if idempotence else ""), acked[0], latencies,
+                    elapsed, errors)
 
 
 def confluent_batches(bootstrap: list[str], threads: int, batch: int, partitions: int, seconds: float,
-                      codec: str = "none") -> dict:
+                      codec: str = "none", idempotence: bool = False) -> dict:
     """confluent-kafka with librdkafka batching: produce() `batch` values to one partition without waiting,
     then flush() until every delivery report is in: the counterpart of one native send of `batch` values
     (latency: the whole batch, produce() of the first value to the last report)."""
@@ -92,7 +97,7 @@ def confluent_batches(bootstrap: list[str], threads: int, batch: int, partitions
     acked = [0]
     errors: dict[str, int] = {}
     lock = threading.Lock()
-    producers = [Producer({"bootstrap.servers": ",".join(bootstrap), "acks": "all", "enable.idempotence": False,
+    producers = [Producer({"bootstrap.servers": ",".join(bootstrap), "acks": "all", "enable.idempotence": idempotence,
                            "linger.ms": 1, "broker.address.family": "v4", "compression.type": codec})
                  for _ in range(threads)]
     for k, p in enumerate(producers):   # connections and metadata before the clock starts
@@ -123,7 +128,8 @@ def confluent_batches(bootstrap: list[str], threads: int, batch: int, partitions
             acked[0] += n
 
     elapsed = run_workers(threads, worker)
-    name = f"confluent, batch {batch}" + (f", {codec}" if codec != "none" else "")
+    name = (f"confluent, batch {batch}" + (f", {codec}" if codec != "none" else "")
+            + (", idempotent" if idempotence else ""))
     return _summary(name, acked[0], latencies, elapsed, errors)
 
 
@@ -131,6 +137,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_load_options(ap)
     ap.add_argument("--kafka-python", action="store_true", help="also the kafka-python adapter")
+    ap.add_argument("--idempotence", action="store_true",
+                    help="also the confluent phases with librdkafka's idempotent producer")
     ap.add_argument("--codecs", default="", help="also the batch phase compressed with each of these codecs "
                     "(comma-separated: gzip, snappy, lz4, zstd)")
     args = ap.parse_args(argv)
@@ -159,6 +167,10 @@ def main(argv: list[str] | None = None) -> int:
                 show(adapter_phase("kafka-python", bootstrap, args.threads, args.partitions, args.seconds))
             for codec in codecs:
                 show(confluent_batches(bootstrap, args.threads, args.batch, args.partitions, args.seconds, codec))
+            if args.idempotence:
+                show(adapter_phase("confluent", bootstrap, args.threads, args.partitions, args.seconds, True))
+                show(confluent_batches(bootstrap, args.threads, args.batch, args.partitions, args.seconds,
+                                       idempotence=True))
     return 0
 
 

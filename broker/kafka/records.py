@@ -363,13 +363,18 @@ def encode_batch(base_offset: int, leader_epoch: int, records: list[tuple],
     zz = _zigzag_bytes
     parts = []
     append = parts.append
-    for i, (ts, key, value, *more) in enumerate(records):
+    for i, r in enumerate(records):
+        if len(r) == 3:
+            ts, key, value = r
+            tail = b"\x00"
+        else:
+            ts, key, value, headers = r
+            tail = _headers_bytes(headers) if headers else b"\x00"
         if ts > max_ts:
             max_ts = ts
         # attributes, timestamp delta, offset delta, key, value, headers
         rec = (b"\x00" + zz(ts - base_ts) + zz(i) + (_NULL if key is None else zz(len(key)) + key)
-               + (_NULL if value is None else zz(len(value)) + value)
-               + (_headers_bytes(more[0]) if more and more[0] else b"\x00"))
+               + (_NULL if value is None else zz(len(value)) + value) + tail)
         append(zz(len(rec)))
         append(rec)
     body = b"".join(parts)

@@ -260,8 +260,11 @@ class PartitionReplica:
                               tuple(headers[i]) if headers is not None else (), pid, pepoch,
                               (first_seq + i) % 2**31)
                        for i, v in enumerate(values)]
-        elif headers is None and timestamps is None:
-            records = [Record(base + i, epoch, v, keys[i] if keys else None, ts) for i, v in enumerate(values)]
+        elif headers is None and keys is None:     # plain records (the native client's; most Kafka clients')
+            if timestamps is None:
+                records = [Record(base + i, epoch, v, None, ts) for i, v in enumerate(values)]
+            else:
+                records = [Record(base + i, epoch, v, None, t) for i, (v, t) in enumerate(zip(values, timestamps))]
         else:
             records = [Record(base + i, epoch, v, keys[i] if keys else None,
                               timestamps[i] if timestamps is not None else ts,

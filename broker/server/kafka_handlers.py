@@ -203,36 +203,31 @@ class KafkaHandlers:
             return answer(E.CORRUPT_MESSAGE, message=str(exc)[:200])
         if len(batches) != 1:       # Kafka's rule from Produce v3 on
             return answer(E.INVALID_RECORD, message=f"{len(batches)} record batches: exactly one per partition")
-        values: list[bytes | None] = []
-        keys: list[bytes | None] = []
-        headers: list[tuple] = []
-        stamps: list[int] = []
+        [b] = batches                # compressed ones arrive decompressed; stored (and served) uncompressed
+        if b.is_transactional or b.is_control:
+            return answer(E.UNSUPPORTED_FOR_MESSAGE_FORMAT, message="transactional and control batches are not supported")
         producer = None
-        for b in batches:            # compressed ones arrive decompressed; they are stored (and served) uncompressed
-            if b.is_transactional or b.is_control:
-                return answer(E.UNSUPPORTED_FOR_MESSAGE_FORMAT,
-                              message="transactional and control batches are not supported")
-            if b.producer_id >= 0:   # an idempotent producer's batch (KIP-98)
-                if b.base_sequence < 0 or b.producer_epoch < 0:
-                    return answer(E.INVALID_RECORD, message=f"producer {b.producer_id}: epoch {b.producer_epoch} "
-                                  f"and base sequence {b.base_sequence} must be >= 0")
-                producer = (b.producer_id, b.producer_epoch, b.base_sequence)
-            for rec in b.records:    # stored as sent: key, value (None: a tombstone), headers, timestamp
-                values.append(None if rec.value is None else bytes(rec.value))
-                keys.append(None if rec.key is None else bytes(rec.key))
-                headers.append(tuple((k, None if v is None else bytes(v)) for k, v in rec.headers))
-                stamps.append(rec.timestamp)
-        if not values:
+        if b.producer_id >= 0:       # an idempotent producer's batch (KIP-98)
+            if b.base_sequence < 0 or b.producer_epoch < 0:
+                return answer(E.INVALID_RECORD, message=f"producer {b.producer_id}: epoch {b.producer_epoch} "
+                              f"and base sequence {b.base_sequence} must be >= 0")
+            producer = (b.producer_id, b.producer_epoch, b.base_sequence)
+        recs = b.records             # stored as sent: key, value (None: a tombstone), headers, timestamp
+        if not recs:
             return answer(E.INVALID_RECORD, message="no records")
-        if len(values) > MAX_VALUES_PER_PRODUCE:
-            return answer(E.MESSAGE_TOO_LARGE, message=f"{len(values)} records in one batch, at most "
+        if len(recs) > MAX_VALUES_PER_PRODUCE:
+            return answer(E.MESSAGE_TOO_LARGE, message=f"{len(recs)} records in one batch, at most "
                           f"{MAX_VALUES_PER_PRODUCE}")
         if self.replicas.get(topic, p) is None:
             return answer(self._missing_partition(topic, p))
-        plain = all(k is None for k in keys) and not any(headers) and None not in values
-        resp = await self.replicas.produce(
-            topic, p, acks, timeout_ms, values, keys=None if plain else keys, headers=None if plain else headers,
-            timestamps=None if self.log_append_time else stamps, producer=producer)
+        values = [r.value for r in recs]      # bytes already (decode_batches slices bytes)
+        keys = headers = None
+        if any(r.key is not None or r.headers or r.value is None for r in recs):
+            keys = [r.key for r in recs]
+            headers = [tuple(r.headers) for r in recs]
+        stamps = None if self.log_append_time else [r.timestamp for r in recs]
+        resp = await self.replicas.produce(topic, p, acks, timeout_ms, values, keys=keys, headers=headers,
+                                           timestamps=stamps, producer=producer)
         code = E.kafka_code(resp["error"])
         out = answer(code, resp["base_offset"] if code == E.NONE else -1, message=resp.get("message"))
         if code == E.NONE and self.log_append_time:
@@ -585,9 +580,9 @@ def epoch_for_offset(replica, offset: int) -> int:
     return best
 
 
-def _stored_size(rec) -> int:
-    """A record's key, value and header bytes (what the fetch limit counts, besides the overheads)."""
-    size = len(rec.value) if rec.value is not None else 0
+def _key_and_header_bytes(rec) -> int:
+    """A record's key and header bytes (what the fetch limit counts besides its value and the overheads)."""
+    size = 0
     if rec.key is not None:
         size += len(rec.key)
     for hkey, hval in rec.headers:
@@ -602,7 +597,10 @@ def encode_records(records, limit: int, *, at_least_one: bool, log_append_time: 
     the first record goes out even when it alone is over the limit (KIP-74)."""
     chosen, size, epoch = [], 0, None
     for rec in records:
-        cost = _stored_size(rec) + RECORD_OVERHEAD + (BATCH_OVERHEAD if rec.epoch != epoch else 0)
+        value = rec.value
+        cost = (len(value) if value is not None else 0) + RECORD_OVERHEAD + (BATCH_OVERHEAD if rec.epoch != epoch else 0)
+        if rec.key is not None or rec.headers:
+            cost += _key_and_header_bytes(rec)
         if size + cost > limit and not (at_least_one and not chosen):
             break
         chosen.append(rec)
@@ -622,7 +620,8 @@ def encode_records(records, limit: int, *, at_least_one: bool, log_append_time: 
         run = list(run)
         first = run[0]
         out.append(encode_batch(first.offset, first.epoch,
-                                [(rec.timestamp or 0, rec.key, rec.value, rec.headers) for rec in run],
+                                [(rec.timestamp or 0, rec.key, rec.value, rec.headers) if rec.headers
+                                 else (rec.timestamp or 0, rec.key, rec.value) for rec in run],
                                 attributes=attributes, producer_id=first.producer_id,
                                 producer_epoch=first.producer_epoch, base_sequence=first.sequence))
     return b"".join(out)

@@ -82,21 +82,20 @@ def encode_records(records: Sequence[Record], start_position: int = 0) -> tuple[
     crc32 = zlib.crc32
     pos = start_position
     for r in records:
-        key = r.key
-        value = r.value
+        offset, epoch, value, key, timestamp, headers, producer_id, _pe, _seq = r   # a named tuple: unpacked at once
         try:
-            if r.headers or value is None or r.producer_id >= 0:
+            if headers or value is None or producer_id >= 0:
                 body = _body_v2(r)
             elif not isinstance(value, (bytes, bytearray, memoryview)):
-                raise ValueError(f"record {r.offset}: value must be bytes, not {type(value).__name__}")
+                raise ValueError(f"record {offset}: value must be bytes, not {type(value).__name__}")
             elif key is None:
-                body = body_head(_MAGIC, r.offset, r.epoch, r.timestamp, -1, len(value)) + value
+                body = body_head(_MAGIC, offset, epoch, timestamp, -1, len(value)) + value
             else:
-                body = body_head(_MAGIC, r.offset, r.epoch, r.timestamp, len(key), len(value)) + key + value
+                body = body_head(_MAGIC, offset, epoch, timestamp, len(key), len(value)) + key + value
         except struct.error as exc:
-            raise ValueError(f"record {r.offset}: field out of range ({exc})") from None
+            raise ValueError(f"record {offset}: field out of range ({exc})") from None
         if len(body) + 4 > MAX_RECORD_BYTES:
-            raise ValueError(f"record {r.offset}: {len(body) + 4} bytes exceeds the {MAX_RECORD_BYTES}-byte limit")
+            raise ValueError(f"record {offset}: {len(body) + 4} bytes exceeds the {MAX_RECORD_BYTES}-byte limit")
         positions.append(pos)
         out += prefix(len(body) + 4, crc32(body))
         out += body
