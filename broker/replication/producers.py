@@ -128,13 +128,17 @@ class ProducerStates:
 
     def _note(self, run: list[Record]) -> None:
         first, last = run[0], run[-1]
-        entry = self._entries.get(first.producer_id)
-        if entry is None or first.producer_epoch > entry.epoch:
+        self.note_batch(first.producer_id, first.producer_epoch,
+                        BatchMeta(first.sequence, last.sequence, first.offset, last.offset))
+
+    def note_batch(self, producer_id: int, epoch: int, batch: BatchMeta) -> None:
+        """Note one appended batch of a producer (what `append` does for each run it finds)."""
+        entry = self._entries.get(producer_id)
+        if entry is None or epoch > entry.epoch:
             older = entry is not None and (bool(entry.batches) or entry.older)
-            entry = self._entries[first.producer_id] = ProducerEntry(first.producer_epoch, older=older)
-        elif first.producer_epoch < entry.epoch:
+            entry = self._entries[producer_id] = ProducerEntry(epoch, older=older)
+        elif epoch < entry.epoch:
             return          # a fenced epoch's records cannot follow a newer epoch's in a leader's log
-        batch = BatchMeta(first.sequence, last.sequence, first.offset, last.offset)
         prev = entry.batches[-1] if entry.batches else None
         if (prev is not None and prev.last_offset + 1 == batch.first_offset
                 and next_sequence(prev.last_seq) == batch.first_seq):

@@ -32,7 +32,7 @@ from broker.replication.events import (
     StaleFetchServed, Truncate,
 )
 from broker.replication.leader import LeaderState, RemoteReplica
-from broker.replication.producers import APPEND, DUPLICATE, ProducerStates
+from broker.replication.producers import APPEND, DUPLICATE, BatchMeta, ProducerStates
 from broker.replication.messages import (
     ConsumerRead, EpochRequest, EpochResponse, FetchRequest, FetchResponse, FollowerRequest,
     IsrProposal, ProduceResult, ProduceStatus,
@@ -272,8 +272,9 @@ class PartitionReplica:
                        for i, v in enumerate(values)]
         self.log.append(records)
         self._note_epochs(records)
-        if producer is not None:
-            self.producers.append(records)
+        if producer is not None:             # one batch: noted without looking at each record
+            self.producers.note_batch(producer[0], producer[1], BatchMeta(
+                records[0].sequence, records[-1].sequence, records[0].offset, records[-1].offset))
         self._maybe_increment_hw(now_ms)
         last = base + len(records) - 1
         if acks != ACKS_ALL:
