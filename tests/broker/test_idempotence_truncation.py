@@ -41,7 +41,7 @@ def _leader(admin, exclude=()):
 
 
 @pytest.mark.parametrize("rebuilt", [True, False], ids=["rebuilt", "KAFKA-5435"])
-@pytest.mark.parametrize("truncation", ["leader-epoch", "hw"])
+@pytest.mark.parametrize("truncation", ["leader-epoch", pytest.param("hw", marks=pytest.mark.nightly)])
 def test_a_retry_after_the_replica_truncated(tmp_path, truncation, rebuilt):
     settings = {"min_insync_replicas": 1, "heartbeat_interval_ms": 200, "replica_fetch_wait_max_ms": 100,
                 "truncation": truncation, "producer_state_rebuilt_after_truncation": rebuilt}

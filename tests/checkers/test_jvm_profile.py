@@ -73,7 +73,9 @@ spark_session.stop(s)
 
 @pytest.mark.slow
 @pytest.mark.spark
-@pytest.mark.parametrize("rows,profile", [(1_000, "c1"), (spark_driver.C1_MAX_ROWS + 1, "tiered")])
+@pytest.mark.parametrize("rows,profile", [
+    pytest.param(1_000, "c1", marks=pytest.mark.nightly),     # every private-driver run asserts c1 too
+    (spark_driver.C1_MAX_ROWS + 1, "tiered")])
 def test_a_private_driver_jvm_runs_the_profile_for_its_input(rows, profile):
     """A real driver JVM per size, its profile read back from the JVM's own input arguments."""
     env = {**os.environ, "PYTHONPATH": str(REPO)}
