@@ -81,6 +81,10 @@ KAFKA_ERRORS: dict[int, tuple[str, bool]] = {
     35: ("UNSUPPORTED_VERSION", True),         # the request was not decoded
     42: ("INVALID_REQUEST", True),
     43: ("UNSUPPORTED_FOR_MESSAGE_FORMAT", True),
+    # idempotent producer (KIP-98): this attempt was refused, but an earlier attempt of the same batch
+    # (a retry's first try) may be in the log
+    45: ("OUT_OF_ORDER_SEQUENCE_NUMBER", False),
+    47: ("INVALID_PRODUCER_EPOCH", False),
     56: ("KAFKA_STORAGE_ERROR", False),        # the log dir failed, possibly during the write
     74: ("FENCED_LEADER_EPOCH", True),         # reads only (a Produce carries no leader epoch)
     75: ("UNKNOWN_LEADER_EPOCH", True),
