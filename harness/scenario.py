@@ -37,7 +37,9 @@ Steps (`do`) and their fields:
 - produce: `count` values with `acks`, `partition`, `expect`ing ok/fail/info/any, `timeout` (the client's,
   which is also how long the broker may hold an acks=all write), `wait` (true). With `wait = false` the
   sends start in the background (each send's invoke is recorded at once, its ok/fail/info when the answer
-  comes) and the step returns at once; `expect` is then checked when they are awaited.
+  comes) and the step returns at once; `expect` is then checked when they are awaited. `client`: `native`
+  (no retries), or `kafka`, the [client] section's library with its retries and idempotence (the default
+  when client.kind is kafka).
 - await: `timeout` (30): wait for every produce started with `wait = false` and check their `expect`.
   The end of the steps (before the final phase) awaits whatever is still under way.
 - sleep: `seconds`.
@@ -68,6 +70,7 @@ NODE_ACTIONS = ("start", "stop", "kill", "restart", "pause", "resume", "power-lo
 ACTIONS = NODE_ACTIONS + ("partition", "heal", "degrade", "restore", "corrupt", "flush", "elect", "produce",
                           "await", "sleep", "wait", "assert")
 EXPECTS = ("ok", "fail", "info", "any")
+PRODUCE_CLIENTS = ("native", "kafka")
 WAIT_CONDITIONS = ("leader", "isr", "hw", "fenced", "alive", "node", "leo", "node_hw")
 PAIRS = ("drop", "isolate", "from")
 # the events an assert step may name: what the brokers and the controller write to their event logs
@@ -86,7 +89,7 @@ STEP_FIELDS: dict[str, tuple[str, ...]] = {
     "corrupt": ("node", "how", "partition", "seed"),
     "flush": ("node", "partition"),
     "elect": ("node", "unclean", "partition"),
-    "produce": ("count", "acks", "partition", "expect", "timeout", "wait"),
+    "produce": ("count", "acks", "partition", "expect", "timeout", "wait", "client"),
     "await": ("timeout",),
     "sleep": ("seconds",),
     "wait": WAIT_CONDITIONS + ("partition", "timeout"),
@@ -370,6 +373,11 @@ def _parse_step(path: Path, number: int, line: int | None, raw: Any, cfg, broker
             need("timeout")
         if "wait" in args and not isinstance(args["wait"], bool):      # absent: true (the step waits)
             raise bad("wait", f"must be true or false, got {args['wait']!r}")
+        # the native client, or the [client] section's Kafka library (with its idempotence); absent: kafka
+        # when the scenario's client.kind is kafka
+        args.setdefault("client", "kafka" if cfg.client.kind == "kafka" else "native")
+        if args["client"] not in PRODUCE_CLIENTS:
+            raise bad("client", f"must be one of {', '.join(PRODUCE_CLIENTS)}, got {args['client']!r}")
     elif do == "await":
         args.setdefault("timeout", NUMBERS["timeout"].default)
         need("timeout")

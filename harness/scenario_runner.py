@@ -121,11 +121,22 @@ class ScenarioRunner:
         finally:
             admin.close()
 
+    def _producer(self, a: dict, timeout_s: float):
+        """The step's client: the native Producer (no retries), or the [client] section's Kafka library
+        with its retries and idempotence (workloads/kafka_client.py)."""
+        cfg = self.scenario.config
+        if a.get("client") == "kafka":
+            from workloads import kafka_client
+            return kafka_client.make_producer(cfg.client.library, self.session.kafka_bootstrap(), acks=a["acks"],
+                                              timeout_s=timeout_s, retries=cfg.client.retries,
+                                              idempotence=cfg.client.idempotence)
+        return Producer(controller=self.session.controller_address(), acks=a["acks"], timeout_s=timeout_s,
+                        retries=0)
+
     def _produce(self, step: Step) -> str:
         a = step.args
         cfg = self.scenario.config
-        producer = Producer(controller=self.session.controller_address(), acks=a["acks"],
-                            timeout_s=float(a.get("timeout", cfg.client.timeout)), retries=0)
+        producer = self._producer(a, float(a.get("timeout", cfg.client.timeout)))
         outcomes = []
         try:
             for _ in range(a["count"]):
@@ -146,8 +157,7 @@ class ScenarioRunner:
         timeout_s = float(a.get("timeout", self.scenario.config.client.timeout))
         sends = []
         for _ in range(a["count"]):
-            producer = Producer(controller=self.session.controller_address(), acks=a["acks"],
-                                timeout_s=timeout_s, retries=0)
+            producer = self._producer(a, timeout_s)
             send = _Send(self.history, self.history.new_process(), producer, self.topic, a["partition"],
                          self.values.next(), name=f"scenario-step-{step.number}")
             sends.append(send)

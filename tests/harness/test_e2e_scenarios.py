@@ -65,3 +65,32 @@ def test_scenario_sigterm_during_the_check_exits_2(tmp_path):
         "scenario", str(f), "--results-dir", str(tmp_path / "res"), "--plain")
     assert "SIGTERM: stopping the run" in stderr
     assert code == 2, stderr
+
+
+@pytest.mark.slow
+@pytest.mark.root
+@pytest.mark.parametrize("mode", ["leader-epoch", pytest.param("hw", marks=pytest.mark.nightly)])
+@pytest.mark.parametrize("idempotence", [True, False], ids=["idempotent", "plain-retries"])
+def test_idempotent_failover(tmp_path, mode, idempotence):
+    """scenarios/idempotent-failover.toml: librdkafka resends a batch the new leader already holds. With
+    idempotence the retry is recognised and the value stored once (the run is valid, and a duplicate would
+    have failed it); the same scenario with idempotence off and retries on stores it twice (`duplicate`,
+    counted, allowed, so still valid and as expected)."""
+    text = (REPO / "scenarios" / "idempotent-failover.toml").read_text()
+    if not idempotence:
+        text = text.replace("idempotence = true", "idempotence = false\nretries = 3")
+    path = tmp_path / "idempotent-failover.toml"
+    path.write_text(text)
+    r = run_highwater("scenario", str(path), "--truncation", mode, "--results-dir", str(tmp_path / "results"),
+                      "--checker", "reference", timeout=300)
+    run_dir = run_dir_from_stdout(r.stdout)
+    timeline = load_json(run_dir / "scenario.json")
+    assert timeline["failed"] is None, r.stderr
+    results = load_json(run_dir / runformat.RESULTS_JSON)
+    assert r.returncode == 0, r.stderr
+    assert results["valid"] is True
+    if idempotence:
+        assert "duplicate" in results["failing_kinds"] and found_kinds(results) == []
+    else:
+        assert "duplicate" not in results["failing_kinds"]
+        assert results["anomalies"]["duplicate"]["count"] == 1, results["anomalies"]["duplicate"]

@@ -40,7 +40,7 @@ def test_steps_parsed_with_defaults(tmp_path):
                               '[[step]]\ndo = "power-loss"\nnode = "n2"\n')
     sc = S.load(p)
     produce, part, wait, pl = sc.steps
-    assert produce.args == {"count": 3, "acks": 1, "partition": 0, "expect": "ok"}
+    assert produce.args == {"count": 3, "acks": 1, "partition": 0, "expect": "ok", "client": "native"}
     assert part.args == {"isolate": "n1", "drop": [("n1", "n2"), ("n2", "n1")], "from": ["n2"]}
     assert wait.args == {"leader": "n2", "node": "n1", "leo": 4, "timeout": 30.0, "partition": 0}
     assert (pl.do, pl.line) == ("power-loss", 18)
@@ -56,7 +56,7 @@ def test_steps_parsed_with_defaults(tmp_path):
     ('[[step]]\ndo = "produce"\nacks = 3\n', "step 1 (produce): field 'acks' must be 0, 1 or \"all\", got 3"),
     ('[[step]]\ndo = "produce"\ncolour = 3\n', "step 1 (produce): unknown field 'colour'"),
     ('[[step]]\ndo = "produce"\ncout = 3\n', "step 1 (produce): unknown field 'cout' (allowed: count, acks, "
-                                           "partition, expect, timeout, wait) (did you mean 'count'?)"),
+                                           "partition, expect, timeout, wait, client) (did you mean 'count'?)"),
     ('[[step]]\ndo = "produce"\ncount = 0\n', "step 1 (produce): field 'count' must be an integer >= 1, got 0"),
     ('[[step]]\ndo = "sleep"\nseconds = true\n', "step 1 (sleep): field 'seconds' must be a number above 0, got True"),
     ('[[step]]\ndo = "wait"\ntimeout = 3\n', "step 1 (wait): give at least one condition"),
@@ -268,8 +268,10 @@ def test_produce_wait_false_and_await_parse(tmp_path):
                               '[[step]]\ndo = "await"\ntimeout = 5\nmode = "hw"\n')
     sc = S.load(p)
     bg, fg, aw, aw5 = sc.steps
-    assert bg.args == {"count": 1, "acks": "all", "partition": 0, "expect": "ok", "timeout": 40, "wait": False}
-    assert fg.args == {"count": 1, "acks": "all", "partition": 0, "expect": "ok", "wait": True}   # client.acks
+    assert bg.args == {"count": 1, "acks": "all", "partition": 0, "expect": "ok", "timeout": 40, "wait": False,
+                       "client": "native"}
+    assert fg.args == {"count": 1, "acks": "all", "partition": 0, "expect": "ok", "wait": True,   # client.acks
+                       "client": "native"}
     assert (aw.do, aw.args, aw.line) == ("await", {"timeout": 30.0}, 14)
     assert (aw5.args, aw5.modes) == ({"timeout": 5}, ("hw",))
 
@@ -300,3 +302,17 @@ def test_a_misspelt_step_suggests_the_step_meant(tmp_path):
     path.write_text('name = "typo"\n[[step]]\ndo = "partiton"\n')
     with pytest.raises(S.ConfigError, match=r"got 'partiton' \(did you mean 'partition'\?\)"):
         S.load(path)
+
+
+def test_produce_client(tmp_path):
+    """A produce step's client: native by default, kafka by default when [client] kind is kafka, and one
+    clear error for anything else."""
+    base = '[topic]\npartitions = 1\nreplication_factor = 1\n[cluster]\nnodes = 1\n[broker]\nmin_insync_replicas = 1\n'
+    assert S.load(write(tmp_path, base + '[[step]]\ndo = "produce"\n')).steps[0].args["client"] == "native"
+    kafka = base + '[client]\nkind = "kafka"\nidempotence = true\n[[step]]\ndo = "produce"\n'
+    assert S.load(write(tmp_path, kafka)).steps[0].args["client"] == "kafka"
+    with pytest.raises(S.ConfigError, match=r"s.toml:8: step 1 \(produce\): field 'client' must be one of "
+                                            r"native, kafka, got 'java'"):
+        S.load(write(tmp_path, base + '[[step]]\ndo = "produce"\nclient = "java"\n'))
+    shipped = S.load(REPO / "scenarios" / "idempotent-failover.toml", truncation="hw")
+    assert shipped.config.client.idempotence and {s.args["client"] for s in shipped.steps if s.do == "produce"} == {"kafka"}
