@@ -28,6 +28,10 @@ code before it (e68ea63, a worktree), alternated, three rounds with the old code
 new code first; median of the six new/old ratios (range):
   native, batch 100        0.99 (0.87-1.13)      confluent, batch 100      0.99 (0.94-1.30)
   native, 1 per send       0.94 (0.85-1.02)      confluent, 1 per send     0.95 (0.81-1.00)
+  Four more rounds of the per-send phases (order alternating): over all ten pairs, native 0.94 (0.81-1.15)
+  and confluent 0.95 (0.81-1.14). The brokers' own CPU per acks=all native send, 3,000 sends one at a
+  time, old and new alternated twice: old 1,777 and 1,657 us, new 1,683 and 1,780 us (three brokers
+  together): no difference the brokers' work explains; the per-send medians stay inside the spread.
 New code, one run, each phase beside the plain batch phase (58,278 writes/s):
   batch 100 with gzip 49,816 · snappy 48,056 · lz4 46,128 · zstd 47,723 writes/s
   idempotent: 1 per send 982 (plain 1,084), batch 100 39,511 writes/s
