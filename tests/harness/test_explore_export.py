@@ -51,7 +51,7 @@ def test_kip101_case_1_as_a_scenario(tmp_path):
     assert steps_of(path, "hw") == [
         ("wait", {"leader": "n1", "isr": ["n1", "n2", "n3"]}, None),
         ("partition", {"drop": gates}, None),
-        ("produce", {"count": 1, "expect": "ok", "acks": 1}, None),
+        ("produce", {"count": 1, "expect": "ok", "acks": 1, "client": "native"}, None),
         ("wait", {"node": "n1", "leo": 1}, None),
         ("heal", {"drop": [("n3", "n1"), ("n1", "n3")]}, None),
         ("wait", {"node": "n3", "leo": 1, "node_hw": 0}, None),
@@ -182,7 +182,7 @@ def test_an_acks_all_write_answered_later_is_a_produce_that_does_not_wait(tmp_pa
     assert steps_of(path, "hw") == [
         ("wait", {"leader": "n1", "isr": ["n1", "n2", "n3"]}, None),
         ("partition", {"drop": gates}, None),
-        ("produce", {"count": 1, "expect": "ok", "wait": False, "acks": "all"}, None),
+        ("produce", {"count": 1, "expect": "ok", "wait": False, "acks": "all", "client": "native"}, None),
         ("wait", {"node": "n1", "leo": 1}, None),
         ("heal", {"drop": [("n3", "n1"), ("n1", "n3")]}, None),
         ("wait", {"node": "n3", "leo": 1, "node_hw": 0}, None),
