@@ -77,9 +77,6 @@ class ProducerStates:
         self._entries: dict[int, ProducerEntry] = {}
         self.loaded = False
 
-    def __len__(self) -> int:
-        return len(self._entries)
-
     def entry(self, producer_id: int) -> ProducerEntry | None:
         return self._entries.get(producer_id)
 

@@ -32,7 +32,7 @@ from broker.replication.events import (
     StaleFetchServed, Truncate,
 )
 from broker.replication.leader import LeaderState, RemoteReplica
-from broker.replication.producers import APPEND, DUPLICATE, BatchMeta, ProducerStates
+from broker.replication.producers import APPEND, DUPLICATE, BatchMeta, ProducerStates, last_sequence
 from broker.replication.messages import (
     ConsumerRead, EpochRequest, EpochResponse, FetchRequest, FetchResponse, FollowerRequest,
     IsrProposal, ProduceResult, ProduceStatus,
@@ -251,24 +251,20 @@ class PartitionReplica:
         if producer is not None:
             verdict = self._judge(producer, len(values))
             if verdict.action == DUPLICATE:
-                return self._duplicate(verdict.batch, acks)
+                return self._outcome(verdict.batch.first_offset, verdict.batch.last_offset, acks, duplicate=True)
             if verdict.action != APPEND:
                 return ProduceResult(ErrorCode(verdict.error), epoch=epoch, message=verdict.message)
-            pid, pepoch, first_seq = producer
-            records = [Record(base + i, epoch, v, keys[i] if keys else None,
-                              timestamps[i] if timestamps is not None else ts,
-                              tuple(headers[i]) if headers is not None else (), pid, pepoch,
-                              (first_seq + i) % 2**31)
-                       for i, v in enumerate(values)]
-        elif headers is None and keys is None:     # plain records (the native client's; most Kafka clients')
+        if headers is None and keys is None and producer is None:   # plain records (the native client's; most Kafka clients')
             if timestamps is None:
                 records = [Record(base + i, epoch, v, None, ts) for i, v in enumerate(values)]
             else:
                 records = [Record(base + i, epoch, v, None, t) for i, (v, t) in enumerate(zip(values, timestamps))]
         else:
+            pid, pepoch, first_seq = producer if producer is not None else (-1, -1, None)
             records = [Record(base + i, epoch, v, keys[i] if keys else None,
                               timestamps[i] if timestamps is not None else ts,
-                              tuple(headers[i]) if headers is not None else ())
+                              tuple(headers[i]) if headers is not None else (), pid, pepoch,
+                              -1 if first_seq is None else last_sequence(first_seq, i + 1))
                        for i, v in enumerate(values)]
         self.log.append(records)
         self._note_epochs(records)
@@ -276,13 +272,17 @@ class PartitionReplica:
             self.producers.note_batch(producer[0], producer[1], BatchMeta(
                 records[0].sequence, records[-1].sequence, records[0].offset, records[-1].offset))
         self._maybe_increment_hw(now_ms)
-        last = base + len(records) - 1
+        return self._outcome(base, base + len(records) - 1, acks)
+
+    def _outcome(self, first: int, last: int, acks: int, *, duplicate: bool = False) -> ProduceResult:
+        """The answer for records at first..last now in the log: complete for acks 0/1, else as far as
+        `produce_status` says (a `duplicate` is an idempotent retry of records appended before)."""
         if acks != ACKS_ALL:
-            return ProduceResult(None, base, last, self.leader_epoch, complete=True, hw=self.hw,
-                                 isr=tuple(sorted(self._leader.isr)))
+            return ProduceResult(None, first, last, self.leader_epoch, complete=True, hw=self.hw,
+                                 isr=tuple(sorted(self._leader.isr)), duplicate=duplicate)
         status = self.produce_status(last, self.leader_epoch)
-        return ProduceResult(status.error, base, last, self.leader_epoch, complete=status.state == "complete",
-                             hw=status.hw, isr=status.isr)
+        return ProduceResult(status.error, first, last, self.leader_epoch, complete=status.state == "complete",
+                             hw=status.hw, isr=status.isr, duplicate=duplicate)
 
     def _judge(self, producer: tuple[int, int, int], count: int):
         if not self.producers.loaded:
@@ -290,27 +290,9 @@ class PartitionReplica:
         pid, pepoch, first_seq = producer
         return self.producers.check(pid, pepoch, first_seq, count)
 
-    def _duplicate(self, batch, acks: int) -> ProduceResult:
-        """The answer to a retry of `batch`, already in the log: its offsets, once as committed as acks asks."""
-        epoch = self.leader_epoch
-        if acks != ACKS_ALL:
-            return ProduceResult(None, batch.first_offset, batch.last_offset, epoch, complete=True, hw=self.hw,
-                                 isr=tuple(sorted(self._leader.isr)), duplicate=True)
-        status = self.produce_status(batch.last_offset, epoch)
-        return ProduceResult(status.error, batch.first_offset, batch.last_offset, epoch,
-                             complete=status.state == "complete", hw=status.hw, isr=status.isr, duplicate=True)
-
     def load_producers(self) -> None:
         """(Re)build the idempotent producers' table from the whole log."""
-        def chunks():
-            pos = self.log.log_start()
-            while pos < self.log.leo():
-                chunk = self.log.read(pos, 4096)
-                if not chunk:
-                    return
-                yield chunk
-                pos = chunk[-1].offset + 1
-        self.producers.rebuild(chunks())
+        self.producers.rebuild(self._chunks(self.log.log_start()))
 
     def produce_status(self, last_offset: int, epoch: int) -> ProduceStatus:
         """Where a parked acks=all produce stands (Kafka's checkEnoughReplicasReachOffset)."""
@@ -619,10 +601,15 @@ class PartitionReplica:
         if last is None or (latest is not None and last <= latest):
             return
         start = self.epoch_cache.latest_entry().start_offset if latest is not None else self.log.log_start()
+        for chunk in self._chunks(start):
+            self._note_epochs(chunk)
+
+    def _chunks(self, start: int):
+        """The log from `start` to its end, read 4,096 records at a time."""
         pos = start
         while pos < self.log.leo():
             chunk = self.log.read(pos, 4096)
             if not chunk:
-                break
-            self._note_epochs(chunk)
+                return
+            yield chunk
             pos = chunk[-1].offset + 1

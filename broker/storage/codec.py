@@ -104,7 +104,7 @@ def encode_records(records: Sequence[Record], start_position: int = 0) -> tuple[
 
 
 def _body_v2(r: Record) -> bytes:
-    """The body of a version-2 record (headers, or a null value)."""
+    """The body of a version-2 record (headers, a null value, or an idempotent producer's fields)."""
     key, value = r.key, r.value
     if value is not None and not isinstance(value, (bytes, bytearray, memoryview)):
         raise ValueError(f"record {r.offset}: value must be bytes or None, not {type(value).__name__}")

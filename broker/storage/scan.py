@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from broker.records import Record
-from broker.storage.codec import HEADER, PREFIX_SIZE, CorruptRecord, Frame, framing_ok, parse_frame
+from broker.storage.codec import (FORMAT_VERSION, HEADER, PREFIX_SIZE, CorruptRecord, Frame, framing_ok,
+                                  parse_frame)
 
 SEGMENT_SUFFIX = ".log"
 _SEGMENT_NAME = re.compile(r"^(\d{20})\.log$")
@@ -134,10 +135,14 @@ def _fast_valid_prefix(data: bytes, base: int, positions: array, epochs: array) 
     n = len(data)
     pos = 0
     expected = base
+    fixed = HEADER.size - 4
     while n - pos >= HEADER.size:
         length, crc, magic, offset, epoch, _ts, klen, vlen = unpack(data, pos)
         end = pos + 4 + length
-        if (end > n or offset != expected or not framing_ok(magic, klen, vlen, length)
+        # version 1 (plain records, nearly all) checked inline, as framing_ok does: start-up speed
+        if (end > n or offset != expected
+                or not (klen >= -1 and vlen >= 0 and fixed + (klen if klen > 0 else 0) + vlen == length
+                        if magic == FORMAT_VERSION else framing_ok(magic, klen, vlen, length))
                 or crc32(view[pos + PREFIX_SIZE:end]) != crc):
             break
         positions.append(pos)
