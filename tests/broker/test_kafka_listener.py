@@ -73,6 +73,15 @@ def leader_of(admin: Admin, topic: str = TOPIC):
     return info.leader, info.epoch
 
 
+def lead_elsewhere(cluster, admin: Admin, leader: int):
+    """Elect the lowest-numbered other broker leader of TOPIC/0: (its id, the partition's new info)."""
+    other = next(b for b in sorted(cluster.brokers) if b != leader)
+    admin.elect_leader(TOPIC, 0, broker=other)
+    info = wait_until(lambda: (lambda d: d if d.leader == other else None)(admin.describe(TOPIC)[0]), 20,
+                      f"broker {other} leading")
+    return other, info
+
+
 def conn_to(cluster, broker_id: int) -> KafkaConn:
     return KafkaConn(cluster.brokers[broker_id].address)
 
@@ -372,10 +381,7 @@ def test_keys_headers_tombstones_and_create_times_are_stored_replicated_and_serv
     p = fetched(conn.request(V.FETCH, 11, fetch_body(start, epoch=epoch)))
     assert _records(p["records"]) == KAFKA_RECORDS
     conn.close()
-    other = next(b for b in sorted(c.brokers) if b != leader)
-    admin.elect_leader(TOPIC, 0, broker=other)
-    info = wait_until(lambda: (lambda d: d if d.leader == other else None)(admin.describe(TOPIC)[0]), 20,
-                      f"broker {other} leading")
+    other, info = lead_elsewhere(c, admin, leader)
     conn = conn_to(c, other)
     # a new leader serves its log up to its HW, which moves once the followers fetch from it
     got = wait_until(lambda: _records(fetched(conn.request(V.FETCH, 11, fetch_body(start, epoch=info.epoch)))
@@ -783,10 +789,7 @@ def test_idempotent_batches_retries_gaps_and_fenced_epochs(cluster):
             for b in decode_batches(p["records"])] == [(pid, 0, 0, 4), (pid, 1, 0, 1)]
     conn.close()
 
-    other = next(b for b in sorted(c.brokers) if b != leader)
-    admin.elect_leader(TOPIC, 0, broker=other)
-    info = wait_until(lambda: (lambda d: d if d.leader == other else None)(admin.describe(TOPIC)[0]), 20,
-                      f"broker {other} leading")
+    other, info = lead_elsewhere(c, admin, leader)
     conn = conn_to(c, other)
     retry = wait_until(lambda: (lambda r: r if r["error_code"] != E.NOT_LEADER_OR_FOLLOWER else None)(
         produced(conn.request(V.PRODUCE, 8, produce_body([], -1, records=_idempotent([b"n0"], pid, 1, 0))))),
