@@ -38,8 +38,13 @@ Steps (`do`) and their fields:
   which is also how long the broker may hold an acks=all write), `wait` (true). With `wait = false` the
   sends start in the background (each send's invoke is recorded at once, its ok/fail/info when the answer
   comes) and the step returns at once; `expect` is then checked when they are awaited. `client`: `native`
-  (no retries), or `kafka`, the [client] section's library with its retries and idempotence (the default
-  when client.kind is kafka).
+  (no retries), `kafka`, the [client] section's library with its retries and idempotence (the default
+  when client.kind is kafka), or `wire`: one idempotent producer for the whole scenario that speaks the
+  Kafka protocol itself and keeps its batches (workloads/kafka_wire.py; acks=all, `wait` true).
+- resend: `step` (an earlier produce step with client = "wire"), `timeout` (30): send that step's batches
+  again, unchanged (the same producer id, epoch and sequences), to the partition's leader now: the retry a
+  producer makes when it never saw an answer. Not a new send in the history: the broker should answer it
+  with the first offsets, and if it appends it again the checker finds a `duplicate`.
 - await: `timeout` (30): wait for every produce started with `wait = false` and check their `expect`.
   The end of the steps (before the final phase) awaits whatever is still under way.
 - sleep: `seconds`.
@@ -68,9 +73,9 @@ from broker.errors import ConfigError
 
 NODE_ACTIONS = ("start", "stop", "kill", "restart", "pause", "resume", "power-loss")
 ACTIONS = NODE_ACTIONS + ("partition", "heal", "degrade", "restore", "corrupt", "flush", "elect", "produce",
-                          "await", "sleep", "wait", "assert")
+                          "resend", "await", "sleep", "wait", "assert")
 EXPECTS = ("ok", "fail", "info", "any")
-PRODUCE_CLIENTS = ("native", "kafka")
+PRODUCE_CLIENTS = ("native", "kafka", "wire")
 WAIT_CONDITIONS = ("leader", "isr", "hw", "fenced", "alive", "node", "leo", "node_hw")
 PAIRS = ("drop", "isolate", "from")
 # the events an assert step may name: what the brokers and the controller write to their event logs
@@ -90,6 +95,7 @@ STEP_FIELDS: dict[str, tuple[str, ...]] = {
     "flush": ("node", "partition"),
     "elect": ("node", "unclean", "partition"),
     "produce": ("count", "acks", "partition", "expect", "timeout", "wait", "client"),
+    "resend": ("step", "timeout"),
     "await": ("timeout",),
     "sleep": ("seconds",),
     "wait": WAIT_CONDITIONS + ("partition", "timeout"),
@@ -120,6 +126,10 @@ ACTION_NUMBERS = {
         Setting("since", int, None, "assert: events logged after that step started", min=1,
                 what="a step number >= 1"),
         Setting("timeout", float, 5.0, "assert: seconds to poll", above=0, what="a number above 0"),
+    ),
+    "resend": declare(
+        Setting("step", int, None, "resend: the produce step whose batches to send again", min=1,
+                what="a step number >= 1"),
     ),
 }
 # top-level keys besides the test-file sections
@@ -378,6 +388,18 @@ def _parse_step(path: Path, number: int, line: int | None, raw: Any, cfg, broker
         args.setdefault("client", "kafka" if cfg.client.kind == "kafka" else "native")
         if args["client"] not in PRODUCE_CLIENTS:
             raise bad("client", f"must be one of {', '.join(PRODUCE_CLIENTS)}, got {args['client']!r}")
+        if args["client"] == "wire":
+            if args["acks"] not in (-1, "all"):
+                raise bad("acks", f"must be \"all\" with client = \"wire\" (an idempotent producer), "
+                                  f"got {args['acks']!r}")
+            if args.get("wait") is False:
+                raise bad("wait", "must be true with client = \"wire\" (its sends go one at a time)")
+    elif do == "resend":
+        if "step" not in args:
+            raise bad("step", "is missing (the produce step with client = \"wire\" to send again)")
+        need("step")
+        args.setdefault("timeout", NUMBERS["timeout"].default)
+        need("timeout")
     elif do == "await":
         args.setdefault("timeout", NUMBERS["timeout"].default)
         need("timeout")
@@ -483,10 +505,16 @@ def _modes(raw: Any, bad) -> tuple[str, ...]:
 def _check_sequence(path: Path, steps: list[Step], mode: str) -> None:
     """What depends on the steps before: a corrupt step's node is down (killed, stopped or power-lost and
     not started again) at that point, counting only the steps that play in `mode`; an await step comes
-    after a produce with `wait = false` (in the file, whatever their modes)."""
+    after a produce with `wait = false` (in the file, whatever their modes); a resend step names an earlier
+    produce step with client = "wire"."""
     down: set[str] = set()
     background = False
     for s in steps:
+        if s.do == "resend":
+            target = steps[s.args["step"] - 1] if s.args["step"] < s.number else None
+            if target is None or target.do != "produce" or target.args.get("client") != "wire":
+                raise ConfigError(f"{s.where(path)}: field 'step' must name an earlier produce step with "
+                                  f"client = \"wire\", got {s.args['step']}")
         if s.do == "produce" and s.args.get("wait") is False:
             background = True
         elif s.do == "await" and not background:

@@ -2,7 +2,9 @@
 
 Node and network steps are played by nemesis/windows.py `FaultWindows`, which opens and closes their
 fault windows, records them as nemesis operations and undoes what is still open before the final phase.
-Produce steps are ordinary `send` operations; flush, elect and assert steps are not in the history.
+Produce steps are ordinary `send` operations; flush, elect and assert steps are not in the history, and
+neither is a resend step: the retry of a wire produce step's batches, which the checker judges by what the
+logs hold (a retry stored twice is a `duplicate`).
 A produce with `wait = false` sends in the background: one thread, one Producer and one history process
 per send; the step returns once every send's invoke is recorded, and the completions are recorded when
 the answers come. An `await` step joins them (its timeout) and checks their `expect`; when the steps
@@ -26,7 +28,7 @@ import threading
 import time
 from typing import Any
 
-from broker.client import Admin, Producer
+from broker.client import Admin, ClientError, Producer
 from clusters.base import EventLogs, require
 from rundir import expectation, formats as runformat
 from rundir.settings import at_line
@@ -82,6 +84,8 @@ class ScenarioRunner:
         self.failed: str | None = None
         self.started_wall_ns: dict[int, int] = {}        # step number -> wall clock when it started
         self.background: list[tuple[Step, list["_Send"]]] = []   # produce steps with wait = false, not awaited
+        self.wire = None                # the scenario's one WireProducer (produce steps with client = "wire")
+        self.wire_batches: dict[int, list] = {}     # produce step number -> the SentBatches it sent
 
     # --- actions --------------------------------------------------------------------------------------
     def do_step(self, step: Step) -> str:
@@ -107,6 +111,8 @@ class ScenarioRunner:
             if not step.args.get("wait", True):
                 return self._produce_background(step)
             return self._produce(step)
+        if step.do == "resend":
+            return self._resend(step)
         if step.do == "await":
             return self._await(float(step.args["timeout"]))
         if step.do == "wait":
@@ -125,6 +131,12 @@ class ScenarioRunner:
         """The step's client: the native Producer (no retries), or the [client] section's Kafka library
         with its retries and idempotence (workloads/kafka_client.py)."""
         cfg = self.scenario.config
+        if a.get("client") == "wire":
+            if self.wire is None:
+                from workloads.kafka_wire import WireProducer
+                self.wire = WireProducer(self.session.kafka_bootstrap(), timeout_s=timeout_s)
+            self.wire.timeout_s = timeout_s
+            return self.wire
         if a.get("client") == "kafka":
             from workloads import kafka_client
             return kafka_client.make_producer(cfg.client.library, self.session.kafka_bootstrap(), acks=a["acks"],
@@ -137,6 +149,7 @@ class ScenarioRunner:
         a = step.args
         cfg = self.scenario.config
         producer = self._producer(a, float(a.get("timeout", cfg.client.timeout)))
+        kept = len(producer.sent) if producer is self.wire else 0
         outcomes = []
         try:
             for _ in range(a["count"]):
@@ -145,11 +158,45 @@ class ScenarioRunner:
                 if kind == "info":
                     self.process = self.history.new_process()
         finally:
-            producer.close()
+            if producer is self.wire:       # kept open: a resend step sends its batches again
+                self.wire_batches[step.number] = producer.sent[kept:]
+            else:
+                producer.close()
         want = a["expect"]
         if want != "any" and any(k != want for k in outcomes):
             raise StepFailed(f"expected every send to be {want}, got {outcomes}")
         return f"sent {a['count']} with acks={a['acks']}: {outcomes}"
+
+    def _resend(self, step: Step) -> str:
+        """Send the batches of an earlier wire produce step again, unchanged, to the partition's leader now
+        (retrying while no broker leads it, up to `timeout`). Each answer goes to the step's detail: the
+        first offset again (the retry was recognised) or a new one (appended a second time)."""
+        batches = self.wire_batches.get(step.args["step"])
+        if not batches:
+            raise StepFailed(f"step {step.args['step']} sent no batch in this run (skipped in this mode?)")
+        deadline = time.monotonic() + float(step.args["timeout"])
+        answers = []
+        for batch in batches:
+            while True:
+                try:
+                    got = self.wire.resend(batch)
+                except ClientError as exc:
+                    if exc.definite and exc.code in ("LEADER_NOT_AVAILABLE", "NOT_LEADER_OR_FOLLOWER") \
+                            and time.monotonic() < deadline:
+                        self.session.interrupt.wait(0.2)
+                        continue
+                    answers.append(f"seq {batch.base_sequence}: {exc.code}")
+                    break
+                first = batch.offsets[0] if batch.offsets else None
+                if got.same:
+                    answers.append(f"seq {batch.base_sequence}: answered with its first offset {got.offset} "
+                                   f"by n{got.leader}")
+                else:
+                    answers.append(f"seq {batch.base_sequence}: appended again at offset {got.offset} by "
+                                   f"n{got.leader} (first at {first})")
+                break
+        return f"resent {len(batches)} batch{'es' if len(batches) != 1 else ''} of step {step.args['step']}: " \
+               + "; ".join(answers)
 
     def _produce_background(self, step: Step) -> str:
         """Start the step's sends, each in its own thread; return once each invoke is recorded."""
@@ -202,6 +249,8 @@ class ScenarioRunner:
                 if send.is_alive():
                     self.session.problem(f"scenario: the background send of value {send.value} did not end",
                                          RuntimeError("still running"))
+        if self.wire is not None:
+            self.wire.close()
 
     # --- wait conditions ------------------------------------------------------------------------------
     def _observe(self, admin, step: Step) -> tuple[bool, str]:

@@ -11,7 +11,9 @@ A producer worker (workloads/producer.py) and the scenario runner's produce step
 
 Implementations: the native client (broker/client: `Producer`, `Consumer`), confluent-kafka and
 kafka-python (workloads/kafka_client.py: `ConfluentProducer`, `KafkaPythonProducer`, `ConfluentConsumer`,
-`KafkaPythonConsumer`). tests/workloads/test_clients.py holds every one to its protocol.
+`KafkaPythonConsumer`). tests/workloads/test_clients.py holds every one to its protocol. One more producer
+serves scenarios only: workloads/kafka_wire.py `WireProducer`, an idempotent producer that keeps its batches
+so that a scenario's resend step can send them again.
 """
 from __future__ import annotations
 

@@ -312,7 +312,47 @@ def test_produce_client(tmp_path):
     kafka = base + '[client]\nkind = "kafka"\nidempotence = true\n[[step]]\ndo = "produce"\n'
     assert S.load(write(tmp_path, kafka)).steps[0].args["client"] == "kafka"
     with pytest.raises(S.ConfigError, match=r"s.toml:8: step 1 \(produce\): field 'client' must be one of "
-                                            r"native, kafka, got 'java'"):
+                                            r"native, kafka, wire, got 'java'"):
         S.load(write(tmp_path, base + '[[step]]\ndo = "produce"\nclient = "java"\n'))
     shipped = S.load(REPO / "scenarios" / "idempotent-failover.toml", truncation="hw")
     assert shipped.config.client.idempotence and {s.args["client"] for s in shipped.steps if s.do == "produce"} == {"kafka"}
+
+
+# --- the wire producer and resend ---------------------------------------------------------------------
+
+def test_wire_produce_and_resend_parse(tmp_path):
+    p = write(tmp_path, BASE + '[[step]]\ndo = "produce"\nclient = "wire"\nacks = "all"\ncount = 2\n'
+                              '[[step]]\ndo = "resend"\nstep = 1\n'
+                              '[[step]]\ndo = "resend"\nstep = 1\ntimeout = 5\nmode = "hw"\n')
+    sc = S.load(p)
+    wire, again, again_hw = sc.steps
+    assert wire.args == {"client": "wire", "acks": "all", "count": 2, "partition": 0, "expect": "ok"}
+    assert (again.args, again.line) == ({"step": 1, "timeout": 30.0}, 11)
+    assert (again_hw.args, again_hw.modes) == ({"step": 1, "timeout": 5}, ("hw",))
+
+
+WIRE = '[[step]]\ndo = "produce"\nclient = "wire"\nacks = "all"\n'
+
+
+@pytest.mark.parametrize("steps, message", [
+    ('[[step]]\ndo = "produce"\nclient = "wire"\nacks = 1\n',
+     ':6: step 1 (produce): field \'acks\' must be "all" with client = "wire" (an idempotent producer), got 1'),
+    (WIRE + 'wait = false\n',
+     ':6: step 1 (produce): field \'wait\' must be true with client = "wire" (its sends go one at a time)'),
+    (WIRE + '[[step]]\ndo = "resend"\n',
+     ':10: step 2 (resend): field \'step\' is missing (the produce step with client = "wire" to send again)'),
+    (WIRE + '[[step]]\ndo = "resend"\nstep = 0\n', ":10: step 2 (resend): field 'step' must be a step number >= 1"),
+    (WIRE + '[[step]]\ndo = "resend"\nstep = 2\n',
+     ':10: step 2 (resend): field \'step\' must name an earlier produce step with client = "wire", got 2'),
+    ('[[step]]\ndo = "produce"\n[[step]]\ndo = "resend"\nstep = 1\n',
+     ':8: step 2 (resend): field \'step\' must name an earlier produce step with client = "wire", got 1'),
+    (WIRE + '[[step]]\ndo = "resend"\nstep = 1\nnode = "n1"\n',
+     ":10: step 2 (resend): unknown field 'node' (allowed: step, timeout)"),
+])
+def test_wire_and_resend_errors_name_file_line_step_field(tmp_path, steps, message):
+    p = write(tmp_path, BASE + steps)
+    with pytest.raises(S.ConfigError) as e:
+        S.load(p)
+    text = str(e.value)
+    assert text.startswith(f"{p}{message}"), text
+    assert "\n" not in text
