@@ -22,7 +22,7 @@ EVENT_NAMES = frozenset({
     # replication (broker/replication/events.py)
     "leader-change", "isr-change", "truncate", "hw-change", "role", "fetch-fenced", "stale-fetch-served",
     "follower-served", "isr-expand-proposed",
-    "epoch-query", "epoch-answer",
+    "epoch-query", "epoch-answer", "producers-loaded",
     # broker process and storage (broker/server)
     "ack", "leo-reported", "start", "stop", "registered", "re-register", "recovered", "corrupt", "storage-error", "flush",
     "partition-skipped", "metadata-error", "metadata-rejected", "isr-proposal-failed", "internal-error",
@@ -50,6 +50,7 @@ EVENT_FIELDS: dict[str, frozenset[str]] = {name: frozenset(fields.split()) for n
     "isr-expand-proposed": "partition replica replica_leo hw epoch_start",
     "epoch-query": "partition leader epoch current_epoch error answer_epoch answer_end truncate_to",
     "epoch-answer": "partition replica epoch answer_epoch answer_end",
+    "producers-loaded": "topic partition snapshot replayed producers why rejected",
     "start": "version host port truncation flush power_loss min_insync_replicas clean_shutdown brokers topics restored",
     "stop": "version reason clean_shutdown_marker stuck_tasks",
     "registered": "broker broker_epoch host port clean_shutdown",

@@ -176,5 +176,24 @@ class EpochAnswer:
                 "answer_epoch": self.answer_epoch, "answer_end": self.answer_end}
 
 
+@dataclass(frozen=True)
+class ProducersLoaded:
+    """The idempotent producers' table was built before judging a batch: from the snapshot at `snapshot`
+    plus the `replayed` records after it, or from the whole log (`snapshot` None; `rejected` says why a
+    snapshot there was not used). `why`: "restart" (the first time since the replica opened) or
+    "truncation" (a truncation cut more of a producer than the table remembered)."""
+    name: ClassVar[str] = "producers-loaded"
+    partition: int
+    snapshot: int | None
+    replayed: int
+    producers: int
+    why: str
+    rejected: str | None
+
+    def fields(self) -> dict[str, Any]:
+        return {"partition": self.partition, "snapshot": self.snapshot, "replayed": self.replayed,
+                "producers": self.producers, "why": self.why, "rejected": self.rejected}
+
+
 Event = (LeaderChange | IsrChange | Truncate | HwChange | RoleChange | FetchFenced | StaleFetchServed
-         | EpochQuery | EpochAnswer)
+         | EpochQuery | EpochAnswer | ProducersLoaded)

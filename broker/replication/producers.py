@@ -10,6 +10,8 @@ The state is derived from the log alone: every record keeps its producer id, epo
 (broker/records.py), so the table can be rebuilt from the log whenever it cannot be trusted: after a
 restart, and after a truncation that removed more of a producer's history than the table remembers.
 Followers keep it current as they append the leader's records, so a new leader starts with it.
+`export` and `restore` carry the table to and from a snapshot (broker/storage/producer_snapshots.py), so
+a restart replays only the records after the snapshot's offset.
 
 Rules, as Kafka's ProducerStateManager applies them (Kafka 2.5+):
 - an older epoch than the producer's: INVALID_PRODUCER_EPOCH;
@@ -31,6 +33,8 @@ from broker.records import Record
 CACHED_BATCHES = 5          # the batches per producer a retry is matched against (Kafka's NUM_BATCHES_TO_RETAIN)
 HISTORY = 20                # batches kept per producer, so a truncation rarely needs a rebuild
 MAX_SEQUENCE = 2**31 - 1
+
+SNAPSHOT_EVERY = 100_000    # records appended between two snapshots of a loaded table (and one at shutdown)
 
 APPEND, DUPLICATE, REFUSE = "append", "duplicate", "refuse"
 
@@ -59,6 +63,16 @@ class ProducerEntry:
     older: bool = False     # the log may hold records of it before `batches` (trimmed, or of an older epoch)
 
 
+@dataclass(frozen=True)
+class Snapshot:
+    """The table as it stood at `offset` (built from the records before it), `export`ed. `last_epoch` is
+    the leader epoch of the record at offset - 1 (-1 when there is none), which must still be there for the
+    snapshot to fit the log."""
+    offset: int
+    last_epoch: int
+    entries: list
+
+
 @dataclass(frozen=True, slots=True)
 class Verdict:
     """What to do with an idempotent batch: APPEND it, answer it as the DUPLICATE `batch`, or REFUSE it
@@ -76,6 +90,9 @@ class ProducerStates:
     def __init__(self) -> None:
         self._entries: dict[int, ProducerEntry] = {}
         self.loaded = False
+
+    def __len__(self) -> int:
+        return len(self._entries)
 
     def entry(self, producer_id: int) -> ProducerEntry | None:
         return self._entries.get(producer_id)
@@ -165,12 +182,33 @@ class ProducerStates:
                 continue
             entry.batches = kept
 
-    def rebuild(self, chunks: Iterable[Sequence[Record]]) -> None:
-        """Build the table anew from the whole log, read in chunks."""
+    def rebuild(self, chunks: Iterable[Sequence[Record]]) -> int:
+        """Build the table anew from the whole log, read in chunks. Returns the records read."""
         self._entries.clear()
+        return self.replay(chunks)
+
+    def replay(self, chunks: Iterable[Sequence[Record]]) -> int:
+        """Note the records of `chunks` on top of what the table holds, then trust it. Returns the records read."""
+        read = 0
         for chunk in chunks:
             self.append(chunk)
+            read += len(chunk)
         self.loaded = True
+        return read
+
+    # --- snapshots ---------------------------------------------------------------------------------
+    def export(self) -> list[tuple[int, int, bool, list[tuple[int, int, int, int]]]]:
+        """The table as plain values: [(producer id, epoch, older, [(first_seq, last_seq, first_offset,
+        last_offset), ...])], by producer id."""
+        return [(pid, e.epoch, e.older, [(b.first_seq, b.last_seq, b.first_offset, b.last_offset) for b in e.batches])
+                for pid, e in sorted(self._entries.items())]
+
+    def restore(self, entries: Iterable[tuple[int, int, bool, Sequence[tuple[int, int, int, int]]]]) -> None:
+        """Replace the table by `export`ed entries. It is not `loaded` until the records after the
+        snapshot's offset are replayed on top (`replay`)."""
+        self._entries = {pid: ProducerEntry(epoch, [BatchMeta(*b) for b in batches], older)
+                         for pid, epoch, older, batches in entries}
+        self.loaded = False
 
     def forget_all(self) -> None:
         """Empty the table and keep believing it complete: what a broker that wrongly concluded no

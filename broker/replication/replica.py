@@ -1,8 +1,9 @@
 """One partition replica's replication state machine: leader, follower, truncation, HW, ISR.
 
 Pure: no sockets, clocks, files, threads or randomness. Time comes in as `now_ms`; I/O is the shell's
-job: it sends `next_follower_request()` to the leader, hands the answer back, persists `hw` and
-`epoch_checkpoint_due()`, sends ISR proposals to the controller and logs `drain_events()`.
+job: it sends `next_follower_request()` to the leader, hands the answer back, persists `hw`,
+`epoch_checkpoint_due()` and `producer_snapshot_due()`, sends ISR proposals to the controller and logs
+`drain_events()`.
 
 Seed rules and where they live here:
 - leader LEO/HW on produce (000 六.2, 五.3): `produce` appends, then `_maybe_increment_hw`.
@@ -28,11 +29,13 @@ from broker.replication.epoch_cache import EpochCache, EpochEndOffset
 from broker.replication.errors import ErrorCode, check_leader_epoch
 from broker.replication.events import (
     EpochAnswer, EpochQuery, Event, FetchFenced, FollowerServed, HwChange, IsrChange, IsrExpandProposed,
-    LeaderChange, RoleChange,
+    LeaderChange, ProducersLoaded, RoleChange,
     StaleFetchServed, Truncate,
 )
 from broker.replication.leader import LeaderState, RemoteReplica
-from broker.replication.producers import APPEND, DUPLICATE, BatchMeta, ProducerStates, last_sequence
+from broker.replication.producers import (
+    APPEND, DUPLICATE, SNAPSHOT_EVERY, BatchMeta, ProducerStates, Snapshot, last_sequence,
+)
 from broker.replication.messages import (
     ConsumerRead, EpochRequest, EpochResponse, FetchRequest, FetchResponse, FollowerRequest,
     IsrProposal, ProduceResult, ProduceStatus,
@@ -51,12 +54,14 @@ class PartitionReplica:
 
     Construct it at start-up from what survived on disk: the log (possibly missing an unflushed
     tail), the checkpointed HW (clamped to the log) and the checkpointed leader-epoch entries
-    (entries starting at or past the log end are dropped, as Kafka does on recovery). The role is
-    "none" until the controller says `become_leader` or `become_follower`.
+    (entries starting at or past the log end are dropped, as Kafka does on recovery) and the newest
+    producer-table snapshot, if any (used when the table is first needed, if it still fits the log).
+    The role is "none" until the controller says `become_leader` or `become_follower`.
     """
 
     def __init__(self, topic: str, partition: int, broker_id: int, log: Log, config: ReplicationConfig,
-                 *, hw: int = 0, epoch_entries: Iterable[tuple[int, int]] = ()):
+                 *, hw: int = 0, epoch_entries: Iterable[tuple[int, int]] = (),
+                 producer_snapshot: Snapshot | None = None):
         self.topic = topic
         self.partition = partition
         self.broker_id = broker_id
@@ -84,8 +89,11 @@ class PartitionReplica:
         self._logged_requests: set[tuple] = set()
         # follower: the last refused OffsetsForLeaderEpoch logged (a refusal is retried every back-off)
         self._last_query_refusal: tuple | None = None
-        # idempotent producers (KIP-98): built from the log before the first idempotent batch is judged
+        # idempotent producers (KIP-98): built before the first idempotent batch is judged, from the newest
+        # snapshot on disk that still fits the log plus the records after it, else from the whole log
         self.producers = ProducerStates()
+        self._snapshot = producer_snapshot      # the newest snapshot on disk not made wrong by a truncation
+        self._producers_loaded_once = False
 
     # --- read-only views ------------------------------------------------------------------------
 
@@ -291,8 +299,53 @@ class PartitionReplica:
         return self.producers.check(pid, pepoch, first_seq, count)
 
     def load_producers(self) -> None:
-        """(Re)build the idempotent producers' table from the whole log."""
-        self.producers.rebuild(self._chunks(self.log.log_start()))
+        """(Re)build the idempotent producers' table: the snapshot plus the records after it if it fits
+        the log, else the whole log. A `producers-loaded` event says which, and why a snapshot was not used."""
+        snap, rejected = self._snapshot, None
+        if snap is not None:
+            rejected = self._snapshot_misfit(snap)
+            if rejected is not None:
+                self._snapshot = snap = None
+        if snap is not None:
+            self.producers.restore(snap.entries)
+            replayed = self.producers.replay(self._chunks(snap.offset))
+        else:
+            replayed = self.producers.rebuild(self._chunks(self.log.log_start()))
+        self._events.append(ProducersLoaded(self.partition, snap.offset if snap else None, replayed,
+                                            len(self.producers),
+                                            "truncation" if self._producers_loaded_once else "restart", rejected))
+        self._producers_loaded_once = True
+
+    def _snapshot_misfit(self, snap: Snapshot) -> str | None:
+        """Why `snap` cannot be the start of this log's table, or None when it can."""
+        start, leo = self.log.log_start(), self.leo
+        if not start <= snap.offset <= leo:
+            return f"snapshot offset {snap.offset} is outside the log {start}..{leo}"
+        if snap.offset > start:
+            before = self.log.read(snap.offset - 1, 1)
+            epoch = before[0].epoch if before else None
+            if epoch != snap.last_epoch:
+                return (f"the record at offset {snap.offset - 1} is of epoch {epoch}, the snapshot was taken "
+                        f"after one of epoch {snap.last_epoch}")
+        return None
+
+    def producer_snapshot_due(self, *, final: bool = False) -> Snapshot | None:
+        """A snapshot of the producer table to persist: every SNAPSHOT_EVERY records appended since the
+        last one, and at shutdown (`final`) whenever the log moved past it. None while the table is not
+        loaded (nothing in it that the log does not already say). Call `producer_snapshot_written` once
+        it is on disk."""
+        if not self.producers.loaded:
+            return None
+        leo, last = self.leo, self._snapshot.offset if self._snapshot is not None else self.log.log_start()
+        if leo == last or (not final and leo - last < SNAPSHOT_EVERY):
+            return None
+        before = self.log.read(leo - 1, 1) if leo > self.log.log_start() else []
+        return Snapshot(leo, before[0].epoch if before else -1, self.producers.export())
+
+    def producer_snapshot_written(self, snap: Snapshot) -> None:
+        """`snap` (from `producer_snapshot_due`) is on disk: a reload may start from it."""
+        if snap.offset <= self.leo:
+            self._snapshot = snap
 
     def produce_status(self, last_offset: int, epoch: int) -> ProduceStatus:
         """Where a parked acks=all produce stands (Kafka's checkEnoughReplicasReachOffset)."""
@@ -584,6 +637,8 @@ class PartitionReplica:
             return
         self.log.truncate_to(offset)
         self.epoch_cache.truncate_from_end(offset)
+        if self._snapshot is not None and self._snapshot.offset > offset:
+            self._snapshot = None       # the shell deletes the files past `offset` on the Truncate event
         if self.producers.loaded:
             if self.config.producer_state_rebuilt_after_truncation:
                 self.producers.truncate(offset)

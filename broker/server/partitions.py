@@ -57,6 +57,7 @@ from broker.eventlog import EventLog
 from broker.limits import FETCH_MAX_BYTES, replica_budget, topic_name_problem
 from broker.records import LogCorruption, replica_record
 from broker.replication import IsrProposal, PartitionReplica, ReplicationConfig
+from broker.replication.producers import Snapshot
 from broker.server.aio import cancel_and_wait
 from broker.server.commit import GroupCommit
 from broker.server.fetcher import Fetcher
@@ -143,12 +144,14 @@ class ReplicaManager:
             self.events.emit("truncate", partition=p, topic=topic, **{"from": None}, to=rec.cut_offset,
                              why="recovery", bytes_cut=rec.bytes_cut, reason=rec.reason)
         loaded = store.read_checkpoints()       # a lost or corrupt checkpoint never stops the broker
-        for bad in loaded.problems:
+        snapshot, snapshot_problems = store.read_producer_snapshot()
+        for bad in loaded.problems + snapshot_problems:
             self.events.emit("storage-error", topic=topic, partition=p, error=f"{bad.file}: {bad.problem}"[:300],
                              file=bad.file, action=bad.action, why="checkpoint")
         hw = loaded.hw or 0
         entries = loaded.epoch_entries
-        replica = PartitionReplica(topic, p, cfg.node_id, store.log, self.repl_config, hw=hw, epoch_entries=entries)
+        replica = PartitionReplica(topic, p, cfg.node_id, store.log, self.repl_config, hw=hw, epoch_entries=entries,
+                                   producer_snapshot=Snapshot(*snapshot) if snapshot is not None else None)
         part = Partition(topic, p, store, replica)
         part.checkpointed_hw = hw
         self.partitions[(topic, p)] = part
@@ -179,14 +182,19 @@ class ReplicaManager:
         r = part.replica
         for ev in r.drain_events():
             fields = ev.fields()
-            if ev.name == "truncate" and self.commit is not None:
-                # what the log counts as fsynced after the cut (flush="always": no flush ran since it)
-                log_ = part.store.log
-                fields.update(flushed=log_.flushed_offset(), log_start=log_.log_start())
+            if ev.name == "truncate":
+                # producer snapshots taken past the cut describe records that are gone: deleted now, before
+                # anything is appended at those offsets again
+                self._disk_work(part, "producer-snapshot", lambda: part.store.producer_snapshots.delete_above(ev.to))
+                if self.commit is not None:
+                    # what the log counts as fsynced after the cut (flush="always": no flush ran since it)
+                    log_ = part.store.log
+                    fields.update(flushed=log_.flushed_offset(), log_start=log_.log_start())
             self.events.emit(ev.name, **fields)
         if part.retired:
             return
         self._disk_work(part, "epoch-checkpoint", lambda: self._write_epochs(part))
+        self._disk_work(part, "producer-snapshot", lambda: self._write_producers(part))
         proposal = r.take_isr_proposal()
         if proposal is not None:
             self._send_proposal(part, proposal)
@@ -372,6 +380,14 @@ class ReplicaManager:
                 part.replica.epoch_checkpoint_failed()
                 raise
 
+    def _write_producers(self, part: Partition, *, final: bool = False) -> None:
+        """Persist a producer-table snapshot when one is due (every SNAPSHOT_EVERY records; at shutdown,
+        `final`, whenever the log moved past the last one)."""
+        due = part.replica.producer_snapshot_due(final=final)
+        if due is not None:
+            part.store.producer_snapshots.write(due.offset, due.last_epoch, due.entries)
+            part.replica.producer_snapshot_written(due)
+
     def _disk_work(self, part: Partition, what: str, action) -> None:
         try:
             action()
@@ -488,6 +504,8 @@ class ReplicaManager:
         for part in list(self.partitions.values()):
             self._disk_work(part, "flush", part.store.log.flush)
         self.checkpoint_all()
+        for part in list(self.partitions.values()):
+            self._disk_work(part, "producer-snapshot", lambda: self._write_producers(part, final=True))
         errors = []
         for part in self.partitions.values():
             try:

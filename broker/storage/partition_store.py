@@ -7,6 +7,7 @@ Layout:
         00000000000000000000.log ...          segments (broker/storage/log.py)
         hw.checkpoint                         broker/storage/checkpoints.py
         leader-epoch.checkpoint
+        00000000000000100000.producers ...    idempotent producers' table (broker/storage/producer_snapshots.py)
         .lock                                 flock held while the log is open
 
 The marker is what tells the offline dump that a directory is a broker data directory.
@@ -27,6 +28,7 @@ from broker.limits import topic_name_problem
 from broker.storage.checkpoints import (EPOCH_FILE, HW_FILE, CheckpointError, EpochCheckpoint, HwCheckpoint,
                                         write_atomically)
 from broker.storage.log import DEFAULT_SEGMENT_RECORDS, RecoveryReport, SegmentedLog
+from broker.storage.producer_snapshots import ProducerSnapshots
 from broker.errors import ConfigError
 
 MARKER_FILE = "highwater-storage.json"
@@ -101,7 +103,7 @@ class LoadedCheckpoints:
 
 @dataclass
 class PartitionStore:
-    """Everything one replica keeps on disk: the log and the two checkpoints."""
+    """Everything one replica keeps on disk: the log, the two checkpoints and the producer snapshots."""
 
     topic: str
     partition: int
@@ -109,6 +111,7 @@ class PartitionStore:
     log: SegmentedLog
     hw_checkpoint: HwCheckpoint
     epoch_checkpoint: EpochCheckpoint
+    producer_snapshots: ProducerSnapshots
 
     @classmethod
     def open(cls, data_dir: Path | str, topic: str, partition: int, *, power_loss: bool = False,
@@ -119,7 +122,7 @@ class PartitionStore:
         log = SegmentedLog.open(directory, segment_records=segment_records, power_loss=power_loss,
                                 flush_policy=flush_policy)
         return cls(topic, partition, directory, log, HwCheckpoint(directory / HW_FILE),
-                   EpochCheckpoint(directory / EPOCH_FILE))
+                   EpochCheckpoint(directory / EPOCH_FILE), ProducerSnapshots(directory))
 
     def read_checkpoints(self) -> LoadedCheckpoints:
         """Both checkpoints for start-up, never raising for a bad one: a corrupt file reads as missing (the
@@ -145,6 +148,25 @@ class PartitionStore:
             entries = []
             problems.append(CheckpointProblem(EPOCH_FILE, str(self.epoch_checkpoint.path), str(exc), rebuild))
         return LoadedCheckpoints(hw, entries, tuple(problems))
+
+    def read_producer_snapshot(self) -> tuple[tuple[int, int, list] | None, tuple[CheckpointProblem, ...]]:
+        """The newest producer snapshot the log can still start from, as (offset, last epoch, entries), for
+        start-up, never raising: snapshots past the log end (a truncation or a lost tail cut the records
+        they describe) are deleted, an unreadable one is skipped for the one before it and listed in
+        `problems`."""
+        problems = []
+        leo = self.log.leo()
+        self.producer_snapshots.delete_above(leo)
+        for offset in reversed(self.producer_snapshots.offsets()):
+            try:
+                last_epoch, entries = self.producer_snapshots.read(offset)
+            except (CheckpointError, OSError) as exc:
+                problems.append(CheckpointProblem(self.producer_snapshots.path(offset).name,
+                                                  str(self.producer_snapshots.path(offset)), str(exc),
+                                                  "an older snapshot or the whole log is read instead"))
+                continue
+            return (offset, last_epoch, entries), tuple(problems)
+        return None, tuple(problems)
 
     @property
     def recovery(self) -> RecoveryReport:

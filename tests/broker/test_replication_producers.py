@@ -6,7 +6,7 @@ from broker.records import MemoryLog, Record
 from broker.replication import PartitionReplica, ReplicationConfig
 from broker.replication.errors import ErrorCode
 from broker.replication.producers import (APPEND, CACHED_BATCHES, DUPLICATE, HISTORY, MAX_SEQUENCE, REFUSE,
-                                          BatchMeta, ProducerStates, last_sequence)
+                                          BatchMeta, ProducerStates, Snapshot, last_sequence)
 
 PID = 7 << 40
 
@@ -104,3 +104,88 @@ def test_the_planted_bug_empties_the_table_at_a_truncation():
         res = r.produce([b"x0", b"x1"], acks=1, now_ms=0, producer=(PID, 0, 0))
         assert res.duplicate is expect_duplicate
         assert log.leo() == (2 if expect_duplicate else 4)
+
+
+# --- snapshots -------------------------------------------------------------------------------------------
+
+def _mixed_log(n_batches: int, seed: int) -> MemoryLog:
+    """Batches of 1-4 records from 3 producers (one of them changing epoch) between plain records, with
+    leader epochs rising every 10 batches."""
+    import random
+    rng = random.Random(seed)
+    out: list[Record] = []
+    seqs = {PID: 0, PID + 1: 0, PID + 2: 0}
+    pepoch = {PID: 0, PID + 1: 0, PID + 2: 0}
+    for k in range(n_batches):
+        leader_epoch = k // 10
+        if rng.random() < 0.2:
+            out.append(Record(len(out), leader_epoch, b"plain"))
+            continue
+        pid = rng.choice(list(seqs))
+        if pid == PID + 2 and rng.random() < 0.05:
+            pepoch[pid] += 1
+            seqs[pid] = 0
+        n = rng.randint(1, 4)
+        out += [r._replace(epoch=leader_epoch) for r in _records(pid, pepoch[pid], seqs[pid], len(out), n)]
+        seqs[pid] += n
+    return MemoryLog(out)
+
+
+def test_a_snapshot_plus_the_records_after_it_is_the_table_the_whole_log_gives():
+    for seed in range(20):
+        log = _mixed_log(300, seed)
+        whole = _leader(log)
+        whole.load_producers()
+        for cut in (0, 1, log.leo() // 3, log.leo() - 1, log.leo()):
+            prefix = MemoryLog(log.read(0, cut))
+            built = _leader(prefix)
+            built.load_producers()
+            snap = Snapshot(cut, log.read(cut - 1, 1)[0].epoch if cut else -1, built.producers.export())
+            r = PartitionReplica("t", 0, 1, MemoryLog(log.read(0, log.leo())), ReplicationConfig(min_insync_replicas=1),
+                                 producer_snapshot=snap)
+            r.become_leader(40, [1], [1], 0, 0)
+            r.load_producers()
+            assert r.producers.export() == whole.producers.export(), (seed, cut)
+            [ev] = [e for e in r.drain_events() if e.name == "producers-loaded"]
+            assert (ev.snapshot, ev.replayed, ev.why, ev.rejected) == (cut, log.leo() - cut, "restart", None)
+
+
+def test_a_snapshot_that_does_not_fit_the_log_is_refused_for_the_whole_log():
+    log = _mixed_log(100, 1)
+    leo = log.leo()
+    last = log.read(leo - 1, 1)[0].epoch
+    cases = [(Snapshot(leo + 5, last, []), f"snapshot offset {leo + 5} is outside the log 0..{leo}"),
+             (Snapshot(leo, last - 1, []), f"the record at offset {leo - 1} is of epoch {last}, the snapshot was "
+                                           f"taken after one of epoch {last - 1}")]
+    whole = _leader(log)
+    whole.load_producers()
+    for snap, why in cases:
+        r = PartitionReplica("t", 0, 1, log, ReplicationConfig(min_insync_replicas=1), producer_snapshot=snap)
+        r.become_leader(40, [1], [1], 0, 0)
+        r.load_producers()
+        assert r.producers.export() == whole.producers.export()
+        [ev] = [e for e in r.drain_events() if e.name == "producers-loaded"]
+        assert (ev.snapshot, ev.replayed, ev.rejected) == (None, leo, why)
+
+
+def test_snapshots_fall_due_every_so_many_records_and_at_shutdown_and_a_truncation_drops_them():
+    import broker.replication.replica as replica_mod
+    log = MemoryLog()
+    r = _leader(log)
+    assert r.producer_snapshot_due(final=True) is None          # not loaded: nothing to say
+    r.produce([b"a"], acks=1, now_ms=0, producer=(PID, 0, 0))   # loads the (empty) table, appends offset 0
+    assert r.producer_snapshot_due() is None                    # 1 record < SNAPSHOT_EVERY
+    final = r.producer_snapshot_due(final=True)
+    assert (final.offset, final.last_epoch, final.entries) == (1, 3, [(PID, 0, False, [(0, 0, 0, 0)])])
+    r.producer_snapshot_written(final)
+    assert r.producer_snapshot_due(final=True) is None          # nothing appended since
+    every = replica_mod.SNAPSHOT_EVERY
+    r.produce([b"v"] * every, acks=1, now_ms=0, producer=(PID, 0, 1))
+    due = r.producer_snapshot_due()
+    assert due.offset == every + 1 and due.entries == [(PID, 0, False, [(0, every, 0, every)])]
+    r.producer_snapshot_written(due)
+    r.produce([b"x"], acks=1, now_ms=0)
+    r._truncate(every, "test")                                  # below the snapshot at every + 1
+    assert r._snapshot is None
+    [trunc] = [e for e in r.drain_events() if e.name == "truncate"]
+    assert trunc.to == every        # the shell deletes the snapshot files past it (broker/server/partitions.py)
