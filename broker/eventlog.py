@@ -67,7 +67,7 @@ EVENT_FIELDS: dict[str, frozenset[str]] = {name: frozenset(fields.split()) for n
     "listening": "host port",
     "fenced": "broker broker_epoch why",
     "unfenced": "broker broker_epoch",
-    "topic-created": "topic partitions replication_factor",
+    "topic-created": "topic partitions replication_factor configs",
     "partitions-added": "topic partitions before",
     "topic-error": "topic error message",
     "unclean-shutdown": "broker partitions",

@@ -61,7 +61,8 @@ def _specs(topics: Iterable) -> m.CreateTopics:
         if isinstance(t, m.TopicSpec):
             out.append(t)
         elif isinstance(t, dict):
-            out.append(m.TopicSpec(t["name"], t["partitions"], t["replication_factor"]))
+            out.append(m.TopicSpec(t["name"], t["partitions"], t["replication_factor"],
+                                   tuple(sorted(t.get("configs", {}).items()))))
         else:
             out.append(m.TopicSpec(*t))
     return m.CreateTopics(tuple(out))

@@ -11,13 +11,16 @@ Every body is a msgpack map (broker/protocol/framing.py). Requests, by API key (
         -> {error, message?}              STALE_BROKER_EPOCH: unknown broker or old epoch, register again
     METADATA        {known_version:int (-1: answer at once), max_wait_ms:int>=0}
         -> {error, version, brokers: {id: [host, port, alive]},
-            partitions: [{topic, partition, leader:int|None, leader_epoch, isr, replicas, isr_version, elr}]}
+            partitions: [{topic, partition, leader:int|None, leader_epoch, isr, replicas, isr_version, elr}],
+            topic_configs?: {topic: {config: value}}}
         elr: the eligible leader replicas (KIP-966; [] unless the controller runs with them).
+        topic_configs: the configs topics were created with, only for topics that set some.
         long-poll: answers as soon as version > known_version, else after max_wait_ms.
     ALTER_ISR       {topic, partition, leader_id, leader_epoch, isr_version, isr:[int], broker_epoch?}
         -> {error, isr, isr_version, leader, leader_epoch, message?}   (current state, also on error)
-    CREATE_TOPICS   {topics: [{name, partitions:int>=1, replication_factor:int>=1}]}
+    CREATE_TOPICS   {topics: [{name, partitions:int>=1, replication_factor:int>=1, configs?: {name: value}}]}
         -> {error, topics: [{name, error, message?}]}                   idempotent
+        configs: topic configs (broker/topic_configs.py); any other name or value is a BAD_REQUEST.
     CREATE_PARTITIONS {topics: [{name, count:int>=1}]}
         -> {error, topics: [{name, error, message?}]}   count: the new total; idempotent at that count.
         Errors: UNKNOWN_PARTITION (no such topic), INVALID_PARTITIONS (fewer than it has, or over a
@@ -38,6 +41,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from broker.protocol import apis
+from broker.topic_configs import config_problem
 from broker.protocol.framing import BadRequest
 
 # --- error codes -----------------------------------------------------------------------------------
@@ -174,16 +178,27 @@ class TopicSpec:
     name: str
     partitions: int
     replication_factor: int
+    configs: tuple[tuple[str, str], ...] = ()      # topic configs (broker/topic_configs.py), sorted by name
 
     @classmethod
     def parse(cls, body: Any) -> "TopicSpec":
         if not isinstance(body, dict):
             raise BadRequest(f"a topic must be a map, got {body!r:.60}")
+        configs = body.get("configs", {})
+        if not isinstance(configs, dict):
+            raise BadRequest(f"'configs' must be a map of topic configs, got {configs!r:.60}")
+        for name, value in configs.items():
+            problem = config_problem(name, value)
+            if problem is not None:
+                raise BadRequest(problem)
         return cls(_check(body, "name", "str"), _check(body, "partitions", "int", 1),
-                   _check(body, "replication_factor", "int", 1))
+                   _check(body, "replication_factor", "int", 1), tuple(sorted(configs.items())))
 
     def to_wire(self) -> dict:
-        return {"name": self.name, "partitions": self.partitions, "replication_factor": self.replication_factor}
+        body = {"name": self.name, "partitions": self.partitions, "replication_factor": self.replication_factor}
+        if self.configs:
+            body["configs"] = dict(self.configs)
+        return body
 
 
 @dataclass(frozen=True, slots=True)
@@ -299,6 +314,10 @@ class Metadata:
     version: int
     brokers: dict[int, BrokerInfo] = field(default_factory=dict)
     partitions: dict[tuple[str, int], PartitionState] = field(default_factory=dict)
+    configs: dict[str, dict[str, str]] = field(default_factory=dict)    # topic -> the configs it was created with
+
+    def topic_configs(self, topic: str) -> dict[str, str]:
+        return self.configs.get(topic, {})
 
     def partition(self, topic: str, partition: int) -> PartitionState | None:
         return self.partitions.get((topic, partition))
@@ -318,12 +337,16 @@ class Metadata:
     def from_wire(cls, body: dict) -> "Metadata":
         brokers = {int(bid): BrokerInfo(v[0], v[1], bool(v[2])) for bid, v in body["brokers"].items()}
         parts = (PartitionState.from_wire(p) for p in body["partitions"])
-        return cls(body["version"], brokers, {(p.topic, p.partition): p for p in parts})
+        return cls(body["version"], brokers, {(p.topic, p.partition): p for p in parts},
+                   {str(t): dict(c) for t, c in body.get("topic_configs", {}).items()})
 
     def to_wire(self) -> dict:
-        return {"error": NONE, "version": self.version,
+        body = {"error": NONE, "version": self.version,
                 "brokers": {bid: [b.host, b.port, b.alive] for bid, b in self.brokers.items()},
                 "partitions": [p.to_wire() for _, p in sorted(self.partitions.items())]}
+        if self.configs:
+            body["topic_configs"] = self.configs
+        return body
 
 
 @dataclass(frozen=True, slots=True)

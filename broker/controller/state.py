@@ -89,6 +89,7 @@ class ControllerState:
         self.next_broker_epoch = 1
         self.brokers: dict[int, BrokerState] = {}
         self.topics: dict[str, list[PartitionRecord]] = {}
+        self.topic_configs: dict[str, dict[str, str]] = {}     # topic -> its configs, for topics that set any
 
     # --- queries -----------------------------------------------------------------------------------
     def is_live(self, broker_id: int) -> bool:
@@ -109,7 +110,8 @@ class ControllerState:
 
     def metadata(self) -> m.Metadata:
         brokers = {b.broker_id: m.BrokerInfo(b.host, b.port, not b.fenced) for b in self.brokers.values()}
-        return m.Metadata(self.version, brokers, {(p.topic, p.partition): p.view() for p in self.partitions()})
+        return m.Metadata(self.version, brokers, {(p.topic, p.partition): p.view() for p in self.partitions()},
+                          {t: dict(c) for t, c in self.topic_configs.items()})
 
     # --- operations --------------------------------------------------------------------------------
     def register_broker(self, broker_id: int, host: str, port: int, now_ms: int,
@@ -267,12 +269,14 @@ class ControllerState:
                 continue
             existing = self.topics.get(spec.name)
             if existing is not None:
+                configs = self.topic_configs.get(spec.name, {})
                 same = (len(existing) == spec.partitions
-                        and all(len(p.replicas) == spec.replication_factor for p in existing))
+                        and all(len(p.replicas) == spec.replication_factor for p in existing)
+                        and configs == dict(spec.configs))
                 results.append((spec.name, m.NONE, "") if same else (
                     spec.name, m.TOPIC_ALREADY_EXISTS,
                     f"topic {spec.name!r} exists with {len(existing)} partitions of "
-                    f"{len(existing[0].replicas)} replicas"))
+                    f"{len(existing[0].replicas)} replicas" + (f" and configs {configs}" if configs else "")))
                 continue
             if spec.partitions > MAX_PARTITIONS:
                 results.append((spec.name, m.INVALID_REQUEST, f"at most {MAX_PARTITIONS} partitions"))
@@ -288,8 +292,11 @@ class ControllerState:
                                 f"factor {spec.replication_factor} would give {over}"))
                 continue
             self.topics[spec.name] = parts
+            if spec.configs:
+                self.topic_configs[spec.name] = dict(spec.configs)
             events.append({"event": "topic-created", "topic": spec.name, "partitions": spec.partitions,
-                           "replication_factor": spec.replication_factor})
+                           "replication_factor": spec.replication_factor,
+                           **({"configs": dict(spec.configs)} if spec.configs else {})})
             events += [_first_leader(p) for p in parts]
             results.append((spec.name, m.NONE, ""))
         if events:
@@ -489,7 +496,9 @@ class ControllerState:
             "topics": [{"name": name, "partitions": [
                 {"partition": p.partition, "replicas": p.replicas, "leader": p.leader,
                  "leader_epoch": p.leader_epoch, "isr": p.isr, "isr_version": p.isr_version, "elr": p.elr}
-                for p in self.topics[name]]} for name in sorted(self.topics)],
+                for p in self.topics[name]],
+                **({"configs": self.topic_configs[name]} if name in self.topic_configs else {})}
+                for name in sorted(self.topics)],
         }
 
     @classmethod
@@ -527,6 +536,11 @@ class ControllerState:
                                                  _int(p, "isr_version", where),
                                                  [int(r) for r in p.get("elr", [])]))
                 s.topics[name] = parts
+                configs = t.get("configs", {})
+                if not isinstance(configs, dict) or not all(isinstance(v, str) for v in configs.values()):
+                    raise StateError(f"topics[{name}]: 'configs' must be a map of strings")
+                if configs:
+                    s.topic_configs[name] = {str(k): v for k, v in configs.items()}
         except (KeyError, TypeError, ValueError) as exc:
             if isinstance(exc, StateError):
                 raise

@@ -27,6 +27,7 @@ from broker.kafka.records import (BATCH_OVERHEAD, TIMESTAMP_TYPE_MASK, Compressi
 from broker.limits import FETCH_MAX_BYTES, MAX_VALUES_PER_PRODUCE, topic_name_problem
 from broker.records import LogCorruption
 from broker.replication.errors import check_leader_epoch
+from broker.topic_configs import config_problem, log_append_time
 
 log = logging.getLogger(__name__)
 
@@ -225,14 +226,21 @@ class KafkaHandlers:
         if any(r.key is not None or r.headers or r.value is None for r in recs):
             keys = [r.key for r in recs]
             headers = [tuple(r.headers) for r in recs]
-        stamps = None if self.log_append_time else [r.timestamp for r in recs]
+        append_time = self._log_append_time(topic)
+        stamps = None if append_time else [r.timestamp for r in recs]
         resp = await self.replicas.produce(topic, p, acks, timeout_ms, values, keys=keys, headers=headers,
                                            timestamps=stamps, producer=producer)
         code = E.kafka_code(resp["error"])
         out = answer(code, resp["base_offset"] if code == E.NONE else -1, message=resp.get("message"))
-        if code == E.NONE and self.log_append_time:
+        if code == E.NONE and append_time:
             out["log_append_time_ms"] = resp.get("timestamp", -1)
         return out
+
+    def _log_append_time(self, topic: str) -> bool:
+        """Whether `topic`'s records carry the leader's append time: its message.timestamp.type, else the
+        broker's log_message_timestamp_type."""
+        md = self.replicas.metadata
+        return log_append_time(md.topic_configs(topic) if md is not None else None, self.log_append_time)
 
     def _missing_partition(self, topic: str, p: int) -> int:
         """A partition this broker holds no replica of: NOT_LEADER_OR_FOLLOWER if it exists (the client's
@@ -308,7 +316,7 @@ class KafkaHandlers:
                 return {**out, "error_code": code, "high_watermark": hw, "last_stable_offset": hw,
                         "log_start_offset": log_start}
             return {**out, "error_code": code}
-        data = encode_records(records, limit, at_least_one=first, log_append_time=self.log_append_time)
+        data = encode_records(records, limit, at_least_one=first, log_append_time=self._log_append_time(topic))
         return {**out, "high_watermark": hw, "last_stable_offset": hw, "log_start_offset": log_start,
                 "records": data}
 
@@ -436,13 +444,14 @@ class KafkaHandlers:
             problem = topic_name_problem(name)
             partitions = t["num_partitions"] if t["num_partitions"] != -1 else 1
             rf = t["replication_factor"] if t["replication_factor"] != -1 else max(1, min(3, live))
+            bad_config = next((why for c in t.get("configs") or ()
+                               if (why := config_problem(c["name"], c["value"])) is not None), None)
             if problem is not None:
                 refuse(E.INVALID_TOPIC_EXCEPTION, problem)
             elif t.get("assignments"):
                 refuse(E.INVALID_REPLICA_ASSIGNMENT, "manual replica assignments are not supported")
-            elif t.get("configs"):
-                refuse(E.INVALID_CONFIG, "topic configs are not supported: "
-                       + ", ".join(sorted(c["name"] for c in t["configs"])))
+            elif bad_config is not None:
+                refuse(E.INVALID_CONFIG, bad_config)
             elif partitions < 1:
                 refuse(E.INVALID_PARTITIONS, f"num_partitions must be >= 1, got {partitions}")
             elif rf < 1:
@@ -453,7 +462,8 @@ class KafkaHandlers:
                 refuse(E.INVALID_REPLICATION_FACTOR, f"replication factor {rf} is larger than the {live} "
                        "live brokers")
             else:
-                specs.append((i, {"name": name, "partitions": partitions, "replication_factor": rf}))
+                specs.append((i, {"name": name, "partitions": partitions, "replication_factor": rf,
+                                  "configs": {c["name"]: c["value"] for c in t.get("configs") or ()}}))
         async def ask() -> dict[str, tuple[str, str | None]]:
             answers = await self.controller.create_topics([s for _, s in specs])
             return {n: (e, None) for n, e in answers.items()}

@@ -194,7 +194,8 @@ class ReplicaManager:
         if part.retired:
             return
         self._disk_work(part, "epoch-checkpoint", lambda: self._write_epochs(part))
-        self._disk_work(part, "producer-snapshot", lambda: self._write_producers(part))
+        if r.producers.loaded:          # only a loaded table is ever due for a snapshot
+            self._disk_work(part, "producer-snapshot", lambda: self._write_producers(part))
         proposal = r.take_isr_proposal()
         if proposal is not None:
             self._send_proposal(part, proposal)

@@ -256,3 +256,32 @@ def test_from_dict_names_the_bad_field():
         assert str(exc) == "topics[t].partitions[0]: 'leader_epoch' must be an integer, got 'x'"
     else:
         raise AssertionError("accepted a bad leader_epoch")
+
+
+def test_topic_configs_are_kept_sent_and_persisted_and_checked():
+    s, _ = make()
+    lat = (("message.timestamp.type", "LogAppendTime"),)
+    results, events = s.create_topics([m.TopicSpec("stamped", 1, 3, lat), m.TopicSpec("plain", 1, 3)])
+    assert results == [("stamped", m.NONE, ""), ("plain", m.NONE, "")]
+    assert [e.get("configs") for e in events if e["event"] == "topic-created"] == [
+        {"message.timestamp.type": "LogAppendTime"}, None]
+    md = m.Metadata.from_wire(s.metadata().to_wire())             # what the brokers receive
+    assert md.topic_configs("stamped") == {"message.timestamp.type": "LogAppendTime"}
+    assert md.topic_configs("plain") == {} and "plain" not in s.metadata().to_wire()["topic_configs"]
+    again, _ = s.create_topics([m.TopicSpec("stamped", 1, 3, lat), m.TopicSpec("stamped", 1, 3)])
+    assert again[0] == ("stamped", m.NONE, "")                   # the same topic again: idempotent
+    assert again[1][1] == m.TOPIC_ALREADY_EXISTS and "configs {'message.timestamp.type'" in again[1][2]
+    restored = ControllerState.from_dict(s.to_dict(), now_ms=0)
+    assert restored.topic_configs == {"stamped": {"message.timestamp.type": "LogAppendTime"}}
+    assert m.TopicSpec.parse(m.TopicSpec("stamped", 1, 3, lat).to_wire()) == m.TopicSpec("stamped", 1, 3, lat)
+    for configs, message in (({"retention.ms": "1"}, "unsupported topic config 'retention.ms' "
+                                                     "(supported: message.timestamp.type)"),
+                             ({"message.timestamp.type": "Now"}, "message.timestamp.type must be one of "
+                                                                 "CreateTime, LogAppendTime, got 'Now'"),
+                             ([1], "'configs' must be a map of topic configs, got [1]")):
+        try:
+            m.TopicSpec.parse({"name": "x", "partitions": 1, "replication_factor": 1, "configs": configs})
+        except m.BadRequest as exc:
+            assert str(exc) == message
+        else:
+            raise AssertionError(f"{configs} was accepted")

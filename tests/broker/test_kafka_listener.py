@@ -739,6 +739,37 @@ def test_log_append_time_stamps_records_with_the_leaders_clock(tmp_path):
         conn.close()
 
 
+def test_log_append_time_as_a_topic_config(cluster):
+    """CreateTopics with message.timestamp.type = LogAppendTime: that topic's records are stamped by the
+    leader and served marked so, on brokers whose own default is CreateTime (the producer's times are
+    kept on every other topic); an unsupported config or value is INVALID_CONFIG, naming it."""
+    c, admin = cluster
+    conn = conn_to(c, 1)
+    topics = [{"name": "stamped", "num_partitions": 1, "replication_factor": 3, "assignments": [],
+               "configs": [{"name": "message.timestamp.type", "value": "LogAppendTime"}]},
+              {"name": "bad-value", "num_partitions": 1, "replication_factor": 3, "assignments": [],
+               "configs": [{"name": "message.timestamp.type", "value": "Now"}]},
+              {"name": "bad-name", "num_partitions": 1, "replication_factor": 3, "assignments": [],
+               "configs": [{"name": "retention.ms", "value": "1"}]}]
+    resp = conn.request(V.CREATE_TOPICS, 4, {"topics": topics, "timeout_ms": 10_000, "validate_only": False})
+    assert [(t["name"], t["error_code"], t["error_message"]) for t in resp["topics"]] == [
+        ("stamped", 0, None),
+        ("bad-value", E.INVALID_CONFIG, "message.timestamp.type must be one of CreateTime, LogAppendTime, got 'Now'"),
+        ("bad-name", E.INVALID_CONFIG, "unsupported topic config 'retention.ms' (supported: message.timestamp.type)")]
+    conn.close()
+    info = wait_full_isr(admin, "stamped", 20, "the new topic's leader with its ISR")
+    conn = conn_to(c, info.leader)
+    before = int(time.time() * 1000)
+    r = wait_until(lambda: (lambda p: p if p["error_code"] == 0 else None)(produced(conn.request(
+        V.PRODUCE, 8, produce_body([], -1, topic="stamped", records=encode_batch(0, -1, KAFKA_RECORDS))))),
+        10, "the leader answering for the new topic")
+    assert before <= r["log_append_time_ms"] <= int(time.time() * 1000)
+    p = fetched(conn.request(V.FETCH, 11, fetch_body(0, topic="stamped", epoch=info.epoch)))
+    [batch] = decode_batches(p["records"])
+    assert batch.log_append_time and {rec.timestamp for rec in batch.records} == {r["log_append_time_ms"]}
+    conn.close()
+
+
 # --- the idempotent producer (KIP-98) -----------------------------------------------------------------
 
 def _idempotent(values: list[bytes], pid: int, epoch: int, seq: int) -> bytes:
