@@ -20,6 +20,7 @@ Seed rules and where they live here:
 """
 from __future__ import annotations
 
+from itertools import repeat
 from typing import Iterable, Sequence
 
 from broker.records import Log, Record
@@ -34,7 +35,7 @@ from broker.replication.events import (
 )
 from broker.replication.leader import LeaderState, RemoteReplica
 from broker.replication.producers import (
-    APPEND, DUPLICATE, SNAPSHOT_EVERY, BatchMeta, ProducerStates, Snapshot, last_sequence,
+    APPEND, DUPLICATE, MAX_SEQUENCE, SNAPSHOT_EVERY, BatchMeta, ProducerStates, Snapshot, last_sequence,
 )
 from broker.replication.messages import (
     ConsumerRead, EpochRequest, EpochResponse, FetchRequest, FetchResponse, FollowerRequest,
@@ -267,13 +268,15 @@ class PartitionReplica:
                 records = [Record(base + i, epoch, v, None, ts) for i, v in enumerate(values)]
             else:
                 records = [Record(base + i, epoch, v, None, t) for i, (v, t) in enumerate(zip(values, timestamps))]
-        else:
+        else:       # each field's column first, so that one comprehension builds every kind of record
+            n = len(values)
             pid, pepoch, first_seq = producer if producer is not None else (-1, -1, None)
-            records = [Record(base + i, epoch, v, keys[i] if keys else None,
-                              timestamps[i] if timestamps is not None else ts,
-                              tuple(headers[i]) if headers is not None else (), pid, pepoch,
-                              -1 if first_seq is None else last_sequence(first_seq, i + 1))
-                       for i, v in enumerate(values)]
+            seqs = repeat(-1, n) if first_seq is None else (
+                range(first_seq, first_seq + n) if first_seq + n <= MAX_SEQUENCE + 1
+                else (last_sequence(first_seq, i + 1) for i in range(n)))    # wraps past 2**31 - 1
+            records = [Record(base + i, epoch, v, k, t, h, pid, pepoch, s) for i, (v, k, t, h, s) in enumerate(zip(
+                values, keys if keys else repeat(None, n), timestamps if timestamps is not None else repeat(ts, n),
+                (tuple(h) for h in headers) if headers is not None else repeat((), n), seqs))]
         self.log.append(records)
         self._note_epochs(records)
         if producer is not None:             # one batch: noted without looking at each record

@@ -50,7 +50,9 @@ _HEADER_VALUE = struct.Struct(">i")
 HEADER = struct.Struct(">IIBQiqii")
 _PREFIX = struct.Struct(">II")          # length, crc
 _BODY_HEAD = struct.Struct(">BQiqii")   # magic .. value_len
+_BODY_HEAD_V2 = struct.Struct(">BQiqiiqhi")  # magic .. value_len, then the producer's fields (version 2)
 HEADER_SIZE = HEADER.size              # 37
+_V2_DATA = HEADER_SIZE + _PRODUCER.size  # where a version-2 record's key (or value) starts
 PREFIX_SIZE = _PREFIX.size              # 8
 MIN_LENGTH = HEADER_SIZE - 4            # smallest legal value of the length field
 MAX_RECORD_BYTES = 64 * 1024 * 1024     # a larger length field is treated as corruption
@@ -78,13 +80,18 @@ def encode_records(records: Sequence[Record], start_position: int = 0) -> tuple[
     out = bytearray()
     positions = array("Q")
     body_head = _BODY_HEAD.pack
+    body_head_v2 = _BODY_HEAD_V2.pack
     prefix = _PREFIX.pack
     crc32 = zlib.crc32
     pos = start_position
     for r in records:
-        offset, epoch, value, key, timestamp, headers, producer_id, _pe, _seq = r   # a named tuple: unpacked at once
+        offset, epoch, value, key, timestamp, headers, producer_id, pepoch, seq = r   # a named tuple: unpacked at once
         try:
-            if headers or value is None or producer_id >= 0:
+            if producer_id >= 0 and key is None and not headers and isinstance(value, (bytes, bytearray)):
+                # an idempotent producer's plain record (the common version-2 case)
+                body = body_head_v2(HEADERS_VERSION, offset, epoch, timestamp, -1, len(value), producer_id,
+                                    pepoch, seq) + value
+            elif headers or value is None or producer_id >= 0:
                 body = _body_v2(r)
             elif not isinstance(value, (bytes, bytearray, memoryview)):
                 raise ValueError(f"record {offset}: value must be bytes, not {type(value).__name__}")
@@ -150,7 +157,8 @@ def _record_v2(buf, pos: int, end: int, offset: int, epoch: int, ts: int, klen: 
     key = bytes(buf[p:p + klen]) if klen >= 0 else None
     p += max(klen, 0)
     value = bytes(buf[p:p + vlen]) if vlen >= 0 else None
-    return Record(offset, epoch, value, key, ts, _headers(buf, p + max(vlen, 0), end), pid, pepoch, seq)
+    p += max(vlen, 0)
+    return Record(offset, epoch, value, key, ts, _headers(buf, p, end) if p < end else (), pid, pepoch, seq)
 
 
 def _record_v1(buf, pos: int, end: int, offset: int, epoch: int, ts: int, klen: int) -> Record:
@@ -174,6 +182,7 @@ def decode_records(buf: bytes | bytearray | memoryview, first_offset: int | None
     lengths or an unexpected offset; the records before it are in the exception's `good` list."""
     out: list[Record] = []
     unpack = HEADER.unpack_from
+    producer = _PRODUCER.unpack_from
     crc32 = zlib.crc32
     n = len(buf)
     pos = 0
@@ -189,11 +198,16 @@ def decode_records(buf: bytes | bytearray | memoryview, first_offset: int | None
                 raise _bad_record(buf, pos, expect, out)
             if expect is not None:
                 expect += 1
-            if magic != _MAGIC:     # version 2: headers or a null value (the CRC vouched for the version)
-                try:
-                    out.append(_record_v2(buf, pos, end, offset, epoch, ts, klen, vlen))
-                except ValueError:
-                    raise _bad_record(buf, pos, None, out) from None
+            if magic != _MAGIC:     # version 2: headers, a null value or a producer (the CRC vouched for it)
+                p = pos + _V2_DATA
+                if klen == -1 and vlen >= 0 and p + vlen == end:    # an idempotent producer's plain record
+                    pid, pepoch, seq = producer(buf, pos + HEADER_SIZE)
+                    out.append(Record(offset, epoch, bytes(buf[p:end]), None, ts, (), pid, pepoch, seq))
+                else:
+                    try:
+                        out.append(_record_v2(buf, pos, end, offset, epoch, ts, klen, vlen))
+                    except ValueError:
+                        raise _bad_record(buf, pos, None, out) from None
                 pos = end
                 continue
             p = pos + HEADER_SIZE

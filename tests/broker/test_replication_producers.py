@@ -189,3 +189,18 @@ def test_snapshots_fall_due_every_so_many_records_and_at_shutdown_and_a_truncati
     assert r._snapshot is None
     [trunc] = [e for e in r.drain_events() if e.name == "truncate"]
     assert trunc.to == every        # the shell deletes the snapshot files past it (broker/server/partitions.py)
+
+
+def test_a_batch_across_the_sequence_wrap_and_with_keys_and_headers_is_stored_as_sent():
+    log = MemoryLog()
+    r = _leader(log)
+    r.produce([b"a", b"b", b"c", b"d"], acks=1, now_ms=0, timestamps=[1, 2, 3, 4],
+              producer=(PID, 0, MAX_SEQUENCE - 1))
+    assert [(x.value, x.timestamp, x.sequence) for x in log.read(0, 4)] == [
+        (b"a", 1, MAX_SEQUENCE - 1), (b"b", 2, MAX_SEQUENCE), (b"c", 3, 0), (b"d", 4, 1)]
+    assert r.produce([b"e"], acks=1, now_ms=0, producer=(PID, 0, 2)).base_offset == 4    # continues after 1
+    r.produce([b"f", None], acks=1, now_ms=7, keys=[b"k", None], headers=[[("h", b"1")], []], producer=(PID, 0, 3))
+    assert [tuple(x) for x in log.read(5, 2)] == [(5, 3, b"f", b"k", 7, (("h", b"1"),), PID, 0, 3),
+                                                (6, 3, None, None, 7, (), PID, 0, 4)]
+    r.produce([b"g"], acks=1, now_ms=8, keys=[b"k2"])                                    # no producer
+    assert tuple(log.read(7, 1)[0]) == (7, 3, b"g", b"k2", 8, (), -1, -1, -1)
