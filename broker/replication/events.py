@@ -180,7 +180,7 @@ class EpochAnswer:
 class ProducersLoaded:
     """The idempotent producers' table was built before judging a batch: from the snapshot at `snapshot`
     plus the `replayed` records after it, or from the whole log (`snapshot` None; `rejected` says why a
-    snapshot there was not used). `why`: "restart" (the first time since the replica opened) or
+    snapshot there was not used). `why`: "opened" (the first time since the replica was opened) or
     "truncation" (a truncation cut more of a producer than the table remembered)."""
     name: ClassVar[str] = "producers-loaded"
     partition: int

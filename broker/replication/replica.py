@@ -316,7 +316,7 @@ class PartitionReplica:
             replayed = self.producers.rebuild(self._chunks(self.log.log_start()))
         self._events.append(ProducersLoaded(self.partition, snap.offset if snap else None, replayed,
                                             len(self.producers),
-                                            "truncation" if self._producers_loaded_once else "restart", rejected))
+                                            "truncation" if self._producers_loaded_once else "opened", rejected))
         self._producers_loaded_once = True
 
     def _snapshot_misfit(self, snap: Snapshot) -> str | None:

@@ -68,15 +68,15 @@ def test_a_retry_after_restarts_is_recognised_through_snapshots(tmp_path):
         again = _send(c, xs[2])
         assert (again["error_code"], again["base_offset"]) == (0, 2)
         assert _loaded(c) == [     # the first: the fresh log's empty table, then the restart's
-            {"snapshot": None, "replayed": 0, "producers": 0, "why": "restart", "rejected": None},
-            {"snapshot": 4, "replayed": 0, "producers": 1, "why": "restart", "rejected": None}]
+            {"snapshot": None, "replayed": 0, "producers": 0, "why": "opened", "rejected": None},
+            {"snapshot": 4, "replayed": 0, "producers": 1, "why": "opened", "rejected": None}]
 
         # 2. after a SIGKILL the last snapshot is older than the log: the records after it are replayed
         assert _send(c, xs[3])["base_offset"] == 4
         _restart(c, admin, clean=False)
         assert snaps.offsets() == [4]
         assert _send(c, xs[3])["base_offset"] == 4
-        assert _loaded(c)[-1] == {"snapshot": 4, "replayed": 1, "producers": 1, "why": "restart", "rejected": None}
+        assert _loaded(c)[-1] == {"snapshot": 4, "replayed": 1, "producers": 1, "why": "opened", "rejected": None}
 
         # 3. damaged snapshots: each is reported, and the whole log is read instead
         c.brokers[1].terminate()
@@ -86,7 +86,7 @@ def test_a_retry_after_restarts_is_recognised_through_snapshots(tmp_path):
         c.start_broker(1)
         wait_full_isr(admin, TOPIC, 30, "the broker leading again", isr_size=1)
         assert _send(c, xs[1])["base_offset"] == 1
-        assert _loaded(c)[-1] == {"snapshot": None, "replayed": 5, "producers": 1, "why": "restart", "rejected": None}
+        assert _loaded(c)[-1] == {"snapshot": None, "replayed": 5, "producers": 1, "why": "opened", "rejected": None}
         bad = [e for e in c.events(1) if e["event"] == "storage-error" and e.get("file", "").endswith(".producers")]
         assert sorted(e["file"] for e in bad) == [snapshot_name(4), snapshot_name(5)]
         assert all(e["action"] == "an older snapshot or the whole log is read instead" for e in bad)

@@ -147,7 +147,7 @@ def test_a_snapshot_plus_the_records_after_it_is_the_table_the_whole_log_gives()
             r.load_producers()
             assert r.producers.export() == whole.producers.export(), (seed, cut)
             [ev] = [e for e in r.drain_events() if e.name == "producers-loaded"]
-            assert (ev.snapshot, ev.replayed, ev.why, ev.rejected) == (cut, log.leo() - cut, "restart", None)
+            assert (ev.snapshot, ev.replayed, ev.why, ev.rejected) == (cut, log.leo() - cut, "opened", None)
 
 
 def test_a_snapshot_that_does_not_fit_the_log_is_refused_for_the_whole_log():
