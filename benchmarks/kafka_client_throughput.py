@@ -32,6 +32,12 @@ new code first; median of the six new/old ratios (range):
   and confluent 0.95 (0.81-1.14). The brokers' own CPU per acks=all native send, 3,000 sends one at a
   time, old and new alternated twice: old 1,777 and 1,657 us, new 1,683 and 1,780 us (three brokers
   together): no difference the brokers' work explains; the per-send medians stay inside the spread.
+Measured again 2026-11-29, HEAD (with producer snapshots) against e68ea63, eight alternated pairs of this
+script at 6 s phases: native 1 per send 1.01 (0.75-1.40), confluent 1 per send 0.84 (0.72-1.48), native
+batch 1.13 (0.89-1.75), confluent batch 0.97 (0.68-1.21). With flush = "always" every phase waits on
+fsyncs, whose time on this machine swings by more than these ratios; the brokers' own CPU per acks=all
+send, one send at a time, eight alternated pairs: native 1.03, confluent 1.045 (medians of new/old), and
+py-spy on the leader counts the same busy samples per send (481 per 1,000 sends, old and new).
 New code, one run, each phase beside the plain batch phase (58,278 writes/s):
   batch 100 with gzip 49,816 · snappy 48,056 · lz4 46,128 · zstd 47,723 writes/s
   idempotent: 1 per send 982 (plain 1,084), batch 100 39,511 writes/s
