@@ -70,6 +70,10 @@ def step_needs(step) -> type | None:
     return NEEDS.get(step.do)
 
 
+# answers to a resent batch that another try would get again: the broker judged the batch itself
+RESEND_FINAL = ("OUT_OF_ORDER_SEQUENCE_NUMBER", "INVALID_PRODUCER_EPOCH", "CORRUPT_MESSAGE", "INVALID_RECORD")
+
+
 class ScenarioRunner:
     def __init__(self, session, scenario: Scenario):
         self.session = session
@@ -169,8 +173,9 @@ class ScenarioRunner:
 
     def _resend(self, step: Step) -> str:
         """Send the batches of an earlier wire produce step again, unchanged, to the partition's leader now
-        (retrying while no broker leads it, up to `timeout`). Each answer goes to the step's detail: the
-        first offset again (the retry was recognised) or a new one (appended a second time)."""
+        (trying again, up to `timeout`, until a leader answers: no leader, a stale one, a broken connection).
+        Each answer goes to the step's detail: the first offset again (the retry was recognised), a new one
+        (appended a second time), or the broker's refusal."""
         batches = self.wire_batches.get(step.args["step"])
         if not batches:
             raise StepFailed(f"step {step.args['step']} sent no batch in this run (skipped in this mode?)")
@@ -180,20 +185,21 @@ class ScenarioRunner:
             while True:
                 try:
                     got = self.wire.resend(batch)
-                except ClientError as exc:
-                    if exc.definite and exc.code in ("LEADER_NOT_AVAILABLE", "NOT_LEADER_OR_FOLLOWER") \
-                            and time.monotonic() < deadline:
+                except ClientError as exc:     # sent again until answered: it is the same batch every time
+                    if exc.code not in RESEND_FINAL and time.monotonic() < deadline:
                         self.session.interrupt.wait(0.2)
                         continue
                     answers.append(f"seq {batch.base_sequence}: {exc.code}")
                     break
-                first = batch.offsets[0] if batch.offsets else None
-                if got.same:
+                if got.same is None:
+                    answers.append(f"seq {batch.base_sequence}: answered with offset {got.offset} by n{got.leader} "
+                                   f"(the first attempt had no answer)")
+                elif got.same:
                     answers.append(f"seq {batch.base_sequence}: answered with its first offset {got.offset} "
                                    f"by n{got.leader}")
                 else:
                     answers.append(f"seq {batch.base_sequence}: appended again at offset {got.offset} by "
-                                   f"n{got.leader} (first at {first})")
+                                   f"n{got.leader} (first at {batch.offsets[0]})")
                 break
         return f"resent {len(batches)} batch{'es' if len(batches) != 1 else ''} of step {step.args['step']}: " \
                + "; ".join(answers)

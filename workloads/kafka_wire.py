@@ -109,6 +109,7 @@ class WireProducer:
         self.sent: list[SentBatch] = []
         self._next_seq: dict[tuple[str, int], int] = {}
         self._brokers: dict[int, tuple[str, int]] = {}
+        self._leaders: dict[tuple[str, int], int] = {}     # partition -> its leader, until it stops answering
         self._conns: dict[int, _Conn] = {}
         self._lock = threading.Lock()
 
@@ -153,12 +154,16 @@ class WireProducer:
         leader = self._leader(topic, partition)
         body = {"transactional_id": None, "acks": -1, "timeout_ms": int(self.timeout_s * 1000),
                 "topic_data": [{"name": topic, "partition_data": [{"index": partition, "records": records}]}]}
-        answer = self._request(leader, V.PRODUCE, PRODUCE_VERSION, body, f"produce to {topic}/{partition}")
+        try:
+            answer = self._request(leader, V.PRODUCE, PRODUCE_VERSION, body, f"produce to {topic}/{partition}")
+        except ClientError:
+            self._leaders.pop((topic, partition), None)
+            raise
         [part] = answer["responses"][0]["partition_responses"]
         code = part["error_code"]
         if code:
             if code in NOT_LEADER_CODES:
-                self._brokers.clear()       # look the leader up again next time
+                self._leaders.pop((topic, partition), None)     # look the leader up again next time
             raise classify_code(code, f"produce to {topic}/{partition} at broker {leader}: "
                                       f"{part.get('error_message') or 'refused'}")
         return part["base_offset"], leader
@@ -177,10 +182,13 @@ class WireProducer:
         self.producer_id, self.producer_epoch = answer["producer_id"], answer["producer_epoch"]
 
     def _leader(self, topic: str, partition: int) -> int:
-        topics = self._metadata(topic)
-        for t in topics.get("topics", ()):
+        known = self._leaders.get((topic, partition))
+        if known is not None:
+            return known
+        for t in self._metadata(topic).get("topics", ()):
             for p in t["partitions"]:
                 if p["partition_index"] == partition and p["leader_id"] >= 0 and p["leader_id"] in self._brokers:
+                    self._leaders[(topic, partition)] = p["leader_id"]
                     return p["leader_id"]
         raise ClientError("LEADER_NOT_AVAILABLE", True, f"no leader for {topic}/{partition} in the metadata")
 

@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from clusters.bare import BareCluster, free_port
+from broker.client import Admin
+from clusters.bare import BareCluster, free_port, wait_until
 from clusters.base import ClusterError, ClusterSpec, capabilities
 from clusters.external_hosts import ExternalHostsCluster, load_hosts_file
 from harness.backends import external_class
@@ -68,6 +69,11 @@ def cluster(tmp_path):
     with BareCluster(tmp_path / "cluster", brokers=3, host=HOST,
                       broker_settings={"min_insync_replicas": 2, "replica_lag_time_max_ms": 3000},
                       controller_settings={"broker_session_timeout_ms": 2500}) as lc:
+        # listening is not registered: the external backend checks the cluster's Metadata lists each broker
+        admin = Admin(lc.controller_address, timeout_s=2.0)
+        wait_until(lambda: sum(alive for _h, _p, alive in admin.brokers().values()) == 3, 30,
+                   "all three brokers registered and unfenced")
+        admin.close()
         try:
             yield lc, pids
         finally:
