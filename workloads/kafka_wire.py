@@ -56,23 +56,34 @@ class Resent:
     leader: int
 
 
-class _Conn:
-    """One Kafka connection, one request at a time, correlation ids checked."""
+class KafkaConnection:
+    """One raw Kafka-protocol connection: `request` sends one request and returns the decoded answer;
+    `send` and `receive` do the halves (answers come in request order; the correlation id is checked).
+    The tests drive the Kafka listener with it too."""
 
-    def __init__(self, host: str, port: int, timeout_s: float):
-        self.sock = socket.create_connection((host, port), timeout=timeout_s)
+    def __init__(self, address: tuple[str, int], timeout_s: float = 10.0, client_id: str = CLIENT_ID):
+        self.sock = socket.create_connection(address, timeout=timeout_s)
+        self.client_id = client_id
         self.corr = 0
 
-    def request(self, api: int, version: int, body: dict) -> dict:
+    def send(self, api: int, version: int, body: dict) -> int:
+        """Send one request; returns its correlation id."""
         self.corr += 1
-        self.sock.sendall(M.encode_request(api, version, self.corr, CLIENT_ID, body))
-        (size,) = struct.unpack(">I", self._exactly(4))
-        got, answer = M.decode_response(api, version, self._exactly(size))
-        if got != self.corr:
-            raise ClientError("CorrelationIdError", False, f"answer {got} to request {self.corr}")
+        self.sock.sendall(M.encode_request(api, version, self.corr, self.client_id, body))
+        return self.corr
+
+    def receive(self, api: int, version: int, corr: int) -> dict:
+        """The next answer, which must be the one to request `corr`."""
+        (size,) = struct.unpack(">I", self.recv_exactly(4))
+        got, answer = M.decode_response(api, version, self.recv_exactly(size))
+        if got != corr:
+            raise ClientError("CorrelationIdError", False, f"answer {got} to request {corr}")
         return answer
 
-    def _exactly(self, n: int) -> bytes:
+    def request(self, api: int, version: int, body: dict) -> dict:
+        return self.receive(api, version, self.send(api, version, body))
+
+    def recv_exactly(self, n: int) -> bytes:
         out = bytearray()
         while len(out) < n:
             chunk = self.sock.recv(n - len(out))
@@ -110,7 +121,7 @@ class WireProducer:
         self._next_seq: dict[tuple[str, int], int] = {}
         self._brokers: dict[int, tuple[str, int]] = {}
         self._leaders: dict[tuple[str, int], int] = {}     # partition -> its leader, until it stops answering
-        self._conns: dict[int, _Conn] = {}
+        self._conns: dict[int, KafkaConnection] = {}
         self._lock = threading.Lock()
 
     # --- the ProducerClient protocol (workloads/clients.py) ----------------------------------------
@@ -198,7 +209,7 @@ class WireProducer:
         problems = []
         for host, port in self.bootstrap:
             try:
-                conn = _Conn(host, port, self.timeout_s)
+                conn = KafkaConnection((host, port), self.timeout_s)
             except OSError as exc:
                 problems.append(f"{host}:{port}: {exc}")
                 continue
@@ -218,7 +229,7 @@ class WireProducer:
         try:
             if conn is None:
                 host, port = self._brokers[node]
-                conn = self._conns[node] = _Conn(host, port, self.timeout_s)
+                conn = self._conns[node] = KafkaConnection((host, port), self.timeout_s)
             return conn.request(api, version, body)
         except (OSError, ConnectionError) as exc:
             dropped = self._conns.pop(node, None)

@@ -7,7 +7,6 @@ are stored, replicated and served as sent; the idempotent producer's InitProduce
 and fenced epochs."""
 from __future__ import annotations
 
-import socket
 import struct
 import time
 
@@ -20,43 +19,17 @@ from broker.kafka import versions as V
 from broker.kafka.records import crc32c, decode_batches, encode_batch
 from clusters.bare import BareCluster, wait_until
 from tests.broker.real_processes import wait_full_isr
+from workloads.kafka_wire import KafkaConnection
 
 TOPIC = "kt"
 BROKER = {"min_insync_replicas": 2, "heartbeat_interval_ms": 200, "replica_fetch_wait_max_ms": 100}
 
 
-class KafkaConn:
-    """A raw Kafka client connection: one request at a time, correlation ids checked."""
+class KafkaConn(KafkaConnection):
+    """A raw Kafka client connection (workloads/kafka_wire.py): one request at a time, correlation ids checked."""
 
     def __init__(self, address: tuple[str, int]):
-        self.sock = socket.create_connection(address, timeout=10)
-        self.corr = 0
-
-    def send(self, api: int, version: int, body: dict) -> int:
-        self.corr += 1
-        self.sock.sendall(M.encode_request(api, version, self.corr, "kafka-listener-test", body))
-        return self.corr
-
-    def receive(self, api: int, version: int, corr: int) -> dict:
-        (n,) = struct.unpack(">I", self.recv_exactly(4))
-        got, body = M.decode_response(api, version, self.recv_exactly(n))
-        assert got == corr
-        return body
-
-    def request(self, api: int, version: int, body: dict) -> dict:
-        return self.receive(api, version, self.send(api, version, body))
-
-    def recv_exactly(self, n: int) -> bytes:
-        out = bytearray()
-        while len(out) < n:
-            chunk = self.sock.recv(n - len(out))
-            if not chunk:
-                raise ConnectionError(f"closed after {len(out)} of {n} bytes")
-            out += chunk
-        return bytes(out)
-
-    def close(self) -> None:
-        self.sock.close()
+        super().__init__(address, timeout_s=10.0, client_id="kafka-listener-test")
 
 
 @pytest.fixture(scope="module")
