@@ -33,6 +33,16 @@ def write(tmp_path, text):
 BASE = '[cluster]\nnodes = 2\n[topic]\npartitions = 1\nreplication_factor = 2\n'
 
 
+def load_error(tmp_path, steps: str) -> tuple[Path, str]:
+    """The file BASE + `steps` and the error loading it, which must be one line."""
+    p = write(tmp_path, BASE + steps)
+    with pytest.raises(S.ConfigError) as e:
+        S.load(p)
+    text = str(e.value)
+    assert "\n" not in text
+    return p, text
+
+
 def test_steps_parsed_with_defaults(tmp_path):
     p = write(tmp_path, BASE + '[[step]]\ndo = "produce"\ncount = 3\nacks = 1\n'
                               '[[step]]\ndo = "partition"\nisolate = "n1"\n'
@@ -68,13 +78,9 @@ def test_steps_parsed_with_defaults(tmp_path):
     ('[[step]]\ndo = "sleep"\n', "step 1 (sleep): field 'seconds' is missing"),
 ])
 def test_step_errors_name_file_step_line_field(tmp_path, steps, message):
-    p = write(tmp_path, BASE + steps)
-    with pytest.raises(S.ConfigError) as e:
-        S.load(p)
-    text = str(e.value)
+    p, text = load_error(tmp_path, steps)
     assert message in text
     assert text.startswith(f"{p}:")
-    assert "\n" not in text
 
 
 def test_step_error_line_number(tmp_path):
@@ -199,13 +205,9 @@ def test_new_steps_parsed_with_defaults(tmp_path):
      "step 2 (corrupt): field 'node' must name a broker that is down at this point"),
 ])
 def test_new_step_errors_name_file_step_line_field(tmp_path, steps, message):
-    p = write(tmp_path, BASE + steps)
-    with pytest.raises(S.ConfigError) as e:
-        S.load(p)
-    text = str(e.value)
+    p, text = load_error(tmp_path, steps)
     assert message in text
     assert text.startswith(f"{p}:")
-    assert "\n" not in text
 
 
 def test_new_step_error_names_its_line(tmp_path):
@@ -289,12 +291,8 @@ def test_produce_wait_false_and_await_parse(tmp_path):
      ":9: step 2 (await): unknown field 'node' (allowed: timeout)"),
 ])
 def test_produce_wait_and_await_errors_name_file_line_step_field(tmp_path, steps, message):
-    p = write(tmp_path, BASE + steps)
-    with pytest.raises(S.ConfigError) as e:
-        S.load(p)
-    text = str(e.value)
+    p, text = load_error(tmp_path, steps)
     assert text.startswith(f"{p}{message}"), text
-    assert "\n" not in text
 
 
 def test_a_misspelt_step_suggests_the_step_meant(tmp_path):
@@ -350,9 +348,5 @@ WIRE = '[[step]]\ndo = "produce"\nclient = "wire"\nacks = "all"\n'
      ":10: step 2 (resend): unknown field 'node' (allowed: step, timeout)"),
 ])
 def test_wire_and_resend_errors_name_file_line_step_field(tmp_path, steps, message):
-    p = write(tmp_path, BASE + steps)
-    with pytest.raises(S.ConfigError) as e:
-        S.load(p)
-    text = str(e.value)
+    p, text = load_error(tmp_path, steps)
     assert text.startswith(f"{p}{message}"), text
-    assert "\n" not in text
