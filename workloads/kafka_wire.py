@@ -230,6 +230,8 @@ class WireProducer:
             if conn is None:
                 host, port = self._brokers[node]
                 conn = self._conns[node] = KafkaConnection((host, port), self.timeout_s)
+            else:       # the timeout may have changed since it connected (a scenario step sets its own)
+                conn.sock.settimeout(self.timeout_s)
             return conn.request(api, version, body)
         except (OSError, ConnectionError) as exc:
             dropped = self._conns.pop(node, None)

@@ -324,13 +324,17 @@ class PartitionReplica:
         start, leo = self.log.log_start(), self.leo
         if not start <= snap.offset <= leo:
             return f"snapshot offset {snap.offset} is outside the log {start}..{leo}"
-        if snap.offset > start:
-            before = self.log.read(snap.offset - 1, 1)
-            epoch = before[0].epoch if before else None
-            if epoch != snap.last_epoch:
-                return (f"the record at offset {snap.offset - 1} is of epoch {epoch}, the snapshot was taken "
-                        f"after one of epoch {snap.last_epoch}")
+        epoch = self._epoch_before(snap.offset)
+        if snap.offset > start and epoch != snap.last_epoch:
+            return (f"the record at offset {snap.offset - 1} is of epoch {epoch}, the snapshot was taken "
+                    f"after one of epoch {snap.last_epoch}")
         return None
+
+    def _epoch_before(self, offset: int) -> int:
+        """The leader epoch of the record at `offset` - 1 (-1 when the log holds none there): what a
+        snapshot at `offset` is fenced by."""
+        before = self.log.read(offset - 1, 1) if offset > self.log.log_start() else []
+        return before[0].epoch if before else -1
 
     def producer_snapshot_due(self, *, final: bool = False) -> Snapshot | None:
         """A snapshot of the producer table to persist: every SNAPSHOT_EVERY records appended since the
@@ -342,8 +346,7 @@ class PartitionReplica:
         leo, last = self.leo, self._snapshot.offset if self._snapshot is not None else self.log.log_start()
         if leo == last or (not final and leo - last < SNAPSHOT_EVERY):
             return None
-        before = self.log.read(leo - 1, 1) if leo > self.log.log_start() else []
-        return Snapshot(leo, before[0].epoch if before else -1, self.producers.export())
+        return Snapshot(leo, self._epoch_before(leo), self.producers.export())
 
     def producer_snapshot_written(self, snap: Snapshot) -> None:
         """`snap` (from `producer_snapshot_due`) is on disk: a reload may start from it."""
