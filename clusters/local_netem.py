@@ -25,6 +25,9 @@ netem does with the firewall's ownership model instead (clusters/local_firewall.
   window) raises ClusterError naming the dead delayer and its links (after removing them), so the run
   records the window's error; a later degrade with that setting starts a new delayer and moves the
   setting's links to its queue. Each link remembers its queue, and its rules are deleted by it.
+- A caveat of netfilter queues: unregistering any netfilter hook of the namespace (for one, deleting an
+  nft table with a base chain, as the nft partition backend's removal does) makes the kernel drop every
+  packet held in every queue. A degraded TCP link then resends; docs/local-backend.md says more.
 - Ownership and cleanup: the chain is found by `local_firewall.find_leftovers()` (it lists mangle chains
   too) with its owner from the jump comment, and removed by `highwater cleanup` when that owner is dead;
   delayer processes are recorded in the run registry as processes of the run (node name `delay-<Q>`),

@@ -1,6 +1,7 @@
 """Shared pytest set-up: skip marked tests only when what they need truly cannot run here, saying why."""
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -37,25 +38,43 @@ def pytest_collection_modifyitems(config, items):
 
 
 LEFTOVERS_LOCK = "/tmp/highwater-tests-leftovers.lock"
+NFQUEUE_LOCK = "/tmp/highwater-tests-nfqueue.lock"
 
 
-@pytest.fixture(autouse=True)
-def _leftovers_lock(request):
-    """Tests marked `leftovers` run one at a time across every pytest worker (and every test run on the
-    machine): `highwater cleanup` sweeps machine-wide firewall objects whose owner is dead, so one test's
-    cleanup would otherwise take the chain another test planted between that test's dry run and its real
-    run. Unmarked tests pass straight through."""
-    if request.node.get_closest_marker("leftovers") is None:
-        yield
-        return
+@contextlib.contextmanager
+def _flock(path: str, mode: int):
     import fcntl
 
-    with open(LEFTOVERS_LOCK, "a") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
+    with open(path, "a") as f:
+        fcntl.flock(f, mode)
         try:
             yield
         finally:
             fcntl.flock(f, fcntl.LOCK_UN)
+
+
+@pytest.fixture(autouse=True)
+def _machine_locks(request):
+    """Machine-wide locks, shared by every pytest worker (and every test run on the machine):
+
+    - `leftovers`: one test at a time. `highwater cleanup` sweeps machine-wide firewall objects whose
+      owner is dead, so one test's cleanup would otherwise take the chain another test planted between
+      that test's dry run and its real run.
+    - `nfqueue`: tests that hold packets in a netfilter queue (the local backend's delayers) share the
+      lock; `nfqueue(flushes=True)` tests take it alone. A flushing test deletes an nft base chain, and
+      the kernel then drops every packet queued in any netfilter queue of the network namespace (hook
+      unregistration flushes them all), so a delay test would count a held datagram as lost.
+
+    Unmarked tests pass straight through."""
+    import fcntl
+
+    with contextlib.ExitStack() as stack:
+        if request.node.get_closest_marker("leftovers") is not None:
+            stack.enter_context(_flock(LEFTOVERS_LOCK, fcntl.LOCK_EX))
+        nfq = request.node.get_closest_marker("nfqueue")
+        if nfq is not None:
+            stack.enter_context(_flock(NFQUEUE_LOCK, fcntl.LOCK_EX if nfq.kwargs.get("flushes") else fcntl.LOCK_SH))
+        yield
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -37,7 +37,14 @@ def main() -> int:
     print(f"READY {config['host']}:{config['port']}", flush=True)
     while True:
         conn, _ = srv.accept()
-        threading.Thread(target=serve, args=(conn,), daemon=True).start()
+        # the serving thread starts with SIGTERM blocked (a new thread inherits the mask), so the kernel
+        # delivers SIGTERM to the main thread: a handler flagged from another thread would wait until
+        # accept() returned, and a stop request could go unanswered for as long as no client connects
+        old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+        try:
+            threading.Thread(target=serve, args=(conn,), daemon=True).start()
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
 if __name__ == "__main__":

@@ -215,6 +215,7 @@ def test_cleanup_keeps_the_chain_of_a_live_run_in_a_registry_it_does_not_know(tm
 
 
 @pytest.mark.root
+@pytest.mark.nfqueue(flushes=True)
 @pytest.mark.skipif(not shutil.which("nft"), reason="needs nft")
 def test_cleanup_keeps_the_nft_table_of_a_live_owner_and_removes_a_dead_ones(tmp_path):
     live = local_firewall.NftFirewall(f"nft-live-{os.getpid()}-{time.monotonic_ns() % 100000}")

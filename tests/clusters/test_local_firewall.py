@@ -1,6 +1,7 @@
 """Partitions of the local backend: packets really dropped by the kernel (iptables and nft), heal, teardown."""
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -15,7 +16,10 @@ from clusters.base import ClusterError, ClusterSpec
 from clusters.local import LocalCluster
 from clusters.run_registry import Registry, this_process_identity
 
-TOOLS = [t for t in ("iptables", "nft") if shutil.which(t)]
+# deleting the nft backend's table unregisters its base chain, and the kernel then drops every packet held
+# in a netfilter queue: such tests must not overlap a delay test (tests/conftest.py, marker nfqueue)
+TOOLS = [pytest.param(t, marks=pytest.mark.nfqueue(flushes=True)) if t == "nft" else t
+         for t in ("iptables", "nft") if shutil.which(t)]
 
 
 def _tcp_connects(src: str, dst: str, port: int, timeout: float = 0.7) -> bool:
@@ -60,7 +64,7 @@ def _foreign_rules() -> list[str]:
 
 @pytest.fixture(params=TOOLS)
 def cluster(request, tmp_path):
-    spec = ClusterSpec(f"fw-test-{request.param}", tmp_path / "run", brokers=3)
+    spec = ClusterSpec(f"fw-test-{request.param}-{os.getpid()}", tmp_path / "run", brokers=3)
     c = LocalCluster(spec, registry=Registry(tmp_path / "registry"), command=echo_server.command,
                      firewall_tool=request.param)
     c.check_faults(["partition"])

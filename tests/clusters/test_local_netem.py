@@ -3,6 +3,7 @@ netfilter queue, real packets timed and counted on loopback; restore, teardown a
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
 import statistics
@@ -22,6 +23,9 @@ from clusters.local_firewall import short_id
 from clusters.run_registry import Registry, proc_state
 
 REPO = Path(__file__).resolve().parents[2]
+
+# held packets are timed and counted here: no test may delete an nft base chain meanwhile (tests/conftest.py)
+pytestmark = pytest.mark.nfqueue
 
 
 def _lo_state() -> tuple[str, str, str]:
@@ -321,3 +325,37 @@ def test_two_runs_degrade_at_once_without_touching_each_other(cluster, tmp_path)
         assert _one_way_ms(o["n1"], o["c0"], n=8)[0] < 5
     finally:
         other.teardown()
+
+
+@pytest.mark.root
+@pytest.mark.nfqueue(flushes=True)
+@pytest.mark.skipif(not shutil.which("nft"), reason="needs nft")
+def test_a_base_chain_deleted_anywhere_drops_the_packets_a_delayer_holds(cluster):
+    """The kernel fact behind the `nfqueue` test lock and the caveat in clusters/local_netem.py: unregistering
+    any netfilter hook of the namespace (here another program's nft table with a base chain) flushes every
+    netfilter queue, so a packet being delayed is lost; an iptables user chain added and removed is not."""
+    h = _hosts(cluster)
+    cluster.degrade([("n1", "n2")], delay_ms=1500)
+
+    def held_packet_survives(meanwhile: list[str]) -> bool:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as rx, \
+                socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as tx:
+            rx.bind((h["n2"], 0))
+            rx.settimeout(3.0)
+            tx.bind((h["n1"], 0))
+            tx.sendto(b"held", rx.getsockname())
+            time.sleep(0.3)                            # it is in the delayer's queue now
+            subprocess.run(["sh", "-c", "; ".join(meanwhile)], check=True, capture_output=True)
+            try:
+                return rx.recv(16) == b"held"
+            except socket.timeout:
+                return False
+
+    table = f"hwtest_flush_{os.getpid()}"
+    chain = f"HWTEST-{os.getpid()}"
+    assert held_packet_survives([f"iptables -w -N {chain}", f"iptables -w -X {chain}"])
+    assert not held_packet_survives([
+        f"nft add table inet {table}",
+        f"nft add chain inet {table} c '{{ type filter hook input priority 0 ; }}'",
+        f"nft delete table inet {table}"])
+    assert held_packet_survives([])                    # the delayer itself is fine: the next packet waits

@@ -122,6 +122,26 @@ def test_stop_all_terminates_gracefully_even_paused_nodes(cluster, registry):
     assert registry.get("proc-test").processes == []
 
 
+def test_stop_all_stops_a_paused_node_that_has_clients_connected(cluster, registry):
+    """A node with connections open runs more threads than the one in accept(). The SIGTERM sent while it
+    is paused waits in the process's queue, and after SIGCONT any thread may take it; the node must act on
+    it anyway. Before the stand-in blocked SIGTERM in its serving threads, it hung here in 8 runs of 8 (the
+    main thread stayed in accept() with the signal flagged) and was SIGKILLed after the grace period."""
+    addr = cluster.brokers()["n1"]
+    clients = [socket.create_connection((addr.host, addr.port)) for _ in range(16)]
+    try:
+        for c in clients:                       # each is served by its own thread by now
+            c.sendall(b"ping\n")
+            assert c.recv(16) == b"ping\n"
+        pid = cluster.pid("n1")
+        cluster.pause("n1")
+        cluster.stop_all()
+        assert f"n1 pid {pid} exited 0 after SIGTERM" in cluster.last_stop_report, cluster.last_stop_report
+    finally:
+        for c in clients:
+            c.close()
+
+
 def test_stop_all_sigkills_a_process_that_ignores_sigterm(tmp_path, registry):
     stubborn = tmp_path / "stubborn.py"
     stubborn.write_text(
