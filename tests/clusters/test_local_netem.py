@@ -217,7 +217,7 @@ def test_cleanup_removes_the_chain_and_delayer_of_a_sigkilled_owner(tmp_path):
         assert r.returncode == 0, r.stderr
         lines = r.stdout.splitlines()
         assert f"removed iptables chain {chain} (table mangle)" in lines, r.stdout
-        assert any(x.startswith(f"process delay-") and f" pid {delayer} (run {run_id}): " in x for x in lines), r.stdout
+        assert any(x.startswith("process delay-") and f" pid {delayer} (run {run_id}): " in x for x in lines), r.stdout
         assert proc_state(delayer) in (None, "Z")          # gone (a zombie until its new parent reaps it)
         assert chain not in _mangle() and f"highwater:{run_id}" not in _mangle()
         assert _lo_state() == before

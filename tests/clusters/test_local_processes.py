@@ -2,11 +2,8 @@
 from __future__ import annotations
 
 import json
-import os
-import signal
 import socket
 import sys
-from pathlib import Path
 
 import pytest
 
