@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from broker.records import Record
-from broker.storage.codec import (FORMAT_VERSION, HEADER, PREFIX_SIZE, CorruptRecord, Frame, framing_ok,
-                                  parse_frame)
+from broker.storage.codec import (FORMAT_VERSION, HEADER, MIN_LENGTH, PREFIX_SIZE, CorruptRecord, Frame,
+                                  framing_ok, parse_frame)
 
 SEGMENT_SUFFIX = ".log"
 _SEGMENT_NAME = re.compile(r"^(\d{20})\.log$")
@@ -135,7 +135,7 @@ def _fast_valid_prefix(data: bytes, base: int, positions: array, epochs: array) 
     n = len(data)
     pos = 0
     expected = base
-    fixed = HEADER.size - 4
+    fixed = MIN_LENGTH                  # a local name: this loop runs once per record
     while n - pos >= HEADER.size:
         length, crc, magic, offset, epoch, _ts, klen, vlen = unpack(data, pos)
         end = pos + 4 + length
