@@ -3,11 +3,14 @@
 `report` regenerates RUN_DIR/report.html and, when the run sits in a results directory
 (<results>/<test>/<timestamp>), that directory's index.html too (said on stderr; the report's path is the
 last line on stdout). `serve` refreshes the index and serves
-the results directory over HTTP (127.0.0.1:8000 unless --host / --port say otherwise; port 0 picks one).
+the results directory over HTTP (127.0.0.1:8000 unless --host / --port say otherwise; port 0 picks one)
+until SIGINT (Ctrl-C) or SIGTERM.
 """
 from __future__ import annotations
 
+import signal
 import sys
+import threading
 from pathlib import Path
 
 import click
@@ -57,9 +60,25 @@ def serve(results_dir: Path, host: str, port: int) -> None:
     bound_host, bound_port = server.server_address[:2]
     click.echo(f"Serving {results_dir.resolve()} at http://{bound_host}:{bound_port}/ (Ctrl-C to stop)")
     sys.stdout.flush()
+    previous = _stop_on_signals()
     try:
         server.serve_forever()
     except KeyboardInterrupt:
         pass
     finally:
         server.server_close()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _stop_on_signals() -> dict:
+    """SIGINT and SIGTERM end `serve` cleanly (exit 0). Python's own Ctrl-C handling is not enough: a
+    process started in the background of a non-interactive shell (`highwater serve &` in a script, a CI
+    job) inherits SIGINT ignored, and Python then installs no KeyboardInterrupt handler at all."""
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+
+    def stop(signum, _frame):
+        raise KeyboardInterrupt
+
+    return {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
