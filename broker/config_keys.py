@@ -25,6 +25,7 @@ from typing import Any, Iterable
 from broker.controller.messages import TopicSpec
 from broker.limits import topic_name_problem
 from broker.settings import REQUIRED, Setting, SettingError
+from broker.topic_configs import checked_configs
 
 # "hw": pre-0.11 Kafka, truncate to the high watermark on becoming a follower.
 # "leader-epoch": KIP-101 with KIP-279's iterative OffsetsForLeaderEpoch exchange (Kafka >= 2.0).
@@ -64,7 +65,7 @@ def _nonempty(raw: Any) -> str:
 
 
 def _topics(raw: Any) -> tuple[TopicSpec, ...]:
-    """controller.json's topics: a list of {name, partitions, replication_factor}."""
+    """controller.json's topics: a list of {name, partitions, replication_factor[, configs]}."""
     if not isinstance(raw, (list, tuple)):
         raise ValueError(f"must be a list, got {raw!r:.60}")
     out = []
@@ -74,8 +75,8 @@ def _topics(raw: Any) -> tuple[TopicSpec, ...]:
             continue
         where = f"[{i}]"
         if not isinstance(t, dict):
-            raise ValueError(f"{where}: must be an object with name, partitions, replication_factor")
-        extra = set(t) - {"name", "partitions", "replication_factor"}
+            raise ValueError(f"{where}: must be an object with name, partitions, replication_factor[, configs]")
+        extra = set(t) - {"name", "partitions", "replication_factor", "configs"}
         if extra:
             raise ValueError(f"{where}.{sorted(extra)[0]}: unknown key")
         if not isinstance(t.get("name"), str) or not t["name"]:
@@ -86,7 +87,11 @@ def _topics(raw: Any) -> tuple[TopicSpec, ...]:
             v = t.get(key)
             if not isinstance(v, int) or isinstance(v, bool) or v < 1:
                 raise ValueError(f"{where}.{key}: must be a positive integer, got {v!r}")
-        out.append(TopicSpec(t["name"], t["partitions"], t["replication_factor"]))
+        try:
+            configs = checked_configs(t.get("configs", {}))
+        except ValueError as exc:
+            raise ValueError(f"{where}.configs: {exc}") from None
+        out.append(TopicSpec(t["name"], t["partitions"], t["replication_factor"], tuple(sorted(configs.items()))))
     return tuple(out)
 
 
@@ -222,7 +227,8 @@ KEYS: tuple[Key, ...] = (
        "log.message.timestamp.type)", choices=("CreateTime", "LogAppendTime"), files=("broker",)),
     # the controller's own
     _k("topics", object, (), "`[{\"name\": \"hw\", \"partitions\": 3, \"replication_factor\": 3}]`, created at "
-       "start-up (idempotent)", parse=_topics, files=("controller",)),
+       "start-up (idempotent); a topic may add `\"configs\": {\"message.timestamp.type\": \"LogAppendTime\"}` "
+       "(broker/topic_configs.py)", parse=_topics, files=("controller",)),
     _k("expected_brokers", int, 0, "create `topics` once this many brokers have registered (0: the largest "
        "replication factor in `topics`)", min=0, files=("controller",)),
     _k("frame_read_timeout_ms", int, 10000, "a request frame whose length prefix arrived must be complete "

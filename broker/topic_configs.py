@@ -28,6 +28,17 @@ def config_problem(name: object, value: object) -> str | None:
     return None
 
 
+def checked_configs(raw: object) -> dict[str, str]:
+    """`raw` as a topic's configs (a map of config name to value); ValueError names the first problem."""
+    if not isinstance(raw, Mapping):
+        raise ValueError(f"must be a map of topic configs, got {raw!r:.60}")
+    for name, value in raw.items():
+        problem = config_problem(name, value)
+        if problem is not None:
+            raise ValueError(problem)
+    return dict(raw)
+
+
 def log_append_time(configs: Mapping[str, str] | None, broker_default: bool) -> bool:
     """Whether a topic with these configs stamps records with the leader's clock."""
     if configs and TIMESTAMP_TYPE in configs:

@@ -173,7 +173,8 @@ class ExternalCluster(Cluster, KafkaReached):
                 self._node_ids[name] = b.node_id
             self._started = True
             for t in self.spec.controller_settings.get("topics") or []:
-                self.topic_note = md.ensure_topic(t["name"], int(t["partitions"]), int(t["replication_factor"]))
+                self.topic_note = md.ensure_topic(t["name"], int(t["partitions"]), int(t["replication_factor"]),
+                                                  t.get("configs"))
                 log.info("external cluster %s: %s", self.bootstrap_servers(), self.topic_note)
         finally:
             md.close()

@@ -79,15 +79,19 @@ class KafkaMetadata:
             raise ClusterError(f"Kafka cluster at {self.bootstrap}: topic {topic!r}: {t.error.str()}")
         return len(t.partitions), {len(p.replicas) for p in t.partitions.values()}
 
-    def ensure_topic(self, topic: str, partitions: int, replication_factor: int) -> str:
-        """Create the topic (CreateTopics) unless it exists; an existing topic must have this shape.
-        Returns a one-line description of what was done; raises ClusterError otherwise."""
+    def ensure_topic(self, topic: str, partitions: int, replication_factor: int,
+                     configs: dict[str, str] | None = None) -> str:
+        """Create the topic (CreateTopics, with `configs` as its topic configs) unless it exists; an existing
+        topic must have this shape (its configs are not compared: a Kafka-compatible cluster need not
+        answer DescribeConfigs). Returns a one-line description of what was done; raises ClusterError
+        otherwise."""
         from confluent_kafka import KafkaError, KafkaException
         from confluent_kafka.admin import NewTopic
         shape = self.topic_shape(topic)
         created = False
         if shape is None:
-            futures = self._admin.create_topics([NewTopic(topic, partitions, replication_factor)],
+            futures = self._admin.create_topics([NewTopic(topic, partitions, replication_factor,
+                                                          config=dict(configs or {}))],
                                                 operation_timeout=self.timeout_s, request_timeout=self.timeout_s)
             try:
                 futures[topic].result(timeout=self.timeout_s + 5)
@@ -99,7 +103,9 @@ class KafkaMetadata:
             except Exception as exc:  # noqa: BLE001 - a future that timed out
                 raise self._fail(f"creating topic {topic!r}", exc) from None
             if created:
-                return f"created topic {topic!r}: {partitions} partitions, replication factor {replication_factor}"
+                extra = "".join(f", {k} = {v}" for k, v in sorted((configs or {}).items()))
+                return (f"created topic {topic!r}: {partitions} partitions, replication factor "
+                        f"{replication_factor}{extra}")
             shape = self.topic_shape(topic)
             if shape is None:
                 raise ClusterError(f"Kafka cluster at {self.bootstrap}: topic {topic!r} exists by "

@@ -13,7 +13,7 @@ TOML layout (every key optional):
     name = "chaos"            time_limit = 30        seed = 42          results_dir = "results"
     final_wait = 60
     [cluster]   backend = "local"   nodes = 3
-    [topic]     name = "hw"  partitions = 3  replication_factor = 3
+    [topic]     name = "hw"  partitions = 3  replication_factor = 3  configs = {}
     [broker]    truncation = "leader-epoch"  min_insync_replicas = 2  unclean_leader_election = false
                 flush = "always"  flush_interval_ms = 1000  power_loss = false  ... (extra broker keys)
     [client]    kind = "mixed"  library = "confluent"  acks = "all"  timeout = 2.0  retries = 0
@@ -37,6 +37,7 @@ from nemesis.schedule import expand_faults, fault_list, fault_name, needs_power_
 from rundir.formats import ANOMALY_KINDS
 from rundir.settings import Setting, at_line, did_you_mean, line_of, read_toml, schema_of, setting
 from broker.limits import topic_name_problem  # Kafka's rule, the one the controller applies
+from broker.topic_configs import checked_configs  # the topic configs the controller accepts
 from harness import backends
 from harness.backends import BACKENDS  # the registry of backend names (imports no backend)
 
@@ -103,6 +104,8 @@ class TopicConfig:
     name: str = setting("hw", "the topic the workload writes (Kafka's naming rule)")
     partitions: int = _n(3, "partitions of the topic", min=1)
     replication_factor: int = _n(3, "replicas per partition, at most the number of nodes")
+    configs: dict = setting({}, "topic configs the topic is created with (broker/topic_configs.py), e.g. "
+                            "{\"message.timestamp.type\" = \"LogAppendTime\"}", parse=checked_configs)
 
 
 # [broker]: the broker and controller keys broker/config_keys.py marks `test`, with a test run's
@@ -200,7 +203,8 @@ class TestConfig:
         """controller.json's settings: every [broker] key of controller.json, and the test's topic."""
         settings = {k.name: getattr(self.broker, k.test) for k in section_keys() if "controller" in k.files}
         settings["topics"] = [{"name": self.topic.name, "partitions": self.topic.partitions,
-                               "replication_factor": self.topic.replication_factor}]
+                               "replication_factor": self.topic.replication_factor,
+                               **({"configs": dict(self.topic.configs)} if self.topic.configs else {})}]
         return settings
 
 

@@ -28,6 +28,10 @@ def test_topics_and_brokers_needed(tmp_path):
     assert c.topics == (TopicSpec("hw", 3, 2),)
     assert c.brokers_needed == 2
     assert load_controller_config(write(tmp_path, {**cfg, "expected_brokers": 5})).brokers_needed == 5
+    stamped = {**GOOD, "topics": [{"name": "hw", "partitions": 1, "replication_factor": 1,
+                                   "configs": {"message.timestamp.type": "LogAppendTime"}}]}
+    assert load_controller_config(write(tmp_path, stamped)).topics == (
+        TopicSpec("hw", 1, 1, (("message.timestamp.type", "LogAppendTime"),)),)
 
 
 @pytest.mark.parametrize("change, message", [
@@ -39,6 +43,10 @@ def test_topics_and_brokers_needed(tmp_path):
     ({"topics": [{"name": "hw", "partitions": 0, "replication_factor": 1}]},
      "key 'topics[0].partitions': must be a positive integer, got 0"),
     ({"data_dir": ""}, "key 'data_dir': must be a non-empty string, got ''"),
+    ({"topics": [{"name": "hw", "partitions": 1, "replication_factor": 1, "configs": {"retention.ms": "1"}}]},
+     "key 'topics[0].configs': unsupported topic config 'retention.ms' (supported: message.timestamp.type)"),
+    ({"topics": [{"name": "hw", "partitions": 1, "replication_factor": 1, "configs": ["x"]}]},
+     "key 'topics[0].configs': must be a map of topic configs, got ['x']"),
 ])
 def test_bad_values_name_the_file_and_key(tmp_path, change, message):
     assert_one_line_error(load_controller_config, ConfigError, write(tmp_path, {**GOOD, **change}), message)

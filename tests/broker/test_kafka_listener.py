@@ -690,13 +690,20 @@ def test_a_native_consumer_fetch_is_bounded_by_bytes_too(cluster):
     consumer.close()
 
 
-def test_log_append_time_stamps_records_with_the_leaders_clock(tmp_path):
-    """log_message_timestamp_type = LogAppendTime: the producer's times are replaced by the leader's clock
-    at append, the produce answer says which time that was, and fetched batches are marked LogAppendTime
-    with it as their maxTimestamp (so a consumer gives every record that time)."""
+@pytest.mark.parametrize("broker_default, topic_configs", [
+    ("LogAppendTime", None), ("CreateTime", {"message.timestamp.type": "LogAppendTime"})],
+    ids=["broker-setting", "controller-json-topic-config"])
+def test_log_append_time_stamps_records_with_the_leaders_clock(tmp_path, broker_default, topic_configs):
+    """log_message_timestamp_type = LogAppendTime, or the topic's message.timestamp.type as controller.json
+    creates it (the way a test file's [topic] configs reach the cluster): the producer's times are
+    replaced by the leader's clock at append, the produce answer says which time that was, and fetched
+    batches are marked LogAppendTime with it as their maxTimestamp (so a consumer gives every record that
+    time)."""
+    topic = {"name": TOPIC, "partitions": 1, "replication_factor": 1,
+             **({"configs": topic_configs} if topic_configs else {})}
     with BareCluster(tmp_path, brokers=1, broker_settings={**BROKER, "min_insync_replicas": 1,
-                                                            "log_message_timestamp_type": "LogAppendTime"},
-                     topics=[{"name": TOPIC, "partitions": 1, "replication_factor": 1}]) as c:
+                                                            "log_message_timestamp_type": broker_default},
+                     topics=[topic]) as c:
         admin = Admin(c.controller_address, timeout_s=2.0)
         info = wait_full_isr(admin, TOPIC, 20, "a leader", isr_size=1)
         conn = conn_to(c, info.leader)

@@ -116,6 +116,21 @@ def test_settings_for_the_cluster_and_round_trip():
     assert again == cfg
 
 
+def test_topic_configs_reach_controller_json_and_a_bad_one_names_file_line_and_key(tmp_path):
+    cfg = C.build(write(tmp_path, '[topic]\nname = "stamped"\nconfigs = {"message.timestamp.type" = "LogAppendTime"}\n'))
+    assert cfg.controller_settings()["topics"] == [{"name": "stamped", "partitions": 3, "replication_factor": 3,
+                                                    "configs": {"message.timestamp.type": "LogAppendTime"}}]
+    assert C.from_dict(cfg.to_dict()) == cfg
+    with pytest.raises(C.ConfigError) as e:
+        C.build(write(tmp_path, '[topic]\nname = "x"\nconfigs = {"retention.ms" = "1"}\n'))
+    assert str(e.value) == (f"{tmp_path / 't.toml'}:3: key 'topic.configs' unsupported topic config "
+                            "'retention.ms' (supported: message.timestamp.type)")
+    with pytest.raises(C.ConfigError) as e:
+        C.build(write(tmp_path, '[topic]\nconfigs = {"message.timestamp.type" = "Now"}\n'))
+    assert str(e.value).endswith(":2: key 'topic.configs' message.timestamp.type must be one of CreateTime, "
+                                 "LogAppendTime, got 'Now'")
+
+
 def test_with_values_copies_and_checks_each_dotted_key():
     from harness.config import TestConfig, with_values
     base = TestConfig()

@@ -47,7 +47,10 @@ def load_json_line(line: str):
 @pytest.mark.slow
 def test_workload_only_run_checks_loss_and_leaves_divergence_unknown(opaque_cluster, tmp_path):
     bootstrap = f"{HOST}:{opaque_cluster.ports[2]}"        # one broker's address, as a user would give it
-    r = run_highwater("run", "--cluster", "external", "--bootstrap", bootstrap, "--time-limit", "12",
+    test_file = tmp_path / "stamped.toml"                   # the topic's configs go with its CreateTopics
+    test_file.write_text('[topic]\nconfigs = {"message.timestamp.type" = "LogAppendTime"}\n')
+    r = run_highwater("run", "--test-file", str(test_file), "--cluster", "external", "--bootstrap", bootstrap,
+                      "--time-limit", "12",
                       "--rate", "100", "--seed", "3", "--checker", "reference", "--results-dir",
                       str(tmp_path / "results"), "--plain", timeout=300)
     run_dir = run_dir_from_stdout(r.stdout)
@@ -80,8 +83,9 @@ def test_workload_only_run_checks_loss_and_leaves_divergence_unknown(opaque_clus
         assert p["recovered"] and p["isr"] == ["n1", "n2", "n3"]
         assert p["replicas"] == {"n1": None, "n2": None, "n3": None} and p["read_to"] == p["hw"]
     # the topic was made by the run's CreateTopics (the cluster started without one), with the run's shape
-    assert [(e["topic"], e["partitions"], e["replication_factor"]) for e in topic_events(opaque_cluster)] == \
-        [("hw", 3, 3)]
+    # and the test file's topic configs
+    assert [(e["topic"], e["partitions"], e["replication_factor"], e.get("configs"))
+            for e in topic_events(opaque_cluster)] == [("hw", 3, 3, {"message.timestamp.type": "LogAppendTime"})]
     # the report says what was not checked
     assert "divergence and replica details were not checked" in (run_dir / "report.html").read_text()
     assert processes_mentioning(str(run_dir)) == []
