@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from broker.protocol import apis
-from broker.topic_configs import config_problem
+from broker.topic_configs import checked_configs
 from broker.protocol.framing import BadRequest
 
 # --- error codes -----------------------------------------------------------------------------------
@@ -184,13 +184,10 @@ class TopicSpec:
     def parse(cls, body: Any) -> "TopicSpec":
         if not isinstance(body, dict):
             raise BadRequest(f"a topic must be a map, got {body!r:.60}")
-        configs = body.get("configs", {})
-        if not isinstance(configs, dict):
-            raise BadRequest(f"'configs' must be a map of topic configs, got {configs!r:.60}")
-        for name, value in configs.items():
-            problem = config_problem(name, value)
-            if problem is not None:
-                raise BadRequest(problem)
+        try:
+            configs = checked_configs(body.get("configs", {}))
+        except ValueError as exc:
+            raise BadRequest(f"'configs': {exc}") from None
         return cls(_check(body, "name", "str"), _check(body, "partitions", "int", 1),
                    _check(body, "replication_factor", "int", 1), tuple(sorted(configs.items())))
 

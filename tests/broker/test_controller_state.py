@@ -274,11 +274,11 @@ def test_topic_configs_are_kept_sent_and_persisted_and_checked():
     restored = ControllerState.from_dict(s.to_dict(), now_ms=0)
     assert restored.topic_configs == {"stamped": {"message.timestamp.type": "LogAppendTime"}}
     assert m.TopicSpec.parse(m.TopicSpec("stamped", 1, 3, lat).to_wire()) == m.TopicSpec("stamped", 1, 3, lat)
-    for configs, message in (({"retention.ms": "1"}, "unsupported topic config 'retention.ms' "
+    for configs, message in (({"retention.ms": "1"}, "'configs': unsupported topic config 'retention.ms' "
                                                      "(supported: message.timestamp.type)"),
-                             ({"message.timestamp.type": "Now"}, "message.timestamp.type must be one of "
-                                                                 "CreateTime, LogAppendTime, got 'Now'"),
-                             ([1], "'configs' must be a map of topic configs, got [1]")):
+                             ({"message.timestamp.type": "Now"}, "'configs': message.timestamp.type must be "
+                                                                 "one of CreateTime, LogAppendTime, got 'Now'"),
+                             ([1], "'configs': must be a map of topic configs, got [1]")):
         try:
             m.TopicSpec.parse({"name": "x", "partitions": 1, "replication_factor": 1, "configs": configs})
         except m.BadRequest as exc:
