@@ -138,12 +138,19 @@ def test_serve_command_binds_loopback_writes_index_and_stops_on_a_signal(tmp_pat
     Python then raises no KeyboardInterrupt, and serve hung until killed (once in a test run started so)."""
     root = tmp_path / "results"
     make_run(root, "valid")
-    proc = subprocess.Popen([sys.executable, "-m", "harness.cli", "serve", "--results-dir", str(root), "--port", "0"],
-                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, inherited))
+    # a disposition of SIG_IGN or SIG_DFL survives exec, so a shim sets it and execs serve (no preexec_fn:
+    # forking a pytest worker that runs other threads is not safe with one)
+    shim = ("import os, signal, sys; signal.signal(signal.SIGINT, signal.Handlers(int(sys.argv[1]))); "
+            "os.execv(sys.executable, [sys.executable, '-m', 'harness.cli', *sys.argv[2:]])")
+    proc = subprocess.Popen([sys.executable, "-c", shim, str(int(inherited)), "serve", "--results-dir", str(root),
+                             "--port", "0"],
+                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         line = proc.stdout.readline()
-        assert line.startswith(f"Serving {root.resolve()} at http://127.0.0.1:"), line
+        if not line.startswith(f"Serving {root.resolve()} at http://127.0.0.1:"):
+            proc.kill()
+            _out, err = proc.communicate(timeout=10)
+            pytest.fail(f"serve's first line was {line!r}; exit {proc.returncode}; stderr: {err[-3000:]}")
         port = int(line.rsplit(":", 1)[1].split("/")[0])
         status, _h, body = get(port, "/")
         assert status == 200 and b"Chaos test results" in body and b"leader-epoch" in body
