@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import shutil
 import subprocess
@@ -43,8 +44,6 @@ NFQUEUE_LOCK = "/tmp/highwater-tests-nfqueue.lock"
 
 @contextlib.contextmanager
 def _flock(path: str, mode: int):
-    import fcntl
-
     with open(path, "a") as f:
         fcntl.flock(f, mode)
         try:
@@ -66,8 +65,6 @@ def _machine_locks(request):
       unregistration flushes them all), so a delay test would count a held datagram as lost.
 
     Unmarked tests pass straight through."""
-    import fcntl
-
     with contextlib.ExitStack() as stack:
         if request.node.get_closest_marker("leftovers") is not None:
             stack.enter_context(_flock(LEFTOVERS_LOCK, fcntl.LOCK_EX))

@@ -18,8 +18,8 @@ One file per snapshot, `<offset, 20 digits>.producers`, written atomically (brok
 The epoch of the record before O is a fence: a truncation deletes the snapshots above its offset
 (`delete_above`), and if one survived a crash in between, the record now at O - 1 was appended in a newer
 epoch than the one written down, so the replica refuses the snapshot when it builds the table
-(broker/replication/replica.py `_snapshot_misfit`) and reads the log instead. A malformed file raises CheckpointError naming the file and the 1-based line; the caller reads
-the log instead and says why.
+(broker/replication/replica.py `_snapshot_misfit`) and reads the log instead. A malformed file raises
+CheckpointError naming the file and the 1-based line; the caller reads the log instead and says why.
 """
 from __future__ import annotations
 
