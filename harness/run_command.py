@@ -104,9 +104,6 @@ def execute(cfg, *, plain: bool = False, extra_record: dict | None = None, state
     return finish_output(outcome)
 
 
-if __name__ == "__main__":
-    sys.exit(run.main(standalone_mode=False))
-
 
 def _client_label(cfg) -> str:
     """How the run line names the workload's clients."""
@@ -146,3 +143,7 @@ def run_many(cfg: config_mod.TestConfig, count: int, *, plain: bool = False, run
     click.echo(f"highwater: {len(codes)} runs{cut}: {shown}; worst: {WORDS.get(worst, 'error')} (exit {worst})",
                err=True)
     return worst   # an interrupted run is itself unknown (exit 2), so a cut series is never "valid"
+
+
+if __name__ == "__main__":
+    sys.exit(run.main(standalone_mode=False))
