@@ -12,7 +12,9 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+from rundir import evidence
 from rundir import formats as rf
+from checkers import coverage
 from checkers import ingest as ingest_mod
 from checkers import policy, protocol_trace, results
 from checkers.engines import open_engine
@@ -21,17 +23,25 @@ VERSION = "0.1.0"
 log = logging.getLogger("checkers.spark")
 
 
-def _config(run_dir: Path) -> dict[str, Any]:
+def _test(run_dir: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(test.json's document, its `config`); both {} without a test.json."""
     path = run_dir / rf.TEST_JSON
     if not path.exists():
-        return {}
+        return {}, {}
     data = rf.load_json(path)
     if not isinstance(data, dict):
         raise rf.FormatError(path, None, "expected a JSON object")
     cfg = data.get("config") or {}
     if not isinstance(cfg, dict):
         raise rf.FormatError(path, None, "field 'config' must be an object")
-    return cfg
+    return data, cfg
+
+
+def _evidence(run_dir: Path, test: dict[str, Any]) -> evidence.Evidence:
+    try:
+        return evidence.parse(test)
+    except evidence.EvidenceError as exc:
+        raise rf.FormatError(run_dir / rf.TEST_JSON, None, str(exc)) from None
 
 
 class _Phases:
@@ -106,7 +116,8 @@ def check_run(run_dir: Path | str, *, engine: str = "spark", spark_master: str |
     run_dir = Path(run_dir)
     phases = _Phases(step)
     say = phases.start
-    config = _config(run_dir)
+    test, config = _test(run_dir)
+    declared = _evidence(run_dir, test)
     failing = policy.failing_kinds(config, fail_on=fail_on, allow=allow)
     say("reading input")
     ing = ingest_mod.ingest(run_dir, lenient=lenient)
@@ -120,10 +131,14 @@ def check_run(run_dir: Path | str, *, engine: str = "spark", spark_master: str |
         info = dict(checker.info)
     finally:
         checker.close()
+    # what was checked: a kind whose evidence is out of the backend's scope or of the run's format reports
+    # nothing, and is named (checkers/coverage.py)
+    statuses = coverage.kind_statuses(declared, ing.problems, ing.columnar_dir)
+    coverage.apply(findings["anomalies"], statuses)
     phases.start(None)
     info.update(elapsed_s=round(time.monotonic() - t0, 3), version=VERSION, examples=examples,
                 phases_s=phases.seconds)
-    doc = results.build(findings, failing=failing, checker=info, input_info=ing.as_json())
+    doc = results.build(findings, failing=failing, checker=info, input_info=ing.as_json(), statuses=statuses)
     if write:
         rf.write_json(Path(output) if output else run_dir / rf.RESULTS_JSON, doc)
     return doc

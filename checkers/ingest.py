@@ -26,11 +26,13 @@ import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from rundir import evidence as ev
 from rundir import formats as rf
 from rundir.formats import FormatError
 
-CONVERTER_VERSION = 10  # 6: the `events` table (node event logs, for the protocol rules); 7: reads' `epoch`;
-                        # 8: nemesis ops' `targets`; 9: corrupt starts' `damage`; 10: dump offsets checked
+CONVERTER_VERSION = 11  # 6: the `events` table (node event logs, for the protocol rules); 7: reads' `epoch`;
+                        # 8: nemesis ops' `targets`; 9: corrupt starts' `damage`; 10: dump offsets checked;
+                        # 11: evidence out of scope is no problem, a node's missing event log is one
 BATCH_ROWS = rf.ROW_GROUP_ROWS
 MAX_PROBLEMS = 100   # problems named one by one (the rest are counted)
 # problems only --lenient accepts: a strict check does not reuse tables converted with any of them
@@ -457,26 +459,29 @@ def _dump_files(run_dir: Path) -> list[tuple[str, int, Path]]:
 
 # --- the conversion --------------------------------------------------------------------------------
 
-def _cluster_field(run_dir: Path, field: str) -> str | None:
-    """A non-empty string field of test.json's `cluster` table, or None (no test.json, no such field)."""
+def _test_doc(run_dir: Path) -> dict:
+    """test.json's document, or {} (no test.json: a generated or hand-built run; a broken one is reported
+    by the checker's own reading of it)."""
     try:
-        cluster = rf.load_json(run_dir / rf.TEST_JSON).get("cluster") or {}
-    except (OSError, ValueError, AttributeError, FormatError):
-        return None
-    value = cluster.get(field) if isinstance(cluster, dict) else None
-    return value if isinstance(value, str) and value else None
+        doc = rf.load_json(run_dir / rf.TEST_JSON)
+    except (OSError, ValueError, FormatError):
+        return {}
+    return doc if isinstance(doc, dict) else {}
 
 
-def _backend(run_dir: Path) -> str | None:
-    """test.json's cluster backend, or None (a test.json without one: a generated or hand-built run;
-    those may also say "synthetic")."""
-    return _cluster_field(run_dir, "backend")
+def _evidence(run_dir: Path, test: dict) -> ev.Evidence:
+    """The run's declared evidence (rundir/evidence.py); a malformed section is a FormatError naming it."""
+    try:
+        return ev.parse(test)
+    except ev.EvidenceError as exc:
+        raise FormatError(run_dir / rf.TEST_JSON, None, str(exc)) from None
 
 
-def _no_replica_dumps(run_dir: Path) -> str | None:
-    """Why the run's backend dumps no replicas (test.json cluster.no_replica_dumps, written by a backend
-    without access to the brokers' disks, clusters/external.py), or None."""
-    return _cluster_field(run_dir, "no_replica_dumps")
+def _expected_logs(run_dir: Path, test: dict) -> list[str]:
+    """The nodes test.json's cluster lists, each of which must have left an event log."""
+    cluster = test.get("cluster") if isinstance(test.get("cluster"), dict) else {}
+    nodes = cluster.get("nodes") if isinstance(cluster.get("nodes"), dict) else {}
+    return sorted(str(n) for n in nodes)
 
 
 def _event_logs(run_dir: Path) -> list[tuple[str, Path]]:
@@ -527,6 +532,27 @@ def _convert_events(run_dir: Path, writer: "_TableWriter") -> dict[str, int]:
             row["src"] = src
             writer.add(row)
     return skipped
+
+
+def _check_event_logs(run_dir: Path, test: dict, result: IngestResult) -> None:
+    """A problem for event logs that should be there and are not: none at all (a run that crashed before
+    collecting them), or a node test.json's cluster lists that left none. A run whose backend cannot read
+    its brokers' logs declares them absent (checkers/coverage.py: not applicable), and a run without a
+    cluster (a generated or hand-built one) is taken as it is."""
+    have = {node for node, _ in _event_logs(run_dir)}
+    backend = (test.get("cluster") or {}).get("backend") if isinstance(test.get("cluster"), dict) else None
+    if backend in (None, "synthetic"):
+        return
+    if not have:
+        result.problem(rf.NODES_DIR + "/", None, "no-event-logs",
+                       f"no node event logs ({backend} cluster): the protocol rules (broker/rules) not checked")
+        return
+    for node in _expected_logs(run_dir, test):
+        if node not in have:
+            label = str((rf.node_dir(run_dir, node) / rf.BROKER_LOG).relative_to(run_dir))
+            result.problem(label, None, "missing-event-log",
+                           f"event log is missing (test.json's cluster lists node {node}): "
+                           f"the protocol rules not checked")
 
 
 def _sources(run_dir: Path) -> dict[str, list[int]]:
@@ -622,12 +648,12 @@ def _convert(run_dir: Path, sources: dict, *, lenient: bool, progress) -> Ingest
         dumps = _dump_files(run_dir)
         have = {(node, part) for node, part, _ in dumps}
         have_dir = (run_dir / rf.REPLICAS_DIR).is_dir()
-        if not have_dir:
-            # what a run that crashed before its dumps leaves, or a backend that cannot dump replicas
-            # (test.json's cluster.no_replica_dumps): checked without them, and said so
-            why = _no_replica_dumps(run_dir)
+        test = _test_doc(run_dir)
+        evidence = _evidence(run_dir, test)
+        if not have_dir and ev.REPLICA_DUMPS not in evidence.absent:
+            # what a run that crashed before its dumps leaves: checked without them, and said so (a backend
+            # that cannot dump replicas declares them absent: out of scope, no problem; checkers/coverage.py)
             result.problem(rf.REPLICAS_DIR + "/", None, "no-replicas",
-                           f"no replica dumps: {why}: divergence and replica details not checked" if why else
                            "directory is missing: no replica dump was checked (divergence, replica details)")
         for line, v in (conv.final_states if have_dir else []):
             for node in sorted((v.get("replicas") or {})):
@@ -654,12 +680,8 @@ def _convert(run_dir: Path, sources: dict, *, lenient: bool, progress) -> Ingest
         ev_writer = _TableWriter(tmp / "events", schemas["events"])
         skipped_events = _convert_events(run_dir, ev_writer)
         ev_writer.close()
-        backend = _backend(run_dir)
-        if backend not in (None, "synthetic") and not _event_logs(run_dir):
-            # a run of a cluster whose brokers' logs the harness cannot read (an external one), or one
-            # that crashed before collecting them: the white-box protocol rules were not checked
-            result.problem(rf.NODES_DIR + "/", None, "no-event-logs",
-                           f"no node event logs ({backend} cluster): the protocol rules (broker/rules) not checked")
+        if ev.EVENT_LOGS not in evidence.absent:
+            _check_event_logs(run_dir, test, result)
         manifest = {"version": CONVERTER_VERSION, "sources": sources, "skipped": result.skipped,
                     "skipped_event_lines": skipped_events,
                     "torn": result.torn, "missing_dumps": result.missing_dumps, "lenient": lenient,

@@ -19,8 +19,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from rundir import evidence
 from rundir import formats as rf
-from checkers import totals
+from checkers import coverage, totals
 
 
 def _ratio(c: dict[str, int]) -> float | None:
@@ -53,14 +54,20 @@ def unknown_reasons(unseen: dict[str, Any], input_info: dict[str, Any]) -> list[
 
 
 def build(findings: dict[str, Any], *, failing: list[str], checker: dict[str, Any],
-          input_info: dict[str, Any] | None = None) -> dict[str, Any]:
+          input_info: dict[str, Any] | None = None, statuses: dict[str, Any] | None = None) -> dict[str, Any]:
+    """results.json's document. `statuses`: each kind's coverage (checkers/coverage.py; None: all checked)."""
     anomalies: dict[str, dict] = {}
+    statuses = statuses or {}
     axis = findings.get("time_axis") or totals.TimeAxis(None).as_json()
     for kind in rf.ANOMALY_KINDS:
         a = dict(findings["anomalies"].get(kind) or {"count": 0, "examples": []})
         for k, v in totals.empty(kind, axis).items():
             a.setdefault(k, v)
         a["fails_run"] = kind in failing
+        st = statuses.get(kind)
+        a["status"] = st.status if st is not None else evidence.CHECKED
+        if st is not None and st.reason is not None:
+            a["status_reason"] = st.reason
         anomalies[kind] = a
     unseen = findings["unseen"]
     reasons = unknown_reasons(unseen, input_info or {})
@@ -76,10 +83,12 @@ def build(findings: dict[str, Any], *, failing: list[str], checker: dict[str, An
         },
     }
     return {
+        "format": rf.RESULTS_FORMAT,
         "valid": verdict(anomalies, unseen["count"], reasons),
         "unknown_reasons": reasons,                          # what could not be checked (never valid then)
-        "failing_kinds": list(failing),                      # kinds that fail a run (configured)
-        "failed_kinds": [k for k in failing if anomalies[k]["count"] > 0],  # ... and were found
+        # the kinds found that fail the run (which kinds would: each anomaly's `fails_run`)
+        "failed_kinds": [k for k in failing if anomalies[k]["count"] > 0],
+        "scope": coverage.scope(statuses),                   # what the verdict does not cover, and why
         "anomalies": anomalies,
         "time_axis": axis,                                   # the histograms' buckets
         "unseen": unseen,

@@ -37,6 +37,7 @@ from rundir.exits import HighwaterError
 
 if TYPE_CHECKING:
     from clusters.storage_faults import StorageFault
+    from rundir.evidence import Evidence
 
 
 class ClusterError(HighwaterError, RuntimeError):
@@ -103,6 +104,14 @@ class Cluster(abc.ABC):
         return {"backend": self.backend_name or type(self).__name__,
                 "nodes": {n: {"host": a.host, "port": a.port}
                           for n, a in ({self.controller().name: self.controller()} | self.brokers()).items()}}
+
+    def evidence(self) -> "Evidence":
+        """What the backend's runs hold (test.json's `evidence`, rundir/evidence.py): by default every sort,
+        in this code's formats, with the event types our brokers write; a backend that cannot provide one
+        overrides this and says why (clusters/external.py)."""
+        from broker.eventlog import EVENT_NAMES
+        from rundir.evidence import declare
+        return declare(EVENT_NAMES)
 
     @abc.abstractmethod
     def is_running(self, node: str) -> bool:

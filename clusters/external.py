@@ -32,6 +32,8 @@ log = logging.getLogger("clusters.external")
 
 # test.json's cluster.no_replica_dumps: why the run directory has no replicas/ (the checker's reason)
 NO_REPLICA_DUMPS = "the external backend has no access to the brokers' disks"
+# why it has no nodes/<node>/broker.log: a third-party broker writes no event lines of ours
+NO_EVENT_LOGS = "the external backend has no event logs of the brokers (they are not highwater's)"
 # the faults the external backend injects when it reaches the brokers' hosts (a nodes file) or containers
 FAULTS = ("kill", "kill-leader", "pause", "pause-leader")
 
@@ -112,6 +114,12 @@ class ExternalCluster(Cluster, KafkaReached):
                 "nodes": {n: {"host": a.host, "port": a.port, "node_id": self._node_ids[n]}
                           for n, a in self._brokers.items()},
                 "no_replica_dumps": NO_REPLICA_DUMPS}
+
+    def evidence(self):
+        """History only: the brokers' disks and logs are out of reach, so replica dumps and event logs
+        are out of scope (the checker names the families they feed as not applicable)."""
+        from rundir import evidence as ev
+        return ev.declare(None, {ev.REPLICA_DUMPS: NO_REPLICA_DUMPS, ev.EVENT_LOGS: NO_EVENT_LOGS})
 
     def _listing(self) -> str:
         return ", ".join(f"{n} at {a.host}:{a.port}" for n, a in sorted(self._brokers.items())) or "no brokers"

@@ -32,6 +32,7 @@ from harness import backends, final_phase, verdict
 from harness import config as config_mod
 from harness.config import TestConfig
 from harness.progress import PhaseClock, Stats
+from rundir import evidence as rundir_evidence
 from rundir import store
 from rundir.exits import EXIT_INTERNAL, EXIT_UNKNOWN, EXIT_USAGE
 from rundir.history import History
@@ -98,14 +99,17 @@ class RunSession:
 
     def _write_test_json(self) -> None:
         layout = {"backend": self.cfg.cluster.backend, "nodes": {}}
+        evidence = {}
         if self.cluster is not None:
             try:
                 layout = self.cluster.layout()      # every backend has one (clusters/base.py)
             except Exception as exc:  # noqa: BLE001 - a cluster that never started has no addresses: say so
                 layout["error"] = f"{type(exc).__name__}: {exc}"
+            # what the run's directory holds, in which formats (rundir/evidence.py)
+            evidence = {rundir_evidence.SECTION: self.cluster.evidence().as_json()}
         record = store.test_record(self.run, self.cfg.recorded(), seed=self.cfg.seed,
                                    start_wall_ns=self.start_wall_ns, cluster=layout,
-                                   extra={"kind": self.kind, **self.extra_record})
+                                   extra={"kind": self.kind, **evidence, **self.extra_record})
         store.write_test_json(self.run, record)
 
     def problem(self, what: str, exc: BaseException | None = None) -> None:

@@ -29,6 +29,10 @@ NODES_DIR = "nodes"
 COLUMNAR_DIR = "columnar"
 BROKER_LOG = "broker.log"
 
+# results.json's format: 2 has `format`, `scope` and each anomaly's `status`, and no `failing_kinds`
+# (each anomaly's `fails_run` says it); readers accept 1 as well (rundir/verdict.py)
+RESULTS_FORMAT = 2
+
 # --- history vocabulary ---------------------------------------------------------------------------
 
 OP_TYPES = ("invoke", "ok", "fail", "info")

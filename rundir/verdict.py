@@ -29,6 +29,48 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
+def _kind_names(names: list[str]) -> str:
+    """Kinds as a reader wants them: a whole family by its name ("protocol rules" for the broker's rules),
+    the rest one by one."""
+    from rundir import kinds
+
+    by_family: dict[str, list[str]] = {}
+    for k in kinds.KINDS:
+        by_family.setdefault(k.family, []).append(k.name)
+    out, left = [], list(names)
+    for family, members in by_family.items():
+        inside = [m for m in members if m in left]
+        if len(members) < 2 or len(inside) * 2 <= len(members):
+            continue
+        what = f"the {len(members)} protocol rules" if family == "protocol" else f"the {family} family"
+        rest = [m for m in members if m not in left]
+        out.append(what if not rest else f"{len(inside)} of {what[4:]} (all but {', '.join(rest)})")
+        left = [n for n in left if n not in members]
+    return ", ".join(out + left)
+
+
+def scope_texts(results: dict[str, Any] | None) -> list[str]:
+    """What the verdict does not cover (results.json `scope`), one text per group: "not applicable:
+    (why): divergence" for evidence out of the backend's scope, "not checked (why): ack-undecided" for
+    evidence the run's format cannot hold. Evidence that is missing is an unknown reason instead."""
+    scope = (results or {}).get("scope")
+    if not isinstance(scope, dict):
+        return []
+    out = []
+    for key, head in (("not_applicable", "not applicable"), ("not_checked", "not checked")):
+        for g in scope.get(key) or []:
+            if isinstance(g, dict) and g.get("kinds"):
+                out.append(f"{head} ({g.get('reason')}): {_kind_names(list(g['kinds']))}")
+    return out
+
+
+def failing_kinds(results: dict[str, Any]) -> list[str]:
+    """The kinds that would fail the run: each anomaly's `fails_run` (a format-1 results.json also listed
+    them as `failing_kinds`)."""
+    anomalies = results.get("anomalies") or {}
+    return [k for k, a in anomalies.items() if isinstance(a, dict) and a.get("fails_run")]
+
+
 def verdict_exit_code(results: dict[str, Any] | None) -> int:
     """The exit code a results.json verdict maps to, the one mapping of every command: 0 valid (`true`),
     1 invalid (`false`), 2 unknown (`"unknown"`, or no results: not checked); any other value is no
@@ -50,6 +92,7 @@ def verdict_line(results: dict[str, Any] | None, *, exit_code: int | None = None
         highwater: INVALID (exit 1): lost-write=503 inconsistent-offset=175 · 3 partitions · checked by spark in 4.8 s
         highwater: UNKNOWN (exit 2): no anomalies · 2 unknown reasons, first: <reason> · 3 partitions · ...
         highwater: UNKNOWN (exit 2): not checked · 1 unknown reason: interrupted
+        highwater: VALID (exit 0): no anomalies · not applicable (why): divergence · ...
 
     `results` is results.json's document, or None when the run was not checked; `exit_code` the command's
     exit code (default: the one the verdict maps to), which picks the head word; `reasons` are what else
@@ -75,6 +118,7 @@ def verdict_line(results: dict[str, Any] | None, *, exit_code: int | None = None
         parts.append(f"1 unknown reason: {all_reasons[0]}" if n == 1
                      else f"{n} unknown reasons, first: {all_reasons[0]}")
     if results is not None:
+        parts += scope_texts(results)
         if isinstance(results.get("partitions"), list):
             parts.append(_plural(len(results["partitions"]), "partition"))
         skipped = sum((results.get("input") or {}).get("skipped_lines", {}).values())

@@ -31,12 +31,15 @@ def _check(*args):
                           env=dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2])))
 
 
+NO_LOGS = "not checked (the run directory holds no event logs): 20 of 21 protocol rules (all but read-uncommitted)"
+
+
 @pytest.mark.parametrize("scenario,code,head", [
-    (sc.clean, 0, "highwater: VALID (exit 0): no anomalies · 1 partition · checked by reference in "),
+    (sc.clean, 0, f"highwater: VALID (exit 0): no anomalies · {NO_LOGS} · 1 partition · checked by reference in "),
     (sc.lost_write, 1, "highwater: INVALID (exit 1): lost-write=1 inconsistent-offset=1 realtime-order=1 · "
-                       "1 partition · checked by reference in "),
+                       f"{NO_LOGS} · 1 partition · checked by reference in "),
     (sc.unrecovered, 2, "highwater: UNKNOWN (exit 2): no anomalies · 1 unknown reason: partition 0: not recovered: "
-                        "2 acknowledged sends not checked · 1 partition · checked by reference in ")])
+                        f"2 acknowledged sends not checked · {NO_LOGS} · 1 partition · checked by reference in ")])
 def test_exit_codes_and_verdict_line(tmp_path, scenario, code, head):
     run = _run(tmp_path, scenario)
     r = _check(run, "--engine", "reference")
@@ -59,7 +62,7 @@ def test_bad_input_is_one_line_exit_254(tmp_path):
     assert r.returncode == 2, r.stderr
     assert r.stdout.startswith("highwater: UNKNOWN (exit 2): no anomalies · 1 unknown reason: history.jsonl:6: "
                                "malformed line skipped: field 'type' must be one of invoke, ok, fail, info, got "
-                               "'okay' · 1 partition · 1 malformed line skipped · checked by reference in "), r.stdout
+                               f"'okay' · {NO_LOGS} · 1 partition · 1 malformed line skipped · checked by reference in "), r.stdout
     assert r.stdout.endswith(" s\n"), r.stdout
 
 
@@ -152,7 +155,7 @@ def test_highwater_check_with_spark_end_to_end(tmp_path):
     r = _check(run, "--examples", "3")
     assert r.returncode == 1, r.stderr
     assert r.stdout.startswith("highwater: INVALID (exit 1): lost-write=1 inconsistent-offset=1 poll-skip=2 "
-                               "realtime-order=1 · 3 partitions · checked by spark in "), r.stdout
+                               f"realtime-order=1 · {NO_LOGS} · 3 partitions · checked by spark in "), r.stdout
     doc = json.loads((run / rf.RESULTS_JSON).read_text())
     assert doc["checker"]["engine"] == "spark" and doc["checker"]["master"].startswith("local[2] (shared driver sc://127.0.0.1:")
     assert doc["anomalies"]["lost-write"]["examples"][0]["value"] == 2
