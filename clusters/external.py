@@ -32,8 +32,8 @@ log = logging.getLogger("clusters.external")
 
 # test.json's cluster.no_replica_dumps: why the run directory has no replicas/ (the checker's reason)
 NO_REPLICA_DUMPS = "the external backend has no access to the brokers' disks"
-# why it has no nodes/<node>/broker.log: a third-party broker writes no event lines of ours
-NO_EVENT_LOGS = "the external backend has no event logs of the brokers (they are not highwater's)"
+# why it has no nodes/<node>/broker.log (a third-party broker writes none of ours anyway)
+NO_EVENT_LOGS = "the external backend has no access to the brokers' event logs"
 # the faults the external backend injects when it reaches the brokers' hosts (a nodes file) or containers
 FAULTS = ("kill", "kill-leader", "pause", "pause-leader")
 

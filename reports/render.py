@@ -15,7 +15,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup
 
 from rundir.expectation import judge
-from rundir.verdict import reason_text
+from rundir.verdict import reason_text, scope_groups
 from rundir import formats as runformat
 from rundir.kinds import PROTOCOL_NAMES
 from reports import charts
@@ -300,6 +300,8 @@ def context(run: Run) -> dict[str, Any]:
         "verdict_line": verdict_line(run),
         "results": run.results or {},
         "checked": run.results is not None,
+        "scope": scope_groups(run.results),          # what the verdict does not cover, and why
+        "unchecked_kinds": sum(g["count"] for g in scope_groups(run.results)),
         "kinds": kinds,
         "failing": [k for k in kinds if k.count > 0],
         "config_summary": summary(test.get("config") or {}, limit=12, kind=str(test.get("kind") or "run")),

@@ -12,7 +12,7 @@ run-directory formats (`rundir/formats.py` takes ANOMALY_KINDS from here). The r
   checkers/explain.py       `replicas`: which replica records an example's `replicas` field shows
   tests                     `example_fields`: the fields every example of the kind carries, in order
 
-The order of KINDS is the documented order: results.json's `failing_kinds`, the verdict line and the
+The order of KINDS is the documented order: results.json's `failed_kinds`, the verdict line and the
 report list kinds in it.
 
 Adding a kind: declare it here and add it to KINDS; in its Spark family module, list it in `KINDS`,

@@ -29,7 +29,7 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
-def _kind_names(names: list[str]) -> str:
+def kind_names(names: list[str]) -> str:
     """Kinds as a reader wants them: a whole family by its name ("protocol rules" for the broker's rules),
     the rest one by one."""
     from rundir import kinds
@@ -53,15 +53,22 @@ def scope_texts(results: dict[str, Any] | None) -> list[str]:
     """What the verdict does not cover (results.json `scope`), one text per group: "not applicable:
     (why): divergence" for evidence out of the backend's scope, "not checked (why): ack-undecided" for
     evidence the run's format cannot hold. Evidence that is missing is an unknown reason instead."""
+    words = {"not_applicable": "not applicable", "not_checked": "not checked"}
+    return [f"{words[g['key']]} ({g['reason']}): {g['kinds']}" for g in scope_groups(results)]
+
+
+SCOPE_HEADS = (("not_applicable", "Not applicable to this cluster"), ("not_checked", "Not checked in this run's format"))
+
+
+def scope_groups(results: dict[str, Any] | None) -> list[dict[str, str]]:
+    """results.json `scope` for a page: [{"key", "head", "reason", "kinds"}] (kinds as `kind_names` puts
+    them), not applicable first."""
     scope = (results or {}).get("scope")
     if not isinstance(scope, dict):
         return []
-    out = []
-    for key, head in (("not_applicable", "not applicable"), ("not_checked", "not checked")):
-        for g in scope.get(key) or []:
-            if isinstance(g, dict) and g.get("kinds"):
-                out.append(f"{head} ({g.get('reason')}): {_kind_names(list(g['kinds']))}")
-    return out
+    return [{"key": key, "head": head, "reason": str(g.get("reason")), "kinds": kind_names(list(g["kinds"])),
+             "count": len(g["kinds"])}
+            for key, head in SCOPE_HEADS for g in scope.get(key) or [] if isinstance(g, dict) and g.get("kinds")]
 
 
 def failing_kinds(results: dict[str, Any]) -> list[str]:

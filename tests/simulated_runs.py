@@ -151,13 +151,19 @@ class RunBuilder:
         self.final_states.append(state)
 
     # -- output -----------------------------------------------------------------------------------
-    def write(self, run_dir: Path | str, name: str = "synthetic") -> Path:
+    def write(self, run_dir: Path | str, name: str = "synthetic", *, evidence: dict | None = None,
+              nodes: list[str] | tuple = ()) -> Path:
+        """Write the run directory. `evidence`: test.json's evidence section (rundir/evidence.py; None: none,
+        as a run directory written before it existed); `nodes`: test.json's cluster nodes, each of which
+        must then have left an event log."""
         run_dir = Path(run_dir)
         run_dir.mkdir(parents=True, exist_ok=True)
-        rf.write_json(run_dir / rf.TEST_JSON, {"name": name, "run_id": f"{name}-0", "timestamp": "20261121T000000Z",
-                                               "start_wall_ns": self.start_wall_ns, "seed": 0,
-                                               "config": self.config, "versions": {},
-                                               "cluster": {"backend": self.backend, "nodes": {}}})
+        test = {"name": name, "run_id": f"{name}-0", "timestamp": "20261121T000000Z",
+                "start_wall_ns": self.start_wall_ns, "seed": 0, "config": self.config, "versions": {},
+                "cluster": {"backend": self.backend, "nodes": {n: {} for n in nodes}}}
+        if evidence is not None:
+            test["evidence"] = evidence
+        rf.write_json(run_dir / rf.TEST_JSON, test)
         with (run_dir / rf.HISTORY).open("w") as fh:
             for o in self.ops:
                 fh.write(json.dumps(o) + "\n")

@@ -191,3 +191,17 @@ def test_the_architecture_doc_names_every_command_capability_and_package():
                + [f"capability {c.__name__}" for c in CAPABILITIES if f"| `{c.__name__}` |" not in doc]
                + [f"package {p}" for p in PACKAGES if f"| `{p}/` |" not in doc])
     assert missing == []
+
+
+def test_a_main_block_comes_after_everything_it_calls():
+    """`python -m pkg.module` runs the module top to bottom: an `if __name__ == "__main__":` block before
+    the functions it calls raises NameError (harness/run_command.py had one), so it must be the last
+    statement of its module."""
+    misplaced = []
+    for name, path in project_modules().items():
+        body = ast.parse(path.read_text(), str(path)).body
+        for i, node in enumerate(body):
+            if (isinstance(node, ast.If) and isinstance(node.test, ast.Compare)
+                    and ast.unparse(node.test).replace("'", '"') == '__name__ == "__main__"' and i != len(body) - 1):
+                misplaced.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert misplaced == []

@@ -23,7 +23,7 @@ from clusters.base import ClusterError, ClusterSpec, capabilities
 from clusters.external_hosts import ExternalHostsCluster, load_hosts_file
 from harness.backends import external_class
 from rundir import formats as runformat
-from rundir.exits import EXIT_UNKNOWN
+from rundir.exits import EXIT_VALID
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "harness"))
 from e2e_helpers import REPO, found_kinds, load_json, run_dir_from_stdout, run_highwater  # noqa: E402
@@ -156,7 +156,7 @@ def test_nodes_file_errors_name_the_entry_and_field(tmp_path):
 @pytest.mark.slow
 def test_chaos_run_with_kill_and_pause_on_an_external_cluster(sshd, cluster, tmp_path):
     """`highwater run --cluster external --nodes-file` with kill and pause faults: the nemesis kills and
-    restarts brokers through SSH, acks=all in leader-epoch mode loses nothing, divergence stays unknown."""
+    restarts brokers through SSH, acks=all in leader-epoch mode loses nothing, divergence is out of scope."""
     lc, pids = cluster
     nodes = nodes_file(tmp_path / "n.toml", sshd, lc, pids)
     r = run_highwater("run", "--cluster", "external", "--bootstrap", f"{HOST}:{lc.ports[1]}", "--nodes-file",
@@ -164,10 +164,12 @@ def test_chaos_run_with_kill_and_pause_on_an_external_cluster(sshd, cluster, tmp
                       "--seed", "7", "--checker", "reference", "--results-dir", str(tmp_path / "results"),
                       "--plain", timeout=300)
     run_dir = run_dir_from_stdout(r.stdout)
-    assert r.returncode == EXIT_UNKNOWN, r.stderr
+    assert r.returncode == EXIT_VALID, r.stderr
     results = load_json(run_dir / runformat.RESULTS_JSON)
     assert found_kinds(results) == [] and results["anomalies"]["lost-write"]["count"] == 0
-    assert [u["file"] for u in results["unknown_reasons"]] == ["replicas/", "nodes/"]
+    # replica dumps and event logs are out of this backend's scope: not applicable, not unknown
+    assert results["unknown_reasons"] == []
+    assert [g["evidence"] for g in results["scope"]["not_applicable"]] == ["replica-dumps", "event-logs"]
     ops = [line.obj for line in runformat.iter_jsonl(run_dir / runformat.NEMESIS)]
     done = [o for o in ops if o["type"] == "info" and o["value"].get("phase") == "start"]
     kills = [o["value"]["detail"] for o in done if o["f"] == "kill"]

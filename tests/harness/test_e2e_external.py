@@ -3,7 +3,8 @@ test starts itself (broker/server/bare.BareCluster) and hands to the harness onl
 Kafka-compatible cluster: one bootstrap address, nothing else. The run creates its topic with
 CreateTopics, drives the workload and the final reads through confluent-kafka, waits for health
 through Kafka Metadata, and cannot dump replicas: loss is checked from the history and the final reads,
-divergence is reported as not checked (the verdict unknown, exit 2), never as clean. Bad configurations
+divergence and the protocol rules are out of the backend's scope: named as not applicable, never as
+clean, and the verdict covers the rest (a clean run exits 0). Bad configurations
 are refused in one line naming the key before anything is created.
 """
 from __future__ import annotations
@@ -12,15 +13,16 @@ import pytest
 
 from clusters.bare import BareCluster
 from rundir import formats as runformat
-from rundir.exits import EXIT_UNKNOWN, EXIT_USAGE
+from rundir import kinds
+from rundir.exits import EXIT_USAGE, EXIT_VALID
 from e2e_helpers import found_kinds, load_json, processes_mentioning, run_dir_from_stdout, run_highwater
 
 HOST = "127.0.0.1"
-NOT_CHECKED = {"file": "replicas/", "line": None, "partition": None,
-               "reason": "no replica dumps: the external backend has no access to the brokers' disks: "
-                         "divergence and replica details not checked"}
-NO_RULES = {"file": "nodes/", "line": None, "partition": None,
-            "reason": "no node event logs (external cluster): the protocol rules (broker/rules) not checked"}
+NO_DUMPS = "the external backend has no access to the brokers' disks"
+NO_LOGS = "the external backend has no access to the brokers' event logs"
+# what the verdict does not cover on this backend, and why (results.json's scope)
+OUT_OF_SCOPE = [{"evidence": "replica-dumps", "reason": NO_DUMPS, "kinds": ["divergence"]},
+                {"evidence": "event-logs", "reason": NO_LOGS, "kinds": list(kinds.PROTOCOL_NAMES)}]
 
 
 @pytest.fixture
@@ -45,7 +47,7 @@ def load_json_line(line: str):
 
 
 @pytest.mark.slow
-def test_workload_only_run_checks_loss_and_leaves_divergence_unknown(opaque_cluster, tmp_path):
+def test_workload_only_run_checks_loss_and_names_divergence_out_of_scope(opaque_cluster, tmp_path):
     bootstrap = f"{HOST}:{opaque_cluster.ports[2]}"        # one broker's address, as a user would give it
     test_file = tmp_path / "stamped.toml"                   # the topic's configs go with its CreateTopics
     test_file.write_text('[topic]\nconfigs = {"message.timestamp.type" = "LogAppendTime"}\n')
@@ -54,16 +56,17 @@ def test_workload_only_run_checks_loss_and_leaves_divergence_unknown(opaque_clus
                       "--rate", "100", "--seed", "3", "--checker", "reference", "--results-dir",
                       str(tmp_path / "results"), "--plain", timeout=300)
     run_dir = run_dir_from_stdout(r.stdout)
-    assert r.returncode == EXIT_UNKNOWN, r.stderr
-    assert ("highwater: UNKNOWN (exit 2): no anomalies · 2 unknown reasons, first: replicas/: no replica dumps: the "
-            "external backend has no access to the brokers' disks: divergence and replica details not checked") \
-        in r.stderr
+    assert r.returncode == EXIT_VALID, r.stderr
+    assert (f"highwater: VALID (exit 0): no anomalies · not applicable ({NO_DUMPS}): divergence · not applicable "
+            f"({NO_LOGS}): the 21 protocol rules · 3 partitions · checked by reference in ") in r.stderr
     results = load_json(run_dir / runformat.RESULTS_JSON)
-    # loss and the other history checks ran and found nothing; only divergence (replica dumps) and the
-    # protocol rules (node event logs) are unknown
-    assert results["valid"] == "unknown" and found_kinds(results) == []
+    # loss and the other history checks ran and found nothing; divergence (replica dumps) and the protocol
+    # rules (node event logs) are out of this backend's scope: not applicable, no unknown
+    assert results["valid"] is True and found_kinds(results) == [] and results["unknown_reasons"] == []
     assert results["anomalies"]["lost-write"]["count"] == 0 and results["unseen"]["count"] == 0
-    assert results["unknown_reasons"] == [NOT_CHECKED, NO_RULES]
+    assert results["scope"] == {"not_applicable": OUT_OF_SCOPE, "not_checked": [], "missing": []}
+    assert results["anomalies"]["divergence"]["status"] == "not-applicable"
+    assert results["anomalies"]["lost-write"]["status"] == "checked"
     assert [(p["partition"], p["recovered"], p["reason"], p["lost"]) for p in results["partitions"]] == \
         [(0, True, None, 0), (1, True, None, 0), (2, True, None, 0)]
     acked = sum(p["acked"] for p in results["partitions"])
@@ -75,6 +78,7 @@ def test_workload_only_run_checks_loss_and_leaves_divergence_unknown(opaque_clus
         "backend": "external", "bootstrap": bootstrap,
         "nodes": {f"n{b}": {"host": HOST, "port": opaque_cluster.ports[b], "node_id": b} for b in (1, 2, 3)},
         "no_replica_dumps": "the external backend has no access to the brokers' disks"}
+    assert test["evidence"] == {"formats": {"history": 1}, "absent": {"replica-dumps": NO_DUMPS, "event-logs": NO_LOGS}}
     assert (test["config"]["client"]["kind"], test["config"]["nemesis"]["faults"]) == ("kafka", [])
     # the final wait went through Kafka Metadata: leaders and ISR, no per-replica state
     final = load_json(run_dir / runformat.FINAL_JSON)
@@ -87,7 +91,7 @@ def test_workload_only_run_checks_loss_and_leaves_divergence_unknown(opaque_clus
     assert [(e["topic"], e["partitions"], e["replication_factor"], e.get("configs"))
             for e in topic_events(opaque_cluster)] == [("hw", 3, 3, {"message.timestamp.type": "LogAppendTime"})]
     # the report says what was not checked
-    assert "divergence and replica details were not checked" in (run_dir / "report.html").read_text()
+    assert "Not applicable to this cluster" in (run_dir / "report.html").read_text()
     assert processes_mentioning(str(run_dir)) == []
     assert all(n.running() for n in opaque_cluster.brokers.values())     # the run left the cluster running
 
@@ -111,7 +115,7 @@ def test_an_existing_topic_must_have_the_run_s_shape_and_be_empty(tmp_path):
                 "topic.partitions / topic.replication_factor to match, or use another topic.name)"
                 ) in r.stderr.splitlines()
         r = run("--partitions", "1")
-        assert r.returncode == EXIT_UNKNOWN, r.stderr
+        assert r.returncode == EXIT_VALID, r.stderr           # a clean run: the verdict covers what it checks
         hw = load_json(run_dir_from_stdout(r.stdout) / runformat.FINAL_JSON)["partitions"][0]["hw"]
         assert hw > 50
         r = run("--partitions", "1")

@@ -1,0 +1,162 @@
+"""Evidence, versioned (rundir/evidence.py, checkers/coverage.py): what a run declares it holds decides what
+is checked. Known answers: a run whose brokers wrote no `ack` lines is not judged by ack-undecided (and
+says so), the same run declaring today's event types is; evidence out of the backend's scope is named
+not applicable and leaves the verdict valid; evidence that should be there and is not makes it unknown,
+naming the file; a malformed section is one error naming the field."""
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from broker.eventlog import EVENT_NAMES
+from broker.rules import EVENTS_READ, RULES
+from broker.rules.evidence import RULE_EVENTS
+from checkers.check import check_run
+from rundir import evidence as ev
+from rundir import formats as rf
+from rundir import kinds
+from rundir.verdict import kind_names, scope_texts, verdict_line
+from simulated_runs import RunBuilder
+import checker_scenarios as sc
+
+TODAY = ev.declare(EVENT_NAMES).as_json()          # what today's harness writes for the local backend
+
+
+def _ack_undecided_run(tmp_path, **write):
+    """A local run whose producer was told offset 2 succeeded with no leader's `ack` for it."""
+    b = RunBuilder(backend="local", start_wall_ns=1_763_765_100_000_000_000)
+    sc.ack_undecided(b, 0)
+    return b.write(tmp_path / "run", **write)
+
+
+def _without_ack_lines(run_dir):
+    """The same run as brokers before 2026-11-27 logged it: no `ack` lines."""
+    for log in (run_dir / rf.NODES_DIR).glob("*/broker.log"):
+        log.write_text("".join(line for line in log.read_text().splitlines(keepends=True)
+                               if '"event":"ack"' not in line.replace(" ", "")))
+
+
+@pytest.mark.parametrize("engine", ["reference", pytest.param("spark", marks=pytest.mark.spark)])
+def test_a_run_of_a_format_without_ack_lines_is_not_judged_by_ack_undecided(tmp_path, engine, request):
+    spark = request.getfixturevalue("spark") if engine == "spark" else None
+    run = _ack_undecided_run(tmp_path)
+    _without_ack_lines(run)
+    res = check_run(run, engine=engine, spark=spark)
+    a = res["anomalies"]["ack-undecided"]
+    assert (res["valid"], a["count"], a["status"], res["unknown_reasons"]) == (True, 0, "not-checked", [])
+    why = "the run's event logs, of a format written before formats were declared, hold no `ack` lines"
+    assert a["status_reason"] == why
+    present = {"leader-change", "role", "hw-change"}                # what the run's logs hold
+    lacking_ack = [k for k in RULES if RULE_EVENTS[k] - present == {"ack"}]
+    assert "ack-undecided" in lacking_ack and "ack-above-hw" in lacking_ack
+    assert {"evidence": "event-logs", "reason": why, "kinds": lacking_ack} in res["scope"]["not_checked"]
+    # the rules whose evidence the run holds are still checked
+    assert res["anomalies"]["leader-not-elected"]["status"] == "checked"
+    assert f"not checked ({why}): " in verdict_line(res)
+
+
+@pytest.mark.parametrize("engine", ["reference", pytest.param("spark", marks=pytest.mark.spark)])
+def test_a_run_declaring_ack_lines_is_judged_by_ack_undecided(tmp_path, engine, request):
+    spark = request.getfixturevalue("spark") if engine == "spark" else None
+    run = _ack_undecided_run(tmp_path, evidence=TODAY)
+    res = check_run(run, engine=engine, spark=spark)
+    assert res["valid"] is False and res["failed_kinds"] == ["ack-undecided"]
+    assert res["anomalies"]["ack-undecided"]["status"] == "checked"
+    assert res["scope"] == {"not_applicable": [], "not_checked": [], "missing": []}
+    # and without the lines its brokers declare they write, the rule finds what it must (nothing excuses it)
+    _without_ack_lines(run)
+    res = check_run(run, engine=engine, spark=spark)
+    assert res["anomalies"]["ack-undecided"]["count"] == 3 and res["valid"] is False
+
+
+def test_a_declared_format_without_a_rule_s_event_type_names_it(tmp_path):
+    types = sorted(set(EVENT_NAMES) - {"ack"})
+    run = _ack_undecided_run(tmp_path, evidence={"formats": {"history": 1, "replica-dumps": 1, "event-logs": 1},
+                                                 "event_types": types, "absent": {}})
+    res = check_run(run, engine="reference")
+    a = res["anomalies"]["ack-undecided"]
+    assert (res["valid"], a["count"], a["status"]) == (True, 0, "not-checked")
+    assert a["status_reason"] == "the run's brokers write no `ack` lines (event-log format 1)"
+
+
+def test_another_tool_s_run_declares_what_it_holds_and_gets_a_verdict_over_it(tmp_path):
+    """A history translated from another harness, with replica dumps and no event logs of ours."""
+    run = _ack_undecided_run(tmp_path, evidence={
+        "formats": {"history": 1, "replica-dumps": 1},
+        "absent": {"event-logs": "translated from another harness: no broker event logs"}})
+    shutil.rmtree(run / rf.NODES_DIR)
+    res = check_run(run, engine="reference")
+    assert res["valid"] is True and res["unknown_reasons"] == []
+    assert res["scope"]["not_applicable"] == [{"evidence": "event-logs", "kinds": list(kinds.PROTOCOL_NAMES),
+                                               "reason": "translated from another harness: no broker event logs"}]
+    assert res["anomalies"]["divergence"]["status"] == res["anomalies"]["lost-write"]["status"] == "checked"
+    assert scope_texts(res) == ["not applicable (translated from another harness: no broker event logs): "
+                                "the 21 protocol rules"]
+
+
+def test_evidence_that_should_be_there_and_is_not_makes_the_verdict_unknown(tmp_path):
+    run = _ack_undecided_run(tmp_path, evidence=TODAY, nodes=["c0", "n1", "n2"])
+    res = check_run(run, engine="reference")
+    # n2 is listed in the cluster and left no event log: unknown, naming the file; what the other logs
+    # show is still found (those findings are real)
+    assert res["valid"] is False and res["anomalies"]["ack-undecided"]["count"] == 1
+    assert {"file": "nodes/n2/broker.log", "line": None, "partition": None,
+            "reason": "event log is missing (test.json's cluster lists node n2): the protocol rules not checked"} \
+        in res["unknown_reasons"]
+    assert res["anomalies"]["ack-undecided"]["status"] == "missing"
+    # a replica dump directory missing from a backend that makes them: unknown, never out of scope
+    run2 = _ack_undecided_run(tmp_path / "2", evidence=TODAY)
+    shutil.rmtree(run2 / rf.REPLICAS_DIR)
+    res = check_run(run2, engine="reference", allow=["ack-undecided"])
+    assert res["valid"] == "unknown" and res["anomalies"]["divergence"]["status"] == "missing"
+    assert [r["file"] for r in res["unknown_reasons"]] == ["replicas/"]
+    assert res["scope"]["missing"][0]["kinds"] == ["divergence"]
+
+
+@pytest.mark.parametrize("section,error", [
+    ([], "field 'evidence' must be an object"),
+    ({"formats": {"history": "1"}}, "field 'evidence.formats.history' must be a format version (an integer >= 0)"),
+    ({"formats": {"histroy": 1}}, "field 'evidence.formats': unknown evidence 'histroy' (known: history, "
+                                  "replica-dumps, event-logs)"),
+    ({"formats": {"history": 99}}, "field 'evidence.formats.history': format 99 is newer than this checker reads "
+                                   "(up to 1): upgrade highwater"),
+    ({"formats": {"history": 1, "event-logs": 1}}, "field 'evidence.event_types' is missing: which event types "
+                                                    "do the event logs hold?"),
+    ({"formats": {"history": 1}, "absent": {"history": "x"}}, "field 'evidence': 'history' is both in 'formats' and "
+                                                             "in 'absent'"),
+    ({"formats": {"history": 1}, "absent": {"replica-dumps": ""}}, "field 'evidence.absent' must map evidence names "
+                                                                   "to why each is absent"),
+])
+def test_a_malformed_evidence_section_is_one_error_naming_the_field(tmp_path, section, error):
+    run = _ack_undecided_run(tmp_path, evidence=section)
+    with pytest.raises(rf.FormatError) as e:
+        check_run(run, engine="reference")
+    assert str(e.value) == f"{run / rf.TEST_JSON}: {error}"
+
+
+def test_declare_writes_what_parse_reads():
+    doc = ev.declare({"ack", "role"}, {ev.REPLICA_DUMPS: "no disks"}).as_json()
+    assert doc == {"formats": {"history": 1, "event-logs": 1}, "absent": {"replica-dumps": "no disks"},
+                   "event_types": ["ack", "role"]}
+    back = ev.parse({"evidence": doc})
+    assert (back.declared, back.event_types, back.absent) == (True, frozenset({"ack", "role"}), {"replica-dumps": "no disks"})
+    with pytest.raises(ev.EvidenceError, match="unknown evidence"):
+        ev.declare(set(), {"disks": "x"})
+    # undeclared: an external run of before the section had its reason in cluster.no_replica_dumps
+    old = ev.parse({"cluster": {"backend": "external", "no_replica_dumps": "no access"}})
+    assert (old.declared, sorted(old.absent)) == (False, ["event-logs", "replica-dumps"])
+
+
+def test_every_rule_names_event_types_the_adapters_keep():
+    assert set(RULE_EVENTS) == set(RULES)
+    used = set().union(*RULE_EVENTS.values())
+    assert used <= EVENTS_READ, used - EVENTS_READ
+    assert EVENTS_READ <= set(EVENT_NAMES)
+
+
+def test_kind_names_speak_of_whole_families():
+    assert kind_names(list(kinds.PROTOCOL_NAMES)) == "the 21 protocol rules"
+    assert kind_names([k for k in kinds.PROTOCOL_NAMES if k != "read-uncommitted"]) == \
+        "20 of 21 protocol rules (all but read-uncommitted)"
+    assert kind_names(["divergence", "ack-undecided"]) == "divergence, ack-undecided"
