@@ -22,15 +22,23 @@ MISSING_PROBLEMS = {"no-replicas": ev.REPLICA_DUMPS, "missing-dump": ev.REPLICA_
 
 
 def logged_event_types(col_dir: Path) -> frozenset[str]:
-    """The event types present in the run's `events` table (what an undeclared run's logs hold)."""
+    """What an undeclared run's logs hold: the event types present in its `events` table, and each
+    `event.field` a rule needs (broker/rules/evidence.py) that some line of that event carries."""
     import pyarrow.compute as pc
     import pyarrow.dataset as pads
 
     path = Path(col_dir) / "events"
     if not path.is_dir():
         return frozenset()
-    col = pads.dataset(str(path), format="parquet").to_table(columns=["event"]).column("event")
-    return frozenset(e for e in pc.unique(col).to_pylist() if e)
+    table = pads.dataset(str(path), format="parquet").to_table(columns=["event", "fields"])
+    have = {e for e in pc.unique(table.column("event")).to_pylist() if e}
+    for need in sorted(set().union(*RULE_EVENTS.values())):
+        event, _, name = need.partition(".")
+        if name and event in have:
+            lines = table.filter(pc.equal(table.column("event"), event)).column("fields")
+            if pc.any(pc.match_substring(lines, f'"{name}":')).as_py():
+                have.add(need)
+    return frozenset(have)
 
 
 def kind_statuses(evidence: ev.Evidence, problems: list[dict[str, Any]], col_dir: Path) -> dict[str, ev.Status]:

@@ -158,7 +158,11 @@ def rule_status(ev: Evidence, needs: frozenset[str], have: frozenset[str] | None
     RULE_EVENTS); `have` the event types the run's logs hold, when the run declared none (read off the
     lines present). A declared run's event types are what its brokers write, so a rule needing another is
     out of this format; an undeclared run's are what its lines show."""
-    types = ev.event_types if ev.event_types is not None else have
+    if ev.event_types is not None:
+        # a declared format holds every field of the event types it declares (broker/eventlog.py)
+        types = ev.event_types | {n for n in needs if n.partition(".")[0] in ev.event_types}
+    else:
+        types = have
     if types is None or not needs:
         return Status(CHECKED)
     if ev.event_types is None and not types:
@@ -166,9 +170,10 @@ def rule_status(ev: Evidence, needs: frozenset[str], have: frozenset[str] | None
     lacking = sorted(needs - types)
     if not lacking:
         return Status(CHECKED)
-    names = " or ".join(f"`{t}`" for t in lacking)
+    names = " or ".join(f"`{t.partition('.')[0]}` lines with `{t.partition('.')[2]}`" if "." in t else f"`{t}` lines"
+                        for t in lacking)
     if ev.event_types is not None:
-        why = f"the run's brokers write no {names} lines (event-log format {ev.formats.get(EVENT_LOGS, 0)})"
+        why = f"the run's brokers write no {names} (event-log format {ev.formats.get(EVENT_LOGS, 0)})"
     else:
-        why = f"the run's event logs, of a format written before formats were declared, hold no {names} lines"
+        why = f"the run's event logs, of a format written before formats were declared, hold no {names}"
     return Status(NOT_CHECKED, why, EVENT_LOGS)

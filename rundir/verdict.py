@@ -53,8 +53,17 @@ def scope_texts(results: dict[str, Any] | None) -> list[str]:
     """What the verdict does not cover (results.json `scope`), one text per group: "not applicable:
     (why): divergence" for evidence out of the backend's scope, "not checked (why): ack-undecided" for
     evidence the run's format cannot hold. Evidence that is missing is an unknown reason instead."""
-    words = {"not_applicable": "not applicable", "not_checked": "not checked"}
-    return [f"{words[g['key']]} ({g['reason']}): {g['kinds']}" for g in scope_groups(results)]
+    out = []
+    scope = (results or {}).get("scope") or {}
+    for key, word in (("not_applicable", "not applicable"), ("not_checked", "not checked")):
+        groups = [g for g in scope.get(key) or [] if isinstance(g, dict) and g.get("kinds")]
+        if len(groups) == 1 or key == "not_applicable":
+            out += [f"{word} ({g['reason']}): {kind_names(list(g['kinds']))}" for g in groups]
+        elif groups:     # one line for the rules an older format cannot feed; results.json has each reason
+            names = [k for g in groups for k in g["kinds"]]
+            out.append(f"{word} (the run's format lacks the event lines they need; results.json scope): "
+                       f"{kind_names(names)}")
+    return out
 
 
 SCOPE_HEADS = (("not_applicable", "Not applicable to this cluster"), ("not_checked", "Not checked in this run's format"))

@@ -9,7 +9,7 @@ import shutil
 
 import pytest
 
-from broker.eventlog import EVENT_NAMES
+from broker.eventlog import EVENT_FIELDS, EVENT_NAMES
 from broker.rules import EVENTS_READ, RULES
 from broker.rules.evidence import RULE_EVENTS
 from checkers.check import check_run
@@ -151,8 +151,13 @@ def test_declare_writes_what_parse_reads():
 def test_every_rule_names_event_types_the_adapters_keep():
     assert set(RULE_EVENTS) == set(RULES)
     used = set().union(*RULE_EVENTS.values())
-    assert used <= EVENTS_READ, used - EVENTS_READ
+    events = {n.partition(".")[0] for n in used}
+    assert events <= EVENTS_READ, events - EVENTS_READ
     assert EVENTS_READ <= set(EVENT_NAMES)
+    # a field a rule needs is one its event carries (broker/eventlog.py)
+    fields = {tuple(n.split(".")) for n in used if "." in n}
+    assert fields == {("hw-change", "leo"), ("leader-change", "version")}
+    assert all(f in EVENT_FIELDS[e] for e, f in fields)
 
 
 def test_kind_names_speak_of_whole_families():

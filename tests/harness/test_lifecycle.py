@@ -23,6 +23,10 @@ class FakeCluster:
     def layout(self):
         return {"backend": "local", "nodes": {}}
 
+    def evidence(self):
+        from rundir.evidence import declare
+        return declare({"ack"})
+
     def stop_all(self):
         self.calls.append("stop_all")
 
@@ -92,6 +96,8 @@ def test_the_phases_in_order_and_the_checker_verdict(world):
                      ("final", True), "stop_all", "collect", "teardown", "check", "report"]
     assert outcome.exit_code == EXIT_VALID and outcome.problems == [] and not outcome.interrupted
     assert (outcome.run_dir / "test.json").exists() and (outcome.run_dir / "harness.log").exists()
+    import json
+    assert json.loads((outcome.run_dir / "test.json").read_text())["evidence"]["event_types"] == ["ack"]
     calls.clear()
     state["valid"] = False
     assert lifecycle.run(cfg, Middle(calls)).exit_code == EXIT_INVALID
