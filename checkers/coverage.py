@@ -23,21 +23,26 @@ MISSING_PROBLEMS = {"no-replicas": ev.REPLICA_DUMPS, "missing-dump": ev.REPLICA_
 
 def logged_event_types(col_dir: Path) -> frozenset[str]:
     """What an undeclared run's logs hold: the event types present in its `events` table, and each
-    `event.field` a rule needs (broker/rules/evidence.py) that some line of that event carries."""
+    `event.field` a rule needs (broker/rules/evidence.py) that some line of that event carries. Streamed
+    batch by batch, and a field's search stops at its first line, so memory stays bounded at any size."""
     import pyarrow.compute as pc
     import pyarrow.dataset as pads
 
     path = Path(col_dir) / "events"
     if not path.is_dir():
         return frozenset()
-    table = pads.dataset(str(path), format="parquet").to_table(columns=["event", "fields"])
-    have = {e for e in pc.unique(table.column("event")).to_pylist() if e}
+    dataset = pads.dataset(str(path), format="parquet")
+    have: set[str] = set()
+    for batch in dataset.to_batches(columns=["event"]):
+        have.update(e for e in pc.unique(batch.column(0)).to_pylist() if e)
     for need in sorted(set().union(*RULE_EVENTS.values())):
         event, _, name = need.partition(".")
-        if name and event in have:
-            lines = table.filter(pc.equal(table.column("event"), event)).column("fields")
-            if pc.any(pc.match_substring(lines, f'"{name}":')).as_py():
+        if not name or event not in have:
+            continue
+        for batch in dataset.to_batches(columns=["fields"], filter=pc.field("event") == event):
+            if pc.any(pc.match_substring(batch.column(0), f'"{name}":')).as_py():
                 have.add(need)
+                break
     return frozenset(have)
 
 
