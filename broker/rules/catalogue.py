@@ -11,6 +11,7 @@ the controller's ISR and ELR by ISR version and the leader it elected for each e
 """
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass, field, make_dataclass
 from typing import Any, Iterable
 
@@ -153,8 +154,13 @@ class PartitionRules:
         self.leader_hw = 0                               # the highest HW any leader has had
         self.leader_hw_row: dict | None = None
         self._clock = self.settings.same_clock
-        self.decided: set[int] = set()                   # every offset some leader logged an `ack` for
-        self.sent: list[dict] = []                       # the producers' ok sends (`sent` rows)
+        self.decided = _Ranges()                         # every offset some leader logged an `ack` for
+        # the ok sends (`sent` rows) whose offset no `ack` has covered yet, in arrival order: a send's row may
+        # come just before its leader's `ack` (the broker logs it just before it answers), so most leave
+        # at once and the state stays as small as the acks in flight, not as the history
+        self.undecided: dict[int, dict] = {}
+        self._by_offset: dict[int, list[int]] = {}
+        self._sends = 0                                  # ok sends seen (judged at the end)
 
     # --- the checks ---------------------------------------------------------------------------
 
@@ -177,8 +183,12 @@ class PartitionRules:
         elif src == "client" and event == "read":
             self._read(row, found)
         elif src == "client" and event == "sent":
-            if isinstance(row.get("offset"), int):
-                self.sent.append(row)
+            offset = row.get("offset")
+            if isinstance(offset, int):
+                self._sends += 1
+                if offset not in self.decided:
+                    self.undecided[self._sends] = row
+                    self._by_offset.setdefault(offset, []).append(self._sends)
         elif src == "nemesis" and event == "damaged":
             # a storage fault damaged this broker's files while it was down: the recovery that reads them
             # may cut what it acknowledged (the disk's loss, not the broker's; the other copies keep it)
@@ -202,8 +212,8 @@ class PartitionRules:
         if not self.ctl.seen:
             return found
         elected = {f"n{b}" for b in self.ctl.elected.values() if b is not None}
-        if self.sent and elected <= set(self.nodes):
-            for row in self.sent:
+        if self._sends and elected <= set(self.nodes):
+            for row in self.undecided.values():
                 if row["offset"] not in self.decided:
                     found.append(self._v("ack-undecided", row, row.get("epoch"),
                                          f"a producer was told offset {row['offset']} succeeded; no leader logged "
@@ -369,7 +379,15 @@ class PartitionRules:
                                  f"{flushed} (flush=always)"))
         node.acked_end = max(node.acked_end, last + 1)
         base = row.get("base")
-        self.decided.update(range(base if isinstance(base, int) and base <= last else last, last + 1))
+        first = base if isinstance(base, int) and base <= last else last
+        self.decided.add(first, last + 1)
+        if self._by_offset:                              # the sends this ack decides leave the undecided
+            span = range(first, last + 1)
+            covered = ([o for o in span if o in self._by_offset] if len(span) < len(self._by_offset)
+                       else [o for o in self._by_offset if first <= o <= last])
+            for offset in covered:
+                for key in self._by_offset.pop(offset):
+                    del self.undecided[key]
 
     # controller rows
 
@@ -449,6 +467,33 @@ class PartitionRules:
             found.append(self._v("read-uncommitted", row, row.get("epoch"),
                                  f"a poll returned offset {offset}; no leader had an HW above "
                                  f"{self.leader_hw} by then", self.leader_hw_row))
+
+
+class _Ranges:
+    """A set of offsets kept as sorted, disjoint [start, end) ranges: a leader's acks cover runs of
+    offsets, so the ranges stay as few as the gaps between them, however long the history."""
+
+    def __init__(self) -> None:
+        self.starts: list[int] = []
+        self.ends: list[int] = []
+
+    def add(self, start: int, end: int) -> None:
+        if start >= end:
+            return
+        starts, ends = self.starts, self.ends
+        if ends and ends[-1] >= start and starts[-1] <= start:      # the usual case: extends the last range
+            ends[-1] = max(ends[-1], end)
+            return
+        i = bisect.bisect_left(ends, start)                         # the first range ending at or after start
+        j = bisect.bisect_right(starts, end)                        # past the last range starting at or before end
+        if i < j:                                                   # merge ranges i .. j-1 with [start, end)
+            start, end = min(start, starts[i]), max(end, ends[j - 1])
+        starts[i:j] = [start]
+        ends[i:j] = [end]
+
+    def __contains__(self, offset: int) -> bool:
+        i = bisect.bisect_right(self.starts, offset) - 1
+        return i >= 0 and offset < self.ends[i]
 
 
 def _name(broker: Any) -> str:

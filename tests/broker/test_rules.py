@@ -419,3 +419,25 @@ def test_the_controllers_restored_state_replaces_what_its_log_showed_last():
         return lg
     assert log(True).kinds() == []
     assert log(False).kinds() == ["election-outside-isr"]
+
+
+def test_ack_undecided_keeps_state_as_small_as_the_acks_in_flight():
+    """100,000 acknowledged sends, each logged just before or just after its leader's `ack`: the rule
+    keeps one range of decided offsets and no pending send, and still finds the one send no ack covers."""
+    rules = PartitionRules(0, RuleSettings())
+    rows = [{"ts": 0, "node": "c0", "src": "controller", "event": "leader-change", "leader": 1, "epoch": 0,
+             "isr": [1], "version": 0},
+            {"ts": 1, "node": "n1", "src": "broker", "event": "role", "role": "leader", "epoch": 0}]
+    for o in range(100_000):
+        ack = {"ts": 10 + 2 * o, "node": "n1", "src": "broker", "event": "ack", "base": o, "last": o, "epoch": 0,
+               "acks": -1, "hw": o + 1, "isr": [1], "min_isr": 1}
+        sent = {"ts": 10 + 2 * o, "node": "client", "src": "client", "event": "sent", "offset": o, "value": o}
+        rows += [sent, ack] if o % 2 else [ack, sent]
+    rows.append({"ts": 10**9, "node": "client", "src": "client", "event": "sent", "offset": 200_000, "value": -1})
+    found = [v for r in rows for v in rules.feed(r)]
+    assert found == []
+    assert (rules.decided.starts, rules.decided.ends) == ([0], [100_000])
+    assert [r["offset"] for r in rules.undecided.values()] == [200_000]
+    late = rules.finish()
+    assert [(v.kind, v.detail) for v in late] == [
+        ("ack-undecided", "a producer was told offset 200000 succeeded; no leader logged an acknowledgement of it")]
