@@ -9,8 +9,8 @@ topic sits in one Spark partition in (ts, node, seq) order, and the rules run ov
 the rules are defined once, in Python, for the simulator and both engines. Only broken rules come
 back: their counts per (kind, partition, time bucket) and the first N of each kind.
 
-A run whose logs hold fewer than DRIVER_ROWS rule lines (a 60-s run logs some tens of thousands) is
-checked on the driver instead, by the reference engine's reading of the same tables: a shuffle and a
+A run whose logs and history hold fewer than DRIVER_ROWS rows for the rules (a 60-s run has some tens
+of thousands) is checked on the driver instead, by the reference engine's reading of the same tables: a shuffle and a
 Python worker cost a cold few seconds, the driver's pass a fraction of one (the other small tables are
 read on the driver for the same reason, engine.py). Both paths run the same rules over the same rows.
 
@@ -32,7 +32,7 @@ from checkers import protocol_trace as trace
 from checkers.anomalies.tables import Tables, rows
 
 KINDS = kinds.PROTOCOL_NAMES
-DRIVER_ROWS = 1_000_000        # below this many `events` rows the rules run on the driver
+DRIVER_ROWS = 1_000_000        # below this many rows (`rule_rows`) the rules run on the driver
 OUT_SCHEMA = "kind string, partition int, node string, ts long, epoch int, detail string, evidence string"
 
 
@@ -118,33 +118,44 @@ def _damage_rows(t: Tables, start_wall_ns: int, parts: DataFrame) -> DataFrame:
                     F.col("index").alias("seq"), F.col("p").alias("partition"), fields.alias("fields")))
 
 
-def _event_rows(col_dir: Path) -> int:
-    """Rows of the `events` table, from the Parquet footers (no scan); 0 without one."""
+def _table_rows(col_dir: Path, table: str) -> int:
+    """Rows of a columnar table, from the Parquet footers (no scan); 0 without one."""
     import pyarrow.parquet as pq
 
-    path = col_dir / "events"
+    path = col_dir / table
     if not path.is_dir():
         return 0
     return sum(pq.ParquetFile(f).metadata.num_rows for f in sorted(path.glob("*.parquet")))
 
 
+def rule_rows(col_dir: Path) -> int:
+    """At most how many rows the rules read: every event line, and a row per ok send and poll (bounded by
+    the history's operations). The driver's pass holds them all in memory, so it is only for small runs."""
+    return _table_rows(col_dir, "events") + _table_rows(col_dir, "ops")
+
+
 def violations_df(t: Tables, col_dir: Path, facts: dict[str, Any], partitions: list[int]) -> DataFrame | None:
-    """The broken rules as a DataFrame (OUT_SCHEMA), or None when the run has no event logs."""
+    """The broken rules as a DataFrame (OUT_SCHEMA), or None when the run has neither event logs nor a
+    history placed on their clock (test.json `start_wall_ns`): nothing for the rules to read."""
     path = Path(col_dir) / "events"
-    if not path.is_dir():
+    logs = path.is_dir()
+    if not logs and facts.get("start_wall_ns") is None:
         return None
     from pyspark.sql.pandas.types import from_arrow_schema
 
     spark = t.spark
     cols = ["ts", "node", "src", "seq", "partition", "fields"]
-    ev = spark.read.schema(from_arrow_schema(rf.arrow_schemas()["events"])).parquet(str(path.resolve())).select(*cols)
+    schema = from_arrow_schema(rf.arrow_schemas()["events"])
+    ev = (spark.read.schema(schema).parquet(str(path.resolve())) if logs
+          else spark.createDataFrame([], schema)).select(*cols)
     parts = spark.createDataFrame([(p,) for p in partitions] or [(0,)], "p int")
     wide = (ev.filter(F.col("partition").isNull() & (F.col("src") == "broker")).crossJoin(F.broadcast(parts))
             .select("ts", "node", "src", "seq", F.col("p").alias("partition"), "fields"))
     all_rows = ev.filter(F.col("partition").isNotNull()).unionByName(wide)
     if facts.get("start_wall_ns") is not None:
         all_rows = all_rows.unionByName(_read_rows(t, facts["start_wall_ns"], facts.get("poll_hw", True)))
-        all_rows = all_rows.unionByName(_sent_rows(t, facts["start_wall_ns"]))
+        if logs:    # ack-undecided is judged only beside the controller's log: without logs a send says nothing
+            all_rows = all_rows.unionByName(_sent_rows(t, facts["start_wall_ns"]))
         all_rows = all_rows.unionByName(_damage_rows(t, facts["start_wall_ns"], parts))
     n = max(1, min(len(partitions), int(spark.conf.get("spark.sql.shuffle.partitions", "4"))))
     settings = json.dumps(facts["settings"].__dict__)
@@ -156,7 +167,7 @@ def analyze(t: Tables, col_dir: Path, facts: dict[str, Any], partitions: list[in
             axis) -> dict[str, dict]:
     """{kind: {"count", "examples", "promised", "buckets": [(partition, bucket, n, tmin, tmax)]}} for every
     protocol kind (the same as trace.findings gives the reference engine, with bucketed totals)."""
-    if _event_rows(Path(col_dir)) < DRIVER_ROWS:
+    if rule_rows(Path(col_dir)) < DRIVER_ROWS:
         return trace.findings(trace.check_reference(col_dir, facts), facts, examples)
     out = trace.empty_findings(facts)
     v = violations_df(t, col_dir, facts, partitions)
