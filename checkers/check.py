@@ -37,13 +37,6 @@ def _test(run_dir: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     return data, cfg
 
 
-def _evidence(run_dir: Path, test: dict[str, Any]) -> evidence.Evidence:
-    try:
-        return evidence.parse(test)
-    except evidence.EvidenceError as exc:
-        raise rf.FormatError(run_dir / rf.TEST_JSON, None, str(exc)) from None
-
-
 class _Phases:
     """Tells `step` each phase's name as it starts and keeps how long each took."""
 
@@ -117,7 +110,7 @@ def check_run(run_dir: Path | str, *, engine: str = "spark", spark_master: str |
     phases = _Phases(step)
     say = phases.start
     test, config = _test(run_dir)
-    declared = _evidence(run_dir, test)
+    declared = evidence.parse_in(test, run_dir / rf.TEST_JSON)
     failing = policy.failing_kinds(config, fail_on=fail_on, allow=allow)
     say("reading input")
     ing = ingest_mod.ingest(run_dir, lenient=lenient)

@@ -469,14 +469,6 @@ def _test_doc(run_dir: Path) -> dict:
     return doc if isinstance(doc, dict) else {}
 
 
-def _evidence(run_dir: Path, test: dict) -> ev.Evidence:
-    """The run's declared evidence (rundir/evidence.py); a malformed section is a FormatError naming it."""
-    try:
-        return ev.parse(test)
-    except ev.EvidenceError as exc:
-        raise FormatError(run_dir / rf.TEST_JSON, None, str(exc)) from None
-
-
 def _expected_logs(run_dir: Path, test: dict) -> list[str]:
     """The nodes test.json's cluster lists, each of which must have left an event log."""
     cluster = test.get("cluster") if isinstance(test.get("cluster"), dict) else {}
@@ -649,7 +641,7 @@ def _convert(run_dir: Path, sources: dict, *, lenient: bool, progress) -> Ingest
         have = {(node, part) for node, part, _ in dumps}
         have_dir = (run_dir / rf.REPLICAS_DIR).is_dir()
         test = _test_doc(run_dir)
-        evidence = _evidence(run_dir, test)
+        evidence = ev.parse_in(test, run_dir / rf.TEST_JSON)
         if not have_dir and ev.REPLICA_DUMPS not in evidence.absent:
             # what a run that crashed before its dumps leaves: checked without them, and said so (a backend
             # that cannot dump replicas declares them absent: out of scope, no problem; checkers/coverage.py)

@@ -132,6 +132,16 @@ def parse(test: dict[str, Any]) -> Evidence:
                     dict(absent))
 
 
+def parse_in(test: dict[str, Any], path: Any) -> Evidence:
+    """`parse`, a malformed section raised as the run directory's FormatError naming `path` (test.json)."""
+    from rundir.formats import FormatError
+
+    try:
+        return parse(test)
+    except EvidenceError as exc:
+        raise FormatError(path, None, str(exc)) from None
+
+
 @dataclass(frozen=True)
 class Status:
     """One anomaly kind's coverage in a run: `status` (STATUSES) and, unless checked, why."""
