@@ -166,6 +166,10 @@ def get_session(master: str | None = None, app_name: str = "highwater-check", ro
     _classic_allowed(master)
     if master.startswith("local"):
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # the driver listens on loopback only
+    # the Python workers (the protocol rules' mapInArrow) run this environment's Python, as the shared
+    # driver's do: left to PySpark they ran `python3` from PATH, which need not have pyarrow
+    from checkers.spark_driver import worker_python
+    os.environ.setdefault("PYSPARK_PYTHON", worker_python())
     builder = SparkSession.builder.appName(app_name).master(master)
     # elsewhere the executors do the work: the driver keeps the JVM's default
     conf = local_conf(profile=jvm_profile(rows) if master.startswith("local") else "tiered")
