@@ -26,7 +26,7 @@ never did. `--reach DIR ...` runs nothing: it counts, for every mutant with a ma
 under DIR that took its path (point it at the results of many default runs, e.g. benchmarks/false_alarms.py).
 
 It prints a progress line per step, how long each step took, the anomaly kinds of the caught ones
-(results.json `failing_kinds`, explore.json `findings_by_invariant`, the suite's failed configurations)
+(results.json `failed_kinds`, explore.json `findings_by_invariant`, the suite's failed configurations)
 and the mutants that escaped; `--json` saves the figures (rewritten after every mutant). The working tree
 is never modified: only the copies are, under the results directory (a fresh temp dir by default, so the
 mutants' runs never land in the repo's results/).

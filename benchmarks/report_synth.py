@@ -191,7 +191,7 @@ def build_run(run_dir: Path, *, ops: int = 1_000_000, partitions: int = 4, worke
     anomalies["lost-write"] = {"count": len(lost), "fails_run": True, "examples": lost}
     anomalies["divergence"] = {"count": 300, "fails_run": True, "examples": divergence}
     (run_dir / "results.json").write_text(json.dumps({
-        "valid": False, "failing_kinds": ["lost-write", "divergence"], "anomalies": anomalies,
+        "valid": False, "failed_kinds": ["lost-write", "divergence"], "anomalies": anomalies,
         "unseen": {"count": 0, "partitions": []},
         "partitions": [{"partition": p, "recovered": True, "hw": next_offset[p], "acked": len(acked[p]),
                         "committed": next_offset[p]} for p in range(partitions)],

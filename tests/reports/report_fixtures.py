@@ -266,7 +266,7 @@ def make_run(results_root: Path, kind: str = "invalid", *, name: str | None = No
         for item in parts:
             item["lost"] = len(lost_by.get(item["partition"], []))
     results = {
-        "valid": valid, "failing_kinds": ["lost-write", "divergence"] if lossy else [],
+        "valid": valid, "failed_kinds": ["lost-write", "divergence"] if lossy else [],
         "anomalies": anomalies,
         "unseen": {"count": 3 if kind == "unknown" else 0, "partitions": [0] if kind == "unknown" else []},
         "partitions": parts,
