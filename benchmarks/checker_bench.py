@@ -1,7 +1,8 @@
 """Benchmark of `highwater check`: wall time and peak memory for 1M, 10M and 100M sends (three replicas).
 
-For each size a synthetic run directory (checkers/synthetic.py, Parquet written directly, 5 injected
-anomalies of every kind) is generated once into the cache directory (default .bench/, git-ignored), then
+For each size a synthetic run directory (checkers/synthetic.py, Parquet written directly, with the
+brokers' and the controller's event logs, 5 injected anomalies of every history kind and protocol rule,
+the "findings == injected set" line below covering both) is generated once into the cache directory (default .bench/, git-ignored), then
 `highwater check RUN_DIR` runs end to end as a subprocess (Spark local mode, JVM start-up included) and
 so does `highwater check --engine reference` (the single-process reference) where it fits in memory.
 Printed per run: wall time, peak RSS of the whole process tree (driver JVM + Python, sampled every
@@ -210,7 +211,7 @@ def ensure_run(cache: Path, sends: int, k: int) -> tuple[Path, dict]:
     manifest = run / rf.COLUMNAR_DIR / rf.COLUMNAR_MANIFEST
     if manifest.exists():
         m = json.loads(manifest.read_text())
-        if m.get("sends") == sends and m.get("k") == k and m.get("seed") == 1:
+        if m.get("sends") == sends and m.get("k") == k and m.get("seed") == 1 and m.get("event_logs"):
             return run, m["expected"]
     t = time.monotonic()
     expected = synthetic.generate(run, sends, k=k, seed=1)

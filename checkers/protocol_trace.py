@@ -25,12 +25,14 @@ from typing import Any, Iterable, Iterator
 
 from broker.config_keys import parse_acks, rule_keys
 from broker.rules import PartitionRules, RuleSettings, Violation, promised
+from broker.rules.catalogue import ack_span, decided_ranges, undecided_sends
 from checkers import explain
 from rundir import formats as rf
 from rundir import kinds
 
 READ_SLACK_NS = 5_000_000
-SAME_CLOCK_BACKENDS = ("local", "docker")     # every broker reads this machine's clock
+# every broker reads this machine's clock (a synthetic run, checkers/synthetic.py, stamps every row on one)
+SAME_CLOCK_BACKENDS = ("local", "docker", "synthetic")
 
 
 def _config(run_dir: Path) -> dict[str, Any]:
@@ -145,8 +147,10 @@ def sort_key(row: dict[str, Any]) -> tuple:
     return row["ts"], row["node"], row["seq"]
 
 
-def rows_by_partition(col_dir: Path | str, facts: dict[str, Any]) -> dict[int, list[dict]]:
-    """The reference engine's rows: each partition's, sorted."""
+def rows_by_partition(col_dir: Path | str, facts: dict[str, Any],
+                      sends: dict[int, list[dict]] | None = None) -> dict[int, list[dict]]:
+    """The reference engine's rows: each partition's, sorted. With `sends` (a dict), the `sent` rows go
+    there instead (each partition's, sorted), for `undecided_sends`."""
     import pyarrow.dataset as pads
 
     col_dir = Path(col_dir)
@@ -162,18 +166,20 @@ def rows_by_partition(col_dir: Path | str, facts: dict[str, Any]) -> dict[int, l
                 node_wide.append(row)
             else:
                 out[part].append(row)
-    ops = _ops_rows(col_dir)
+    ops = _ops_rows(col_dir, sends=events.is_dir())
     start = facts.get("start_wall_ns")
     if start is not None:
         for p, row in _poll_reads(col_dir, ops, start, facts.get("poll_hw", True)):
             out[p].append(row)
         for p, row in _ok_sends(ops, start):
-            out[p].append(row)
+            (out[p] if sends is None else sends.setdefault(p, [])).append(row)
         node_wide += _damage_rows(ops, start)
     partitions = set(out) | {op["partition"] for op in ops if op["partition"] is not None}
     for p in partitions:
         rows = out[p]
         rows.extend(dict(r, partition=p) for r in node_wide if r.get("src") in ("broker", "nemesis"))
+        rows.sort(key=sort_key)
+    for rows in (sends or {}).values():
         rows.sort(key=sort_key)
     return dict(out)
 
@@ -183,15 +189,24 @@ OPS_COLUMNS = ["index", "time", "process", "type", "f", "partition", "offset", "
                "phase", "targets", "damage"]
 
 
-def _ops_rows(col_dir: Path) -> list[dict[str, Any]]:
-    """The history's operations (OPS_COLUMNS), read once; [] without an ops table."""
+def _ops_rows(col_dir: Path, sends: bool = True) -> list[dict[str, Any]]:
+    """The history's operations the rules read (OPS_COLUMNS), read once: ok polls, corrupt faults' starts
+    and, with `sends`, ok sends told their offset (ack-undecided, judged only beside event logs); [] without
+    an ops table. Filtered before they become Python rows: a 10M-send history is 20M operations."""
+    import pyarrow.compute as pc
     import pyarrow.dataset as pads
 
     if not (col_dir / "ops").is_dir():
         return []
     dataset = pads.dataset(str(col_dir / "ops"), format="parquet")
     have = [c for c in OPS_COLUMNS if c in dataset.schema.names]     # tables of an older converter lack some
-    rows = dataset.to_table(columns=have).to_pylist()
+    done = pc.field("type") != "invoke"
+    wanted = (pc.field("f") == "poll") & (pc.field("type") == "ok")
+    if sends:
+        wanted = wanted | ((pc.field("f") == "send") & (pc.field("type") == "ok"))
+    if "fault" in have:
+        wanted = wanted | ((pc.field("process") == rf.NEMESIS_PROCESS) & done)
+    rows = dataset.to_table(columns=have, filter=wanted).to_pylist()
     missing = [c for c in OPS_COLUMNS if c not in have]
     for row in rows if missing else ():
         row.update(dict.fromkeys(missing))
@@ -264,24 +279,44 @@ def _ok_sends(ops: list[dict[str, Any]], start_wall_ns: int) -> Iterator[tuple[i
 
 # --- the rules ----------------------------------------------------------------------------------------
 
-def check_sorted(rows: Iterable[dict], settings: RuleSettings) -> Iterator[Violation]:
-    """Run the rules over rows sorted by (partition, ts, node, seq): a new partition starts new rules."""
+def check_sorted(rows: Iterable[dict], settings: RuleSettings,
+                 judged: list[int] | None = None) -> Iterator[Violation]:
+    """Run the rules over rows sorted by (partition, ts, node, seq): a new partition starts new rules.
+    With `judged` (a list), the rows carry no `sent` rows: ack-undecided is left to `undecided_sends` (or
+    its DataFrame form), and each partition it may judge is appended to `judged`. Either way the state
+    kept is one partition's, bounded by its nodes and epochs."""
     rules: PartitionRules | None = None
+    track = judged is None
     for row in rows:
         p = row["partition"]
         if rules is None or rules.partition != p:
             if rules is not None:
-                yield from rules.finish()
-            rules = PartitionRules(p, settings)
+                yield from _finish(rules, judged)
+            rules = PartitionRules(p, settings, sends=track)
         yield from rules.feed(row)
     if rules is not None:
-        yield from rules.finish()
+        yield from _finish(rules, judged)
+
+
+def _finish(rules: PartitionRules, judged: list[int] | None) -> list[Violation]:
+    found = rules.finish()
+    if judged is not None and rules.ack_judged():
+        judged.append(rules.partition)
+    return found
 
 
 def check_reference(col_dir: Path | str, facts: dict[str, Any]) -> list[Violation]:
-    by_part = rows_by_partition(col_dir, facts)
+    """Every violation of the run, on one process: the rules over each partition's rows, then ack-undecided
+    over each judged partition's ok sends and the acks' spans (as the Spark engine's range anti-join)."""
+    sends: dict[int, list[dict]] = {}
+    by_part = rows_by_partition(col_dir, facts, sends)
     merged = (row for p in sorted(by_part) for row in by_part[p])
-    return list(check_sorted(merged, facts["settings"]))
+    judged: list[int] = []
+    found = list(check_sorted(merged, facts["settings"], judged))
+    for p in judged:
+        spans = (ack_span(r) for r in by_part[p] if r.get("src") == "broker" and r.get("event") == "ack")
+        found += undecided_sends(p, sends.get(p, ()), decided_ranges(s for s in spans if s is not None))
+    return found
 
 
 # --- findings ----------------------------------------------------------------------------------------

@@ -20,6 +20,13 @@ expected counts are returned (and stored in the columnar manifest under "expecte
   poll-skip / nonmonotonic-poll   the consumer misses one record / reads one twice
   dirty-read         the consumer reads an absent info-send's value (+1 inconsistent-offset)
   hw-regression      a poll reports HW-1 in the same epoch; hw-regression-cross-epoch: HW-2 in epoch 2
+The event logs (`events` table, as checkers/ingest.py writes it): six lines per record of a log (each
+follower's `leo-reported`, the leader's `hw-change` and `ack`, each follower's `hw-change`) after every
+broker's `start`, `recovered` and `role` and the controller's `leader-change`; a clean run breaks no
+protocol rule. k violations of every rule of EVENT_INJECTED are placed between records (`_inject_events`),
+each found once (epoch-two-leaders also +1 leader-not-elected: the second leader was never elected;
+ack-undecided: a record's `ack` line left out). read-uncommitted, hw-reported-ahead and
+damaged-record-kept are not injected (they need the history's polls or storage faults changed).
 Memory is bounded by one partition's log (8 bytes per record) plus one chunk of operations.
 """
 from __future__ import annotations
@@ -180,6 +187,7 @@ class _Writer:
         directory.mkdir(parents=True, exist_ok=True)
         self.w = rf.parquet_writer(directory / "part-0.parquet", schema)
         self.schema = schema
+        self.lines: list[tuple] = []     # the events table's single lines (`_line`)
 
     def write(self, cols: dict[str, Any]) -> None:
         n = next(len(v[0]) if isinstance(v, tuple) else len(v)
@@ -212,8 +220,9 @@ def _choice(codes: np.ndarray, names: list[str]) -> pa.Array:
 
 
 def generate(run_dir: Path | str, sends: int, *, partitions: int = 8, k: int = 5, seed: int = 1,
-             chunk: int = 1_000_000, config: dict | None = None) -> dict[str, int]:
-    """Write a synthetic run; returns the expected anomaly counts (and `divergence_committed`)."""
+             chunk: int = 1_000_000, config: dict | None = None, events: bool = True) -> dict[str, int]:
+    """Write a synthetic run; returns the expected anomaly counts (and `divergence_committed`). With
+    `events` (the default), the brokers' and the controller's event logs too (`_events`)."""
     run_dir = Path(run_dir)
     P = partitions
     rng = np.random.default_rng(seed)
@@ -336,10 +345,13 @@ def generate(run_dir: Path | str, sends: int, *, partitions: int = 8, k: int = 5
         W["final_state"].write({"partition": [p], "recovered": [True], "hw": [L], "leader": ["n1"], "epoch": [1],
                                 "isr": [json.dumps(list(NODES))], "replicas": [json.dumps(reps, sort_keys=True)]})
         index += 1
+    if events:
+        _events(W, outcome, P, k, plan, expected)
     for w in W.values():
         w.close()
     expected = {k2: v for k2, v in expected.items()}
     manifest = {"synthetic": True, "sends": sends, "partitions": P, "k": k, "seed": seed, "history_lines": index,
+                "event_logs": events,
                 "expected": expected, "skipped": {}, "torn": {}}
     (col / rf.COLUMNAR_MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
     rf.write_json(run_dir / rf.TEST_JSON, {
@@ -404,3 +416,189 @@ def _reads(W: dict, p: int, log: np.ndarray, L: int, index: int, proc: str, f: s
                           "time": ok_index[s:e] * DT, "pos": pos[s:e],
                           "epoch": np.full(e - s, -1, dtype=np.int32)})   # reads carry no epoch here
     return index + rows
+
+
+# ---- event logs ------------------------------------------------------------------------------------
+# Per record of a partition's log (offset o, written by send i, at ts (2i+1)*DT + the line's place): each
+# follower's `leo-reported` of o+1, the leader's `hw-change` to o+1, its `ack` of [o, o], then each
+# follower's `hw-change` to o+1 (the six lines a real acks=all produce logs). Before the first record: every
+# broker's `start` (node-wide), `recovered` at 0 and `role` (n1 leads epoch 1, elected by the controller's
+# `leader-change`), and n1's `follower-served` of each follower.
+LEADER, FOLLOWERS = "n1", ("n2", "n3")
+EVENT_CHUNK = 250_000          # records per batch of event lines
+# the rules injected into the event logs (the order they are placed in), and what else each one breaks
+EVENT_INJECTED = ("hw-above-leo", "leader-hw-decrease", "follower-hw-ahead", "ack-above-hw", "ack-below-min-isr",
+                  "acked-not-durable", "ack-before-flush", "epoch-two-leaders", "leader-not-elected",
+                  "epoch-outlived-restart", "election-outside-isr", "epoch-not-increasing", "truncate-below-hw",
+                  "isr-join-lagging", "stale-epoch-served", "reported-before-flush", "flushed-past-truncation",
+                  "ack-undecided")
+EVENT_SIDE_EFFECTS = {"epoch-two-leaders": "leader-not-elected"}   # the second leader was never elected
+
+
+def _fields(event: str, p: int, **cols: Any) -> pa.Array:
+    """A column of JSON objects {"event", "partition", then `cols` in order}: ints (numpy arrays or
+    scalars) and JSON literals (str)."""
+    n = next(len(v) for v in cols.values() if isinstance(v, np.ndarray))
+    parts: list[Any] = [f'{{"event":"{event}","partition":{p}']
+    for name, v in cols.items():
+        parts.append(f',"{name}":')
+        parts.append(_as_str(v) if isinstance(v, np.ndarray) else (v if isinstance(v, str) else str(v)))
+    parts.append("}")
+    arrays = [pa.array(np.full(n, x, dtype=object), pa.string()) if isinstance(x, str) else x for x in parts]
+    return pc.binary_join_element_wise(*arrays, "")
+
+
+def _event_rows(W: dict, ts: list, node: list, src: str, p: int | None, fields: list) -> None:
+    if not ts:
+        return
+    t = np.concatenate(ts)
+    W["events"].write({"ts": t, "node": pa.concat_arrays(node), "src": src, "seq": t,
+                       "event": pc.extract_regex(pa.concat_arrays(fields), r'^\{"event":"(?P<e>[^"]+)"').field("e"),
+                       "partition": (np.full(len(t), -1 if p is None else p, dtype=np.int32),
+                                     np.full(len(t), p is None)),
+                       "fields": pa.concat_arrays(fields)})
+
+
+def _line(W: dict, ts: int, node: str, src: str, p: int | None, fields: dict) -> None:
+    """One event line, kept until `_flush_lines` (the few lines outside the per-record batches)."""
+    body = json.dumps({"event": fields.pop("event"), **({} if p is None else {"partition": p}), **fields},
+                      separators=(",", ":"))
+    W["events"].lines.append((ts, node, src, p, body))
+
+
+def _flush_lines(W: dict) -> None:
+    lines = sorted(W["events"].lines, key=lambda x: x[0])
+    W["events"].lines = []
+    for src in ("broker", "controller"):
+        mine = [x for x in lines if x[2] == src]
+        for p in sorted({x[3] for x in mine}, key=lambda q: -1 if q is None else q):
+            rows = [x for x in mine if x[3] == p]
+            _event_rows(W, [np.array([x[0] for x in rows], dtype=np.int64)], [pa.array([x[1] for x in rows])],
+                        src, p, [pa.array([x[4] for x in rows])])
+
+
+def _inject_events(W: dict, p: int, kinds: list[tuple[str, int, int]], ok_at: np.ndarray) -> None:
+    """The injected violations of one partition, each at (kind, record offset o, its send index i), placed
+    between record o's lines and the next record's (which find the state as the baseline left it)."""
+    epoch, version = 1, 1
+    for kind, o, i in sorted(kinds, key=lambda x: x[1]):
+        t = (2 * i + 1) * DT + 100
+        b = lambda node, ts, **f: _line(W, ts, node, "broker", p, f)       # noqa: E731
+        c = lambda ts, **f: _line(W, ts, "c0", "controller", p, f)          # noqa: E731
+        if kind == "hw-above-leo":
+            b(LEADER, t, event="hw-change", old=o + 1, new=o + 1, leo=o)
+        elif kind == "leader-hw-decrease":
+            b(LEADER, t, event="hw-change", old=o + 1, new=o, leo=o + 1)
+        elif kind == "follower-hw-ahead":
+            b("n2", t, event="hw-change", old=o + 1, new=o + 5, leo=o + 5)
+        elif kind == "ack-above-hw":
+            b(LEADER, t, event="ack", base=o, last=o, epoch=1, acks=-1, hw=o, isr=[1, 2, 3], min_isr=2, flushed=o + 1)
+        elif kind == "ack-below-min-isr":
+            b(LEADER, t, event="ack", base=o, last=o, epoch=1, acks=-1, hw=o + 1, isr=[1], min_isr=2, flushed=o + 1)
+        elif kind == "ack-before-flush":
+            b(LEADER, t, event="ack", base=o, last=o, epoch=1, acks=-1, hw=o + 1, isr=[1, 2, 3], min_isr=2, flushed=o)
+        elif kind == "acked-not-durable":      # n1 reopens its log short of what it acked, and leads again
+            b(LEADER, t, event="recovered", leo=o - 1, hw=o - 1)
+            b(LEADER, t + 1, event="role", role="leader", epoch=1)
+        elif kind == "epoch-two-leaders":      # n2 claims epoch 1 too, then follows again
+            b("n2", t, event="role", role="leader", epoch=1)
+            b("n2", t + 1, event="role", role="follower", epoch=1)
+        elif kind == "leader-not-elected":     # n1 claims an epoch no election gave, then its own again
+            epoch += 1
+            b(LEADER, t, event="role", role="leader", epoch=epoch)
+            b(LEADER, t + 1, event="role", role="leader", epoch=1)
+        elif kind == "epoch-outlived-restart":  # n2 elected, restarted, then leads that epoch
+            epoch += 1
+            c(t, event="leader-change", leader=2, epoch=epoch, isr=[1, 2, 3])
+            b("n2", t + 1, event="start")
+            b("n2", t + 2, event="recovered", leo=o + 1, hw=o + 1)
+            b("n2", t + 3, event="role", role="leader", epoch=epoch)
+            b("n2", t + 4, event="role", role="follower", epoch=1)
+        elif kind == "election-outside-isr":   # n3 elected from an ISR without it; the ISR is then restored
+            epoch += 1
+            c(t, event="isr-change", version=version + 1, isr=[1, 2], elr=[])
+            c(t + 1, event="leader-change", leader=3, epoch=epoch, isr=[1, 2], version=version + 2)
+            c(t + 2, event="isr-change", version=version + 3, isr=[1, 2, 3], elr=[])
+            version += 3
+        elif kind == "epoch-not-increasing":
+            c(t, event="leader-change", leader=1, epoch=1, isr=[1, 2, 3])
+        elif kind == "truncate-below-hw":
+            b("n2", t, event="truncate", to=o - 1, why="leader-epoch")
+        elif kind == "isr-join-lagging":
+            b(LEADER, t, event="isr-expand-proposed", replica=3, replica_leo=o - 5, hw=o + 1, epoch_start=0)
+        elif kind == "stale-epoch-served":
+            b(LEADER, t, event="follower-served", replica=2, request="fetch", request_epoch=0)
+        elif kind == "reported-before-flush":
+            b("n2", t, event="leo-reported", leo=o + 1, flushed=o, epoch=1, leader=1)
+        elif kind == "flushed-past-truncation":
+            b("n3", t, event="truncate", to=o + 1, why="leader-epoch", flushed=o + 5, log_start=0)
+        # ack-undecided: the record's own `ack` line is left out (`_events`)
+
+
+def _events(W: dict, outcome: np.ndarray, P: int, k: int, plan: _Plan, expected: dict[str, int]) -> None:
+    """Write the brokers' and the controller's event lines (the `events` table), with k violations of
+    every rule of EVENT_INJECTED, counted into `expected`."""
+    for n, node in enumerate(NODES):
+        _line(W, 1 + n, node, "broker", None, {"event": "start", "truncation": "leader-epoch", "flush": "always",
+                                               "power_loss": False, "min_insync_replicas": 2})
+    spots: dict[int, list[tuple[str, int, int]]] = {p: [] for p in range(P)}
+    for p in range(P):
+        idx, oc = _log(outcome, p, P)
+        present = (oc == OK) | (oc == INFO_PRESENT)
+        rec_send, rec_ok = idx[present], oc[present] == OK
+        L = len(rec_send)
+        taken = {o for o in plan.log_set.get(p, {})} | set(plan.ack_offset.values())
+        c0 = lambda ts, **f: _line(W, ts, "c0", "controller", p, f)     # noqa: E731
+        c0(10, event="leader-change", leader=1, epoch=1, isr=[1, 2, 3], version=1)
+        for n, node in enumerate(NODES):
+            _line(W, 20 + n, node, "broker", p, {"event": "recovered", "leo": 0, "hw": 0})
+            _line(W, 30 + n, node, "broker", p, {"event": "role", "role": "leader" if node == LEADER else "follower",
+                                                 "epoch": 1})
+        for n, f in enumerate(FOLLOWERS):
+            _line(W, 40 + n, LEADER, "broker", p, {"event": "follower-served", "replica": int(f[1:]),
+                                                   "request": "fetch", "request_epoch": 1})
+        # the injected rules' places: k of each kind, spread over the partitions and the log, at ok records
+        # no history anomaly touches
+        mine = [(kind, j) for j in range(k) for kind in EVENT_INJECTED if (EVENT_INJECTED.index(kind) * k + j) % P == p]
+        if mine:
+            step = (L - 2000) // (len(mine) + 1)
+            for m, (kind, _) in enumerate(mine):
+                o = 1000 + (m + 1) * step
+                while not rec_ok[o] or o in taken or o + 1 in taken or o - 1 in taken:
+                    o += 1
+                spots[p].append((kind, o, int(rec_send[o])))
+                taken.add(o)
+                expected[kind] += 1
+                if kind in EVENT_SIDE_EFFECTS:
+                    expected[EVENT_SIDE_EFFECTS[kind]] += 1
+        no_ack = np.array([o for kind, o, _ in spots[p] if kind == "ack-undecided"], dtype=np.int64)
+        for s in range(0, L, EVENT_CHUNK):
+            e = min(L, s + EVENT_CHUNK)
+            o = np.arange(s, e, dtype=np.int64)
+            t = (2 * rec_send[s:e] + 1) * DT
+            nxt = o + 1
+            ts, nodes, fields = [], [], []
+            for sub, (node, f) in enumerate([
+                    ("n2", _fields("leo-reported", p, leo=nxt, flushed=nxt, epoch=1, leader=1)),
+                    ("n3", _fields("leo-reported", p, leo=nxt, flushed=nxt, epoch=1, leader=1)),
+                    (LEADER, _fields("hw-change", p, old=o, new=nxt, leo=nxt)),
+                    (LEADER, _fields("ack", p, base=o, last=o, epoch=1, acks=-1, hw=nxt, isr="[1,2,3]", min_isr=2,
+                                     flushed=nxt)),
+                    ("n2", _fields("hw-change", p, old=o, new=nxt, leo=nxt)),
+                    ("n3", _fields("hw-change", p, old=o, new=nxt, leo=nxt))]):
+                keep = ~np.isin(o, no_ack) if f is not None and sub == 3 and len(no_ack) else None
+                tt = t + sub
+                if keep is not None:
+                    tt, f = tt[keep], f.filter(pa.array(keep))
+                ts.append(tt)
+                nodes.append(pa.array(np.full(len(tt), node, dtype=object), pa.string()))
+                fields.append(f)
+            order = np.argsort(np.concatenate(ts), kind="stable")
+            allts = np.concatenate(ts)[order]
+            W["events"].write({"ts": allts, "node": pa.concat_arrays(nodes).take(pa.array(order)), "src": "broker",
+                               "seq": allts, "event": pc.extract_regex(pa.concat_arrays(fields).take(pa.array(order)),
+                                                                       r'^\{"event":"(?P<e>[^"]+)"').field("e"),
+                               "partition": np.full(len(allts), p, dtype=np.int32),
+                               "fields": pa.concat_arrays(fields).take(pa.array(order))})
+        _inject_events(W, p, spots[p], rec_ok)
+    _flush_lines(W)

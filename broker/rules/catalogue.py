@@ -145,8 +145,12 @@ def _ev(row: dict) -> dict:
 class PartitionRules:
     """Feed one partition's rows in time order; `feed` and `finish` return the violations found."""
 
-    def __init__(self, partition: int, settings: RuleSettings | None = None):
+    def __init__(self, partition: int, settings: RuleSettings | None = None, *, sends: bool = True):
         self.partition = partition
+        # with `sends` False the ok sends are judged elsewhere (`undecided_sends` over a whole partition, or
+        # its DataFrame form in checkers/anomalies/protocol.py): `sent` rows and the acks' ranges are not
+        # kept, and `ack_judged` says whether ack-undecided may judge this partition
+        self.track_sends = sends
         self.settings = settings or RuleSettings()
         self.nodes: dict[str, _Node] = {}
         self.ctl = _Controller()
@@ -182,7 +186,7 @@ class PartitionRules:
                 handler(self, row, found)
         elif src == "client" and event == "read":
             self._read(row, found)
-        elif src == "client" and event == "sent":
+        elif src == "client" and event == "sent" and self.track_sends:
             offset = row.get("offset")
             if isinstance(offset, int):
                 self._sends += 1
@@ -211,13 +215,8 @@ class PartitionRules:
         found: list[Violation] = []
         if not self.ctl.seen:
             return found
-        elected = {f"n{b}" for b in self.ctl.elected.values() if b is not None}
-        if self._sends and elected <= set(self.nodes):
-            for row in self.undecided.values():
-                if row["offset"] not in self.decided:
-                    found.append(self._v("ack-undecided", row, row.get("epoch"),
-                                         f"a producer was told offset {row['offset']} succeeded; no leader logged "
-                                         f"an acknowledgement of it"))
+        if self._sends and self.ack_judged():
+            found += undecided_sends(self.partition, self.undecided.values(), self.decided)
         for epoch, claimants in sorted(self.claims.items()):
             elected = self.ctl.elected.get(epoch, "none")
             for node, row in claimants.items():
@@ -226,6 +225,12 @@ class PartitionRules:
                     found.append(self._v("leader-not-elected", row, epoch,
                                          f"{node} led epoch {epoch}, but {who} for that epoch"))
         return found
+
+    def ack_judged(self) -> bool:
+        """Whether ack-undecided judges this partition: the controller's log is here, and so is the log of
+        every broker it elected (a missing log must never look like a missing ack)."""
+        elected = {f"n{b}" for b in self.ctl.elected.values() if b is not None}
+        return self.ctl.seen and elected <= set(self.nodes)
 
     def _v(self, kind: str, row: dict, epoch: int | None, detail: str, *more: dict | None) -> Violation:
         evidence = tuple(_ev(r) for r in (*more, row) if r is not None)
@@ -378,8 +383,9 @@ class PartitionRules:
                                  f"{row['node']} acknowledged offsets up to {last} with its log flushed below "
                                  f"{flushed} (flush=always)"))
         node.acked_end = max(node.acked_end, last + 1)
-        base = row.get("base")
-        first = base if isinstance(base, int) and base <= last else last
+        if not self.track_sends:
+            return
+        first, last = ack_span(row)
         self.decided.add(first, last + 1)
         if self._by_offset:                              # the sends this ack decides leave the undecided
             span = range(first, last + 1)
@@ -494,6 +500,38 @@ class _Ranges:
     def __contains__(self, offset: int) -> bool:
         i = bisect.bisect_right(self.starts, offset) - 1
         return i >= 0 and offset < self.ends[i]
+
+
+def ack_span(row: dict) -> tuple[int, int] | None:
+    """The offsets [first, last] an `ack` row says its leader decided to acknowledge (None: it names no
+    last offset). A `base` above `last`, or none, leaves the last alone. The DataFrame form:
+    checkers/anomalies/protocol.py `_ack_spans`."""
+    last, base = row.get("last"), row.get("base")
+    if not isinstance(last, int):
+        return None
+    return (base if isinstance(base, int) and base <= last else last), last
+
+
+def undecided_detail(offset: int) -> str:
+    """ack-undecided's detail (checkers/anomalies/protocol.py writes the same text with columns)."""
+    return f"a producer was told offset {offset} succeeded; no leader logged an acknowledgement of it"
+
+
+def undecided_sends(partition: int, sends: Iterable[dict], decided: "_Ranges") -> list[Violation]:
+    """ack-undecided over a partition's ok sends (`sent` rows, in time order) and the offsets its leaders
+    acknowledged: one violation per send no ack covers, in the sends' order. Only for a partition
+    `PartitionRules.ack_judged` judges."""
+    return [Violation("ack-undecided", partition, row.get("node", "?"), int(row.get("ts") or 0), row.get("epoch"),
+                      undecided_detail(row["offset"]), (_ev(row),))
+            for row in sends if row["offset"] not in decided]
+
+
+def decided_ranges(spans: Iterable[tuple[int, int]]) -> "_Ranges":
+    """The offsets covered by acks' [first, last] spans, as ranges."""
+    ranges = _Ranges()
+    for first, last in sorted(spans):
+        ranges.add(first, last + 1)
+    return ranges
 
 
 def _name(broker: Any) -> str:

@@ -30,10 +30,14 @@ from rundir import formats as rf
 from rundir import kinds
 from checkers import protocol_trace as trace
 from checkers.anomalies.tables import Tables, rows
+from broker.rules.catalogue import undecided_detail
 
 KINDS = kinds.PROTOCOL_NAMES
 DRIVER_ROWS = 1_000_000        # below this many rows (`rule_rows`) the rules run on the driver
 OUT_SCHEMA = "kind string, partition int, node string, ts long, epoch int, detail string, evidence string"
+OUT_BATCH = 10_000             # violations per Arrow batch out of the rules' worker
+JUDGED = "ack-undecided/judged"   # a marker row of the rules' output: ack-undecided judges this partition
+SPAN_BUCKET = 1 << 16          # offsets per group of the acks' coverage sweep (`_undecided`)
 
 
 def _rules_over(settings_json: str):
@@ -55,17 +59,35 @@ def _rules_over(settings_json: str):
                     row["partition"] = part
                     yield row
 
-        found = list(trace.check_sorted(rows(), RuleSettings(**json.loads(settings_json))))
-        if found:
-            yield pa.RecordBatch.from_pydict({
+        schema = pa.schema([("kind", pa.string()), ("partition", pa.int32()), ("node", pa.string()),
+                            ("ts", pa.int64()), ("epoch", pa.int32()), ("detail", pa.string()),
+                            ("evidence", pa.string())])
+
+        def batch(found: list) -> Any:
+            return pa.RecordBatch.from_pydict({
                 "kind": [v.kind for v in found], "partition": [v.partition for v in found],
                 "node": [v.node for v in found], "ts": [v.ts for v in found],
                 "epoch": [v.epoch if isinstance(v.epoch, int) else None for v in found],
                 "detail": [v.detail for v in found],
                 "evidence": [json.dumps([dict(e) for e in v.evidence], sort_keys=True) for v in found]},
-                schema=pa.schema([("kind", pa.string()), ("partition", pa.int32()), ("node", pa.string()),
-                                  ("ts", pa.int64()), ("epoch", pa.int32()), ("detail", pa.string()),
-                                  ("evidence", pa.string())]))
+                schema=schema)
+
+        # the violations leave in batches as they are found: the worker holds one partition's rule state
+        # and at most OUT_BATCH violations, however many the rows break
+        judged: list[int] = []
+        found: list = []
+        for v in trace.check_sorted(rows(), RuleSettings(**json.loads(settings_json)), judged):
+            found.append(v)
+            if len(found) >= OUT_BATCH:
+                yield batch(found)
+                found = []
+        if found:
+            yield batch(found)
+        if judged:      # the partitions ack-undecided may judge (`_undecided`), as marker rows
+            none = [None] * len(judged)
+            yield pa.RecordBatch.from_pydict({"kind": [JUDGED] * len(judged), "partition": judged, "node": none,
+                                              "ts": none, "epoch": none, "detail": none, "evidence": none},
+                                             schema=schema)
 
     return run
 
@@ -134,9 +156,59 @@ def rule_rows(col_dir: Path) -> int:
     return _table_rows(col_dir, "events") + _table_rows(col_dir, "ops")
 
 
-def violations_df(t: Tables, col_dir: Path, facts: dict[str, Any], partitions: list[int]) -> DataFrame | None:
+def _ack_spans(raw: DataFrame) -> DataFrame:
+    """(partition, first, last) per `ack` line of a broker: the offsets it decided to acknowledge (as
+    broker/rules/catalogue.py `ack_span`: a `base` above `last`, or none, leaves the last alone)."""
+    acks = (raw.filter(F.col("partition").isNotNull() & (F.col("src") == "broker") & (F.col("event") == "ack"))
+            .select("partition", F.from_json("fields", "base long, last long").alias("a")))
+    base, last = F.col("a.base"), F.col("a.last")
+    return (acks.filter(last.isNotNull())
+            .select("partition", F.when(base.isNotNull() & (base <= last), base).otherwise(last).alias("first"),
+                    last.alias("last")))
+
+
+def _undecided(t: Tables, spans: DataFrame, judged: DataFrame, start_wall_ns: int) -> DataFrame:
+    """ack-undecided as a range anti-join (OUT_SCHEMA): the ok sends told an offset, in the partitions the
+    rules judge (`judged`), that no ack's [first, last] covers. A sort-merge sweep, not a per-offset
+    explode: each span is cut at SPAN_BUCKET boundaries (almost every span lies in one bucket), the
+    spans and sends of a bucket are ordered by offset (a span before a send at its first offset), and a
+    send is covered when the running maximum of the spans' last offsets before it reaches it. The same
+    findings as broker/rules/catalogue.py `undecided_sends`: its detail, the send as evidence."""
+    sends = (t.ops.filter((F.col("f") == "send") & (F.col("type") == "ok") & F.col("partition").isNotNull()
+                          & F.col("offset").isNotNull() & (F.col("offset") >= 0))
+             .join(F.broadcast(judged), "partition", "left_semi")
+             .select("partition", F.floor(F.col("offset") / SPAN_BUCKET).alias("bucket"),
+                     F.col("offset").alias("pos"), F.lit(1).alias("tag"), F.lit(None).cast("long").alias("reach"),
+                     "index", "time", "value"))
+    cut = (spans.join(F.broadcast(judged), "partition", "left_semi")
+           .select("partition", "first", "last",
+                   F.explode(F.sequence(F.floor(F.col("first") / SPAN_BUCKET),
+                                        F.floor(F.col("last") / SPAN_BUCKET))).alias("bucket"))
+           .select("partition", "bucket", F.greatest("first", F.col("bucket") * SPAN_BUCKET).alias("pos"),
+                   F.lit(0).alias("tag"), F.col("last").alias("reach"), F.lit(None).cast("long").alias("index"),
+                   F.lit(None).cast("long").alias("time"), F.lit(None).cast(t.ops.schema["value"].dataType).alias("value")))
+    w = (Window.partitionBy("partition", "bucket").orderBy("pos", "tag")
+         .rowsBetween(Window.unboundedPreceding, Window.currentRow))
+    swept = sends.unionByName(cut).select("*", F.max("reach").over(w).alias("covered_to"))
+    left = swept.filter((F.col("tag") == 1) & (F.col("covered_to").isNull() | (F.col("covered_to") < F.col("pos"))))
+    ts = F.lit(start_wall_ns + trace.READ_SLACK_NS) + F.col("time")
+    evidence = F.to_json(F.array(F.struct(F.lit("sent").alias("event"), F.col("index"), F.lit("client").alias("node"),
+                                          F.col("pos").alias("offset"), F.col("partition"), F.col("time"),
+                                          ts.alias("ts"), F.col("value"))))
+    head, tail = undecided_detail(0).split("0", 1)
+    return left.select(F.lit("ack-undecided").alias("kind"), F.col("partition").cast("int").alias("partition"),
+                       F.lit("client").alias("node"), ts.alias("ts"), F.lit(None).cast("int").alias("epoch"),
+                       F.concat(F.lit(head), F.col("pos").cast("string"), F.lit(tail)).alias("detail"),
+                       evidence.alias("evidence"))
+
+
+def violations_df(t: Tables, col_dir: Path, facts: dict[str, Any],
+                  partitions: list[int]) -> tuple[DataFrame, DataFrame] | None:
     """The broken rules as a DataFrame (OUT_SCHEMA), or None when the run has neither event logs nor a
-    history placed on their clock (test.json `start_wall_ns`): nothing for the rules to read."""
+    history placed on their clock (test.json `start_wall_ns`): nothing for the rules to read; with the
+    rules' own output, persisted (the caller unpersists it). The rules' worker sees no `sent` row:
+    ack-undecided is the range anti-join `_undecided`, over the partitions the worker marks (JUDGED rows,
+    which the first DataFrame no longer holds)."""
     path = Path(col_dir) / "events"
     logs = path.is_dir()
     if not logs and facts.get("start_wall_ns") is None:
@@ -146,21 +218,25 @@ def violations_df(t: Tables, col_dir: Path, facts: dict[str, Any], partitions: l
     spark = t.spark
     cols = ["ts", "node", "src", "seq", "partition", "fields"]
     schema = from_arrow_schema(rf.arrow_schemas()["events"])
-    ev = (spark.read.schema(schema).parquet(str(path.resolve())) if logs
-          else spark.createDataFrame([], schema)).select(*cols)
+    raw = spark.read.schema(schema).parquet(str(path.resolve())) if logs else spark.createDataFrame([], schema)
+    ev = raw.select(*cols)
     parts = spark.createDataFrame([(p,) for p in partitions] or [(0,)], "p int")
     wide = (ev.filter(F.col("partition").isNull() & (F.col("src") == "broker")).crossJoin(F.broadcast(parts))
             .select("ts", "node", "src", "seq", F.col("p").alias("partition"), "fields"))
     all_rows = ev.filter(F.col("partition").isNotNull()).unionByName(wide)
     if facts.get("start_wall_ns") is not None:
         all_rows = all_rows.unionByName(_read_rows(t, facts["start_wall_ns"], facts.get("poll_hw", True)))
-        if logs:    # ack-undecided is judged only beside the controller's log: without logs a send says nothing
-            all_rows = all_rows.unionByName(_sent_rows(t, facts["start_wall_ns"]))
         all_rows = all_rows.unionByName(_damage_rows(t, facts["start_wall_ns"], parts))
     n = max(1, min(len(partitions), int(spark.conf.get("spark.sql.shuffle.partitions", "4"))))
     settings = json.dumps(facts["settings"].__dict__)
-    return (all_rows.repartition(n, "partition").sortWithinPartitions("partition", "ts", "node", "seq")
-            .mapInArrow(_rules_over(settings), OUT_SCHEMA))
+    out = (all_rows.repartition(n, "partition").sortWithinPartitions("partition", "ts", "node", "seq")
+           .mapInArrow(_rules_over(settings), OUT_SCHEMA)).persist()
+    v = out.filter(F.col("kind") != JUDGED)
+    if logs and facts.get("start_wall_ns") is not None:
+        # ack-undecided is judged only beside the controller's log: without logs a send says nothing
+        judged = out.filter(F.col("kind") == JUDGED).select("partition").distinct()
+        v = v.unionByName(_undecided(t, _ack_spans(raw), judged, facts["start_wall_ns"]))
+    return v, out
 
 
 def analyze(t: Tables, col_dir: Path, facts: dict[str, Any], partitions: list[int], examples: int,
@@ -170,9 +246,10 @@ def analyze(t: Tables, col_dir: Path, facts: dict[str, Any], partitions: list[in
     if rule_rows(Path(col_dir)) < DRIVER_ROWS:
         return trace.findings(trace.check_reference(col_dir, facts), facts, examples)
     out = trace.empty_findings(facts)
-    v = violations_df(t, col_dir, facts, partitions)
-    if v is None:
+    found = violations_df(t, col_dir, facts, partitions)
+    if found is None:
         return out
+    v, rules_out = found
     start = facts.get("start_wall_ns")
     time = (F.col("ts") - F.lit(start)) if start is not None else F.lit(None).cast("long")
     v = v.withColumn("time", time).persist()
@@ -186,6 +263,7 @@ def analyze(t: Tables, col_dir: Path, facts: dict[str, Any], partitions: list[in
         first = rows(v.select("*", F.row_number().over(w).alias("rn")).filter(F.col("rn") <= examples))
     finally:
         v.unpersist()
+        rules_out.unpersist()
     for r in counts:
         slot = out[r["kind"]]
         slot["count"] += r["n"]
