@@ -51,10 +51,6 @@ STATUSES = (CHECKED, NOT_APPLICABLE, NOT_CHECKED, MISSING)
 SECTION = "evidence"                   # test.json's key
 
 
-class EvidenceError(ValueError):
-    """test.json's evidence section is malformed; the message names the field."""
-
-
 @dataclass(frozen=True)
 class Evidence:
     """What a run directory says it holds (or, undeclared, what it is taken to hold)."""
@@ -78,7 +74,7 @@ def declare(event_types: frozenset[str] | set[str] | None, absent: dict[str, str
     absent = dict(absent or {})
     unknown = set(absent) - set(EVIDENCE)
     if unknown:
-        raise EvidenceError(f"unknown evidence {sorted(unknown)} (known: {', '.join(EVIDENCE)})")
+        raise ValueError(f"unknown evidence {sorted(unknown)} (known: {', '.join(EVIDENCE)})")
     formats = {e: v for e, v in FORMATS.items() if e not in absent}
     return Evidence(True, formats, None if EVENT_LOGS in absent else frozenset(event_types or ()), absent)
 
@@ -87,7 +83,7 @@ def parse(test: dict[str, Any]) -> Evidence:
     """A test.json document's evidence: its section, or (none) what an older run directory is taken to
     hold: everything, but for replica dumps its cluster says it could not make (`no_replica_dumps`, which
     external runs wrote before the section existed) and event logs of an external cluster.
-    Raises EvidenceError naming the field for a malformed section."""
+    Raises ValueError naming the field for a malformed section (`parse_in`: the run directory's FormatError)."""
     sec = test.get(SECTION)
     if sec is None:
         cluster = test.get("cluster") if isinstance(test.get("cluster"), dict) else {}
@@ -99,31 +95,31 @@ def parse(test: dict[str, Any]) -> Evidence:
             absent[EVENT_LOGS] = "the external backend has no access to the brokers' event logs"
         return Evidence(False, {e: 0 for e in EVIDENCE if e not in absent}, None, absent)
     if not isinstance(sec, dict):
-        raise EvidenceError(f"field '{SECTION}' must be an object")
+        raise ValueError(f"field '{SECTION}' must be an object")
     formats = sec.get("formats", {})
     if not isinstance(formats, dict):
-        raise EvidenceError(f"field '{SECTION}.formats' must be an object")
+        raise ValueError(f"field '{SECTION}.formats' must be an object")
     for name, version in formats.items():
         if name not in EVIDENCE:
-            raise EvidenceError(f"field '{SECTION}.formats': unknown evidence {name!r} (known: {', '.join(EVIDENCE)})")
+            raise ValueError(f"field '{SECTION}.formats': unknown evidence {name!r} (known: {', '.join(EVIDENCE)})")
         if not isinstance(version, int) or isinstance(version, bool) or version < 0:
-            raise EvidenceError(f"field '{SECTION}.formats.{name}' must be a format version (an integer >= 0)")
+            raise ValueError(f"field '{SECTION}.formats.{name}' must be a format version (an integer >= 0)")
         if version > FORMATS[name]:
-            raise EvidenceError(f"field '{SECTION}.formats.{name}': format {version} is newer than this checker "
+            raise ValueError(f"field '{SECTION}.formats.{name}': format {version} is newer than this checker "
                                 f"reads (up to {FORMATS[name]}): upgrade highwater")
     absent = sec.get("absent", {})
     if not isinstance(absent, dict) or not all(isinstance(v, str) and v for v in absent.values()):
-        raise EvidenceError(f"field '{SECTION}.absent' must map evidence names to why each is absent")
+        raise ValueError(f"field '{SECTION}.absent' must map evidence names to why each is absent")
     for name in absent:
         if name not in EVIDENCE:
-            raise EvidenceError(f"field '{SECTION}.absent': unknown evidence {name!r} (known: {', '.join(EVIDENCE)})")
+            raise ValueError(f"field '{SECTION}.absent': unknown evidence {name!r} (known: {', '.join(EVIDENCE)})")
         if name in formats:
-            raise EvidenceError(f"field '{SECTION}': {name!r} is both in 'formats' and in 'absent'")
+            raise ValueError(f"field '{SECTION}': {name!r} is both in 'formats' and in 'absent'")
     types = sec.get("event_types")
     if types is not None and (not isinstance(types, list) or not all(isinstance(t, str) for t in types)):
-        raise EvidenceError(f"field '{SECTION}.event_types' must be a list of event names")
+        raise ValueError(f"field '{SECTION}.event_types' must be a list of event names")
     if EVENT_LOGS in formats and types is None:
-        raise EvidenceError(f"field '{SECTION}.event_types' is missing: which event types do the event logs hold?")
+        raise ValueError(f"field '{SECTION}.event_types' is missing: which event types do the event logs hold?")
     # evidence neither held nor said absent: not in the run (a tool that wrote only some of it)
     for name in EVIDENCE:
         if name not in formats and name not in absent:
@@ -138,7 +134,7 @@ def parse_in(test: dict[str, Any], path: Any) -> Evidence:
 
     try:
         return parse(test)
-    except EvidenceError as exc:
+    except ValueError as exc:
         raise FormatError(path, None, str(exc)) from None
 
 
