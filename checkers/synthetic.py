@@ -477,7 +477,7 @@ def _flush_lines(W: dict) -> None:
                         src, p, [pa.array([x[4] for x in rows])])
 
 
-def _inject_events(W: dict, p: int, kinds: list[tuple[str, int, int]], ok_at: np.ndarray) -> None:
+def _inject_events(W: dict, p: int, kinds: list[tuple[str, int, int]]) -> None:
     """The injected violations of one partition, each at (kind, record offset o, its send index i), placed
     between record o's lines and the next record's (which find the state as the baseline left it)."""
     epoch, version = 1, 1
@@ -600,5 +600,5 @@ def _events(W: dict, outcome: np.ndarray, P: int, k: int, plan: _Plan, expected:
                                                                        r'^\{"event":"(?P<e>[^"]+)"').field("e"),
                                "partition": np.full(len(allts), p, dtype=np.int32),
                                "fields": pa.concat_arrays(fields).take(pa.array(order))})
-        _inject_events(W, p, spots[p], rec_ok)
+        _inject_events(W, p, spots[p])
     _flush_lines(W)
