@@ -211,7 +211,8 @@ def ensure_run(cache: Path, sends: int, k: int) -> tuple[Path, dict]:
     manifest = run / rf.COLUMNAR_DIR / rf.COLUMNAR_MANIFEST
     if manifest.exists():
         m = json.loads(manifest.read_text())
-        if m.get("sends") == sends and m.get("k") == k and m.get("seed") == 1 and m.get("event_logs"):
+        if (m.get("sends") == sends and m.get("k") == k and m.get("seed") == 1 and m.get("event_logs")
+                and m.get("generator") == synthetic.GENERATOR_VERSION):
             return run, m["expected"]
     t = time.monotonic()
     expected = synthetic.generate(run, sends, k=k, seed=1)

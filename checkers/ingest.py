@@ -30,9 +30,10 @@ from rundir import evidence as ev
 from rundir import formats as rf
 from rundir.formats import FormatError
 
-CONVERTER_VERSION = 11  # 6: the `events` table (node event logs, for the protocol rules); 7: reads' `epoch`;
+CONVERTER_VERSION = 12  # 6: the `events` table (node event logs, for the protocol rules); 7: reads' `epoch`;
                         # 8: nemesis ops' `targets`; 9: corrupt starts' `damage`; 10: dump offsets checked;
-                        # 11: evidence out of scope is no problem, a node's missing event log is one
+                        # 11: evidence out of scope is no problem, a node's missing event log is one;
+                        # 12: events laid out by partition, sorted, with the produce lines' integer columns
 BATCH_ROWS = rf.ROW_GROUP_ROWS
 MAX_PROBLEMS = 100   # problems named one by one (the rest are counted)
 # problems only --lenient accepts: a strict check does not reuse tables converted with any of them
@@ -484,17 +485,22 @@ def _event_logs(run_dir: Path) -> list[tuple[str, Path]]:
     return [(d.name, d / rf.BROKER_LOG) for d in sorted(root.iterdir()) if (d / rf.BROKER_LOG).is_file()]
 
 
-def _convert_events(run_dir: Path, writer: "_TableWriter") -> dict[str, int]:
-    """The event log lines the protocol rules read (broker/rules `EVENTS_READ`) into the `events` table.
+def _convert_events(run_dir: Path, directory: Path, schema: pa.Schema) -> dict[str, int]:
+    """The event log lines the protocol rules read (broker/rules `EVENTS_READ`) into the `events` table:
+    one file per partition in (ts, node, seq) order, and one of the lines that name no partition
+    (rundir/formats.py EVENTS_PARTITION_FILE), with the integer columns of checkers/quiet_rows.py `typed`.
     A log is the controller's when it has a `listening` line. Lines that are not JSON objects (a torn
     line of a killed process) are skipped and counted per log: the logs are evidence for the white-box
-    rules, not the run's record, so a lost line never makes the verdict unknown (docs/formats.md)."""
+    rules, not the run's record, so a lost line never makes the verdict unknown (docs/formats.md). The
+    sort holds the table in memory, as Arrow columns (some 100 bytes a line)."""
     from broker.rules import EVENTS_READ
+    from checkers.quiet_rows import typed
 
     wanted = {name.encode() for name in EVENTS_READ}
     skipped: dict[str, int] = {}
+    cols: dict[str, list] = {name: [] for name in schema.names}
     for node, path in _event_logs(run_dir):
-        rows: list[dict] = []
+        first = len(cols["ts"])
         controller = False
         with path.open("rb") as fh:
             for seq, raw in enumerate(fh, start=1):
@@ -516,14 +522,35 @@ def _convert_events(run_dir: Path, writer: "_TableWriter") -> dict[str, int]:
                     skipped[label] = skipped.get(label, 0) + 1
                     continue
                 part = obj.get("partition")
-                rows.append({"ts": ts, "node": node, "seq": seq, "event": obj.get("event"),
-                             "partition": part if isinstance(part, int) else None,
-                             "fields": raw.decode("utf-8", "replace").strip()})
+                ints, quiet = typed(obj)
+                row = {"ts": ts, "node": node, "seq": seq, "event": obj.get("event"),
+                       "partition": part if isinstance(part, int) else None,
+                       "fields": raw.decode("utf-8", "replace").strip(), "quiet": quiet, **ints}
+                for key, values in cols.items():
+                    values.append(row.get(key))
         src = "controller" if controller else "broker"
-        for row in rows:
-            row["src"] = src
-            writer.add(row)
+        cols["src"][first:] = [src] * (len(cols["ts"]) - first)
+        if controller:                   # the controller logs no produce lines: nothing of it is quiet
+            cols["quiet"][first:] = [False] * (len(cols["ts"]) - first)
+    table = pa.table({n: pa.array(cols[n], type=schema.field(n).type) for n in schema.names}, schema=schema)
+    write_events(table, directory)
     return skipped
+
+
+def write_events(table: pa.Table, directory: Path) -> None:
+    """An events table as its files: per partition, sorted by (ts, node, seq); the lines of no partition
+    in one more file (also when there are none, so the table has its schema)."""
+    import pyarrow.compute as pc
+
+    directory.mkdir(parents=True, exist_ok=True)
+    order = [("ts", "ascending"), ("node", "ascending"), ("seq", "ascending")]
+    parts = pc.unique(table.column("partition").drop_null()).to_pylist()
+    files = [(rf.EVENTS_WIDE_FILE, pc.is_null(table.column("partition")))]
+    files += [(rf.EVENTS_PARTITION_FILE.format(p), pc.equal(table.column("partition"), p)) for p in sorted(parts)]
+    for name, which in files:
+        writer = rf.parquet_writer(directory / name, table.schema)
+        writer.write_table(table.filter(which).sort_by(order), row_group_size=rf.ROW_GROUP_ROWS)
+        writer.close()
 
 
 def _check_event_logs(run_dir: Path, test: dict, result: IngestResult) -> None:
@@ -669,9 +696,7 @@ def _convert(run_dir: Path, sources: dict, *, lenient: bool, progress) -> Ingest
         for r in meta_rows:
             meta_writer.add(r)
         meta_writer.close()
-        ev_writer = _TableWriter(tmp / "events", schemas["events"])
-        skipped_events = _convert_events(run_dir, ev_writer)
-        ev_writer.close()
+        skipped_events = _convert_events(run_dir, tmp / "events", schemas["events"])
         if ev.EVENT_LOGS not in evidence.absent:
             _check_event_logs(run_dir, test, result)
         manifest = {"version": CONVERTER_VERSION, "sources": sources, "skipped": result.skipped,

@@ -1,8 +1,9 @@
 """The trace adapter of the protocol rules (broker/rules): a run's event logs and polls as rule rows.
 
 Both engines call it. The reference engine reads the columnar `events`, `ops` and `reads` tables here
-(`rows_by_partition`); the Spark engine builds the same rows with DataFrames (checkers/anomalies/
-protocol.py) and runs `check_sorted` on each Spark partition. Either way the rules are the ones the
+(`rows_by_partition`) and feeds every row to the rules; the Spark engine runs `check_partition` on its
+executors, one partition's events file in Arrow batches with the rows that break nothing folded in
+(checkers/quiet_rows.py), and the rest of its rows from `partition_extras`. Either way the rules are the ones the
 simulator checks, and the findings go through `findings` into results.json's anomalies.
 
 Rows: every `events` line (broker and controller logs; a broker's `start` is given to each partition of
@@ -26,7 +27,7 @@ from typing import Any, Iterable, Iterator
 from broker.config_keys import parse_acks, rule_keys
 from broker.rules import PartitionRules, RuleSettings, Violation, promised
 from broker.rules.catalogue import ack_span, decided_ranges, undecided_sends
-from checkers import explain
+from checkers import explain, quiet_rows
 from rundir import formats as rf
 from rundir import kinds
 
@@ -255,13 +256,15 @@ def _poll_reads(col_dir: Path, ops: list[dict[str, Any]], start_wall_ns: int,
     """(partition, read row) for every ok poll, with the highest offset it returned (None: none)."""
     import pyarrow.dataset as pads
 
+    import pyarrow.compute as pc
+
     highest: dict[int, int] = {}
     reads = col_dir / "reads"
-    if reads.is_dir():
-        t = pads.dataset(str(reads), format="parquet").to_table(columns=["index", "f", "offset"])
-        for index, f, offset in zip(*(t.column(c).to_pylist() for c in t.column_names)):
-            if f == "poll" and offset is not None and offset > highest.get(index, -1):
-                highest[index] = offset
+    if reads.is_dir():          # the highest offset each poll returned, aggregated in Arrow (20M reads at 10M)
+        t = pads.dataset(str(reads), format="parquet").to_table(
+            columns=["index", "offset"], filter=(pc.field("f") == "poll") & pc.field("offset").is_valid())
+        top = t.group_by("index").aggregate([("offset", "max")])
+        highest = dict(zip(top.column("index").to_pylist(), top.column("offset_max").to_pylist()))
     for op in ops:
         p = op["partition"]
         if op["f"] == "poll" and op["type"] == "ok" and p is not None:
@@ -275,6 +278,41 @@ def _ok_sends(ops: list[dict[str, Any]], start_wall_ns: int) -> Iterator[tuple[i
         p, offset = op["partition"], op["offset"]
         if op["f"] == "send" and op["type"] == "ok" and p is not None and offset is not None and offset >= 0:
             yield p, sent_row(p, op["time"], offset, op["value"], op["index"], start_wall_ns)
+
+
+def partition_extras(col_dir: Path | str, facts: dict[str, Any], partitions: Iterable[int]) -> dict[int, list[dict]]:
+    """The rows each partition's rules read besides its events file: the polls, a storage fault's damage
+    and a broker's node-wide lines (its `start`), each partition's in no order (checkers/quiet_rows.py
+    sorts them). Small: a 10M-send run has some 20,000."""
+    import pyarrow.dataset as pads
+
+    col_dir = Path(col_dir)
+    out: dict[int, list[dict]] = {p: [] for p in partitions}
+    node_wide: list[dict] = []
+    layout = quiet_rows.partition_files(col_dir / "events")
+    if layout is not None:
+        t = pads.dataset(layout[1], format="parquet").to_table(columns=["ts", "node", "src", "seq", "fields"])
+        node_wide = [event_row(*r) for r in zip(*(t.column(c).to_pylist() for c in t.column_names))]
+    start = facts.get("start_wall_ns")
+    if start is not None:
+        ops = _ops_rows(col_dir, sends=False)
+        for p, row in _poll_reads(col_dir, ops, start, facts.get("poll_hw", True)):
+            out.setdefault(p, []).append(row)
+        node_wide += _damage_rows(ops, start)
+    for p, rows in out.items():
+        rows.extend(dict(r, partition=p) for r in node_wide if r.get("src") in ("broker", "nemesis"))
+    return out
+
+
+def check_partition(partition: int, path: str | None, extras: list[dict], settings: RuleSettings,
+                    batch_rows: int = rf.ROW_GROUP_ROWS) -> tuple[list[Violation], bool, Any]:
+    """One partition's rules over its events file (in Arrow batches, quiet rows folded) and its extra
+    rows: (the violations but ack-undecided's, whether ack-undecided judges it, the offsets its leaders
+    acknowledged as ranges). The Spark engine runs it per partition on the executors."""
+    rules = PartitionRules(partition, settings, sends=False)
+    feed = quiet_rows.QuietFeed(rules, quiet_rows.batches_of([path] if path else [], batch_rows), extras)
+    found = list(feed.violations())
+    return found, rules.ack_judged(), feed.decided
 
 
 # --- the rules ----------------------------------------------------------------------------------------

@@ -48,6 +48,7 @@ POLL_CHUNK = 500
 FINAL_CHUNK = 1000
 NODES = ("n1", "n2", "n3")
 DT = 1000  # ns between history lines
+GENERATOR_VERSION = 2  # 2: the events table laid out by partition, with its integer columns (as ingest's 12)
 CONSUMER_BASE = 10**9
 FINAL_BASE = 2 * 10**9
 INJECTED = ("lost-write", "failed-write-present", "divergence", "duplicate", "nonmonotonic-send", "poll-skip",
@@ -211,6 +212,64 @@ class _Writer:
         self.w.close()
 
 
+class _EventsWriter:
+    """The events table as ingest lays it out (rundir/formats.py EVENTS_PARTITION_FILE): a file per
+    partition, its rows in (ts, node, seq) order, the per-record batches (`write`) merged with the few
+    single lines (`_line`) that sort among them; the lines of no partition in the wide file (`close`)."""
+
+    ORDER = [("ts", "ascending"), ("node", "ascending"), ("seq", "ascending")]
+
+    def __init__(self, directory: Path, schema: pa.Schema):
+        directory.mkdir(parents=True, exist_ok=True)
+        self.directory, self.schema = directory, schema
+        self.lines: list[tuple] = []     # (ts, node, src, partition, JSON text), until their partition's file
+        self.w: Any = None
+        self.pending: list[tuple] = []   # the open partition's single lines not written yet
+
+    def begin(self, p: int) -> None:
+        """Start partition p's file: its single lines made so far go among its batches."""
+        self.end()
+        self.w = rf.parquet_writer(self.directory / rf.EVENTS_PARTITION_FILE.format(p), self.schema)
+        self.pending = sorted((x for x in self.lines if x[3] == p), key=lambda x: (x[0], x[1]))
+        self.lines = [x for x in self.lines if x[3] != p]
+
+    def write(self, table: pa.Table) -> None:
+        """One sorted batch of the open partition, with the single lines that sort before its end."""
+        last = table.column("ts")[-1].as_py() if table.num_rows else None
+        cut = len(self.pending) if last is None else next(
+            (i for i, x in enumerate(self.pending) if x[0] > last), len(self.pending))
+        if cut:
+            table = pa.concat_tables([table, self._table(self.pending[:cut])]).sort_by(self.ORDER)
+            self.pending = self.pending[cut:]
+        self.w.write_table(table, row_group_size=rf.ROW_GROUP_ROWS)
+
+    def end(self) -> None:
+        if self.w is not None:
+            if self.pending:
+                self.w.write_table(self._table(self.pending), row_group_size=rf.ROW_GROUP_ROWS)
+            self.w.close()
+        self.w, self.pending = None, []
+
+    def close(self) -> None:
+        self.end()
+        rest = sorted(self.lines, key=lambda x: (x[0], x[1]))
+        w = rf.parquet_writer(self.directory / rf.EVENTS_WIDE_FILE, self.schema)
+        w.write_table(self._table([x for x in rest if x[3] is None]))
+        w.close()
+        assert all(x[3] is None for x in rest), "single lines of a partition never begun"
+
+    def _table(self, lines: list[tuple]) -> pa.Table:
+        from checkers.quiet_rows import typed
+
+        rows = []
+        for ts, node, src, p, body in lines:
+            obj = json.loads(body)
+            ints, quiet = typed(obj)
+            rows.append({"ts": ts, "node": node, "src": src, "seq": ts, "event": obj.get("event"), "partition": p,
+                         "fields": body, "quiet": quiet and src == "broker", **ints})
+        return pa.Table.from_pylist(rows, schema=self.schema)
+
+
 def _as_str(a: np.ndarray) -> pa.Array:
     return pc.cast(pa.array(a, pa.int64()), pa.string())
 
@@ -231,7 +290,8 @@ def generate(run_dir: Path | str, sends: int, *, partitions: int = 8, k: int = 5
     col = run_dir / rf.COLUMNAR_DIR
     shutil.rmtree(col, ignore_errors=True)
     schemas = rf.arrow_schemas()
-    W = {t: _Writer(col / t, schemas[t]) for t in rf.COLUMNAR_TABLES}
+    W: dict[str, Any] = {t: _Writer(col / t, schemas[t]) for t in rf.COLUMNAR_TABLES if t != "events"}
+    W["events"] = _EventsWriter(col / "events", schemas["events"])
     # ---- phase A: sends in chunks, a fault window over every other chunk ----------------------------
     info_count = np.zeros(P, dtype=np.int64)   # per partition: infos so far (-> producer process id)
     next_offset = np.zeros(P, dtype=np.int64)
@@ -350,7 +410,7 @@ def generate(run_dir: Path | str, sends: int, *, partitions: int = 8, k: int = 5
     for w in W.values():
         w.close()
     expected = {k2: v for k2, v in expected.items()}
-    manifest = {"synthetic": True, "sends": sends, "partitions": P, "k": k, "seed": seed, "history_lines": index,
+    manifest = {"synthetic": True, "generator": GENERATOR_VERSION, "sends": sends, "partitions": P, "k": k, "seed": seed, "history_lines": index,
                 "event_logs": events,
                 "expected": expected, "skipped": {}, "torn": {}}
     (col / rf.COLUMNAR_MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
@@ -448,33 +508,12 @@ def _fields(event: str, p: int, **cols: Any) -> pa.Array:
     return pc.binary_join_element_wise(*arrays, "")
 
 
-def _event_rows(W: dict, ts: list, node: list, src: str, p: int | None, fields: list) -> None:
-    if not ts:
-        return
-    t = np.concatenate(ts)
-    W["events"].write({"ts": t, "node": pa.concat_arrays(node), "src": src, "seq": t,
-                       "event": pc.extract_regex(pa.concat_arrays(fields), r'^\{"event":"(?P<e>[^"]+)"').field("e"),
-                       "partition": (np.full(len(t), -1 if p is None else p, dtype=np.int32),
-                                     np.full(len(t), p is None)),
-                       "fields": pa.concat_arrays(fields)})
-
-
 def _line(W: dict, ts: int, node: str, src: str, p: int | None, fields: dict) -> None:
-    """One event line, kept until `_flush_lines` (the few lines outside the per-record batches)."""
+    """One event line, kept until its partition's file is written (the few lines outside the per-record
+    batches: `_EventsWriter`)."""
     body = json.dumps({"event": fields.pop("event"), **({} if p is None else {"partition": p}), **fields},
                       separators=(",", ":"))
     W["events"].lines.append((ts, node, src, p, body))
-
-
-def _flush_lines(W: dict) -> None:
-    lines = sorted(W["events"].lines, key=lambda x: x[0])
-    W["events"].lines = []
-    for src in ("broker", "controller"):
-        mine = [x for x in lines if x[2] == src]
-        for p in sorted({x[3] for x in mine}, key=lambda q: -1 if q is None else q):
-            rows = [x for x in mine if x[3] == p]
-            _event_rows(W, [np.array([x[0] for x in rows], dtype=np.int64)], [pa.array([x[1] for x in rows])],
-                        src, p, [pa.array([x[4] for x in rows])])
 
 
 def _inject_events(W: dict, p: int, kinds: list[tuple[str, int, int]]) -> None:
@@ -571,34 +610,52 @@ def _events(W: dict, outcome: np.ndarray, P: int, k: int, plan: _Plan, expected:
                 expected[kind] += 1
                 if kind in EVENT_SIDE_EFFECTS:
                     expected[EVENT_SIDE_EFFECTS[kind]] += 1
+        _inject_events(W, p, spots[p])
+        W["events"].begin(p)
         no_ack = np.array([o for kind, o, _ in spots[p] if kind == "ack-undecided"], dtype=np.int64)
         for s in range(0, L, EVENT_CHUNK):
             e = min(L, s + EVENT_CHUNK)
             o = np.arange(s, e, dtype=np.int64)
             t = (2 * rec_send[s:e] + 1) * DT
             nxt = o + 1
-            ts, nodes, fields = [], [], []
-            for sub, (node, f) in enumerate([
-                    ("n2", _fields("leo-reported", p, leo=nxt, flushed=nxt, epoch=1, leader=1)),
-                    ("n3", _fields("leo-reported", p, leo=nxt, flushed=nxt, epoch=1, leader=1)),
-                    (LEADER, _fields("hw-change", p, old=o, new=nxt, leo=nxt)),
+            ts, nodes, fields, ints = [], [], [], []
+            for sub, (node, f, cols) in enumerate([
+                    ("n2", _fields("leo-reported", p, leo=nxt, flushed=nxt, epoch=1, leader=1),
+                     {"leo": nxt, "flushed": nxt}),
+                    ("n3", _fields("leo-reported", p, leo=nxt, flushed=nxt, epoch=1, leader=1),
+                     {"leo": nxt, "flushed": nxt}),
+                    (LEADER, _fields("hw-change", p, old=o, new=nxt, leo=nxt), {"old": o, "new": nxt, "leo": nxt}),
                     (LEADER, _fields("ack", p, base=o, last=o, epoch=1, acks=-1, hw=nxt, isr="[1,2,3]", min_isr=2,
-                                     flushed=nxt)),
-                    ("n2", _fields("hw-change", p, old=o, new=nxt, leo=nxt)),
-                    ("n3", _fields("hw-change", p, old=o, new=nxt, leo=nxt))]):
-                keep = ~np.isin(o, no_ack) if f is not None and sub == 3 and len(no_ack) else None
+                                     flushed=nxt),
+                     {"base": o, "last": o, "acks": -1, "hw": nxt, "min_isr": 2, "flushed": nxt, "isr_len": 3}),
+                    ("n2", _fields("hw-change", p, old=o, new=nxt, leo=nxt), {"old": o, "new": nxt, "leo": nxt}),
+                    ("n3", _fields("hw-change", p, old=o, new=nxt, leo=nxt), {"old": o, "new": nxt, "leo": nxt})]):
+                keep = ~np.isin(o, no_ack) if sub == 3 and len(no_ack) else None
                 tt = t + sub
+                cols = {k: np.broadcast_to(np.asarray(v, dtype=np.int64), o.shape) for k, v in cols.items()}
                 if keep is not None:
                     tt, f = tt[keep], f.filter(pa.array(keep))
+                    cols = {k: v[keep] for k, v in cols.items()}
                 ts.append(tt)
                 nodes.append(pa.array(np.full(len(tt), node, dtype=object), pa.string()))
                 fields.append(f)
+                ints.append(cols)
             order = np.argsort(np.concatenate(ts), kind="stable")
             allts = np.concatenate(ts)[order]
-            W["events"].write({"ts": allts, "node": pa.concat_arrays(nodes).take(pa.array(order)), "src": "broker",
-                               "seq": allts, "event": pc.extract_regex(pa.concat_arrays(fields).take(pa.array(order)),
-                                                                       r'^\{"event":"(?P<e>[^"]+)"').field("e"),
-                               "partition": np.full(len(allts), p, dtype=np.int32),
-                               "fields": pa.concat_arrays(fields).take(pa.array(order))})
-        _inject_events(W, p, spots[p])
-    _flush_lines(W)
+            take = pa.array(order)
+            all_fields = pa.concat_arrays(fields).take(take)
+            n = len(allts)
+            columns = {"ts": pa.array(allts, pa.int64()), "node": pa.concat_arrays(nodes).take(take),
+                       "src": pa.array(np.full(n, "broker", dtype=object), pa.string()), "seq": pa.array(allts, pa.int64()),
+                       "event": pc.extract_regex(all_fields, r'^\{"event":"(?P<e>[^"]+)"').field("e"),
+                       "partition": pa.array(np.full(n, p, dtype=np.int32)), "fields": all_fields}
+            for name in rf.EVENT_INTS:
+                vals = [c.get(name) for c in ints]
+                mask = np.concatenate([np.zeros(len(x), bool) if v is not None else np.ones(len(x), bool)
+                                       for v, x in zip(vals, ts)])[order]
+                data = np.concatenate([v if v is not None else np.zeros(len(x), np.int64)
+                                       for v, x in zip(vals, ts)])[order]
+                columns[name] = pa.array(data, pa.int64(), mask=mask)
+            columns["quiet"] = pa.array(np.ones(n, dtype=bool))
+            W["events"].write(pa.table(columns, schema=W["events"].schema))
+        W["events"].end()

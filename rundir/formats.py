@@ -60,6 +60,12 @@ CONFIG_ACKS = "acks"
 # --- columnar tables: RUN_DIR/columnar/<table>/*.parquet, plus a manifest --------------------------
 COLUMNAR_TABLES = ("ops", "reads", "replicas", "replica_meta", "final_state", "events")
 COLUMNAR_MANIFEST = "_manifest.json"
+# the events table's files: one per partition, its rows in (ts, node, seq) order, and one of the lines
+# that name no partition (a broker's `start`), so that a partition's rows are read in order without a sort
+EVENTS_PARTITION_FILE = "p-{:05d}.parquet"
+EVENTS_WIDE_FILE = "wide.parquet"
+# the events table's integer columns (the fields of the lines a produce logs, checkers/quiet_rows.py)
+EVENT_INTS = ("old", "new", "leo", "base", "last", "acks", "hw", "min_isr", "flushed", "isr_len")
 
 
 def replica_dump_path(run_dir: Path, node: str, partition: int) -> Path:
@@ -226,9 +232,13 @@ def arrow_schemas() -> dict[str, Any]:
             ("replicas", pa.string()),  # isr and replicas as JSON text
         ]),
         # the node event log lines the protocol rules read (broker/rules): `src` broker or controller,
-        # `seq` the line number in its log, `fields` the whole line as JSON text
+        # `seq` the line number in its log, `fields` the whole line as JSON text; then the integer fields
+        # of the lines a produce logs per record (checkers/quiet_rows.py BULK, `isr_len` the length of an
+        # ack's ISR), and `quiet`: the line is one of those and each of those fields is an int or absent.
+        # Laid out by partition, sorted (EVENTS_PARTITION_FILE, EVENTS_WIDE_FILE)
         "events": pa.schema([
             ("ts", pa.int64()), ("node", pa.string()), ("src", pa.string()), ("seq", pa.int64()),
             ("event", pa.string()), ("partition", pa.int32()), ("fields", pa.string()),
+            *[(name, pa.int64()) for name in EVENT_INTS], ("quiet", pa.bool_()),
         ]),
     }

@@ -226,6 +226,36 @@ class PartitionRules:
                                          f"{node} led epoch {epoch}, but {who} for that epoch"))
         return found
 
+    # --- what quiet rows leave behind ---------------------------------------------------------------
+    # The rows a produce logs per record and replica (`hw-change`, `ack`, `leo-reported`) are most of a
+    # run's lines, and almost none breaks a rule. checkers/quiet_rows.py shows column-wise which of them
+    # cannot break one (a superset of the conditions of `_hw_change`, `_ack` and `_leo_reported`), feeds the
+    # others here, and folds each run of quiet rows in with these two methods: the state those handlers
+    # would have left.
+
+    def node(self, name: str) -> "_Node":
+        """A broker node's state, new if no row has named it yet (as `feed` makes it)."""
+        node = self.nodes.get(name)
+        if node is None:
+            node = self.nodes[name] = _Node()
+        return node
+
+    def fold(self, name: str, last: dict, *, hw: int | None = None, leo: int | None = None,
+             acked_end: int | None = None, leader_hw: int | None = None, leader_hw_row: dict | None = None) -> None:
+        """Rows of broker `name` that broke no rule, `last` the latest: its latest `hw-change` set its HW
+        (`hw`) and, the latest with one, its LEO (`leo`); its acks reached `acked_end`; and the highest HW
+        its `hw-change` rows set while it leads is `leader_hw`, first set by `leader_hw_row`."""
+        node = self.node(name)
+        node.last = last
+        if hw is not None:
+            node.hw = hw
+        if leo is not None:
+            node.leo = leo
+        if acked_end is not None:
+            node.acked_end = max(node.acked_end, acked_end)
+        if leader_hw is not None and node.role == "leader" and leader_hw > self.leader_hw:
+            self.leader_hw, self.leader_hw_row = leader_hw, leader_hw_row
+
     def ack_judged(self) -> bool:
         """Whether ack-undecided judges this partition: the controller's log is here, and so is the log of
         every broker it elected (a missing log must never look like a missing ack)."""
@@ -507,9 +537,9 @@ def ack_span(row: dict) -> tuple[int, int] | None:
     last offset). A `base` above `last`, or none, leaves the last alone. The DataFrame form:
     checkers/anomalies/protocol.py `_ack_spans`."""
     last, base = row.get("last"), row.get("base")
-    if not isinstance(last, int):
+    if type(last) is not int:         # a bool is no offset (as the Spark engine's `long` column reads it)
         return None
-    return (base if isinstance(base, int) and base <= last else last), last
+    return (base if type(base) is int and base <= last else last), last
 
 
 def undecided_detail(offset: int) -> str:

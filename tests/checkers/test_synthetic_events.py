@@ -45,7 +45,7 @@ def test_spark_finds_the_injected_set_as_the_reference_does(tmp_path, spark, mon
 
     if path == "executors":
         monkeypatch.setattr(protocol, "DRIVER_ROWS", 0)
-        monkeypatch.setattr(protocol, "SPAN_BUCKET", 1 << 10)   # spans and sends over many sweep groups
+        monkeypatch.setattr(protocol, "SPAN_BUCKET", 1 << 10)   # acknowledged ranges over many join buckets
     expected = synthetic.generate(tmp_path, 40_000, partitions=4, k=k, seed=5)
     got = check_run(tmp_path, engine="spark", spark=spark, write=False)
     want = check_run(tmp_path, engine="reference", write=False)
