@@ -102,12 +102,20 @@ def _what_happened(col_dir: Path) -> tuple[set[str], bool]:
     if (col_dir / "ops").is_dir():
         col = pads.dataset(str(col_dir / "ops"), format="parquet").to_table(columns=["fault"]).column("fault")
         faults = {f for f in pc.unique(col).to_pylist() if f}
+    import pyarrow.parquet as pq
+
     power = False
-    if (col_dir / "events").is_dir():
-        t = pads.dataset(str(col_dir / "events"), format="parquet").to_table(
-            columns=["src", "event", "fields"], filter=(pc.field("event") == "start"))
-        power = any(src == "broker" and json.loads(f).get("power_loss") is True
-                    for src, f in zip(t.column("src").to_pylist(), t.column("fields").to_pylist()))
+    # a broker's `start` names no partition: where the table is laid out by partition, it is in the wide file
+    layout = quiet_rows.partition_files(col_dir / "events")
+    files = [Path(layout[1])] if layout else sorted((col_dir / "events").glob("*.parquet"))
+    for path in files if (col_dir / "events").is_dir() else ():
+        pf = pq.ParquetFile(path)
+        for rg in range(pf.num_row_groups):      # the `fields` text only of row groups with a `start`
+            if not pc.any(pc.equal(pf.read_row_group(rg, columns=["event"]).column(0), "start")).as_py():
+                continue
+            t = pf.read_row_group(rg, columns=["src", "event", "fields"])
+            power = power or any(src == "broker" and event == "start" and json.loads(f).get("power_loss") is True
+                                 for src, event, f in zip(*(t.column(c).to_pylist() for c in t.column_names)))
     return faults, power
 
 
@@ -305,7 +313,7 @@ def partition_extras(col_dir: Path | str, facts: dict[str, Any], partitions: Ite
 
 
 def check_partition(partition: int, path: str | None, extras: list[dict], settings: RuleSettings,
-                    batch_rows: int = rf.ROW_GROUP_ROWS) -> tuple[list[Violation], bool, Any]:
+                    batch_rows: int | None = None) -> tuple[list[Violation], bool, Any]:
     """One partition's rules over its events file (in Arrow batches, quiet rows folded) and its extra
     rows: (the violations but ack-undecided's, whether ack-undecided judges it, the offsets its leaders
     acknowledged as ranges). The Spark engine runs it per partition on the executors."""

@@ -66,7 +66,9 @@ def sort_key(row: dict[str, Any]) -> tuple:
 class _Batch:
     """One Arrow batch of a partition's rows as numpy columns."""
 
-    def __init__(self, batch: Any) -> None:
+    def __init__(self, batch: Any, fields: Any = None) -> None:
+        """`fields`: a function giving the batch's `fields` column, where the batch has none (`batches_of`
+        reads it only for a row group one of whose rows is needed whole)."""
         import pyarrow.compute as pc
 
         self.n = batch.num_rows
@@ -77,7 +79,8 @@ class _Batch:
         self.names = nodes.dictionary.to_pylist()
         self.code = nodes.indices.to_numpy(zero_copy_only=False)
         self.src = col("src")
-        self.fields = col("fields")
+        self._fields = fields if fields is not None else (lambda: col("fields"))
+        self._loaded = None
         self.partition = col("partition")
         broker = pc.fill_null(pc.equal(col("src"), "broker"), False).to_numpy(zero_copy_only=False)
         quiet = pc.fill_null(col("quiet"), False).to_numpy(zero_copy_only=False) & broker
@@ -90,15 +93,19 @@ class _Batch:
         self.int = {name: pc.fill_null(col(name), NULL).to_numpy(zero_copy_only=False)
                     for name in ("old", "new", "leo", "base", "last", "acks", "hw", "min_isr", "flushed", "isr_len")}
 
+    def fields(self) -> Any:
+        if self._loaded is None:
+            self._loaded = self._fields()
+        return self._loaded
+
     def row(self, i: int) -> dict[str, Any]:
         """Row i as the rules read it (checkers/protocol_trace.py `event_row`)."""
-        row = json.loads(self.fields[i].as_py())
-        row["ts"], row["node"], row["src"], row["seq"] = (int(self.ts[i]), self.names[self.code[i]],
-                                                         self.src[i].as_py(), int(self.seq[i]))
-        part = self.partition[i].as_py()
-        if part is not None:
-            row["partition"] = part
-        return row
+        return self.later(i)()
+
+    def later(self, i: int) -> "_Row":
+        """Row i, read when called: a row the rules only remember (`PartitionRules.fold`)."""
+        return _Row(self.fields, i, (int(self.ts[i]), self.names[self.code[i]], self.src[i].as_py(), int(self.seq[i]),
+                                     self.partition[i].as_py()))
 
     def key(self, i: int) -> tuple:
         return int(self.ts[i]), self.names[self.code[i]], int(self.seq[i])
@@ -121,6 +128,22 @@ class _Batch:
             yield int(first[a]), int(reach[b]) - 1
 
 
+class _Row:
+    """One row of a batch, read (its JSON parsed) when called."""
+
+    __slots__ = ("fields", "i", "head")
+
+    def __init__(self, fields: Any, i: int, head: tuple) -> None:
+        self.fields, self.i, self.head = fields, i, head
+
+    def __call__(self) -> dict[str, Any]:
+        row = json.loads(self.fields()[self.i].as_py())
+        row["ts"], row["node"], row["src"], row["seq"], part = self.head
+        if part is not None:
+            row["partition"] = part
+        return row
+
+
 class QuietFeed:
     """Feed one partition's rows: `batches` (Arrow record batches of the events table, in (ts, node, seq)
     order) merged with `extras` (dict rows from elsewhere: polls, storage damage, node-wide lines);
@@ -139,7 +162,7 @@ class QuietFeed:
         rules, extras = self.rules, self.extras
         e = 0
         for batch in self.batches:
-            b = _Batch(batch)
+            b = _Batch(*batch) if isinstance(batch, tuple) else _Batch(batch)
             if b.n == 0:
                 continue
             self.spans.extend(b.spans())
@@ -241,11 +264,11 @@ class QuietFeed:
             leo_at = np.flatnonzero(mine & hw_row & (leo != NULL))
             acked = last[mine & ack_row]
             owner = top_at is not None and b.code[top_at] == c
-            rules.fold(b.names[c], b.row(a + int(where[-1])),
+            rules.fold(b.names[c], b.later(a + int(where[-1])),
                        hw=int(new[hw_at[-1]]) if len(hw_at) else None,
                        leo=int(leo[leo_at[-1]]) if len(leo_at) else None,
                        acked_end=int(acked.max()) + 1 if len(acked) else None,
-                       leader_hw=top if owner else None, leader_hw_row=b.row(top_at) if owner else None)
+                       leader_hw=top if owner else None, leader_hw_row=b.later(top_at) if owner else None)
 
 
 def partition_files(events_dir: Any) -> tuple[dict[int, str], str | None] | None:
@@ -267,12 +290,23 @@ def partition_files(events_dir: Any) -> tuple[dict[int, str], str | None] | None
     return out, str(wide.resolve())
 
 
-def batches_of(files: Iterable[str], batch_rows: int) -> Iterator[Any]:
-    """The record batches of a partition's events files, in order."""
+def batches_of(files: Iterable[str], batch_rows: int | None = None) -> Iterator[tuple[Any, Any]]:
+    """A partition's events files, in order, row group by row group: each as (its columns but `fields`,
+    a function reading its `fields`). The JSON text is most of the table's bytes, and a row group's is read
+    only if one of its rows is needed whole (fed to the rules, or named as evidence). `batch_rows`: at most
+    that many rows at a time (None: a row group)."""
     import pyarrow.parquet as pq
 
     for path in files:
-        yield from pq.ParquetFile(path).iter_batches(batch_size=batch_rows)
+        pf = pq.ParquetFile(path)
+        names = [n for n in pf.schema_arrow.names if n != "fields"]
+        for rg in range(pf.num_row_groups):
+            table = pf.read_row_group(rg, columns=names)
+            step = batch_rows or max(1, table.num_rows)
+            for start in range(0, table.num_rows, step):
+                def fields(rg=rg, start=start, n=min(step, table.num_rows - start)):
+                    return pq.ParquetFile(path).read_row_group(rg, columns=["fields"]).column(0).slice(start, n).combine_chunks()
+                yield table.slice(start, step).combine_chunks().to_batches()[0], fields
 
 
 def spans_of(rows: Iterable[dict[str, Any]]) -> list[tuple[int, int]]:

@@ -41,6 +41,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from broker.eventlog import EVENT_NAMES
+from rundir import evidence
 from rundir import formats as rf
 
 OK, FAIL, INFO_PRESENT, INFO_ABSENT = 0, 1, 2, 3
@@ -417,7 +419,9 @@ def generate(run_dir: Path | str, sends: int, *, partitions: int = 8, k: int = 5
     rf.write_json(run_dir / rf.TEST_JSON, {
         "name": "synthetic", "run_id": f"synthetic-{sends}-{seed}", "timestamp": "20261121T000000Z",
         "start_wall_ns": 0, "seed": seed, "config": config or {"producer": {"idempotent": False}},
-        "versions": {}, "cluster": {"backend": "synthetic", "nodes": {n: {} for n in NODES}}})
+        "versions": {}, "cluster": {"backend": "synthetic", "nodes": {n: {} for n in NODES}},
+        # as the harness declares what a run holds; without event logs, undeclared (an older run's form)
+        **({evidence.SECTION: evidence.declare(EVENT_NAMES).as_json()} if events else {})})
     return expected
 
 

@@ -112,7 +112,7 @@ class _Node:
     hw: int | None = None            # None: not known since the node (re)started
     leo: int | None = None
     acked_end: int = 0               # one past the last offset it acknowledged as leader, still expected
-    last: dict | None = None         # its latest row, for a violation's evidence
+    last: Any = None                 # its latest row, for a violation's evidence (or a function giving it)
     started: dict | None = None      # its latest `start` row (this incarnation's)
     damaged: bool = False            # its data files were damaged on purpose and it has not recovered since
     damaged_at: int | None = None    # the first offset of this partition whose record was damaged since
@@ -240,11 +240,12 @@ class PartitionRules:
             node = self.nodes[name] = _Node()
         return node
 
-    def fold(self, name: str, last: dict, *, hw: int | None = None, leo: int | None = None,
-             acked_end: int | None = None, leader_hw: int | None = None, leader_hw_row: dict | None = None) -> None:
+    def fold(self, name: str, last: Any, *, hw: int | None = None, leo: int | None = None,
+             acked_end: int | None = None, leader_hw: int | None = None, leader_hw_row: Any = None) -> None:
         """Rows of broker `name` that broke no rule, `last` the latest: its latest `hw-change` set its HW
         (`hw`) and, the latest with one, its LEO (`leo`); its acks reached `acked_end`; and the highest HW
-        its `hw-change` rows set while it leads is `leader_hw`, first set by `leader_hw_row`."""
+        its `hw-change` rows set while it leads is `leader_hw`, first set by `leader_hw_row`. The two rows
+        may be given as functions that return them: the state only shows them as a violation's evidence."""
         node = self.node(name)
         node.last = last
         if hw is not None:
@@ -262,8 +263,9 @@ class PartitionRules:
         elected = {f"n{b}" for b in self.ctl.elected.values() if b is not None}
         return self.ctl.seen and elected <= set(self.nodes)
 
-    def _v(self, kind: str, row: dict, epoch: int | None, detail: str, *more: dict | None) -> Violation:
-        evidence = tuple(_ev(r) for r in (*more, row) if r is not None)
+    def _v(self, kind: str, row: dict, epoch: int | None, detail: str, *more: Any) -> Violation:
+        # a remembered row may be a function that reads it (`fold`): only a violation's evidence needs it
+        evidence = tuple(_ev(r() if callable(r) else r) for r in (*more, row) if r is not None)
         return Violation(kind, self.partition, row.get("node", "?"), int(row.get("ts") or 0), epoch, detail, evidence)
 
     # broker rows
