@@ -25,8 +25,10 @@ follower's `leo-reported`, the leader's `hw-change` and `ack`, each follower's `
 broker's `start`, `recovered` and `role` and the controller's `leader-change`; a clean run breaks no
 protocol rule. k violations of every rule of EVENT_INJECTED are placed between records (`_inject_events`),
 each found once (epoch-two-leaders also +1 leader-not-elected: the second leader was never elected;
-ack-undecided: a record's `ack` line left out). read-uncommitted, hw-reported-ahead and
-damaged-record-kept are not injected (they need the history's polls or storage faults changed).
+ack-undecided: a record's `ack` line left out). read-uncommitted is injected in the history: k of the
+first two polls of a partition report their own last offset as the HW. hw-reported-ahead and
+damaged-record-kept are not injected (a poll told a too-high HW makes every later observation an
+hw-regression; a damaged record needs a storage fault and a restart in the history).
 Memory is bounded by one partition's log (8 bytes per record) plus one chunk of operations.
 """
 from __future__ import annotations
@@ -50,7 +52,8 @@ POLL_CHUNK = 500
 FINAL_CHUNK = 1000
 NODES = ("n1", "n2", "n3")
 DT = 1000  # ns between history lines
-GENERATOR_VERSION = 2  # 2: the events table laid out by partition, with its integer columns (as ingest's 12)
+GENERATOR_VERSION = 3  # 2: the events table laid out by partition, with its integer columns (as ingest's 12);
+                       # 3: read-uncommitted injected, the evidence declared
 CONSUMER_BASE = 10**9
 FINAL_BASE = 2 * 10**9
 INJECTED = ("lost-write", "failed-write-present", "divergence", "duplicate", "nonmonotonic-send", "poll-skip",
@@ -67,6 +70,7 @@ class _Plan:
     read_twice: dict[int, set] = field(default_factory=dict)              # p -> offsets read twice
     read_value: dict[int, dict[int, int]] = field(default_factory=dict)   # p -> offset -> value the consumer reads
     poll_hw: dict[tuple[int, int], tuple[int, int]] = field(default_factory=dict)  # (p, poll no) -> (hw delta, epoch)
+    poll_at_end: set[tuple[int, int]] = field(default_factory=set)      # (p, poll no) reporting its last offset as HW
 
 
 def _outcomes(n: int, rng: np.random.Generator) -> np.ndarray:
@@ -176,6 +180,13 @@ def _plan(outcome: np.ndarray, P: int, k: int, rng: np.random.Generator) -> tupl
         elif kind == "hw-regression-cross-epoch":
             plan.poll_hw[(p, o // POLL_CHUNK)] = (2, 2)
         expected[kind] += 1
+    # read-uncommitted: k of the first two polls of a partition (left alone above) report the HW at the last
+    # offset they return, so each returned a record at its own HW; in poll order, so no HW goes back
+    if k > 2 * P:
+        raise ValueError(f"too many anomalies of each kind ({k}) for {P} partitions: at most {2 * P}")
+    for j in range(k):
+        plan.poll_at_end.add((j % P, j // P))
+        expected["read-uncommitted"] += 1
     if k:  # residual divergence: n3 of partition 0 disagrees on k offsets at and beyond its own HW
         L = len(logs[0][2])
         plan.n3_hw[0] = L - k - 1
@@ -439,6 +450,9 @@ def _reads(W: dict, p: int, log: np.ndarray, L: int, index: int, proc: str, f: s
             if pp == p:
                 hw[no] -= delta
                 epoch[no] = ep
+        for pp, no in plan.poll_at_end:
+            if pp == p and no < n_ops:
+                hw[no] = min(L, (no + 1) * size) - 1
     rows = 2 * n_ops
     idx = np.empty(rows, dtype=np.int64)
     idx[0::2], idx[1::2] = inv, okx
