@@ -67,6 +67,17 @@ Fifth session (2026-11-22), with the JVM's CPU split by thread role (printed sin
   10M sends:  auto picks tiered here (~50M rows), so both arms run the same JVM: 206.1 against 216.8 s in
               round 1; round 2 of both was killed by the kernel at 21-22 GiB (the protocol rules' Python
               phase, with tests running beside it): the memory of a 10M check is a known open problem.
+2026-12-02, the protocol rules over the events table laid out by partition, quiet rows folded
+(checkers/quiet_rows.py), full event logs (six lines a record, 60M at 10M), `--drivers private`,
+alternating with the code of 2026-11-30 (cdf3ee2, PYSPARK_PYTHON set for it; load 1.3-3.0):
+  10M sends:  new 87.2 and 85.8 s wall, 3.76 and 3.69 GiB peak, 135 CPU s, findings == injected set;
+              old 260.1 and 275.6 s, 3.87 and 4.18 GiB, 281-512 CPU s (it misses follower-hw-ahead and
+              epoch-outlived-restart: synthetic runs were not yet on one clock). Ratio new/old 0.32.
+              The code of 2026-12-01 morning (c3da894) had not finished after 325 s.
+  1M sends:   new 34.2 s (77.1 s for c3da894 the same hour); against cdf3ee2 in alternation, median
+              wall ratio new/old 0.97 (34.1 against 33.2 s), findings equal.
+  The rules' pass itself: 1.7 s a partition of 7.5M lines on one core (it was ~40 s); the rest of the
+  10M check is the other families (60-75 s on this machine without event logs, above).
 """
 from __future__ import annotations
 
