@@ -108,7 +108,7 @@ def _both(rows, extras, cfg: RuleSettings, batch_rows: int):
     return expected, got, by_row, feed
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(partitions(), st.sampled_from([1, 3, 7, 1000]), st.booleans(), st.booleans())
 def test_the_column_wise_feed_finds_what_the_rules_find_row_by_row(part, batch_rows, always, clock):
     rows, extras = part
