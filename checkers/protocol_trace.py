@@ -26,7 +26,7 @@ from typing import Any, Iterable, Iterator
 
 from broker.config_keys import parse_acks, rule_keys
 from broker.rules import PartitionRules, RuleSettings, Violation, promised
-from broker.rules.catalogue import ack_span, decided_ranges, undecided_sends
+from broker.rules.catalogue import decided_ranges, undecided_sends
 from checkers import explain, quiet_rows
 from rundir import formats as rf
 from rundir import kinds
@@ -97,13 +97,12 @@ def _what_happened(col_dir: Path) -> tuple[set[str], bool]:
     """(the fault kinds of the history's nemesis operations, whether a broker started with power_loss)."""
     import pyarrow.compute as pc
     import pyarrow.dataset as pads
+    import pyarrow.parquet as pq
 
     faults: set[str] = set()
     if (col_dir / "ops").is_dir():
         col = pads.dataset(str(col_dir / "ops"), format="parquet").to_table(columns=["fault"]).column("fault")
         faults = {f for f in pc.unique(col).to_pylist() if f}
-    import pyarrow.parquet as pq
-
     power = False
     # a broker's `start` names no partition: where the table is laid out by partition, it is in the wide file
     layout = quiet_rows.partition_files(col_dir / "events")
@@ -151,9 +150,7 @@ def sent_row(partition: int, time_ns: int, offset: int, value: Any, index: int, 
             "time": time_ns}
 
 
-def sort_key(row: dict[str, Any]) -> tuple:
-    """Time order; within one log, line order. The Spark engine sorts by the same columns."""
-    return row["ts"], row["node"], row["seq"]
+sort_key = quiet_rows.sort_key     # time order; within one log, line order
 
 
 def rows_by_partition(col_dir: Path | str, facts: dict[str, Any],
@@ -184,10 +181,9 @@ def rows_by_partition(col_dir: Path | str, facts: dict[str, Any],
             (out[p] if sends is None else sends.setdefault(p, [])).append(row)
         node_wide += _damage_rows(ops, start)
     partitions = set(out) | {op["partition"] for op in ops if op["partition"] is not None}
+    _spread(out, partitions, node_wide)
     for p in partitions:
-        rows = out[p]
-        rows.extend(dict(r, partition=p) for r in node_wide if r.get("src") in ("broker", "nemesis"))
-        rows.sort(key=sort_key)
+        out[p].sort(key=sort_key)
     for rows in (sends or {}).values():
         rows.sort(key=sort_key)
     return dict(out)
@@ -262,9 +258,8 @@ def _damage_rows(ops: list[dict[str, Any]], start_wall_ns: int) -> list[dict]:
 def _poll_reads(col_dir: Path, ops: list[dict[str, Any]], start_wall_ns: int,
                 poll_hw: bool) -> Iterator[tuple[int, dict]]:
     """(partition, read row) for every ok poll, with the highest offset it returned (None: none)."""
-    import pyarrow.dataset as pads
-
     import pyarrow.compute as pc
+    import pyarrow.dataset as pads
 
     highest: dict[int, int] = {}
     reads = col_dir / "reads"
@@ -307,9 +302,14 @@ def partition_extras(col_dir: Path | str, facts: dict[str, Any], partitions: Ite
         for p, row in _poll_reads(col_dir, ops, start, facts.get("poll_hw", True)):
             out.setdefault(p, []).append(row)
         node_wide += _damage_rows(ops, start)
-    for p, rows in out.items():
-        rows.extend(dict(r, partition=p) for r in node_wide if r.get("src") in ("broker", "nemesis"))
+    _spread(out, list(out), node_wide)
     return out
+
+
+def _spread(out: dict[int, list[dict]], partitions: Iterable[int], node_wide: list[dict]) -> None:
+    """Give every partition's rules a broker's or a storage fault's node-wide rows."""
+    for p in partitions:
+        out[p].extend(dict(r, partition=p) for r in node_wide if r.get("src") in ("broker", "nemesis"))
 
 
 def check_partition(partition: int, path: str | None, extras: list[dict], settings: RuleSettings,
@@ -360,8 +360,7 @@ def check_reference(col_dir: Path | str, facts: dict[str, Any]) -> list[Violatio
     judged: list[int] = []
     found = list(check_sorted(merged, facts["settings"], judged))
     for p in judged:
-        spans = (ack_span(r) for r in by_part[p] if r.get("src") == "broker" and r.get("event") == "ack")
-        found += undecided_sends(p, sends.get(p, ()), decided_ranges(s for s in spans if s is not None))
+        found += undecided_sends(p, sends.get(p, ()), decided_ranges(quiet_rows.spans_of(by_part[p])))
     return found
 
 

@@ -21,6 +21,7 @@ import numpy as np
 
 from broker.rules import PartitionRules, Violation
 from broker.rules.catalogue import ack_span, decided_ranges
+from rundir import formats as rf
 
 # the lines folded column-wise, and the integer fields of each that the conditions read (`isr_len`: the
 # length of the ack's ISR list); rundir/formats.py EVENT_INTS holds them all as columns
@@ -60,6 +61,7 @@ def typed(obj: dict[str, Any]) -> tuple[dict[str, int], bool]:
 
 
 def sort_key(row: dict[str, Any]) -> tuple:
+    """Time order; within one log, line order (the events files' order, and the reference engine's)."""
     return row["ts"], row["node"], row["seq"]
 
 
@@ -85,13 +87,13 @@ class _Batch:
         broker = pc.fill_null(pc.equal(col("src"), "broker"), False).to_numpy(zero_copy_only=False)
         quiet = pc.fill_null(col("quiet"), False).to_numpy(zero_copy_only=False) & broker
         event = col("event")
+        ack = pc.fill_null(pc.equal(event, "ack"), False).to_numpy(zero_copy_only=False)
         self.hw_row = quiet & pc.fill_null(pc.equal(event, "hw-change"), False).to_numpy(zero_copy_only=False)
-        self.ack_row = quiet & pc.fill_null(pc.equal(event, "ack"), False).to_numpy(zero_copy_only=False)
+        self.ack_row = quiet & ack
         self.leo_row = quiet & pc.fill_null(pc.equal(event, "leo-reported"), False).to_numpy(zero_copy_only=False)
         self.quiet = self.hw_row | self.ack_row | self.leo_row
-        self.any_ack = broker & pc.fill_null(pc.equal(event, "ack"), False).to_numpy(zero_copy_only=False)
-        self.int = {name: pc.fill_null(col(name), NULL).to_numpy(zero_copy_only=False)
-                    for name in ("old", "new", "leo", "base", "last", "acks", "hw", "min_isr", "flushed", "isr_len")}
+        self.any_ack = broker & ack
+        self.int = {name: pc.fill_null(col(name), NULL).to_numpy(zero_copy_only=False) for name in rf.EVENT_INTS}
 
     def fields(self) -> Any:
         if self._loaded is None:
@@ -277,8 +279,6 @@ def partition_files(events_dir: Any) -> tuple[dict[int, str], str | None] | None
     run wrote), which only the row-by-row pass reads."""
     from pathlib import Path
 
-    from rundir import formats as rf
-
     d = Path(events_dir)
     wide = d / rf.EVENTS_WIDE_FILE
     if not wide.is_file():
@@ -319,8 +319,6 @@ def table_of(rows: Iterable[dict[str, Any]]) -> Any:
     """Event rows (dicts as the rules read them, with `src` and `seq`) as an events table, in the given
     order: its columns as ingest writes them from the log lines (`typed`)."""
     import pyarrow as pa
-
-    from rundir import formats as rf
 
     schema = rf.arrow_schemas()["events"]
     cols: dict[str, list] = {name: [] for name in schema.names}

@@ -272,15 +272,10 @@ class _EventsWriter:
         assert all(x[3] is None for x in rest), "single lines of a partition never begun"
 
     def _table(self, lines: list[tuple]) -> pa.Table:
-        from checkers.quiet_rows import typed
+        from checkers.quiet_rows import table_of
 
-        rows = []
-        for ts, node, src, p, body in lines:
-            obj = json.loads(body)
-            ints, quiet = typed(obj)
-            rows.append({"ts": ts, "node": node, "src": src, "seq": ts, "event": obj.get("event"), "partition": p,
-                         "fields": body, "quiet": quiet and src == "broker", **ints})
-        return pa.Table.from_pylist(rows, schema=self.schema)
+        return table_of({**json.loads(body), "ts": ts, "node": node, "src": src, "seq": ts}
+                        for ts, node, src, _, body in lines)
 
 
 def _as_str(a: np.ndarray) -> pa.Array:
