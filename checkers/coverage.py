@@ -17,8 +17,9 @@ from rundir import evidence as ev
 from rundir import kinds
 
 # ingest's problem kinds (checkers/ingest.py) that say a sort of evidence is missing from the run
-MISSING_PROBLEMS = {"no-replicas": ev.REPLICA_DUMPS, "missing-dump": ev.REPLICA_DUMPS,
-                    "no-event-logs": ev.EVENT_LOGS, "missing-event-log": ev.EVENT_LOGS}
+MISSING_PROBLEMS = {"no-replicas": ev.REPLICA_DUMPS, "missing-dump": ev.REPLICA_DUMPS, "dump-changed": ev.REPLICA_DUMPS,
+                    "no-event-logs": ev.EVENT_LOGS, "missing-event-log": ev.EVENT_LOGS,
+                    "event-log-changed": ev.EVENT_LOGS}
 
 
 def logged_event_types(col_dir: Path) -> frozenset[str]:

@@ -574,6 +574,32 @@ def _check_event_logs(run_dir: Path, test: dict, result: IngestResult) -> None:
                            f"the protocol rules not checked")
 
 
+# ingest's problem kind for a collected file that is missing or no longer has its collected size, by evidence
+CHANGED_PROBLEMS = {ev.EVENT_LOGS: "event-log-changed", ev.REPLICA_DUMPS: "dump-changed"}
+
+
+def _check_collected(run_dir: Path, evidence: ev.Evidence, result: IngestResult) -> None:
+    """A problem for every file the harness collected (test.json `evidence.collected`) that is not there
+    or has another size now: an event log cut short by a copy that did not finish is not the whole log, so
+    its rules are unknown, not checked over what is left. A file already named missing is not named twice."""
+    named = {pr["file"] for pr in result.problems}
+    for label, size in sorted(evidence.collected.items()):
+        kind = CHANGED_PROBLEMS[ev.collected_evidence(label)]
+        path = run_dir / label
+        if not path.is_file():
+            if label not in named:
+                result.problem(label, None, kind, f"file is missing; the harness collected it ({size:,} bytes): "
+                                                  f"not checked")
+            continue
+        now = path.stat().st_size
+        if now < size:
+            result.problem(label, None, kind, f"file cut short: {now:,} of the {size:,} bytes the harness "
+                                              f"collected (test.json evidence.collected): not checked")
+        elif now > size:
+            result.problem(label, None, kind, f"file changed after the run: {now:,} bytes, the harness collected "
+                                              f"{size:,} (test.json evidence.collected): not checked")
+
+
 def _sources(run_dir: Path) -> dict[str, list[int]]:
     files = [run_dir / rf.HISTORY, run_dir / rf.FINAL_JSON] + [p for _, _, p in _dump_files(run_dir)]
     files += [p for _, p in _event_logs(run_dir)]
@@ -699,6 +725,7 @@ def _convert(run_dir: Path, sources: dict, *, lenient: bool, progress) -> Ingest
         skipped_events = _convert_events(run_dir, tmp / "events", schemas["events"])
         if ev.EVENT_LOGS not in evidence.absent:
             _check_event_logs(run_dir, test, result)
+        _check_collected(run_dir, evidence, result)
         manifest = {"version": CONVERTER_VERSION, "sources": sources, "skipped": result.skipped,
                     "skipped_event_lines": skipped_events,
                     "torn": result.torn, "missing_dumps": result.missing_dumps, "lenient": lenient,

@@ -81,6 +81,7 @@ class RunSession:
         self.workload = None
         self.problems: list[str] = []
         self.final: dict[str, Any] | None = None
+        self.collected: dict[str, int] | None = None   # the collected files' sizes (test.json evidence)
         self.started_at = time.monotonic()
         self.run_started_at: float | None = None
         self._log_handler = self._attach_log()
@@ -106,7 +107,10 @@ class RunSession:
             except Exception as exc:  # noqa: BLE001 - a cluster that never started has no addresses: say so
                 layout["error"] = f"{type(exc).__name__}: {exc}"
             # what the run's directory holds, in which formats (rundir/evidence.py)
-            evidence = {rundir_evidence.SECTION: self.cluster.evidence().as_json()}
+            declared = self.cluster.evidence()
+            if self.collected is not None:
+                declared = declared.with_collected(self.collected)
+            evidence = {rundir_evidence.SECTION: declared.as_json()}
         record = store.test_record(self.run, self.cfg.recorded(), seed=self.cfg.seed,
                                    start_wall_ns=self.start_wall_ns, cluster=layout,
                                    extra={"kind": self.kind, **evidence, **self.extra_record})
@@ -258,6 +262,14 @@ class RunSession:
                 cluster.collect(self.run.path)
             except Exception as exc:  # noqa: BLE001
                 self.problem("collecting logs and replica dumps failed", exc)
+            else:
+                # their sizes now, so that a file cut short later (a copy of the run directory that did
+                # not finish) is named by the checker instead of read as the whole log
+                try:
+                    self.collected = rundir_evidence.collected_files(self.run.path)
+                    self._write_test_json()
+                except Exception as exc:  # noqa: BLE001
+                    self.problem("recording the collected files failed", exc)
             try:
                 cluster.teardown()
             except Exception as exc:  # noqa: BLE001

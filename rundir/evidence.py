@@ -12,7 +12,10 @@ no replica dumps and no event logs of ours). The checker reads the section to te
 (`Status`): a family it checked; one that does not apply to this kind of cluster (`not-applicable`, the
 verdict covers the rest); and one whose evidence this run's format cannot hold (`not-checked`: a run
 written before its brokers wrote `ack` lines). Evidence that should be there and is not (a dump missing
-on the local backend) is neither: it is an input problem, and the verdict is unknown.
+on the local backend) is neither: it is an input problem, and the verdict is unknown. So is evidence
+damaged after the run: the harness records the size of every event log and replica dump it collected
+(`collected`, `collected_files`), and a file that no longer has that size (an event log cut short by a
+copy that did not finish) is named, and its families are unknown.
 
 A run directory without the section was written before formats were versioned (or by another tool that
 did not say): `declared` is False, what it holds is read off its files, and `legacy_event_types` says
@@ -24,6 +27,7 @@ compat_corpus/ keeps a run directory of every format, each of which must check t
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 HISTORY = "history"
@@ -59,13 +63,40 @@ class Evidence:
     formats: dict[str, int] = field(default_factory=dict)  # evidence -> format version (0: undeclared)
     event_types: frozenset[str] | None = None              # the event types its logs hold (None: undeclared)
     absent: dict[str, str] = field(default_factory=dict)   # evidence the backend cannot provide -> why
+    # the files the harness collected -> their size in bytes then (path relative to the run directory)
+    collected: dict[str, int] = field(default_factory=dict)
 
     def as_json(self) -> dict[str, Any]:
         """The test.json section (what `declare` writes)."""
         out: dict[str, Any] = {"formats": dict(self.formats), "absent": dict(self.absent)}
         if self.event_types is not None:
             out["event_types"] = sorted(self.event_types)
+        if self.collected:
+            out["collected"] = dict(sorted(self.collected.items()))
         return out
+
+    def with_collected(self, sizes: dict[str, int]) -> "Evidence":
+        """The same declaration with the sizes of the files collected at the end of the run."""
+        return Evidence(self.declared, dict(self.formats), self.event_types, dict(self.absent), dict(sizes))
+
+
+# the files whose size the harness records when it has collected them: the event logs and replica dumps
+COLLECTED_GLOBS: dict[str, str] = {EVENT_LOGS: "nodes/*/broker.log", REPLICA_DUMPS: "replicas/*/p*.jsonl"}
+
+
+def collected_files(run_dir: Path | str) -> dict[str, int]:
+    """Every event log and replica dump in `run_dir` -> its size in bytes (test.json `evidence.collected`)."""
+    root = Path(run_dir)
+    return {f.relative_to(root).as_posix(): f.stat().st_size
+            for pattern in COLLECTED_GLOBS.values() for f in sorted(root.glob(pattern)) if f.is_file()}
+
+
+def collected_evidence(path: str) -> str | None:
+    """Which evidence a collected file is (EVENT_LOGS or REPLICA_DUMPS), by its place in the run directory."""
+    rel = PurePosixPath(path)
+    if len(rel.parts) != 3 or ".." in rel.parts or rel.is_absolute():
+        return None
+    return next((name for name, pattern in COLLECTED_GLOBS.items() if rel.match(pattern)), None)
 
 
 def declare(event_types: frozenset[str] | set[str] | None, absent: dict[str, str] | None = None) -> Evidence:
@@ -120,12 +151,21 @@ def parse(test: dict[str, Any]) -> Evidence:
         raise ValueError(f"field '{SECTION}.event_types' must be a list of event names")
     if EVENT_LOGS in formats and types is None:
         raise ValueError(f"field '{SECTION}.event_types' is missing: which event types do the event logs hold?")
+    collected = sec.get("collected", {})
+    if not isinstance(collected, dict):
+        raise ValueError(f"field '{SECTION}.collected' must map file paths to their sizes in bytes")
+    for name, size in collected.items():
+        if collected_evidence(name) is None:
+            raise ValueError(f"field '{SECTION}.collected': {name!r} is neither an event log nor a replica dump "
+                             f"({', '.join(COLLECTED_GLOBS.values())})")
+        if not isinstance(size, int) or isinstance(size, bool) or size < 0:
+            raise ValueError(f"field '{SECTION}.collected.{name}' must be a size in bytes (an integer >= 0)")
     # evidence neither held nor said absent: not in the run (a tool that wrote only some of it)
     for name in EVIDENCE:
         if name not in formats and name not in absent:
             absent[name] = "the run directory does not declare it"
     return Evidence(True, {k: int(v) for k, v in formats.items()}, frozenset(types) if types is not None else None,
-                    dict(absent))
+                    dict(absent), dict(collected))
 
 
 def parse_in(test: dict[str, Any], path: Any) -> Evidence:

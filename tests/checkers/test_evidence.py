@@ -5,6 +5,7 @@ not applicable and leaves the verdict valid; evidence that should be there and i
 naming the file; a malformed section is one error naming the field."""
 from __future__ import annotations
 
+import json
 import shutil
 
 import pytest
@@ -115,6 +116,49 @@ def test_evidence_that_should_be_there_and_is_not_makes_the_verdict_unknown(tmp_
     assert res["scope"]["missing"][0]["kinds"] == ["divergence"]
 
 
+def _record_collected(run_dir):
+    """test.json's evidence with the sizes of the run's files now, as the harness records them."""
+    doc = rf.load_json(run_dir / rf.TEST_JSON)
+    doc["evidence"]["collected"] = ev.collected_files(run_dir)
+    (run_dir / rf.TEST_JSON).write_text(json.dumps(doc))
+    return doc["evidence"]["collected"]
+
+
+@pytest.mark.parametrize("engine", ["reference", pytest.param("spark", marks=pytest.mark.spark)])
+def test_a_collected_file_cut_short_or_changed_makes_its_families_unknown(tmp_path, engine, request):
+    spark = request.getfixturevalue("spark") if engine == "spark" else None
+    run = _ack_undecided_run(tmp_path, evidence=TODAY)
+    collected = _record_collected(run)
+    assert "nodes/n1/broker.log" in collected and "replicas/n1/p0.jsonl" in collected
+    res = check_run(run, engine=engine, spark=spark)
+    assert (res["failed_kinds"], res["unknown_reasons"]) == (["ack-undecided"], [])
+    # n1's log loses its last 40 bytes (a copy that did not finish): not the whole log, so the rules are
+    # unknown, naming the file; the history's families are still checked
+    log = run / "nodes" / "n1" / "broker.log"
+    data = log.read_bytes()
+    log.write_bytes(data[:-40])
+    res = check_run(run, engine=engine, spark=spark)
+    assert res["unknown_reasons"] == [{
+        "file": "nodes/n1/broker.log", "line": None, "partition": None,
+        "reason": f"file cut short: {len(data) - 40:,} of the {len(data):,} bytes the harness collected "
+                  f"(test.json evidence.collected): not checked"}]
+    assert res["anomalies"]["ack-undecided"]["status"] == "missing"
+    assert res["anomalies"]["lost-write"]["status"] == res["anomalies"]["divergence"]["status"] == "checked"
+    log.write_bytes(data)
+    # a dump that grew after the run, and one that is gone: divergence unknown, both named
+    dump = run / "replicas" / "n2" / "p0.jsonl"
+    dump.write_bytes(dump.read_bytes() + b"\n")
+    (run / "replicas" / "n3" / "p0.jsonl").unlink()
+    res = check_run(run, engine=engine, spark=spark, allow=["ack-undecided"])
+    assert res["valid"] == "unknown" and res["anomalies"]["divergence"]["status"] == "missing"
+    reasons = {r["file"]: r["reason"] for r in res["unknown_reasons"]}
+    size = collected["replicas/n2/p0.jsonl"]
+    assert reasons["replicas/n2/p0.jsonl"] == (f"file changed after the run: {size + 1:,} bytes, the harness "
+                                               f"collected {size:,} (test.json evidence.collected): not checked")
+    assert "replicas/n3/p0.jsonl" in reasons
+    assert res["anomalies"]["ack-undecided"]["status"] == "checked"
+
+
 @pytest.mark.parametrize("section,error", [
     ([], "field 'evidence' must be an object"),
     ({"formats": {"history": "1"}}, "field 'evidence.formats.history' must be a format version (an integer >= 0)"),
@@ -128,6 +172,13 @@ def test_evidence_that_should_be_there_and_is_not_makes_the_verdict_unknown(tmp_
                                                              "in 'absent'"),
     ({"formats": {"history": 1}, "absent": {"replica-dumps": ""}}, "field 'evidence.absent' must map evidence names "
                                                                    "to why each is absent"),
+    ({"formats": {"history": 1}, "collected": []}, "field 'evidence.collected' must map file paths to their sizes "
+                                                   "in bytes"),
+    ({"formats": {"history": 1}, "collected": {"history.jsonl": 5}}, "field 'evidence.collected': 'history.jsonl' "
+                                                                    "is neither an event log nor a replica dump "
+                                                                    "(nodes/*/broker.log, replicas/*/p*.jsonl)"),
+    ({"formats": {"history": 1}, "collected": {"nodes/n1/broker.log": -1}},
+     "field 'evidence.collected.nodes/n1/broker.log' must be a size in bytes (an integer >= 0)"),
 ])
 def test_a_malformed_evidence_section_is_one_error_naming_the_field(tmp_path, section, error):
     run = _ack_undecided_run(tmp_path, evidence=section)
@@ -142,6 +193,8 @@ def test_declare_writes_what_parse_reads():
                    "event_types": ["ack", "role"]}
     back = ev.parse({"evidence": doc})
     assert (back.declared, back.event_types, back.absent) == (True, frozenset({"ack", "role"}), {"replica-dumps": "no disks"})
+    sized = back.with_collected({"nodes/n1/broker.log": 7})
+    assert ev.parse({"evidence": sized.as_json()}).collected == {"nodes/n1/broker.log": 7} and back.collected == {}
     with pytest.raises(ValueError, match="unknown evidence"):
         ev.declare(set(), {"disks": "x"})
     # undeclared: an external run of before the section had its reason in cluster.no_replica_dumps

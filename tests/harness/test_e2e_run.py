@@ -64,6 +64,11 @@ def test_safe_leader_epoch_chaos_run_is_valid(tmp_path):
     assert faults == {"kill", "partition"}, faults
     test = load_json(run_dir / runformat.TEST_JSON)
     assert test["seed"] == 11 and test["config"]["broker"]["truncation"] == "leader-epoch"
+    # the sizes of the files collected, recorded once collection succeeded: 4 event logs, 9 dumps
+    collected = test["evidence"]["collected"]
+    assert collected == {str(f.relative_to(run_dir)): f.stat().st_size
+                         for f in [*run_dir.glob("nodes/*/broker.log"), *run_dir.glob("replicas/*/p*.jsonl")]}
+    assert len([f for f in collected if f.endswith("broker.log")]) == 4 and len(collected) == 13
     assert (tmp_path / "latest").resolve() == run_dir.resolve()
     assert processes_mentioning(str(run_dir)) == []
     assert firewall_leftovers(test["run_id"]) == []
