@@ -26,9 +26,10 @@ broker's `start`, `recovered` and `role` and the controller's `leader-change`; a
 protocol rule. k violations of every rule of EVENT_INJECTED are placed between records (`_inject_events`),
 each found once (epoch-two-leaders also +1 leader-not-elected: the second leader was never elected;
 ack-undecided: a record's `ack` line left out). read-uncommitted is injected in the history: k of the
-first two polls of a partition report their own last offset as the HW. hw-reported-ahead and
-damaged-record-kept are not injected (a poll told a too-high HW makes every later observation an
-hw-regression; a damaged record needs a storage fault and a restart in the history).
+first two polls of a partition report their own last offset as the HW; hw-reported-ahead too: the last
+poll of k partitions is told HW L + 1 (and so are their final reads, so that no later observation goes
+back); damaged-record-kept by k corrupt faults after the sends, each damaging n2's record 10 before the end
+of one partition's log, after which n2 reopens that log whole. So every rule is injected (k <= P).
 Memory is bounded by one partition's log (8 bytes per record) plus one chunk of operations.
 """
 from __future__ import annotations
@@ -52,8 +53,9 @@ POLL_CHUNK = 500
 FINAL_CHUNK = 1000
 NODES = ("n1", "n2", "n3")
 DT = 1000  # ns between history lines
-GENERATOR_VERSION = 3  # 2: the events table laid out by partition, with its integer columns (as ingest's 12);
-                       # 3: read-uncommitted injected, the evidence declared
+GENERATOR_VERSION = 4  # 2: the events table laid out by partition, with its integer columns (as ingest's 12);
+                       # 3: read-uncommitted injected, the evidence declared; 4: hw-reported-ahead and
+                       # damaged-record-kept injected (every rule now)
 CONSUMER_BASE = 10**9
 FINAL_BASE = 2 * 10**9
 INJECTED = ("lost-write", "failed-write-present", "divergence", "duplicate", "nonmonotonic-send", "poll-skip",
@@ -71,6 +73,9 @@ class _Plan:
     read_value: dict[int, dict[int, int]] = field(default_factory=dict)   # p -> offset -> value the consumer reads
     poll_hw: dict[tuple[int, int], tuple[int, int]] = field(default_factory=dict)  # (p, poll no) -> (hw delta, epoch)
     poll_at_end: set[tuple[int, int]] = field(default_factory=set)      # (p, poll no) reporting its last offset as HW
+    hw_ahead: set[int] = field(default_factory=set)                      # p whose last poll is told HW L + 1
+    damage: list[int] = field(default_factory=list)                      # p each corrupt fault strikes, in turn
+    damage_at: list[tuple[int, int, int]] = field(default_factory=list)  # (p, completion index, damaged offset)
 
 
 def _outcomes(n: int, rng: np.random.Generator) -> np.ndarray:
@@ -187,6 +192,17 @@ def _plan(outcome: np.ndarray, P: int, k: int, rng: np.random.Generator) -> tupl
     for j in range(k):
         plan.poll_at_end.add((j % P, j // P))
         expected["read-uncommitted"] += 1
+    # hw-reported-ahead: the last poll of k partitions is told HW L + 1, above every HW its leader had; the
+    # partition's final reads are told the same, so no observation after it goes back (no hw-regression)
+    # damaged-record-kept: k corrupt faults after the sends damage a record of n2 (`_damage_ops`), and n2
+    # reopens that partition's log whole
+    if k > P:
+        raise ValueError(f"too many anomalies of each kind ({k}) for {P} partitions: at most {P}")
+    for j in range(k):
+        plan.hw_ahead.add(j)
+        plan.damage.append(j)
+        expected["hw-reported-ahead"] += 1
+        expected["damaged-record-kept"] += 1
     if k:  # residual divergence: n3 of partition 0 disagrees on k offsets at and beyond its own HW
         L = len(logs[0][2])
         plan.n3_hw[0] = L - k - 1
@@ -374,6 +390,7 @@ def generate(run_dir: Path | str, sends: int, *, partitions: int = 8, k: int = 5
                         "process": rf.NEMESIS_PROCESS, "type": _choice(np.array([0, 1]), ["invoke", "info"]),
                         "f": "restart", "fault": "kill", "phase": "stop", "fault_id": open_window})
         index += 2
+    index = _damage_ops(W, outcome, P, plan, index, windows)
     # ---- phases B and C, per partition: consumer polls, final reads, replicas ----------------------
     finals = []
     for p in range(P):
@@ -390,8 +407,9 @@ def generate(run_dir: Path | str, sends: int, *, partitions: int = 8, k: int = 5
                         "invoke_index": (np.array([0, index]), np.array([True, False])),
                         "invoke_time": (np.array([0, index * DT]), np.array([True, False]))})
         index += 2
-        index = _reads(W, p, log, L, index, cproc, "poll", POLL_CHUNK, plan)
-        index = _reads(W, p, log, L, index, str(FINAL_BASE + p), "final-read", FINAL_CHUNK, None)
+        ahead = p in plan.hw_ahead
+        index = _reads(W, p, log, L, index, cproc, "poll", POLL_CHUNK, plan, ahead)
+        index = _reads(W, p, log, L, index, str(FINAL_BASE + p), "final-read", FINAL_CHUNK, None, ahead)
         for node in NODES:
             vals = log
             hw = L
@@ -432,8 +450,9 @@ def generate(run_dir: Path | str, sends: int, *, partitions: int = 8, k: int = 5
 
 
 def _reads(W: dict, p: int, log: np.ndarray, L: int, index: int, proc: str, f: str, size: int,
-           plan: _Plan | None) -> int:
-    """Write the polls (or final reads) of one partition's whole log; returns the next history index."""
+           plan: _Plan | None, ahead: bool = False) -> int:
+    """Write the polls (or final reads) of one partition's whole log; returns the next history index. With
+    `ahead`, the last poll (every final read) is told HW L + 1."""
     n_ops = max(1, -(-L // size))
     starts = np.arange(n_ops, dtype=np.int64) * size
     inv = index + 2 * np.arange(n_ops, dtype=np.int64)
@@ -448,6 +467,12 @@ def _reads(W: dict, p: int, log: np.ndarray, L: int, index: int, proc: str, f: s
         for pp, no in plan.poll_at_end:
             if pp == p and no < n_ops:
                 hw[no] = min(L, (no + 1) * size) - 1
+    if ahead and f == "poll":
+        if n_ops < 3:
+            raise ValueError(f"too few records in partition {p} for hw-reported-ahead ({L})")
+        hw[-1] = L + 1
+    elif ahead:
+        hw[:] = L + 1
     rows = 2 * n_ops
     idx = np.empty(rows, dtype=np.int64)
     idx[0::2], idx[1::2] = inv, okx
@@ -489,6 +514,24 @@ def _reads(W: dict, p: int, log: np.ndarray, L: int, index: int, proc: str, f: s
                           "time": ok_index[s:e] * DT, "pos": pos[s:e],
                           "epoch": np.full(e - s, -1, dtype=np.int32)})   # reads carry no epoch here
     return index + rows
+
+
+def _damage_ops(W: dict, outcome: np.ndarray, P: int, plan: _Plan, index: int, fault_id: int) -> int:
+    """The corrupt faults of plan.damage, after the sends: each damages n2's record 10 before the end of
+    one partition's log (its start's completion says so, as the harness records it), and n2 restarts
+    (`_events` writes its `start` and `recovered` after the completion); returns the next history index."""
+    for n, p in enumerate(plan.damage):
+        idx, oc = _log(outcome, p, P)
+        L = int(((oc == OK) | (oc == INFO_PRESENT)).sum())
+        rows = np.arange(index, index + 4, dtype=np.int64)
+        W["ops"].write({"index": rows, "time": rows * DT, "process": rf.NEMESIS_PROCESS,
+                        "type": _choice(np.array([0, 3, 0, 3]), ["invoke", "ok", "fail", "info"]), "f": "corrupt",
+                        "fault": "corrupt", "phase": ["start", "start", "stop", "stop"],
+                        "fault_id": np.full(4, fault_id + n, dtype=np.int64), "targets": "n2",
+                        "damage": [None, f"n2/{p}/{L - 10}", None, None]})
+        plan.damage_at.append((p, index + 1, L - 10))
+        index += 4
+    return index
 
 
 # ---- event logs ------------------------------------------------------------------------------------
@@ -624,6 +667,12 @@ def _events(W: dict, outcome: np.ndarray, P: int, k: int, plan: _Plan, expected:
                 if kind in EVENT_SIDE_EFFECTS:
                     expected[EVENT_SIDE_EFFECTS[kind]] += 1
         _inject_events(W, p, spots[p])
+        for pp, done, _ in plan.damage_at:     # n2 reopens its log whole after the corrupt fault's start
+            if pp == p:
+                t = done * DT + 10
+                _line(W, t, "n2", "broker", p, {"event": "start"})
+                _line(W, t + 1, "n2", "broker", p, {"event": "recovered", "leo": L, "hw": L})
+                _line(W, t + 2, "n2", "broker", p, {"event": "role", "role": "follower", "epoch": 1})
         W["events"].begin(p)
         no_ack = np.array([o for kind, o, _ in spots[p] if kind == "ack-undecided"], dtype=np.int64)
         for s in range(0, L, EVENT_CHUNK):

@@ -21,6 +21,8 @@ def test_every_injected_rule_is_a_known_answer_and_a_clean_run_has_none(tmp_path
     expected = synthetic.generate(tmp_path / "dirty", 40_000, partitions=4, k=2, seed=5)
     want = {k: n for k in kinds.PROTOCOL_NAMES if (n := expected[k])}
     assert set(synthetic.EVENT_INJECTED) <= set(want)
+    assert set(want) == set(kinds.PROTOCOL_NAMES)   # every rule, the history-side ones too
+    assert want["hw-reported-ahead"] == want["damaged-record-kept"] == 2
     assert want["leader-not-elected"] == 4          # its own 2 and epoch-two-leaders' 2
     res = check_run(tmp_path / "dirty", engine="reference", write=False)
     assert {k: res["anomalies"][k]["count"] for k in rf.ANOMALY_KINDS} == {k: expected[k] for k in rf.ANOMALY_KINDS}
