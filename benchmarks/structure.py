@@ -1,0 +1,148 @@
+"""The shape of the code, measured: the figures the "room for what comes next" issue sets targets for.
+
+Read off the source with `ast` (nothing is imported or run), for the project's own folders (not tests,
+not the virtualenv):
+
+- long functions: over 60 lines outside tests, and over 100 lines in checkers/;
+- wide functions: more than 6 parameters (self and cls not counted) outside benchmarks and tests;
+- fault dispatch: comparisons of a name `kind` or `do` with a string in nemesis/ and harness/, the branches
+  of the fault chains (the checkers' `kind` is an anomaly kind's, not counted);
+- `Step` classes: classes named Step;
+- kind-name literals: string constants (docstrings aside) equal to an anomaly kind's name
+  (rundir/kinds.py), outside rundir/kinds.py;
+- the checker's entry points: `check_run`'s parameters and the reference `analyze`'s length.
+
+    .venv/bin/python benchmarks/structure.py [--list]
+
+--list prints every function, comparison and literal counted, by file and line.
+"""
+from __future__ import annotations
+
+import argparse
+import ast
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from rundir import kinds  # noqa: E402
+
+FOLDERS = ("harness", "nemesis", "workloads", "checkers", "clusters", "broker", "rundir", "reports", "simulator",
+           "benchmarks", "scripts")
+LONG, CHECKER_LONG, WIDE = 60, 100, 6
+
+
+@dataclass(frozen=True)
+class Function:
+    file: str
+    line: int
+    name: str
+    lines: int
+    params: int
+
+
+def _sources() -> list[Path]:
+    out = []
+    for folder in FOLDERS:
+        out += sorted(p for p in (ROOT / folder).rglob("*.py") if "mutants" not in p.parts)
+    return out
+
+
+def _params(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
+    a = fn.args
+    names = [x.arg for x in (*a.posonlyargs, *a.args, *a.kwonlyargs)]
+    names += [x.arg for x in (a.vararg, a.kwarg) if x is not None]
+    return len([n for n in names if n not in ("self", "cls")])
+
+
+def _docstrings(tree: ast.AST) -> set[int]:
+    """ids of the constant nodes that are docstrings (module, class and function)."""
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
+                out.add(id(first.value))
+    return out
+
+
+def measure() -> dict:
+    kind_names = {k.name for k in kinds.KINDS}
+    functions: list[Function] = []
+    dispatch: list[tuple[str, int, str]] = []
+    steps: list[tuple[str, int]] = []
+    literals: list[tuple[str, int, str]] = []
+    for path in _sources():
+        rel = path.relative_to(ROOT).as_posix()
+        tree = ast.parse(path.read_text(), filename=rel)
+        docs = _docstrings(tree)
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                functions.append(Function(rel, node.lineno, node.name, node.end_lineno - node.lineno + 1,
+                                          _params(node)))
+            elif isinstance(node, ast.ClassDef) and node.name == "Step":
+                steps.append((rel, node.lineno))
+            elif (isinstance(node, ast.Compare) and isinstance(node.left, ast.Name) and node.left.id in ("kind", "do")
+                  and rel.startswith(("nemesis/", "harness/"))):
+                if any(isinstance(c, ast.Constant) and isinstance(c.value, str) for c in node.comparators):
+                    dispatch.append((rel, node.lineno, node.left.id))
+            elif (isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in kind_names
+                  and id(node) not in docs and rel != "rundir/kinds.py"):
+                literals.append((rel, node.lineno, node.value))
+    outside_tests = functions
+    outside_bench = [f for f in functions if not f.file.startswith("benchmarks/")]
+    check_run = next((f for f in functions if f.file == "checkers/check.py" and f.name == "check_run"), None)
+    analyze = next((f for f in functions if f.file == "checkers/reference.py" and f.name == "analyze"), None)
+    return {
+        "long": [f for f in outside_tests if f.lines > LONG],
+        "checker_long": [f for f in functions if f.file.startswith("checkers/") and f.lines > CHECKER_LONG],
+        "wide": [f for f in outside_bench if f.params > WIDE],
+        "dispatch": dispatch, "steps": steps, "literals": literals,
+        "check_run_params": check_run.params if check_run else None,
+        "analyze_lines": analyze.lines if analyze else None,
+    }
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--list", action="store_true", help="print every item counted")
+    args = ap.parse_args()
+    m = measure()
+    by_file: dict[str, int] = {}
+    for f, _, _ in m["literals"]:
+        by_file[f] = by_file.get(f, 0) + 1
+    rows = [
+        (f"functions over {LONG} lines (outside tests)", len(m["long"]), "<= 15"),
+        (f"functions over {CHECKER_LONG} lines in checkers/", len(m["checker_long"]), "0"),
+        (f"functions of more than {WIDE} parameters (outside benchmarks and tests)", len(m["wide"]), "0"),
+        ("`kind ==` / `do ==` comparisons with a string (nemesis/, harness/)", len(m["dispatch"]),
+         "0 fault dispatch chains"),
+        ("`Step` classes", len(m["steps"]), "1"),
+        (f"kind-name literals outside rundir/kinds.py ({len(by_file)} modules)", len(m["literals"]), "0"),
+        ("check_run's parameters", m["check_run_params"], "<= 3"),
+        ("lines of checkers/reference.py analyze", m["analyze_lines"], "<= 60"),
+    ]
+    width = max(len(r[0]) for r in rows)
+    for what, n, target in rows:
+        print(f"  {what:<{width}}  {n!s:>5}   target {target}")
+    if args.list:
+        for key in ("long", "checker_long", "wide"):
+            print(f"\n{key}:")
+            for f in sorted(m[key], key=lambda f: (-f.lines if key != "wide" else -f.params, f.file)):
+                print(f"  {f.file}:{f.line} {f.name}: {f.lines} lines, {f.params} parameters")
+        print("\ndispatch by module:")
+        per: dict[str, int] = {}
+        for f, _, _ in m["dispatch"]:
+            per[f] = per.get(f, 0) + 1
+        for f, n in sorted(per.items(), key=lambda x: -x[1]):
+            print(f"  {f}: {n}")
+        print("\nkind-name literals by module:")
+        for f, n in sorted(by_file.items(), key=lambda x: -x[1]):
+            print(f"  {f}: {n}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
