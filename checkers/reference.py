@@ -4,17 +4,27 @@ For tests (cross-checked against the Spark checker) and benchmarks only. Its out
 of the registry (rundir/kinds.py), as the Spark checker's does. It reads the same columnar
 tables as the Spark checker and holds everything in Python dictionaries, so it needs memory in
 proportion to the history (roughly 1 KB per send); it is not meant for histories larger than memory.
+
+`analyze` reads the run once into a `Run` (`load`), then runs each anomaly family of FAMILIES on it: a
+family is one function `(run, out)` that adds its kinds' findings to a `Findings`; the protocol rules
+run last, on the event logs (checkers/protocol_trace.py). A new family is one more function here.
 """
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import pyarrow.dataset as ds
 
 from rundir import kinds
 from checkers import explain, loss_shape, protocol_trace, totals
+
+K = kinds
+OPS_COLUMNS = ["index", "time", "process", "type", "f", "partition", "value", "offset", "epoch", "hw", "error",
+               "invoke_index", "invoke_time", "fault", "phase", "fault_id"]
+REPLICA_COLUMNS = ["node", "partition", "offset", "epoch", "value", "crc_ok"]
 
 def _batches(col_dir: Path, table: str, columns: list[str]) -> Iterator[dict[str, list]]:
     d = ds.dataset(str(Path(col_dir) / table), format="parquet")
@@ -41,203 +51,264 @@ def _top(items: list[tuple[Any, dict]], n: int) -> list[dict]:
     return [e for _, _, e in ranked[:n]]
 
 
-def analyze(col_dir: Path | str, examples: int = 10, facts: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Every kind's findings; the protocol kinds only with `facts` (checkers/protocol_trace.run_facts)."""
-    col_dir = Path(col_dir)
-    N = examples
+def _nested_sets() -> defaultdict:
+    return defaultdict(set)
 
-    # ---- final state and replica metadata -----------------------------------------------------
-    final_state: dict[int, dict] = {}
-    for p, rec, hw, leader, epoch in _rows(col_dir, "final_state", ["partition", "recovered", "hw", "leader", "epoch"]):
-        final_state[p] = {"recovered": rec, "hw": hw, "leader": leader, "epoch": epoch}
-    meta: dict[tuple[str, int], dict] = {}
-    nodes_by_part: dict[int, list[str]] = defaultdict(list)
-    for node, p, leo, hw in _rows(col_dir, "replica_meta", ["node", "partition", "leo", "hw"]):
-        meta[(node, p)] = {"leo": leo, "hw": hw}
-        nodes_by_part[p].append(node)
-    for p in nodes_by_part:
-        nodes_by_part[p].sort()
 
-    # ---- operations -----------------------------------------------------------------------------
-    sends: dict[tuple[int, int], dict] = {}          # (partition, value) -> send completion
-    ok_sends_by_proc: dict[tuple[str, int], list] = defaultdict(list)
-    acks_by_part: dict[int, list[dict]] = defaultdict(list)   # realtime-order: every ok send
-    observations: list[dict] = []                     # poll / final-read ok: hw observations
-    assigns: dict[tuple[str, int], list] = defaultdict(list)
-    windows: dict[int, list] = {}                     # fault id -> [start time, stop time]
-    op_counts: dict[str, dict[str, int]] = {}
-    completions: list[tuple[str, str, int]] = []      # (f, type, time) of send/poll completions
-    partitions: set[int] = set(final_state) | set(nodes_by_part)
-    end_time: int | None = None                       # the history's last time (any line)
-    cols = ["index", "time", "process", "type", "f", "partition", "value", "offset", "epoch", "hw", "error",
-            "invoke_index", "invoke_time", "fault", "phase", "fault_id"]
+@dataclass
+class Run:
+    """A run's history, replica metadata and final logs, as the reference families read them."""
+
+    col_dir: Path
+    final_state: dict[int, dict] = field(default_factory=dict)
+    meta: dict[tuple[str, int], dict] = field(default_factory=dict)            # (node, p) -> leo, hw
+    nodes_by_part: dict[int, list[str]] = field(default_factory=lambda: defaultdict(list))
+    sends: dict[tuple[int, Any], dict] = field(default_factory=dict)           # (p, value) -> send completion
+    ok_sends_by_proc: dict[tuple[str, int], list] = field(default_factory=lambda: defaultdict(list))
+    acks_by_part: dict[int, list[dict]] = field(default_factory=lambda: defaultdict(list))  # every ok send
+    observations: list[dict] = field(default_factory=list)                    # poll / final-read ok: hw seen
+    assigns: dict[tuple[str, int], list] = field(default_factory=lambda: defaultdict(list))
+    windows: dict[int, list] = field(default_factory=dict)                    # fault id -> [start, stop] time
+    op_counts: dict[str, dict[str, int]] = field(default_factory=dict)
+    completions: list[tuple[str, str, int]] = field(default_factory=list)     # (f, type, time): send/poll
+    partitions: set[int] = field(default_factory=set)
+    end_time: int | None = None                                               # the history's last time
+    final_reads: dict[int, dict[int, set]] = field(default_factory=lambda: defaultdict(_nested_sets))
+    poll_reads: dict[tuple[str, int], list] = field(default_factory=lambda: defaultdict(list))
+    at_offset: dict[tuple[int, int], list] = field(default_factory=lambda: defaultdict(list))  # observations
+    compared_src: dict[str, set] = field(default_factory=dict)   # source -> partitions whose epochs compare
+    final_log: dict[int, dict[int, set]] = field(default_factory=dict)        # p -> offset -> values (< hw)
+    final_values: dict[int, dict[Any, set]] = field(default_factory=dict)     # p -> value -> offsets
+    reason: dict[int, str | None] = field(default_factory=dict)               # p -> why no final log (None)
+
+
+class Findings:
+    """What the families found: per kind its count, its (sort key, example) pairs and extra fields, and
+    each finding's (kind, partition, time, weight) for the totals (checkers/totals.py)."""
+
+    def __init__(self) -> None:
+        self.found: dict[str, list] = defaultdict(list)
+        self.counts: dict[str, int] = defaultdict(int)
+        self.extra: dict[str, dict] = defaultdict(dict)
+        self.timed: list[tuple[str, int, int | None, int]] = []
+        self.lost_by_part: dict[int, int] = defaultdict(int)
+
+    def add(self, kind: str, key: tuple, example: dict, n: int = 1, time: int | None = None) -> None:
+        self.counts[kind] += n
+        self.found[kind].append((key, example))
+        self.timed.append((kind, example["partition"], time, n))
+
+
+# ---- reading the run ----------------------------------------------------------------------------
+
+def load(col_dir: Path | str) -> Run:
+    """The run's tables read once: final state and replica metadata, operations, reads, final logs."""
+    run = Run(Path(col_dir))
+    _final_tables(run)
+    _operations(run)
+    _reads(run)
+    _final_logs(run)
+    return run
+
+
+def _final_tables(run: Run) -> None:
+    for p, rec, hw, leader, epoch in _rows(run.col_dir, "final_state",
+                                           ["partition", "recovered", "hw", "leader", "epoch"]):
+        run.final_state[p] = {"recovered": rec, "hw": hw, "leader": leader, "epoch": epoch}
+    for node, p, leo, hw in _rows(run.col_dir, "replica_meta", ["node", "partition", "leo", "hw"]):
+        run.meta[(node, p)] = {"leo": leo, "hw": hw}
+        run.nodes_by_part[p].append(node)
+    for p in run.nodes_by_part:
+        run.nodes_by_part[p].sort()
+    run.partitions = set(run.final_state) | set(run.nodes_by_part)
+
+
+def _window(run: Run, typ: str, phase: str, fid: Any, time: int) -> None:
+    if typ != "invoke" and fid is not None:
+        w = run.windows.setdefault(fid, [None, None])
+        if phase == "start" and w[0] is None:
+            w[0] = time
+        elif phase == "stop":
+            w[1] = time
+
+
+def _operations(run: Run) -> None:
     for (index, time, process, typ, f, p, value, offset, epoch, hw, error, inv_i, inv_t,
-         fault, phase, fid) in _rows(col_dir, "ops", cols):
-        if time is not None and (end_time is None or time > end_time):
-            end_time = time
+         _fault, phase, fid) in _rows(run.col_dir, "ops", OPS_COLUMNS):
+        if time is not None and (run.end_time is None or time > run.end_time):
+            run.end_time = time
         if process == "nemesis":
-            if typ != "invoke" and fid is not None:
-                w = windows.setdefault(fid, [None, None])
-                if phase == "start" and w[0] is None:
-                    w[0] = time
-                elif phase == "stop":
-                    w[1] = time
+            _window(run, typ, phase, fid, time)
             continue
         if process == "harness" or f not in ("send", "poll", "assign", "final-read"):
             continue
-        partitions.add(p)
+        run.partitions.add(p)
         if typ == "invoke":
             continue
-        op_counts.setdefault(f, {"ok": 0, "fail": 0, "info": 0})[typ] += 1
+        run.op_counts.setdefault(f, {"ok": 0, "fail": 0, "info": 0})[typ] += 1
         if f in ("send", "poll"):
-            completions.append((f, typ, time))
+            run.completions.append((f, typ, time))
         if f == "send":
-            sends[(p, value)] = {"type": typ, "index": index, "time": time, "process": process,
-                                 "offset": offset, "epoch": epoch, "invoke_index": inv_i, "error": error}
+            run.sends[(p, value)] = {"type": typ, "index": index, "time": time, "process": process,
+                                     "offset": offset, "epoch": epoch, "invoke_index": inv_i, "error": error}
             if typ == "ok":
-                ok_sends_by_proc[(process, p)].append((index, time, value, offset, epoch))
-                acks_by_part[p].append({"offset": offset, "value": value, "epoch": epoch, "index": index,
-                                        "time": time, "process": process, "invoke_index": inv_i,
-                                        "invoke_time": inv_t})
+                run.ok_sends_by_proc[(process, p)].append((index, time, value, offset, epoch))
+                run.acks_by_part[p].append({"offset": offset, "value": value, "epoch": epoch, "index": index,
+                                            "time": time, "process": process, "invoke_index": inv_i,
+                                            "invoke_time": inv_t})
         elif f in ("poll", "final-read") and typ == "ok":
-            observations.append({"partition": p, "epoch": epoch, "hw": hw, "index": index, "time": time,
-                                 "process": process, "invoke_index": inv_i, "f": f})
+            run.observations.append({"partition": p, "epoch": epoch, "hw": hw, "index": index, "time": time,
+                                     "process": process, "invoke_index": inv_i, "f": f})
         elif f == "assign" and typ == "ok":
-            assigns[(process, p)].append((index, offset, time))
+            run.assigns[(process, p)].append((index, offset, time))
 
-    # ---- reads ----------------------------------------------------------------------------------
-    final_reads: dict[int, dict[int, set]] = defaultdict(lambda: defaultdict(set))   # p -> offset -> values
-    poll_reads: dict[tuple[str, int], list] = defaultdict(list)
-    at_offset: dict[tuple[int, int], list] = defaultdict(list)   # (p, offset) -> observations
+
+def _reads(run: Run) -> None:
     # per partition: observations without a leader epoch (-1) among ok sends, polls, final reads in [0, hw)
     unknown_epochs: dict[int, list[int]] = defaultdict(lambda: [0, 0, 0])
+    fs = run.final_state
     for index, process, f, p, offset, value, time, pos, epoch in _rows(
-            col_dir, "reads", ["index", "process", "f", "partition", "offset", "value", "time", "pos", "epoch"]):
-        partitions.add(p)
-        at_offset[(p, offset)].append((index, pos, f, value, time, process, epoch))
+            run.col_dir, "reads", ["index", "process", "f", "partition", "offset", "value", "time", "pos", "epoch"]):
+        run.partitions.add(p)
+        run.at_offset[(p, offset)].append((index, pos, f, value, time, process, epoch))
         if epoch < 0 and f == "poll":
             unknown_epochs[p][1] += 1
-        elif epoch < 0 and p in final_state and 0 <= offset < final_state[p]["hw"]:
+        elif epoch < 0 and p in fs and 0 <= offset < fs[p]["hw"]:
             unknown_epochs[p][2] += 1
         if f == "final-read":
-            final_reads[p][offset].add(value)
+            run.final_reads[p][offset].add(value)
         else:
-            poll_reads[(process, p)].append((index, pos, offset, value, time))
-    for (p, v), s in sends.items():
+            run.poll_reads[(process, p)].append((index, pos, offset, value, time))
+    for (p, v), s in run.sends.items():
         if s["type"] == "ok":
-            at_offset[(p, s["offset"])].append((s["index"], -1, "send", v, s["time"], s["process"], s["epoch"]))
+            run.at_offset[(p, s["offset"])].append((s["index"], -1, "send", v, s["time"], s["process"], s["epoch"]))
             if not explain.known_epoch(s["epoch"]):
                 unknown_epochs[p][0] += 1
     # the epochs compared, decided as the Spark engine does
-    compared = explain.epoch_sources({p: tuple(unknown_epochs[p]) for p in partitions})
-    compared_src = {"send": compared["acks"], "poll": compared["polls"],
-                    "final-read": compared["acks"] | compared["polls"]}
+    compared = explain.epoch_sources({p: tuple(unknown_epochs[p]) for p in run.partitions})
+    run.compared_src = {"send": compared["acks"], "poll": compared["polls"],
+                        "final-read": compared["acks"] | compared["polls"]}
 
-    # ---- which partitions have a final committed log --------------------------------------------
-    final_log: dict[int, dict[int, set]] = {}     # p -> offset -> values, offsets < hw
-    final_values: dict[int, dict[Any, set]] = {}  # p -> value -> offsets
-    reason: dict[int, str | None] = {}
-    for p in sorted(partitions):
-        fs = final_state.get(p)
+
+def _final_logs(run: Run) -> None:
+    """Which partitions have a final committed log (their final reads cover [0, hw)), and its values."""
+    for p in sorted(run.partitions):
+        fs = run.final_state.get(p)
         if fs is None:
-            reason[p] = "no final-state"
+            run.reason[p] = "no final-state"
             continue
         if not fs["recovered"]:
-            reason[p] = "not recovered"
+            run.reason[p] = "not recovered"
             continue
         hw = fs["hw"]
-        log = {o: vs for o, vs in final_reads.get(p, {}).items() if 0 <= o < hw}
+        log = {o: vs for o, vs in run.final_reads.get(p, {}).items() if 0 <= o < hw}
         if len(log) != hw:
-            reason[p] = "final reads do not cover [0, hw)"
+            run.reason[p] = "final reads do not cover [0, hw)"
             continue
-        reason[p] = None
-        final_log[p] = log
+        run.reason[p] = None
+        run.final_log[p] = log
         fv: dict[Any, set] = defaultdict(set)
         for o, vs in log.items():
             for v in vs:
                 fv[v].add(o)
-        final_values[p] = fv
+        run.final_values[p] = fv
 
-    found: dict[str, list] = defaultdict(list)
-    counts: dict[str, int] = defaultdict(int)
-    extra: dict[str, dict] = defaultdict(dict)
-    timed: list[tuple[str, int, int | None, int]] = []   # (kind, partition, time, weight): checkers/totals.py
 
-    def add(kind: str, key: tuple, example: dict, n: int = 1, time: int | None = None) -> None:
-        counts[kind] += n
-        found[kind].append((key, example))
-        timed.append((kind, example["partition"], time, n))
+# ---- the families -------------------------------------------------------------------------------
 
-    # ---- lost-write / failed-write-present / unseen ---------------------------------------------
-    unseen_by_part: dict[int, int] = defaultdict(int)
-    unseen_values: dict[int, list] = defaultdict(list)
-    acked_by_part: dict[int, int] = defaultdict(int)
-    lost_by_part: dict[int, int] = defaultdict(int)
-    for (p, v), s in sends.items():
-        if s["type"] == "ok":
-            acked_by_part[p] += 1
-        if p not in final_log:
-            if s["type"] == "ok":
-                unseen_by_part[p] += 1
-                unseen_values[p].append(v)
-            continue
-        present = v in final_values[p]
-        if s["type"] == "ok" and not present:
-            lost_by_part[p] += 1
-            add("lost-write", (p, s["index"]), {
-                "partition": p, "value": v, "offset": s["offset"], "epoch": s["epoch"], "index": s["index"],
-                "time": s["time"], "process": s["process"], "invoke_index": s["invoke_index"],
-                "final_values_at_offset": sorted(final_log[p].get(s["offset"], ()))}, time=s["time"])
-        elif s["type"] == "fail" and present:
-            add("failed-write-present", (p, s["index"]), {
-                "partition": p, "value": v, "index": s["index"], "time": s["time"], "process": s["process"],
-                "invoke_index": s["invoke_index"], "error": s["error"],
-                "final_offsets": sorted(final_values[p][v])[:10]}, time=s["time"])
-
-    # ---- where the lost writes fall in each acknowledged sequence (checkers/loss_shape.py) --------
-    sequences: dict[int, list] = defaultdict(list)
-    for (p, v), s in sends.items():
-        if s["type"] == "ok" and p in final_log:
-            sequences[p].append((s["offset"], s["index"], v not in final_values[p]))
-    shapes = {p: loss_shape.classify(lost for _o, _i, lost in sorted(seq)) for p, seq in sequences.items()}
-    extra["lost-write"] = {"loss_shape": loss_shape.as_json(shapes)}
-
-    # ---- duplicate ------------------------------------------------------------------------------
-    for p, fv in final_values.items():
+def values(run: Run, out: Findings) -> None:
+    """lost-write, failed-write-present (and the loss shape), duplicate, dirty-read, aborted-read."""
+    _sent_values(run, out)
+    _loss_shape(run, out)
+    for p, fv in run.final_values.items():
         for v, offs in fv.items():
             if len(offs) > 1:
-                s = sends.get((p, v))
-                add("duplicate", (p, v), {
+                s = run.sends.get((p, v))
+                out.add(K.DUPLICATE.name, (p, v), {
                     "partition": p, "value": v, "offsets": sorted(offs)[:10], "count": len(offs),
                     "index": s["index"] if s else None,
                     "send": None if s is None else {"type": s["type"], "index": s["index"], "offset": s["offset"]}})
+    _read_values(run, out)
 
-    # ---- inconsistent-offset --------------------------------------------------------------------
-    # a record is its value and its leader epoch: an offset whose observations differ in either is
-    # inconsistent (the epochs that checkers/explain.epoch_sources says are compared)
-    for (p, o), obs in at_offset.items():
-        values = {x[3] for x in obs}
-        compared_epochs = {x[6] for x in obs if explain.known_epoch(x[6]) and p in compared_src[x[2]]}
-        if len(values) > 1 or len(compared_epochs) > 1:
+
+def _sent_values(run: Run, out: Findings) -> None:
+    for (p, v), s in run.sends.items():
+        if p not in run.final_log:
+            continue
+        present = v in run.final_values[p]
+        if s["type"] == "ok" and not present:
+            out.lost_by_part[p] += 1
+            out.add(K.LOST_WRITE.name, (p, s["index"]), {
+                "partition": p, "value": v, "offset": s["offset"], "epoch": s["epoch"], "index": s["index"],
+                "time": s["time"], "process": s["process"], "invoke_index": s["invoke_index"],
+                "final_values_at_offset": sorted(run.final_log[p].get(s["offset"], ()))}, time=s["time"])
+        elif s["type"] == "fail" and present:
+            out.add(K.FAILED_WRITE_PRESENT.name, (p, s["index"]), {
+                "partition": p, "value": v, "index": s["index"], "time": s["time"], "process": s["process"],
+                "invoke_index": s["invoke_index"], "error": s["error"],
+                "final_offsets": sorted(run.final_values[p][v])[:10]}, time=s["time"])
+
+
+def _loss_shape(run: Run, out: Findings) -> None:
+    """Where the lost writes fall in each acknowledged sequence (checkers/loss_shape.py)."""
+    sequences: dict[int, list] = defaultdict(list)
+    for (p, v), s in run.sends.items():
+        if s["type"] == "ok" and p in run.final_log:
+            sequences[p].append((s["offset"], s["index"], v not in run.final_values[p]))
+    shapes = {p: loss_shape.classify(lost for _o, _i, lost in sorted(seq)) for p, seq in sequences.items()}
+    out.extra[K.LOST_WRITE.name] = {"loss_shape": loss_shape.as_json(shapes)}
+
+
+def _read_values(run: Run, out: Findings) -> None:
+    per_value: dict[tuple[int, Any], list] = defaultdict(list)
+    for (proc, p), lst in run.poll_reads.items():
+        for i, pos, o, v, t in lst:
+            per_value[(p, v)].append((i, pos, o, t, proc))
+    for (p, v), reads in per_value.items():
+        s = run.sends.get((p, v))
+        first = min(reads)
+        base = {"partition": p, "value": v, "offset": first[2], "index": first[0], "time": first[3],
+                "process": first[4], "reads": len(reads),
+                "send": None if s is None else {"type": s["type"], "index": s["index"], "offset": s["offset"]}}
+        if p in run.final_log and v not in run.final_values[p]:
+            out.add(K.DIRTY_READ.name, (p, first[0], first[1]), dict(base), n=len(reads), time=first[3])
+        if s is not None and s["type"] == "fail":
+            ex = dict(base)
+            ex["error"] = s["error"]
+            out.add(K.ABORTED_READ.name, (p, first[0], first[1]), ex, n=len(reads), time=first[3])
+
+
+def offsets(run: Run, out: Findings) -> None:
+    """inconsistent-offset: a record is its value and its leader epoch, so an offset whose observations
+    differ in either is inconsistent (the epochs checkers/explain.epoch_sources says are compared)."""
+    for (p, o), obs in run.at_offset.items():
+        vals = {x[3] for x in obs}
+        compared_epochs = {x[6] for x in obs if explain.known_epoch(x[6]) and p in run.compared_src[x[2]]}
+        if len(vals) > 1 or len(compared_epochs) > 1:
             obs.sort(key=lambda x: (x[0], x[1]))
             epochs, seen = explain.offset_observations(obs)
-            add("inconsistent-offset", (p, o), {
-                "partition": p, "offset": o, "values": sorted(values)[:10], "epochs": epochs,
+            out.add(K.INCONSISTENT_OFFSET.name, (p, o), {
+                "partition": p, "offset": o, "values": sorted(vals)[:10], "epochs": epochs,
                 "index": obs[0][0], "observations": seen}, time=obs[0][4])
 
-    # ---- nonmonotonic-send ----------------------------------------------------------------------
-    for (proc, p), lst in ok_sends_by_proc.items():
+
+def ordering(run: Run, out: Findings) -> None:
+    """nonmonotonic-send, realtime-order, poll-skip and nonmonotonic-poll."""
+    for (proc, p), lst in run.ok_sends_by_proc.items():
         lst.sort()
         for a, b in zip(lst, lst[1:]):
             if b[3] < a[3]:
-                add("nonmonotonic-send", (p, b[0]), {
+                out.add(K.NONMONOTONIC_SEND.name, (p, b[0]), {
                     "partition": p, "process": proc, "index": b[0],
                     "earlier": {"index": a[0], "time": a[1], "value": a[2], "offset": a[3], "epoch": a[4]},
                     "later": {"index": b[0], "time": b[1], "value": b[2], "offset": b[3], "epoch": b[4]}},
                     time=b[1])
+    _realtime_order(run, out)
+    _poll_order(run, out)
 
-    # ---- realtime-order -----------------------------------------------------------------------------
-    for p, acks in acks_by_part.items():
+
+def _realtime_order(run: Run, out: Findings) -> None:
+    for p, acks in run.acks_by_part.items():
         events = [(a["index"], 1, a) for a in acks]                    # completion: becomes visible
         events += [(a["invoke_index"], 0, a) for a in acks if a["invoke_index"] is not None]  # compare here
         events.sort(key=lambda e: (e[0], e[1]))
@@ -248,22 +319,22 @@ def analyze(col_dir: Path | str, examples: int = 10, facts: dict[str, Any] | Non
                 if best is None or mark > best:
                     best = mark
             elif best is not None and best[0] >= a["offset"]:
-                add("realtime-order", (p, a["index"]), {
+                out.add(K.REALTIME_ORDER.name, (p, a["index"]), {
                     "partition": p, **a,
                     "previous": {"index": best[1], "time": best[2], "process": best[3], "value": best[4],
                                  "offset": best[0], "epoch": best[5]}}, time=a["time"])
 
-    # ---- poll-skip / nonmonotonic-poll ------------------------------------------------------------
-    for key in set(poll_reads) | set(assigns):
+
+def _poll_order(run: Run, out: Findings) -> None:
+    for key in set(run.poll_reads) | set(run.assigns):
         proc, p = key
-        events = [(i, -1, "assign", o, None, t) for i, o, t in assigns.get(key, [])]
-        events += [(i, pos, "read", o, v, t) for i, pos, o, v, t in poll_reads.get(key, [])]
+        events = [(i, -1, "assign", o, None, t) for i, o, t in run.assigns.get(key, [])]
+        events += [(i, pos, "read", o, v, t) for i, pos, o, v, t in run.poll_reads.get(key, [])]
         events.sort(key=lambda e: (e[0], e[1]))
         prev = None
-        for e in events:
-            i, pos, kind, o, v, t = e
-            if kind == "assign":
-                prev = (i, kind, o - 1, None, t, o)
+        for i, pos, what, o, v, t in events:
+            if what == "assign":
+                prev = (i, what, o - 1, None, t, o)
                 continue
             if prev is not None:
                 p_off = prev[2]
@@ -273,53 +344,40 @@ def analyze(col_dir: Path | str, examples: int = 10, facts: dict[str, Any] | Non
                       "previous": previous}
                 if o > p_off + 1:
                     ex["gap"] = o - p_off - 1
-                    add("poll-skip", (p, i, pos), ex, time=t)
+                    out.add(K.POLL_SKIP.name, (p, i, pos), ex, time=t)
                 elif o <= p_off:
-                    add("nonmonotonic-poll", (p, i, pos), ex, time=t)
-            prev = (i, kind, o, v, t, None)
+                    out.add(K.NONMONOTONIC_POLL.name, (p, i, pos), ex, time=t)
+            prev = (i, what, o, v, t, None)
 
-    # ---- dirty-read / aborted-read ----------------------------------------------------------------
-    per_value: dict[tuple[int, Any], list] = defaultdict(list)
-    for (proc, p), lst in poll_reads.items():
-        for i, pos, o, v, t in lst:
-            per_value[(p, v)].append((i, pos, o, t, proc))
-    for (p, v), reads in per_value.items():
-        s = sends.get((p, v))
-        first = min(reads)
-        base = {"partition": p, "value": v, "offset": first[2], "index": first[0], "time": first[3],
-                "process": first[4], "reads": len(reads),
-                "send": None if s is None else {"type": s["type"], "index": s["index"], "offset": s["offset"]}}
-        if p in final_log and v not in final_values[p]:
-            add("dirty-read", (p, first[0], first[1]), dict(base), n=len(reads), time=first[3])
-        if s is not None and s["type"] == "fail":
-            ex = dict(base)
-            ex["error"] = s["error"]
-            add("aborted-read", (p, first[0], first[1]), ex, n=len(reads), time=first[3])
 
-    # ---- divergence -------------------------------------------------------------------------------
+def divergence(run: Run, out: Findings) -> None:
+    """divergence: replicas holding different records at one offset; committed where two replicas whose
+    checkpointed HW is above the offset disagree."""
     by_offset: dict[tuple[int, int], dict[str, tuple]] = defaultdict(dict)
-    for node, p, o, epoch, v, crc in _rows(col_dir, "replicas", ["node", "partition", "offset", "epoch", "value", "crc_ok"]):
+    for node, p, o, epoch, v, crc in _rows(run.col_dir, "replicas", REPLICA_COLUMNS):
         by_offset[(p, o)][node] = (v, epoch, crc)
     committed_n = 0
     for (p, o), recs in by_offset.items():
         if len(set(recs.values())) > 1:
-            committed_recs = {r for n, r in recs.items() if meta.get((n, p), {}).get("hw", 0) > o}
+            committed_recs = {r for n, r in recs.items() if run.meta.get((n, p), {}).get("hw", 0) > o}
             committed = len(committed_recs) > 1
             committed_n += committed
-            add("divergence", (p, o), {"partition": p, "offset": o, "committed": committed})
-    extra["divergence"] = {"committed": committed_n, "residual": counts["divergence"] - committed_n}
-    del by_offset
+            out.add(K.DIVERGENCE.name, (p, o), {"partition": p, "offset": o, "committed": committed})
+    name = K.DIVERGENCE.name
+    out.extra[name] = {"committed": committed_n, "residual": out.counts[name] - committed_n}
 
-    # ---- hw-regression ------------------------------------------------------------------------------
+
+def watermarks(run: Run, out: Findings) -> None:
+    """hw-regression (the same leader epoch) and hw-regression-cross-epoch (another, or unknown)."""
     by_part: dict[int, list] = defaultdict(list)
-    for ob in observations:
+    for ob in run.observations:
         by_part[ob["partition"]].append((ob["index"], 1, ob))           # completion: becomes visible
         by_part[ob["partition"]].append((ob["invoke_index"], 0, ob))    # invocation: compare here
     for p, events in by_part.items():
         events.sort(key=lambda e: (e[0], e[1]))
         best_epoch: dict[Any, tuple] = {}
         best_any: tuple | None = None
-        for key, is_completion, ob in events:
+        for _key, is_completion, ob in events:
             mark = (ob["hw"], ob["index"], ob["epoch"], ob["time"], ob["process"])
             if is_completion:
                 if ob["epoch"] not in best_epoch or mark > best_epoch[ob["epoch"]]:
@@ -331,68 +389,89 @@ def analyze(col_dir: Path | str, examples: int = 10, facts: dict[str, Any] | Non
             same = best_epoch.get(ob["epoch"]) if ob["epoch"] is not None and ob["epoch"] >= 0 else None
             kind = prev = None
             if same is not None and same[0] > ob["hw"]:
-                kind, prev = "hw-regression", same
+                kind, prev = K.HW_REGRESSION.name, same
             elif best_any is not None and best_any[0] > ob["hw"]:
-                kind, prev = "hw-regression-cross-epoch", best_any
+                kind, prev = K.HW_REGRESSION_CROSS_EPOCH.name, best_any
             if kind:
-                add(kind, (p, ob["index"]), {
+                out.add(kind, (p, ob["index"]), {
                     "partition": p, "epoch": ob["epoch"], "hw": ob["hw"], "index": ob["index"], "time": ob["time"],
                     "process": ob["process"], "invoke_index": ob["invoke_index"], "f": ob["f"],
                     "previous": {"hw": prev[0], "index": prev[1], "epoch": prev[2], "time": prev[3], "process": prev[4]}},
                     time=ob["time"])
 
-    # ---- examples, explained ----------------------------------------------------------------------
-    examples = {kind: _top(items, N) for kind, items in found.items()}
-    for e in examples.get("poll-skip", []):
-        e["skipped"] = explain.skipped(e["offset"], e["gap"], final_log.get(e["partition"], {}))
-    offsets, values = explain.wanted_keys(examples)
-    rows = []
-    if offsets or values:
-        for node, p, o, epoch, v, crc in _rows(col_dir, "replicas", ["node", "partition", "offset", "epoch", "value", "crc_ok"]):
-            if (p, o) in offsets or (p, v) in values:
-                rows.append((node, p, o, epoch, v, crc))
-    explain.attach(examples, explain.ReplicaIndex(rows, dict(nodes_by_part), meta))
 
-    # every registered kind, found or not (rundir/kinds.py)
-    anomalies = {kind: {"count": counts[kind], "examples": examples.get(kind, []), **extra.get(kind, {})}
-                 for kind in kinds.NAMES}
-    # totals over the whole run (duplicate and divergence have no operation time: untimed)
-    axis = totals.TimeAxis(end_time)
+# the history and replica families, each `(run, out)`, in the order of rundir/kinds.py's families
+FAMILIES: tuple[Callable[[Run, Findings], None], ...] = (values, divergence, offsets, ordering, watermarks)
+
+
+# ---- the result ---------------------------------------------------------------------------------
+
+def analyze(col_dir: Path | str, examples: int = 10, facts: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Every kind's findings; the protocol kinds only with `facts` (checkers/protocol_trace.run_facts)."""
+    run = load(col_dir)
+    out = Findings()
+    for family in FAMILIES:
+        family(run, out)
+    anomalies = _anomalies(run, out, examples)
+    axis = totals.TimeAxis(run.end_time)
     tot = totals.Totals(axis)
-    for kind, p, t, n in timed:
+    for kind, p, t, n in out.timed:
         tot.add(kind, p, t, n)
     for kind in anomalies:
         anomalies[kind].update(tot.for_kind(kind))
     if facts is not None:
-        found = protocol_trace.findings(protocol_trace.check_reference(col_dir, facts), facts, N)
+        found = protocol_trace.findings(protocol_trace.check_reference(run.col_dir, facts), facts, examples)
         protocol_trace.attach(anomalies, found, tot)
+    return {"anomalies": anomalies, "time_axis": axis.as_json(), **_summary(run, out)}
 
-    # ---- statistics ------------------------------------------------------------------------------------
-    intervals = [(s, e if e is not None else float("inf")) for s, e in windows.values() if s is not None]
+
+def _anomalies(run: Run, out: Findings, n: int) -> dict[str, dict]:
+    """Every registered kind (rundir/kinds.py), found or not, with its first n examples explained."""
+    examples = {kind: _top(items, n) for kind, items in out.found.items()}
+    for e in examples.get(K.POLL_SKIP.name, []):
+        e["skipped"] = explain.skipped(e["offset"], e["gap"], run.final_log.get(e["partition"], {}))
+    offs, vals = explain.wanted_keys(examples)
+    rows = []
+    if offs or vals:
+        for node, p, o, epoch, v, crc in _rows(run.col_dir, "replicas", REPLICA_COLUMNS):
+            if (p, o) in offs or (p, v) in vals:
+                rows.append((node, p, o, epoch, v, crc))
+    explain.attach(examples, explain.ReplicaIndex(rows, dict(run.nodes_by_part), run.meta))
+    return {kind: {"count": out.counts[kind], "examples": examples.get(kind, []), **out.extra.get(kind, {})}
+            for kind in kinds.NAMES}
+
+
+def _summary(run: Run, out: Findings) -> dict[str, Any]:
+    """The partitions, the acknowledged writes no final log could show (unseen), and the statistics."""
+    intervals = [(s, e if e is not None else float("inf")) for s, e in run.windows.values() if s is not None]
     avail = {"in_fault": {"ok": 0, "total": 0}, "outside_fault": {"ok": 0, "total": 0}}
-    for f, typ, t in completions:
+    for _f, typ, t in run.completions:
         where = "in_fault" if any(s <= t <= e for s, e in intervals) else "outside_fault"
         avail[where]["total"] += 1
         avail[where]["ok"] += typ == "ok"
-
+    acked: dict[int, int] = defaultdict(int)
+    unseen: dict[int, list] = defaultdict(list)
+    for (p, v), s in run.sends.items():
+        if s["type"] == "ok":
+            acked[p] += 1
+            if p not in run.final_log:
+                unseen[p].append(v)
     parts_out = []
-    for p in sorted(partitions):
-        fs = final_state.get(p, {})
-        parts_out.append({"partition": p, "recovered": reason[p] is None, "reason": reason[p],
+    for p in sorted(run.partitions):
+        fs = run.final_state.get(p, {})
+        parts_out.append({"partition": p, "recovered": run.reason[p] is None, "reason": run.reason[p],
                           "hw": fs.get("hw"), "leader": fs.get("leader"), "epoch": fs.get("epoch"),
-                          "acked": acked_by_part.get(p, 0),
-                          "committed": len(final_log[p]) if p in final_log else None,
-                          "lost": lost_by_part.get(p, 0)})
-    unseen_parts = sorted(p for p in partitions if reason[p] is not None)
-    shown = {p: sorted(unseen_values.get(p, []))[:explain.UNSEEN_VALUES_SHOWN] for p in unseen_parts}
+                          "acked": acked.get(p, 0),
+                          "committed": len(run.final_log[p]) if p in run.final_log else None,
+                          "lost": out.lost_by_part.get(p, 0)})
+    unseen_parts = sorted(p for p in run.partitions if run.reason[p] is not None)
+    shown = {p: sorted(unseen.get(p, []))[:explain.UNSEEN_VALUES_SHOWN] for p in unseen_parts}
     return {
-        "anomalies": anomalies,
-        "time_axis": axis.as_json(),
-        "unseen": {"count": sum(unseen_by_part.values()), "partitions": unseen_parts,
+        "unseen": {"count": sum(len(v) for v in unseen.values()), "partitions": unseen_parts,
                    "values": explain.unseen_values(shown),
-                   "details": [{"partition": p, "reason": reason[p], "acked": unseen_by_part.get(p, 0),
+                   "details": [{"partition": p, "reason": run.reason[p], "acked": len(unseen.get(p, [])),
                                 "values": shown[p]} for p in unseen_parts]},
         "partitions": parts_out,
-        "stats": {"ops": {f: op_counts[f] for f in sorted(op_counts)}, "availability": avail,
+        "stats": {"ops": {f: run.op_counts[f] for f in sorted(run.op_counts)}, "availability": avail,
                   "fault_windows": len(intervals)},
     }
