@@ -1,14 +1,15 @@
-"""`check_run(run_dir, ...)`: the checker end to end (ingest, analyse, verdict, results.json).
+"""`check_run(run_dir, options)`: the checker end to end (ingest, analyse, verdict, results.json).
 
-The harness's `run` and the `highwater check` command both call this. `engine="spark"` (default) runs
-the PySpark checker; `engine="reference"` runs the single-process reference (tests and benchmarks); both
-are checkers/engines.py `Engine`s.
+The harness's `run` and the `highwater check` command both call this, with a `CheckOptions` saying how.
+`engine="spark"` (default) runs the PySpark checker; `engine="reference"` runs the single-process
+reference (tests and benchmarks); both are checkers/engines.py `Engine`s.
 """
 from __future__ import annotations
 
 import logging
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
@@ -21,6 +22,24 @@ from checkers.engines import open_engine
 
 VERSION = "0.1.0"
 log = logging.getLogger("checkers.spark")
+
+
+@dataclass(frozen=True)
+class CheckOptions:
+    """How to check a run: the engine and its Spark master (or a `spark` session to use, as tests share
+    one), --lenient, the examples kept per kind, the kinds made to fail or allowed, whether to write
+    results.json (to `output` instead, when given), and `step`, told each phase's name as it starts."""
+
+    engine: str = "spark"
+    spark_master: str | None = None
+    lenient: bool = False
+    examples: int = 10
+    fail_on: tuple[str, ...] | list[str] = ()
+    allow: tuple[str, ...] | list[str] = ()
+    write: bool = True
+    output: Path | str | None = None
+    spark: Any = None
+    step: Callable[[str], None] | None = None
 
 
 def _test(run_dir: Path) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -94,30 +113,28 @@ def release_prepared() -> None:
         _prepared.pop().release()
 
 
-def check_run(run_dir: Path | str, *, engine: str = "spark", spark_master: str | None = None,
-              lenient: bool = False, examples: int = 10, fail_on: tuple[str, ...] | list[str] = (),
-              allow: tuple[str, ...] | list[str] = (), write: bool = True, spark: Any = None,
-              step: Callable[[str], None] | None = None, output: Path | str | None = None) -> dict[str, Any]:
+def check_run(run_dir: Path | str, options: CheckOptions | None = None) -> dict[str, Any]:
     """Check one run directory and return (and by default write) its results.json document.
 
-    Raises FormatError for malformed input and policy.ConfigError for unknown anomaly kinds.
-    `spark` may be an existing SparkSession (tests share one); `step` is told each phase's name. What the
+    Raises FormatError for malformed input and policy.ConfigError for unknown anomaly kinds. What the
     Spark driver logs meanwhile is passed to the `checkers.spark` logger (a run's harness.log), never
     printed.
     """
     t0 = time.monotonic()
+    o = options or CheckOptions()
     run_dir = Path(run_dir)
-    phases = _Phases(step)
+    fail_on, allow, examples = o.fail_on, o.allow, o.examples
+    phases = _Phases(o.step)
     say = phases.start
     test, config = _test(run_dir)
     declared = evidence.parse_in(test, run_dir / rf.TEST_JSON)
     failing = policy.failing_kinds(config, fail_on=fail_on, allow=allow)
     say("reading input")
-    ing = ingest_mod.ingest(run_dir, lenient=lenient)
+    ing = ingest_mod.ingest(run_dir, lenient=o.lenient)
     facts = protocol_trace.run_facts(run_dir, ing.columnar_dir)
     # what the run promises depends on what it did (power cut, disks damaged): the policy again, with that
     failing = policy.failing_kinds(config, fail_on=fail_on, allow=allow, rules=facts["settings"])
-    checker = open_engine(engine, spark_master=spark_master, spark=spark, say=say,
+    checker = open_engine(o.engine, spark_master=o.spark_master, spark=o.spark, say=say,
                           rows=ingest_mod.table_rows(ing.columnar_dir))
     try:
         findings = checker.analyze(ing.columnar_dir, examples=examples, facts=facts, say=say)
@@ -132,6 +149,6 @@ def check_run(run_dir: Path | str, *, engine: str = "spark", spark_master: str |
     info.update(elapsed_s=round(time.monotonic() - t0, 3), version=VERSION, examples=examples,
                 phases_s=phases.seconds)
     doc = results.build(findings, failing=failing, checker=info, input_info=ing.as_json(), statuses=statuses)
-    if write:
-        rf.write_json(Path(output) if output else run_dir / rf.RESULTS_JSON, doc)
+    if o.write:
+        rf.write_json(Path(o.output) if o.output else run_dir / rf.RESULTS_JSON, doc)
     return doc

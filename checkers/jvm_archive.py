@@ -73,13 +73,13 @@ _BUILDER = r"""
 import sys
 from pathlib import Path
 from checkers import spark_session, synthetic
-from checkers.check import check_run
+from checkers.check import CheckOptions, check_run
 
 work = Path(sys.argv[1])
 synthetic.generate(work / "run", sends=50000, k=2, seed=7)
 spark = spark_session.get_session(spark_session.DEFAULT_MASTER)
 gateway = spark.sparkContext._gateway
-check_run(work / "run", spark=spark, write=False)
+check_run(work / "run", CheckOptions(spark=spark, write=False))
 spark.stop()
 proc = getattr(gateway, "proc", None)
 gateway.shutdown()

@@ -440,7 +440,7 @@ _WARM_UP = r"""
 import sys
 from pathlib import Path
 from checkers import synthetic
-from checkers.check import check_run
+from checkers.check import CheckOptions, check_run
 
 work, url, n = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])
 if not (work / "columnar" / "manifest.json").is_file():  # written last: a cut-off generation is redone
@@ -448,7 +448,7 @@ if not (work / "columnar" / "manifest.json").is_file():  # written last: a cut-o
     shutil.rmtree(work, ignore_errors=True)
     synthetic.generate(work, sends=20000, partitions=2, k=1, seed=3)
 for _ in range(n):
-    check_run(work, spark_master=url, write=False)
+    check_run(work, CheckOptions(spark_master=url, write=False))
 """
 
 

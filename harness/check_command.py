@@ -18,7 +18,7 @@ from pathlib import Path
 
 import click
 
-from checkers.check import check_run
+from checkers.check import CheckOptions, check_run
 from checkers.policy import ConfigError
 from checkers.spark_session import SparkSetupError
 from harness.progress import Display, PhaseClock
@@ -56,8 +56,9 @@ def check(run_dir: Path, spark_master: str | None, engine: str, lenient: bool, e
                           force_plain=plain).start()
     phases.start("check")
     try:
-        doc = check_run(run_dir, engine=engine, spark_master=spark_master, lenient=lenient, examples=examples,
-                        fail_on=fail_on, allow=allow, step=phases.step, output=output)
+        doc = check_run(run_dir, CheckOptions(engine=engine, spark_master=spark_master, lenient=lenient,
+                                              examples=examples, fail_on=fail_on, allow=allow, step=phases.step,
+                                              output=output))
     except (rf.FormatError, ConfigError, SparkSetupError) as exc:
         _close(display, phases, quiet=True)
         click.echo(f"highwater check: {exc}", err=True)

@@ -10,7 +10,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from checkers.check import check_run, prepare, release_prepared
+from checkers.check import CheckOptions, check_run, prepare, release_prepared
 from reports import write_index, write_report
 
 log = logging.getLogger(__name__)
@@ -19,7 +19,7 @@ log = logging.getLogger(__name__)
 def run_checker(run_dir: Path, **options) -> tuple[dict[str, Any] | None, str | None]:
     """(results, problem). results is None when the checker failed."""
     try:
-        return check_run(Path(run_dir), **options), None
+        return check_run(Path(run_dir), CheckOptions(**options)), None
     except Exception as exc:  # noqa: BLE001 - the run's data is kept; the verdict is unknown
         log.exception("checker failed on %s", run_dir)
         return None, f"checker failed: {type(exc).__name__}: {exc}"

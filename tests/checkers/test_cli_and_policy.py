@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from rundir import formats as rf
-from checkers.check import check_run
+from checkers.check import CheckOptions, check_run
 from checkers.policy import ConfigError, failing_kinds
 from simulated_runs import RunBuilder
 
@@ -74,21 +74,22 @@ def test_unknown_kind_is_a_usage_error(tmp_path):
 
 def test_allow_and_fail_on(tmp_path):
     run = _run(tmp_path, sc.duplicate)
-    assert check_run(run, engine="reference")["valid"] is True
-    res = check_run(run, engine="reference", fail_on=["duplicate"])
+    assert check_run(run, CheckOptions(engine="reference"))["valid"] is True
+    res = check_run(run, CheckOptions(engine="reference", fail_on=["duplicate"]))
     assert res["valid"] is False and res["failed_kinds"] == ["duplicate"]
     run2 = _run(tmp_path / "b", sc.lost_write)
-    res = check_run(run2, engine="reference", allow=["lost-write", "inconsistent-offset", "realtime-order"])
+    res = check_run(run2, CheckOptions(engine="reference",
+                                       allow=["lost-write", "inconsistent-offset", "realtime-order"]))
     assert res["valid"] is True and res["anomalies"]["lost-write"]["count"] == 1
     assert res["anomalies"]["lost-write"]["fails_run"] is False
 
 
 def test_config_checker_allow_and_idempotence(tmp_path):
     run = _run(tmp_path, sc.duplicate, config={"producer": {"idempotent": True}})
-    assert check_run(run, engine="reference")["valid"] is False
+    assert check_run(run, CheckOptions(engine="reference"))["valid"] is False
     run = _run(tmp_path / "b", sc.lost_write,
                config={"checker": {"allow": ["lost-write", "inconsistent-offset", "realtime-order"]}})
-    assert check_run(run, engine="reference")["valid"] is True
+    assert check_run(run, CheckOptions(engine="reference"))["valid"] is True
 
 
 def test_failing_kinds_defaults():
@@ -122,7 +123,8 @@ def test_realtime_order_fails_with_acks_all_only(config, fails):
 def test_realtime_order_verdict_follows_acks(tmp_path, acks, valid):
     """The same history: with acks=all a send ordered after an acknowledged one at a lower offset fails the
     run; with acks=0 or 1 it is counted but the run is valid."""
-    res = check_run(_run(tmp_path, sc.realtime_order, config={"client": {"acks": acks}}), engine="reference")
+    res = check_run(_run(tmp_path, sc.realtime_order, config={"client": {"acks": acks}}),
+                    CheckOptions(engine="reference"))
     assert res["anomalies"]["realtime-order"]["count"] == 1
     assert res["anomalies"]["realtime-order"]["fails_run"] is (not valid)
     assert res["valid"] is valid
@@ -138,7 +140,7 @@ def test_statistics_and_availability(tmp_path):
     b.send(1, 0, 4, outcome="info")                    # outside
     b.poll(2, 0, 0, [(0, 1), (1, 3)], hw=2)            # outside
     b.final(0, [1, 3])
-    res = check_run(b.write(tmp_path), engine="reference")
+    res = check_run(b.write(tmp_path), CheckOptions(engine="reference"))
     assert res["stats"]["ops"] == {"final-read": {"ok": 1, "fail": 0, "info": 0},
                                    "poll": {"ok": 1, "fail": 0, "info": 0},
                                    "send": {"ok": 2, "fail": 1, "info": 1}}

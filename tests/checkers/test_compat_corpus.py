@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from checkers.check import check_run
+from checkers.check import CheckOptions, check_run
 from rundir import formats as rf
 
 CORPUS = Path(__file__).resolve().parent / "compat_corpus"
@@ -34,7 +34,7 @@ def test_an_old_run_checks_to_its_original_verdict(tmp_path, entry, engine, requ
     run = tmp_path / entry.name
     shutil.copytree(entry, run, ignore=shutil.ignore_patterns("corpus.json", "original-results.json"))
     note = json.loads((entry / "corpus.json").read_text())
-    res = check_run(run, engine=engine, spark=spark)
+    res = check_run(run, CheckOptions(engine=engine, spark=spark))
     assert (res["valid"], res["failed_kinds"]) == (note["valid"], note["failed_kinds"]), (
         f"{entry.name}, written by {note['commit'][:12]} on {note['written']}: now {res['valid']} "
         f"{res['failed_kinds']}; unknown reasons {res['unknown_reasons']}; scope {res['scope']}")

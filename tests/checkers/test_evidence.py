@@ -13,7 +13,7 @@ import pytest
 from broker.eventlog import EVENT_FIELDS, EVENT_NAMES
 from broker.rules import EVENTS_READ, RULES
 from broker.rules.evidence import RULE_EVENTS
-from checkers.check import check_run
+from checkers.check import CheckOptions, check_run
 from rundir import evidence as ev
 from rundir import formats as rf
 from rundir import kinds
@@ -43,7 +43,7 @@ def test_a_run_of_a_format_without_ack_lines_is_not_judged_by_ack_undecided(tmp_
     spark = request.getfixturevalue("spark") if engine == "spark" else None
     run = _ack_undecided_run(tmp_path)
     _without_ack_lines(run)
-    res = check_run(run, engine=engine, spark=spark)
+    res = check_run(run, CheckOptions(engine=engine, spark=spark))
     a = res["anomalies"]["ack-undecided"]
     assert (res["valid"], a["count"], a["status"], res["unknown_reasons"]) == (True, 0, "not-checked", [])
     why = "the run's event logs, of a format written before formats were declared, hold no `ack` lines"
@@ -62,13 +62,13 @@ def test_a_run_of_a_format_without_ack_lines_is_not_judged_by_ack_undecided(tmp_
 def test_a_run_declaring_ack_lines_is_judged_by_ack_undecided(tmp_path, engine, request):
     spark = request.getfixturevalue("spark") if engine == "spark" else None
     run = _ack_undecided_run(tmp_path, evidence=TODAY)
-    res = check_run(run, engine=engine, spark=spark)
+    res = check_run(run, CheckOptions(engine=engine, spark=spark))
     assert res["valid"] is False and res["failed_kinds"] == ["ack-undecided"]
     assert res["anomalies"]["ack-undecided"]["status"] == "checked"
     assert res["scope"] == {"not_applicable": [], "not_checked": [], "missing": []}
     # and without the lines its brokers declare they write, the rule finds what it must (nothing excuses it)
     _without_ack_lines(run)
-    res = check_run(run, engine=engine, spark=spark)
+    res = check_run(run, CheckOptions(engine=engine, spark=spark))
     assert res["anomalies"]["ack-undecided"]["count"] == 3 and res["valid"] is False
 
 
@@ -76,7 +76,7 @@ def test_a_declared_format_without_a_rule_s_event_type_names_it(tmp_path):
     types = sorted(set(EVENT_NAMES) - {"ack"})
     run = _ack_undecided_run(tmp_path, evidence={"formats": {"history": 1, "replica-dumps": 1, "event-logs": 1},
                                                  "event_types": types, "absent": {}})
-    res = check_run(run, engine="reference")
+    res = check_run(run, CheckOptions(engine="reference"))
     a = res["anomalies"]["ack-undecided"]
     assert (res["valid"], a["count"], a["status"]) == (True, 0, "not-checked")
     assert a["status_reason"] == "the run's brokers write no `ack` lines (event-log format 1)"
@@ -88,7 +88,7 @@ def test_another_tool_s_run_declares_what_it_holds_and_gets_a_verdict_over_it(tm
         "formats": {"history": 1, "replica-dumps": 1},
         "absent": {"event-logs": "translated from another harness: no broker event logs"}})
     shutil.rmtree(run / rf.NODES_DIR)
-    res = check_run(run, engine="reference")
+    res = check_run(run, CheckOptions(engine="reference"))
     assert res["valid"] is True and res["unknown_reasons"] == []
     assert res["scope"]["not_applicable"] == [{"evidence": "event-logs", "kinds": list(kinds.PROTOCOL_NAMES),
                                                "reason": "translated from another harness: no broker event logs"}]
@@ -99,7 +99,7 @@ def test_another_tool_s_run_declares_what_it_holds_and_gets_a_verdict_over_it(tm
 
 def test_evidence_that_should_be_there_and_is_not_makes_the_verdict_unknown(tmp_path):
     run = _ack_undecided_run(tmp_path, evidence=TODAY, nodes=["c0", "n1", "n2"])
-    res = check_run(run, engine="reference")
+    res = check_run(run, CheckOptions(engine="reference"))
     # n2 is listed in the cluster and left no event log: unknown, naming the file; what the other logs
     # show is still found (those findings are real)
     assert res["valid"] is False and res["anomalies"]["ack-undecided"]["count"] == 1
@@ -110,7 +110,7 @@ def test_evidence_that_should_be_there_and_is_not_makes_the_verdict_unknown(tmp_
     # a replica dump directory missing from a backend that makes them: unknown, never out of scope
     run2 = _ack_undecided_run(tmp_path / "2", evidence=TODAY)
     shutil.rmtree(run2 / rf.REPLICAS_DIR)
-    res = check_run(run2, engine="reference", allow=["ack-undecided"])
+    res = check_run(run2, CheckOptions(engine="reference", allow=["ack-undecided"]))
     assert res["valid"] == "unknown" and res["anomalies"]["divergence"]["status"] == "missing"
     assert [r["file"] for r in res["unknown_reasons"]] == ["replicas/"]
     assert res["scope"]["missing"][0]["kinds"] == ["divergence"]
@@ -130,14 +130,14 @@ def test_a_collected_file_cut_short_or_changed_makes_its_families_unknown(tmp_pa
     run = _ack_undecided_run(tmp_path, evidence=TODAY)
     collected = _record_collected(run)
     assert "nodes/n1/broker.log" in collected and "replicas/n1/p0.jsonl" in collected
-    res = check_run(run, engine=engine, spark=spark)
+    res = check_run(run, CheckOptions(engine=engine, spark=spark))
     assert (res["failed_kinds"], res["unknown_reasons"]) == (["ack-undecided"], [])
     # n1's log loses its last 40 bytes (a copy that did not finish): not the whole log, so the rules are
     # unknown, naming the file; the history's families are still checked
     log = run / "nodes" / "n1" / "broker.log"
     data = log.read_bytes()
     log.write_bytes(data[:-40])
-    res = check_run(run, engine=engine, spark=spark)
+    res = check_run(run, CheckOptions(engine=engine, spark=spark))
     assert res["unknown_reasons"] == [{
         "file": "nodes/n1/broker.log", "line": None, "partition": None,
         "reason": f"file cut short: {len(data) - 40:,} of the {len(data):,} bytes the harness collected "
@@ -149,7 +149,7 @@ def test_a_collected_file_cut_short_or_changed_makes_its_families_unknown(tmp_pa
     dump = run / "replicas" / "n2" / "p0.jsonl"
     dump.write_bytes(dump.read_bytes() + b"\n")
     (run / "replicas" / "n3" / "p0.jsonl").unlink()
-    res = check_run(run, engine=engine, spark=spark, allow=["ack-undecided"])
+    res = check_run(run, CheckOptions(engine=engine, spark=spark, allow=["ack-undecided"]))
     assert res["valid"] == "unknown" and res["anomalies"]["divergence"]["status"] == "missing"
     reasons = {r["file"]: r["reason"] for r in res["unknown_reasons"]}
     size = collected["replicas/n2/p0.jsonl"]
@@ -183,7 +183,7 @@ def test_a_collected_file_cut_short_or_changed_makes_its_families_unknown(tmp_pa
 def test_a_malformed_evidence_section_is_one_error_naming_the_field(tmp_path, section, error):
     run = _ack_undecided_run(tmp_path, evidence=section)
     with pytest.raises(rf.FormatError) as e:
-        check_run(run, engine="reference")
+        check_run(run, CheckOptions(engine="reference"))
     assert str(e.value) == f"{run / rf.TEST_JSON}: {error}"
 
 

@@ -16,7 +16,7 @@ import pytest
 from rundir import formats as rf
 from rundir.formats import FormatError
 from checkers import ingest
-from checkers.check import check_run
+from checkers.check import CheckOptions, check_run
 from rundir.verdict import verdict_line
 from simulated_runs import RunBuilder
 
@@ -53,8 +53,8 @@ def test_lenient_skipped_history_line_is_unknown_and_named(tmp_path):
     lines[last_poll] = lines[last_poll].replace('"type": "ok"', '"type": "okay"')
     _write_lines(run / rf.HISTORY, lines)
     with pytest.raises(FormatError, match=rf"history.jsonl:{last_poll + 1}: field 'type' must be one of"):
-        check_run(run, engine="reference")
-    res = check_run(run, engine="reference", lenient=True)
+        check_run(run, CheckOptions(engine="reference"))
+    res = check_run(run, CheckOptions(engine="reference", lenient=True))
     message = "malformed line skipped: field 'type' must be one of invoke, ok, fail, info, got 'okay'"
     assert res["valid"] == "unknown"
     assert res["unknown_reasons"] == [_reason("history.jsonl", last_poll + 1, message)]
@@ -65,7 +65,7 @@ def test_lenient_skipped_history_line_is_unknown_and_named(tmp_path):
                                         f"history.jsonl:{last_poll + 1}: {message} · ")
     # a strict check does not reuse the tables the lenient one converted: it stops at the line again
     with pytest.raises(FormatError, match=rf"history.jsonl:{last_poll + 1}: "):
-        check_run(run, engine="reference")
+        check_run(run, CheckOptions(engine="reference"))
 
 
 def test_lenient_lost_history_lines_are_named(tmp_path):
@@ -77,8 +77,8 @@ def test_lenient_lost_history_lines_are_named(tmp_path):
     _write_lines(run / rf.HISTORY, lines)
     with pytest.raises(FormatError, match=rf"history.jsonl:{last_poll + 1}: field 'index' is {last_poll + 1}, "
                                           rf"expected {last_poll}"):
-        check_run(run, engine="reference")
-    res = check_run(run, engine="reference", lenient=True)
+        check_run(run, CheckOptions(engine="reference"))
+    res = check_run(run, CheckOptions(engine="reference", lenient=True))
     assert res["valid"] == "unknown"
     assert res["unknown_reasons"] == [_reason("history.jsonl", last_poll + 1, f"index {last_poll} is missing from "
                                               f"the history (lines lost before this one)")]
@@ -120,8 +120,8 @@ def _torn_invoke_expected(s2):
 def test_torn_send_invoke_ack_is_still_checked_for_loss(tmp_path):
     run, s2 = _torn_invoke_run(tmp_path)
     with pytest.raises(FormatError, match=rf"history.jsonl:{s2}: not valid JSON"):
-        check_run(run, engine="reference")
-    res = check_run(run, engine="reference", lenient=True)
+        check_run(run, CheckOptions(engine="reference"))
+    res = check_run(run, CheckOptions(engine="reference", lenient=True))
     lost, reasons = _torn_invoke_expected(s2)
     assert res["anomalies"]["lost-write"]["count"] == 1
     assert res["anomalies"]["lost-write"]["examples"] == [lost]
@@ -136,7 +136,7 @@ def test_completion_without_invoke_other_than_send_is_skipped(tmp_path):
     run, b = _clean_run(tmp_path)
     last_poll = max(o["index"] for o in b.ops if o["f"] == "poll")   # an empty poll: no records lost
     _tear(run, last_poll - 1)
-    res = check_run(run, engine="reference", lenient=True)
+    res = check_run(run, CheckOptions(engine="reference", lenient=True))
     assert res["valid"] == "unknown"
     assert [r["line"] for r in res["unknown_reasons"]] == [last_poll, last_poll + 1]
     assert res["unknown_reasons"][1]["reason"] == ("malformed line skipped: 'ok' completion of process 2 without "
@@ -148,7 +148,7 @@ def _open_invokes_run(tmp_path):
     or killed harness). Returns the run and the send and poll counts without them."""
     run, b = _clean_run(tmp_path)
     ops = [json.loads(line) for line in _lines(run / rf.HISTORY)]
-    base = check_run(run, engine="reference", write=False)["stats"]["ops"]
+    base = check_run(run, CheckOptions(engine="reference", write=False))["stats"]["ops"]
     shutil.rmtree(run / rf.COLUMNAR_DIR, ignore_errors=True)
     n, t = len(ops), ops[-1]["time"]
     extra = [{"index": n, "time": t + 5, "process": 7, "type": "invoke", "f": "send",
@@ -162,7 +162,7 @@ def _open_invokes_run(tmp_path):
 
 def test_open_invokes_at_the_end_count_as_info(tmp_path):
     run, send, poll = _open_invokes_run(tmp_path)
-    res = check_run(run, engine="reference")
+    res = check_run(run, CheckOptions(engine="reference"))
     assert res["stats"]["ops"]["send"] == {**send, "info": send["info"] + 1}
     assert res["stats"]["ops"]["poll"] == {**poll, "info": poll["info"] + 1}
     assert res["valid"] is True and res["unknown_reasons"] == []   # an indeterminate op is no problem
@@ -179,7 +179,7 @@ def test_missing_replicas_dir_is_unknown_not_valid(tmp_path):
     run, _ = _clean_run(tmp_path)
     shutil.rmtree(run / rf.REPLICAS_DIR)
     for lenient in (False, True):
-        res = check_run(run, engine="reference", lenient=lenient)
+        res = check_run(run, CheckOptions(engine="reference", lenient=lenient))
         assert res["valid"] == "unknown", lenient
         assert res["unknown_reasons"] == [NO_REPLICAS], lenient
         assert all(a["count"] == 0 for a in res["anomalies"].values())
@@ -191,7 +191,7 @@ def test_missing_replica_dump_is_unknown(tmp_path, lenient):
     run, b = _clean_run(tmp_path)
     (run / "replicas" / "n2" / "p0.jsonl").unlink()
     line = len(b.ops)                              # the final-state is the last line
-    res = check_run(run, engine="reference", lenient=lenient)
+    res = check_run(run, CheckOptions(engine="reference", lenient=lenient))
     assert res["valid"] == "unknown"
     assert res["unknown_reasons"] == [_reason("replicas/n2/p0.jsonl", None, "replica dump is missing (final-state "
                                               f"of partition 0 at history.jsonl:{line} lists replica n2): not checked")]
@@ -210,7 +210,7 @@ def test_torn_last_line_is_never_valid(tmp_path, scenario, valid):
     run = b.write(tmp_path)
     with (run / rf.HISTORY).open("a") as fh:
         fh.write('{"index": 999, "time": 5, "pro')   # what a writer killed mid-line leaves
-    res = check_run(run, engine="reference")       # not even --lenient: a torn tail is always skipped
+    res = check_run(run, CheckOptions(engine="reference"))       # not even --lenient: a torn tail is always skipped
     assert res["valid"] == valid
     assert res["unknown_reasons"] == [_reason("history.jsonl", len(b.ops) + 1, TORN)]
     assert res["input"]["torn_lines"] == {"history.jsonl": 1}
@@ -222,7 +222,7 @@ def test_torn_replica_dump_is_unknown(tmp_path):
     n = len(_lines(path))
     with path.open("a") as fh:
         fh.write('{"kind": "record", "offs')
-    res = check_run(run, engine="reference")
+    res = check_run(run, CheckOptions(engine="reference"))
     assert res["valid"] == "unknown"
     assert res["unknown_reasons"] == [_reason("replicas/n3/p0.jsonl", n + 1, TORN)]
 
@@ -276,7 +276,7 @@ def test_a_damaged_replica_dump_is_named_and_never_valid(tmp_path, how, lenient)
     path = run / "replicas" / "n1" / "p0.jsonl"
     _write_lines(path, _damage(_lines(path), how))
     line, what = DAMAGE[how]
-    res = check_run(run, engine="reference", lenient=lenient)
+    res = check_run(run, CheckOptions(engine="reference", lenient=lenient))
     assert res["valid"] == "unknown"
     assert res["unknown_reasons"] == [_reason("replicas/n1/p0.jsonl", line, DAMAGED + what)]
     assert res["anomalies"]["divergence"]["count"] == 0     # the damaged lines are left out, not compared
@@ -290,7 +290,7 @@ def test_a_damaged_dump_keeps_the_findings_of_the_rest(tmp_path):
     path = run / "replicas" / "n1" / "p0.jsonl"
     lines = _lines(path)
     _write_lines(path, lines[:1] + lines[2:])      # n1's offset 0 gone
-    res = check_run(run, engine="reference")
+    res = check_run(run, CheckOptions(engine="reference"))
     assert res["valid"] is False
     assert res["anomalies"]["divergence"]["count"] == 1
     assert res["unknown_reasons"] == [_reason("replicas/n1/p0.jsonl", 2, DAMAGED + "line 2: offsets 0 missing")]
@@ -302,7 +302,7 @@ def test_a_whole_dump_with_a_torn_crc_record_at_leo_is_fine(tmp_path):
     path = run / "replicas" / "n1" / "p0.jsonl"
     with path.open("a") as fh:
         fh.write(_record(3, 13, crc_ok=False))
-    res = check_run(run, engine="reference")
+    res = check_run(run, CheckOptions(engine="reference"))
     assert res["valid"] is True and res["unknown_reasons"] == []
 
 
@@ -385,7 +385,7 @@ def _assert_skips_and_unseen(res, want):
 def test_poll_skip_names_skipped_offsets_and_unseen_values_reference(tmp_path):
     b = RunBuilder()
     want = _skips_and_unseen(b)
-    res = check_run(b.write(tmp_path), engine="reference")
+    res = check_run(b.write(tmp_path), CheckOptions(engine="reference"))
     _assert_skips_and_unseen(res, want)
 
 
@@ -396,9 +396,9 @@ def test_poll_skip_names_skipped_offsets_and_unseen_values_spark(tmp_path, spark
     b = RunBuilder()
     want = _skips_and_unseen(b)
     run = b.write(tmp_path)
-    res = check_run(run, engine="spark", spark=spark)
+    res = check_run(run, CheckOptions(engine="spark", spark=spark))
     _assert_skips_and_unseen(res, want)
-    ref = check_run(run, engine="reference", write=False)
+    ref = check_run(run, CheckOptions(engine="reference", write=False))
     for key in COMPARED:
         assert res[key] == ref[key], key
 
@@ -429,12 +429,12 @@ def _spark_case(tmp_path, case):
 @pytest.mark.parametrize("case", ["torn-invoke", "no-replicas", "open-invokes", "damaged-dump"])
 def test_spark_damaged_input_agrees_with_reference(tmp_path, spark, case):
     run, lenient, valid, reasons, examples = _spark_case(tmp_path, case)
-    res = check_run(run, engine="spark", spark=spark, lenient=lenient)
+    res = check_run(run, CheckOptions(engine="spark", spark=spark, lenient=lenient))
     assert res["valid"] == valid
     assert res["unknown_reasons"] == reasons
     for kind, exs in examples.items():
         assert res["anomalies"][kind]["examples"] == exs, kind
-    ref = check_run(run, engine="reference", lenient=lenient, write=False)
+    ref = check_run(run, CheckOptions(engine="reference", lenient=lenient, write=False))
     for key in COMPARED:
         assert res[key] == ref[key], key
     assert json.loads((run / rf.RESULTS_JSON).read_text())["unknown_reasons"] == reasons
@@ -447,7 +447,7 @@ def test_missing_replica_dump_still_checks_loss(tmp_path):
     sc.lost_write(b, 0)
     run = b.write(tmp_path)
     (run / "replicas" / "n2" / "p0.jsonl").unlink()
-    res = check_run(run, engine="reference")
+    res = check_run(run, CheckOptions(engine="reference"))
     assert res["valid"] is False
     assert res["anomalies"]["lost-write"]["count"] == 1
     assert res["input"]["missing_dumps"] == ["replicas/n2/p0.jsonl"]

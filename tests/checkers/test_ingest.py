@@ -8,7 +8,7 @@ import pytest
 from rundir import formats as rf
 from rundir.formats import FormatError
 from checkers import ingest
-from checkers.check import check_run
+from checkers.check import CheckOptions, check_run
 from simulated_runs import RunBuilder
 
 import checker_scenarios as sc
@@ -79,7 +79,7 @@ def test_missing_replica_dump(tmp_path):
     (run / "replicas" / "n2" / "p0.jsonl").unlink()
     # what a run killed during replica collection leaves: checked without it (issue 16 item 8), in both modes
     for lenient in (False, True):
-        r = check_run(run, engine="reference", lenient=lenient)
+        r = check_run(run, CheckOptions(engine="reference", lenient=lenient))
         assert r["input"]["missing_dumps"] == ["replicas/n2/p0.jsonl"], lenient
         assert r["valid"] == "unknown", lenient
 
@@ -104,7 +104,7 @@ def test_lenient_counts_skipped_lines_and_torn_tail(tmp_path):
     (run / rf.HISTORY).write_text("".join(lines))
     with pytest.raises(FormatError, match=r"history.jsonl:4: not valid JSON"):
         ingest.ingest(run)
-    r = check_run(run, engine="reference", lenient=True)
+    r = check_run(run, CheckOptions(engine="reference", lenient=True))
     assert r["input"]["skipped_lines"] == {"history.jsonl": 1}
     assert r["input"]["torn_lines"] == {"history.jsonl": 1}
     assert r["input"]["problems"] == [

@@ -5,7 +5,7 @@ import pytest
 
 from rundir import formats as rf
 from checkers import loss_shape
-from checkers.check import check_run
+from checkers.check import CheckOptions, check_run
 from checkers.policy import DEFAULT_ALLOWED
 from simulated_runs import RunBuilder
 import checker_scenarios as sc
@@ -51,7 +51,7 @@ def assert_findings(res: dict, expected: list[dict]) -> None:
 @pytest.mark.parametrize("scenario", sc.SCENARIOS, ids=lambda s: s.__name__)
 def test_reference_known_answer(tmp_path, scenario):
     expected = build(tmp_path, [scenario])
-    res = check_run(tmp_path, engine="reference")
+    res = check_run(tmp_path, CheckOptions(engine="reference"))
     assert_findings(res, expected)
     assert (tmp_path / rf.RESULTS_JSON).exists()
 
@@ -63,15 +63,15 @@ def test_reference_known_answer(tmp_path, scenario):
                          ids=lambda x: getattr(x, "__name__", str(x)))
 def test_reference_verdicts(tmp_path, scenario, valid):
     build(tmp_path, [scenario])
-    assert check_run(tmp_path, engine="reference")["valid"] == valid
+    assert check_run(tmp_path, CheckOptions(engine="reference"))["valid"] == valid
 
 
 @pytest.mark.spark
 def test_spark_known_answers_all_scenarios(tmp_path, spark):
     expected = build(tmp_path, sc.SCENARIOS)
-    res = check_run(tmp_path, engine="spark", spark=spark)
+    res = check_run(tmp_path, CheckOptions(engine="spark", spark=spark))
     assert_findings(res, expected)
-    ref = check_run(tmp_path, engine="reference", write=False)
+    ref = check_run(tmp_path, CheckOptions(engine="reference", write=False))
     for key in ("valid", "anomalies", "time_axis", "unseen", "partitions", "stats"):
         assert res[key] == ref[key], key
     assert res["valid"] is False

@@ -7,7 +7,7 @@ import pytest
 
 from checkers import loss_shape
 from checkers.anomalies.digests import BLOCK_BITS
-from checkers.check import check_run
+from checkers.check import CheckOptions, check_run
 from simulated_runs import RunBuilder
 
 BLOCK = 1 << BLOCK_BITS
@@ -78,7 +78,7 @@ def blocky(tmp_path_factory):
 
 
 def test_reference_loss_shape_across_blocks(blocky):
-    res = check_run(blocky, engine="reference", write=False)
+    res = check_run(blocky, CheckOptions(engine="reference", write=False))
     assert res["anomalies"]["lost-write"]["count"] == len(LOST_0) + len(LOST_1)
     assert res["anomalies"]["lost-write"]["loss_shape"] == WANT
 
@@ -89,7 +89,7 @@ def test_spark_loss_shape_across_blocks(blocky, spark, monkeypatch, path):
     """Small: the lost writes come from the driver's list of findings; large: from the persisted union."""
     if path == "large":
         monkeypatch.setenv("HIGHWATER_SPARK_SMALL_ROWS", "0")
-    res = check_run(blocky, engine="spark", spark=spark, write=False)
+    res = check_run(blocky, CheckOptions(engine="spark", spark=spark, write=False))
     assert res["anomalies"]["lost-write"]["loss_shape"] == WANT
     assert "loss shape" in res["checker"]["phases_s"]
 
@@ -108,8 +108,8 @@ def test_an_ack_without_offset_has_no_place_in_the_sequence(tmp_path, lenient):
     b.write(tmp_path)
     if not lenient:
         with pytest.raises(FormatError, match=r"history.jsonl:4: .*'value.offset'"):
-            check_run(tmp_path, engine="reference", write=False)
+            check_run(tmp_path, CheckOptions(engine="reference", write=False))
         return
-    res = check_run(tmp_path, engine="reference", write=False, lenient=True)
+    res = check_run(tmp_path, CheckOptions(engine="reference", write=False, lenient=True))
     assert res["valid"] == "unknown" and res["anomalies"]["lost-write"]["count"] == 0
     assert res["anomalies"]["lost-write"]["loss_shape"] == {"by_partition": {}, "total": shape()}

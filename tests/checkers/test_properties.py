@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from rundir import formats as rf
 import simulated_runs as simulate
 from checkers import synthetic
-from checkers.check import check_run
+from checkers.check import CheckOptions, check_run
 from checkers.policy import DEFAULT_ALLOWED
 
 COMPARED = ("valid", "anomalies", "time_axis", "unseen", "partitions", "stats")
@@ -18,7 +18,7 @@ COMPARED = ("valid", "anomalies", "time_axis", "unseen", "partitions", "stats")
 @given(seed=st.integers(0, 2**32 - 1), partitions=st.integers(1, 3), steps=st.integers(20, 400))
 def test_random_valid_histories_are_valid(tmp_path_factory, seed, partitions, steps):
     run = simulate.simulate(seed, partitions=partitions, steps=steps).write(tmp_path_factory.mktemp("run"))
-    res = check_run(run, engine="reference")
+    res = check_run(run, CheckOptions(engine="reference"))
     bad = {k: a["count"] for k, a in res["anomalies"].items() if a["count"] and k not in DEFAULT_ALLOWED}
     assert bad == {}
     assert res["valid"] is True
@@ -29,7 +29,7 @@ def test_random_valid_histories_are_valid(tmp_path_factory, seed, partitions, st
 def test_injected_anomalies_are_found_by_the_reference(tmp_path, seed):
     b = simulate.simulate(seed, partitions=3, steps=500)
     done = simulate.inject(b, seed, n=30)
-    res = check_run(b.write(tmp_path), engine="reference")
+    res = check_run(b.write(tmp_path), CheckOptions(engine="reference"))
     assert done, "nothing injected"
     assert res["valid"] is not True, done
 
@@ -40,8 +40,8 @@ def test_spark_agrees_with_reference_on_random_damaged_histories(tmp_path, spark
     b = simulate.simulate(seed, partitions=4, steps=700)
     done = simulate.inject(b, seed, n=40)
     run = b.write(tmp_path)
-    got = check_run(run, engine="spark", spark=spark, examples=50)
-    want = check_run(run, engine="reference", examples=50, write=False)
+    got = check_run(run, CheckOptions(engine="spark", spark=spark, examples=50))
+    want = check_run(run, CheckOptions(engine="reference", examples=50, write=False))
     assert {k: got["anomalies"][k]["count"] for k in rf.ANOMALY_KINDS} == \
            {k: want["anomalies"][k]["count"] for k in rf.ANOMALY_KINDS}, done
     for key in COMPARED:
@@ -66,8 +66,8 @@ def test_spark_agrees_with_reference_with_small_digest_blocks(tmp_path, spark, m
     b = simulate.simulate(404 + bits, partitions=3, steps=600)
     done = simulate.inject(b, 404 + bits, n=25)
     run = b.write(tmp_path)
-    got = check_run(run, engine="spark", spark=spark, examples=50)
-    want = check_run(run, engine="reference", examples=50, write=False)
+    got = check_run(run, CheckOptions(engine="spark", spark=spark, examples=50))
+    want = check_run(run, CheckOptions(engine="reference", examples=50, write=False))
     for key in COMPARED:
         assert got[key] == want[key], (key, done)
     assert sum(a["count"] for a in got["anomalies"].values()) > 0
@@ -79,17 +79,17 @@ def test_spark_agrees_with_reference_with_small_digest_blocks(tmp_path, spark, m
 @pytest.mark.spark
 def test_spark_valid_random_history_is_valid(tmp_path, spark):
     run = simulate.simulate(7, partitions=4, steps=800).write(tmp_path)
-    got = check_run(run, engine="spark", spark=spark)
+    got = check_run(run, CheckOptions(engine="spark", spark=spark))
     assert got["valid"] is True
-    assert got == {**got, **{k: check_run(run, engine="reference", write=False)[k] for k in COMPARED}}
+    assert got == {**got, **{k: check_run(run, CheckOptions(engine="reference", write=False))[k] for k in COMPARED}}
 
 
 @pytest.mark.spark
 def test_synthetic_parquet_run_known_anomalies(tmp_path, spark):
     """The benchmark generator's run at small scale: both engines find exactly the injected set."""
     expected = synthetic.generate(tmp_path, 60_000, partitions=4, k=2, seed=5)
-    got = check_run(tmp_path, engine="spark", spark=spark)
-    want = check_run(tmp_path, engine="reference", write=False)
+    got = check_run(tmp_path, CheckOptions(engine="spark", spark=spark))
+    want = check_run(tmp_path, CheckOptions(engine="reference", write=False))
     for kind in rf.ANOMALY_KINDS:
         a = got["anomalies"][kind]
         assert a["count"] == expected[kind], kind

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from checkers import ingest, protocol_trace, reference
-from checkers.check import check_run
+from checkers.check import CheckOptions, check_run
 from rundir.verdict import failing_kinds
 from rundir import kinds
 from simulated_runs import RunBuilder
@@ -20,7 +20,7 @@ def _run(tmp_path, scenarios, **builder) -> dict:
     for p, s in enumerate(scenarios):
         s(b, p)
     b.write(tmp_path)
-    return check_run(tmp_path, engine="reference")
+    return check_run(tmp_path, CheckOptions(engine="reference"))
 
 
 def _found(res: dict) -> dict[str, int]:
@@ -101,7 +101,7 @@ def test_clock_rules_are_not_checked_across_clocks(tmp_path):
         s(b, p)
     b.backend = "ssh"
     b.write(tmp_path / "ssh")
-    assert _found(check_run(tmp_path / "ssh", engine="reference")) == {"hw-above-leo": 1}
+    assert _found(check_run(tmp_path / "ssh", CheckOptions(engine="reference"))) == {"hw-above-leo": 1}
 
 
 # --- the two engines on one run: several rules broken on three partitions ----------------------------------
@@ -235,14 +235,14 @@ def test_storage_faults_drawn_at_random_keep_the_promises_staged_ones_do_not(tmp
     b = RunBuilder()
     sc.acked_not_durable_damaged(b, 0)
     b.write(tmp_path / "drawn")
-    res = check_run(tmp_path / "drawn", engine="reference")
+    res = check_run(tmp_path / "drawn", CheckOptions(engine="reference"))
     assert _found(res) == {"acked-not-durable": 1} and res["anomalies"]["acked-not-durable"]["promised"] is True
     facts = run_facts(tmp_path / "drawn", tmp_path / "drawn" / "columnar")
     assert facts["settings"].storage_faults is False
     b = RunBuilder({"nemesis": {"schedule_file": "storage.toml"}})
     sc.acked_not_durable_damaged(b, 0)
     b.write(tmp_path / "staged")
-    res = check_run(tmp_path / "staged", engine="reference")
+    res = check_run(tmp_path / "staged", CheckOptions(engine="reference"))
     a = res["anomalies"]["acked-not-durable"]
     assert (a["count"], a["promised"], res["valid"]) == (1, False, True)
     assert run_facts(tmp_path / "staged", tmp_path / "staged" / "columnar")["settings"].storage_faults is True

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from checkers import spark_service
-from checkers.check import check_run
+from checkers.check import CheckOptions, check_run
 from simulated_runs import RunBuilder
 import checker_scenarios as cs
 from polling import wait_until
@@ -74,7 +74,7 @@ def test_check_through_service_equals_private_driver(shared_spark_driver, tmp_pa
     expected = cs.lost_write(b, 1)
     cs.clean(b, 2)
     b.write(tmp_path / "run")
-    via_service = check_run(tmp_path / "run", write=False)
+    via_service = check_run(tmp_path / "run", CheckOptions(write=False))
     assert via_service["checker"]["master"].startswith("local[2] (shared driver sc://127.0.0.1:")
     # PySpark cannot mix Connect and a local driver in one process: the private driver checks in another
     r = _cli(service_dir, "check", str(tmp_path / "run"), "--spark-master", "local[1]", "-o", str(tmp_path / "p.json"))

@@ -7,7 +7,7 @@ import pytest
 
 from rundir import formats as rf
 from checkers import loss_shape, totals
-from checkers.check import check_run
+from checkers.check import CheckOptions, check_run
 from simulated_runs import Replica, RunBuilder
 import checker_scenarios as sc
 
@@ -99,14 +99,14 @@ def assert_totals(res: dict, expected: dict, axis: dict) -> None:
 
 def test_reference_totals_known_answer(tmp_path):
     damaged_run(tmp_path)
-    assert_totals(check_run(tmp_path, engine="reference"), EXPECTED, AXIS)
+    assert_totals(check_run(tmp_path, CheckOptions(engine="reference")), EXPECTED, AXIS)
 
 
 def test_reference_clean_history_has_empty_totals(tmp_path):
     b = RunBuilder()
     sc.clean(b, 0)
     b.write(tmp_path)
-    res = check_run(tmp_path, engine="reference")
+    res = check_run(tmp_path, CheckOptions(engine="reference"))
     # the clean scenario has 17 lines (3 sends, an assign, 3 polls: 2 lines each; a final read and the
     # final state), one every ms: it ends at 17 ms
     assert_totals(res, {}, {"start_s": 0.0, "end_s": 0.017, "bucket_s": 0.1, "buckets": 1})
@@ -126,10 +126,10 @@ def test_spark_totals_known_answer(tmp_path, spark, monkeypatch, path):
     monkeypatch.setattr(engine, "_count_and_first",
                         lambda allf, N, small, *rest: took.append(small) or real(allf, N, small, *rest))
     damaged_run(tmp_path)
-    res = check_run(tmp_path, engine="spark", spark=spark)
+    res = check_run(tmp_path, CheckOptions(engine="spark", spark=spark))
     assert took == [path == "small"]
     assert_totals(res, EXPECTED, AXIS)
-    ref = check_run(tmp_path, engine="reference", write=False)
+    ref = check_run(tmp_path, CheckOptions(engine="reference", write=False))
     assert res["anomalies"] == ref["anomalies"]
 
 
@@ -138,7 +138,7 @@ def test_spark_clean_history_has_empty_totals(tmp_path, spark):
     b = RunBuilder()
     sc.clean(b, 0)
     b.write(tmp_path)
-    res = check_run(tmp_path, engine="spark", spark=spark)
+    res = check_run(tmp_path, CheckOptions(engine="spark", spark=spark))
     assert_totals(res, {}, {"start_s": 0.0, "end_s": 0.017, "bucket_s": 0.1, "buckets": 1})
 
 

@@ -7,7 +7,7 @@ import json
 import re
 from pathlib import Path
 
-from checkers.check import check_run
+from checkers.check import CheckOptions, check_run
 from reports import write_report
 from reports.story import NOT_PROMISED, load_timeline, tell
 from simulated_runs import RunBuilder
@@ -72,7 +72,7 @@ def make_protocol_run(run_dir: Path) -> Path:
     b.final(0, [10, 11, 12, 15], epoch=1, process=9)
     b.final(1, [20, 21, 22], epoch=4, process=9)
     b.write(run_dir)
-    check_run(run_dir, engine="reference")
+    check_run(run_dir, CheckOptions(engine="reference"))
     return run_dir
 
 

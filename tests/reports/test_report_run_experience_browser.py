@@ -15,7 +15,7 @@ from report_cdp import Browser  # noqa: E402
 from report_fixtures import make_run  # noqa: E402
 from simulated_runs import RunBuilder  # noqa: E402
 
-from checkers.check import check_run  # noqa: E402
+from checkers.check import CheckOptions, check_run  # noqa: E402
 from reports import write_index, write_report  # noqa: E402
 
 pytestmark = pytest.mark.browser
@@ -85,7 +85,7 @@ def test_examples_come_from_every_partition_and_the_page_scrolls(browser, tmp_pa
             b.send(1 + p, p, 100 * p + o, offset=o)
         b.final(p, [100 * p + o for o in range(2)] + [-1 - o for o in range(n)])   # overwritten: lost
     run = b.write(tmp_path / "results" / "loss" / "20261128T000000Z")
-    results = check_run(run, engine="reference")
+    results = check_run(run, CheckOptions(engine="reference"))
     assert results["anomalies"]["lost-write"]["count"] == 12
     page = _open(browser, write_report(run))
     seen = page.evaluate("""(() => {

@@ -307,7 +307,7 @@ def test_loss_shape_from_the_reference_checker(tmp_path):
     """End to end: a hand-built history whose partition 0 loses its first acknowledged write (the final
     log holds an unacknowledged value there) and its last two (acknowledged beyond the HW)."""
     from simulated_runs import RunBuilder
-    from checkers.check import check_run
+    from checkers.check import CheckOptions, check_run
 
     b = RunBuilder()
     for o in range(5):
@@ -315,7 +315,7 @@ def test_loss_shape_from_the_reference_checker(tmp_path):
     b.send(2, 0, 99, outcome="info")
     b.final(0, [99, 1, 2])
     run = b.write(tmp_path / "run")
-    results = check_run(run, engine="reference")
+    results = check_run(run, CheckOptions(engine="reference"))
     assert results["anomalies"]["lost-write"]["loss_shape"]["by_partition"] == {
         "0": _shape(prefix=(1, 1), suffix=(2, 1))}
     assert explain_text(write_report(run).read_text()).endswith(

@@ -20,7 +20,7 @@ def test_report_matches_reference_checker_results(tmp_path, seed, damage):
     if damage:
         checkers_simulate.inject(builder, seed, n=damage)
     run = builder.write(tmp_path / "run", name=f"sim-{seed}")
-    results = checkers_check.check_run(run, engine="reference")
+    results = checkers_check.check_run(run, checkers_check.CheckOptions(engine="reference"))
     html = write_report(run).read_text()
 
     verdict = {True: "valid", False: "invalid"}.get(results["valid"], "unknown")
