@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from rundir import evidence
 from rundir import formats as rf
+from rundir.opened import OpenedRun
 from checkers import coverage
 from checkers import ingest as ingest_mod
 from checkers import policy, protocol_trace, results
@@ -40,20 +40,6 @@ class CheckOptions:
     output: Path | str | None = None
     spark: Any = None
     step: Callable[[str], None] | None = None
-
-
-def _test(run_dir: Path) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(test.json's document, its `config`); both {} without a test.json."""
-    path = run_dir / rf.TEST_JSON
-    if not path.exists():
-        return {}, {}
-    data = rf.load_json(path)
-    if not isinstance(data, dict):
-        raise rf.FormatError(path, None, "expected a JSON object")
-    cfg = data.get("config") or {}
-    if not isinstance(cfg, dict):
-        raise rf.FormatError(path, None, "field 'config' must be an object")
-    return data, cfg
 
 
 class _Phases:
@@ -126,12 +112,12 @@ def check_run(run_dir: Path | str, options: CheckOptions | None = None) -> dict[
     fail_on, allow, examples = o.fail_on, o.allow, o.examples
     phases = _Phases(o.step)
     say = phases.start
-    test, config = _test(run_dir)
-    declared = evidence.parse_in(test, run_dir / rf.TEST_JSON)
+    opened = OpenedRun.open(run_dir)      # test.json, read once for the whole check
+    config, declared = opened.config, opened.evidence
     failing = policy.failing_kinds(config, fail_on=fail_on, allow=allow)
     say("reading input")
-    ing = ingest_mod.ingest(run_dir, lenient=o.lenient)
-    facts = protocol_trace.run_facts(run_dir, ing.columnar_dir)
+    ing = ingest_mod.ingest(run_dir, lenient=o.lenient, opened=opened)
+    facts = protocol_trace.run_facts(opened, ing.columnar_dir)
     # what the run promises depends on what it did (power cut, disks damaged): the policy again, with that
     failing = policy.failing_kinds(config, fail_on=fail_on, allow=allow, rules=facts["settings"])
     checker = open_engine(o.engine, spark_master=o.spark_master, spark=o.spark, say=say,

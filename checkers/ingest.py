@@ -29,6 +29,7 @@ import pyarrow.parquet as pq
 from rundir import evidence as ev
 from rundir import formats as rf
 from rundir.formats import FormatError
+from rundir.opened import OpenedRun
 
 CONVERTER_VERSION = 12  # 6: the `events` table (node event logs, for the protocol rules); 7: reads' `epoch`;
                         # 8: nemesis ops' `targets`; 9: corrupt starts' `damage`; 10: dump offsets checked;
@@ -460,23 +461,6 @@ def _dump_files(run_dir: Path) -> list[tuple[str, int, Path]]:
 
 # --- the conversion --------------------------------------------------------------------------------
 
-def _test_doc(run_dir: Path) -> dict:
-    """test.json's document, or {} (no test.json: a generated or hand-built run; a broken one is reported
-    by the checker's own reading of it)."""
-    try:
-        doc = rf.load_json(run_dir / rf.TEST_JSON)
-    except (OSError, ValueError, FormatError):
-        return {}
-    return doc if isinstance(doc, dict) else {}
-
-
-def _expected_logs(run_dir: Path, test: dict) -> list[str]:
-    """The nodes test.json's cluster lists, each of which must have left an event log."""
-    cluster = test.get("cluster") if isinstance(test.get("cluster"), dict) else {}
-    nodes = cluster.get("nodes") if isinstance(cluster.get("nodes"), dict) else {}
-    return sorted(str(n) for n in nodes)
-
-
 def _event_logs(run_dir: Path) -> list[tuple[str, Path]]:
     """(node, path) of every node event log of the run (nodes/<node>/broker.log)."""
     root = run_dir / rf.NODES_DIR
@@ -553,20 +537,20 @@ def write_events(table: pa.Table, directory: Path) -> None:
         writer.close()
 
 
-def _check_event_logs(run_dir: Path, test: dict, result: IngestResult) -> None:
+def _check_event_logs(run_dir: Path, opened: OpenedRun, result: IngestResult) -> None:
     """A problem for event logs that should be there and are not: none at all (a run that crashed before
     collecting them), or a node test.json's cluster lists that left none. A run whose backend cannot read
     its brokers' logs declares them absent (checkers/coverage.py: not applicable), and a run without a
     cluster (a generated or hand-built one) is taken as it is."""
     have = {node for node, _ in _event_logs(run_dir)}
-    backend = (test.get("cluster") or {}).get("backend") if isinstance(test.get("cluster"), dict) else None
+    backend = opened.backend
     if backend in (None, "synthetic"):
         return
     if not have:
         result.problem(rf.NODES_DIR + "/", None, "no-event-logs",
                        f"no node event logs ({backend} cluster): the protocol rules (broker/rules) not checked")
         return
-    for node in _expected_logs(run_dir, test):
+    for node in opened.nodes:     # each node test.json's cluster lists must have left an event log
         if node not in have:
             label = str((rf.node_dir(run_dir, node) / rf.BROKER_LOG).relative_to(run_dir))
             result.problem(label, None, "missing-event-log",
@@ -611,8 +595,10 @@ def _sources(run_dir: Path) -> dict[str, list[int]]:
     return out
 
 
-def ingest(run_dir: Path | str, *, lenient: bool = False, force: bool = False, progress=None) -> IngestResult:
-    """Make sure RUN_DIR/columnar/ holds current Parquet tables; return where and what was skipped."""
+def ingest(run_dir: Path | str, *, lenient: bool = False, force: bool = False, progress=None,
+           opened: OpenedRun | None = None) -> IngestResult:
+    """Make sure RUN_DIR/columnar/ holds current Parquet tables; return where and what was skipped.
+    `opened`: the run's test.json as the caller opened it (else read here, leniently)."""
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
         raise FormatError(run_dir, None, "run directory does not exist")
@@ -633,7 +619,7 @@ def ingest(run_dir: Path | str, *, lenient: bool = False, force: bool = False, p
     if (manifest is not None and not force and manifest.get("version") == CONVERTER_VERSION
             and manifest.get("sources") == sources and (lenient or not manifest.get("needs_lenient"))):
         return _from_manifest(col, manifest)
-    return _convert(run_dir, sources, lenient=lenient, progress=progress)
+    return _convert(opened or OpenedRun.lenient(run_dir), sources, lenient=lenient, progress=progress)
 
 
 def table_rows(col_dir: Path) -> int:
@@ -646,7 +632,8 @@ def _from_manifest(col: Path, manifest: dict) -> IngestResult:
                         problems=manifest.get("problems", []), problem_count=manifest.get("problem_count", 0))
 
 
-def _convert(run_dir: Path, sources: dict, *, lenient: bool, progress) -> IngestResult:
+def _convert(opened: OpenedRun, sources: dict, *, lenient: bool, progress) -> IngestResult:
+    run_dir = opened.path
     schemas = rf.arrow_schemas()
     col = run_dir / rf.COLUMNAR_DIR
     tmp = run_dir / (rf.COLUMNAR_DIR + ".tmp")
@@ -693,8 +680,7 @@ def _convert(run_dir: Path, sources: dict, *, lenient: bool, progress) -> Ingest
         dumps = _dump_files(run_dir)
         have = {(node, part) for node, part, _ in dumps}
         have_dir = (run_dir / rf.REPLICAS_DIR).is_dir()
-        test = _test_doc(run_dir)
-        evidence = ev.parse_in(test, run_dir / rf.TEST_JSON)
+        evidence = opened.evidence
         if not have_dir and ev.REPLICA_DUMPS not in evidence.absent:
             # what a run that crashed before its dumps leaves: checked without them, and said so (a backend
             # that cannot dump replicas declares them absent: out of scope, no problem; checkers/coverage.py)
@@ -724,7 +710,7 @@ def _convert(run_dir: Path, sources: dict, *, lenient: bool, progress) -> Ingest
         meta_writer.close()
         skipped_events = _convert_events(run_dir, tmp / "events", schemas["events"])
         if ev.EVENT_LOGS not in evidence.absent:
-            _check_event_logs(run_dir, test, result)
+            _check_event_logs(run_dir, opened, result)
         _check_collected(run_dir, evidence, result)
         manifest = {"version": CONVERTER_VERSION, "sources": sources, "skipped": result.skipped,
                     "skipped_event_lines": skipped_events,

@@ -30,18 +30,11 @@ from broker.rules.catalogue import decided_ranges, undecided_sends
 from checkers import explain, quiet_rows
 from rundir import formats as rf
 from rundir import kinds
+from rundir.opened import OpenedRun
 
 READ_SLACK_NS = 5_000_000
 # every broker reads this machine's clock (a synthetic run, checkers/synthetic.py, stamps every row on one)
 SAME_CLOCK_BACKENDS = ("local", "docker", "synthetic")
-
-
-def _config(run_dir: Path) -> dict[str, Any]:
-    path = Path(run_dir) / rf.TEST_JSON
-    if not path.exists():
-        return {}
-    data = rf.load_json(path)
-    return data if isinstance(data, dict) else {}
 
 
 def _staged(test: dict[str, Any]) -> bool:
@@ -75,21 +68,21 @@ def settings_from(test: dict[str, Any]) -> RuleSettings:
         acks=acks, power_loss=power, storage_faults=storage, same_clock=backend in SAME_CLOCK_BACKENDS)
 
 
-def run_facts(run_dir: Path | str, col_dir: Path | str | None = None) -> dict[str, Any]:
+def run_facts(run: OpenedRun | Path | str, col_dir: Path | str | None = None) -> dict[str, Any]:
     """What the adapter needs: the rule settings, start_wall_ns and whether polls report the HW, from
-    test.json; with the columnar tables (`col_dir`), also what the run did: a broker started with
-    power_loss (its `start` line says so: the harness turns it on for any fault that may cut power), a
-    power-loss fault in the history, a corrupt one staged by a scenario or a schedule file."""
-    test = _config(Path(run_dir))
-    cfg = test.get("config") if isinstance(test.get("config"), dict) else {}
-    client = cfg.get("client") if isinstance(cfg.get("client"), dict) else {}
-    start = test.get("start_wall_ns")
+    test.json (`run`: the opened run, or its directory, opened here); with the columnar tables
+    (`col_dir`), also what the run did: a broker started with power_loss (its `start` line says so: the
+    harness turns it on for any fault that may cut power), a power-loss fault in the history, a corrupt
+    one staged by a scenario or a schedule file."""
+    opened = run if isinstance(run, OpenedRun) else OpenedRun.lenient(run)
+    test = opened.test
+    client = opened.config.get("client") if isinstance(opened.config.get("client"), dict) else {}
     settings = settings_from(test)
     if col_dir is not None:
         faults, power = _what_happened(Path(col_dir))
         settings = replace(settings, power_loss=settings.power_loss or power or "power-loss" in faults,
                            storage_faults=settings.storage_faults or (_staged(test) and "corrupt" in faults))
-    return {"settings": settings, "start_wall_ns": start if isinstance(start, int) else None,
+    return {"settings": settings, "start_wall_ns": opened.start_wall_ns,
             "poll_hw": client.get("kind", "native") == "native"}
 
 
