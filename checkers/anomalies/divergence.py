@@ -19,6 +19,7 @@ from pyspark.sql import functions as F
 
 from rundir import kinds
 from checkers.anomalies import digests
+from checkers.anomalies.context import CheckContext
 from checkers.anomalies.lookup import ExampleDetails
 from checkers.anomalies.tables import Tables, finding, rows
 
@@ -48,7 +49,9 @@ def suspicious_blocks(t: Tables) -> DataFrame:
     return per_block.filter(differ).select("partition", "block")
 
 
-def analyze(t: Tables) -> DataFrame:
+def analyze(ctx: CheckContext) -> DataFrame:
+    """Replicas holding different records at one offset, in the blocks whose digests differ."""
+    t = ctx.t
     # the blocks are few (at most one per 4096 offsets): collected, they become offset ranges that let
     # Parquet skip the rest of the replica dumps
     blocks = [(r["partition"], r["block"]) for r in rows(suspicious_blocks(t))]

@@ -24,17 +24,20 @@ from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from rundir import formats as rf
+from rundir import kinds
 from checkers import explain, totals
 from checkers import loss_shape as shape_rule
 from checkers import protocol_trace
 from checkers.anomalies import (digests, divergence, lookup, loss_shape, offsets, ordering, protocol, stats, values,
                                 watermarks)
+from checkers.anomalies.context import CheckContext
 from checkers.anomalies.tables import POS_BITS, Tables, load, rows
 
 FINDING_TASKS = 4
 
-# the anomaly families: each finds the kinds its KINDS lists (rundir/kinds.py) and builds their examples;
-# the protocol family (the white-box rules) runs apart, on the event logs, and builds its own examples
+# the anomaly families: each finds the kinds its KINDS lists (rundir/kinds.py) with `analyze(ctx)`, one
+# union of flagged rows between them, and builds their examples with `examples(top, details)`; the
+# protocol family (the white-box rules) runs apart, on the event logs, and builds its own examples
 FAMILIES = (offsets, values, ordering, watermarks, divergence)
 
 
@@ -42,143 +45,143 @@ def analyze(spark: SparkSession, col_dir: Path | str, examples: int = 10,
             step: Callable[[str], None] | None = None, facts: dict[str, Any] | None = None) -> dict[str, Any]:
     """Every kind's findings; the protocol kinds only with `facts` (checkers/protocol_trace.run_facts)."""
     say = step or (lambda _m: None)
-    N = examples
     small = _tune(spark, Path(col_dir))
-    t = load(spark, col_dir)
-    persisted: list[DataFrame] = []
+    ctx = CheckContext(load(spark, col_dir), Path(col_dir), examples, small, facts)
     try:
-        return _analyze(t, Path(col_dir), N, say, persisted, small, facts)
+        return _analyze(ctx, say)
     finally:
-        for df in persisted:
+        for df in ctx.persisted:
             df.unpersist()
 
 
-def _analyze(t: Tables, col_dir: Path, N: int, say, persisted: list[DataFrame], small: bool,
-             facts: dict[str, Any] | None) -> dict[str, Any]:
-    spark = t.spark
-    # the small tables are read on the driver: as Spark jobs they cost seconds on a cold JVM
-    fs_rows = lookup.read_all(col_dir, "final_state", rf.arrow_schemas()["final_state"].names)
-    final_state = {r["partition"]: r for r in fs_rows}
-    meta_rows = lookup.read_all(col_dir, "replica_meta", ["node", "partition", "leo", "hw"])
-    meta = {(r["node"], r["partition"]): {"leo": r["leo"], "hw": r["hw"]} for r in meta_rows}
-    nodes_by_part: dict[int, list[str]] = {}
-    for r in meta_rows:
-        nodes_by_part.setdefault(r["partition"], []).append(r["node"])
-    for p in nodes_by_part:
-        nodes_by_part[p].sort()
-    axis = totals.TimeAxis(totals.end_time_ns(col_dir))   # from the Parquet statistics: no scan
-
+def _analyze(ctx: CheckContext, say: Callable[[str], None]) -> dict[str, Any]:
+    """The stages in order (module docstring): each sets what the next ones read on `ctx`."""
+    _small_tables(ctx)
     say("statistics")
-    st = stats.analyze(t)
-    partitions = set(st["partitions"]) | set(final_state) | set(nodes_by_part)
-
+    ctx.stats = stats.analyze(ctx.t)
+    ctx.partitions = set(ctx.stats["partitions"]) | set(ctx.final_state) | set(ctx.nodes_by_part)
     # the sends that ended fail or info (few): the digests set their values aside, values.py checks them
-    nonok = (t.sends.filter(F.col("stype") != 0).select("partition", "value", "stype", "index", "offset", "time")
-             .persist(StorageLevel.MEMORY_AND_DISK))
-    persisted.append(nonok)
-    sends = st["ops"].get("send", {})
-    n_nonok = sends.get("fail", 0) + sends.get("info", 0)
-
+    ctx.nonok = ctx.keep(ctx.t.sends.filter(F.col("stype") != 0)
+                         .select("partition", "value", "stype", "index", "offset", "time"))
+    sends = ctx.stats["ops"].get("send", {})
+    ctx.n_nonok = sends.get("fail", 0) + sends.get("info", 0)
     say("block digests")
-    bits = digests.BLOCK_BITS
-    blocks, compare_epochs = digests.summarize(t, fs_rows, nonok, bits)
+    ctx.blocks, ctx.compare_epochs = digests.summarize(ctx.t, ctx.fs_rows, ctx.nonok, digests.BLOCK_BITS)
     say("offsets and final logs")
-    unclean = [b for b in blocks if not b["clean"]]
-    final_rows: dict[int, int] = {}
-    for b in unclean:
-        final_rows[b["partition"]] = final_rows.get(b["partition"], 0) + b["final"]
-    flagged, recs, osum = offsets.analyze(t, fs_rows, [(b["partition"], b["block"]) for b in unclean], bits,
-                                          final_rows, compare_epochs)
-    persisted += [flagged, recs]
-    cover = {p: c["n_cover"] for p, c in osum.items()}
-    for b in blocks:
-        cover[b["partition"]] = cover.get(b["partition"], 0) + b["covered"]
-    ocount = {k: sum(c[k] for c in osum.values()) for k in ("n_inconsistent", "n_lost", "n_dirty", "n_dup", "n_multi")}
-    reason: dict[int, str | None] = {}
-    for p in sorted(partitions):
-        fs = final_state.get(p)
-        if fs is None:
-            reason[p] = "no final-state"
-        elif not fs["recovered"]:
-            reason[p] = "not recovered"
-        elif cover.get(p, 0) != fs["hw"]:
-            reason[p] = "final reads do not cover [0, hw)"
-        else:
-            reason[p] = None
-    rec_rows = [(p, final_state[p]["hw"]) for p in sorted(partitions) if reason[p] is None]
-    recovered = spark.createDataFrame(rec_rows, "partition int, fs_hw long")
-
+    offsets.exact_pass(ctx)
+    _final_logs(ctx)
     say("anomalies")
-    findings = [offsets.inconsistent(flagged)]
-    findings.append(values.analyze(t, flagged, recs, recovered, nonok, ocount, n_nonok))
-    findings.append(ordering.nonmonotonic_send(t))
-    findings.append(ordering.poll_order(t, persisted))
-    findings.append(ordering.realtime_order(t))
-    findings.append(watermarks.analyze(t, persisted))
-    findings.append(divergence.analyze(t))
-    allf = findings[0]
-    for df in findings[1:]:
+    found = [family.analyze(ctx) for family in FAMILIES]
+    allf = found[0]
+    for df in found[1:]:
         allf = allf.unionByName(df)
-    count_rows, top_rows, lost = _count_and_first(allf, N, small, persisted, axis)
-    counts: dict[str, int] = {}
-    lost_by_part: dict[int, int] = {}
-    committed_n = 0
-    tot = totals.Totals(axis)
-    for r in count_rows:
-        tot.add_bucket(r["kind"], r["partition"], r["bucket"], r["n"], r["tmin"], r["tmax"])
-        counts[r["kind"]] = counts.get(r["kind"], 0) + r["n"]
-        if r["kind"] == "lost-write":
-            lost_by_part[r["partition"]] = lost_by_part.get(r["partition"], 0) + r["n"]
-        if r["kind"] == "divergence" and r["flag"]:
-            committed_n += r["n"]
+    count_rows, top_rows, lost = _count_and_first(allf, ctx.examples, ctx.small, ctx.persisted, ctx.axis)
+    tot = totals.Totals(ctx.axis)
+    counts, lost_by_part, committed_n = _tally(count_rows, tot)
     top: dict[str, list[dict]] = {k: [] for k in rf.ANOMALY_KINDS}
     for r in top_rows:
         top[r["kind"]].append(dict(json.loads(r["payload"]), partition=r["partition"]))
+    if counts[kinds.LOST_WRITE.name]:
+        say("loss shape")
+    shapes = loss_shape.analyze(ctx.recs, ctx.blocks, lost, {p: n for p, n in lost_by_part.items() if n},
+                                digests.BLOCK_BITS)
+    say("explaining examples")
+    examples = _explained(ctx, top)
+    anomalies = {kind: {"count": counts[kind], "examples": examples.get(kind, []), **tot.for_kind(kind)}
+                 for kind in counts}
+    div = kinds.DIVERGENCE.name
+    anomalies[div].update(committed=committed_n, residual=counts[div] - committed_n)
+    if ctx.facts is not None:
+        say("protocol rules")
+        protocol_trace.attach(anomalies, protocol.analyze(ctx), tot)
+    anomalies[kinds.LOST_WRITE.name]["loss_shape"] = shape_rule.as_json(shapes)
+    return {"anomalies": anomalies, "time_axis": ctx.axis.as_json(), **_summary(ctx, lost_by_part)}
+
+
+def _small_tables(ctx: CheckContext) -> None:
+    """The small tables, read on the driver: as Spark jobs they cost seconds on a cold JVM."""
+    ctx.fs_rows = lookup.read_all(ctx.col_dir, "final_state", rf.arrow_schemas()["final_state"].names)
+    ctx.final_state = {r["partition"]: r for r in ctx.fs_rows}
+    meta_rows = lookup.read_all(ctx.col_dir, "replica_meta", ["node", "partition", "leo", "hw"])
+    ctx.meta = {(r["node"], r["partition"]): {"leo": r["leo"], "hw": r["hw"]} for r in meta_rows}
+    for r in meta_rows:
+        ctx.nodes_by_part.setdefault(r["partition"], []).append(r["node"])
+    for p in ctx.nodes_by_part:
+        ctx.nodes_by_part[p].sort()
+    ctx.axis = totals.TimeAxis(totals.end_time_ns(ctx.col_dir))   # from the Parquet statistics: no scan
+
+
+def _final_logs(ctx: CheckContext) -> None:
+    """Which partitions have a final committed log: recovered, with final reads covering [0, hw)."""
+    for b in ctx.blocks:
+        ctx.cover[b["partition"]] = ctx.cover.get(b["partition"], 0) + b["covered"]
+    for p in sorted(ctx.partitions):
+        fs = ctx.final_state.get(p)
+        if fs is None:
+            ctx.reason[p] = "no final-state"
+        elif not fs["recovered"]:
+            ctx.reason[p] = "not recovered"
+        elif ctx.cover.get(p, 0) != fs["hw"]:
+            ctx.reason[p] = "final reads do not cover [0, hw)"
+        else:
+            ctx.reason[p] = None
+    rec_rows = [(p, ctx.final_state[p]["hw"]) for p in sorted(ctx.partitions) if ctx.reason[p] is None]
+    ctx.recovered = ctx.spark.createDataFrame(rec_rows, "partition int, fs_hw long")
+
+
+def _tally(count_rows: list, tot: totals.Totals) -> tuple[dict[str, int], dict[int, int], int]:
+    """(count per kind, every kind present; lost writes per partition; committed divergences), and the
+    buckets added to `tot`."""
+    counts: dict[str, int] = {}
+    lost_by_part: dict[int, int] = {}
+    committed_n = 0
+    for r in count_rows:
+        tot.add_bucket(r["kind"], r["partition"], r["bucket"], r["n"], r["tmin"], r["tmax"])
+        counts[r["kind"]] = counts.get(r["kind"], 0) + r["n"]
+        if r["kind"] == kinds.LOST_WRITE.name:
+            lost_by_part[r["partition"]] = lost_by_part.get(r["partition"], 0) + r["n"]
+        if r["kind"] == kinds.DIVERGENCE.name and r["flag"]:
+            committed_n += r["n"]
     for k in rf.ANOMALY_KINDS:
         counts.setdefault(k, 0)
-    if counts["lost-write"]:
-        say("loss shape")
-    shapes = loss_shape.analyze(recs, blocks, lost, {p: n for p, n in lost_by_part.items() if n}, bits)
+    return counts, lost_by_part, committed_n
 
-    say("explaining examples")
+
+def _explained(ctx: CheckContext, top: dict[str, list[dict]]) -> dict[str, list[dict]]:
+    """The examples of every family's kinds, with the replica records they cite."""
     # the acks at inconsistent offsets are among the exact pass's records (such offsets are never in a
     # clean block): their history indices come from there, and the lookup below goes by index
-    inc = sorted({(r["partition"], r["offset"]) for r in top["inconsistent-offset"]})
+    inc = sorted({(r["partition"], r["offset"]) for r in top[kinds.INCONSISTENT_OFFSET.name]})
     inc_acks = set()
     if inc:
-        at = spark.createDataFrame(inc, "partition int, offset long")
-        inc_acks = {r["key"] for r in rows(recs.filter(F.col("src") == 0)
+        at = ctx.spark.createDataFrame(inc, "partition int, offset long")
+        inc_acks = {r["key"] for r in rows(ctx.recs.filter(F.col("src") == 0)
                                            .join(F.broadcast(at), ["partition", "offset"], "left_semi").select("key"))}
-    examples = _examples(col_dir, top, final_state, reason, inc_acks)
+    examples = _examples(ctx.col_dir, top, ctx.final_state, ctx.reason, inc_acks)
     offs, vals = explain.wanted_keys(examples)
     where = lookup.any_of(lookup.keyed(("partition", "offset"), offs), lookup.keyed(("partition", "value"), vals))
     rep_rows = [(r["node"], r["partition"], r["offset"], r["epoch"], r["value"], r["crc_ok"])
-                for r in lookup.fetch(col_dir, "replicas", where,
+                for r in lookup.fetch(ctx.col_dir, "replicas", where,
                                       ["node", "partition", "offset", "epoch", "value", "crc_ok"])]
-    explain.attach(examples, explain.ReplicaIndex(rep_rows, nodes_by_part, meta))
+    explain.attach(examples, explain.ReplicaIndex(rep_rows, ctx.nodes_by_part, ctx.meta))
+    return examples
 
-    anomalies = {kind: {"count": counts[kind], "examples": examples.get(kind, []), **tot.for_kind(kind)}
-                 for kind in counts}
-    anomalies["divergence"].update(committed=committed_n, residual=counts["divergence"] - committed_n)
-    if facts is not None:
-        say("protocol rules")
-        protocol_trace.attach(anomalies, protocol.analyze(t, col_dir, facts, sorted(partitions), N, axis), tot)
-    anomalies["lost-write"]["loss_shape"] = shape_rule.as_json(shapes)
 
+def _summary(ctx: CheckContext, lost_by_part: dict[int, int]) -> dict[str, Any]:
+    """The partitions, the acknowledged writes no final log could show (unseen), and the statistics."""
+    st, reason = ctx.stats, ctx.reason
     acked = st["acked"]
     parts_out = []
-    for p in sorted(partitions):
-        fs = final_state.get(p) or {}
+    for p in sorted(ctx.partitions):
+        fs = ctx.final_state.get(p) or {}
         parts_out.append({"partition": p, "recovered": reason[p] is None, "reason": reason[p],
                           "hw": fs.get("hw"), "leader": fs.get("leader"), "epoch": fs.get("epoch"),
-                          "acked": acked.get(p, 0), "committed": cover.get(p, 0) if reason[p] is None else None,
+                          "acked": acked.get(p, 0), "committed": ctx.cover.get(p, 0) if reason[p] is None else None,
                           "lost": lost_by_part.get(p, 0)})
-    unseen_parts = sorted(p for p in partitions if reason[p] is not None)
-    shown = _unseen_values(t, [p for p in unseen_parts if acked.get(p, 0)])
+    unseen_parts = sorted(p for p in ctx.partitions if reason[p] is not None)
+    shown = _unseen_values(ctx.t, [p for p in unseen_parts if acked.get(p, 0)])
     shown = {p: shown.get(p, []) for p in unseen_parts}
     return {
-        "anomalies": anomalies,
-        "time_axis": axis.as_json(),
         "unseen": {"count": sum(acked.get(p, 0) for p in unseen_parts), "partitions": unseen_parts,
                    "values": explain.unseen_values(shown),
                    "details": [{"partition": p, "reason": reason[p], "acked": acked.get(p, 0), "values": shown[p]}

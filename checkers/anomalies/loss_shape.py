@@ -26,7 +26,7 @@ def analyze(recs: DataFrame, blocks: list[dict[str, Any]], lost: list[tuple[int,
             lossy: dict[int, int], bits: int) -> dict[int, dict[str, dict[str, int]]]:
     """Per partition with lost writes, {class: {"writes", "runs"}} (checkers/loss_shape.py).
 
-    `recs`: offsets.analyze's input records; `blocks`: digests.summarize's rows (with `acks`); `lost`:
+    `recs`: offsets.exact_pass's input records; `blocks`: digests.summarize's rows (with `acks`); `lost`:
     the lost writes as (partition, history index), a list on the driver or a DataFrame with columns
     partition, index; `lossy`: the number of lost writes per partition (only partitions with some);
     `bits`: the digests' block size."""

@@ -28,13 +28,36 @@ from pyspark.sql import functions as F
 from rundir import kinds
 from checkers import explain
 from checkers.anomalies import digests
+from checkers.anomalies.context import CheckContext
 from checkers.anomalies.lookup import ExampleDetails
 from checkers.anomalies.tables import POS_BITS, Tables, finding, rows
 
 KINDS = (kinds.INCONSISTENT_OFFSET,)
 
 
-def analyze(t: Tables, fs_rows: list[dict[str, Any]], blocks: list[tuple[int, int]], bits: int,
+def analyze(ctx: CheckContext) -> DataFrame:
+    """inconsistent-offset, from the exact pass's flagged offsets (`exact_pass`)."""
+    return inconsistent(ctx.flagged)
+
+
+def exact_pass(ctx: CheckContext) -> None:
+    """The exact per-offset pass over the blocks the digests cannot vouch for (ctx.blocks): sets
+    ctx.flagged and ctx.recs (persisted), ctx.cover (offsets of [0, hw) the final reads cover in those
+    blocks) and ctx.ocount (the flagged offsets of each sort, summed)."""
+    unclean = [b for b in ctx.blocks if not b["clean"]]
+    final_rows: dict[int, int] = {}
+    for b in unclean:
+        final_rows[b["partition"]] = final_rows.get(b["partition"], 0) + b["final"]
+    flagged, recs, osum = records(ctx.t, ctx.fs_rows, [(b["partition"], b["block"]) for b in unclean],
+                                  digests.BLOCK_BITS, final_rows, ctx.compare_epochs)
+    ctx.persisted += [flagged, recs]
+    ctx.flagged, ctx.recs = flagged, recs
+    ctx.cover = {p: c["n_cover"] for p, c in osum.items()}
+    ctx.ocount = {k: sum(c[k] for c in osum.values())
+                  for k in ("n_inconsistent", "n_lost", "n_dirty", "n_dup", "n_multi")}
+
+
+def records(t: Tables, fs_rows: list[dict[str, Any]], blocks: list[tuple[int, int]], bits: int,
             final_rows: dict[int, int], compare_epochs: dict[str, set[int]] | None = None
             ) -> tuple[DataFrame, DataFrame, dict[int, dict[str, int]]]:
     """Returns (persisted flagged offsets, persisted input records, per partition counts: n_cover

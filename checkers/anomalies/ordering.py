@@ -33,10 +33,17 @@ from pyspark.sql import functions as F
 
 from rundir import kinds
 from checkers import explain
+from checkers.anomalies.context import CheckContext
 from checkers.anomalies.lookup import ExampleDetails
 from checkers.anomalies.tables import Tables, finding, is_client, rows
 
 KINDS = (kinds.NONMONOTONIC_SEND, kinds.POLL_SKIP, kinds.NONMONOTONIC_POLL, kinds.REALTIME_ORDER)
+
+
+def analyze(ctx: CheckContext) -> DataFrame:
+    """Every kind's findings: nonmonotonic-send, poll-skip and nonmonotonic-poll, realtime-order."""
+    return (nonmonotonic_send(ctx.t).unionByName(poll_order(ctx.t, ctx.persisted))
+            .unionByName(realtime_order(ctx.t)))
 
 
 def nonmonotonic_send(t: Tables) -> DataFrame:

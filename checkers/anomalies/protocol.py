@@ -30,6 +30,7 @@ from pyspark.sql import functions as F
 from rundir import kinds
 from checkers import protocol_trace as trace
 from checkers import quiet_rows
+from checkers.anomalies.context import CheckContext
 from checkers.anomalies.tables import Tables, rows
 from broker.rules.catalogue import undecided_detail
 
@@ -166,10 +167,11 @@ def violations_df(t: Tables, col_dir: Path, facts: dict[str, Any],
     return v, out
 
 
-def analyze(t: Tables, col_dir: Path, facts: dict[str, Any], partitions: list[int], examples: int,
-            axis) -> dict[str, dict]:
+def analyze(ctx: CheckContext) -> dict[str, dict]:
     """{kind: {"count", "examples", "promised", "buckets": [(partition, bucket, n, tmin, tmax)]}} for every
     protocol kind (the same as trace.findings gives the reference engine, with bucketed totals)."""
+    t, col_dir, facts, examples, axis = ctx.t, ctx.col_dir, ctx.facts, ctx.examples, ctx.axis
+    partitions = sorted(ctx.partitions)
     if (rule_rows(Path(col_dir)) < DRIVER_ROWS
             or ((Path(col_dir) / "events").is_dir() and quiet_rows.partition_files(Path(col_dir) / "events") is None)):
         return trace.findings(trace.check_reference(col_dir, facts), facts, examples)

@@ -21,8 +21,9 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from rundir import kinds
+from checkers.anomalies.context import CheckContext
 from checkers.anomalies.lookup import ExampleDetails
-from checkers.anomalies.tables import POS_BITS, TYPE_CODE, TYPE_NAME, Tables, finding
+from checkers.anomalies.tables import POS_BITS, TYPE_CODE, TYPE_NAME, finding
 
 KINDS = (kinds.LOST_WRITE, kinds.FAILED_WRITE_PRESENT, kinds.DUPLICATE, kinds.DIRTY_READ, kinds.ABORTED_READ)
 
@@ -42,14 +43,15 @@ def _rows(df: DataFrame, **cols: Column) -> DataFrame:
     return df.select("partition", "value", *[cols.get(n, F.lit(None)).cast(t).alias(n) for n, t in _COLS.items()])
 
 
-def analyze(t: Tables, flagged: DataFrame, recs: DataFrame, recovered: DataFrame, nonok: DataFrame,
-            ocount: dict[str, int], n_nonok: int) -> DataFrame:
-    """`flagged`, `recs`: offsets.analyze's flagged offsets and input records, `ocount` its counts (upper
-    bounds here: they include partitions that turned out not recovered); `recovered`: (partition, fs_hw)
-    of partitions with a final log; `nonok`: the sends that ended fail or info (partition, value, stype,
-    index, offset, time), `n_nonok` how many. Returns the findings of every kind (tables.finding), timed
-    by the send's completion (lost-write, failed-write-present) or the value's first read (dirty-read,
-    aborted-read); duplicates are untimed."""
+def analyze(ctx: CheckContext) -> DataFrame:
+    """From `ctx`: `flagged`, `recs`, the exact pass's flagged offsets and input records (offsets.py
+    exact_pass), `ocount` its counts (upper bounds here: they include partitions that turned out not
+    recovered); `recovered`: (partition, fs_hw) of partitions with a final log; `nonok`: the sends that
+    ended fail or info (partition, value, stype, index, offset, time), `n_nonok` how many. Returns the
+    findings of every kind (tables.finding), timed by the send's completion (lost-write,
+    failed-write-present) or the value's first read (dirty-read, aborted-read); duplicates are untimed."""
+    t, flagged, recs, recovered = ctx.t, ctx.flagged, ctx.recs, ctx.recovered
+    nonok, ocount, n_nonok = ctx.nonok, ctx.ocount, ctx.n_nonok
     L, c = F.lit, F.col
     T = L(True)
     # a value's first read of one sort: (read key, its time), null where the row is not such a read

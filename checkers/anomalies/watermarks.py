@@ -16,15 +16,17 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from rundir import kinds
+from checkers.anomalies.context import CheckContext
 from checkers.anomalies.lookup import ExampleDetails
-from checkers.anomalies.tables import Tables, finding, is_client
+from checkers.anomalies.tables import finding, is_client
 
 KINDS = (kinds.HW_REGRESSION, kinds.HW_REGRESSION_CROSS_EPOCH)
 
 
-def analyze(t: Tables, keep: list[DataFrame]) -> DataFrame:
+def analyze(ctx: CheckContext) -> DataFrame:
     """Findings of both kinds; the observations (one per ok poll / final-read: few) are persisted, and
-    their DataFrame appended to `keep` for the caller to unpersist."""
+    their DataFrame kept on `ctx` for the engine to unpersist."""
+    t, keep = ctx.t, ctx.persisted
     L = F.lit
     cols = ["partition", "epoch", "hw", "index", "time", "process", "invoke_index", "f"]
     obs = (t.ops.filter(is_client() & F.col("f").isin("poll", "final-read") & (F.col("type") == "ok")
