@@ -74,7 +74,7 @@ def failing_kinds(config: dict[str, Any] | None, fail_on: Iterable[str] = (), al
     config = config or {}
     failing = set(rf.ANOMALY_KINDS) - set(DEFAULT_ALLOWED)
     if producer_idempotent(config):
-        failing.add("duplicate")
+        failing.add(kinds.DUPLICATE.name)
     if producer_acks(config) in (0, 1):
         failing.discard(kinds.REALTIME_ORDER.name)
     failing -= unpromised_protocol_kinds(config, rules)

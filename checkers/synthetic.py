@@ -47,6 +47,7 @@ import pyarrow.compute as pc
 from broker.eventlog import EVENT_NAMES
 from rundir import evidence
 from rundir import formats as rf
+from rundir import kinds
 
 OK, FAIL, INFO_PRESENT, INFO_ABSENT = 0, 1, 2, 3
 POLL_CHUNK = 500
@@ -58,8 +59,13 @@ GENERATOR_VERSION = 4  # 2: the events table laid out by partition, with its int
                        # damaged-record-kept injected (every rule now)
 CONSUMER_BASE = 10**9
 FINAL_BASE = 2 * 10**9
-INJECTED = ("lost-write", "failed-write-present", "divergence", "duplicate", "nonmonotonic-send", "poll-skip",
-            "nonmonotonic-poll", "dirty-read", "hw-regression", "hw-regression-cross-epoch", "realtime-order")
+INJECTED = tuple(k.name for k in (kinds.LOST_WRITE, kinds.FAILED_WRITE_PRESENT, kinds.DIVERGENCE, kinds.DUPLICATE,
+                                  kinds.NONMONOTONIC_SEND, kinds.POLL_SKIP, kinds.NONMONOTONIC_POLL, kinds.DIRTY_READ,
+                                  kinds.HW_REGRESSION, kinds.HW_REGRESSION_CROSS_EPOCH, kinds.REALTIME_ORDER))
+
+# the injected kinds placed at an acknowledged record no other injection touches
+AT_ACKED_RECORD = tuple(k.name for k in (kinds.LOST_WRITE, kinds.DIVERGENCE, kinds.POLL_SKIP, kinds.NONMONOTONIC_POLL,
+                                         kinds.DIRTY_READ, kinds.HW_REGRESSION, kinds.HW_REGRESSION_CROSS_EPOCH))
 
 
 @dataclass
@@ -95,8 +101,7 @@ def _log(outcome: np.ndarray, p: int, P: int) -> tuple[np.ndarray, np.ndarray]:
 
 def _plan(outcome: np.ndarray, P: int, k: int, rng: np.random.Generator) -> tuple[_Plan, dict[str, int]]:
     plan = _Plan()
-    kinds = list(INJECTED)
-    slots = [(kind, j) for j in range(k) for kind in kinds]
+    slots = [(kind, j) for j in range(k) for kind in INJECTED]
     per_part = -(-len(slots) // P)
     logs = {}
     for p in range(P):
@@ -136,53 +141,51 @@ def _plan(outcome: np.ndarray, P: int, k: int, rng: np.random.Generator) -> tupl
             between = oc[(int(lvals[x]) - p) // P + 1:(int(lvals[q]) - p) // P]
             return q if ((between == INFO_PRESENT) | (between == INFO_ABSENT)).any() else None
         while o < hi:
-            if kind in ("lost-write", "divergence", "poll-skip", "nonmonotonic-poll", "dirty-read",
-                        "hw-regression", "hw-regression-cross-epoch") and ok_at(o) \
-                    and (p, o // POLL_CHUNK) not in plan.poll_hw:
+            if kind in AT_ACKED_RECORD and ok_at(o) and (p, o // POLL_CHUNK) not in plan.poll_hw:
                 break
-            if kind == "failed-write-present" and loc[o] == INFO_PRESENT:
+            if kind == kinds.FAILED_WRITE_PRESENT.name and loc[o] == INFO_PRESENT:
                 break
-            if kind == "duplicate" and loc[o] == INFO_PRESENT and ok_at(o - 1):
+            if kind == kinds.DUPLICATE.name and loc[o] == INFO_PRESENT and ok_at(o - 1):
                 break
-            if kind == "nonmonotonic-send" and ok_at(o) and ok_at(o + 1) and lvals[o + 1] == lvals[o] + P:
+            if kind == kinds.NONMONOTONIC_SEND.name and ok_at(o) and ok_at(o + 1) and lvals[o + 1] == lvals[o] + P:
                 break
-            if kind == "realtime-order" and ok_at(o) and next_producer(o) is not None:
+            if kind == kinds.REALTIME_ORDER.name and ok_at(o) and next_producer(o) is not None:
                 break
             o += 1
         else:
             raise ValueError(f"no place for {kind} in partition {p} region {region}")
         ls = plan.log_set.setdefault(p, {})
-        if kind == "lost-write":
+        if kind == kinds.LOST_WRITE.name:
             ls[o] = int(spare_absent[p].pop())
-            expected["inconsistent-offset"] += 1
-        elif kind == "failed-write-present":
+            expected[kinds.INCONSISTENT_OFFSET.name] += 1
+        elif kind == kinds.FAILED_WRITE_PRESENT.name:
             ls[o] = int(spare_failed[p].pop())
-            expected["aborted-read"] += 1
-        elif kind == "divergence":
+            expected[kinds.ABORTED_READ.name] += 1
+        elif kind == kinds.DIVERGENCE.name:
             plan.n3_set.setdefault(p, {})[o] = fresh()
             expected["divergence_committed"] += 1
-        elif kind == "duplicate":
+        elif kind == kinds.DUPLICATE.name:
             ls[o] = int(lvals[o - 1])
-        elif kind == "nonmonotonic-send":
+        elif kind == kinds.NONMONOTONIC_SEND.name:
             a, b = int(lvals[o]), int(lvals[o + 1])
             ls[o], ls[o + 1] = b, a
             plan.ack_offset[a], plan.ack_offset[b] = o + 1, o
-            expected["realtime-order"] += 1
-        elif kind == "realtime-order":
+            expected[kinds.REALTIME_ORDER.name] += 1
+        elif kind == kinds.REALTIME_ORDER.name:
             q = next_producer(o)
             a, b = int(lvals[o]), int(lvals[q])
             ls[o], ls[q] = b, a
             plan.ack_offset[a], plan.ack_offset[b] = q, o
-        elif kind == "poll-skip":
+        elif kind == kinds.POLL_SKIP.name:
             plan.read_drop.setdefault(p, set()).add(o)
-        elif kind == "nonmonotonic-poll":
+        elif kind == kinds.NONMONOTONIC_POLL.name:
             plan.read_twice.setdefault(p, set()).add(o)
-        elif kind == "dirty-read":
+        elif kind == kinds.DIRTY_READ.name:
             plan.read_value.setdefault(p, {})[o] = int(spare_absent[p].pop())
-            expected["inconsistent-offset"] += 1
-        elif kind == "hw-regression":
+            expected[kinds.INCONSISTENT_OFFSET.name] += 1
+        elif kind == kinds.HW_REGRESSION.name:
             plan.poll_hw[(p, o // POLL_CHUNK)] = (1, 1)
-        elif kind == "hw-regression-cross-epoch":
+        elif kind == kinds.HW_REGRESSION_CROSS_EPOCH.name:
             plan.poll_hw[(p, o // POLL_CHUNK)] = (2, 2)
         expected[kind] += 1
     # read-uncommitted: k of the first two polls of a partition (left alone above) report the HW at the last
@@ -208,7 +211,7 @@ def _plan(outcome: np.ndarray, P: int, k: int, rng: np.random.Generator) -> tupl
         plan.n3_hw[0] = L - k - 1
         for j in range(k):
             plan.n3_set.setdefault(0, {})[L - k - 1 + j] = fresh()
-        expected["divergence"] += k
+        expected[kinds.DIVERGENCE.name] += k
     return plan, expected
 
 
@@ -572,11 +575,11 @@ def _line(W: dict, ts: int, node: str, src: str, p: int | None, fields: dict) ->
     W["events"].lines.append((ts, node, src, p, body))
 
 
-def _inject_events(W: dict, p: int, kinds: list[tuple[str, int, int]]) -> None:
+def _inject_events(W: dict, p: int, spots: list[tuple[str, int, int]]) -> None:
     """The injected violations of one partition, each at (kind, record offset o, its send index i), placed
     between record o's lines and the next record's (which find the state as the baseline left it)."""
     epoch, version = 1, 1
-    for kind, o, i in sorted(kinds, key=lambda x: x[1]):
+    for kind, o, i in sorted(spots, key=lambda x: x[1]):
         t = (2 * i + 1) * DT + 100
         b = lambda node, ts, **f: _line(W, ts, node, "broker", p, f)       # noqa: E731
         c = lambda ts, **f: _line(W, ts, "c0", "controller", p, f)          # noqa: E731

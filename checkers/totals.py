@@ -132,7 +132,7 @@ class Totals:
             "by_partition": {str(p): n for p, n in sorted(self.by_part.get(kind, {}).items()) if n},
             "histogram": {"counts": list(self.hist.get(kind) or [0] * self.axis.buckets),
                           "untimed": self.untimed.get(kind, 0)}}
-        if kind == "lost-write":
+        if kind == kinds.LOST_WRITE.name:
             out["ack_times"] = {str(p): {"first_s": round(a / NS, 6), "last_s": round(b / NS, 6)}
                                 for p, (a, b) in sorted(self.span.get(kind, {}).items())}
         return out
@@ -142,7 +142,7 @@ def empty(kind: str, axis: dict[str, Any] | None) -> dict[str, Any]:
     """The fields of a kind without findings, on a results.json time axis (None: one bucket)."""
     buckets = (axis or {}).get("buckets") or 1
     out: dict[str, Any] = {"by_partition": {}, "histogram": {"counts": [0] * buckets, "untimed": 0}}
-    if kind == "lost-write":
+    if kind == kinds.LOST_WRITE.name:
         out["ack_times"] = {}
         out["loss_shape"] = loss_shape.empty()
     return out

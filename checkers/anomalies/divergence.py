@@ -70,10 +70,11 @@ def analyze(ctx: CheckContext) -> DataFrame:
 
     agg = r.groupBy("partition", "offset").agg(*aggs("", None), *aggs("c_", committed))
     out = agg.filter(_differ("")).select("partition", "offset", _differ("c_").alias("committed"))
-    return finding(out, "divergence", ["offset", "committed"], order_key=F.col("offset"), flag=F.col("committed"))
+    return finding(out, kinds.DIVERGENCE.name, ["offset", "committed"], order_key=F.col("offset"),
+                   flag=F.col("committed"))
 
 
 def examples(top: dict[str, list[dict]], d: ExampleDetails) -> dict[str, list[dict]]:
     """The divergence examples (their replicas are attached later, checkers/explain.py)."""
-    return {"divergence": [{"partition": r["partition"], "offset": r["offset"], "committed": r["committed"]}
-                           for r in top["divergence"]]}
+    return {kinds.DIVERGENCE.name: [{"partition": r["partition"], "offset": r["offset"], "committed": r["committed"]}
+                           for r in top[kinds.DIVERGENCE.name]]}

@@ -244,7 +244,7 @@ def _count_and_first(allf: DataFrame, N: int, small: bool, persisted: list[DataF
             if taken.get(r["kind"], 0) < N:
                 taken[r["kind"]] = taken.get(r["kind"], 0) + 1
                 top_rows.append(r)
-        lost = [(r["partition"], r["order_key"]) for r in found if r["kind"] == "lost-write"]
+        lost = [(r["partition"], r["order_key"]) for r in found if r["kind"] == kinds.LOST_WRITE.name]
         return count_rows, top_rows, lost
     # the union has one partition per shuffle partition of every family (hundreds at 10M sends) but holds
     # only flagged rows: fewer, larger tasks read it (the families' last steps still run on every core)
@@ -255,7 +255,7 @@ def _count_and_first(allf: DataFrame, N: int, small: bool, persisted: list[DataF
                                             F.lit(axis.buckets - 1))).cast("int")
     count_rows = rows(allf.groupBy("kind", "partition", "flag", bucket.alias("bucket")).agg(
         F.sum("weight").alias("n"), F.min(t).alias("tmin"), F.max(t).alias("tmax")))
-    lost = allf.filter(F.col("kind") == "lost-write").select("partition", F.col("order_key").alias("index"))
+    lost = allf.filter(F.col("kind") == kinds.LOST_WRITE.name).select("partition", F.col("order_key").alias("index"))
     if not count_rows or N <= 0:
         return count_rows, [], lost
     by_partition = Window.partitionBy("kind", "partition").orderBy(*order)
@@ -324,11 +324,11 @@ def look_up_details(col_dir: Path, top: dict[str, list[dict]], final_state: dict
     inconsistent offsets in `top`."""
     # one filtered scan of the history: the lines the examples cite by index (with the acks at
     # inconsistent offsets) and the sends of duplicated values
-    idx = {r["sindex"] for kind in ("lost-write", "failed-write-present", "aborted-read")
+    idx = {r["sindex"] for kind in (kinds.LOST_WRITE.name, kinds.FAILED_WRITE_PRESENT.name, kinds.ABORTED_READ.name)
            for r in top[kind] if r["sindex"] is not None}
-    idx |= {r[k] for r in top["nonmonotonic-send"] for k in ("index", "p_index")}
-    keys = {(r["partition"], r["offset"]) for r in top["inconsistent-offset"]}
-    dup_keys = {(r["partition"], r["value"]) for r in top["duplicate"]}
+    idx |= {r[k] for r in top[kinds.NONMONOTONIC_SEND.name] for k in ("index", "p_index")}
+    keys = {(r["partition"], r["offset"]) for r in top[kinds.INCONSISTENT_OFFSET.name]}
+    dup_keys = {(r["partition"], r["value"]) for r in top[kinds.DUPLICATE.name]}
     fld = lookup.field
     sent = (fld("f") == "send") & lookup.is_client()
     where = lookup.any_of(lookup.one_of("index", idx | inc_acks),
@@ -338,10 +338,12 @@ def look_up_details(col_dir: Path, top: dict[str, list[dict]], final_state: dict
                                                "type", "partition", "offset", "value"])
     # one filtered scan of the reads: first reads of dirty / aborted values, the final committed log at
     # the offsets / of the values the examples need, and every read at inconsistent offsets
-    ridx = {r["rkey"] >> POS_BITS for kind in ("dirty-read", "aborted-read") for r in top[kind]}
-    f_offs = {(r["partition"], r["soffset"]) for r in top["lost-write"]}
-    f_vals = {(r["partition"], r["value"]) for k in ("failed-write-present", "duplicate") for r in top[k]}
-    skip_offs = {(r["partition"], o) for r in top["poll-skip"] for o in explain.skipped_offsets(r["offset"], r["gap"])}
+    ridx = {r["rkey"] >> POS_BITS for kind in (kinds.DIRTY_READ.name, kinds.ABORTED_READ.name) for r in top[kind]}
+    f_offs = {(r["partition"], r["soffset"]) for r in top[kinds.LOST_WRITE.name]}
+    f_vals = {(r["partition"], r["value"]) for k in (kinds.FAILED_WRITE_PRESENT.name, kinds.DUPLICATE.name)
+              for r in top[k]}
+    skip_offs = {(r["partition"], o) for r in top[kinds.POLL_SKIP.name]
+                 for o in explain.skipped_offsets(r["offset"], r["gap"])}
     is_final = fld("f") == "final-read"
     where = lookup.any_of(_and(fld("f") == "poll", lookup.one_of("index", ridx)),
                           _and(is_final, lookup.keyed(("partition", "offset"), f_offs | skip_offs)),

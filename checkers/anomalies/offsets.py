@@ -136,17 +136,17 @@ def records(t: Tables, fs_rows: list[dict[str, Any]], blocks: list[tuple[int, in
 def inconsistent(flagged: DataFrame) -> DataFrame:
     """The inconsistent-offset findings among analyze's flagged offsets, timed by each offset's first
     observation."""
-    return finding(flagged.filter(F.col("inconsistent")), "inconsistent-offset", ["offset"],
+    return finding(flagged.filter(F.col("inconsistent")), kinds.INCONSISTENT_OFFSET.name, ["offset"],
                    order_key=F.col("offset"), time=F.col("first_time"))
 
 
 def examples(top: dict[str, list[dict]], d: ExampleDetails) -> dict[str, list[dict]]:
     """The inconsistent-offset examples: every observation of the offset (engine.look_up_details)."""
     out = []
-    for r in top["inconsistent-offset"]:
+    for r in top[kinds.INCONSISTENT_OFFSET.name]:
         o = sorted(d.observations.get((r["partition"], r["offset"]), []), key=lambda x: (x[0], x[1]))
         epochs, observations = explain.offset_observations(o)
         out.append({
             "partition": r["partition"], "offset": r["offset"], "values": sorted({x[3] for x in o})[:10],
             "epochs": epochs, "index": o[0][0], "observations": observations})
-    return {"inconsistent-offset": out}
+    return {kinds.INCONSISTENT_OFFSET.name: out}

@@ -52,7 +52,7 @@ def nonmonotonic_send(t: Tables) -> DataFrame:
     w = Window.partitionBy("process", "partition").orderBy("index")
     out = acked.select("*", F.lag("index").over(w).alias("p_index"), F.lag("offset").over(w).alias("p_offset"))
     bad = out.filter(F.col("offset") < F.col("p_offset"))
-    return finding(bad, "nonmonotonic-send", ["process", "index", "p_index"], order_key=F.col("index"),
+    return finding(bad, kinds.NONMONOTONIC_SEND.name, ["process", "index", "p_index"], order_key=F.col("index"),
                    time=F.col("time"))
 
 
@@ -81,12 +81,13 @@ def realtime_order(t: Tables) -> DataFrame:
     bad = (ev.filter(F.col("me").isNotNull() & (F.col("prev.offset") >= F.col("me.offset")))
            .select("partition", "me.*", "prev"))
     prev = F.struct(*[F.col("prev." + c).alias(c) for c in ("index", "time", "process", "value", "offset", "epoch")])
-    return finding(bad, "realtime-order", [*RT_COLS, prev.alias("prev")], order_key=F.col("index"),
+    return finding(bad, kinds.REALTIME_ORDER.name, [*RT_COLS, prev.alias("prev")], order_key=F.col("index"),
                    time=F.col("time"))
 
 
 def _judge(df: DataFrame, offset: Column, base: Column) -> DataFrame:
-    kind = (F.when(offset > base + 1, F.lit("poll-skip")).when(offset <= base, F.lit("nonmonotonic-poll")))
+    kind = (F.when(offset > base + 1, F.lit(kinds.POLL_SKIP.name))
+            .when(offset <= base, F.lit(kinds.NONMONOTONIC_POLL.name)))
     return df.select("*", kind.alias("kind"), (offset - base - 1).alias("gap")).filter(F.col("kind").isNotNull())
 
 
@@ -152,23 +153,25 @@ def examples(top: dict[str, list[dict]], d: ExampleDetails) -> dict[str, list[di
     index (engine.look_up_details), a poll-skip's skipped offsets are read in the final log, and a
     realtime-order's two acks came with the finding."""
     ex: dict[str, list[dict]] = {}
-    ex["nonmonotonic-send"] = []
-    for r in top["nonmonotonic-send"]:
+    ex[kinds.NONMONOTONIC_SEND.name] = []
+    for r in top[kinds.NONMONOTONIC_SEND.name]:
         earlier, later = ({k: d.ops_by_index[i][k] for k in ("index", "time", "value", "offset", "epoch")}
                           for i in (r["p_index"], r["index"]))
-        ex["nonmonotonic-send"].append({"partition": r["partition"], "process": r["process"], "index": r["index"],
+        ex[kinds.NONMONOTONIC_SEND.name].append({"partition": r["partition"], "process": r["process"],
+                                                 "index": r["index"],
                                         "earlier": earlier, "later": later})
-    for kind in ("poll-skip", "nonmonotonic-poll"):
+    for kind in (kinds.POLL_SKIP.name, kinds.NONMONOTONIC_POLL.name):
         ex[kind] = []
         for r in top[kind]:
             e = {"partition": r["partition"], "process": r["process"], "index": r["index"], "time": r["time"],
                  "offset": r["offset"], "value": r["value"],
                  "previous": {"kind": "assign" if r["p_is_assign"] else "read", "index": r["p_index"], "time": r["p_time"],
                               "offset": r["p_offset"], "value": r["p_value"]}}
-            if kind == "poll-skip":
+            if kind == kinds.POLL_SKIP.name:
                 e["gap"] = r["gap"]
                 e["skipped"] = explain.skipped(r["offset"], r["gap"], d.skip_at.get(r["partition"], {}))
             ex[kind].append(e)
-    ex["realtime-order"] = [{"partition": r["partition"], **{c: r[c] for c in RT_COLS}, "previous": dict(r["prev"])}
-                            for r in top["realtime-order"]]
+    ex[kinds.REALTIME_ORDER.name] = [{"partition": r["partition"], **{c: r[c] for c in RT_COLS},
+                                      "previous": dict(r["prev"])}
+                            for r in top[kinds.REALTIME_ORDER.name]]
     return ex

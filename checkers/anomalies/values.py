@@ -102,21 +102,21 @@ def analyze(ctx: CheckContext) -> DataFrame:
     rec = F.coalesce(c("rec"), L(False))
     present = c("n_final") > 0
     kind = F.array_compact(F.array(
-        F.when(rec & c("lost") & (c("stype") == 0) & ~present, L("lost-write")),
-        F.when(rec & (c("stype") == 1) & present, L("failed-write-present")),
-        F.when(rec & c("dup") & (c("foff_min") != c("foff_max")), L("duplicate")),
-        F.when(rec & (c("dirty_n") > 0) & ~present, L("dirty-read")),
-        F.when((c("stype") == 1) & (c("failed_n") > 0), L("aborted-read"))))
+        F.when(rec & c("lost") & (c("stype") == 0) & ~present, L(kinds.LOST_WRITE.name)),
+        F.when(rec & (c("stype") == 1) & present, L(kinds.FAILED_WRITE_PRESENT.name)),
+        F.when(rec & c("dup") & (c("foff_min") != c("foff_max")), L(kinds.DUPLICATE.name)),
+        F.when(rec & (c("dirty_n") > 0) & ~present, L(kinds.DIRTY_READ.name)),
+        F.when((c("stype") == 1) & (c("failed_n") > 0), L(kinds.ABORTED_READ.name))))
     out = v.select("*", F.explode(kind).alias("kind"))
     k = c("kind")
-    is_dirty, is_aborted = k == "dirty-read", k == "aborted-read"
+    is_dirty, is_aborted = k == kinds.DIRTY_READ.name, k == kinds.ABORTED_READ.name
     reads = F.when(is_dirty, c("dirty_n")).when(is_aborted, c("failed_n"))
     rkey = F.when(is_dirty, c("dirty_first.k")).when(is_aborted, c("failed_first.k"))
     when = (F.when(is_dirty, c("dirty_first.t")).when(is_aborted, c("failed_first.t"))
-            .when(k != "duplicate", c("stime")))
+            .when(k != kinds.DUPLICATE.name, c("stime")))
     # a duplicate's send is looked up for its example only (examples() below)
-    send = lambda col: F.when(k != "duplicate", c(col))  # noqa: E731
-    order_key = F.when(k == "duplicate", c("value")).when(is_dirty | is_aborted, rkey).otherwise(c("sindex"))
+    send = lambda col: F.when(k != kinds.DUPLICATE.name, c(col))  # noqa: E731
+    order_key = F.when(k == kinds.DUPLICATE.name, c("value")).when(is_dirty | is_aborted, rkey).otherwise(c("sindex"))
     return finding(out, k, ["value", send("sindex").alias("sindex"), send("soffset").alias("soffset"),
                             send("stype").alias("stype"), reads.alias("reads"), rkey.alias("rkey")],
                    order_key=order_key, weight=F.coalesce(reads, L(1)), time=when)
@@ -132,37 +132,37 @@ def examples(top: dict[str, list[dict]], d: ExampleDetails) -> dict[str, list[di
     """The examples of this family's kinds (docs/formats.md) from their first findings `top` and the
     details looked up for them (engine.look_up_details)."""
     ex: dict[str, list[dict]] = {}
-    ex["lost-write"] = []
-    for r in top["lost-write"]:
+    ex[kinds.LOST_WRITE.name] = []
+    for r in top[kinds.LOST_WRITE.name]:
         o = d.ops_by_index[r["sindex"]]
-        ex["lost-write"].append({
+        ex[kinds.LOST_WRITE.name].append({
             "partition": r["partition"], "value": r["value"], "offset": r["soffset"], "epoch": o["epoch"],
             "index": r["sindex"], "time": o["time"], "process": o["process"], "invoke_index": o["invoke_index"],
             "final_values_at_offset": sorted(d.final_at.get((r["partition"], r["soffset"]), ()))})
-    ex["failed-write-present"] = []
-    for r in top["failed-write-present"]:
+    ex[kinds.FAILED_WRITE_PRESENT.name] = []
+    for r in top[kinds.FAILED_WRITE_PRESENT.name]:
         o = d.ops_by_index[r["sindex"]]
-        ex["failed-write-present"].append({
+        ex[kinds.FAILED_WRITE_PRESENT.name].append({
             "partition": r["partition"], "value": r["value"], "index": r["sindex"], "time": o["time"],
             "process": o["process"], "invoke_index": o["invoke_index"], "error": o["error"],
             "final_offsets": sorted(d.final_of.get((r["partition"], r["value"]), ()))[:10]})
-    ex["duplicate"] = []
-    for r in top["duplicate"]:
+    ex[kinds.DUPLICATE.name] = []
+    for r in top[kinds.DUPLICATE.name]:
         s = d.dup_sends.get((r["partition"], r["value"]))
         if s is not None:
             r["stype"], r["sindex"], r["soffset"] = TYPE_CODE[s["type"]], s["index"], s["offset"]
         offs = sorted(d.final_of.get((r["partition"], r["value"]), ()))
-        ex["duplicate"].append({
+        ex[kinds.DUPLICATE.name].append({
             "partition": r["partition"], "value": r["value"], "offsets": offs[:10], "count": len(offs),
             "index": r["sindex"], "send": _send(r["stype"], r["sindex"], r["soffset"])})
-    for kind in ("dirty-read", "aborted-read"):
+    for kind in (kinds.DIRTY_READ.name, kinds.ABORTED_READ.name):
         ex[kind] = []
         for r in top[kind]:
             first = d.poll_records[(r["partition"], r["rkey"])]
             e = {"partition": r["partition"], "value": r["value"], "offset": first["offset"], "index": first["index"],
                  "time": first["time"], "process": first["process"], "reads": r["reads"],
                  "send": _send(r["stype"], r["sindex"], r["soffset"])}
-            if kind == "aborted-read":
+            if kind == kinds.ABORTED_READ.name:
                 e["error"] = d.ops_by_index[r["sindex"]]["error"]
             ex[kind].append(e)
     return ex

@@ -51,8 +51,8 @@ def analyze(ctx: CheckContext) -> DataFrame:
     q = ev.filter(F.col("me").isNotNull()).select("me.*", "prev_same", "prev_any")
     # a negative epoch is unknown (a Kafka client that cannot tell it, docs/formats.md): never "the same"
     same = (F.col("epoch") >= 0) & (F.col("prev_same.hw") > F.col("hw"))
-    kind = (F.when(same, L("hw-regression"))
-            .when(F.col("prev_any.hw") > F.col("hw"), L("hw-regression-cross-epoch")))
+    kind = (F.when(same, L(kinds.HW_REGRESSION.name))
+            .when(F.col("prev_any.hw") > F.col("hw"), L(kinds.HW_REGRESSION_CROSS_EPOCH.name)))
     prev = F.when(same, F.col("prev_same")).otherwise(F.col("prev_any"))
     out = q.select(*cols, kind.alias("kind"), prev.alias("prev")).filter(F.col("kind").isNotNull())
     return finding(out, F.col("kind"), ["epoch", "hw", "index", "time", "process", "invoke_index", "f", "prev"],
@@ -64,4 +64,4 @@ def examples(top: dict[str, list[dict]], d: ExampleDetails) -> dict[str, list[di
     return {kind: [{"partition": r["partition"], "epoch": r["epoch"], "hw": r["hw"], "index": r["index"],
                     "time": r["time"], "process": r["process"], "invoke_index": r["invoke_index"], "f": r["f"],
                     "previous": dict(r["prev"])} for r in top[kind]]
-            for kind in ("hw-regression", "hw-regression-cross-epoch")}
+            for kind in (kinds.HW_REGRESSION.name, kinds.HW_REGRESSION_CROSS_EPOCH.name)}
