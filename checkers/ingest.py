@@ -211,16 +211,7 @@ class _HistoryConverter:
                                "type": typ, "f": f, "error": error}
         reads: list[dict] = []
         if process == rf.NEMESIS_PROCESS:
-            for key in ("fault", "phase"):
-                if not isinstance(value.get(key), str):
-                    raise FormatError(path, line, f"field 'value.{key}' is missing or not a string")
-            if value["phase"] not in ("start", "stop"):
-                raise FormatError(path, line, f"field 'value.phase' must be start or stop, got {value['phase']!r}")
-            targets = value.get("targets")
-            row.update(fault=value["fault"], phase=value["phase"], fault_id=_int(value, "id", path, line),
-                       targets=",".join(str(t) for t in targets) if isinstance(targets, list) and targets else None)
-            if "damage" in value:
-                row["damage"] = _damage(value["damage"], path, line)
+            self._nemesis_fields(row, value, line)
         elif process == rf.HARNESS_PROCESS:
             if f == rf.FINAL_STATE_F:
                 self._final_state(line, value)
@@ -228,66 +219,12 @@ class _HistoryConverter:
                 row["hw"] = value["hw"]
                 row["epoch"] = _opt_int(value, "epoch", path, line)
         elif f in rf.CLIENT_FS:
-            part = _int(value, "partition", path, line)
-            row["partition"] = part
-            if typ == "invoke":
-                if process in self.pending:
-                    err = FormatError(path, line, f"process {process!r} invoked while its operation at index "
-                                                  f"{self.pending[process][0]} is still in flight")
-                    if not self.lenient:
-                        raise err
-                    # lenient: the operation in flight lost its completion line; this one is kept
-                    notes.append(("no-completion", f"process {process!r} invoked again: its operation invoked at "
-                                                   f"index {self.pending[process][0]} has no completion"))
-                self.pending[process] = (op["index"], op["time"], f, part,
-                                         value.get("value") if f == "send" else None)
-            else:
-                inv = self.pending.pop(process, None)
-                if inv is not None and (inv[2] != f or inv[3] != part):
-                    err = FormatError(path, line, f"completion f={f!r} partition={part} does not match its invoke "
-                                                  f"(index {inv[0]}: f={inv[2]!r} partition={inv[3]})")
-                    if not (self.lenient and f == "send"):
-                        raise err
-                    notes.append(("no-completion", f"the operation invoked at index {inv[0]} by process {process!r} "
-                                                   f"has no completion"))
-                    inv = None
-                if inv is None:
-                    if not (self.lenient and f == "send"):
-                        raise FormatError(path, line, f"'{typ}' completion of process {process!r} without a pending invoke")
-                    # lenient: its invoke line was lost; an acknowledged send is still checked for loss
-                    notes.append(("no-invoke", f"'{typ}' send completion of process {process!r} has no invoke "
-                                               f"(kept without it)"))
-                else:
-                    row["invoke_index"], row["invoke_time"] = inv[0], inv[1]
+            row["partition"] = _int(value, "partition", path, line)
+            self._pair(op, row, line, notes)
             if f == "send":
-                row["value"] = _int(value, "value", path, line)
-                if typ != "invoke" and row.get("invoke_index") is None:
-                    self.sent.setdefault(part, {}).setdefault(row["value"], line)
-                if typ == "invoke":
-                    seen = self.sent.setdefault(part, {})
-                    if row["value"] in seen:
-                        raise FormatError(path, line, f"field 'value.value' {row['value']} was already sent to partition "
-                                                      f"{part} at line {seen[row['value']]} (values are unique per partition)")
-                    seen[row["value"]] = line
-                if typ == "ok":
-                    row["offset"] = _int(value, "offset", path, line)
-                    row["epoch"] = _int(value, "epoch", path, line)
+                self._send_fields(row, value, line)
             elif f in ("poll", "final-read"):
-                row["offset"] = _int(value, "offset", path, line)
-                if typ == "ok":
-                    row["hw"] = _int(value, "hw", path, line)
-                    row["epoch"] = _int(value, "epoch", path, line)
-                    records = value.get("records")
-                    if not isinstance(records, list):
-                        raise FormatError(path, line, "field 'value.records' is missing or not a list")
-                    for pos, rec in enumerate(records):
-                        if (not isinstance(rec, list) or len(rec) not in (2, 3)
-                                or not all(isinstance(x, int) and not isinstance(x, bool) for x in rec)):
-                            raise FormatError(path, line, f"field 'value.records[{pos}]' must be [offset, value] or "
-                                                          f"[offset, value, epoch] integers, got {rec!r}")
-                        reads.append({"index": op["index"], "process": str(process), "f": f, "partition": part,
-                                      "offset": rec[0], "value": rec[1], "time": op["time"], "pos": pos,
-                                      "epoch": rec[2] if len(rec) == 3 and rec[2] >= 0 else -1})
+                reads = self._read_fields(op, row, value, line)
             elif f == "assign":
                 row["offset"] = _int(value, "offset", path, line)
         # all checks passed: commit the line
@@ -299,6 +236,92 @@ class _HistoryConverter:
         self.ops.add(row)
         for r in reads:
             self.reads.add(r)
+
+    def _nemesis_fields(self, row: dict[str, Any], value: dict, line: int) -> None:
+        """A fault window's start or stop: its fault, phase, id, targets (and a corrupt start's damage)."""
+        path = self.path
+        for key in ("fault", "phase"):
+            if not isinstance(value.get(key), str):
+                raise FormatError(path, line, f"field 'value.{key}' is missing or not a string")
+        if value["phase"] not in ("start", "stop"):
+            raise FormatError(path, line, f"field 'value.phase' must be start or stop, got {value['phase']!r}")
+        targets = value.get("targets")
+        row.update(fault=value["fault"], phase=value["phase"], fault_id=_int(value, "id", path, line),
+                   targets=",".join(str(t) for t in targets) if isinstance(targets, list) and targets else None)
+        if "damage" in value:
+            row["damage"] = _damage(value["damage"], path, line)
+
+    def _pair(self, op: dict, row: dict[str, Any], line: int, notes: list[tuple[str, str]]) -> None:
+        """A client operation's invoke is kept pending until its completion, which gets the invoke's index
+        and time; a mismatch is an error (under --lenient, a send's is kept, with a note)."""
+        path, process, typ, f, part = self.path, op["process"], op["type"], op["f"], row["partition"]
+        value = op.get("value") or {}
+        if typ == "invoke":
+            if process in self.pending:
+                err = FormatError(path, line, f"process {process!r} invoked while its operation at index "
+                                              f"{self.pending[process][0]} is still in flight")
+                if not self.lenient:
+                    raise err
+                # lenient: the operation in flight lost its completion line; this one is kept
+                notes.append(("no-completion", f"process {process!r} invoked again: its operation invoked at "
+                                               f"index {self.pending[process][0]} has no completion"))
+            self.pending[process] = (op["index"], op["time"], f, part, value.get("value") if f == "send" else None)
+            return
+        inv = self.pending.pop(process, None)
+        if inv is not None and (inv[2] != f or inv[3] != part):
+            err = FormatError(path, line, f"completion f={f!r} partition={part} does not match its invoke "
+                                          f"(index {inv[0]}: f={inv[2]!r} partition={inv[3]})")
+            if not (self.lenient and f == "send"):
+                raise err
+            notes.append(("no-completion", f"the operation invoked at index {inv[0]} by process {process!r} "
+                                           f"has no completion"))
+            inv = None
+        if inv is None:
+            if not (self.lenient and f == "send"):
+                raise FormatError(path, line, f"'{typ}' completion of process {process!r} without a pending invoke")
+            # lenient: its invoke line was lost; an acknowledged send is still checked for loss
+            notes.append(("no-invoke", f"'{typ}' send completion of process {process!r} has no invoke "
+                                       f"(kept without it)"))
+        else:
+            row["invoke_index"], row["invoke_time"] = inv[0], inv[1]
+
+    def _send_fields(self, row: dict[str, Any], value: dict, line: int) -> None:
+        """A send's value (unique per partition) and, acknowledged, its offset and leader epoch."""
+        path, typ, part = self.path, row["type"], row["partition"]
+        row["value"] = _int(value, "value", path, line)
+        if typ != "invoke" and row.get("invoke_index") is None:
+            self.sent.setdefault(part, {}).setdefault(row["value"], line)
+        if typ == "invoke":
+            seen = self.sent.setdefault(part, {})
+            if row["value"] in seen:
+                raise FormatError(path, line, f"field 'value.value' {row['value']} was already sent to partition "
+                                              f"{part} at line {seen[row['value']]} (values are unique per partition)")
+            seen[row["value"]] = line
+        if typ == "ok":
+            row["offset"] = _int(value, "offset", path, line)
+            row["epoch"] = _int(value, "epoch", path, line)
+
+    def _read_fields(self, op: dict, row: dict[str, Any], value: dict, line: int) -> list[dict]:
+        """A poll's or final read's offset and, ok, its HW, epoch and records (one `reads` row each)."""
+        path, f, part = self.path, row["f"], row["partition"]
+        row["offset"] = _int(value, "offset", path, line)
+        reads: list[dict] = []
+        if row["type"] != "ok":
+            return reads
+        row["hw"] = _int(value, "hw", path, line)
+        row["epoch"] = _int(value, "epoch", path, line)
+        records = value.get("records")
+        if not isinstance(records, list):
+            raise FormatError(path, line, "field 'value.records' is missing or not a list")
+        for pos, rec in enumerate(records):
+            if (not isinstance(rec, list) or len(rec) not in (2, 3)
+                    or not all(isinstance(x, int) and not isinstance(x, bool) for x in rec)):
+                raise FormatError(path, line, f"field 'value.records[{pos}]' must be [offset, value] or "
+                                              f"[offset, value, epoch] integers, got {rec!r}")
+            reads.append({"index": op["index"], "process": str(op["process"]), "f": f, "partition": part,
+                          "offset": rec[0], "value": rec[1], "time": op["time"], "pos": pos,
+                          "epoch": rec[2] if len(rec) == 3 and rec[2] >= 0 else -1})
+        return reads
 
     def _final_state(self, line: int, value: dict) -> None:
         path = self.path

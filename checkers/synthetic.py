@@ -188,6 +188,13 @@ def _plan(outcome: np.ndarray, P: int, k: int, rng: np.random.Generator) -> tupl
         elif kind == kinds.HW_REGRESSION_CROSS_EPOCH.name:
             plan.poll_hw[(p, o // POLL_CHUNK)] = (2, 2)
         expected[kind] += 1
+    _plan_polls_and_faults(plan, expected, k, P)
+    _plan_residual(plan, expected, k, len(logs[0][2]), fresh)
+    return plan, expected
+
+
+def _plan_polls_and_faults(plan: _Plan, expected: dict[str, int], k: int, P: int) -> None:
+    """The injections at whole polls and faults: read-uncommitted, hw-reported-ahead, damaged-record-kept."""
     # read-uncommitted: k of the first two polls of a partition (left alone above) report the HW at the last
     # offset they return, so each returned a record at its own HW; in poll order, so no HW goes back
     if k > 2 * P:
@@ -206,13 +213,15 @@ def _plan(outcome: np.ndarray, P: int, k: int, rng: np.random.Generator) -> tupl
         plan.damage.append(j)
         expected["hw-reported-ahead"] += 1
         expected["damaged-record-kept"] += 1
-    if k:  # residual divergence: n3 of partition 0 disagrees on k offsets at and beyond its own HW
-        L = len(logs[0][2])
+
+
+def _plan_residual(plan: _Plan, expected: dict[str, int], k: int, L: int, fresh) -> None:
+    """Residual divergence: n3 of partition 0 (L records) disagrees on k offsets at and beyond its own HW."""
+    if k:
         plan.n3_hw[0] = L - k - 1
         for j in range(k):
             plan.n3_set.setdefault(0, {})[L - k - 1 + j] = fresh()
         expected[kinds.DIVERGENCE.name] += k
-    return plan, expected
 
 
 class _Writer:
@@ -305,6 +314,109 @@ def _choice(codes: np.ndarray, names: list[str]) -> pa.Array:
     return pa.DictionaryArray.from_arrays(pa.array(codes.astype(np.int32)), pa.array(names)).cast(pa.string())
 
 
+@dataclass
+class _SendState:
+    """Per partition, across the chunks of sends: the infos so far (each starts a new producer process
+    id) and the next offset of its log."""
+    P: int
+    info_count: np.ndarray = field(init=False)
+    next_offset: np.ndarray = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.info_count = np.zeros(self.P, dtype=np.int64)
+        self.next_offset = np.zeros(self.P, dtype=np.int64)
+
+
+def _send_rows(W: dict, outcome: np.ndarray, plan: _Plan, span: tuple[int, int], index: int,
+               state: _SendState) -> int:
+    """The invoke and completion rows of the sends span = [c0, c1), from history index `index`; returns
+    the next index."""
+    c0, c1 = span
+    n = c1 - c0
+    i = np.arange(c0, c1, dtype=np.int64)
+    part = (i % state.P).astype(np.int32)
+    oc = outcome[c0:c1]
+    is_info = (oc == INFO_PRESENT) | (oc == INFO_ABSENT)
+    present = (oc == OK) | (oc == INFO_PRESENT)
+    proc = np.empty(n, dtype=np.int64)
+    offs = np.empty(n, dtype=np.int64)
+    for p in range(state.P):
+        m = part == p
+        infos_before = np.cumsum(is_info[m]) - is_info[m]
+        proc[m] = p + state.P * (state.info_count[p] + infos_before)
+        state.info_count[p] += int(is_info[m].sum())
+        pres = present[m]
+        offs[m] = state.next_offset[p] + np.cumsum(pres) - 1
+        state.next_offset[p] += int(pres.sum())
+    for a, o in plan.ack_offset.items():
+        if c0 <= a < c1:
+            offs[a - c0] = o
+    base = index
+    inv_idx = base + 2 * np.arange(n, dtype=np.int64)
+    rows = 2 * n
+    col_index = np.arange(base, base + rows, dtype=np.int64)
+    proc2 = np.repeat(proc, 2)
+    part2 = np.repeat(part, 2)
+    val2 = np.repeat(i, 2)
+    tcode = np.empty(rows, dtype=np.int32)
+    tcode[0::2] = 0
+    tcode[1::2] = np.where(oc == OK, 1, np.where(oc == FAIL, 2, 3))
+    is_ok = np.zeros(rows, dtype=bool)
+    is_ok[1::2] = oc == OK
+    offset2 = np.zeros(rows, dtype=np.int64)
+    offset2[1::2] = offs
+    ecode = np.zeros(rows, dtype=np.int32)
+    ecode[1::2] = np.where(oc == FAIL, 1, np.where(is_info, 2, 0))
+    comp = np.zeros(rows, dtype=bool)
+    comp[1::2] = True
+    invi = np.zeros(rows, dtype=np.int64)
+    invi[1::2] = inv_idx
+    W["ops"].write({
+        "index": col_index, "time": col_index * DT, "process": _as_str(proc2),
+        "type": _choice(tcode, ["invoke", "ok", "fail", "info"]), "f": "send", "partition": part2,
+        "value": val2, "offset": (offset2, ~is_ok), "epoch": (np.ones(rows, dtype=np.int32), ~is_ok),
+        "error": pa.DictionaryArray.from_arrays(pa.array(ecode, mask=ecode == 0),
+                                                pa.array(["", "NOT_ENOUGH_REPLICAS", "timeout"])).cast(pa.string()),
+        "invoke_index": (invi, ~comp), "invoke_time": (invi * DT, ~comp)})
+    index += rows
+    return index
+
+
+def _consumer_side(W: dict, outcome: np.ndarray, P: int, p: int, plan: _Plan, index: int) -> tuple[int, tuple]:
+    """Partition p's consumer (an assign to 0, then its polls), final reads and replicas; returns the next
+    history index and (p, L, the replicas' leo and hw) for its final state."""
+    idx, oc = _log(outcome, p, P)
+    log = idx[(oc == OK) | (oc == INFO_PRESENT)].copy()
+    for o, v in plan.log_set.get(p, {}).items():
+        log[o] = v
+    L = len(log)
+    cproc = str(CONSUMER_BASE + p)
+    # assign to 0
+    W["ops"].write({"index": np.array([index, index + 1]), "time": np.array([index, index + 1]) * DT,
+                    "process": cproc, "type": _choice(np.array([0, 1]), ["invoke", "ok"]), "f": "assign",
+                    "partition": np.array([p, p]), "offset": np.array([0, 0]),
+                    "invoke_index": (np.array([0, index]), np.array([True, False])),
+                    "invoke_time": (np.array([0, index * DT]), np.array([True, False]))})
+    index += 2
+    ahead = p in plan.hw_ahead
+    index = _reads(W, p, log, L, index, cproc, "poll", POLL_CHUNK, plan, ahead)
+    index = _reads(W, p, log, L, index, str(FINAL_BASE + p), "final-read", FINAL_CHUNK, None, ahead)
+    for node in NODES:
+        vals = log
+        hw = L
+        if node == "n3" and (p in plan.n3_set or p in plan.n3_hw):
+            vals = log.copy()
+            for o, v in plan.n3_set.get(p, {}).items():
+                vals[o] = v
+            hw = plan.n3_hw.get(p, L)
+        W["replicas"].write({"node": node, "partition": np.full(L, p, dtype=np.int32),
+                             "offset": np.arange(L, dtype=np.int64), "epoch": np.ones(L, dtype=np.int32),
+                             "value": vals, "crc_ok": np.ones(L, dtype=bool)})
+        W["replica_meta"].write({"node": [node], "partition": [p], "leo": [L], "hw": [hw], "log_start": [0],
+                                 "epochs": ["[[1, 0]]"], "torn_bytes": [0]})
+    return index, (p, L, {n: {"leo": L, "hw": plan.n3_hw.get(p, L) if n == "n3" else L} for n in NODES})
+
+
 def generate(run_dir: Path | str, sends: int, *, partitions: int = 8, k: int = 5, seed: int = 1,
              chunk: int = 1_000_000, config: dict | None = None, events: bool = True) -> dict[str, int]:
     """Write a synthetic run; returns the expected anomaly counts (and `divergence_committed`). With
@@ -320,8 +432,7 @@ def generate(run_dir: Path | str, sends: int, *, partitions: int = 8, k: int = 5
     W: dict[str, Any] = {t: _Writer(col / t, schemas[t]) for t in rf.COLUMNAR_TABLES if t != "events"}
     W["events"] = _EventsWriter(col / "events", schemas["events"])
     # ---- phase A: sends in chunks, a fault window over every other chunk ----------------------------
-    info_count = np.zeros(P, dtype=np.int64)   # per partition: infos so far (-> producer process id)
-    next_offset = np.zeros(P, dtype=np.int64)
+    state = _SendState(P)
     index = 0
     windows = 0
     open_window = None
@@ -340,54 +451,7 @@ def generate(run_dir: Path | str, sends: int, *, partitions: int = 8, k: int = 5
         index += 2
         if phase == "stop":
             open_window = None
-        c1 = min(sends, c0 + chunk)
-        n = c1 - c0
-        i = np.arange(c0, c1, dtype=np.int64)
-        part = (i % P).astype(np.int32)
-        oc = outcome[c0:c1]
-        is_info = (oc == INFO_PRESENT) | (oc == INFO_ABSENT)
-        present = (oc == OK) | (oc == INFO_PRESENT)
-        proc = np.empty(n, dtype=np.int64)
-        offs = np.empty(n, dtype=np.int64)
-        for p in range(P):
-            m = part == p
-            infos_before = np.cumsum(is_info[m]) - is_info[m]
-            proc[m] = p + P * (info_count[p] + infos_before)
-            info_count[p] += int(is_info[m].sum())
-            pres = present[m]
-            offs[m] = next_offset[p] + np.cumsum(pres) - 1
-            next_offset[p] += int(pres.sum())
-        for a, o in plan.ack_offset.items():
-            if c0 <= a < c1:
-                offs[a - c0] = o
-        base = index
-        inv_idx = base + 2 * np.arange(n, dtype=np.int64)
-        rows = 2 * n
-        col_index = np.arange(base, base + rows, dtype=np.int64)
-        proc2 = np.repeat(proc, 2)
-        part2 = np.repeat(part, 2)
-        val2 = np.repeat(i, 2)
-        tcode = np.empty(rows, dtype=np.int32)
-        tcode[0::2] = 0
-        tcode[1::2] = np.where(oc == OK, 1, np.where(oc == FAIL, 2, 3))
-        is_ok = np.zeros(rows, dtype=bool)
-        is_ok[1::2] = oc == OK
-        offset2 = np.zeros(rows, dtype=np.int64)
-        offset2[1::2] = offs
-        ecode = np.zeros(rows, dtype=np.int32)
-        ecode[1::2] = np.where(oc == FAIL, 1, np.where(is_info, 2, 0))
-        comp = np.zeros(rows, dtype=bool)
-        comp[1::2] = True
-        invi = np.zeros(rows, dtype=np.int64)
-        invi[1::2] = inv_idx
-        W["ops"].write({
-            "index": col_index, "time": col_index * DT, "process": _as_str(proc2),
-            "type": _choice(tcode, ["invoke", "ok", "fail", "info"]), "f": "send", "partition": part2,
-            "value": val2, "offset": (offset2, ~is_ok), "epoch": (np.ones(rows, dtype=np.int32), ~is_ok),
-            "error": pa.DictionaryArray.from_arrays(pa.array(ecode, mask=ecode == 0),
-                                                    pa.array(["", "NOT_ENOUGH_REPLICAS", "timeout"])).cast(pa.string()),
-            "invoke_index": (invi, ~comp), "invoke_time": (invi * DT, ~comp)})
-        index += rows
+        index = _send_rows(W, outcome, plan, (c0, min(sends, c0 + chunk)), index, state)
     if open_window is not None:
         W["ops"].write({"index": np.array([index, index + 1]), "time": np.array([index, index + 1]) * DT,
                         "process": rf.NEMESIS_PROCESS, "type": _choice(np.array([0, 1]), ["invoke", "info"]),
@@ -397,36 +461,8 @@ def generate(run_dir: Path | str, sends: int, *, partitions: int = 8, k: int = 5
     # ---- phases B and C, per partition: consumer polls, final reads, replicas ----------------------
     finals = []
     for p in range(P):
-        idx, oc = _log(outcome, p, P)
-        log = idx[(oc == OK) | (oc == INFO_PRESENT)].copy()
-        for o, v in plan.log_set.get(p, {}).items():
-            log[o] = v
-        L = len(log)
-        cproc = str(CONSUMER_BASE + p)
-        # assign to 0
-        W["ops"].write({"index": np.array([index, index + 1]), "time": np.array([index, index + 1]) * DT,
-                        "process": cproc, "type": _choice(np.array([0, 1]), ["invoke", "ok"]), "f": "assign",
-                        "partition": np.array([p, p]), "offset": np.array([0, 0]),
-                        "invoke_index": (np.array([0, index]), np.array([True, False])),
-                        "invoke_time": (np.array([0, index * DT]), np.array([True, False]))})
-        index += 2
-        ahead = p in plan.hw_ahead
-        index = _reads(W, p, log, L, index, cproc, "poll", POLL_CHUNK, plan, ahead)
-        index = _reads(W, p, log, L, index, str(FINAL_BASE + p), "final-read", FINAL_CHUNK, None, ahead)
-        for node in NODES:
-            vals = log
-            hw = L
-            if node == "n3" and (p in plan.n3_set or p in plan.n3_hw):
-                vals = log.copy()
-                for o, v in plan.n3_set.get(p, {}).items():
-                    vals[o] = v
-                hw = plan.n3_hw.get(p, L)
-            W["replicas"].write({"node": node, "partition": np.full(L, p, dtype=np.int32),
-                                 "offset": np.arange(L, dtype=np.int64), "epoch": np.ones(L, dtype=np.int32),
-                                 "value": vals, "crc_ok": np.ones(L, dtype=bool)})
-            W["replica_meta"].write({"node": [node], "partition": [p], "leo": [L], "hw": [hw], "log_start": [0],
-                                     "epochs": ["[[1, 0]]"], "torn_bytes": [0]})
-        finals.append((p, L, {n: {"leo": L, "hw": plan.n3_hw.get(p, L) if n == "n3" else L} for n in NODES}))
+        index, final = _consumer_side(W, outcome, P, p, plan, index)
+        finals.append(final)
     for p, L, reps in finals:
         W["ops"].write({"index": np.array([index]), "time": np.array([index * DT]), "process": rf.HARNESS_PROCESS,
                         "type": ["info"], "f": [rf.FINAL_STATE_F], "partition": np.array([p]), "hw": np.array([L]),
