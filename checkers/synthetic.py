@@ -81,7 +81,8 @@ class _Plan:
     poll_at_end: set[tuple[int, int]] = field(default_factory=set)      # (p, poll no) reporting its last offset as HW
     hw_ahead: set[int] = field(default_factory=set)                      # p whose last poll is told HW L + 1
     damage: list[int] = field(default_factory=list)                      # p each corrupt fault strikes, in turn
-    damage_at: list[tuple[int, int, int]] = field(default_factory=list)  # (p, completion index, damaged offset)
+    damage_at: list[tuple[int, int]] = field(default_factory=list)       # (p, its corrupt start's completion index)
+    lengths: dict[int, int] = field(default_factory=dict)                # p -> records in its log
 
 
 def _outcomes(n: int, rng: np.random.Generator) -> np.ndarray:
@@ -108,7 +109,8 @@ def _plan(outcome: np.ndarray, P: int, k: int, rng: np.random.Generator) -> tupl
         idx, oc = _log(outcome, p, P)
         present = (oc == OK) | (oc == INFO_PRESENT)
         logs[p] = (idx, oc, idx[present], oc[present])
-    min_len = min(len(v[2]) for v in logs.values())
+    plan.lengths = {p: len(v[2]) for p, v in logs.items()}
+    min_len = min(plan.lengths.values())
     start = 2 * POLL_CHUNK   # the first two polls' offsets are left alone
     stride = (int(min_len * 0.8) - start) // max(per_part, 1)
     if k and stride < 2 * POLL_CHUNK + 50:
@@ -457,7 +459,7 @@ def generate(run_dir: Path | str, sends: int, *, partitions: int = 8, k: int = 5
                         "process": rf.NEMESIS_PROCESS, "type": _choice(np.array([0, 1]), ["invoke", "info"]),
                         "f": "restart", "fault": "kill", "phase": "stop", "fault_id": open_window})
         index += 2
-    index = _damage_ops(W, outcome, P, plan, index, windows)
+    index = _damage_ops(W, plan, index, windows)
     # ---- phases B and C, per partition: consumer polls, final reads, replicas ----------------------
     finals = []
     for p in range(P):
@@ -555,20 +557,19 @@ def _reads(W: dict, p: int, log: np.ndarray, L: int, index: int, proc: str, f: s
     return index + rows
 
 
-def _damage_ops(W: dict, outcome: np.ndarray, P: int, plan: _Plan, index: int, fault_id: int) -> int:
+def _damage_ops(W: dict, plan: _Plan, index: int, fault_id: int) -> int:
     """The corrupt faults of plan.damage, after the sends: each damages n2's record 10 before the end of
     one partition's log (its start's completion says so, as the harness records it), and n2 restarts
     (`_events` writes its `start` and `recovered` after the completion); returns the next history index."""
     for n, p in enumerate(plan.damage):
-        idx, oc = _log(outcome, p, P)
-        L = int(((oc == OK) | (oc == INFO_PRESENT)).sum())
+        L = plan.lengths[p]
         rows = np.arange(index, index + 4, dtype=np.int64)
         W["ops"].write({"index": rows, "time": rows * DT, "process": rf.NEMESIS_PROCESS,
-                        "type": _choice(np.array([0, 3, 0, 3]), ["invoke", "ok", "fail", "info"]), "f": "corrupt",
+                        "type": _choice(np.array([0, 1, 0, 1]), ["invoke", "info"]), "f": "corrupt",
                         "fault": "corrupt", "phase": ["start", "start", "stop", "stop"],
                         "fault_id": np.full(4, fault_id + n, dtype=np.int64), "targets": "n2",
                         "damage": [None, f"n2/{p}/{L - 10}", None, None]})
-        plan.damage_at.append((p, index + 1, L - 10))
+        plan.damage_at.append((p, index + 1))
         index += 4
     return index
 
@@ -706,7 +707,7 @@ def _events(W: dict, outcome: np.ndarray, P: int, k: int, plan: _Plan, expected:
                 if kind in EVENT_SIDE_EFFECTS:
                     expected[EVENT_SIDE_EFFECTS[kind]] += 1
         _inject_events(W, p, spots[p])
-        for pp, done, _ in plan.damage_at:     # n2 reopens its log whole after the corrupt fault's start
+        for pp, done in plan.damage_at:     # n2 reopens its log whole after the corrupt fault's start
             if pp == p:
                 t = done * DT + 10
                 _line(W, t, "n2", "broker", p, {"event": "start"})

@@ -30,6 +30,8 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from rundir import formats as rf
+
 HISTORY = "history"
 REPLICA_DUMPS = "replica-dumps"
 EVENT_LOGS = "event-logs"
@@ -81,7 +83,8 @@ class Evidence:
 
 
 # the files whose size the harness records when it has collected them: the event logs and replica dumps
-COLLECTED_GLOBS: dict[str, str] = {EVENT_LOGS: "nodes/*/broker.log", REPLICA_DUMPS: "replicas/*/p*.jsonl"}
+COLLECTED_GLOBS: dict[str, str] = {EVENT_LOGS: f"{rf.NODES_DIR}/*/{rf.BROKER_LOG}",
+                                   REPLICA_DUMPS: f"{rf.REPLICAS_DIR}/*/p*.jsonl"}   # rf.replica_dump_path
 
 
 def collected_files(run_dir: Path | str) -> dict[str, int]:
@@ -170,12 +173,10 @@ def parse(test: dict[str, Any]) -> Evidence:
 
 def parse_in(test: dict[str, Any], path: Any) -> Evidence:
     """`parse`, a malformed section raised as the run directory's FormatError naming `path` (test.json)."""
-    from rundir.formats import FormatError
-
     try:
         return parse(test)
     except ValueError as exc:
-        raise FormatError(path, None, str(exc)) from None
+        raise rf.FormatError(path, None, str(exc)) from None
 
 
 @dataclass(frozen=True)
