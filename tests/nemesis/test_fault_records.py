@@ -28,18 +28,18 @@ GOLDEN = Path(__file__).with_name("fault_records.jsonl")
 
 
 class Records:
-    """A history that keeps every nemesis operation as one JSON line."""
+    """A history that keeps every nemesis operation as one JSON line, its value's keys in the order they
+    were written (as rundir/history.py writes them)."""
 
     def __init__(self):
         self.lines: list[str] = []
 
     def invoke(self, process, f, value):
-        self.lines.append(json.dumps({"type": "invoke", "process": process, "f": f, "value": value},
-                                     sort_keys=True))
+        self.lines.append(json.dumps({"type": "invoke", "process": process, "f": f, "value": value}))
 
     def complete(self, process, typ, f, value, error=None):
-        self.lines.append(json.dumps({"type": typ, "process": process, "f": f, "value": value, "error": error},
-                                     sort_keys=True))
+        self.lines.append(json.dumps({"type": typ, "process": process, "f": f, "value": value,
+                                     "error": error}))
 
     def note(self, text: str) -> None:
         self.lines.append(json.dumps({"note": text}))
