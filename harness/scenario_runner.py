@@ -34,7 +34,7 @@ from rundir import expectation, formats as runformat
 from rundir.settings import at_line
 from harness import config as config_mod, lifecycle
 from harness.scenario import Scenario, Step
-from nemesis.operations import NEEDS
+from nemesis.faults import NEEDS
 from nemesis.windows import FAULT_STEPS, FaultWindows
 from workloads.pacing import ValueSource
 from workloads.producer import send_op

@@ -14,7 +14,7 @@ The runner's API (everything else in this package is internal):
                   topic="hw", partitions=3)
     # Constructing validates: unknown fault names or a bad schedule file raise ConfigError (one line,
     # naming file, entry number and field). Each fault asks the backend for the capability it needs
-    # (nemesis/operations.py NEEDS, the table a scenario's steps use too: kill and power-loss Killable,
+    # (nemesis/faults.py KINDS, the vocabulary a scenario's steps use too: kill and power-loss Killable,
     # pause Pausable, partition Partitionable; a package
     # what its steps need; faults aimed at the live state need admin_factory: describe(topic), close()); a
     # backend without it, or one that cannot inject it on this machine (a partition without root or

@@ -20,9 +20,9 @@ from typing import Any, Callable, Iterator
 from broker.client import Admin, ClientError
 from broker.config import DEFAULTS as BROKER_DEFAULTS
 from broker.controller.config import DEFAULTS as CONTROLLER_DEFAULTS
-from clusters.base import Cluster, ClusterError, Killable, require
+from clusters.base import Cluster, ClusterError, require
 from nemesis import packages, shapes, targets as live
-from nemesis.operations import NEEDS
+from nemesis.faults import KINDS
 from nemesis.windows import FaultWindows, Window
 from nemesis.schedule import (FAULTS, MIX_FAMILIES, PACKAGE_OWN_KINDS, PARTITION_TARGETS, PROCESS_KINDS,
                               ConfigError, Step,
@@ -78,7 +78,7 @@ class Nemesis:
         self._lock = threading.RLock()
         self._stop_event = threading.Event()
         self._thread: threading.Thread | None = None
-        self.windows = FaultWindows(cluster, history)     # the executor: windows, actions, history
+        self.windows = FaultWindows(cluster, history, elect=self._elect)  # the executor: windows, history
         self._admin = None
         self._damaged: set[str] = set()   # corrupted brokers not yet back in the ISR of all their partitions
         self._stopped = False
@@ -102,9 +102,9 @@ class Nemesis:
         (a package: every fault it uses) needs: kill, pause, partition, ..., and for a corrupt fault a
         storage fault it can apply mid-run."""
         for f in expand_faults([name]):
-            require(self.cluster, NEEDS[FAULTS[f][0]], name)
+            for need in KINDS[FAULTS[f][0]].needs:
+                require(self.cluster, need, name)
             if FAULTS[f][0] == "corrupt":       # the broker is killed, damaged, then restarted
-                require(self.cluster, Killable, name)
                 corrupt_how(f, 0, self._midrun_storage_faults())    # ConfigError if it can apply none
 
     def _check_power_loss(self, kinds: set[str]) -> None:
@@ -487,8 +487,10 @@ class Nemesis:
         """Start one fault window on resolved targets (the executor records and acts)."""
         if kind == "corrupt":
             self._damaged.update(targets)     # until back in the ISR (_minority)
-        window, errors = self.windows.open_window(step, kind, targets, extra, note, ends_at, label,
-                                                  elect=self._elect)
+        pairs = extra.get("drops", extra.get("links")) if KINDS[kind].on == "links" else None
+        window = Window(kind, targets, extra, step, ends_at, label.replace("  ", " "),
+                        pairs=[tuple(p) for p in pairs] if pairs is not None else None, seed=step.seed)
+        errors = self.windows.open_window(window, note)
         self.stats.started += 1
         self.stats.errors += errors
         return window

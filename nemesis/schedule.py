@@ -13,52 +13,12 @@ from pathlib import Path
 from typing import Iterator
 
 from clusters.storage_faults import STORAGE_FAULTS
+from nemesis.faults import NAMES, PROCESS_KINDS
 from nemesis.shapes import SHAPES
 from rundir.settings import REQUIRED, Setting, SettingError, at_line, declare, did_you_mean, header_lines, parse_table, read_toml
 from broker.errors import ConfigError
 
-# fault name -> (kind recorded in the history, who it targets: "broker" | "leader" | "controller" | None)
-FAULTS: dict[str, tuple[str, str | None]] = {
-    "kill": ("kill", "broker"),
-    "kill-leader": ("kill", "leader"),
-    "kill-controller": ("kill", "controller"),
-    "pause": ("pause", "broker"),
-    "pause-leader": ("pause", "leader"),
-    "pause-controller": ("pause", "controller"),
-    "power-loss": ("power-loss", "broker"),
-    "power-loss-leader": ("power-loss", "leader"),
-    "partition": ("partition", None),
-    **{f"partition-{s}": ("partition", None) for s in SHAPES},
-    "degrade": ("degrade", None),              # every link of the cluster (or those of `targets`)
-    "degrade-leader": ("degrade", "leader"),   # the links to and from a partition's leader
-    # storage faults: kill a broker, damage its data files while it is down, restart it at the stop
-    "corrupt-bitflip": ("corrupt", "broker"),
-    "corrupt-truncate": ("corrupt", "broker"),
-    "corrupt-checkpoint": ("corrupt", "broker"),
-    # a broker's data filesystem filled to a few KiB free while it runs, freed at the stop (the backend's
-    # DiskFillable: a tmpfs of its own per broker, local or Docker, clusters/local_disks.py)
-    "disk-full": ("disk-full", "broker"),
-    "disk-full-leader": ("disk-full", "leader"),
-    # aimed at the live state (nemesis/targets.py): a follower of a partition, the sole member of a shrunk
-    # ISR; or at a share of the brokers, all at once
-    "kill-follower": ("kill", "follower"),
-    "pause-follower": ("pause", "follower"),
-    "kill-sole-isr": ("kill", "sole-isr"),
-    "kill-minority": ("kill", "minority"),
-    "kill-majority": ("kill", "majority"),
-    "power-loss-all": ("power-loss", "all"),
-    # packages: several steps, each its own fault window, moved on by what the metadata says (packages.py)
-    "isolate-then-kill-leader": ("package", "leader"),
-    "isolate-then-power-loss-leader": ("package", "leader"),
-    "pause-leader-until-fenced": ("package", "leader"),
-    "isolate-leader-until-replaced": ("package", "leader"),
-    "bounce-leader": ("package", "leader"),
-    "move-leader": ("package", "leader"),
-    # draws among other faults: `aimed` one package per step, `mix` the rotation of MIX_FAMILIES
-    "aimed": ("mix", None),
-    "mix": ("mix", None),
-}
-PROCESS_KINDS = ("kill", "pause", "power-loss", "corrupt", "disk-full")
+FAULTS = NAMES       # fault name -> (window kind, who it targets): nemesis/faults.py
 # the existing faults each package's steps are made of (what a backend must be able to inject)
 PACKAGE_USES: dict[str, tuple[str, ...]] = {
     "isolate-then-kill-leader": ("partition", "kill-leader"),

@@ -1,20 +1,19 @@
-"""The fault executor: every fault window the nemesis starts and stops, and its history.
+"""The fault executor: every fault window a run opens and closes, in one store, through one recorder.
 
-Whatever decides on a fault, `FaultWindows` carries it out against the cluster: it asks the backend for
-the capability the operation needs (nemesis/operations.py NEEDS), gives the window its id, records its
-start and stop as nemesis operations (process "nemesis", docs/formats.md) and undoes what is still open.
-Two kinds of generator feed it:
+Whatever decides on a fault, `FaultWindows` carries it out with the kind's own actions (nemesis/faults.py
+KINDS): it asks the backend for the capability, gives the window its id, records its start and stop as
+nemesis operations (process "nemesis", docs/formats.md) and undoes what is still open. Two kinds of
+generator feed it, and their windows are the same objects in the same store:
 
 - the random and scheduled nemesis (nemesis/driver.py, its packages and schedule files): `open_window`
-  starts a window of a fault kind on one or more targets, `close_window` stops it (restart, resume, heal
-  and re-drop the other partitions' links, restore; an elect window undoes nothing). An action that fails
-  is recorded with `error` (the messages) and the window stays open until its stop.
+  starts a window on one or more targets, `close_window` stops it. An action that fails is recorded with
+  `error` (the messages) and the window stays open until its stop.
 - a scenario's node and network steps (harness/scenario_runner.py; simulator exports are scenarios):
-  `play(do, args)` runs one step. A kill / power-loss / stop opens a window on that node that the
-  matching restart closes, pause / resume likewise, partition / heal likewise, degrade / restore likewise
-  (fault "degrade"); a corrupt step is one instant window (its start and its stop one after the other).
-  `undo_all` closes every window still open (heal, restore, resume, restart), so each `start` has its
-  `stop`. A step that fails is recorded with `error` (the exception's type) and raises again; one the
+  `play(do, args)` plays one step (nemesis/faults.py VERBS). A kill / power-loss / stop opens a window on
+  that node that the matching restart closes, pause / resume likewise, partition / heal likewise,
+  degrade / restore likewise; a corrupt step is one instant window (its start and its stop one after the
+  other). `undo_all` closes every window still open (heal, restore, resume, restart), so each `start` has
+  its `stop`. A step that fails is recorded with `error` (the exception's type) and raises again; one the
   state does not allow (a second fault on a node that has one open, a corrupt of a running node) raises
   broker.errors.StateError.
 
@@ -28,323 +27,269 @@ from __future__ import annotations
 
 import itertools
 import logging
-from dataclasses import dataclass
-from typing import Any
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable
 
 from broker.errors import StateError
-from clusters.base import (ClusterError, Corruptible, Degradable, DiskFillable, Killable, Partitionable, Pausable,
-                           Stoppable, require)
-from nemesis.operations import NEEDS, START_F, STOP_F
+from clusters.base import ClusterError, require
+from nemesis.faults import KINDS, VERBS, Act, Kind, Verb
 from rundir import formats as runformat
 
 log = logging.getLogger("highwater.nemesis")
 
 # the operations `play` takes: the scenario steps that are node or network faults
-FAULT_STEPS = ("kill", "power-loss", "stop", "restart", "start", "pause", "resume", "partition", "heal",
-               "degrade", "restore", "corrupt")
+FAULT_STEPS = tuple(VERBS)
 
 
-@dataclass
+@dataclass(eq=False)
 class Window:
-    """An active fault window of the random or scheduled nemesis (open_window / close_window)."""
-    id: int
-    step: Any           # the schedule Step it plays (nemesis/schedule.py): its fault name and seed
+    """An open fault window. Its opener gives kind, targets and the value's fields (`extra`); the executor
+    gives it its id and the `value` it records."""
     kind: str
     targets: list[str]
-    value: dict[str, Any]
-    ends_at: float      # math.inf: a package's step, stopped by the package (or by stop())
+    extra: dict[str, Any] = field(default_factory=dict)
+    step: Any = None                    # the schedule Step it plays (nemesis/schedule.py); None: a scenario's
+    ends_at: float = math.inf           # math.inf: stopped by its package, a scenario step or stop()
     label: str = ""
-
-
-def _act_on_each(action, targets, details: list[str], errors: list[str]) -> None:
-    """Run `action` on every target, adding its detail; a target's ClusterError is noted and the rest still run."""
-    for t in targets:
-        try:
-            details.append(action(t))
-        except ClusterError as exc:
-            errors.append(f"{t}: {exc}")
+    pairs: list[tuple[str, str]] | None = None      # links windows: the one-way pairs in force
+    seed: int = 0                       # for the choices its actions make (which byte a corrupt flips)
+    id: int = 0
+    value: dict[str, Any] = field(default_factory=dict)
+    damage: list[dict[str, Any]] = field(default_factory=list)   # a corrupt window's damaged records
+    opening: dict[str, Any] = field(default_factory=dict)   # fields its start records and its stop does not
+    instant: bool = False               # its stop follows its start at once (a scenario's corrupt step)
 
 
 class FaultWindows:
     """The one executor of a run's faults (module docstring)."""
 
-    def __init__(self, cluster, history):
+    def __init__(self, cluster, history, elect: Callable[[int, str], str] | None = None):
         self.cluster = cluster
         self.history = history
+        self.elect = elect              # (partition, node): a leadership move, for elect windows
         self._ids = itertools.count(1)
-        self.open: dict[str, tuple[str, int]] = {}      # node -> (fault, id) for kill/power-loss/stop/pause
-        self.partitions: list[tuple[int, list[tuple[str, str]]]] = []
-        self.degraded: list[tuple[int, list[tuple[str, str]]]] = []
-        self.installed: set[str] = set()    # "partition"/"degrade" once such a step ran: undo_all undoes it
-        self.active: list[Window] = []      # the nemesis's windows (open_window), each stopped by close_window
+        self.active: list[Window] = []  # every open window, in the order they opened
+        self.installed: set[str] = set()    # links kinds a scenario step used: undo_all clears them
 
-    # --- windows of the random and scheduled nemesis (nemesis/driver.py) ----------------------------
-    def open_window(self, step, kind: str, targets: list[str], extra: dict[str, Any], note: str,
-                    ends_at: float, label: str, *, elect=None) -> tuple[Window, list[str]]:
-        """Start one fault window of `kind` on `targets` (a fault of nemesis/schedule.py FAULTS; `step`
-        names it and seeds a corrupt one): record the start, act on every target, keep it active even if
-        an action failed (its stop must still be recorded). `elect(partition, node)` moves a leader for an
-        elect window. Returns the window and the errors of its actions (each also in the record)."""
-        fid = next(self._ids)
-        value = {"fault": kind, "phase": "start", "id": fid, "targets": targets, "name": step.fault, **extra}
-        f = START_F[kind]
+    def pairs_of(self, kind: str) -> list[tuple[int, list[tuple[str, str]]]]:
+        """(id, pairs) of the open windows of a links kind."""
+        return [(w.id, w.pairs) for w in self.active if w.kind == kind]
+
+    # --- the one recorder -------------------------------------------------------------------------
+    def _record(self, f: str, value: dict[str, Any], act: Callable[[], tuple[str, list[str], dict]],
+                strict: bool = False) -> str:
+        """Record one operation of a window around `act`, which returns (detail, errors, more fields for
+        the completion). `strict` (a scenario's): an exception is recorded (detail "failed: ...", error its
+        type) and raised again; otherwise the errors act collected go in `error`."""
         self.history.invoke(runformat.NEMESIS_PROCESS, f, value)
-        completion = value
-        details, errors = [note] if note else [], []
         try:
-            if kind == "partition":
-                net = require(self.cluster, Partitionable, step.fault)
-                details.append(net.drop([tuple(d) for d in extra["drops"]]))
-            elif kind == "degrade":
-                deg = require(self.cluster, Degradable, step.fault)
-                details.append(deg.degrade([tuple(x) for x in extra["links"]], delay_ms=extra["delay_ms"],
-                                           jitter_ms=extra["jitter_ms"], loss_pct=extra["loss_pct"]))
-            elif kind == "corrupt":
-                killer = require(self.cluster, Killable, step.fault)
-                storage = require(self.cluster, Corruptible, step.fault)
-
-                damage: list[dict[str, Any]] = []
-
-                def kill_and_corrupt(node: str) -> str:
-                    killed = killer.kill(node)
-                    fault = storage.corrupt(node, extra["how"], partition=extra["partition"], seed=step.seed)
-                    damage.append(fault.history_entry(node))
-                    return f"{killed}; {fault.detail}"
-                _act_on_each(kill_and_corrupt, targets, details, errors)
-                completion = {**value, "damage": damage}   # the start's completion says what it damaged
-            elif kind == "elect":
-                details.append(elect(extra["partition"], targets[0]))
-            elif kind == "disk-full":
-                _act_on_each(require(self.cluster, DiskFillable, step.fault).fill_disk, targets, details, errors)
-            else:
-                action = (require(self.cluster, Pausable, step.fault).pause if kind == "pause"
-                          else require(self.cluster, Killable, step.fault).kill)
-                _act_on_each(action, targets, details, errors)
-        except ClusterError as exc:
-            errors.append(str(exc))
-        window = Window(fid, step, kind, targets, value, ends_at, label.replace("  ", " "))
-        self.active.append(window)  # active even if the action failed: its stop must still be recorded
-        self._complete(f, completion, details, errors)
-        return window, errors
-
-    def close_window(self, fault: Window, note: str = "") -> list[str]:
-        """Stop an active window: record the stop, undo what its start did (restart, resume, heal, restore;
-        an elect window undoes nothing). Returns the errors of its actions."""
-        value = {**fault.value, "phase": "stop"}
-        f = STOP_F[fault.kind]
-        self.history.invoke(runformat.NEMESIS_PROCESS, f, value)
-        details, errors = [note] if note else [], []
-        try:
-            if fault.kind == "partition":
-                net = require(self.cluster, Partitionable, fault.step.fault)
-                details.append(net.heal())
-                others = [d for a in self.active if a.kind == "partition" and a is not fault
-                          for d in a.value["drops"]]
-                if others:  # heal removes every drop rule: put back those of other active partitions
-                    details.append("kept: " + net.drop([tuple(d) for d in others]))
-            elif fault.kind == "degrade":
-                deg = require(self.cluster, Degradable, fault.step.fault)
-                details.append(deg.restore([tuple(x) for x in fault.value["links"]]))
-            elif fault.kind == "elect":
-                pass            # a leadership move is not undone
-            elif fault.kind == "disk-full":
-                _act_on_each(require(self.cluster, DiskFillable, fault.step.fault).free_disk, fault.targets,
-                             details, errors)
-            else:   # kill, power-loss and corrupt end with a restart
-                action = (require(self.cluster, Pausable, fault.step.fault).resume if fault.kind == "pause"
-                          else require(self.cluster, Killable, fault.step.fault).restart)
-                _act_on_each(action, fault.targets, details, errors)
-        except ClusterError as exc:
-            errors.append(str(exc))
-        self.active.remove(fault)
-        self._complete(f, value, details, errors)
-        return errors
-
-    def _complete(self, f: str, value: dict, details: list[str], errors: list[str]) -> None:
-        done = {**value, "detail": "; ".join(d for d in details if d)}
+            detail, errors, more = act()
+        except Exception as exc:
+            if strict:
+                self.history.complete(runformat.NEMESIS_PROCESS, "info", f, {**value, "detail": f"failed: {exc}"},
+                                      error=type(exc).__name__)
+            raise
         if errors:
             log.warning("nemesis %s %s: %s", f, value.get("targets"), "; ".join(errors))
-        self.history.complete(runformat.NEMESIS_PROCESS, "info", f, done, error="; ".join(errors) if errors else None)
+        self.history.complete(runformat.NEMESIS_PROCESS, "info", f, {**value, **more, "detail": detail},
+                              error="; ".join(errors) if errors else None)
+        return detail
 
+    def _value(self, w: Window, phase: str) -> dict[str, Any]:
+        name = {"name": w.step.fault} if w.step is not None else {}
+        opening = w.opening if phase == "start" else {}
+        return {"fault": w.kind, "phase": phase, "id": w.id, "targets": w.targets, **name, **w.extra, **opening}
+
+    def _act(self, w: Window, note: str, run: Callable[[Kind, Act, list[str]], list[str]],
+             errors: list[str], *, starting: bool) -> Callable[[], tuple[str, list[str], dict]]:
+        """The nemesis's way to act: the kind's capabilities asked for, then `run`'s details, each
+        ClusterError noted in `errors` (not raised); a corrupt start's completion has its `damage`."""
+        kind = KINDS[w.kind]
+
+        def act() -> tuple[str, list[str], dict]:
+            details, asked = [note] if note else [], False
+            try:
+                for need in kind.needs:
+                    require(self.cluster, need, w.step.fault if w.step is not None else w.kind)
+                asked = True
+                details += run(kind, Act(self.cluster, w, self.elect), errors)
+            except ClusterError as exc:
+                errors.append(str(exc))
+            more = {"damage": w.damage} if starting and asked and kind.name == "corrupt" else {}
+            return "; ".join(d for d in details if d), errors, more
+        return act
+
+    # --- windows of the random and scheduled nemesis (nemesis/driver.py) ----------------------------
+    def open_window(self, w: Window, note: str = "") -> list[str]:
+        """Start window `w` (its kind, targets, extra fields, step): record the start, act (each target's
+        failure noted, the others still act), and keep it open even if an action failed (its stop must
+        still be recorded). Returns the errors of its actions (each also in the record)."""
+        w.id = next(self._ids)
+        w.value = self._value(w, "start")
+        errors: list[str] = []
+
+        def run(kind: Kind, act: Act, errs: list[str]) -> list[str]:
+            if kind.on == "links":
+                return [kind.start(act, w.pairs)]
+            return _each(lambda t: kind.start(act, t), w.targets if kind.on == "nodes" else w.targets[:1], errs,
+                         named=kind.on == "nodes")
+        try:
+            self._record(KINDS[w.kind].start_f, w.value, self._act(w, note, run, errors, starting=True))
+        finally:
+            self.active.append(w)   # active even if the action failed: its stop must still be recorded
+        return errors
+
+    def close_window(self, w: Window, note: str = "") -> list[str]:
+        """Stop an open window: record the stop and undo what its start did (the kind's stop: restart,
+        resume, heal and put back the other partitions' drops, restore; an elect window undoes nothing).
+        Returns the errors of its actions."""
+        errors: list[str] = []
+
+        def run(kind: Kind, act: Act, errs: list[str]) -> list[str]:
+            if kind.on != "links":
+                return _each(lambda t: kind.stop(act, t), w.targets, errs, named=kind.on == "nodes")
+            if not kind.stop_whole:
+                return [kind.stop(act, w.pairs)]
+            out = [kind.stop(act, None)]
+            others = [p for o in self.active if o.kind == w.kind and o is not w for p in o.pairs]
+            if others:      # its stop removed every window of the kind: put back those still open
+                out.append("kept: " + kind.start(act, others))
+            return out
+        try:
+            self._record(KINDS[w.kind].stop_f, {**w.value, "phase": "stop"},
+                         self._act(w, note, run, errors, starting=False))
+        finally:
+            self.active.remove(w)
+        return errors
 
     # --- a scenario's steps, one operation at a time ------------------------------------------------
-
     def play(self, do: str, a: dict[str, Any]) -> str:
         """Play one node or network operation (`do`, one of FAULT_STEPS, with its arguments `a` as a
         scenario step has them) and return its detail. The backend is asked for the capability the
-        operation needs first (nemesis/operations.py NEEDS): a backend without it raises ClusterError."""
-        c = require(self.cluster, NEEDS[do], do)
-        if do == "kill":
-            return self._open(a["node"], "kill", "kill", lambda: c.kill(a["node"]))
-        if do == "power-loss":
-            return self._open(a["node"], "power-loss", "power-loss", lambda: c.kill(a["node"]))
-        if do == "stop":
-            return self._open(a["node"], "kill", "stop", lambda: self._stop_node(a["node"]))
-        if do in ("restart", "start"):
-            node = a["node"]
-            if node in self.open and self.open[node][0] != "pause":
-                return self._close(node, "restart", lambda: c.restart(node))
-            return c.restart(node)
-        if do == "pause":
-            return self._open(a["node"], "pause", "pause", lambda: c.pause(a["node"]))
-        if do == "resume":
-            node = a["node"]
-            if node in self.open and self.open[node][0] == "pause":
-                return self._close(node, "resume", lambda: c.resume(node))
-            return c.resume(node)
-        if do == "partition":
-            pairs = a["drop"]
-            fid = next(self._ids)
-            targets = sorted({n for p in pairs for n in p})
-            # the window is open before the action runs: if it fails partway (some rules in), the run's
-            # heal (or close_faults) still stops it and removes what went in
-            self.partitions.append((fid, pairs))
-            self.installed.add("partition")
-            return self._record("partition", "partition", "start", fid, targets, lambda: c.drop(pairs),
-                                drop=[list(p) for p in pairs])
-        if do == "heal":
-            return self._heal(a.get("drop"))
-        if do == "degrade":
-            pairs = a["drop"]
-            fid = next(self._ids)
-            settings = {k: a[k] for k in ("delay_ms", "jitter_ms", "loss_pct")}
-            self.degraded.append((fid, pairs))      # open before the action: as for partition above
-            self.installed.add("degrade")
-            return self._record("degrade", "degrade", "start", fid, _targets(pairs),
-                                lambda: c.degrade(pairs, **settings), links=[list(p) for p in pairs], **settings)
-        if do == "restore":
-            return self._restore(a.get("drop"))
-        if do == "corrupt":
-            return self._corrupt(c, a)
-        raise KeyError(do)
+        operation needs first (nemesis/faults.py VERBS): a backend without it raises ClusterError."""
+        verb = VERBS[do]
+        c = require(self.cluster, verb.needs, do)
+        kind = KINDS[verb.kind]
+        if kind.on == "links":
+            return (self._open_links if verb.plays == "opens" else self._lift)(verb, kind, c, a)
+        return {"opens": self._open_node, "closes": self._close_node, "instant": self._instant}[verb.plays](
+            verb, kind, c, a["node"], a)
 
-    def _record(self, f: str, fault: str, phase: str, fid: int, targets: list[str], action, **extra) -> str:
-        """Record a fault window's start or stop around `action`, which returns the detail, or the detail and
-        more fields for the completion (a corrupt start's `damage`)."""
-        value = {"fault": fault, "phase": phase, "id": fid, "targets": targets, **extra}
-        self.history.invoke(runformat.NEMESIS_PROCESS, f, value)
-        try:
-            detail = action()
-        except Exception as exc:
-            self.history.complete(runformat.NEMESIS_PROCESS, "info", f, {**value, "detail": f"failed: {exc}"},
-                                  error=type(exc).__name__)
-            raise
-        detail, more = detail if isinstance(detail, tuple) else (detail, {})
-        self.history.complete(runformat.NEMESIS_PROCESS, "info", f, {**value, **more, "detail": detail})
-        return detail
+    def _strict(self, f: str, w: Window, phase: str, action: Callable[[], str], **more) -> str:
+        """Record a scenario window's start or stop around `action` (raises what it raises)."""
+        value = {**self._value(w, phase), **more}
+        return self._record(f, value, lambda: (action(), [], {"damage": w.damage} if w.damage else {}),
+                            strict=True)
 
-    def _open(self, node: str, fault: str, f: str, action) -> str:
-        if node in self.open and self.open[node][0] == "pause" and fault != "pause":
+    def _on(self, node: str) -> Window | None:
+        return next((w for w in self.active if KINDS[w.kind].on == "nodes" and node in w.targets), None)
+
+    def _open_node(self, verb: Verb, kind: Kind, c, node: str, a: dict[str, Any]) -> str:
+        open_ = self._on(node)
+        if open_ is not None and open_.kind == "pause" and kind.name != "pause":
             # killing a stopped process ends its pause window (the restarted process runs)
-            self._close(node, "resume", lambda: f"pause of {node} ends: it is being killed while stopped")
-        if node in self.open:
-            raise StateError(f"{node} already has an open {self.open[node][0]} fault; restart/resume it first")
-        fid = next(self._ids)
-        detail = self._record(f, fault, "start", fid, [node], action)
-        self.open[node] = (fault, fid)
+            self._close(open_, "resume", lambda: f"pause of {node} ends: it is being killed while stopped")
+        open_ = self._on(node)
+        if open_ is not None:
+            raise StateError(f"{node} already has an open {open_.kind} fault; restart/resume it first")
+        w = Window(kind.name, [node], id=next(self._ids))
+        act = Act(c, w)
+        detail = self._strict(verb.f, w, "start", lambda: verb.action(c, node) if verb.action else kind.start(act, node))
+        self.active.append(w)
         return detail
 
-    def _close(self, node: str, f: str, action) -> str:
-        fault, fid = self.open.pop(node)
-        return self._record(f, fault, "stop", fid, [node], action)
+    def _close_node(self, verb: Verb, kind: Kind, c, node: str, a: dict[str, Any]) -> str:
+        """Close the node's window whose stop is this verb's (restart: a kill, power-loss or stop; resume: a
+        pause); with none open, only act."""
+        open_ = self._on(node)
+        if open_ is not None and KINDS[open_.kind].stop_f == verb.f:
+            return self._close(open_, verb.f, lambda: verb.action(c, node))
+        return verb.action(c, node)
 
+    def _close(self, w: Window, f: str, action: Callable[[], str], **more) -> str:
+        self.active.remove(w)
+        return self._strict(f, w, "stop", action, **more)
 
-    def _stop_node(self, node: str) -> str:
-        """SIGTERM (a clean shutdown), SIGKILL after the backend's stop grace: the backend's Stoppable."""
-        return require(self.cluster, Stoppable, "stop").stop(node)
-
-    def _heal(self, pairs: list[tuple[str, str]] | None = None) -> str:
-        """Every drop (pairs None) or only those one-way drops (a partial heal; module docstring)."""
-        if pairs is None:
-            if not self.partitions:
-                return self.cluster.heal()
-            details = []
-            for i, (fid, window) in enumerate(self.partitions):
-                action = self.cluster.heal if i == 0 else (lambda: "healed with the first")
-                details.append(self._record("heal", "partition", "stop", fid, _targets(window), action))
-            self.partitions = []
-            return details[0]
-        self.partitions, detail = self._lift("heal", "partition", "drop", self.partitions, pairs,
-                                             lambda: self.cluster.heal(pairs))
-        return detail
-
-    def _restore(self, pairs: list[tuple[str, str]] | None = None) -> str:
-        """Every degraded link (pairs None) or only those (module docstring)."""
-        c = require(self.cluster, Degradable, "restore")
-        if pairs is None:
-            if not self.degraded:
-                return c.restore(None)
-            details = []
-            for i, (fid, window) in enumerate(self.degraded):
-                action = (lambda: c.restore(None)) if i == 0 else (lambda: "restored with the first")
-                details.append(self._record("restore", "degrade", "stop", fid, _targets(window), action))
-            self.degraded = []
-            return details[0]
-        self.degraded, detail = self._lift("restore", "degrade", "links", self.degraded, pairs,
-                                           lambda: c.restore(pairs))
-        return detail
-
-    def _lift(self, f: str, fault: str, key: str, windows: list, pairs: list[tuple[str, str]], action):
-        """Remove `pairs` from the open `windows` of `fault`: each window touched stops, and what is left
-        of it starts again as a new window (`rest_of`). Returns (the open windows now, the detail)."""
-        lifted = set(pairs)
-        done = "healed" if f == "heal" else "restored"
-        touched = [(fid, w) for fid, w in windows if lifted & set(w)]
-        if not touched:
-            return windows, action()        # nothing of it was in force: no window changes
-        detail = ""
-        for i, (fid, w) in enumerate(touched):
-            step_action = action if i == 0 else (lambda: f"{done} with the first")
-            d = self._record(f, fault, "stop", fid, _targets(w), step_action,
-                             **{done: [list(p) for p in w if p in lifted]})
-            detail = detail or d
-        still = [(fid, w) for fid, w in windows if (fid, w) not in touched]
-        for fid, w in touched:
-            rest = [p for p in w if p not in lifted]
-            if rest:
-                nfid = next(self._ids)
-                text = f"still in force: {', '.join(f'{s}->{d}' for s, d in rest)} (rest of window {fid})"
-                self._record(f, fault, "start", nfid, _targets(rest), lambda t=text: t,
-                             **{key: [list(p) for p in rest]}, rest_of=fid)
-                still.append((nfid, rest))
-                detail += f"; {text}"
-        return still, detail
-
-    def _corrupt(self, c, a: dict[str, Any]) -> str:
-        node = a["node"]
+    def _instant(self, verb: Verb, kind: Kind, c, node: str, a: dict[str, Any]) -> str:
+        """A corrupt step: one window, its start and its stop at once, on a node that is down."""
         if self.cluster.is_running(node):
             raise StateError(f"{node} is running: a corrupt step needs its node down (kill, stop or power-loss it)")
-        fid = next(self._ids)
-        extra = {"how": a["how"], "partition": a.get("partition"), "seed": a["seed"]}
-        def corrupt() -> tuple[str, dict[str, Any]]:
-            fault = c.corrupt(node, a["how"], partition=a.get("partition"), seed=a["seed"])
-            return fault.detail, {"damage": [fault.history_entry(node)]}
-        detail = self._record("corrupt", "corrupt", "start", fid, [node], corrupt, **extra)
-        self._record("corrupt", "corrupt", "stop", fid, [node], lambda: "instant fault", **extra)
+        w = Window(kind.name, [node], {"how": a["how"], "partition": a.get("partition"), "seed": a["seed"]},
+                   seed=a["seed"], id=next(self._ids), instant=True)
+        w.value = self._value(w, "start")
+        detail = self._strict(verb.f, w, "start", lambda: kind.start(Act(c, w), node))
+        w.damage = []
+        self._strict(verb.f, w, "stop", lambda: "instant fault")
+        return detail
+
+    def _open_links(self, verb: Verb, kind: Kind, c, a: dict[str, Any]) -> str:
+        pairs = a["drop"]
+        w = Window(kind.name, _targets(pairs), pairs=pairs, id=next(self._ids),
+                   opening={kind.pairs_field: [list(p) for p in pairs], **{k: a[k] for k in kind.params}})
+        w.value = self._value(w, "start")
+        # the window is open before the action runs: if it fails partway (some rules in), the run's heal
+        # (or undo_all) still stops it and removes what went in
+        self.active.append(w)
+        self.installed.add(kind.name)
+        return self._strict(verb.f, w, "start", lambda: kind.start(Act(c, w), pairs))
+
+    def _lift(self, verb: Verb, kind: Kind, c, a: dict[str, Any]) -> str:
+        """Remove every pair of the kind (no `drop`), or only `drop` (module docstring): each window touched
+        stops, and what is left of it starts again as a new window (`rest_of`)."""
+        pairs = a.get("drop")
+        windows = [w for w in self.active if w.kind == kind.name]
+        done = "healed" if verb.f == "heal" else "restored"
+        lifted = set(pairs) if pairs is not None else None
+        touched = [w for w in windows if lifted is None or lifted & set(w.pairs)]
+        if not touched:
+            return kind.stop(Act(c, None), pairs)      # nothing of it was in force: no window changes
+        detail = ""
+        for i, w in enumerate(touched):
+            action = (lambda: kind.stop(Act(c, w), pairs)) if i == 0 else (lambda: f"{done} with the first")
+            more = {done: [list(p) for p in w.pairs if p in lifted]} if lifted is not None else {}
+            d = self._close(w, verb.f, action, **more)
+            detail = d if i == 0 else detail
+        for w in touched if lifted is not None else ():
+            rest = [p for p in w.pairs if p not in lifted]
+            if rest:
+                text = f"still in force: {', '.join(f'{s}->{d}' for s, d in rest)} (rest of window {w.id})"
+                nw = Window(kind.name, _targets(rest), pairs=rest, id=next(self._ids),
+                            opening={kind.pairs_field: [list(p) for p in rest]})
+                self._strict(verb.f, nw, "start", lambda t=text: t, rest_of=w.id)
+                self.active.append(nw)
+                detail += f"; {text}"
         return detail
 
     def undo_all(self, problem) -> None:
         """Heal, restore, resume and restart whatever is still open, recording each stop; a failure goes to
         `problem(what, exc)`. Never raises."""
-        try:
-            if self.partitions or "partition" in self.installed:   # no window open: heal(None) all the same
-                self._heal()
-        except Exception as exc:  # noqa: BLE001
-            problem("heal failed", exc)
-        try:
-            if self.degraded or "degrade" in self.installed:       # likewise restore(None)
-                self._restore()
-        except Exception as exc:  # noqa: BLE001
-            problem("restore failed", exc)
-        for node in list(self.open):
-            fault = self.open[node][0]
-            try:
-                if fault == "pause":
-                    self._close(node, "resume", lambda n=node: self.cluster.resume(n))
-                else:
-                    self._close(node, "restart", lambda n=node: self.cluster.restart(n))
+        for verb in (v for v in VERBS.values() if KINDS[v.kind].on == "links" and v.plays == "closes"):
+            kind = KINDS[verb.kind]
+            try:        # with no window open, but a step of the kind played: clear it all the same
+                if kind.name in self.installed or any(w.kind == kind.name for w in self.active):
+                    self._lift(verb, kind, self.cluster, {})
             except Exception as exc:  # noqa: BLE001
-                problem(f"could not undo {fault} of {node}", exc)
+                problem(f"{verb.name} failed", exc)
+        for w in [w for w in self.active if KINDS[w.kind].on == "nodes"]:
+            kind = KINDS[w.kind]
+            node = w.targets[0]
+            try:
+                self._close(w, kind.stop_f, lambda k=kind, n=node, x=w: k.stop(Act(self.cluster, x), n))
+            except Exception as exc:  # noqa: BLE001
+                problem(f"could not undo {w.kind} of {node}", exc)
+
+
+def _each(action, targets, errors: list[str], named: bool = True) -> list[str]:
+    """Run `action` on every target and return its details; a target's ClusterError is noted (with the
+    target's name when `named`) and the rest still run."""
+    details = []
+    for t in targets:
+        try:
+            details.append(action(t))
+        except ClusterError as exc:
+            errors.append(f"{t}: {exc}" if named else str(exc))
+    return details
 
 
 def _targets(pairs: list[tuple[str, str]]) -> list[str]:

@@ -109,12 +109,12 @@ def test_a_partial_heal_splits_the_windows_it_touches():
                            ("heal", "partition", "stop", 2, {"healed": [["n1", "n2"]]}),
                            ("heal", "partition", "start", 3, {"drop": [["n2", "n1"]], "rest_of": 1}),
                            ("heal", "partition", "start", 4, {"drop": [["n3", "n1"]], "rest_of": 2})]
-    assert r.faults.partitions == [(3, [("n2", "n1")]), (4, [("n3", "n1")])]
+    assert r.faults.pairs_of("partition") == [(3, [("n2", "n1")]), (4, [("n3", "n1")])]
     r.do_step(SimpleNamespace(do="heal", args={"drop": [("n3", "n1")]}))
     assert rec.ops[-1] == ("heal", "partition", "stop", 4, {"healed": [["n3", "n1"]]})
     r.do_step(SimpleNamespace(do="heal", args={}))
     assert rec.ops[-1] == ("heal", "partition", "stop", 3, {})
-    assert r.faults.partitions == []
+    assert r.faults.pairs_of("partition") == []
     # every start has exactly one stop; the cluster was asked once per heal step
     starts = sorted(o[3] for o in rec.ops if o[2] == "start")
     assert starts == sorted(o[3] for o in rec.ops if o[2] == "stop") == [1, 2, 3, 4]

@@ -22,7 +22,7 @@ from clusters.run_registry import Registry
 from clusters.storage_faults import StorageFault
 from nemesis import Nemesis
 from nemesis.schedule import FAULTS, load_schedule
-from nemesis.windows import FaultWindows
+from nemesis.windows import FaultWindows, Window
 
 GOLDEN = Path(__file__).with_name("fault_records.jsonl")
 
@@ -183,16 +183,15 @@ duration = 1
 
 def _elect(tmp_path, rec: Records) -> None:
     """An elect window (the move-leader package's), and one whose move is refused."""
-    windows = FaultWindows(_cluster(tmp_path), rec)
-    step = SimpleNamespace(fault="move-leader", seed=1)
-
     def elect(partition, node):
         if node == "n3":
             raise ClusterError("ELECT_LEADER hw/0 n3: not in the ISR")
         return f"elected {node} for {partition}"
+    windows = FaultWindows(_cluster(tmp_path), rec, elect=elect)
+    step = SimpleNamespace(fault="move-leader", seed=1)
     for node in ("n2", "n3"):
-        window, _errors = windows.open_window(step, "elect", [node], {"partition": 0}, "move", 10.0, "move",
-                                              elect=elect)
+        window = Window("elect", [node], {"partition": 0}, step, 10.0, "move")
+        windows.open_window(window, "move")
         windows.close_window(window, "settled")
 
 

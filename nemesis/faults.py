@@ -1,0 +1,181 @@
+"""The fault vocabulary: every kind of fault window and every fault name, in one place.
+
+A fault window is opened by a start operation and closed by a stop operation (docs/formats.md, "Nemesis
+operations"). `KINDS` holds one `Kind` per kind of window, the history's `value.fault`:
+
+- `start_f` / `stop_f`: the history's `f` of its start and of its stop;
+- `needs`: the backend capabilities it asks for (clusters/base.py), checked before a run and again when a
+  window opens, so a backend that cannot inject it is refused with one line naming both;
+- `on`: what its actions take: "nodes" (one action per target node; one node failing does not stop the
+  others), "links" (one action over one-way (src, dst) node pairs) or "leader" (a leadership move through
+  the admin client);
+- `start(act, target)` / `stop(act, target)`: the actions. `act` is the `Act` of the window (the cluster,
+  the window, the nemesis's leader mover); `target` is a node, or for links a list of pairs (None: all);
+- `params`: the fields of `value` it records besides fault, phase, id and targets, given by whoever
+  opens it (a schedule step, a scenario step, the random draw);
+- `process`: a process fault, one per node at a time.
+
+`NAMES` maps each fault name a user writes (`kill-leader`, `partition-ring`, `aimed`, ...) to its kind and
+to whom it is aimed at. `VERBS` maps each scenario step that plays a fault (harness/scenario.py) to the
+kind it opens or closes.
+
+Adding a fault: a `Kind` here (or only a `NAMES` entry if an existing kind does it), the capability in
+clusters/base.py with its implementation in the backends, and docs (docs/architecture.md, "Adding a
+fault").
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from clusters.base import Corruptible, Degradable, DiskFillable, Killable, Partitionable, Pausable, Stoppable
+from nemesis.shapes import SHAPES
+
+
+@dataclass
+class Act:
+    """What a kind's actions may use: the cluster, the window they act for, and the leader mover."""
+    cluster: Any
+    window: Any                                         # nemesis/windows.py Window
+    elect: Callable[[int, str], str] | None = None      # (partition, node) -> detail; ClusterError if refused
+
+
+@dataclass(frozen=True)
+class Kind:
+    """One kind of fault window (module docstring)."""
+    name: str
+    start_f: str
+    stop_f: str
+    needs: tuple[type, ...]
+    on: str
+    start: Callable[[Act, Any], str]
+    stop: Callable[[Act, Any], str]
+    params: tuple[str, ...] = ()
+    process: bool = False
+    pairs_field: str = ""       # links: the value field a scenario's window records its pairs in
+    stop_whole: bool = False    # links: its stop removes every window of the kind; the others are put back
+    doc: str = ""
+
+
+def _corrupt(act: Act, node: str) -> str:
+    """Kill the broker (not for an instant window: a scenario's node is down already), damage its data
+    files (the window's how, partition and seed), and keep what was damaged for the start's completion."""
+    c, w = act.cluster, act.window
+    killed = "" if w.instant else c.kill(node)
+    fault = c.corrupt(node, w.value["how"], partition=w.value["partition"], seed=w.seed)
+    w.damage.append(fault.history_entry(node))
+    return f"{killed}; {fault.detail}" if killed else fault.detail
+
+
+def _degrade(act: Act, pairs) -> str:
+    v = act.window.value
+    return act.cluster.degrade(pairs, delay_ms=v["delay_ms"], jitter_ms=v["jitter_ms"], loss_pct=v["loss_pct"])
+
+
+KINDS: dict[str, Kind] = {k.name: k for k in (
+    Kind("kill", "kill", "restart", (Killable,), "nodes", lambda a, n: a.cluster.kill(n),
+         lambda a, n: a.cluster.restart(n), process=True, doc="SIGKILL; restarted at the stop"),
+    Kind("power-loss", "power-loss", "restart", (Killable,), "nodes", lambda a, n: a.cluster.kill(n),
+         lambda a, n: a.cluster.restart(n), process=True,
+         doc="SIGKILL of a broker running with power_loss = true (its unsynced writes are lost); restarted "
+             "at the stop"),
+    Kind("pause", "pause", "resume", (Pausable,), "nodes", lambda a, n: a.cluster.pause(n),
+         lambda a, n: a.cluster.resume(n), process=True, doc="SIGSTOP; SIGCONT at the stop"),
+    Kind("corrupt", "corrupt", "restart", (Corruptible, Killable), "nodes", _corrupt,
+         lambda a, n: a.cluster.restart(n), params=("how", "partition"), process=True,
+         doc="a storage fault on a broker's data files while it is down: killed first, restarted at the "
+             "stop. A scenario's corrupt step damages a node it took down itself: its window is instant"),
+    Kind("disk-full", "disk-full", "disk-free", (DiskFillable,), "nodes", lambda a, n: a.cluster.fill_disk(n),
+         lambda a, n: a.cluster.free_disk(n), process=True,
+         doc="a broker's data filesystem filled to a few KiB free while it runs; freed at the stop"),
+    Kind("partition", "partition", "heal", (Partitionable,), "links", lambda a, pairs: a.cluster.drop(pairs),
+         lambda a, pairs: a.cluster.heal(pairs), pairs_field="drop", stop_whole=True,
+         doc="one-way packet drops between nodes; healed at the stop"),
+    Kind("degrade", "degrade", "restore", (Degradable,), "links", _degrade,
+         lambda a, pairs: a.cluster.restore(pairs), params=("delay_ms", "jitter_ms", "loss_pct"),
+         pairs_field="links", doc="delay, jitter and loss on one-way links; restored at the stop"),
+    Kind("elect", "elect", "elected", (), "leader",
+         lambda a, n: a.elect(a.window.value["partition"], n), lambda a, n: "", params=("partition",),
+         doc="a controlled leadership move (ELECT_LEADER through the admin client); its stop undoes "
+             "nothing, it marks when the new leader was seen settled"),
+)}
+# the history's f of each kind's start and stop (docs/formats.md)
+START_F = {k.name: k.start_f for k in KINDS.values()}
+STOP_F = {k.name: k.stop_f for k in KINDS.values()}
+PROCESS_KINDS = tuple(k.name for k in KINDS.values() if k.process)
+
+
+# fault name -> (its window kind, who it targets: "broker" | "leader" | "controller" | ... | None). Two
+# pseudo-kinds: "package" (several windows moved on by the live state, nemesis/packages.py) and "mix" (a
+# draw among other faults).
+NAMES: dict[str, tuple[str, str | None]] = {
+    "kill": ("kill", "broker"),
+    "kill-leader": ("kill", "leader"),
+    "kill-controller": ("kill", "controller"),
+    "pause": ("pause", "broker"),
+    "pause-leader": ("pause", "leader"),
+    "pause-controller": ("pause", "controller"),
+    "power-loss": ("power-loss", "broker"),
+    "power-loss-leader": ("power-loss", "leader"),
+    "partition": ("partition", None),
+    **{f"partition-{s}": ("partition", None) for s in SHAPES},
+    "degrade": ("degrade", None),              # every link of the cluster (or those of `targets`)
+    "degrade-leader": ("degrade", "leader"),   # the links to and from a partition's leader
+    # storage faults: kill a broker, damage its data files while it is down, restart it at the stop
+    "corrupt-bitflip": ("corrupt", "broker"),
+    "corrupt-truncate": ("corrupt", "broker"),
+    "corrupt-checkpoint": ("corrupt", "broker"),
+    # a broker's data filesystem filled to a few KiB free while it runs, freed at the stop (the backend's
+    # DiskFillable: a tmpfs of its own per broker, local or Docker, clusters/local_disks.py)
+    "disk-full": ("disk-full", "broker"),
+    "disk-full-leader": ("disk-full", "leader"),
+    # aimed at the live state (nemesis/targets.py): a follower of a partition, the sole member of a shrunk
+    # ISR; or at a share of the brokers, all at once
+    "kill-follower": ("kill", "follower"),
+    "pause-follower": ("pause", "follower"),
+    "kill-sole-isr": ("kill", "sole-isr"),
+    "kill-minority": ("kill", "minority"),
+    "kill-majority": ("kill", "majority"),
+    "power-loss-all": ("power-loss", "all"),
+    # packages: several steps, each its own fault window, moved on by what the metadata says (packages.py)
+    "isolate-then-kill-leader": ("package", "leader"),
+    "isolate-then-power-loss-leader": ("package", "leader"),
+    "pause-leader-until-fenced": ("package", "leader"),
+    "isolate-leader-until-replaced": ("package", "leader"),
+    "bounce-leader": ("package", "leader"),
+    "move-leader": ("package", "leader"),
+    # draws among other faults: `aimed` one package per step, `mix` the rotation of MIX_FAMILIES
+    "aimed": ("mix", None),
+    "mix": ("mix", None),
+}
+
+
+@dataclass(frozen=True)
+class Verb:
+    """A scenario step that plays a fault window: `opens` a window of `kind` on a node or on links, or
+    `closes` the node's (or the links') windows whose stop records `f`, or plays an `instant` window."""
+    name: str
+    kind: str
+    plays: str                  # "opens" | "closes" | "instant"
+    f: str                      # the history's f it records
+    needs: type
+    action: Callable[[Any, Any], str] | None = None     # (cluster, node): instead of the kind's own action
+
+
+VERBS: dict[str, Verb] = {v.name: v for v in (
+    Verb("kill", "kill", "opens", "kill", Killable),
+    Verb("power-loss", "power-loss", "opens", "power-loss", Killable),
+    # a clean shutdown (SIGTERM, SIGKILL after the backend's grace), recorded as a kill window
+    Verb("stop", "kill", "opens", "stop", Stoppable, action=lambda c, n: c.stop(n)),
+    Verb("restart", "kill", "closes", "restart", Killable, action=lambda c, n: c.restart(n)),
+    Verb("start", "kill", "closes", "restart", Killable, action=lambda c, n: c.restart(n)),
+    Verb("pause", "pause", "opens", "pause", Pausable),
+    Verb("resume", "pause", "closes", "resume", Pausable, action=lambda c, n: c.resume(n)),
+    Verb("partition", "partition", "opens", "partition", Partitionable),
+    Verb("heal", "partition", "closes", "heal", Partitionable),
+    Verb("degrade", "degrade", "opens", "degrade", Degradable),
+    Verb("restore", "degrade", "closes", "restore", Degradable),
+    Verb("corrupt", "corrupt", "instant", "corrupt", Corruptible),
+)}
+# scenario step -> the capability it needs (harness/scenario_runner.py asks before the step plays)
+NEEDS: dict[str, type] = {v.name: v.needs for v in VERBS.values()}
