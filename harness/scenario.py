@@ -59,7 +59,7 @@ Errors are one line naming the file, the step number (1-based), its line and the
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -70,6 +70,7 @@ from harness import config as config_mod
 from rundir.formats import ANOMALY_KINDS
 from rundir.settings import Setting, SettingError, at_line, declare, did_you_mean, header_lines, line_of, read_toml
 from broker.errors import ConfigError
+from nemesis.step import Step
 
 NODE_ACTIONS = ("start", "stop", "kill", "restart", "pause", "resume", "power-loss")
 ACTIONS = NODE_ACTIONS + ("partition", "heal", "degrade", "restore", "corrupt", "flush", "elect", "produce",
@@ -134,27 +135,6 @@ ACTION_NUMBERS = {
 }
 # top-level keys besides the test-file sections
 TOP_KEYS = ("name", "description", "final_wait", "seed", "results_dir", "expect", "step")
-
-
-@dataclass
-class Step:
-    number: int                 # 1-based
-    line: int | None
-    do: str
-    args: dict[str, Any] = field(default_factory=dict)
-    note: str = ""
-    modes: tuple[str, ...] | None = None      # truncation modes it plays in (None: every mode)
-
-    def plays_in(self, mode: str) -> bool:
-        return self.modes is None or mode in self.modes
-
-    def where(self, path: Path | str) -> str:
-        """`file:line: step N (do)`, the start of every message about this step."""
-        return f"{at_line(path, self.line)}: step {self.number} ({self.do})"
-
-    def describe(self) -> str:
-        parts = [f"{k}={v}" for k, v in self.args.items()]
-        return f"step {self.number} ({self.do}{': ' + ', '.join(parts) if parts else ''})"
 
 
 @dataclass
@@ -437,7 +417,7 @@ def _parse_step(path: Path, number: int, line: int | None, raw: Any, cfg, broker
                     need(key)
     elif do == "assert":
         _parse_assert(args, number, brokers, all_nodes, bad, need, need_node, need_partition)
-    return Step(number, line, do, args, note, modes)
+    return Step(do, args, number=number, line=line, note=note, modes=modes)
 
 
 def _parse_assert(args, number, brokers, all_nodes, bad, need, need_node, need_partition) -> None:

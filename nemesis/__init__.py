@@ -104,8 +104,9 @@ faults aimed at the live state add `partition` and `state` (the metadata that ch
 ISR), a package's steps `package` and `step`.
 """
 from nemesis.driver import Nemesis  # noqa: E402
-from nemesis.schedule import (FAULTS, ConfigError, Step, expand_faults, load_schedule,  # noqa: E402
-                              needs_power_loss, random_steps)
+from nemesis.schedule import (FAULTS, ConfigError, expand_faults, load_schedule, needs_power_loss,  # noqa: E402
+                              random_steps)
+from nemesis.step import Step  # noqa: E402
 from nemesis.shapes import SHAPES  # noqa: E402
 
 __all__ = ["Nemesis", "FAULTS", "SHAPES", "ConfigError", "Step", "expand_faults", "load_schedule",

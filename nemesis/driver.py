@@ -329,7 +329,7 @@ class Nemesis:
             if kind == "corrupt":
                 targets, more = self._minority(targets, busy)
                 note += more
-                if step.entry is None and targets:       # drawn at random, not staged by a schedule file
+                if step.number is None and targets:       # drawn at random, not staged by a schedule file
                     targets, more = self._not_last_copy(targets, busy)
                     note += more
                 # partition None: the fault picks the replica with the step's seed among every partition

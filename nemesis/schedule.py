@@ -8,13 +8,13 @@ says (a leader, a follower, a shrunk ISR) is looked up when the step starts.
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
 from clusters.storage_faults import STORAGE_FAULTS
 from nemesis.faults import NAMES, PROCESS_KINDS
 from nemesis.shapes import SHAPES
+from nemesis.step import Step
 from rundir.settings import REQUIRED, Setting, SettingError, at_line, declare, did_you_mean, header_lines, parse_table, read_toml
 from broker.errors import ConfigError
 
@@ -124,28 +124,6 @@ def needs_power_loss(faults: list[str]) -> bool:
     return "power-loss" in recorded_kinds(faults)
 
 
-@dataclass
-class Step:
-    at: float                         # seconds after the nemesis starts
-    fault: str                        # a name from FAULTS
-    duration: float                   # seconds until the stop
-    targets: list[str] | None = None  # None: chosen when the step starts (random broker, leader, c0)
-    shape: str | None = None          # partitions only
-    partition: int | None = None      # topic partition whose leader "-leader" faults target
-    degradation: dict | None = None   # degrade faults: {delay_ms, jitter_ms, loss_pct}
-    seed: int = 0                     # per-step seed for choices made when it starts (shuffles, fallbacks)
-    entry: int | None = None          # 1-based entry number in a schedule file
-
-    @property
-    def kind(self) -> str:
-        return kind_of(self.fault)
-
-    def key(self) -> tuple:
-        """Everything the seed decides, for comparing sequences."""
-        return (round(self.at, 6), self.fault, tuple(self.targets or ()), self.shape, self.partition,
-                self.seed, round(self.duration, 6), tuple(sorted((self.degradation or {}).items())))
-
-
 def degradation(seed: int, given: dict | None = None) -> dict:
     """A degrade step's {delay_ms, jitter_ms, loss_pct}: the values given, the rest chosen with the seed."""
     rng = random.Random(seed ^ 0x5EED)
@@ -203,8 +181,8 @@ def _drawn_step(at: float, fault: str, duration: float, broker: str, partition: 
         shape = fault[len("partition-"):] if fault != "partition" else random.Random(step_seed).choice(SHAPES)
     elif target == "broker":
         targets = [broker]
-    return Step(at=at, fault=fault, duration=duration, targets=targets, shape=shape, partition=partition,
-                seed=step_seed, degradation=degradation(step_seed) if kind == "degrade" else None)
+    return Step.timed(at, fault, duration, step_seed, targets=targets, shape=shape, partition=partition,
+                      degradation=degradation(step_seed) if kind == "degrade" else None)
 
 
 # --- file -------------------------------------------------------------------------------------------
@@ -248,7 +226,7 @@ def load_schedule(path: Path, nodes: list[str], *, partitions: int = 1, seed: in
     lines = header_lines(text, "step")
     steps = [_parse_step(_at_line(path, lines, i), i, raw, nodes, partitions, rng.getrandbits(32))
              for i, raw in enumerate(raw_steps, start=1)]
-    steps.sort(key=lambda s: (s.at, s.entry))
+    steps.sort(key=lambda s: (s.at, s.number))
     _check_overlaps(path, steps, lines)
     return steps
 
@@ -317,9 +295,8 @@ def _parse_step(path: str, i: int, raw: dict, nodes: list[str], partitions: int,
             raise bad("partition", f"must be a partition number in 0..{max(1, partitions) - 1}, got {partition!r}")
     else:
         partition = random.Random(step_seed).randrange(max(1, partitions))
-    return Step(at=float(at), fault=fault, duration=float(duration), targets=targets, shape=shape,
-                partition=partition, seed=step_seed, entry=i,
-                degradation=degradation(step_seed, given) if kind == "degrade" else None)
+    return Step.timed(at, fault, duration, step_seed, i, targets=targets, shape=shape, partition=partition,
+                      degradation=degradation(step_seed, given) if kind == "degrade" else None)
 
 
 def _check_overlaps(path: Path, steps: list[Step], lines: list[int]) -> None:
@@ -328,14 +305,14 @@ def _check_overlaps(path: Path, steps: list[Step], lines: list[int]) -> None:
             if b.at >= a.at + a.duration:
                 break
             if a.kind == b.kind and a.kind in ("partition", "degrade"):
-                raise ConfigError(f"{_at_line(path, lines, b.entry)}: step {b.entry}: field 'at': {a.kind} at {b.at:g}s overlaps the "
-                                    f"{a.kind} of step {a.entry} ({a.at:g}s-{a.at + a.duration:g}s); "
+                raise ConfigError(f"{_at_line(path, lines, b.number)}: step {b.number}: field 'at': {a.kind} at {b.at:g}s overlaps the "
+                                    f"{a.kind} of step {a.number} ({a.at:g}s-{a.at + a.duration:g}s); "
                                     f"{a.kind}s must not overlap")
             if a.kind in PROCESS_KINDS and b.kind in PROCESS_KINDS:
                 same = set(a.targets or ()) & set(b.targets or ())
                 if same or (a.targets is None and b.targets is None and
                             FAULTS[a.fault][1] == FAULTS[b.fault][1] != "broker"):
                     who = ", ".join(sorted(same)) or FAULTS[a.fault][1]
-                    raise ConfigError(f"{_at_line(path, lines, b.entry)}: step {b.entry}: field 'targets': overlaps step {a.entry} on "
+                    raise ConfigError(f"{_at_line(path, lines, b.number)}: step {b.number}: field 'targets': overlaps step {a.number} on "
                                         f"{who} ({a.at:g}s-{a.at + a.duration:g}s); one process fault per "
                                         f"node at a time")

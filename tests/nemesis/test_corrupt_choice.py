@@ -8,7 +8,8 @@ import pytest
 from clusters.base import ClusterSpec
 from clusters.docker import DockerCluster
 from nemesis import Nemesis, ConfigError
-from nemesis.schedule import Step, corrupt_how
+from nemesis.schedule import corrupt_how
+from nemesis.step import Step
 
 
 class NoHistory:
@@ -23,7 +24,7 @@ def _docker(tmp_path, kill_mode):
 
 
 def _hows(nem, n=60):
-    return {nem._resolve(Step(at=0.0, fault="corrupt-checkpoint", duration=1.0, seed=s))[1]["how"]
+    return {nem._resolve(Step.timed(0.0, "corrupt-checkpoint", 1.0, seed=s))[1]["how"]
             for s in range(n)}
 
 

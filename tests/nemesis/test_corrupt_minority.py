@@ -11,7 +11,7 @@ from clusters.local import LocalCluster
 from clusters.run_registry import Registry
 from clusters.storage_faults import StorageFault
 from nemesis import Nemesis
-from nemesis.schedule import Step
+from nemesis.step import Step
 
 
 class History:
@@ -59,7 +59,7 @@ def _nemesis(tmp_path, admin):
 
 
 def _corrupt(nem, node, at=0.0):
-    nem._start_fault(Step(at=at, fault="corrupt-bitflip", duration=1.0, targets=[node], seed=1), at)
+    nem._start_fault(Step.timed(at, "corrupt-bitflip", 1.0, targets=[node], seed=1), at)
 
 
 def test_a_restarted_corrupted_broker_counts_until_it_is_back_in_every_isr(tmp_path):
@@ -102,11 +102,11 @@ def test_a_majority_or_all_is_not_taken_down_while_a_corrupted_broker_has_not_re
     nem = Nemesis(c, History(), [], admin_factory=lambda: admin, topic="hw", partitions=2)
     nem._damaged = {"n2"}               # corrupted earlier, restarted, not yet back in the ISR
     for fault in ("kill-majority", "power-loss-all"):
-        assert nem._resolve(Step(at=0, fault=fault, duration=1, seed=1)) == (
+        assert nem._resolve(Step.timed(0, fault, 1, seed=1)) == (
             [], {}, "n2 corrupted and not yet back in the ISR: no majority of brokers goes down")
-    assert nem._resolve(Step(at=0, fault="kill-minority", duration=1, seed=1))[0] in (["n1"], ["n2"], ["n3"])
+    assert nem._resolve(Step.timed(0, "kill-minority", 1, seed=1))[0] in (["n1"], ["n2"], ["n3"])
     admin.isr = [[1, 2, 3], [1, 2, 3]]  # rejoined: a majority may go down again
-    targets, _extra, _note = nem._resolve(Step(at=0, fault="kill-majority", duration=1, seed=1))
+    targets, _extra, _note = nem._resolve(Step.timed(0, "kill-majority", 1, seed=1))
     assert len(targets) == 2 and nem._damaged == set()
 
 
@@ -119,12 +119,12 @@ def test_a_random_corrupt_fault_spares_the_last_in_sync_copy(tmp_path):
     nem.controller_name, nem.broker_names = "c0", ["n1", "n2", "n3", "n4", "n5"]
     picks = {}
     for seed in range(40):
-        step = Step(at=0.0, fault="corrupt-bitflip", duration=1.0, targets=None, seed=seed)
+        step = Step.timed(0.0, "corrupt-bitflip", 1.0, targets=None, seed=seed)
         targets, _extra, note = nem._resolve(step)
         picks.setdefault(tuple(targets), note)
     assert () in picks and "skipped n2 (the only in-sync copy of hw/1: leader n1, epoch 1, ISR [n2])" in picks[()]
     assert {t for ts in picks for t in ts} == {"n1", "n3", "n4", "n5"}
-    drawn = Step(at=0.0, fault="corrupt-bitflip", duration=1.0, targets=["n2"], seed=1)   # as random_steps draws
+    drawn = Step.timed(0.0, "corrupt-bitflip", 1.0, targets=["n2"], seed=1)   # as random_steps draws
     assert nem._resolve(drawn)[0] == []
-    named = Step(at=0.0, fault="corrupt-bitflip", duration=1.0, targets=["n2"], seed=1, entry=3)
+    named = Step.timed(0.0, "corrupt-bitflip", 1.0, targets=["n2"], seed=1, number=3)
     assert nem._resolve(named)[0] == ["n2"]

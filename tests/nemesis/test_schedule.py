@@ -83,7 +83,7 @@ partition = 1
 duration = 1
 """)
     steps = load_schedule(p, NODES, partitions=2, seed=9)
-    assert [(s.entry, s.at, s.fault, s.targets, s.shape, s.duration) for s in steps] == [
+    assert [(s.number, s.at, s.fault, s.targets, s.shape, s.duration) for s in steps] == [
         (2, 2.0, "kill", ["n2", "n3"], None, 3.0),
         (3, 3.0, "pause-leader", None, None, 1.0),
         (1, 10.0, "partition", ["n1"], "one-way", 4.5),
