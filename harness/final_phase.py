@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from clusters.base import ClusterError, Killable, Partitionable, Pausable, Stoppable, backend_name, has
+from nemesis.windows import FaultWindows
 from rundir import formats as runformat
 from workloads.final_read import final_reads
 
@@ -172,32 +172,10 @@ def stop_activity(session) -> None:
 
 
 def heal_everything(session) -> None:
-    """Belt and braces after the nemesis: no drop rules, nothing paused, everything running."""
-    cluster = session.cluster
-    if cluster is None:
-        return
-    try:
-        if has(cluster, Partitionable):
-            cluster.heal()
-    except Exception as exc:  # noqa: BLE001
-        session.problem("heal failed", exc)
-    try:
-        nodes = cluster.nodes()
-    except Exception as exc:  # noqa: BLE001
-        session.problem("cluster has no nodes to heal", exc)
-        return
-    for node in nodes:
-        try:
-            if cluster.is_running(node):
-                if has(cluster, Pausable):
-                    cluster.resume(node)
-            elif has(cluster, Killable) or has(cluster, Stoppable):
-                log.info("final phase: %s", cluster.restart(node))
-            else:
-                session.problem(f"could not bring {node} back",
-                                ClusterError(f"the {backend_name(cluster)} backend cannot restart a node"))
-        except Exception as exc:  # noqa: BLE001
-            session.problem(f"could not bring {node} back", exc)
+    """Belt and braces after the nemesis: no drop rules, nothing paused, everything running, through the
+    fault vocabulary's own undo actions (nemesis/windows.py `recover`, which records a node found down)."""
+    if session.cluster is not None:
+        FaultWindows(session.cluster, session.history).recover(session.problem)
 
 
 def run(session, *, reads: bool = True) -> dict[str, Any]:

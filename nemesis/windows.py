@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from broker.errors import StateError
-from clusters.base import ClusterError, require
+from clusters.base import ClusterError, Stoppable, backend_name, has, require
 from nemesis.faults import KINDS, VERBS, Act, Kind, Verb
 from rundir import formats as runformat
 
@@ -278,6 +278,41 @@ class FaultWindows:
                 self._close(w, kind.stop_f, lambda k=kind, n=node, x=w: k.stop(Act(self.cluster, x), n))
             except Exception as exc:  # noqa: BLE001
                 problem(f"could not undo {w.kind} of {node}", exc)
+
+    def recover(self, problem) -> None:
+        """The final heal, after every window is closed: heal every drop rule, resume every running node
+        and restart every node that is down, whatever the nemesis knew. A node found down had no open
+        window (a broker that died by itself, or a fault whose undo failed): its restart is recorded as a
+        harness operation (f `final-heal`, docs/formats.md). A failure goes to `problem(what, exc)`; never
+        raises."""
+        c = self.cluster
+        try:
+            if has(c, KINDS["partition"].needs[0]):
+                KINDS["partition"].stop(Act(c, None), None)
+        except Exception as exc:  # noqa: BLE001
+            problem("heal failed", exc)
+        try:
+            nodes = c.nodes()
+        except Exception as exc:  # noqa: BLE001
+            problem("cluster has no nodes to heal", exc)
+            return
+        pause, kill = KINDS["pause"], KINDS["kill"]
+        for node in nodes:
+            try:
+                if c.is_running(node):
+                    if has(c, pause.needs[0]):
+                        pause.stop(Act(c, None), node)
+                elif has(c, kill.needs[0]) or has(c, Stoppable):
+                    detail = kill.stop(Act(c, None), node)
+                    log.info("final heal: %s", detail)
+                    self.history.complete(runformat.HARNESS_PROCESS, "info", runformat.FINAL_HEAL_F,
+                                          {"node": node, "action": kill.stop_f, "why": "down at the final heal",
+                                           "detail": detail})
+                else:
+                    problem(f"could not bring {node} back",
+                            ClusterError(f"the {backend_name(c)} backend cannot restart a node"))
+            except Exception as exc:  # noqa: BLE001
+                problem(f"could not bring {node} back", exc)
 
 
 def _each(action, targets, errors: list[str], named: bool = True) -> list[str]:

@@ -41,6 +41,8 @@ CLIENT_FS = ("send", "poll", "assign", "final-read")
 NEMESIS_PROCESS = "nemesis"
 HARNESS_PROCESS = "harness"
 FINAL_STATE_F = "final-state"
+# a node the final heal found down (no fault window open on it) and restarted (nemesis/windows.py recover)
+FINAL_HEAL_F = "final-heal"
 # the anomaly kinds results.json lists, in the documented order (declared in rundir/kinds.py)
 ANOMALY_KINDS = kinds.NAMES
 

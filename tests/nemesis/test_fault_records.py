@@ -236,8 +236,17 @@ def _failing_scenario(tmp_path, rec: Records) -> None:
                               ("pause", {"node": "n3"})], fail={"drop", "kill n2", "resume"})
 
 
+def _final_heal(tmp_path, rec: Records) -> None:
+    """The final heal: n2 died by itself (no window), n3 cannot be resumed; only n2's restart is recorded."""
+    cluster = _cluster(tmp_path, fail={"resume n3"})
+    cluster.nodes = lambda: ["c0", "n1", "n2", "n3"]
+    cluster.down.add("n2")
+    FaultWindows(cluster, rec).recover(lambda what, exc: rec.note(f"problem: {what}: {exc}"))
+    rec.note(f"down after: {sorted(cluster.down)}")
+
+
 PARTS = {"drawn": _drawn, "scheduled": _scheduled, "elect": _elect, "scenario": _scenario,
-         "failing-scenario": _failing_scenario}
+         "failing-scenario": _failing_scenario, "final-heal": _final_heal}
 
 
 def _records(tmp_path) -> list[str]:
@@ -263,4 +272,5 @@ def test_the_nemesis_records_what_it_recorded_before(tmp_path):
 def test_every_part_records_something(tmp_path, part):
     rec = Records()
     PARTS[part](tmp_path, rec)
-    assert sum('"invoke"' in line for line in rec.lines) >= 2
+    assert sum('"invoke"' in line for line in rec.lines) >= 2 or part == "final-heal"
+    assert sum('"info"' in line for line in rec.lines) >= 1
