@@ -33,6 +33,7 @@ from typing import Any
 
 from broker.config_keys import parse_acks, section_keys
 from broker.errors import ConfigError
+from nemesis.faults import on_the_cluster
 from nemesis.schedule import expand_faults, fault_list, fault_name, needs_power_loss
 from rundir.formats import ANOMALY_KINDS
 from rundir.settings import Setting, at_line, did_you_mean, line_of, read_toml, schema_of, setting
@@ -142,7 +143,7 @@ class WorkloadConfig:
 
 @dataclass
 class NemesisConfig:
-    faults: list = setting(["mix"], "fault names (nemesis/schedule.py FAULTS; \"mix\": the rotating mix)",
+    faults: list = setting(["mix"], "fault names (nemesis/faults.py NAMES; \"mix\": the rotating mix)",
                            parse=parse_faults)
     interval: float = _n(5.0, "seconds between nemesis decisions", above=0)
     schedule_file: str = setting("", "explicit schedule (nemesis/ format); overrides the random schedule")
@@ -471,7 +472,7 @@ def preflight(cfg: TestConfig, *, where: Any = None, faults: list[str] | None = 
         raise ConfigError(f"{where(fault_key)}: key '{fault_key}' injects power-loss faults, which need "
                           "broker.power_loss = true (--power-loss)")
     try:
-        backends.check_faults(cfg.cluster.backend, expand_faults(faults), cfg.cluster)
+        backends.check_faults(cfg.cluster.backend, on_the_cluster(expand_faults(faults)), cfg.cluster)
     except Exception as exc:  # noqa: BLE001 - ClusterError: no root, no iptables/nft
         raise ConfigError(f"{where(fault_key)}: key '{fault_key}' cannot be injected here: {exc}") from None
 

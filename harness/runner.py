@@ -15,6 +15,7 @@ from harness import lifecycle
 from harness.config import TestConfig
 from harness.lifecycle import RunOutcome, RunSession
 from nemesis import Nemesis, expand_faults
+from nemesis.faults import on_the_cluster
 from workloads.workload import Workload
 
 
@@ -28,7 +29,7 @@ class ChaosWorkload(lifecycle.Middle):
         self.on_tick = on_tick
 
     def faults(self, session: RunSession) -> list[str]:
-        return expand_faults(list(session.cfg.nemesis.faults))
+        return on_the_cluster(expand_faults(list(session.cfg.nemesis.faults)))
 
     def set_up(self, session: RunSession) -> None:
         cfg = session.cfg
@@ -37,7 +38,7 @@ class ChaosWorkload(lifecycle.Middle):
             session.nemesis = Nemesis(session.cluster, session.history, faults=list(cfg.nemesis.faults),
                                       interval_s=cfg.nemesis.interval, seed=cfg.seed, schedule=schedule,
                                       admin_factory=session.admin, topic=cfg.topic.name,
-                                      partitions=cfg.topic.partitions)
+                                      partitions=cfg.topic.partitions, clients=lambda: session.workload)
 
     def play(self, session: RunSession) -> None:
         if session.interrupt.is_set():

@@ -50,6 +50,9 @@ Fault names (FAULTS):
     kill-minority, kill-majority, power-loss-all (n-1)//2, n//2+1 or every broker at once, restarted
                                                  together; a majority or all is skipped while a corrupted
                                                  broker has not rejoined the ISR
+    pause-client, pause-consumer                 a workload client (any, or a consumer's) held: its next
+                                                 call waits until the stop (needs clients=: the
+                                                 workload, nemesis/faults.py ClientPausable)
 
 Packages (nemesis/packages.py): several steps, each its own fault window (value `package`, its number in
 the run, and `step`), moved on by what the controller's metadata says, every wait bounded; a state not

@@ -57,8 +57,10 @@ class Nemesis:
     def __init__(self, cluster: Cluster, history, faults: list[str], *, interval_s: float = 10.0,
                  seed: int = 0, schedule: Path | str | None = None,
                  admin_factory: Callable[[], Any] | None = None, topic: str = "hw", partitions: int = 1,
-                 quiet_probability: float = 0.3, clock: Callable[[], float] = time.monotonic):
+                 quiet_probability: float = 0.3, clock: Callable[[], float] = time.monotonic,
+                 clients: Callable[[], Any] | None = None):
         self.cluster, self.history = cluster, history
+        self.clients = clients              # () -> the workload (nemesis/faults.py ClientPausable), or None
         self.interval_s, self.seed, self.topic, self.partitions = interval_s, seed, topic, partitions
         self.quiet_probability = quiet_probability
         self.admin_factory = admin_factory
@@ -78,7 +80,7 @@ class Nemesis:
         self._lock = threading.RLock()
         self._stop_event = threading.Event()
         self._thread: threading.Thread | None = None
-        self.windows = FaultWindows(cluster, history, elect=self._elect)  # the executor: windows, history
+        self.windows = FaultWindows(cluster, history, elect=self._elect, clients=clients)  # the executor
         self._admin = None
         self._damaged: set[str] = set()   # corrupted brokers not yet back in the ISR of all their partitions
         self._stopped = False
@@ -102,7 +104,13 @@ class Nemesis:
         (a package: every fault it uses) needs: kill, pause, partition, ..., and for a corrupt fault a
         storage fault it can apply mid-run."""
         for f in expand_faults([name]):
-            for need in KINDS[FAULTS[f][0]].needs:
+            kind = KINDS[FAULTS[f][0]]
+            if kind.party == "clients":     # the workload exists only once the run plays: asked then
+                if self.clients is None:
+                    raise ConfigError(f"nemesis: fault {name!r} holds a workload client and needs the "
+                                      f"workload's clients (clients=)")
+                continue
+            for need in kind.needs:
                 require(self.cluster, need, name)
             if FAULTS[f][0] == "corrupt":       # the broker is killed, damaged, then restarted
                 corrupt_how(f, 0, self._midrun_storage_faults())    # ConfigError if it can apply none
@@ -152,7 +160,7 @@ class Nemesis:
             self._check_backend(name)
         self._check_power_loss(kinds)
         # and can it inject them here (e.g. partitions without root or iptables)? before the cluster starts
-        self.cluster.check_faults(sorted(kinds - OWN_KINDS))
+        self.cluster.check_faults(sorted(k for k in kinds - OWN_KINDS if KINDS[k].party == "cluster"))
 
     # --- runner API ---------------------------------------------------------------------------------
     def start(self) -> None:
@@ -304,6 +312,8 @@ class Nemesis:
         """Targets, extra history value fields and a note for a step that is starting."""
         rng = random.Random(step.seed)
         kind, who = FAULTS[step.fault]
+        if KINDS[kind].party == "clients":
+            return self._resolve_client(step, who, rng)
         fallback = rng.choice(self.broker_names)
         busy = self._busy()
         if kind in PROCESS_KINDS:
@@ -362,6 +372,20 @@ class Nemesis:
         if shape == "leader":
             extra["partition"] = step.partition
         return cut.targets, extra, note
+
+    def _resolve_client(self, step: Step, who: str, rng: random.Random) -> tuple[list[str], dict[str, Any], str]:
+        """A workload client (any, or a consumer), one not held already, chosen with the step's seed; or the
+        step's named targets."""
+        held = {t for a in self.windows.active if a.kind == FAULTS[step.fault][0] for t in a.targets}
+        clients = self.clients() if self.clients is not None else None
+        names = list(clients.client_names()) if clients is not None else []
+        if step.targets is not None:
+            free = [t for t in step.targets if t not in held]
+            return free, {}, "" if free else f"{', '.join(step.targets)} held already"
+        free = [n for n in names if n not in held and (who == "client" or n.startswith(f"{who}-"))]
+        if not free:
+            return [], {}, f"no free {who} among the workload's clients ({', '.join(names) or 'none yet'})"
+        return [rng.choice(free)], {}, ""
 
     def _resolve_live(self, step: Step, who: str, rng: random.Random,
                       busy: set[str]) -> tuple[list[str], dict[str, Any], str]:

@@ -26,18 +26,36 @@ fault").
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Protocol, runtime_checkable
 
-from clusters.base import Corruptible, Degradable, DiskFillable, Killable, Partitionable, Pausable, Stoppable
+from clusters.base import ClusterError, Corruptible, Degradable, DiskFillable, Killable, Partitionable, Pausable, Stoppable
 from nemesis.shapes import SHAPES
+
+
+@runtime_checkable
+class ClientPausable(Protocol):
+    """The workload's side of the client faults (workloads/workload.py implements it): its clients by name
+    (`producer-0`, `consumer-1`, ...), and holding a client's calls until it is resumed."""
+
+    def client_names(self) -> list[str]: ...
+
+    def pause_client(self, name: str) -> str: ...
+
+    def resume_client(self, name: str) -> str: ...
 
 
 @dataclass
 class Act:
-    """What a kind's actions may use: the cluster, the window they act for, and the leader mover."""
+    """What a kind's actions may use: the cluster, the window they act for, the leader mover and the
+    workload's clients."""
     cluster: Any
     window: Any                                         # nemesis/windows.py Window
     elect: Callable[[int, str], str] | None = None      # (partition, node) -> detail; ClusterError if refused
+    clients: Any = None                                 # a ClientPausable (client faults)
+
+    def party(self, kind: "Kind") -> Any:
+        """What the kind's actions act on: the cluster, or the workload's clients."""
+        return self.clients if kind.party == "clients" else self.cluster
 
 
 @dataclass(frozen=True)
@@ -54,6 +72,7 @@ class Kind:
     process: bool = False
     pairs_field: str = ""       # links: the value field a scenario's window records its pairs in
     stop_whole: bool = False    # links: its stop removes every window of the kind; the others are put back
+    party: str = "cluster"      # what `needs` is asked of and the actions act on: "cluster" or "clients"
     doc: str = ""
 
 
@@ -65,6 +84,14 @@ def _corrupt(act: Act, node: str) -> str:
     fault = c.corrupt(node, w.value["how"], partition=w.value["partition"], seed=w.seed)
     w.damage.append(fault.history_entry(node))
     return f"{killed}; {fault.detail}" if killed else fault.detail
+
+
+def _client(act: Act, name: str, pause: bool) -> str:
+    """Hold (or release) one of the workload's clients by name."""
+    clients = act.clients
+    if clients is None or name not in clients.client_names():
+        raise ClusterError(f"no workload client {name!r} to {'pause' if pause else 'resume'}")
+    return clients.pause_client(name) if pause else clients.resume_client(name)
 
 
 def _degrade(act: Act, pairs) -> str:
@@ -94,6 +121,12 @@ KINDS: dict[str, Kind] = {k.name: k for k in (
     Kind("degrade", "degrade", "restore", (Degradable,), "links", _degrade,
          lambda a, pairs: a.cluster.restore(pairs), params=("delay_ms", "jitter_ms", "loss_pct"),
          pairs_field="links", doc="delay, jitter and loss on one-way links; restored at the stop"),
+    Kind("client-pause", "pause-client", "resume-client", (ClientPausable,), "nodes",
+         lambda a, name: _client(a, name, True), lambda a, name: _client(a, name, False),
+         party="clients",
+         doc="a workload client held: its next call waits until the stop, as a client process stopped past "
+             "its timeouts (a consumer misses its polls, a producer its deliveries); the broker side sees "
+             "a silent client"),
     Kind("elect", "elect", "elected", (), "leader",
          lambda a, n: a.elect(a.window.value["partition"], n), lambda a, n: "", params=("partition",),
          doc="a controlled leadership move (ELECT_LEADER through the admin client); its stop undoes "
@@ -137,6 +170,9 @@ NAMES: dict[str, tuple[str, str | None]] = {
     "kill-minority": ("kill", "minority"),
     "kill-majority": ("kill", "majority"),
     "power-loss-all": ("power-loss", "all"),
+    # a client of the workload (any, or a consumer) held past its timeouts (the workload's ClientPausable)
+    "pause-client": ("client-pause", "client"),
+    "pause-consumer": ("client-pause", "consumer"),
     # packages: several steps, each its own fault window, moved on by what the metadata says (packages.py)
     "isolate-then-kill-leader": ("package", "leader"),
     "isolate-then-power-loss-leader": ("package", "leader"),
@@ -148,6 +184,12 @@ NAMES: dict[str, tuple[str, str | None]] = {
     "aimed": ("mix", None),
     "mix": ("mix", None),
 }
+
+
+def on_the_cluster(names: list[str]) -> list[str]:
+    """The fault names among `names` that a backend injects (not the workload's client faults), for its
+    preflight."""
+    return [n for n in names if NAMES[n][0] not in KINDS or KINDS[NAMES[n][0]].party == "cluster"]
 
 
 @dataclass(frozen=True)

@@ -64,10 +64,12 @@ class Window:
 class FaultWindows:
     """The one executor of a run's faults (module docstring)."""
 
-    def __init__(self, cluster, history, elect: Callable[[int, str], str] | None = None):
+    def __init__(self, cluster, history, elect: Callable[[int, str], str] | None = None,
+                 clients: Callable[[], Any] | None = None):
         self.cluster = cluster
         self.history = history
         self.elect = elect              # (partition, node): a leadership move, for elect windows
+        self.clients = clients          # () -> the workload's clients (a ClientPausable), for client faults
         self._ids = itertools.count(1)
         self.active: list[Window] = []  # every open window, in the order they opened
         self.installed: set[str] = set()    # links kinds a scenario step used: undo_all clears them
@@ -110,10 +112,11 @@ class FaultWindows:
         def act() -> tuple[str, list[str], dict]:
             details, asked = [note] if note else [], False
             try:
+                a = Act(self.cluster, w, self.elect, self.clients() if self.clients is not None else None)
                 for need in kind.needs:
-                    require(self.cluster, need, w.step.fault if w.step is not None else w.kind)
+                    require(a.party(kind), need, w.step.fault if w.step is not None else w.kind)
                 asked = True
-                details += run(kind, Act(self.cluster, w, self.elect), errors)
+                details += run(kind, a, errors)
             except ClusterError as exc:
                 errors.append(str(exc))
             more = {"damage": w.damage} if starting and asked and kind.name == "corrupt" else {}

@@ -21,6 +21,7 @@ from clusters.local import LocalCluster
 from clusters.run_registry import Registry
 from clusters.storage_faults import StorageFault
 from nemesis import Nemesis
+from nemesis.faults import KINDS
 from nemesis.schedule import FAULTS, load_schedule
 from nemesis.windows import FaultWindows, Window
 
@@ -123,8 +124,10 @@ def _cluster(tmp_path, fail=()):
 
 
 def _drawn(tmp_path, rec: Records) -> None:
-    """Random mode: 40 drawn steps over every fault that is no package (packages wait on the cluster)."""
-    names = [f for f, (kind, _who) in FAULTS.items() if kind not in ("package", "mix")]
+    """Random mode: 40 drawn steps over every fault of the cluster that is no package (packages wait on the
+    cluster)."""
+    names = [f for f, (kind, _who) in FAULTS.items() if kind not in ("package", "mix")
+             and KINDS[kind].party == "cluster"]
     nem = Nemesis(_cluster(tmp_path, fail={"pause n4", "restart n2"}), rec, names, interval_s=2.0, seed=7,
                   admin_factory=Admin, partitions=3)
     steps = nem.steps()
@@ -236,6 +239,35 @@ def _failing_scenario(tmp_path, rec: Records) -> None:
                               ("pause", {"node": "n3"})], fail={"drop", "kill n2", "resume"})
 
 
+class Clients:
+    """The workload's side of the client faults: three clients, consumer-1 refusing to be held."""
+
+    def client_names(self):
+        return ["producer-0", "consumer-0", "consumer-1"]
+
+    def pause_client(self, name):
+        if name == "consumer-1":
+            raise ClusterError("consumer-1 cannot be held")
+        return f"{name} held"
+
+    def resume_client(self, name):
+        return f"{name} released"
+
+
+def _clients(tmp_path, rec: Records) -> None:
+    """Client faults drawn at random, overlapping, one refused."""
+    nem = Nemesis(_cluster(tmp_path), rec, ["pause-client", "pause-consumer"], interval_s=1.0, seed=4,
+                  clients=Clients)
+    steps = nem.steps()
+    for _ in range(8):
+        step = next(steps)
+        step.duration = 2.5
+        nem._stop_due(step.at)
+        nem._start_fault(step, step.at)
+    nem.stop()
+    rec.note(f"skipped: {nem.stats.skipped}")
+
+
 def _final_heal(tmp_path, rec: Records) -> None:
     """The final heal: n2 died by itself (no window), n3 cannot be resumed; only n2's restart is recorded."""
     cluster = _cluster(tmp_path, fail={"resume n3"})
@@ -246,7 +278,7 @@ def _final_heal(tmp_path, rec: Records) -> None:
 
 
 PARTS = {"drawn": _drawn, "scheduled": _scheduled, "elect": _elect, "scenario": _scenario,
-         "failing-scenario": _failing_scenario, "final-heal": _final_heal}
+         "failing-scenario": _failing_scenario, "final-heal": _final_heal, "clients": _clients}
 
 
 def _records(tmp_path) -> list[str]:

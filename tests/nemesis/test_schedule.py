@@ -171,7 +171,8 @@ def test_unreadable_and_invalid_toml_files(tmp_path):
 
 
 def test_every_fault_name_maps_to_history_kinds():
-    history_kinds = {"kill", "pause", "power-loss", "partition", "degrade", "corrupt", "elect", "disk-full"}
+    history_kinds = {"kill", "pause", "power-loss", "partition", "degrade", "corrupt", "elect", "disk-full",
+                     "client-pause"}
     assert {kind for kind, _ in FAULTS.values()} == history_kinds - {"elect"} | {"package", "mix"}
     # a package or a draw records the kinds of the single-window faults it is made of
     for name in FAULTS:
