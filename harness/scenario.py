@@ -262,211 +262,258 @@ def _parse_step(path: Path, number: int, line: int | None, raw: Any, cfg, broker
             raise ConfigError(f"{prefix} ({do}): unknown field '{key}' (allowed: {', '.join(allowed) or 'none'})"
                                 f"{did_you_mean(key, allowed)}")
         args[key] = value
-    all_nodes = ["c0"] + brokers
-
-    def bad(field_name: str, why: str) -> ConfigError:
-        return ConfigError(f"{prefix} ({do}): field '{field_name}' {why}")
-
-    def need_node(key: str, value: Any, allowed_nodes: list[str]) -> str:
-        if not isinstance(value, str) or value not in allowed_nodes:
-            raise bad(key, f"must be one of {', '.join(allowed_nodes)}, got {value!r}")
-        return value
-
-    def need(key: str) -> Any:
-        """args[key] checked against its declaration (ACTION_NUMBERS, NUMBERS); args keep the value as written."""
-        setting = ACTION_NUMBERS.get(do, {}).get(key) or NUMBERS[key]
-        try:
-            return setting.value(args[key])
-        except SettingError as exc:
-            raise bad(key, exc.problem) from None
-
-    def need_partition(default: int | None = NUMBERS["partition"].default) -> None:
-        if default is not None:
-            args.setdefault("partition", default)
-        if "partition" in args and need("partition") >= cfg.topic.partitions:
-            raise bad("partition", f"must be below the topic's {cfg.topic.partitions} partitions")
-
-    if do in NODE_ACTIONS:
-        if "node" not in args:
-            raise bad("node", "is missing")
-        need_node("node", args["node"], brokers if do == "power-loss" else all_nodes)
-    elif do in ("partition", "heal", "degrade", "restore"):
-        required = do in ("partition", "degrade")
-        if "drop" in args and "isolate" in args:
-            raise ConfigError(f"{prefix} ({do}): give exactly one of 'drop' or 'isolate'")
-        if required and "drop" not in args and "isolate" not in args:
-            raise ConfigError(f"{prefix} ({do}): give exactly one of 'drop' or 'isolate'")
-        if "from" in args and "isolate" not in args:
-            raise bad("from", "goes with 'isolate', not 'drop'" if "drop" in args else "goes with 'isolate'")
-        if "drop" in args:
-            pairs = args["drop"]
-            if not isinstance(pairs, list) or not pairs:
-                raise bad("drop", "must be a non-empty list of [from, to] node pairs")
-            out = []
-            for pair in pairs:
-                if not (isinstance(pair, list) and len(pair) == 2):
-                    raise bad("drop", f"entries must be [from, to] pairs, got {pair!r}")
-                a, b = (need_node("drop", n, all_nodes) for n in pair)
-                if a == b:
-                    raise bad("drop", f"a node cannot be cut from itself ({a!r})")
-                out.append((a, b))
-            args["drop"] = out
-        elif "isolate" in args:
-            node = need_node("isolate", args["isolate"], all_nodes)
-            others = args.get("from", [b for b in brokers if b != node])
-            if not isinstance(others, list) or not others:
-                raise bad("from", "must be a non-empty list of nodes")
-            others = [need_node("from", n, all_nodes) for n in others]
-            if node in others:
-                raise bad("from", f"must not contain the isolated node {node!r}")
-            args["drop"] = [p for o in others for p in ((node, o), (o, node))]
-            args["from"] = others
-        if do == "degrade":
-            if "delay_ms" not in args:
-                raise bad("delay_ms", "is missing")
-            need("delay_ms")
-            for key in ("jitter_ms", "loss_pct"):
-                args.setdefault(key, NUMBERS[key].default)
-                need(key)
-    elif do == "corrupt":
-        for key in ("node", "how"):
-            if key not in args:
-                raise bad(key, "is missing")
-        need_node("node", args["node"], brokers)
-        if args["how"] not in STORAGE_FAULTS:
-            raise bad("how", f"must be one of {', '.join(STORAGE_FAULTS)}, got {args['how']!r}"
-                             f"{did_you_mean(str(args['how']), STORAGE_FAULTS)}")
-        need_partition(None)
-        args.setdefault("seed", NUMBERS["seed"].default)
-        need("seed")
-    elif do == "flush":
-        if "node" not in args:
-            raise bad("node", "is missing")
-        need_node("node", args["node"], brokers)
-        need_partition(None)
-    elif do == "elect":
-        if "node" in args:
-            need_node("node", args["node"], brokers)
-        args.setdefault("unclean", False)
-        if not isinstance(args["unclean"], bool):
-            raise bad("unclean", f"must be true or false, got {args['unclean']!r}")
-        need_partition()
-    elif do == "produce":
-        args.setdefault("count", NUMBERS["count"].default)
-        need("count")
-        args["acks"] = _acks(args.get("acks", cfg.client.acks), bad)
-        need_partition()
-        args.setdefault("expect", "ok")
-        if args["expect"] not in EXPECTS:
-            raise bad("expect", f"must be one of {', '.join(EXPECTS)}, got {args['expect']!r}")
-        if "timeout" in args:
-            need("timeout")
-        if "wait" in args and not isinstance(args["wait"], bool):      # absent: true (the step waits)
-            raise bad("wait", f"must be true or false, got {args['wait']!r}")
-        # the native client, or the [client] section's Kafka library (with its idempotence); absent: kafka
-        # when the scenario's client.kind is kafka
-        args.setdefault("client", "kafka" if cfg.client.kind == "kafka" else "native")
-        if args["client"] not in PRODUCE_CLIENTS:
-            raise bad("client", f"must be one of {', '.join(PRODUCE_CLIENTS)}, got {args['client']!r}")
-        if args["client"] == "wire":
-            if args["acks"] not in (-1, "all"):
-                raise bad("acks", f"must be \"all\" with client = \"wire\" (an idempotent producer), "
-                                  f"got {args['acks']!r}")
-            if args.get("wait") is False:
-                raise bad("wait", "must be true with client = \"wire\" (its sends go one at a time)")
-    elif do == "resend":
-        if "step" not in args:
-            raise bad("step", "is missing (the produce step with client = \"wire\" to send again)")
-        need("step")
-        args.setdefault("timeout", NUMBERS["timeout"].default)
-        need("timeout")
-    elif do == "await":
-        args.setdefault("timeout", NUMBERS["timeout"].default)
-        need("timeout")
-    elif do == "sleep":
-        if "seconds" not in args:
-            raise bad("seconds", "is missing")
-        need("seconds")
-    elif do == "wait":
-        if not any(k in args for k in ("leader", "isr", "hw", "fenced", "alive", "leo", "node_hw")):
-            raise ConfigError(f"{prefix} (wait): give at least one condition "
-                                f"(leader, isr, hw, fenced, alive, node with leo/node_hw)")
-        args.setdefault("timeout", NUMBERS["timeout"].default)
-        need("timeout")
-        need_partition()
-        if "leader" in args:
-            need_node("leader", args["leader"], brokers + ["none"])
-        if "isr" in args:
-            if not isinstance(args["isr"], list) or not args["isr"]:
-                raise bad("isr", "must be a non-empty list of brokers")
-            for n in args["isr"]:
-                need_node("isr", n, brokers)
-        for key in ("fenced", "alive"):
-            if key in args:
-                need_node(key, args[key], brokers)
-        if "hw" in args:
-            need("hw")
-        if ("leo" in args or "node_hw" in args) and "node" not in args:
-            raise bad("node", "is needed with 'leo' / 'node_hw' (which replica)")
-        if "node" in args:
-            need_node("node", args["node"], brokers)
-            if "leo" not in args and "node_hw" not in args:
-                raise bad("node", "goes with 'leo' and/or 'node_hw'")
-            for key in ("leo", "node_hw"):
-                if key in args:
-                    need(key)
-    elif do == "assert":
-        _parse_assert(args, number, brokers, all_nodes, bad, need, need_node, need_partition)
+    PARSERS[do](_Fields(prefix, number, do, args, cfg, brokers))
     return Step(do, args, number=number, line=line, note=note, modes=modes)
 
 
-def _parse_assert(args, number, brokers, all_nodes, bad, need, need_node, need_partition) -> None:
+class _Fields:
+    """One step's fields while its action's parser checks them (and fills in their defaults), with the
+    messages every parser shares: `file:line: step N (do): field 'x' ...`."""
+
+    def __init__(self, prefix: str, number: int, do: str, args: dict[str, Any], cfg, brokers: list[str]):
+        self.prefix, self.number, self.do, self.args, self.cfg = prefix, number, do, args, cfg
+        self.brokers, self.all_nodes = brokers, ["c0"] + brokers
+
+    def bad(self, field_name: str, why: str) -> ConfigError:
+        return ConfigError(f"{self.prefix} ({self.do}): field '{field_name}' {why}")
+
+    def whole(self, why: str) -> ConfigError:
+        """A message about the step rather than one field."""
+        return ConfigError(f"{self.prefix} ({self.do}): {why}")
+
+    def required(self, *keys: str) -> None:
+        for key in keys:
+            if key not in self.args:
+                raise self.bad(key, "is missing")
+
+    def node(self, key: str, value: Any, allowed_nodes: list[str]) -> str:
+        if not isinstance(value, str) or value not in allowed_nodes:
+            raise self.bad(key, f"must be one of {', '.join(allowed_nodes)}, got {value!r}")
+        return value
+
+    def need(self, key: str) -> Any:
+        """args[key] checked against its declaration (ACTION_NUMBERS, NUMBERS); args keep the value as written."""
+        setting = ACTION_NUMBERS.get(self.do, {}).get(key) or NUMBERS[key]
+        try:
+            return setting.value(self.args[key])
+        except SettingError as exc:
+            raise self.bad(key, exc.problem) from None
+
+    def default(self, key: str, value: Any = None) -> Any:
+        """args[key], given or its default (NUMBERS'), checked."""
+        self.args.setdefault(key, NUMBERS[key].default if value is None else value)
+        return self.need(key)
+
+    def partition(self, default: int | None = NUMBERS["partition"].default) -> None:
+        if default is not None:
+            self.args.setdefault("partition", default)
+        if "partition" in self.args and self.need("partition") >= self.cfg.topic.partitions:
+            raise self.bad("partition", f"must be below the topic's {self.cfg.topic.partitions} partitions")
+
+    def boolean(self, key: str) -> None:
+        if key in self.args and not isinstance(self.args[key], bool):
+            raise self.bad(key, f"must be true or false, got {self.args[key]!r}")
+
+
+def _node_step(s: _Fields) -> None:
+    """start, stop, kill, restart, pause, resume, power-loss (a broker only)."""
+    s.required("node")
+    s.node("node", s.args["node"], s.brokers if s.do == "power-loss" else s.all_nodes)
+
+
+def _pairs_step(s: _Fields) -> None:
+    """partition, heal, degrade, restore: `drop` pairs, or `isolate` a node `from` others."""
+    a = s.args
+    if "drop" in a and "isolate" in a:
+        raise s.whole("give exactly one of 'drop' or 'isolate'")
+    if s.do in ("partition", "degrade") and "drop" not in a and "isolate" not in a:
+        raise s.whole("give exactly one of 'drop' or 'isolate'")
+    if "from" in a and "isolate" not in a:
+        raise s.bad("from", "goes with 'isolate', not 'drop'" if "drop" in a else "goes with 'isolate'")
+    if "drop" in a:
+        pairs = a["drop"]
+        if not isinstance(pairs, list) or not pairs:
+            raise s.bad("drop", "must be a non-empty list of [from, to] node pairs")
+        out = []
+        for pair in pairs:
+            if not (isinstance(pair, list) and len(pair) == 2):
+                raise s.bad("drop", f"entries must be [from, to] pairs, got {pair!r}")
+            x, y = (s.node("drop", n, s.all_nodes) for n in pair)
+            if x == y:
+                raise s.bad("drop", f"a node cannot be cut from itself ({x!r})")
+            out.append((x, y))
+        a["drop"] = out
+    elif "isolate" in a:
+        node = s.node("isolate", a["isolate"], s.all_nodes)
+        others = a.get("from", [b for b in s.brokers if b != node])
+        if not isinstance(others, list) or not others:
+            raise s.bad("from", "must be a non-empty list of nodes")
+        others = [s.node("from", n, s.all_nodes) for n in others]
+        if node in others:
+            raise s.bad("from", f"must not contain the isolated node {node!r}")
+        a["drop"] = [p for o in others for p in ((node, o), (o, node))]
+        a["from"] = others
+    if s.do == "degrade":
+        s.required("delay_ms")
+        s.need("delay_ms")
+        for key in ("jitter_ms", "loss_pct"):
+            s.default(key)
+
+
+def _corrupt_step(s: _Fields) -> None:
+    s.required("node", "how")
+    s.node("node", s.args["node"], s.brokers)
+    how = s.args["how"]
+    if how not in STORAGE_FAULTS:
+        raise s.bad("how", f"must be one of {', '.join(STORAGE_FAULTS)}, got {how!r}"
+                           f"{did_you_mean(str(how), STORAGE_FAULTS)}")
+    s.partition(None)
+    s.default("seed")
+
+
+def _flush_step(s: _Fields) -> None:
+    s.required("node")
+    s.node("node", s.args["node"], s.brokers)
+    s.partition(None)
+
+
+def _elect_step(s: _Fields) -> None:
+    if "node" in s.args:
+        s.node("node", s.args["node"], s.brokers)
+    s.args.setdefault("unclean", False)
+    s.boolean("unclean")
+    s.partition()
+
+
+def _produce_step(s: _Fields) -> None:
+    a = s.args
+    s.default("count")
+    a["acks"] = _acks(a.get("acks", s.cfg.client.acks), s.bad)
+    s.partition()
+    a.setdefault("expect", "ok")
+    if a["expect"] not in EXPECTS:
+        raise s.bad("expect", f"must be one of {', '.join(EXPECTS)}, got {a['expect']!r}")
+    if "timeout" in a:
+        s.need("timeout")
+    s.boolean("wait")           # absent: true (the step waits)
+    # the native client, or the [client] section's Kafka library (with its idempotence); absent: kafka
+    # when the scenario's client.kind is kafka
+    a.setdefault("client", "kafka" if s.cfg.client.kind == "kafka" else "native")
+    if a["client"] not in PRODUCE_CLIENTS:
+        raise s.bad("client", f"must be one of {', '.join(PRODUCE_CLIENTS)}, got {a['client']!r}")
+    if a["client"] == "wire":
+        if a["acks"] not in (-1, "all"):
+            raise s.bad("acks", f"must be \"all\" with client = \"wire\" (an idempotent producer), "
+                                f"got {a['acks']!r}")
+        if a.get("wait") is False:
+            raise s.bad("wait", "must be true with client = \"wire\" (its sends go one at a time)")
+
+
+def _resend_step(s: _Fields) -> None:
+    if "step" not in s.args:
+        raise s.bad("step", "is missing (the produce step with client = \"wire\" to send again)")
+    s.need("step")
+    s.default("timeout")
+
+
+def _await_step(s: _Fields) -> None:
+    s.default("timeout")
+
+
+def _sleep_step(s: _Fields) -> None:
+    s.required("seconds")
+    s.need("seconds")
+
+
+def _wait_step(s: _Fields) -> None:
+    a = s.args
+    if not any(k in a for k in ("leader", "isr", "hw", "fenced", "alive", "leo", "node_hw")):
+        raise s.whole("give at least one condition (leader, isr, hw, fenced, alive, node with leo/node_hw)")
+    s.default("timeout")
+    s.partition()
+    if "leader" in a:
+        s.node("leader", a["leader"], s.brokers + ["none"])
+    if "isr" in a:
+        if not isinstance(a["isr"], list) or not a["isr"]:
+            raise s.bad("isr", "must be a non-empty list of brokers")
+        for n in a["isr"]:
+            s.node("isr", n, s.brokers)
+    for key in ("fenced", "alive"):
+        if key in a:
+            s.node(key, a[key], s.brokers)
+    if "hw" in a:
+        s.need("hw")
+    if ("leo" in a or "node_hw" in a) and "node" not in a:
+        raise s.bad("node", "is needed with 'leo' / 'node_hw' (which replica)")
+    if "node" in a:
+        s.node("node", a["node"], s.brokers)
+        if "leo" not in a and "node_hw" not in a:
+            raise s.bad("node", "goes with 'leo' and/or 'node_hw'")
+        for key in ("leo", "node_hw"):
+            if key in a:
+                s.need(key)
+
+
+def _assert_step(s: _Fields) -> None:
     """An assert step: on a node's event log (`event`, `match`, `count`, `since`) or on a broker's epoch
     cache (`epochs`, `partition`); `timeout` for both."""
-    if "node" not in args:
-        raise bad("node", "is missing")
-    if ("event" in args) == ("epochs" in args):
-        raise bad("event", "or 'epochs': give exactly one (what to assert on)")
-    args.setdefault("timeout", ACTION_NUMBERS["assert"]["timeout"].default)
-    need("timeout")
-    if "event" in args:
-        need_node("node", args["node"], all_nodes)
-        for key in ("partition",):
-            if key in args:
-                raise bad(key, "goes with 'epochs' (for events, put it in 'match')")
-        event = args["event"]
-        if not isinstance(event, str) or event not in EVENT_NAMES:
-            raise bad("event", f"must be an event name (docs/formats.md), got {event!r}"
-                               f"{did_you_mean(str(event), EVENT_NAMES)}")
-        match = args.setdefault("match", {})
-        if not isinstance(match, dict):
-            raise bad("match", f"must be a table of event fields, e.g. {{to = 2, why = \"hw\"}}, got {match!r}")
-        for key in ("ts", "node", "event"):
-            if key in match:
-                raise bad("match", f"must not name {key!r} (it is given by the step)")
-        known = sorted(EVENT_FIELDS.get(event, ()))
-        for key in match:
-            if key not in known:     # a misspelt field would match nothing: `count = 0` would pass vacuously
-                raise bad("match", f"names {key!r}, which a {event!r} event does not have (fields: "
-                                   f"{', '.join(known)}){did_you_mean(str(key), known)}")
-        if "count" in args:
-            need("count")
-        if "since" in args:
-            if need("since") > number:
-                raise bad("since", f"must name this step ({number}) or an earlier one, got {args['since']}")
-    else:
-        need_node("node", args["node"], brokers)
-        for key in ("match", "count", "since"):
-            if key in args:
-                raise bad(key, "goes with 'event', not 'epochs'")
-        epochs = args["epochs"]
-        ok = isinstance(epochs, list) and all(
-            isinstance(e, list) and len(e) == 2 and all(isinstance(x, int) and not isinstance(x, bool) and x >= 0
-                                                        for x in e) for e in epochs)
-        if not ok:
-            raise bad("epochs", f"must be a list of [epoch, start offset] pairs of integers >= 0, got {epochs!r}")
-        args["epochs"] = [list(e) for e in epochs]
-        need_partition()
+    a = s.args
+    s.required("node")
+    if ("event" in a) == ("epochs" in a):
+        raise s.bad("event", "or 'epochs': give exactly one (what to assert on)")
+    a.setdefault("timeout", ACTION_NUMBERS["assert"]["timeout"].default)
+    s.need("timeout")
+    if "event" in a:
+        _assert_event(s)
+        return
+    s.node("node", a["node"], s.brokers)
+    for key in ("match", "count", "since"):
+        if key in a:
+            raise s.bad(key, "goes with 'event', not 'epochs'")
+    epochs = a["epochs"]
+    ok = isinstance(epochs, list) and all(
+        isinstance(e, list) and len(e) == 2 and all(isinstance(x, int) and not isinstance(x, bool) and x >= 0
+                                                    for x in e) for e in epochs)
+    if not ok:
+        raise s.bad("epochs", f"must be a list of [epoch, start offset] pairs of integers >= 0, got {epochs!r}")
+    a["epochs"] = [list(e) for e in epochs]
+    s.partition()
+
+
+def _assert_event(s: _Fields) -> None:
+    a = s.args
+    s.node("node", a["node"], s.all_nodes)
+    if "partition" in a:
+        raise s.bad("partition", "goes with 'epochs' (for events, put it in 'match')")
+    event = a["event"]
+    if not isinstance(event, str) or event not in EVENT_NAMES:
+        raise s.bad("event", f"must be an event name (docs/formats.md), got {event!r}"
+                             f"{did_you_mean(str(event), EVENT_NAMES)}")
+    match = a.setdefault("match", {})
+    if not isinstance(match, dict):
+        raise s.bad("match", f"must be a table of event fields, e.g. {{to = 2, why = \"hw\"}}, got {match!r}")
+    for key in ("ts", "node", "event"):
+        if key in match:
+            raise s.bad("match", f"must not name {key!r} (it is given by the step)")
+    known = sorted(EVENT_FIELDS.get(event, ()))
+    for key in match:
+        if key not in known:     # a misspelt field would match nothing: `count = 0` would pass vacuously
+            raise s.bad("match", f"names {key!r}, which a {event!r} event does not have (fields: "
+                                 f"{', '.join(known)}){did_you_mean(str(key), known)}")
+    if "count" in a:
+        s.need("count")
+    if "since" in a and s.need("since") > s.number:
+        raise s.bad("since", f"must name this step ({s.number}) or an earlier one, got {a['since']}")
+
+
+# action -> the parser of its fields (each checks them and fills in their defaults)
+PARSERS: dict[str, Any] = {
+    **{a: _node_step for a in NODE_ACTIONS},
+    **{a: _pairs_step for a in ("partition", "heal", "degrade", "restore")},
+    "corrupt": _corrupt_step, "flush": _flush_step, "elect": _elect_step, "produce": _produce_step,
+    "resend": _resend_step, "await": _await_step, "sleep": _sleep_step, "wait": _wait_step,
+    "assert": _assert_step,
+}
 
 
 def _modes(raw: Any, bad) -> tuple[str, ...]:
