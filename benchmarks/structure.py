@@ -5,8 +5,10 @@ not the virtualenv):
 
 - long functions: over 60 lines outside tests, and over 100 lines in checkers/;
 - wide functions: more than 6 parameters (self and cls not counted) outside benchmarks and tests;
-- fault dispatch: comparisons of a name `kind` or `do` with a string in nemesis/ and harness/, the branches
-  of the fault chains (the checkers' `kind` is an anomaly kind's, not counted);
+- fault dispatch: comparisons of a `kind` or `do` (a name or an attribute) with a string of the fault
+  vocabulary (nemesis/faults.py: a window kind, a fault name, a scenario verb) in nemesis/ and harness/,
+  the branches of fault chains (a completion type's `kind == "info"` or the checkers' anomaly kinds are
+  not fault dispatch);
 - `Step` classes: classes named Step;
 - kind-name literals: string constants (docstrings aside) equal to an anomaly kind's name
   (rundir/kinds.py), outside rundir/kinds.py;
@@ -27,6 +29,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from nemesis import faults  # noqa: E402
 from rundir import kinds  # noqa: E402
 
 FOLDERS = ("harness", "nemesis", "workloads", "checkers", "clusters", "broker", "rundir", "reports", "simulator",
@@ -68,8 +71,20 @@ def _docstrings(tree: ast.AST) -> set[int]:
     return out
 
 
+def _named(node: ast.AST) -> str | None:
+    """`kind` for the name `kind` or an attribute `x.kind`."""
+    return node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else None
+
+
+def _strings(node: ast.AST) -> set[str]:
+    """The string constants of a comparator: "a", or ("a", "b")."""
+    items = node.elts if isinstance(node, (ast.Tuple, ast.List, ast.Set)) else [node]
+    return {c.value for c in items if isinstance(c, ast.Constant) and isinstance(c.value, str)}
+
+
 def measure() -> dict:
     kind_names = {k.name for k in kinds.KINDS}
+    vocabulary = set(faults.KINDS) | set(faults.NAMES) | set(faults.VERBS)
     functions: list[Function] = []
     dispatch: list[tuple[str, int, str]] = []
     steps: list[tuple[str, int]] = []
@@ -84,10 +99,10 @@ def measure() -> dict:
                                           _params(node)))
             elif isinstance(node, ast.ClassDef) and node.name == "Step":
                 steps.append((rel, node.lineno))
-            elif (isinstance(node, ast.Compare) and isinstance(node.left, ast.Name) and node.left.id in ("kind", "do")
+            elif (isinstance(node, ast.Compare) and _named(node.left) in ("kind", "do")
                   and rel.startswith(("nemesis/", "harness/"))):
-                if any(isinstance(c, ast.Constant) and isinstance(c.value, str) for c in node.comparators):
-                    dispatch.append((rel, node.lineno, node.left.id))
+                if any(_strings(c) & vocabulary for c in node.comparators):
+                    dispatch.append((rel, node.lineno, _named(node.left)))
             elif (isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in kind_names
                   and id(node) not in docs and rel != "rundir/kinds.py"):
                 literals.append((rel, node.lineno, node.value))
@@ -116,7 +131,7 @@ def main() -> int:
         (f"functions over {LONG} lines (outside tests)", len(m["long"]), "<= 15"),
         (f"functions over {CHECKER_LONG} lines in checkers/", len(m["checker_long"]), "0"),
         (f"functions of more than {WIDE} parameters (outside benchmarks and tests)", len(m["wide"]), "0"),
-        ("`kind ==` / `do ==` comparisons with a string (nemesis/, harness/)", len(m["dispatch"]),
+        ("`kind` / `do` compared with a fault's name (nemesis/, harness/)", len(m["dispatch"]),
          "0 fault dispatch chains"),
         ("`Step` classes", len(m["steps"]), "1"),
         (f"kind-name literals outside rundir/kinds.py ({len(by_file)} modules)", len(m["literals"]), "0"),

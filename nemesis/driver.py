@@ -315,59 +315,56 @@ class Nemesis:
         if KINDS[kind].party == "clients":
             return self._resolve_client(step, who, rng)
         fallback = rng.choice(self.broker_names)
-        busy = self._busy()
-        if kind in PROCESS_KINDS:
-            if step.targets is not None:
-                targets, note = list(step.targets), ""
-            elif who == "controller":
-                targets, note = [self.controller_name], ""
-            elif who == "leader":
-                leader, note = self._leader(step.partition or 0, fallback)
-                targets = [leader]
-            elif who in ("follower", "sole-isr"):
-                return self._resolve_live(step, who, rng, busy)
-            elif who in ("minority", "majority", "all"):
-                return self._resolve_share(who, rng, busy)
-            else:
-                free = [b for b in self.broker_names if b not in busy]
-                targets, note = ([fallback] if fallback in free else free[:1]), ""
-            skipped = [t for t in targets if t in busy]
-            targets = [t for t in targets if t not in busy]
-            if skipped:
-                note += f"; skipped {', '.join(skipped)} (already faulted)"
-            extra: dict[str, Any] = {"partition": step.partition} if who == "leader" else {}
-            if kind == "corrupt":
-                targets, more = self._minority(targets, busy)
-                note += more
-                if step.number is None and targets:       # drawn at random, not staged by a schedule file
-                    targets, more = self._not_last_copy(targets, busy)
-                    note += more
-                # partition None: the fault picks the replica with the step's seed among every partition
-                extra = {"how": corrupt_how(step.fault, step.seed, self._midrun_storage_faults()), "partition": None}
-            return targets, extra, note.strip("; ")
+        if KINDS[kind].process:
+            return self._resolve_process(step, who, rng, fallback)
         nodes = [self.controller_name, *self.broker_names]
-        if kind == "degrade":
-            return self._resolve_degrade(step, nodes, fallback)
+        links = {"degrade": self._resolve_degrade, "partition": self._resolve_partition}[kind]
+        return links(step, nodes, rng, fallback)
+
+    def _resolve_process(self, step: Step, who: str, rng: random.Random,
+                         fallback: str) -> tuple[list[str], dict[str, Any], str]:
+        """A process fault's nodes: named, the controller, a partition's leader, a follower or sole ISR
+        member, a share of the brokers, or the seed's broker; never one already faulted. A fault that
+        damages data keeps the brokers down or damaged a minority."""
+        busy = self._busy()
+        if step.targets is not None:
+            targets, note = list(step.targets), ""
+        elif who == "controller":
+            targets, note = [self.controller_name], ""
+        elif who == "leader":
+            leader, note = self._leader(step.partition or 0, fallback)
+            targets = [leader]
+        elif who in ("follower", "sole-isr"):
+            return self._resolve_live(step, who, rng, busy)
+        elif who in ("minority", "majority", "all"):
+            return self._resolve_share(who, rng, busy)
+        else:
+            free = [b for b in self.broker_names if b not in busy]
+            targets, note = ([fallback] if fallback in free else free[:1]), ""
+        skipped = [t for t in targets if t in busy]
+        targets = [t for t in targets if t not in busy]
+        if skipped:
+            note += f"; skipped {', '.join(skipped)} (already faulted)"
+        extra: dict[str, Any] = {"partition": step.partition} if who == "leader" else {}
+        if KINDS[FAULTS[step.fault][0]].damages:
+            targets, more = self._minority(targets, busy)
+            note += more
+            if step.number is None and targets:       # drawn at random, not staged by a schedule file
+                targets, more = self._not_last_copy(targets, busy)
+                note += more
+            # partition None: the fault picks the replica with the step's seed among every partition
+            extra = {"how": corrupt_how(step.fault, step.seed, self._midrun_storage_faults()), "partition": None}
+        return targets, extra, note.strip("; ")
+
+    def _resolve_partition(self, step: Step, nodes: list[str], rng: random.Random,
+                           fallback: str) -> tuple[list[str], dict[str, Any], str]:
+        """A partition's cut: the step's shape (or the seed's) over the nodes, aimed at its targets."""
         shape, note = step.shape or rng.choice(shapes.SHAPES), ""
-        if shape == "isolate":
-            cut = shapes.isolate(nodes, step.targets or [fallback])
-        elif shape == "halves":
-            cut = shapes.halves(nodes, rng, step.targets)
-        elif shape == "ring":
-            cut = shapes.ring(nodes, rng)
-        elif shape == "bridge":
-            cut = shapes.bridge(nodes, rng, step.targets[0] if step.targets else None)
-        elif shape == "one-way":
-            senders = step.targets or [fallback]
-            drops = sorted({d for s in senders for d in shapes.one_way(nodes, s).drops})
-            cut = shapes.Cut("one-way", drops, sorted(senders), [sorted(senders)])
-        elif shape == "leader":
+        if shape == "leader":
             leader, note = self._leader(step.partition or 0, fallback)
             cut = shapes.isolate(nodes, [leader], "leader")
-        elif shape == "controller":
-            cut = shapes.isolate(nodes, [self.controller_name], "controller")
-        else:  # validated earlier; defensive
-            raise ConfigError(f"unknown partition shape {shape!r}")
+        else:
+            cut = shapes.cut(shape, nodes, rng, step.targets, fallback, self.controller_name)
         extra = {"shape": cut.shape, "groups": cut.groups, "drops": [list(d) for d in cut.drops]}
         if shape == "leader":
             extra["partition"] = step.partition
@@ -477,7 +474,8 @@ class Nemesis:
                 kept.append(t)
         return kept, "".join(f"; {n}" for n in notes)
 
-    def _resolve_degrade(self, step: Step, nodes: list[str], fallback: str) -> tuple[list[str], dict[str, Any], str]:
+    def _resolve_degrade(self, step: Step, nodes: list[str], _rng: random.Random,
+                         fallback: str) -> tuple[list[str], dict[str, Any], str]:
         """A degrade step's links: both directions between its targets (the leader for degrade-leader) and
         every other node, or every ordered pair of nodes when it names none; and its delay/jitter/loss."""
         note, extra = "", {}
@@ -503,13 +501,13 @@ class Nemesis:
             self.stats.skipped.append(msg)
             log.info("nemesis skipped %s", msg)
             return
-        label = f"{step.fault} {extra.get('shape', '') + ' ' if kind == 'partition' else ''}{' '.join(targets)}"
+        label = f"{step.fault} {extra['shape'] + ' ' if 'shape' in extra else ''}{' '.join(targets)}"
         self._inject(step, kind, targets, extra, note, step.at + self._shift + step.duration, label)
 
     def _inject(self, step: Step, kind: str, targets: list[str], extra: dict[str, Any], note: str,
                 ends_at: float, label: str) -> Window:
         """Start one fault window on resolved targets (the executor records and acts)."""
-        if kind == "corrupt":
+        if KINDS[kind].damages:
             self._damaged.update(targets)     # until back in the ISR (_minority)
         pairs = extra.get("drops", extra.get("links")) if KINDS[kind].on == "links" else None
         window = Window(kind, targets, extra, step, ends_at, label.replace("  ", " "),

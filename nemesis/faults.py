@@ -73,6 +73,9 @@ class Kind:
     pairs_field: str = ""       # links: the value field a scenario's window records its pairs in
     stop_whole: bool = False    # links: its stop removes every window of the kind; the others are put back
     party: str = "cluster"      # what `needs` is asked of and the actions act on: "cluster" or "clients"
+    fields: tuple[str, ...] = ()    # the schedule-file fields it takes besides at, fault, duration, targets
+    brokers_only: bool = False  # its targets are brokers, never the controller
+    damages: bool = False       # it damages a broker's data: a minority at a time (nemesis/driver.py)
     doc: str = ""
 
 
@@ -103,24 +106,26 @@ KINDS: dict[str, Kind] = {k.name: k for k in (
     Kind("kill", "kill", "restart", (Killable,), "nodes", lambda a, n: a.cluster.kill(n),
          lambda a, n: a.cluster.restart(n), process=True, doc="SIGKILL; restarted at the stop"),
     Kind("power-loss", "power-loss", "restart", (Killable,), "nodes", lambda a, n: a.cluster.kill(n),
-         lambda a, n: a.cluster.restart(n), process=True,
+         lambda a, n: a.cluster.restart(n), process=True, brokers_only=True,
          doc="SIGKILL of a broker running with power_loss = true (its unsynced writes are lost); restarted "
              "at the stop"),
     Kind("pause", "pause", "resume", (Pausable,), "nodes", lambda a, n: a.cluster.pause(n),
          lambda a, n: a.cluster.resume(n), process=True, doc="SIGSTOP; SIGCONT at the stop"),
     Kind("corrupt", "corrupt", "restart", (Corruptible, Killable), "nodes", _corrupt,
-         lambda a, n: a.cluster.restart(n), params=("how", "partition"), process=True,
+         lambda a, n: a.cluster.restart(n), params=("how", "partition"), process=True, brokers_only=True,
+         damages=True,
          doc="a storage fault on a broker's data files while it is down: killed first, restarted at the "
              "stop. A scenario's corrupt step damages a node it took down itself: its window is instant"),
     Kind("disk-full", "disk-full", "disk-free", (DiskFillable,), "nodes", lambda a, n: a.cluster.fill_disk(n),
          lambda a, n: a.cluster.free_disk(n), process=True,
          doc="a broker's data filesystem filled to a few KiB free while it runs; freed at the stop"),
     Kind("partition", "partition", "heal", (Partitionable,), "links", lambda a, pairs: a.cluster.drop(pairs),
-         lambda a, pairs: a.cluster.heal(pairs), pairs_field="drop", stop_whole=True,
+         lambda a, pairs: a.cluster.heal(pairs), pairs_field="drop", stop_whole=True, fields=("shape",),
          doc="one-way packet drops between nodes; healed at the stop"),
     Kind("degrade", "degrade", "restore", (Degradable,), "links", _degrade,
          lambda a, pairs: a.cluster.restore(pairs), params=("delay_ms", "jitter_ms", "loss_pct"),
-         pairs_field="links", doc="delay, jitter and loss on one-way links; restored at the stop"),
+         pairs_field="links", fields=("delay_ms", "jitter_ms", "loss_pct"),
+         doc="delay, jitter and loss on one-way links; restored at the stop"),
     Kind("client-pause", "pause-client", "resume-client", (ClientPausable,), "nodes",
          lambda a, name: _client(a, name, True), lambda a, name: _client(a, name, False),
          party="clients",
@@ -184,6 +189,18 @@ NAMES: dict[str, tuple[str, str | None]] = {
     "aimed": ("mix", None),
     "mix": ("mix", None),
 }
+
+
+def kind_of(name: str) -> Kind | None:
+    """The window kind of fault name `name`; None for a package or a draw."""
+    return KINDS.get(NAMES[name][0])
+
+
+def takes(name: str, field_name: str) -> bool:
+    """Whether a schedule step of fault `name` takes `field_name` (a degrade's delay_ms, a partition's
+    shape)."""
+    kind = kind_of(name)
+    return kind is not None and field_name in kind.fields
 
 
 def on_the_cluster(names: list[str]) -> list[str]:

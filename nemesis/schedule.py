@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Iterator
 
 from clusters.storage_faults import STORAGE_FAULTS
-from nemesis.faults import NAMES, PROCESS_KINDS
-from nemesis.shapes import SHAPES
+from nemesis.faults import KINDS, NAMES, PROCESS_KINDS, kind_of, takes
+from nemesis.shapes import CHOOSE_OWN_TARGETS, ONE_TARGET, SHAPES
 from nemesis.step import Step
 from rundir.settings import REQUIRED, Setting, SettingError, at_line, declare, did_you_mean, header_lines, parse_table, read_toml
 from broker.errors import ConfigError
@@ -70,10 +70,6 @@ DEGRADE_LOSS_PCT = (0.0, 2.0, 5.0)
 DEGRADE_FIELDS = ("delay_ms", "jitter_ms", "loss_pct")
 
 
-def kind_of(fault: str) -> str:
-    return FAULTS[fault][0]
-
-
 def fault_name(raw) -> str:
     """`raw` when it names a fault; ValueError("unknown fault ...") otherwise (also the harness's check)."""
     if not isinstance(raw, str) or raw not in FAULTS:
@@ -103,9 +99,7 @@ def expand_faults(faults: list[str]) -> list[str]:
     backend's preflight, which knows those names). Order kept, no repeats."""
     out: list[str] = []
     for f in faults:
-        kind = FAULTS[f][0]
-        parts = (expand_faults(list(MIXES[f])) if kind == "mix" else PACKAGE_USES[f] if kind == "package"
-                 else (f,))
+        parts = expand_faults(list(MIXES[f])) if f in MIXES else PACKAGE_USES.get(f, (f,))
         out += [p for p in parts if p not in out]
     return out
 
@@ -114,7 +108,7 @@ def recorded_kinds(faults: list[str]) -> set[str]:
     """The history kinds (kill, pause, partition, ..., elect) the fault windows of `faults` may have."""
     kinds = {FAULTS[f][0] for f in expand_faults(faults)}
     for f in faults:
-        names = MIXES[f] if FAULTS[f][0] == "mix" else (f,)
+        names = MIXES.get(f, (f,))
         kinds.update(k for n in names for k in PACKAGE_OWN_KINDS.get(n, ()))
     return kinds
 
@@ -174,15 +168,14 @@ def random_steps(seed: int, faults: list[str], interval_s: float, brokers: list[
 def _drawn_step(at: float, fault: str, duration: float, broker: str, partition: int, step_seed: int) -> Step:
     if fault == "aimed":            # one package, chosen with the step's seed
         fault = random.Random(step_seed ^ 0xA1).choice(AIMED)
-    kind, target = FAULTS[fault]
     shape = None
     targets = None
-    if kind == "partition":
+    if takes(fault, "shape"):
         shape = fault[len("partition-"):] if fault != "partition" else random.Random(step_seed).choice(SHAPES)
-    elif target == "broker":
+    elif FAULTS[fault][1] == "broker":
         targets = [broker]
     return Step.timed(at, fault, duration, step_seed, targets=targets, shape=shape, partition=partition,
-                      degradation=degradation(step_seed) if kind == "degrade" else None)
+                      degradation=degradation(step_seed) if takes(fault, "delay_ms") else None)
 
 
 # --- file -------------------------------------------------------------------------------------------
@@ -249,46 +242,17 @@ def _parse_step(path: str, i: int, raw: dict, nodes: list[str], partitions: int,
         raise bad("fault", "'mix' rotates faults in the random schedule; a step names a fault (or 'aimed')")
     if fault == "aimed":            # one package, chosen with the step's seed
         fault = random.Random(step_seed ^ 0xA1).choice(AIMED)
-    kind, target = FAULTS[fault]
     given = {k: values.get(k) for k in DEGRADE_FIELDS if raw.get(k) is not None}
-    if given and kind != "degrade":
-        raise bad(sorted(given)[0], f"only degrade faults take {', '.join(DEGRADE_FIELDS)} (fault is {fault!r})")
-
-    shape = raw.get("shape")
-    if shape is not None:
-        if kind != "partition":
-            raise bad("shape", f"only partition faults have a shape (fault is {fault!r})")
-        if shape not in SHAPES:
-            raise bad("shape", f"unknown shape {shape!r} (known: {', '.join(SHAPES)})")
-        if fault != "partition" and fault != f"partition-{shape}":
-            raise bad("shape", f"{shape!r} contradicts fault {fault!r}")
-    if kind == "partition":
-        shape = shape or (fault[len("partition-"):] if fault != "partition" else None)
-        if shape is None:
-            shape = random.Random(step_seed).choice(SHAPES)
-
+    wrong = sorted(k for k in given if not takes(fault, k))
+    if wrong:
+        raise bad(wrong[0], f"only degrade faults take {', '.join(DEGRADE_FIELDS)} (fault is {fault!r})")
+    shape = _shape(raw.get("shape"), fault, step_seed, bad)
     targets = raw.get("targets")
     if targets is not None:
-        if not isinstance(targets, list) or not targets or not all(isinstance(t, str) for t in targets):
-            raise bad("targets", f"must be a non-empty list of node names, got {targets!r}")
-        for t in targets:
-            if t not in nodes:
-                raise bad("targets", f"unknown node {t!r} (nodes: {', '.join(nodes)})")
-        if len(set(targets)) != len(targets):
-            raise bad("targets", f"lists a node twice: {targets!r}")
-        if target not in ("broker", None) or (kind == "partition" and shape in ("ring", "leader", "controller")):
-            raise bad("targets", f"{fault!r}{' shape ' + repr(shape) if kind == 'partition' else ''} "
-                                 f"chooses its own targets")
-        if kind in ("power-loss", "corrupt") and "c0" in targets:
-            raise bad("targets", f"{kind} applies to brokers only, not the controller c0")
-        if kind == "partition" and shape == "bridge" and len(targets) != 1:
-            raise bad("targets", f"a bridge has exactly one middle node, got {targets!r}")
-        if kind == "partition" and len(targets) >= len(nodes):
-            raise bad("targets", "a partition cannot include every node on one side")
-
+        _check_targets(targets, fault, shape, nodes, bad)
     partition = raw.get("partition")
     if partition is not None:
-        if target not in PARTITION_TARGETS and not (kind == "partition" and shape == "leader"):
+        if FAULTS[fault][1] not in PARTITION_TARGETS and shape != "leader":
             raise bad("partition", f"only faults aimed at a partition (its leader, a follower, a sole ISR member) take "
                                    f"a partition (fault is {fault!r})")
         if isinstance(partition, bool) or not isinstance(partition, int) or not 0 <= partition < max(1, partitions):
@@ -296,7 +260,43 @@ def _parse_step(path: str, i: int, raw: dict, nodes: list[str], partitions: int,
     else:
         partition = random.Random(step_seed).randrange(max(1, partitions))
     return Step.timed(at, fault, duration, step_seed, i, targets=targets, shape=shape, partition=partition,
-                      degradation=degradation(step_seed, given) if kind == "degrade" else None)
+                      degradation=degradation(step_seed, given) if takes(fault, "delay_ms") else None)
+
+
+def _shape(shape, fault: str, step_seed: int, bad) -> str | None:
+    """A step's partition shape: the one given (it must fit the fault), the fault's own, or a seeded one;
+    None for a fault without shapes."""
+    if shape is not None:
+        if not takes(fault, "shape"):
+            raise bad("shape", f"only partition faults have a shape (fault is {fault!r})")
+        if shape not in SHAPES:
+            raise bad("shape", f"unknown shape {shape!r} (known: {', '.join(SHAPES)})")
+        if fault != "partition" and fault != f"partition-{shape}":
+            raise bad("shape", f"{shape!r} contradicts fault {fault!r}")
+    if not takes(fault, "shape"):
+        return None
+    shape = shape or (fault[len("partition-"):] if fault != "partition" else None)
+    return shape or random.Random(step_seed).choice(SHAPES)
+
+
+def _check_targets(targets, fault: str, shape: str | None, nodes: list[str], bad) -> None:
+    """A step's `targets`: known nodes, once each, for a fault that takes them (and a shape that does)."""
+    if not isinstance(targets, list) or not targets or not all(isinstance(t, str) for t in targets):
+        raise bad("targets", f"must be a non-empty list of node names, got {targets!r}")
+    for t in targets:
+        if t not in nodes:
+            raise bad("targets", f"unknown node {t!r} (nodes: {', '.join(nodes)})")
+    if len(set(targets)) != len(targets):
+        raise bad("targets", f"lists a node twice: {targets!r}")
+    kind = kind_of(fault)
+    if FAULTS[fault][1] not in ("broker", None) or shape in CHOOSE_OWN_TARGETS:
+        raise bad("targets", f"{fault!r}{' shape ' + repr(shape) if shape else ''} chooses its own targets")
+    if kind is not None and kind.brokers_only and "c0" in targets:
+        raise bad("targets", f"{kind.name} applies to brokers only, not the controller c0")
+    if shape in ONE_TARGET and len(targets) != 1:
+        raise bad("targets", f"a bridge has exactly one middle node, got {targets!r}")
+    if shape is not None and len(targets) >= len(nodes):
+        raise bad("targets", "a partition cannot include every node on one side")
 
 
 def _check_overlaps(path: Path, steps: list[Step], lines: list[int]) -> None:
@@ -304,7 +304,7 @@ def _check_overlaps(path: Path, steps: list[Step], lines: list[int]) -> None:
         for b in steps[i + 1:]:
             if b.at >= a.at + a.duration:
                 break
-            if a.kind == b.kind and a.kind in ("partition", "degrade"):
+            if a.kind == b.kind and a.kind in KINDS and KINDS[a.kind].on == "links":
                 raise ConfigError(f"{_at_line(path, lines, b.number)}: step {b.number}: field 'at': {a.kind} at {b.at:g}s overlaps the "
                                     f"{a.kind} of step {a.number} ({a.at:g}s-{a.at + a.duration:g}s); "
                                     f"{a.kind}s must not overlap")

@@ -9,6 +9,9 @@ import random
 from dataclasses import dataclass, field
 
 SHAPES = ("isolate", "halves", "ring", "leader", "bridge", "one-way", "controller")
+# what a schedule step may say of a shape's targets: these choose their own, a bridge has one middle node
+CHOOSE_OWN_TARGETS = ("ring", "leader", "controller")
+ONE_TARGET = ("bridge",)
 
 
 @dataclass
@@ -74,3 +77,24 @@ def apart(a: list[str], b: list[str], shape: str) -> Cut:
     """Both directions between group `a` and group `b`; every other link stays (packages: a leader and its
     followers, both still talking to the controller). Not one of SHAPES."""
     return Cut(shape, _between(sorted(a), sorted(b)), sorted(a), [sorted(a), sorted(b)])
+
+
+def cut(shape: str, nodes: list[str], rng: random.Random, targets: list[str] | None, fallback: str,
+        controller: str) -> Cut:
+    """The cut of a shape that needs no live state (every shape but `leader`): aimed at `targets` where
+    the shape takes them, else at `fallback` (isolate, one-way) or at the seed's choice."""
+    if shape == "isolate":
+        return isolate(nodes, targets or [fallback])
+    if shape == "halves":
+        return halves(nodes, rng, targets)
+    if shape == "ring":
+        return ring(nodes, rng)
+    if shape == "bridge":
+        return bridge(nodes, rng, targets[0] if targets else None)
+    if shape == "one-way":
+        senders = targets or [fallback]
+        drops = sorted({d for s in senders for d in one_way(nodes, s).drops})
+        return Cut("one-way", drops, sorted(senders), [sorted(senders)])
+    if shape == "controller":
+        return isolate(nodes, [controller], "controller")
+    raise ValueError(f"unknown partition shape {shape!r} (known: {', '.join(SHAPES)})")
