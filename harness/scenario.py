@@ -70,6 +70,7 @@ from harness import config as config_mod
 from rundir.formats import ANOMALY_KINDS
 from rundir.settings import Setting, SettingError, at_line, declare, did_you_mean, header_lines, line_of, read_toml
 from broker.errors import ConfigError
+from nemesis.faults import VERBS, brings_node_up, takes_node_down, verb_kind
 from nemesis.step import Step
 
 NODE_ACTIONS = ("start", "stop", "kill", "restart", "pause", "resume", "power-loss")
@@ -82,8 +83,6 @@ PAIRS = ("drop", "isolate", "from")
 # the events an assert step may name: what the brokers and the controller write to their event logs
 # (docs/formats.md "Node event logs"); a name outside it is a typo, which would make `count = 0` pass
 EVENT_NAMES = tuple(sorted(broker_event_names))
-# down after these steps until a restart/start (a corrupt step needs its node down)
-DOWN_ACTIONS = ("kill", "stop", "power-loss")
 
 # action -> allowed fields (besides "do", "note" and "mode")
 STEP_FIELDS: dict[str, tuple[str, ...]] = {
@@ -199,7 +198,7 @@ def load(path: Path | str, *, truncation: str | None = None) -> Scenario:
     steps = [_parse_step(path, i + 1, lines[i] if i < len(lines) else None, raw, cfg, brokers)
              for i, raw in enumerate(raw_steps)]
     _check_sequence(path, steps, cfg.broker.truncation)
-    if cfg.broker.power_loss is False and any(s.do == "power-loss" for s in steps):
+    if cfg.broker.power_loss is False and any(verb_kind(s.do) and verb_kind(s.do).cuts_power for s in steps):
         cfg.broker.power_loss = True       # the broker must run in the power-loss emulation
     return Scenario(path, name, description, cfg, steps, expect)
 
@@ -318,7 +317,8 @@ class _Fields:
 def _node_step(s: _Fields) -> None:
     """start, stop, kill, restart, pause, resume, power-loss (a broker only)."""
     s.required("node")
-    s.node("node", s.args["node"], s.brokers if s.do == "power-loss" else s.all_nodes)
+    kind = verb_kind(s.do)
+    s.node("node", s.args["node"], s.brokers if kind is not None and kind.brokers_only else s.all_nodes)
 
 
 def _pairs_step(s: _Fields) -> None:
@@ -326,7 +326,8 @@ def _pairs_step(s: _Fields) -> None:
     a = s.args
     if "drop" in a and "isolate" in a:
         raise s.whole("give exactly one of 'drop' or 'isolate'")
-    if s.do in ("partition", "degrade") and "drop" not in a and "isolate" not in a:
+    opens = VERBS[s.do].plays == "opens"      # partition, degrade: pairs required; heal, restore: optional
+    if opens and "drop" not in a and "isolate" not in a:
         raise s.whole("give exactly one of 'drop' or 'isolate'")
     if "from" in a and "isolate" not in a:
         raise s.bad("from", "goes with 'isolate', not 'drop'" if "drop" in a else "goes with 'isolate'")
@@ -353,10 +354,11 @@ def _pairs_step(s: _Fields) -> None:
             raise s.bad("from", f"must not contain the isolated node {node!r}")
         a["drop"] = [p for o in others for p in ((node, o), (o, node))]
         a["from"] = others
-    if s.do == "degrade":
-        s.required("delay_ms")
-        s.need("delay_ms")
-        for key in ("jitter_ms", "loss_pct"):
+    if opens and verb_kind(s.do).params:      # a degrade's settings: the delay required, the rest 0
+        first, *rest = verb_kind(s.do).params
+        s.required(first)
+        s.need(first)
+        for key in rest:
             s.default(key)
 
 
@@ -550,11 +552,11 @@ def _check_sequence(path: Path, steps: list[Step], mode: str) -> None:
         if not s.plays_in(mode):
             continue
         node = s.args.get("node")
-        if s.do in DOWN_ACTIONS:
+        if takes_node_down(s.do):
             down.add(node)
-        elif s.do in ("restart", "start"):
+        elif brings_node_up(s.do):
             down.discard(node)
-        elif s.do == "corrupt" and node not in down:
+        elif s.do in VERBS and VERBS[s.do].plays == "instant" and node not in down:
             raise ConfigError(f"{s.where(path)}: field 'node' must name a broker that is down at this point "
                                 f"(kill, stop or power-loss it first; in {mode} mode {node} is running)")
 

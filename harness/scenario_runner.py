@@ -34,7 +34,7 @@ from rundir import expectation, formats as runformat
 from rundir.settings import at_line
 from harness import config as config_mod, lifecycle
 from harness.scenario import Scenario, Step
-from nemesis.faults import NEEDS
+from nemesis.faults import KINDS, NEEDS, verb_kind
 from nemesis.windows import FAULT_STEPS, FaultWindows
 from workloads.pacing import ValueSource
 from workloads.producer import send_op
@@ -522,12 +522,8 @@ def _judge_epochs(report: dict | None, topic: str, a: dict[str, Any]) -> tuple[b
 def scenario_faults(scenario: Scenario) -> list[str]:
     """The faults a scenario injects (its partition steps need the firewall, its degrade steps the
     backend's degradation tools), for the backend preflight."""
-    faults = []
-    if any(s.do == "partition" for s in scenario.steps):
-        faults.append("partition")
-    if any(s.do == "degrade" for s in scenario.steps):
-        faults.append("degrade")
-    return faults
+    kinds = [verb_kind(s.do) for s in scenario.steps]
+    return [k.name for k in KINDS.values() if k.on == "links" and k in kinds]
 
 
 def validate_scenario(scenario: Scenario, where: str) -> None:

@@ -76,6 +76,8 @@ class Kind:
     fields: tuple[str, ...] = ()    # the schedule-file fields it takes besides at, fault, duration, targets
     brokers_only: bool = False  # its targets are brokers, never the controller
     damages: bool = False       # it damages a broker's data: a minority at a time (nemesis/driver.py)
+    cuts_power: bool = False    # its brokers must run with power_loss = true (their unsynced writes lost)
+    ends_when_killed: bool = False  # a kill of its node ends it (a paused process killed runs when restarted)
     doc: str = ""
 
 
@@ -106,11 +108,11 @@ KINDS: dict[str, Kind] = {k.name: k for k in (
     Kind("kill", "kill", "restart", (Killable,), "nodes", lambda a, n: a.cluster.kill(n),
          lambda a, n: a.cluster.restart(n), process=True, doc="SIGKILL; restarted at the stop"),
     Kind("power-loss", "power-loss", "restart", (Killable,), "nodes", lambda a, n: a.cluster.kill(n),
-         lambda a, n: a.cluster.restart(n), process=True, brokers_only=True,
+         lambda a, n: a.cluster.restart(n), process=True, brokers_only=True, cuts_power=True,
          doc="SIGKILL of a broker running with power_loss = true (its unsynced writes are lost); restarted "
              "at the stop"),
     Kind("pause", "pause", "resume", (Pausable,), "nodes", lambda a, n: a.cluster.pause(n),
-         lambda a, n: a.cluster.resume(n), process=True, doc="SIGSTOP; SIGCONT at the stop"),
+         lambda a, n: a.cluster.resume(n), process=True, ends_when_killed=True, doc="SIGSTOP; SIGCONT at the stop"),
     Kind("corrupt", "corrupt", "restart", (Corruptible, Killable), "nodes", _corrupt,
          lambda a, n: a.cluster.restart(n), params=("how", "partition"), process=True, brokers_only=True,
          damages=True,
@@ -236,5 +238,22 @@ VERBS: dict[str, Verb] = {v.name: v for v in (
     Verb("restore", "degrade", "closes", "restore", Degradable),
     Verb("corrupt", "corrupt", "instant", "corrupt", Corruptible),
 )}
+
+
+def verb_kind(do: str) -> Kind | None:
+    """The window kind a scenario step plays; None for a step that is no fault (produce, wait, ...)."""
+    return KINDS[VERBS[do].kind] if do in VERBS else None
+
+
+def takes_node_down(do: str) -> bool:
+    """Whether scenario step `do` leaves its node down (a kill, stop or power-loss) until a restart."""
+    return do in VERBS and VERBS[do].plays == "opens" and KINDS[VERBS[do].kind].stop_f == VERBS["restart"].f
+
+
+def brings_node_up(do: str) -> bool:
+    """Whether scenario step `do` brings its node back (restart, start)."""
+    return do in VERBS and VERBS[do].plays == "closes" and VERBS[do].f == VERBS["restart"].f
+
+
 # scenario step -> the capability it needs (harness/scenario_runner.py asks before the step plays)
 NEEDS: dict[str, type] = {v.name: v.needs for v in VERBS.values()}

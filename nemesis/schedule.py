@@ -115,7 +115,7 @@ def recorded_kinds(faults: list[str]) -> set[str]:
 
 def needs_power_loss(faults: list[str]) -> bool:
     """Whether `faults` may cut a broker's power (then its brokers run with power_loss = true)."""
-    return "power-loss" in recorded_kinds(faults)
+    return any(k in KINDS and KINDS[k].cuts_power for k in recorded_kinds(faults))
 
 
 def degradation(seed: int, given: dict | None = None) -> dict:

@@ -190,7 +190,7 @@ class FaultWindows:
 
     def _open_node(self, verb: Verb, kind: Kind, c, node: str, a: dict[str, Any]) -> str:
         open_ = self._on(node)
-        if open_ is not None and open_.kind == "pause" and kind.name != "pause":
+        if open_ is not None and KINDS[open_.kind].ends_when_killed and kind.name != open_.kind:
             # killing a stopped process ends its pause window (the restarted process runs)
             self._close(open_, "resume", lambda: f"pause of {node} ends: it is being killed while stopped")
         open_ = self._on(node)
