@@ -140,10 +140,14 @@ class ScriptedServer:
             return {"topics": [{"topic": t["topic"], "partitions": [
                 {"error_code": 0, "partition": p["partition"], "leader_epoch": self.epoch, "end_offset": len(self.log)}
                 for p in t["partitions"]]} for t in b["topics"]]}
-        if req.api_key == V.FETCH and self.fence_next_fetch:
-            # a leader change the client has not seen: KIP-320 refuses its epoch, metadata has the new one
-            self.fence_next_fetch = False
-            self.epoch += 1
+        stale = req.api_key == V.FETCH and any(
+            0 <= p.get("current_leader_epoch", -1) < self.epoch for t in b["topics"] for p in t["partitions"])
+        if req.api_key == V.FETCH and (self.fence_next_fetch or stale):
+            # a leader change the client has not seen: KIP-320 refuses its epoch, metadata has the new one;
+            # as a real leader does, every later Fetch with the old epoch is refused too
+            if self.fence_next_fetch:
+                self.fence_next_fetch = False
+                self.epoch += 1
             return {"session_id": 0, "responses": [{"topic": t["topic"], "partitions": [
                 {"partition_index": p["partition"], "error_code": 74, "high_watermark": -1, "records": b""}
                 for p in t["partitions"]]} for t in b["topics"]]}
