@@ -3,10 +3,10 @@
 `highwater run` builds a `TestConfig` from (1) the defaults below, (2) an optional TOML test file and
 (3) command-line flags, later ones overriding earlier ones. Every setting is declared once: the
 [broker] section's keys, defaults and flags in broker/config_keys.py (with a test run's defaults, such
-as min_insync_replicas 2, where they differ from a broker started by hand), the others in the
-dataclasses below (`setting(default, doc, rules)`, rundir/settings.py). Every value is validated against
+as min_insync_replicas 2, where they differ from a broker started by hand), the [workload] section's by
+the workloads (workloads/workload.py SETTINGS and FLAGS), the others in the dataclasses below (`setting(default, doc, rules)`, rundir/settings.py). Every value is validated against
 its declaration; a bad one raises `ConfigError` whose one-line message names the file, the key and (when
-it can be found) the line. The fault names are the nemesis's (nemesis/schedule.py).
+it can be found) the line. The fault names are the nemesis's (nemesis/faults.py).
 
 TOML layout (every key optional):
 
@@ -36,13 +36,14 @@ from broker.errors import ConfigError
 from nemesis.faults import on_the_cluster
 from nemesis.schedule import expand_faults, fault_list, fault_name, needs_power_loss
 from rundir.formats import ANOMALY_KINDS
-from rundir.settings import Setting, at_line, did_you_mean, line_of, read_toml, schema_of, setting
+from rundir.settings import Setting, at_line, did_you_mean, line_of, read_toml, schema_of, section_class, setting
+from workloads import workload as workload_settings
 from broker.limits import topic_name_problem  # Kafka's rule, the one the controller applies
 from broker.topic_configs import checked_configs  # the topic configs the controller accepts
 from harness import backends
 from harness.backends import BACKENDS  # the registry of backend names (imports no backend)
 
-WORKLOADS = ("producer", "producer-consumer")
+WORKLOADS = workload_settings.NAMES         # the workloads' registry (workloads/workload.py KINDS)
 CLIENT_KINDS = ("native", "kafka", "mixed")
 KAFKA_LIBRARIES = ("confluent", "kafka-python")   # workloads/kafka_client.py LIBRARIES
 CHECKER_ENGINES = ("spark", "reference")
@@ -132,13 +133,8 @@ class ClientConfig:
                                 "stored twice (`duplicate`) fails the run (docs/clients.md)")
 
 
-@dataclass
-class WorkloadConfig:
-    name: str = setting("producer-consumer", "the workload", choices=WORKLOADS)
-    rate: float = _n(100.0, "send operations per second, all producers together", above=0)
-    concurrency: int = _n(4, "producer workers", min=1)
-    consumers: int = _n(2, "consumer workers (producer-consumer only)")
-    final_read_chunk: int = _n(1000, "records per final-read request", min=1)
+# the [workload] section, declared by the workloads (workloads/workload.py SETTINGS)
+WorkloadConfig = section_class("WorkloadConfig", workload_settings.SETTINGS)
 
 
 @dataclass
@@ -227,10 +223,8 @@ FLAG_KEYS = {
     "partitions": "topic.partitions",
     "replication_factor": "topic.replication_factor",
     "time_limit": "time_limit",
-    "rate": "workload.rate",
-    "concurrency": "workload.concurrency",
-    "consumers": "workload.consumers",
-    "workload": "workload.name",
+    # the [workload] keys with a flag (workloads/workload.py FLAGS)
+    **{flag: f"workload.{key}" for flag, key in workload_settings.FLAGS.items()},
     "nemesis": "nemesis.faults",
     "nemesis_interval": "nemesis.interval",
     "nemesis_schedule": "nemesis.schedule_file",

@@ -17,6 +17,7 @@ import click
 from broker.config_keys import section_keys
 from harness import config as config_mod
 from harness.setting_flags import flags
+from workloads import workload as workload_settings
 from harness.progress import Display
 from harness.runner import run_test
 from harness.cli import report_error
@@ -31,10 +32,7 @@ from rundir.exits import EXIT_USAGE, worst as worst_exit
 @click.option("--partitions", type=int, default=None, help="partitions of the test topic [3]")
 @click.option("--replication-factor", type=int, default=None, help="replicas per partition [3]")
 @click.option("--time-limit", type=float, default=None, help="seconds of workload and faults [30]")
-@click.option("--rate", type=float, default=None, help="sends per second, all producers together [100]")
-@click.option("--concurrency", type=int, default=None, help="producer workers [4]")
-@click.option("--consumers", type=int, default=None, help="consumer workers (producer-consumer) [2]")
-@click.option("--workload", default=None, help="producer | producer-consumer [producer-consumer]")
+@flags((flag, config_mod.SCHEMA[f"workload.{key}"]) for flag, key in workload_settings.FLAGS.items())
 @click.option("--nemesis", default=None, help="comma-separated faults, or 'none' [mix: the rotating mix]")
 @click.option("--nemesis-interval", type=float, default=None, help="seconds between nemesis decisions [5]")
 @click.option("--nemesis-schedule", default=None, help="explicit nemesis schedule file (TOML)")

@@ -16,7 +16,7 @@ from harness.config import TestConfig
 from harness.lifecycle import RunOutcome, RunSession
 from nemesis import Nemesis, expand_faults
 from nemesis.faults import on_the_cluster
-from workloads.workload import Workload
+from workloads.workload import Run, Workload
 
 
 class ChaosWorkload(lifecycle.Middle):
@@ -44,11 +44,10 @@ class ChaosWorkload(lifecycle.Middle):
         if session.interrupt.is_set():
             return
         cfg, w = session.cfg, session.cfg.workload
-        session.workload = Workload(
-            w.name, history=session.history, topic=cfg.topic.name, partitions=cfg.topic.partitions,
-            rate=w.rate, concurrency=w.concurrency, consumers=w.consumers, seed=cfg.seed,
-            make_producer=lambda i: session.make_producer(worker=i),
-            make_consumer=lambda i: session.make_consumer(worker=i), per_worker=True)
+        run = Run(session.history, cfg.topic.name, cfg.topic.partitions, cfg.seed,
+                  make_producer=lambda i: session.make_producer(worker=i),
+                  make_consumer=lambda i: session.make_consumer(worker=i))
+        session.workload = Workload(w.name, run, w)
         session.phase = "running"
         session.run_started_at = time.monotonic()
         session.workload.start()

@@ -43,6 +43,19 @@ def schema_of(cls: type, prefix: str = "") -> dict[str, Setting]:
     return out
 
 
+def section_class(name: str, schema: dict[str, Setting]) -> type:
+    """A dataclass named `name` with one `setting(...)` field per declared Setting (its default, doc and
+    rules), for a section whose settings are declared by their owner (workloads/workload.py SETTINGS);
+    `schema_of` reads the same settings back."""
+    base = Setting("")
+    fields = []
+    for s in schema.values():
+        rules = {f.name: getattr(s, f.name) for f in dataclasses.fields(Setting)
+                 if f.name not in ("name", "default", "doc") and getattr(s, f.name) != getattr(base, f.name)}
+        fields.append((s.name, s.type, setting(s.default, s.doc, **rules)))
+    return dataclasses.make_dataclass(name, fields)
+
+
 def defaults(schema: dict[str, Setting]) -> dict[str, Any]:
     return {name: s.default for name, s in schema.items() if not s.required}
 

@@ -1,8 +1,18 @@
-"""The workloads by name ("producer", "producer-consumer"): build the worker threads of a run.
+"""The workloads: the Workload protocol, the registry of workloads and the [workload] settings.
 
-`Workload` starts and stops a set of worker threads sharing one history, one rate limiter and one
-value source, and reports their counts. Clients are made by factories so that unit tests can drive the
-workers against a fake client; the end-to-end tests drive them against real brokers.
+A workload is a `Kind`: its name, a one-line doc, the [workload] settings it reads, the history
+operations its workers record (docs/formats.md), and `workers(w, run, settings)`, which makes its worker
+threads. `KINDS` is the registry; `NAMES` its names, the choices of `workload.name`. `SETTINGS` declares
+the [workload] section once (key, type, default, doc, rules; broker/settings.py `Setting`), and `FLAGS`
+names each one's `highwater run` flag: harness/config.py builds the section and the flags from them.
+
+Adding a workload: its worker classes (a `ClientWorker`, workloads/worker.py), a `Kind` here, and the
+settings it needs in `SETTINGS`; its anomalies are a checker family (docs/architecture.md).
+
+`Workload(name, run, settings)` starts and stops a set of worker threads sharing one history, one rate
+limiter and one value source, and reports their counts. Clients are made by factories (`Run`), given
+the worker's index, so that unit tests can drive the workers against a fake client, and a run can give
+different workers different client libraries; the end-to-end tests drive them against real brokers.
 
 Each worker's client is gated: the nemesis's client faults (nemesis/faults.py ClientPausable) hold a
 client by its worker's name (`producer-0`, `consumer-1`), and its next call waits until it is resumed, as
@@ -11,48 +21,99 @@ a client process stopped past its timeouts would. Stopping the workload releases
 from __future__ import annotations
 
 import threading
+from dataclasses import dataclass
 from typing import Any, Callable
 
 from workloads.consumer import ConsumerWorker
 from workloads.pacing import RateLimiter, ValueSource
 from workloads.producer import ProducerWorker
 from broker.errors import ConfigError
+from broker.settings import Setting, declare
 
-NAMES = ("producer", "producer-consumer")
+
+@dataclass(frozen=True)
+class Run:
+    """What a workload is built for: the run's history and topic, its seed, and the client factories
+    (each takes the worker's index)."""
+    history: Any
+    topic: str
+    partitions: int
+    seed: int
+    make_producer: Callable[[int], Any]
+    make_consumer: Callable[[int], Any] | None = None
+
+
+@dataclass(frozen=True)
+class Kind:
+    """One workload (module docstring)."""
+    name: str
+    doc: str
+    settings: tuple[str, ...]       # the [workload] keys it reads (besides name)
+    records: tuple[str, ...]        # the history's f of the operations its workers record
+    workers: Callable[["Workload", Run, Any], list[threading.Thread]]
+    needs_consumer: bool = False    # it reads: the run must give a consumer factory
+
+
+def _producers(w: "Workload", run: Run, settings: Any) -> list[threading.Thread]:
+    """`concurrency` producers, each sending the value source's next value to a seeded partition."""
+    return [ProducerWorker(history=run.history, make_client=w.gated(run.make_producer, i, ProducerWorker.role),
+                           topic=run.topic, partitions=run.partitions, values=w.values, limiter=w.limiter,
+                           stop=w.stop_event, seed=run.seed, index=i)
+            for i in range(settings.concurrency)]
+
+
+def _producers_and_consumers(w: "Workload", run: Run, settings: Any) -> list[threading.Thread]:
+    """The producers, and `consumers` consumers (at most one per partition) sharing the partitions out."""
+    producers = _producers(w, run, settings)      # first: their history processes come first
+    n = max(1, min(settings.consumers, run.partitions))
+    consumers = [ConsumerWorker(history=run.history, make_client=w.gated(run.make_consumer, i, ConsumerWorker.role),
+                                topic=run.topic, partitions=[p for p in range(run.partitions) if p % n == i],
+                                stop=w.stop_event, index=i) for i in range(n)]
+    return producers + consumers
+
+
+KINDS: dict[str, Kind] = {k.name: k for k in (
+    Kind("producer", "producers only: sends of distinct values, checked against the replicas' logs",
+         ("rate", "concurrency"), ("send",), _producers),
+    Kind("producer-consumer", "producers, and consumers polling every partition from its start (assign, "
+         "not a group)", ("rate", "concurrency", "consumers"), ("send", "assign", "poll"),
+         _producers_and_consumers, needs_consumer=True),
+)}
+NAMES = tuple(KINDS)
+
+# the [workload] section of a test file, declared once; harness/config.py builds it and its flags
+SETTINGS = declare(
+    Setting("name", str, "producer-consumer", "the workload", choices=NAMES),
+    Setting("rate", float, 100.0, "send operations per second, all producers together", above=0, floor=0),
+    Setting("concurrency", int, 4, "producer workers", min=1, floor=0),
+    Setting("consumers", int, 2, "consumer workers (producer-consumer only)", floor=0),
+    Setting("final_read_chunk", int, 1000, "records per final-read request", min=1, floor=0),
+)
+# `highwater run` flag (without dashes) -> [workload] key
+FLAGS = {"workload": "name", "rate": "rate", "concurrency": "concurrency", "consumers": "consumers"}
 
 
 class Workload:
-    def __init__(self, name: str, *, history, topic: str, partitions: int, rate: float, concurrency: int,
-                 consumers: int, seed: int, make_producer: Callable[..., Any],
-                 make_consumer: Callable[..., Any] | None = None, per_worker: bool = False):
-        """`make_producer` / `make_consumer` make a worker's client; with `per_worker` they take the
-        worker's index (so a run can give different workers different client libraries)."""
-        if name not in NAMES:
+    def __init__(self, name: str, run: Run, settings: Any):
+        """The workers of workload `name` for `run`, sized by `settings` (the [workload] section: an
+        object with its keys as attributes)."""
+        if name not in KINDS:
             raise ConfigError(f"unknown workload {name!r} (known: {', '.join(NAMES)})")
-        if name == "producer-consumer" and make_consumer is None:
-            raise ConfigError("workload 'producer-consumer' needs a consumer factory")
+        self.kind = KINDS[name]
+        if self.kind.needs_consumer and run.make_consumer is None:
+            raise ConfigError(f"workload {name!r} needs a consumer factory")
         self.name = name
         self.stop_event = threading.Event()
         self.values = ValueSource()
-        self.limiter = RateLimiter(rate)
-        self.workers: list[threading.Thread] = []
+        self.limiter = RateLimiter(settings.rate)
         self.gates: dict[str, threading.Event] = {}     # worker name -> set while its client may run
+        self.workers: list[threading.Thread] = self.kind.workers(self, run, settings)
 
-        def factory(make: Callable[..., Any], i: int, role: str) -> Callable[[], Any]:
-            gate = self.gates.setdefault(f"{role}-{i}", threading.Event())
-            gate.set()
-            return lambda: _Gated(make(i) if per_worker else make(), gate)
-
-        for i in range(concurrency):
-            self.workers.append(ProducerWorker(history=history, make_client=factory(make_producer, i, ProducerWorker.role), topic=topic,
-                                               partitions=partitions, values=self.values,
-                                               limiter=self.limiter, stop=self.stop_event, seed=seed, index=i))
-        if name == "producer-consumer":
-            n = max(1, min(consumers, partitions))
-            for i in range(n):
-                assigned = [p for p in range(partitions) if p % n == i]
-                self.workers.append(ConsumerWorker(history=history, make_client=factory(make_consumer, i, ConsumerWorker.role), topic=topic,
-                                                   partitions=assigned, stop=self.stop_event, index=i))
+    def gated(self, make: Callable[[int], Any], i: int, role: str) -> Callable[[], Any]:
+        """Worker `role-i`'s client factory: its client behind a gate of its own (module docstring)."""
+        gate = self.gates.setdefault(f"{role}-{i}", threading.Event())
+        gate.set()
+        return lambda: _Gated(make(i), gate)
 
     def start(self) -> None:
         for w in self.workers:

@@ -23,7 +23,7 @@ from clusters.run_registry import Registry
 from nemesis import Nemesis
 from nemesis.step import Step
 from rundir import formats as runformat
-from workloads.workload import Workload
+from workloads.workload import Run, Workload
 
 from test_fault_records import Records
 
@@ -55,8 +55,8 @@ class NullHistory:
 
 
 def _workload(calls):
-    return Workload("producer", history=NullHistory(), topic="t", partitions=1, rate=2000, concurrency=2,
-                    consumers=0, seed=1, make_producer=lambda i: Counting(calls, i), per_worker=True)
+    return Workload("producer", Run(NullHistory(), "t", 1, 1, make_producer=lambda i: Counting(calls, i)),
+                    SimpleNamespace(rate=2000, concurrency=2, consumers=0))
 
 
 def test_a_held_client_waits_and_the_others_go_on_and_stop_releases_it():

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import threading
+from types import SimpleNamespace
 
 from broker.client import ClientError, FetchResult, SendResult
 from rundir.history import History
@@ -15,7 +16,7 @@ from workloads.consumer import ConsumerWorker, assign_op, poll_op
 from workloads.final_read import final_read_partition
 from workloads.pacing import RateLimiter, ValueSource
 from workloads.producer import ProducerWorker, send_op
-from workloads.workload import Workload
+from workloads.workload import Run, Workload
 
 
 def ops(path):
@@ -203,8 +204,8 @@ def test_workload_values_unique_and_rate_limited(tmp_path):
         def close(self):
             pass
 
-    wl = Workload("producer", history=h, topic="hw", partitions=3, rate=200.0, concurrency=3, consumers=0,
-                  seed=3, make_producer=Fine)
+    wl = Workload("producer", Run(h, "hw", 3, 3, make_producer=lambda i: Fine()),
+                  SimpleNamespace(rate=200.0, concurrency=3, consumers=0))
     wl.start()
     threading.Event().wait(0.5)
     assert wl.stop() == []
@@ -239,8 +240,9 @@ def test_producer_consumer_splits_partitions_among_consumers(tmp_path):
         def close(self):
             pass
 
-    wl = Workload("producer-consumer", history=h, topic="hw", partitions=5, rate=10.0, concurrency=2,
-                  consumers=2, seed=1, make_producer=Idle, make_consumer=Idle)
+    wl = Workload("producer-consumer", Run(h, "hw", 5, 1, make_producer=lambda i: Idle(),
+                                           make_consumer=lambda i: Idle()),
+                  SimpleNamespace(rate=10.0, concurrency=2, consumers=2))
     consumers = [w for w in wl.workers if isinstance(w, ConsumerWorker)]
     assert [c.partitions for c in consumers] == [[0, 2, 4], [1, 3]]
     assert len(wl.workers) == 4
