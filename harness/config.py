@@ -135,6 +135,7 @@ class ClientConfig:
 
 # the [workload] section, declared by the workloads (workloads/workload.py SETTINGS)
 WorkloadConfig = section_class("WorkloadConfig", workload_settings.SETTINGS)
+WorkloadConfig.__module__ = __name__        # found here by pickle and repr, as a class written here would be
 
 
 @dataclass

@@ -132,16 +132,13 @@ KINDS: dict[str, Kind] = {k.name: k for k in (
          lambda a, name: _client(a, name, True), lambda a, name: _client(a, name, False),
          party="clients",
          doc="a workload client held: its next call waits until the stop, as a client process stopped past "
-             "its timeouts (a consumer misses its polls, a producer its deliveries); the broker side sees "
-             "a silent client"),
+             "its timeouts (a consumer misses its polls, a producer its deliveries); a Kafka library's "
+             "background threads still run"),
     Kind("elect", "elect", "elected", (), "leader",
          lambda a, n: a.elect(a.window.value["partition"], n), lambda a, n: "", params=("partition",),
          doc="a controlled leadership move (ELECT_LEADER through the admin client); its stop undoes "
              "nothing, it marks when the new leader was seen settled"),
 )}
-# the history's f of each kind's start and stop (docs/formats.md)
-START_F = {k.name: k.start_f for k in KINDS.values()}
-STOP_F = {k.name: k.stop_f for k in KINDS.values()}
 PROCESS_KINDS = tuple(k.name for k in KINDS.values() if k.process)
 
 
