@@ -298,9 +298,9 @@ class _Fields:
         except SettingError as exc:
             raise self.bad(key, exc.problem) from None
 
-    def default(self, key: str, value: Any = None) -> Any:
+    def default(self, key: str) -> Any:
         """args[key], given or its default (NUMBERS'), checked."""
-        self.args.setdefault(key, NUMBERS[key].default if value is None else value)
+        self.args.setdefault(key, NUMBERS[key].default)
         return self.need(key)
 
     def partition(self, default: int | None = NUMBERS["partition"].default) -> None:

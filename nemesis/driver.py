@@ -112,12 +112,13 @@ class Nemesis:
                 continue
             for need in kind.needs:
                 require(self.cluster, need, name)
-            if FAULTS[f][0] == "corrupt":       # the broker is killed, damaged, then restarted
+            if kind.damages:                # the broker is killed, damaged, then restarted
                 corrupt_how(f, 0, self._midrun_storage_faults())    # ConfigError if it can apply none
 
     def _check_power_loss(self, kinds: set[str]) -> None:
         """ConfigError when `kinds` cut power but the brokers run without the power-loss emulation."""
-        if "power-loss" in kinds and (self.cluster.spec.broker_settings or {}).get("power_loss") is not True:
+        cuts = any(k in KINDS and KINDS[k].cuts_power for k in kinds)
+        if cuts and (self.cluster.spec.broker_settings or {}).get("power_loss") is not True:
             raise ConfigError("nemesis: the power-loss fault needs brokers started with broker setting "
                                 "power_loss = true")
 
@@ -371,14 +372,11 @@ class Nemesis:
         return cut.targets, extra, note
 
     def _resolve_client(self, step: Step, who: str, rng: random.Random) -> tuple[list[str], dict[str, Any], str]:
-        """A workload client (any, or a consumer), one not held already, chosen with the step's seed; or the
-        step's named targets."""
+        """A workload client (any, or a consumer), one not held already, chosen with the step's seed (a
+        schedule file's step names no targets for it: the fault chooses its own)."""
         held = {t for a in self.windows.active if a.kind == FAULTS[step.fault][0] for t in a.targets}
         clients = self.clients() if self.clients is not None else None
         names = list(clients.client_names()) if clients is not None else []
-        if step.targets is not None:
-            free = [t for t in step.targets if t not in held]
-            return free, {}, "" if free else f"{', '.join(step.targets)} held already"
         free = [n for n in names if n not in held and (who == "client" or n.startswith(f"{who}-"))]
         if not free:
             return [], {}, f"no free {who} among the workload's clients ({', '.join(names) or 'none yet'})"

@@ -119,7 +119,7 @@ class FaultWindows:
                 details += run(kind, a, errors)
             except ClusterError as exc:
                 errors.append(str(exc))
-            more = {"damage": w.damage} if starting and asked and kind.name == "corrupt" else {}
+            more = {"damage": w.damage} if starting and asked and kind.damages else {}
             return "; ".join(d for d in details if d), errors, more
         return act
 
