@@ -500,16 +500,12 @@ class Nemesis:
             log.info("nemesis skipped %s", msg)
             return
         label = f"{step.fault} {extra['shape'] + ' ' if 'shape' in extra else ''}{' '.join(targets)}"
-        self._inject(step, kind, targets, extra, note, step.at + self._shift + step.duration, label)
+        self._inject(_window(step, kind, targets, extra, step.at + self._shift + step.duration, label), note)
 
-    def _inject(self, step: Step, kind: str, targets: list[str], extra: dict[str, Any], note: str,
-                ends_at: float, label: str) -> Window:
+    def _inject(self, window: Window, note: str) -> Window:
         """Start one fault window on resolved targets (the executor records and acts)."""
-        if KINDS[kind].damages:
-            self._damaged.update(targets)     # until back in the ISR (_minority)
-        pairs = extra.get("drops", extra.get("links")) if KINDS[kind].on == "links" else None
-        window = Window(kind, targets, extra, step, ends_at, label.replace("  ", " "),
-                        pairs=[tuple(p) for p in pairs] if pairs is not None else None, seed=step.seed)
+        if KINDS[window.kind].damages:
+            self._damaged.update(window.targets)     # until back in the ISR (_minority)
         errors = self.windows.open_window(window, note)
         self.stats.started += 1
         self.stats.errors += errors
@@ -556,8 +552,9 @@ class _Play:
             if self.nem._stop_event.is_set():
                 raise packages.Stopped()
             label = f"{self.step.fault} {name} {' '.join(targets)}"
-            fault = self.nem._inject(self.step, kind, targets, {"package": self.number, "step": name, **extra},
-                                     f"{self.step.fault} #{self.number}, {name}: {note}", math.inf, label)
+            window = _window(self.step, kind, targets, {"package": self.number, "step": name, **extra},
+                             math.inf, label)
+            fault = self.nem._inject(window, f"{self.step.fault} #{self.number}, {name}: {note}")
             return fault
 
     def stop(self, fault: Window, note: str) -> None:
@@ -596,3 +593,11 @@ class _Play:
         ok, view, waited = self.wait(lambda v: live.whole(v, nodes), self.isr_wait_s)
         log.info("nemesis package %s #%d: cluster %s after %.1f s", self.step.fault, self.number,
                  "whole again" if ok else "not whole yet", waited)
+
+
+def _window(step: Step, kind: str, targets: list[str], extra: dict[str, Any], ends_at: float,
+            label: str) -> Window:
+    """The window a step opens on resolved targets; a links kind's pairs are its drops, or its links."""
+    pairs = extra.get("drops", extra.get("links")) if KINDS[kind].on == "links" else None
+    return Window(kind, targets, extra, step, ends_at, label.replace("  ", " "),
+                  pairs=[tuple(p) for p in pairs] if pairs is not None else None, seed=step.seed)

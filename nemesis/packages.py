@@ -81,14 +81,17 @@ def pause_leader_until_fenced(ctx: Any, step: Any) -> None:
         return
     pause = ctx.start("pause-leader", "pause", [leader], {"partition": part.partition, "state": part.state()},
                       part.describe(ctx.topic))
-    _hold_until(ctx, pause, part, leader, lambda v: targets.fenced(v, part.partition, leader),
-                "fenced", "resumed", f"not fenced from {ctx.topic}/{part.partition}")
+    _hold_until(ctx, pause, (part, leader), lambda v: targets.fenced(v, part.partition, leader),
+                ("fenced", "resumed", f"not fenced from {ctx.topic}/{part.partition}"))
 
 
-def _hold_until(ctx: Any, window: Any, part: Any, leader: str, test, done: str, undone: str,
-                missed: str) -> None:
+def _hold_until(ctx: Any, window: Any, aim: tuple[Any, str], test, words: tuple[str, str, str]) -> None:
     """Hold `window` until the metadata passes `test` (at most the fence wait), stop it saying which way it
-    went, skip the package when it did not, and wait for `leader` to rejoin."""
+    went, skip the package when it did not, and wait for the leader to rejoin. `aim` is the partition and
+    its leader; `words` what the stop notes say: the outcome hoped for, what was done instead, and the
+    skip's reason."""
+    part, leader = aim
+    done, undone, missed = words
     ok, view, waited = ctx.wait(test, ctx.fence_wait_s)
     now = view.get(part.partition) if view is not None else None
     seen = now.describe(ctx.topic) if now is not None else "no metadata"
@@ -111,8 +114,8 @@ def isolate_leader_until_replaced(ctx: Any, step: Any) -> None:
     iso = ctx.start("isolate-leader", "partition", cut.targets,
                     {"shape": cut.shape, "groups": cut.groups, "drops": [list(d) for d in cut.drops],
                      "partition": part.partition, "state": part.state()}, part.describe(ctx.topic))
-    _hold_until(ctx, iso, part, leader, lambda v: targets.leader(v, part.partition) not in (None, leader),
-                "replaced", "healed", f"not replaced as leader of {ctx.topic}/{part.partition}")
+    _hold_until(ctx, iso, (part, leader), lambda v: targets.leader(v, part.partition) not in (None, leader),
+                ("replaced", "healed", f"not replaced as leader of {ctx.topic}/{part.partition}"))
 
 
 def bounce_leader(ctx: Any, step: Any) -> None:
