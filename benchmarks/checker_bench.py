@@ -104,6 +104,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from rundir import formats as rf  # noqa: E402
+from rundir import kinds  # noqa: E402
 from checkers import synthetic  # noqa: E402
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
@@ -320,7 +321,7 @@ def main() -> int:
             counts = {k: got["anomalies"][k]["count"] for k in rf.ANOMALY_KINDS}
             want = {k: expected[k] for k in rf.ANOMALY_KINDS}
             row["spark_matches_injected"] = counts == want and \
-                got["anomalies"]["divergence"]["committed"] == expected["divergence_committed"]
+                got["anomalies"][kinds.DIVERGENCE.name]["committed"] == expected["divergence_committed"]
             print(f"  spark findings == injected set: {row['spark_matches_injected']}", flush=True)
         if args.no_reference:
             pass

@@ -31,10 +31,11 @@ sys.path.insert(0, str(ROOT))
 from harness.config import TestConfig, with_values  # noqa: E402
 from harness.runner import run_test  # noqa: E402
 from harness.suite_file import load_suite  # noqa: E402
+from rundir import kinds  # noqa: E402
 
 SAFE = {"broker.truncation": "leader-epoch", "client.acks": "all", "broker.min_insync_replicas": 2,
         "broker.unclean_leader_election": False}
-FOUND = ("lost-write", "divergence")
+FOUND = (kinds.LOST_WRITE.name, kinds.DIVERGENCE.name)
 
 
 def safe_variant(cfg: TestConfig) -> TestConfig:

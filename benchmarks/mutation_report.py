@@ -25,7 +25,7 @@ sys.path.insert(0, str(ROOT))
 from rundir import kinds  # noqa: E402
 from benchmarks.mutation import load_corpus  # noqa: E402
 
-NEW_KINDS = set(kinds.PROTOCOL_NAMES) | {"realtime-order"}
+NEW_KINDS = set(kinds.PROTOCOL_NAMES) | {kinds.REALTIME_ORDER.name}
 OLD_EXPLORE = {"committed-prefix-agreement", "no-acked-loss", "hw-above-leo", "leader-hw-decrease",
                "epoch-two-leaders"}
 

@@ -58,11 +58,12 @@ import json
 from typing import Any
 
 from broker.config_keys import sim_keys
+from rundir import kinds
 from simulator import actions as A
 from simulator.shrink import apply_tracked
 from simulator.world import World, SimError
 
-KINDS = {"no-acked-loss": "lost-write", "committed-prefix-agreement": "divergence"}
+KINDS = {"no-acked-loss": kinds.LOST_WRITE.name, "committed-prefix-agreement": kinds.DIVERGENCE.name}
 MODES = ("hw", "leader-epoch")
 WAIT_TIMEOUT = 20
 REAL_LAG_MS = 60000

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from rundir.kinds import LOST_WRITE
 from reports.broker_events import LaneMark, PartitionEvents
 from reports.history_scan import FaultWindow, HistorySummary
 from reports.svg import Frame, Linear, Log, esc, fmt_count, fmt_seconds, polyline_path, r1
@@ -76,7 +77,7 @@ def kind_rows(frame: Frame, x: Linear, axis: TimeAxis, bands: list[KindBand], to
     for n, b in enumerate(bands):
         y = top + n * KIND_ROW_H
         sy = y + KIND_ROW_H - KIND_STRIP_H - 3
-        what = "acknowledged" if b.kind == "lost-write" else "at"
+        what = "acknowledged" if b.kind == LOST_WRITE.name else "at"
         label = (f"{b.kind}: {b.count:,}" + (f", {what} {fmt_span(b.first_s, b.last_s)}" if b.first_s is not None
                                              else "") + (f", {b.untimed:,} with no time" if b.untimed else ""))
         out.append(f'<g class="krow {"fails" if b.fails_run else "soft"}" data-kind="{esc(b.kind)}">'

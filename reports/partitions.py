@@ -15,6 +15,7 @@ from typing import Any
 
 from rundir import formats as runformat
 from rundir.formats import FormatError
+from rundir.kinds import LOST_WRITE
 from reports.jsonfast import DecodeError, loads
 
 CONTEXT = 3            # rows shown either side of an interesting offset
@@ -366,7 +367,7 @@ def build_views(run_dir: Path, results: dict[str, Any] | None) -> list[Partition
                 if not isinstance(ex, dict) or not isinstance(ex.get("partition"), int):
                     continue
                 p = ex["partition"]
-                if kind == "lost-write":
+                if kind == LOST_WRITE.name:
                     lost.setdefault(p, []).append(ex)
                     continue
                 if isinstance(ex.get("offset"), int):

@@ -17,7 +17,7 @@ from markupsafe import Markup
 from rundir.expectation import judge
 from rundir.verdict import reason_text, scope_groups
 from rundir import formats as runformat
-from rundir.kinds import PROTOCOL_NAMES
+from rundir.kinds import DIVERGENCE, LOST_WRITE, PROTOCOL_NAMES
 from reports import charts
 from reports.anomalies import MAX_EXAMPLES_SHOWN, anomaly_kinds, example_times, referenced_indexes
 from reports.config_summary import flatten, show, summary
@@ -101,7 +101,7 @@ def verdict_line(run: Run) -> str:
     if soft:
         return ("No anomalies that fail the run; counted but allowed: "
                 + ", ".join(f"{k} {c:,}" for k, c in soft) + ".")
-    divergence = anomalies.get("divergence") if isinstance(anomalies.get("divergence"), dict) else {}
+    divergence = anomalies.get(DIVERGENCE.name) if isinstance(anomalies.get(DIVERGENCE.name), dict) else {}
     if divergence.get("status", "checked") != "checked":      # no replica was compared (results.json scope)
         return "No anomalies found: no acknowledged write was lost."
     return "No anomalies found: no acknowledged write was lost and the replicas agree."
@@ -184,7 +184,7 @@ def kind_partitions(totals: dict) -> dict[str, list[tuple[int, int, bool]]]:
     out: dict[str, list[tuple[int, int, bool]]] = {}
     for p, t in totals.items():
         if t.lost:
-            out.setdefault("lost-write", []).append((p, t.lost, t.lost_from_examples))
+            out.setdefault(LOST_WRITE.name, []).append((p, t.lost, t.lost_from_examples))
         for kind, n in t.kinds.items():
             out.setdefault(kind, []).append((p, n, kind in t.kinds_from_examples))
     return out

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from rundir import formats as runformat
-from rundir.kinds import PROTOCOL_NAMES
+from rundir import kinds
 from reports.broker_events import BrokerEvents, read_broker_events
 from reports.jsonfast import dumps_compact
 
@@ -790,7 +790,7 @@ def _poll_order(tl: Timeline, ex: dict[str, Any], kind: str) -> Story:
     if pt is not None and prev:
         parts.append(f", read at {_op_time(pt)}")
     skipped = [x for x in _list(ex.get("skipped")) if isinstance(x, dict)]
-    if kind == "poll-skip" and skipped:
+    if kind == kinds.POLL_SKIP.name and skipped:
         shown = ", ".join(f"{x.get('offset')}" + (f" ({x['value']})" if x.get("value") is not None else "")
                           for x in skipped[:5])
         parts.append(f"; skipped offsets {shown}" + (" …" if len(skipped) > 5 else ""))
@@ -924,15 +924,15 @@ def page_teller(run: Any) -> Callable[[str, Any], Story | None]:
 
 
 TELLERS = {
-    "lost-write": _lost_write,
-    "divergence": _divergence,
-    "inconsistent-offset": _inconsistent_offset,
-    "dirty-read": _dirty_read,
-    "aborted-read": _dirty_read,
-    "nonmonotonic-send": _nonmonotonic_send,
-    "hw-regression": _hw_regression,
-    "hw-regression-cross-epoch": _hw_regression,
-    "realtime-order": _realtime_order,
+    kinds.LOST_WRITE.name: _lost_write,
+    kinds.DIVERGENCE.name: _divergence,
+    kinds.INCONSISTENT_OFFSET.name: _inconsistent_offset,
+    kinds.DIRTY_READ.name: _dirty_read,
+    kinds.ABORTED_READ.name: _dirty_read,
+    kinds.NONMONOTONIC_SEND.name: _nonmonotonic_send,
+    kinds.HW_REGRESSION.name: _hw_regression,
+    kinds.HW_REGRESSION_CROSS_EPOCH.name: _hw_regression,
+    kinds.REALTIME_ORDER.name: _realtime_order,
 }
 
 
@@ -940,9 +940,9 @@ def tell(kind: str, example: Any, timeline: Timeline) -> Story | None:
     """The story of one checker example, or None when the example is not an object with a partition."""
     if not isinstance(example, dict) or "partition" not in example:
         return None
-    if kind in ("poll-skip", "nonmonotonic-poll"):
+    if kind in (kinds.POLL_SKIP.name, kinds.NONMONOTONIC_POLL.name):
         return _poll_order(timeline, example, kind)
-    if kind in PROTOCOL_NAMES:
+    if kind in kinds.PROTOCOL_NAMES:
         return _protocol(timeline, example, kind)
     fn = TELLERS.get(kind)
     return fn(timeline, example) if fn is not None else _generic(timeline, example, kind)

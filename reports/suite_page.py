@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rundir.kinds import DIVERGENCE, LOST_WRITE
 from reports.render import asset, environment
 
 SUMMARY_JSON = "suite.json"
@@ -90,7 +91,7 @@ def make_cell(c: dict[str, Any]) -> Cell:
     for r in repeats:
         allowed = set(r.get("allowed") or [])   # counted by the checker but not failing a run: not shown
         for k, v in (r.get("counts") or {}).items():
-            if k not in ("lost-write", "divergence") and k not in allowed and v:
+            if k not in (LOST_WRITE.name, DIVERGENCE.name) and k not in allowed and v:
                 others[k] = others.get(k, 0) + int(v)
     links = []
     for r in repeats:
@@ -106,8 +107,8 @@ def make_cell(c: dict[str, Any]) -> Cell:
                 found[k] = found.get(k, 0) + int(v)
         others = {}
     return Cell(name=str(c.get("name")), status=status, css=STATUS_CLASS.get(status, "not-run"),
-                expect=expect_text(c.get("expect") or {}), lost=_sum(repeats, "lost-write"),
-                divergent=_sum(repeats, "divergence"), others=sorted(others.items()), ran=len(repeats),
+                expect=expect_text(c.get("expect") or {}), lost=_sum(repeats, LOST_WRITE.name),
+                divergent=_sum(repeats, DIVERGENCE.name), others=sorted(others.items()), ran=len(repeats),
                 planned=int(c.get("repeats_planned") or len(repeats)), message=str(c.get("message") or ""),
                 links=links, found=found)
 
@@ -244,7 +245,7 @@ def trend(suite_dir: Path, summary: dict[str, Any], last: int = TREND_RUNS) -> T
             status = str(found.get("status") or "pending")
             reps = found.get("repeats") or []
             points.append(TrendPoint(status=status, css=STATUS_CLASS.get(status, "not-run"),
-                                     lost=_sum(reps, "lost-write"), divergent=_sum(reps, "divergence")))
+                                     lost=_sum(reps, LOST_WRITE.name), divergent=_sum(reps, DIVERGENCE.name)))
         rows.append((name, points))
     return Trend(runs=runs, rows=rows)
 

@@ -13,8 +13,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rundir import formats as runformat
+from rundir.kinds import LOST_WRITE
 
-LOST = "lost-write"
+LOST = LOST_WRITE.name
 SHAPE_CLASSES = ("prefix", "middle", "suffix")   # and "all": every acknowledged write lost
 SHAPE_WORDS = {"prefix": "at the start", "middle": "in the middle", "suffix": "at the end"}
 
