@@ -26,7 +26,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
-from report_synth import build_run  # noqa: E402
+from report_synth import Knobs, build_run  # noqa: E402
 
 from reports.render import write_report  # noqa: E402
 
@@ -73,7 +73,7 @@ def measure(ops: int, args) -> bool:
         shutil.rmtree(run)
     if not marker.exists():
         t0 = time.perf_counter()
-        build_run(run, ops=ops, partitions=args.partitions)
+        build_run(run, Knobs(ops=ops, partitions=args.partitions))
         print(f"built synthetic run {run} in {time.perf_counter() - t0:.1f} s")
     lines = sum(1 for _ in marker.open("rb"))
     sizes = {p.relative_to(run).parts[0]: 0 for p in run.iterdir()}
