@@ -816,7 +816,7 @@ def run_one(bench: Bench, m: Mutant | None, commit: str, methods: list[str], kee
     return rec
 
 
-def main(argv: list[str] | None = None) -> int:
+def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--only", help="comma-separated mutant names")
@@ -842,28 +842,31 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--baseline", action="store_true", help="run the unmutated tree with the methods: must find nothing")
     ap.add_argument("--skip-canary", action="store_true", help="do not run the canary first")
     ap.add_argument("--keep-copies", action="store_true", help="keep each mutant's copy of the tree")
-    a = ap.parse_args(argv)
-    try:
-        mutants = load_corpus(Path(a.corpus))
-    except MutantError as exc:
-        print(f"mutation: {exc}", file=sys.stderr)
-        return 2
+    return ap
+
+
+def _select(a: argparse.Namespace) -> tuple[list[Mutant], list[str]]:
+    """The mutants (--only of the corpus) and the methods asked for; MutantError if a name is unknown."""
+    mutants = load_corpus(Path(a.corpus))
     if a.only:
         wanted = [n.strip() for n in a.only.split(",") if n.strip()]
         unknown = [n for n in wanted if n not in {m.name for m in mutants}]
         if unknown:
-            print(f"mutation: unknown mutant(s): {', '.join(unknown)}", file=sys.stderr)
-            return 2
+            raise MutantError(f"unknown mutant(s): {', '.join(unknown)}")
         mutants = [m for m in mutants if m.name in wanted]
     methods = [k.strip() for k in a.methods.split(",") if k.strip()]
     if not methods or any(k not in METHODS for k in methods):
-        print("mutation: --methods takes a, b and c", file=sys.stderr)
-        return 2
-    if a.list:
-        return cmd_list(mutants)
-    if a.reach:
-        return cmd_reach(mutants, [Path(d) for d in a.reach])
+        raise MutantError("--methods takes a, b and c")
+    return mutants, methods
 
+
+def _shown(a: argparse.Namespace, methods: list[str]) -> list[str]:
+    """The methods the figures show: those asked for, and the nightly suite with --nightly."""
+    return methods + (["c"] if a.nightly and "c" not in methods else [])
+
+
+def _bench(a: argparse.Namespace, methods: list[str]) -> tuple[Bench, str, str]:
+    """The results directory, the commit measured (and its subject) and the Bench that runs from copies of it."""
     results = Path(a.results_dir).resolve() if a.results_dir else Path(tempfile.mkdtemp(prefix="highwater-mutation-"))
     _outside_checkout(results)
     results.mkdir(parents=True, exist_ok=True)
@@ -875,80 +878,146 @@ def main(argv: list[str] | None = None) -> int:
     bench = Bench(opts, results, Runner())
     log(f"commit {commit[:12]} ({subject}){'; uncommitted changes in the working tree are NOT measured' if dirty else ''}")
     log(f"results in {results}")
-    if a.check_apply:
-        return cmd_check_apply(bench, mutants, commit, canary=not a.skip_canary)
+    return bench, commit, subject
 
-    doc = {"format": "highwater-mutation-1", "commit": commit, "commit_subject": subject,
-           "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "python": opts.python, "results_dir": str(results),
-           "options": {"methods": methods, "nightly_for_escaped": a.nightly, "time_limit": a.time_limit,
-                       "budget": a.budget, "nightly_budget": a.nightly_budget, "suite": a.suite, "checker": a.checker or "run default",
-                       "seed": a.seed, "baseline": a.baseline}, "records": []}
-    json_path = Path(a.json).resolve() if a.json else None
-    t_all = time.monotonic()
+
+def _new_doc(a: argparse.Namespace, methods: list[str], bench: Bench, commit: str, subject: str) -> dict:
+    return {"format": "highwater-mutation-1", "commit": commit, "commit_subject": subject,
+            "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "python": bench.opts.python,
+            "results_dir": str(bench.results),
+            "options": {"methods": methods, "nightly_for_escaped": a.nightly, "time_limit": a.time_limit,
+                        "budget": a.budget, "nightly_budget": a.nightly_budget, "suite": a.suite,
+                        "checker": a.checker or "run default", "seed": a.seed, "baseline": a.baseline},
+            "records": []}
+
+
+def _canary_ok(bench: Bench, a: argparse.Namespace, methods: list[str], doc: dict, json_path: Path | None) -> bool:
+    """Runs the canary first when a method runs highwater from a copy (unless --skip-canary): False if it failed."""
+    if a.skip_canary or not ("a" in methods or "c" in methods or a.nightly):
+        return True
+    try:
+        doc["canary"] = bench.canary(doc["commit"])
+        log(doc["canary"])
+    except MutantError as exc:
+        log(f"CANARY FAILED, nothing measured: {exc}")
+        doc["canary"] = f"failed: {exc}"
+        write_json(json_path, doc)
+        return False
+    return True
+
+
+def _nightly_for_escaped(bench: Bench, m: Mutant | None, commit: str, rec: dict) -> None:
+    """--nightly: the nightly suite on a mutant that escaped the other methods, added to its record."""
+    name = rec["name"]
+    root = bench.results / "copies" / name
+    if not root.exists():
+        snapshot(commit, root)
+        if m is not None:
+            apply_mutant(m, root)
+    res = bench.nightly_c(root, name, bench.results / name)
+    rec["methods"]["c"] = res
+    log(f"  {name}: nightly: {_cell(res)} {','.join(res.get('failed_configs') or [])} "
+        f"({res['elapsed_s']:.0f} s)")
+    if res.get("caught"):
+        rec["caught_by"].append("nightly")
+
+
+def _measure_one(bench: Bench, a: argparse.Namespace, m: Mutant | None, step: str, methods: list[str],
+                 commit: str) -> dict:
+    """One mutant's record: every method, then the nightly suite if --nightly and it escaped them."""
+    name = m.name if m else "baseline"
+    log(f"{step} {name}" + (f" ({m.area}, {m.rule}): {m.why}" if m else ""))
+    t0 = time.monotonic()
+    keep = True if bench.opts.spark_dir is not None else a.keep_copies   # the Spark service may run from it
+    rec = run_one(bench, m, commit, methods, keep)
+    if (a.nightly and "c" not in methods and "error" not in rec and not rec["caught_by"]
+            and not bench.runner.stop):
+        log(f"  {name}: escaped {', '.join(METHODS[k] for k in methods)}: nightly suite ...")
+        _nightly_for_escaped(bench, m, commit, rec)
+    rec["elapsed_s"] = round(time.monotonic() - t0, 1)
+    return rec
+
+
+def _verdict(rec: dict, m: Mutant | None) -> str:
+    if "error" in rec:
+        return "ERROR " + rec["error"]
+    if rec.get("interrupted"):
+        return "INTERRUPTED (not counted)"
+    if rec["caught_by"]:
+        return "caught by " + ", ".join(rec["caught_by"])
+    return "nothing found" if m is None else "ESCAPED"
+
+
+def _measure(bench: Bench, a: argparse.Namespace, todo: list[Mutant | None], methods: list[str], doc: dict,
+             json_path: Path | None) -> bool:
+    """The canary, then every mutant of todo, its record saved after each; False if the canary failed.
+    Stops the private Spark service at the end (and drops the copies it kept for it)."""
     last_root = None
     try:
-        if not a.skip_canary and ("a" in methods or "c" in methods or a.nightly):
-            try:
-                doc["canary"] = bench.canary(commit)
-                log(doc["canary"])
-            except MutantError as exc:
-                log(f"CANARY FAILED, nothing measured: {exc}")
-                doc["canary"] = f"failed: {exc}"
-                write_json(json_path, doc)
-                return 255
-        todo: list[Mutant | None] = [None] if a.baseline else list(mutants)
+        if not _canary_ok(bench, a, methods, doc, json_path):
+            return False
         for i, m in enumerate(todo, 1):
             if bench.runner.stop:
                 break
-            name = m.name if m else "baseline"
-            log(f"[{i}/{len(todo)}] {name}" + (f" ({m.area}, {m.rule}): {m.why}" if m else ""))
-            t0 = time.monotonic()
-            keep = True if opts.spark_dir is not None else a.keep_copies   # the Spark service may run from it
-            rec = run_one(bench, m, commit, methods, keep)
-            if (a.nightly and "c" not in methods and "error" not in rec and not rec["caught_by"]
-                    and not bench.runner.stop):
-                log(f"  {name}: escaped {', '.join(METHODS[k] for k in methods)}: nightly suite ...")
-                root = bench.results / "copies" / name
-                if not root.exists():
-                    snapshot(commit, root)
-                    if m is not None:
-                        apply_mutant(m, root)
-                res = bench.nightly_c(root, name, bench.results / name)
-                rec["methods"]["c"] = res
-                log(f"  {name}: nightly: {_cell(res)} {','.join(res.get('failed_configs') or [])} "
-                    f"({res['elapsed_s']:.0f} s)")
-                if res.get("caught"):
-                    rec["caught_by"].append("nightly")
-            rec["elapsed_s"] = round(time.monotonic() - t0, 1)
-            last_root = bench.results / "copies" / name
-            verdict = "ERROR " + rec["error"] if "error" in rec else "INTERRUPTED (not counted)" if rec.get(
-                "interrupted") else (
-                "caught by " + ", ".join(rec["caught_by"]) if rec["caught_by"]
-                else "nothing found" if m is None else "ESCAPED")
-            log(f"[{i}/{len(todo)}] {name}: {verdict} ({rec['elapsed_s']:.0f} s)")
+            rec = _measure_one(bench, a, m, f"[{i}/{len(todo)}]", methods, doc["commit"])
+            last_root = bench.results / "copies" / rec["name"]
+            log(f"[{i}/{len(todo)}] {rec['name']}: {_verdict(rec, m)} ({rec['elapsed_s']:.0f} s)")
             doc["records"].append(rec)
-            doc["totals"] = summarize(doc["records"], methods + (["c"] if a.nightly and "c" not in methods else []))
+            doc["totals"] = summarize(doc["records"], _shown(a, methods))
             write_json(json_path, doc)
     finally:
         bench.stop_spark(last_root if last_root and last_root.exists() else None)
-        if opts.spark_dir is not None and not a.keep_copies:
-            shutil.rmtree(results / "copies", ignore_errors=True)
-    shown = methods + (["c"] if a.nightly and "c" not in methods else [])
+        if bench.opts.spark_dir is not None and not a.keep_copies:
+            shutil.rmtree(bench.results / "copies", ignore_errors=True)
+    return True
+
+
+def _baseline_clean(doc: dict) -> bool:
+    """--baseline: whether the unmutated tree ran with every method and none found anything."""
+    rec = doc["records"][0] if doc["records"] else {}
+    return bool(rec) and "error" not in rec and all(r.get("exit_code") == 0 or (k == "c" and not r.get("caught"))
+                                                    for k, r in rec.get("methods", {}).items())
+
+
+def _finish(bench: Bench, a: argparse.Namespace, doc: dict, methods: list[str], json_path: Path | None,
+            t_all: float) -> int:
+    """The totals saved and printed; the exit code."""
+    shown = _shown(a, methods)
     doc["totals"] = summarize(doc["records"], shown)
     doc["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     doc["elapsed_s"] = round(time.monotonic() - t_all, 1)
     doc["interrupted"] = bench.runner.stop
     write_json(json_path, doc)
     print_table(doc["records"], shown, doc["totals"])
-    log(f"commit {commit[:12]}; {doc['elapsed_s'] / 60:.1f} min; results in {results}"
+    log(f"commit {doc['commit'][:12]}; {doc['elapsed_s'] / 60:.1f} min; results in {bench.results}"
         + (f"; figures in {json_path}" if json_path else ""))
     if a.baseline:
-        rec = doc["records"][0] if doc["records"] else {}
-        clean = bool(rec) and "error" not in rec and all(r.get("exit_code") == 0 or (k == "c" and not r.get("caught"))
-                                                         for k, r in rec.get("methods", {}).items())
+        clean = _baseline_clean(doc)
         log("baseline: " + ("VALID everywhere (no false alarm)" if clean else "NOT clean: see above"))
         return 0 if clean else 1
     return 130 if bench.runner.stop else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    a = _parser().parse_args(argv)
+    try:
+        mutants, methods = _select(a)
+    except MutantError as exc:
+        print(f"mutation: {exc}", file=sys.stderr)
+        return 2
+    if a.list:
+        return cmd_list(mutants)
+    if a.reach:
+        return cmd_reach(mutants, [Path(d) for d in a.reach])
+    bench, commit, subject = _bench(a, methods)
+    if a.check_apply:
+        return cmd_check_apply(bench, mutants, commit, canary=not a.skip_canary)
+    doc = _new_doc(a, methods, bench, commit, subject)
+    json_path = Path(a.json).resolve() if a.json else None
+    t_all = time.monotonic()
+    if not _measure(bench, a, [None] if a.baseline else list(mutants), methods, doc, json_path):
+        return 255
+    return _finish(bench, a, doc, methods, json_path, t_all)
 
 
 if __name__ == "__main__":
