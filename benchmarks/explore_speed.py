@@ -149,7 +149,7 @@ def long_safe(events: int, workers: int, seed: int, length: int = 50) -> dict:
             "findings": [f.describe() for f in r.findings], "workers": workers}
 
 
-def main(argv: list[str] | None = None) -> int:
+def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--speed-s", type=float, default=20.0, help="seconds per speed measurement [20]")
@@ -161,15 +161,72 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--swarm", action=argparse.BooleanOptionalAction, default=True,
                     help="search each configuration with swarm testing too [on]")
     ap.add_argument("--json", default=None, help="also write the figures to this file")
-    args = ap.parse_args(argv)
+    return ap
+
+
+def _usage_error(args: argparse.Namespace, only: set[str] | None) -> str | None:
+    """What is wrong with the arguments, or None."""
     if args.speed_s <= 0 or args.search_schedules < 1 or args.long_events < 1 or args.workers < 1:
-        print("explore_speed: --speed-s, --search-schedules, --long-events and --workers must be positive",
-              file=sys.stderr)
-        return 2
-    only = set(args.only) if args.only else None
+        return "--speed-s, --search-schedules, --long-events and --workers must be positive"
     unknown = (only or set()) - {"speed", "search", "long"} - set(CONFIGS)
     if unknown:
-        print(f"explore_speed: --only: unknown part(s) {sorted(unknown)}", file=sys.stderr)
+        return f"--only: unknown part(s) {sorted(unknown)}"
+    return None
+
+
+def _speed_part(args: argparse.Namespace) -> list[dict]:
+    """Part 1: schedules per minute, safe and hw settings, with one and two workers."""
+    rows = []
+    for label, kw in (("leader-epoch acks=all minISR=2", SAFE), ("hw acks=1", dict(truncation="hw", acks=1))):
+        for w in (1, 2):
+            row = {"settings": label, **speed(SimSettings(**kw), w, args.speed_s, args.seed)}
+            rows.append(row)
+            print(f"speed  {label:32} workers={w}: {row['schedules_per_min']:>7,} schedules/min "
+                  f"({row['events_per_s']:,} events/s, {row['schedules']:,} schedules in {row['elapsed_s']} s)",
+                  flush=True)
+    return rows
+
+
+def _print_search(name: str, swarm: bool, res: dict) -> None:
+    head = (f"search {name + (' swarm' if swarm else ''):24} {res['schedules']:,} schedules in "
+            f"{res['elapsed_s']} s, {res['failing_schedules']} failing; "
+            f"promises no loss: {res['promises_no_loss']}")
+    print(head, flush=True)
+    if not res["findings"]:
+        print("         no finding", flush=True)
+    for f in res["findings"]:
+        shrunk = f.get("shrunk", "-")
+        print(f"         {f['kind']:10} {f['invariant']:27} schedule {f['schedule']:>5} {f['time_to_find_s']:>6} s "
+              f"{f['length']:>3} events -> shrunk {shrunk:>3}  "
+              f"{'PROMISED ' if f['promised'] else ''}{f['text'][:80]}", flush=True)
+
+
+def _search_part(args: argparse.Namespace, names: list[str]) -> list[dict]:
+    """Part 2: each configuration searched (and with swarm testing unless --no-swarm)."""
+    rows = []
+    for name, swarm in [(n, sw) for n in names for sw in ((False, True) if args.swarm else (False,))]:
+        res = search(name, CONFIGS[name][0], args.search_schedules, args.seed, args.shrink_budget, swarm)
+        rows.append(res)
+        _print_search(name, swarm, res)
+    return rows
+
+
+def _long_part(args: argparse.Namespace) -> dict:
+    """Part 3: the long safe run, which must find nothing."""
+    res = long_safe(args.long_events, args.workers, args.seed)
+    print(f"long   safe leader-epoch: {res['events']:,} events in {res['schedules']:,} schedules, "
+          f"{res['elapsed_s']} s, workers={res['workers']}: {len(res['findings'])} findings", flush=True)
+    for f in res["findings"][:5]:
+        print(f"         {f}")
+    return res
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    only = set(args.only) if args.only else None
+    error = _usage_error(args, only)
+    if error:
+        print(f"explore_speed: {error}", file=sys.stderr)
         return 2
     out: dict = {"seed": args.seed}
 
@@ -177,38 +234,12 @@ def main(argv: list[str] | None = None) -> int:
         return only is None or part in only
 
     if want("speed"):
-        out["speed"] = []
-        for label, kw in (("leader-epoch acks=all minISR=2", SAFE), ("hw acks=1", dict(truncation="hw", acks=1))):
-            for w in (1, 2):
-                row = {"settings": label, **speed(SimSettings(**kw), w, args.speed_s, args.seed)}
-                out["speed"].append(row)
-                print(f"speed  {label:32} workers={w}: {row['schedules_per_min']:>7,} schedules/min "
-                      f"({row['events_per_s']:,} events/s, {row['schedules']:,} schedules in {row['elapsed_s']} s)",
-                      flush=True)
+        out["speed"] = _speed_part(args)
     names = [n for n in CONFIGS if want("search") or (only and n in only)]
     if names:
-        out["search"] = []
-        for name, swarm in [(n, sw) for n in names for sw in ((False, True) if args.swarm else (False,))]:
-            res = search(name, CONFIGS[name][0], args.search_schedules, args.seed, args.shrink_budget, swarm)
-            out["search"].append(res)
-            head = (f"search {name + (' swarm' if swarm else ''):24} {res['schedules']:,} schedules in "
-                    f"{res['elapsed_s']} s, {res['failing_schedules']} failing; "
-                    f"promises no loss: {res['promises_no_loss']}")
-            print(head, flush=True)
-            if not res["findings"]:
-                print("         no finding", flush=True)
-            for f in res["findings"]:
-                shrunk = f.get("shrunk", "-")
-                print(f"         {f['kind']:10} {f['invariant']:27} schedule {f['schedule']:>5} {f['time_to_find_s']:>6} s "
-                      f"{f['length']:>3} events -> shrunk {shrunk:>3}  "
-                      f"{'PROMISED ' if f['promised'] else ''}{f['text'][:80]}", flush=True)
+        out["search"] = _search_part(args, names)
     if want("long"):
-        res = long_safe(args.long_events, args.workers, args.seed)
-        out["long"] = res
-        print(f"long   safe leader-epoch: {res['events']:,} events in {res['schedules']:,} schedules, "
-              f"{res['elapsed_s']} s, workers={res['workers']}: {len(res['findings'])} findings", flush=True)
-        for f in res["findings"][:5]:
-            print(f"         {f}")
+        out["long"] = _long_part(args)
     if args.json:
         Path(args.json).write_text(json.dumps(out, indent=1, default=str) + "\n")
     return 0
