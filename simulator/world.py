@@ -316,6 +316,20 @@ class World:
         for n in nodes:
             if self._shrink_due(n):
                 add(acts[n.name][A.ALTER_ISR])
+        self._add_node_state_acts(nodes, add)
+        p = self.controller.partition(TOPIC, PARTITION)
+        for n in nodes:
+            how = self._elect_how(p, n.broker_id)
+            if how is not None:
+                add(acts[n.name]["elect-" + how])
+        for link, cut, heal in self._link_acts:
+            add(heal if link in cuts else cut)
+        out.extend(self._advance_acts)
+        return out
+
+    def _add_node_state_acts(self, nodes: list[SimNode], add) -> None:
+        """Per node: crash / power-loss or restart / damage, then flush, then checkpoint."""
+        acts = self._acts
         for n in nodes:
             a = acts[n.name]
             if n.up:
@@ -333,15 +347,6 @@ class World:
             r = n.replica
             if r is not None and n.hw_checkpoint != r.hw:
                 add(acts[n.name][A.CHECKPOINT])
-        p = self.controller.partition(TOPIC, PARTITION)
-        for n in nodes:
-            how = self._elect_how(p, n.broker_id)
-            if how is not None:
-                add(acts[n.name]["elect-" + how])
-        for link, cut, heal in self._link_acts:
-            add(heal if link in cuts else cut)
-        out.extend(self._advance_acts)
-        return out
 
     def _msg_acts(self, msg_id: int) -> tuple[Action, Action, Action]:
         got = self._msg_act_cache.get(msg_id)
