@@ -78,7 +78,7 @@ def one_run(cfg: TestConfig, name: str, duration: float, seed: int, results_dir:
             "run_dir": str(outcome.run_dir), "problems": outcome.problems[:3]}
 
 
-def main(argv: list[str] | None = None) -> int:
+def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=int, default=10, help="runs per configuration and duration [10]")
     ap.add_argument("--durations", default="30,60", help="comma-separated run lengths in seconds [30,60]")
@@ -89,7 +89,57 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--results-dir", default=str(ROOT / ".bench" / "detection"), help="where the runs go")
     ap.add_argument("--seed-base", type=int, default=1000, help="run i uses seed seed-base + i [1000]")
     ap.add_argument("--only", choices=("hw", "safe"), default=None, help="measure one side only")
-    args = ap.parse_args(argv)
+    return ap
+
+
+def _print_configuration(args: argparse.Namespace, hw: TestConfig) -> None:
+    print(f"HW configuration {args.config} from {args.suite}: truncation={hw.broker.truncation} acks={hw.client.acks} "
+          f"min.insync={hw.broker.min_insync_replicas} unclean={hw.broker.unclean_leader_election} "
+          f"flush={hw.broker.flush} faults={','.join(hw.nemesis.faults)} interval={hw.nemesis.interval:g}s "
+          f"rate={hw.workload.rate:g}/s; safe: same with {SAFE}; checker {args.checker}", flush=True)
+
+
+def _run_all(args: argparse.Namespace, sides: list[tuple[str, TestConfig]], durations: list[float],
+             results_dir: Path) -> list[dict]:
+    """Run i of every side with seed seed-base + i, per duration, until a stop is requested; detection.json
+    rewritten after each run."""
+    rows = []
+    for duration in durations:
+        for i in range(args.runs):
+            if STOP.requested:
+                break
+            seed = args.seed_base + i
+            for side, cfg in sides:
+                if STOP.requested:
+                    break
+                r = one_run(cfg, f"detect-{side}", duration, seed, results_dir, args.checker)
+                rows.append({**r, "side": side})
+                print(f"{side:4} {duration:4.0f}s run {i + 1:2}/{args.runs} seed {seed}: valid={r['valid']} "
+                      f"found={r['found']} {r['counts'] or ''} ({r['elapsed_s']:.0f}s) {r['run_dir']}", flush=True)
+                (results_dir / "detection.json").write_text(json.dumps(rows, indent=1))
+    return rows
+
+
+def _print_table(rows: list[dict], sides: list[tuple[str, TestConfig]], durations: list[float]) -> None:
+    """Per duration and side: detection power (hw) or false alarms (safe), and the undecided runs."""
+    print()
+    print(f"{'duration':>8}  {'configuration':<13} {'runs':>4}  {'found lost/divergent':>20}  {'undecided':>9}")
+    for duration in durations:
+        for side, _cfg in sides:
+            mine = [r for r in rows if r["side"] == side and r["duration"] == duration]
+            undecided = sum(1 for r in mine if r["valid"] not in (True, False))
+            if side == "hw":
+                hits = sum(1 for r in mine if r["found"])
+                label = f"{hits} of {len(mine)} ({100 * hits / max(1, len(mine)):.0f}%)"
+                print(f"{duration:>7.0f}s  {'hw-truncation':<13} {len(mine):>4}  {label:>20}  {undecided:>9}")
+            else:
+                alarms = sum(1 for r in mine if r["valid"] is False)
+                label = f"{alarms} false alarms"
+                print(f"{duration:>7.0f}s  {'safe':<13} {len(mine):>4}  {label:>20}  {undecided:>9}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
     logging.basicConfig(level=logging.ERROR)
     global STOP
     STOP = Stop()
@@ -106,38 +156,9 @@ def main(argv: list[str] | None = None) -> int:
     results_dir = Path(args.results_dir)
     results_dir.mkdir(parents=True, exist_ok=True)
     sides = [(n, c) for n, c in (("hw", hw), ("safe", safe)) if args.only in (None, n)]
-    print(f"HW configuration {args.config} from {args.suite}: truncation={hw.broker.truncation} acks={hw.client.acks} "
-          f"min.insync={hw.broker.min_insync_replicas} unclean={hw.broker.unclean_leader_election} "
-          f"flush={hw.broker.flush} faults={','.join(hw.nemesis.faults)} interval={hw.nemesis.interval:g}s "
-          f"rate={hw.workload.rate:g}/s; safe: same with {SAFE}; checker {args.checker}", flush=True)
-    rows = []
-    for duration in durations:
-        for i in range(args.runs):
-            if STOP.requested:
-                break
-            seed = args.seed_base + i
-            for side, cfg in sides:
-                if STOP.requested:
-                    break
-                r = one_run(cfg, f"detect-{side}", duration, seed, results_dir, args.checker)
-                rows.append({**r, "side": side})
-                print(f"{side:4} {duration:4.0f}s run {i + 1:2}/{args.runs} seed {seed}: valid={r['valid']} "
-                      f"found={r['found']} {r['counts'] or ''} ({r['elapsed_s']:.0f}s) {r['run_dir']}", flush=True)
-                (results_dir / "detection.json").write_text(json.dumps(rows, indent=1))
-    print()
-    print(f"{'duration':>8}  {'configuration':<13} {'runs':>4}  {'found lost/divergent':>20}  {'undecided':>9}")
-    for duration in durations:
-        for side, _cfg in sides:
-            mine = [r for r in rows if r["side"] == side and r["duration"] == duration]
-            undecided = sum(1 for r in mine if r["valid"] not in (True, False))
-            if side == "hw":
-                hits = sum(1 for r in mine if r["found"])
-                label = f"{hits} of {len(mine)} ({100 * hits / max(1, len(mine)):.0f}%)"
-                print(f"{duration:>7.0f}s  {'hw-truncation':<13} {len(mine):>4}  {label:>20}  {undecided:>9}")
-            else:
-                alarms = sum(1 for r in mine if r["valid"] is False)
-                label = f"{alarms} false alarms"
-                print(f"{duration:>7.0f}s  {'safe':<13} {len(mine):>4}  {label:>20}  {undecided:>9}")
+    _print_configuration(args, hw)
+    rows = _run_all(args, sides, durations, results_dir)
+    _print_table(rows, sides, durations)
     return 0
 
 
