@@ -263,7 +263,7 @@ def findings(path: Path) -> dict:
     return {k: doc[k] for k in COMPARED}
 
 
-def main() -> int:
+def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="1000000,10000000,100000000")
     ap.add_argument("--cache", default=str(ROOT / ".bench"))
@@ -281,64 +281,88 @@ def main() -> int:
                     help="with the private driver: JIT profiles to compare (checkers/spark_driver.py), e.g. "
                          "auto,tiered; each is measured --rounds times, alternating, and the median ratios printed")
     ap.add_argument("--rounds", type=int, default=2)
-    args = ap.parse_args()
+    return ap
+
+
+def _spark_tries(cmd: list[str], args: argparse.Namespace) -> list[tuple[str, dict]]:
+    """The Spark check measured with each driver of --drivers (and each JIT profile with --profiles)."""
+    tries = []
+    for driver in args.drivers.split(","):
+        if driver == "private" and args.profiles:
+            tries += compare_profiles(cmd, args.profiles.split(","), args.rounds)
+        elif driver == "private":
+            tries.append(("private", measure(cmd, env=dict(os.environ, HIGHWATER_SPARK_SERVICE="off"))))
+        elif driver == "shared":
+            from checkers import spark_service
+
+            spark_service.stop()
+            tries.append(("shared, starting it", measure(cmd, shared=True)))
+            tries.append(("shared, running", measure(cmd, shared=True)))
+        else:
+            raise SystemExit(f"--drivers: unknown driver {driver!r} (private, shared)")
+    for label, s in tries:
+        print(f"  spark ({label}): rc={s['rc']} wall={s['wall_s']} s peak={s['peak_rss_gib']} GiB "
+              f"cpu={s['cpu_s']} s load={s['load_before']}->{s['load_after']} | {s['stdout'] or s['stderr']}",
+              flush=True)
+        if s["jvm_threads_cpu_s"]:
+            print(f"  spark JVM CPU by thread role (s; seen at 0.5 s intervals): {s['jvm_threads_cpu_s']}",
+                  flush=True)
+    return tries
+
+
+def _matches_injected(out_spark: Path, expected: dict) -> bool:
+    """Whether the Spark checker found exactly the anomalies injected (and the committed divergences)."""
+    got = findings(out_spark)
+    counts = {k: got["anomalies"][k]["count"] for k in rf.ANOMALY_KINDS}
+    want = {k: expected[k] for k in rf.ANOMALY_KINDS}
+    return counts == want and \
+        got["anomalies"][kinds.DIVERGENCE.name]["committed"] == expected["divergence_committed"]
+
+
+def _reference(highwater: str, run: Path, row: dict, out_spark: Path) -> None:
+    """The reference checker measured on the run, and whether the Spark checker's findings are identical."""
+    s = row["spark"]
+    out_ref = run / "results-reference.json"
+    r = measure([highwater, "check", str(run), "--quiet", "--engine", "reference", "--output", str(out_ref)])
+    print(f"  reference: rc={r['rc']} wall={r['wall_s']} s peak={r['peak_rss_gib']} GiB cpu={r['cpu_s']} s "
+          f"load={r['load_before']}->{r['load_after']} | {r['stdout'] or r['stderr']}", flush=True)
+    row["reference"] = r
+    if r["rc"] in (0, 1, 2) and s["rc"] in (0, 1, 2):
+        row["identical_to_reference"] = findings(out_spark) == findings(out_ref)
+        print(f"  spark findings identical to reference (counts, examples, stats): "
+              f"{row['identical_to_reference']}", flush=True)
+
+
+def _size(args: argparse.Namespace, cache: Path, highwater: str, sends: int) -> dict:
+    """One size: the run (built or cached), the Spark check, and the reference unless too large."""
+    print(f"== {sends:,} sends", flush=True)
+    run, expected = ensure_run(cache, sends, args.k)
+    out_spark = run / "results-spark.json"
+    cmd = [highwater, "check", str(run), "--quiet", "--output", str(out_spark)]
+    if args.spark_master:
+        cmd += ["--spark-master", args.spark_master]
+    tries = _spark_tries(cmd, args)
+    s = tries[-1][1]
+    row = {"sends": sends, "spark": s}
+    if s["rc"] in (0, 1, 2):
+        row["spark_matches_injected"] = _matches_injected(out_spark, expected)
+        print(f"  spark findings == injected set: {row['spark_matches_injected']}", flush=True)
+    if args.no_reference:
+        pass
+    elif sends <= args.reference_max:
+        _reference(highwater, run, row, out_spark)
+    else:
+        print(f"  reference: skipped above {args.reference_max:,} sends (in memory, ~4 KB per send: "
+              f"about {sends * 4000 / 2**30:.0f} GiB here)", flush=True)
+    return row
+
+
+def main() -> int:
+    args = _parser().parse_args()
     cache = Path(args.cache)
     cache.mkdir(parents=True, exist_ok=True)
     highwater = str(Path(sys.executable).with_name("highwater"))
-    rows = []
-    for sends in [int(s) for s in args.sizes.split(",")]:
-        print(f"== {sends:,} sends", flush=True)
-        run, expected = ensure_run(cache, sends, args.k)
-        out_spark = run / "results-spark.json"
-        cmd = [highwater, "check", str(run), "--quiet", "--output", str(out_spark)]
-        if args.spark_master:
-            cmd += ["--spark-master", args.spark_master]
-        tries = []
-        for driver in args.drivers.split(","):
-            if driver == "private" and args.profiles:
-                tries += compare_profiles(cmd, args.profiles.split(","), args.rounds)
-            elif driver == "private":
-                tries.append(("private", measure(cmd, env=dict(os.environ, HIGHWATER_SPARK_SERVICE="off"))))
-            elif driver == "shared":
-                from checkers import spark_service
-
-                spark_service.stop()
-                tries.append(("shared, starting it", measure(cmd, shared=True)))
-                tries.append(("shared, running", measure(cmd, shared=True)))
-            else:
-                raise SystemExit(f"--drivers: unknown driver {driver!r} (private, shared)")
-        for label, s in tries:
-            print(f"  spark ({label}): rc={s['rc']} wall={s['wall_s']} s peak={s['peak_rss_gib']} GiB "
-                  f"cpu={s['cpu_s']} s load={s['load_before']}->{s['load_after']} | {s['stdout'] or s['stderr']}",
-                  flush=True)
-            if s["jvm_threads_cpu_s"]:
-                print(f"  spark JVM CPU by thread role (s; seen at 0.5 s intervals): {s['jvm_threads_cpu_s']}",
-                      flush=True)
-        s = tries[-1][1]
-        row = {"sends": sends, "spark": s}
-        if s["rc"] in (0, 1, 2):
-            got = findings(out_spark)
-            counts = {k: got["anomalies"][k]["count"] for k in rf.ANOMALY_KINDS}
-            want = {k: expected[k] for k in rf.ANOMALY_KINDS}
-            row["spark_matches_injected"] = counts == want and \
-                got["anomalies"][kinds.DIVERGENCE.name]["committed"] == expected["divergence_committed"]
-            print(f"  spark findings == injected set: {row['spark_matches_injected']}", flush=True)
-        if args.no_reference:
-            pass
-        elif sends <= args.reference_max:
-            out_ref = run / "results-reference.json"
-            r = measure([highwater, "check", str(run), "--quiet", "--engine", "reference", "--output", str(out_ref)])
-            print(f"  reference: rc={r['rc']} wall={r['wall_s']} s peak={r['peak_rss_gib']} GiB cpu={r['cpu_s']} s "
-                  f"load={r['load_before']}->{r['load_after']} | {r['stdout'] or r['stderr']}", flush=True)
-            row["reference"] = r
-            if r["rc"] in (0, 1, 2) and s["rc"] in (0, 1, 2):
-                row["identical_to_reference"] = findings(out_spark) == findings(out_ref)
-                print(f"  spark findings identical to reference (counts, examples, stats): "
-                      f"{row['identical_to_reference']}", flush=True)
-        else:
-            print(f"  reference: skipped above {args.reference_max:,} sends (in memory, ~4 KB per send: "
-                  f"about {sends * 4000 / 2**30:.0f} GiB here)", flush=True)
-        rows.append(row)
+    rows = [_size(args, cache, highwater, sends) for sends in [int(s) for s in args.sizes.split(",")]]
     print(json.dumps(rows, indent=1))
     return 0
 
