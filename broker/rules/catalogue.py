@@ -16,29 +16,34 @@ from dataclasses import dataclass, field, make_dataclass
 from typing import Any, Iterable
 
 from broker.config_keys import rule_keys
+from broker.rules.names import (ACK_ABOVE_HW, ACK_BEFORE_FLUSH, ACK_BELOW_MIN_ISR, ACK_UNDECIDED, ACKED_NOT_DURABLE,
+                                DAMAGED_RECORD_KEPT, ELECTION_OUTSIDE_ISR, EPOCH_NOT_INCREASING, EPOCH_OUTLIVED_RESTART,
+                                EPOCH_TWO_LEADERS, FLUSHED_PAST_TRUNCATION, FOLLOWER_HW_AHEAD, HW_ABOVE_LEO,
+                                HW_REPORTED_AHEAD, ISR_JOIN_LAGGING, LEADER_HW_DECREASE, LEADER_NOT_ELECTED,
+                                READ_UNCOMMITTED, REPORTED_BEFORE_FLUSH, STALE_EPOCH_SERVED, TRUNCATE_BELOW_HW)
 
 SUMMARIES: dict[str, str] = {
-    "hw-above-leo": "a replica's high watermark passed its own log end offset",
-    "leader-hw-decrease": "a leader's high watermark went back while it led one epoch",
-    "follower-hw-ahead": "a follower's high watermark passed every HW its leaders had had",
-    "ack-above-hw": "an acks=all produce was acknowledged before the HW passed its last offset",
-    "ack-below-min-isr": "an acks=all produce was acknowledged while the ISR was below min.insync.replicas",
-    "acked-not-durable": "records a leader acknowledged were gone from its log after it restarted",
-    "ack-before-flush": "with flush=always, a produce was acknowledged before its records were fsynced",
-    "epoch-two-leaders": "two brokers led the same leader epoch of a partition",
-    "leader-not-elected": "a broker led an epoch the controller did not elect it for",
-    "epoch-outlived-restart": "a broker led, after restarting, an epoch the controller elected before the restart",
-    "election-outside-isr": "the controller elected a leader from outside the ISR (and ELR)",
-    "epoch-not-increasing": "an election did not raise the partition's leader epoch",
-    "truncate-below-hw": "a follower truncated its log below its own high watermark",
-    "isr-join-lagging": "a leader proposed a follower for the ISR before it caught up to the HW and its epoch",
-    "stale-epoch-served": "a leader served a follower request carrying another leader epoch (KIP-320)",
-    "read-uncommitted": "a consumer read a record at or above the high watermark",
-    "hw-reported-ahead": "a consumer was told of a high watermark above every HW a leader had had",
-    "reported-before-flush": "with flush=always, a follower told its leader of records it had not fsynced",
-    "flushed-past-truncation": "a log still counted records as flushed after a truncation removed them",
-    "ack-undecided": "a producer was told a write succeeded that no leader had decided to acknowledge",
-    "damaged-record-kept": "a broker reopened its log past a record a storage fault had damaged",
+    HW_ABOVE_LEO: "a replica's high watermark passed its own log end offset",
+    LEADER_HW_DECREASE: "a leader's high watermark went back while it led one epoch",
+    FOLLOWER_HW_AHEAD: "a follower's high watermark passed every HW its leaders had had",
+    ACK_ABOVE_HW: "an acks=all produce was acknowledged before the HW passed its last offset",
+    ACK_BELOW_MIN_ISR: "an acks=all produce was acknowledged while the ISR was below min.insync.replicas",
+    ACKED_NOT_DURABLE: "records a leader acknowledged were gone from its log after it restarted",
+    ACK_BEFORE_FLUSH: "with flush=always, a produce was acknowledged before its records were fsynced",
+    EPOCH_TWO_LEADERS: "two brokers led the same leader epoch of a partition",
+    LEADER_NOT_ELECTED: "a broker led an epoch the controller did not elect it for",
+    EPOCH_OUTLIVED_RESTART: "a broker led, after restarting, an epoch the controller elected before the restart",
+    ELECTION_OUTSIDE_ISR: "the controller elected a leader from outside the ISR (and ELR)",
+    EPOCH_NOT_INCREASING: "an election did not raise the partition's leader epoch",
+    TRUNCATE_BELOW_HW: "a follower truncated its log below its own high watermark",
+    ISR_JOIN_LAGGING: "a leader proposed a follower for the ISR before it caught up to the HW and its epoch",
+    STALE_EPOCH_SERVED: "a leader served a follower request carrying another leader epoch (KIP-320)",
+    READ_UNCOMMITTED: "a consumer read a record at or above the high watermark",
+    HW_REPORTED_AHEAD: "a consumer was told of a high watermark above every HW a leader had had",
+    REPORTED_BEFORE_FLUSH: "with flush=always, a follower told its leader of records it had not fsynced",
+    FLUSHED_PAST_TRUNCATION: "a log still counted records as flushed after a truncation removed them",
+    ACK_UNDECIDED: "a producer was told a write succeeded that no leader had decided to acknowledge",
+    DAMAGED_RECORD_KEPT: "a broker reopened its log past a record a storage fault had damaged",
 }
 RULES: tuple[str, ...] = tuple(SUMMARIES)
 
@@ -50,9 +55,9 @@ EVENTS_READ = frozenset({"start", "recovered", "role", "hw-change", "truncate", 
 # rules decided only by comparing rows of different processes by their timestamps: sound only when every
 # process read one clock (the local and Docker backends); with `RuleSettings.same_clock` False they are
 # skipped and not promised (read-uncommitted then keeps its half that needs no clock: a poll's own HW)
-CLOCK_RULES = frozenset({"follower-hw-ahead", "epoch-outlived-restart", "hw-reported-ahead",
+CLOCK_RULES = frozenset({FOLLOWER_HW_AHEAD, EPOCH_OUTLIVED_RESTART, HW_REPORTED_AHEAD,
                          # a storage fault's `damaged` row is stamped on the history's clock
-                         "damaged-record-kept"})
+                         DAMAGED_RECORD_KEPT})
 
 
 # What the rules need to know about the run: the keys broker/config_keys.py marks `rules` (with a test
@@ -69,22 +74,22 @@ RuleSettings = make_dataclass("RuleSettings", [
 def promised(settings: RuleSettings) -> frozenset[str]:
     """The rules a configuration promises. A violation of another rule is reported but does not fail a
     run (as an acks=1 cluster's lost write is the configuration's, not the broker's, fault)."""
-    out = set(RULES) - {"election-outside-isr", "truncate-below-hw", "acked-not-durable", "stale-epoch-served",
-                        "ack-before-flush", "reported-before-flush"}
+    out = set(RULES) - {ELECTION_OUTSIDE_ISR, TRUNCATE_BELOW_HW, ACKED_NOT_DURABLE, STALE_EPOCH_SERVED,
+                        ACK_BEFORE_FLUSH, REPORTED_BEFORE_FLUSH}
     if settings.flush == "always":
-        out |= {"ack-before-flush", "reported-before-flush"}
+        out |= {ACK_BEFORE_FLUSH, REPORTED_BEFORE_FLUSH}
     if settings.fetch_fencing:
-        out.add("stale-epoch-served")
+        out.add(STALE_EPOCH_SERVED)
     if not settings.unclean_leader_election:
-        out.add("election-outside-isr")
+        out.add(ELECTION_OUTSIDE_ISR)
     power_safe = settings.flush == "always" or not settings.power_loss
     # below its own HW a follower holds only committed records, which every clean leader has, when the
     # leader's answer is trusted (leader epochs, KIP-320 fencing) and no disk lost a flushed-as-committed tail
     if (settings.truncation == "leader-epoch" and not settings.unclean_leader_election
             and settings.fetch_fencing and power_safe and not settings.storage_faults):
-        out.add("truncate-below-hw")
+        out.add(TRUNCATE_BELOW_HW)
     if power_safe and not settings.storage_faults:
-        out.add("acked-not-durable")
+        out.add(ACKED_NOT_DURABLE)
     if not settings.same_clock:
         out -= CLOCK_RULES
     return frozenset(out)
@@ -222,7 +227,7 @@ class PartitionRules:
             for node, row in claimants.items():
                 if elected != _id(node):
                     who = "no election" if elected == "none" else f"the controller elected {_name(elected)}"
-                    found.append(self._v("leader-not-elected", row, epoch,
+                    found.append(self._v(LEADER_NOT_ELECTED, row, epoch,
                                          f"{node} led epoch {epoch}, but {who} for that epoch"))
         return found
 
@@ -278,16 +283,16 @@ class PartitionRules:
     def _recovered(self, row: dict, node: _Node, found: list) -> None:
         leo, hw = row.get("leo"), row.get("hw")
         if isinstance(leo, int) and isinstance(hw, int) and hw > leo:
-            found.append(self._v("hw-above-leo", row, node.epoch,
+            found.append(self._v(HW_ABOVE_LEO, row, node.epoch,
                                  f"{row['node']} reopened its log with HW {hw}, past its LEO {leo}"))
         if isinstance(leo, int) and node.acked_end > leo and not node.damaged:
-            found.append(self._v("acked-not-durable", row, node.epoch,
+            found.append(self._v(ACKED_NOT_DURABLE, row, node.epoch,
                                  f"{row['node']} reopened its log with LEO {leo}, below offset {node.acked_end - 1} "
                                  f"it had acknowledged", node.last))
         if self._clock and isinstance(leo, int) and node.damaged_at is not None and leo > node.damaged_at:
             # recovery cuts the log at the first record failing its checks (length, CRC, dense offsets): a
             # record the disk damaged at offset k leaves at most k records
-            found.append(self._v("damaged-record-kept", row, node.epoch,
+            found.append(self._v(DAMAGED_RECORD_KEPT, row, node.epoch,
                                  f"{row['node']} reopened its log with LEO {leo}, keeping offset {node.damaged_at} "
                                  f"whose record a storage fault had damaged", node.damage_row))
         node.acked_end = min(node.acked_end, leo) if isinstance(leo, int) else node.acked_end
@@ -303,7 +308,7 @@ class PartitionRules:
         claimants = self.claims.setdefault(epoch, {})
         if row["node"] not in claimants:
             for other, first in claimants.items():
-                found.append(self._v("epoch-two-leaders", row, epoch,
+                found.append(self._v(EPOCH_TWO_LEADERS, row, epoch,
                                      f"{row['node']} and {other} both led epoch {epoch}", first))
                 break
             claimants[row["node"]] = row
@@ -312,7 +317,7 @@ class PartitionRules:
         elected = self.ctl.elected_row.get(epoch)
         if (self._clock and node.started is not None and elected is not None
                 and elected.get("leader") == _id(row["node"]) and elected["ts"] < node.started["ts"]):
-            found.append(self._v("epoch-outlived-restart", row, epoch,
+            found.append(self._v(EPOCH_OUTLIVED_RESTART, row, epoch,
                                  f"{row['node']} restarted and led epoch {epoch}, which the controller had "
                                  f"elected it for before the restart", elected, node.started))
 
@@ -321,14 +326,14 @@ class PartitionRules:
         if not isinstance(new, int):
             return
         if isinstance(leo, int) and new > leo:
-            found.append(self._v("hw-above-leo", row, node.epoch,
+            found.append(self._v(HW_ABOVE_LEO, row, node.epoch,
                                  f"{row['node']} set its HW to {new}, past its LEO {leo}"))
         if node.role == "leader" and isinstance(old, int) and new < old:
-            found.append(self._v("leader-hw-decrease", row, node.epoch,
+            found.append(self._v(LEADER_HW_DECREASE, row, node.epoch,
                                  f"{row['node']} leads epoch {node.epoch} and its HW went back from {old} to {new}"))
         if (node.role == "follower" and self._clock and isinstance(old, int) and new > old
                 and new > self.leader_hw):
-            found.append(self._v("follower-hw-ahead", row, node.epoch,
+            found.append(self._v(FOLLOWER_HW_AHEAD, row, node.epoch,
                                  f"{row['node']} follows in epoch {node.epoch} and set its HW to {new}; no leader "
                                  f"had an HW above {self.leader_hw} by then", self.leader_hw_row))
         node.hw = new
@@ -342,16 +347,16 @@ class PartitionRules:
         if not isinstance(to, int):
             return
         if why == "recovery" and node.acked_end > to and not node.damaged:
-            found.append(self._v("acked-not-durable", row, node.epoch,
+            found.append(self._v(ACKED_NOT_DURABLE, row, node.epoch,
                                  f"{row['node']}'s recovery cut its log to {to}, below offset {node.acked_end - 1} "
                                  f"it had acknowledged", node.last))
         flushed, start = row.get("flushed"), row.get("log_start")
         if isinstance(flushed, int) and flushed > max(to, start if isinstance(start, int) else 0):
-            found.append(self._v("flushed-past-truncation", row, node.epoch,
+            found.append(self._v(FLUSHED_PAST_TRUNCATION, row, node.epoch,
                                  f"{row['node']} cut its log to {to} ({why}) and still counted it flushed up to "
                                  f"{flushed}"))
         if why != "recovery" and node.hw is not None and to < node.hw:
-            found.append(self._v("truncate-below-hw", row, node.epoch,
+            found.append(self._v(TRUNCATE_BELOW_HW, row, node.epoch,
                                  f"{row['node']} cut its log to {to} ({why}), below its HW {node.hw}", node.last))
         node.leo = to
         if node.hw is not None and node.hw > to and why != "recovery":
@@ -365,19 +370,19 @@ class PartitionRules:
         who = f"n{replica}" if isinstance(replica, int) else "a follower"
         what = "a fetch" if row.get("request") == "fetch" else "an OffsetsForLeaderEpoch request"
         if isinstance(asked_with, int) and asked_with != node.epoch:
-            found.append(self._v("stale-epoch-served", row, node.epoch,
+            found.append(self._v(STALE_EPOCH_SERVED, row, node.epoch,
                                  f"{row['node']} leads epoch {node.epoch} and served {what} of {who} "
                                  f"carrying epoch {asked_with}"))
         elif asked_with is None and isinstance(replica, int):
             # a broker's follower always says its epoch (KIP-320); without one nothing can be fenced
-            found.append(self._v("stale-epoch-served", row, node.epoch,
+            found.append(self._v(STALE_EPOCH_SERVED, row, node.epoch,
                                  f"{row['node']} leads epoch {node.epoch} and served {what} of {who} "
                                  f"carrying no leader epoch"))
 
     def _leo_reported(self, row: dict, node: _Node, found: list) -> None:
         leo, flushed = row.get("leo"), row.get("flushed")
         if self.settings.flush == "always" and isinstance(leo, int) and isinstance(flushed, int) and leo > flushed:
-            found.append(self._v("reported-before-flush", row, row.get("epoch"),
+            found.append(self._v(REPORTED_BEFORE_FLUSH, row, row.get("epoch"),
                                  f"{row['node']} told its leader its LEO was {leo} with its log flushed only "
                                  f"below {flushed} (flush=always)"))
 
@@ -391,7 +396,7 @@ class PartitionRules:
         if self.settings.isr_join_requires_epoch_start and isinstance(start, int) and leo < start:
             short.append(f"the start of its epoch at {start}")
         if short:
-            found.append(self._v("isr-join-lagging", row, node.epoch,
+            found.append(self._v(ISR_JOIN_LAGGING, row, node.epoch,
                                  f"{row['node']} proposed n{row.get('replica')} for the ISR with its LEO at {leo}, "
                                  f"short of {' and '.join(short)}"))
 
@@ -402,16 +407,16 @@ class PartitionRules:
         epoch = row.get("epoch")
         if acks == -1:
             if isinstance(hw, int) and last >= hw:
-                found.append(self._v("ack-above-hw", row, epoch,
+                found.append(self._v(ACK_ABOVE_HW, row, epoch,
                                      f"{row['node']} acknowledged offsets up to {last} (acks=all) with its HW at {hw}"))
             min_isr = row.get("min_isr", self.settings.min_insync_replicas)
             if isinstance(isr, list) and isinstance(min_isr, int) and len(isr) < min_isr:
-                found.append(self._v("ack-below-min-isr", row, epoch,
+                found.append(self._v(ACK_BELOW_MIN_ISR, row, epoch,
                                      f"{row['node']} acknowledged offset {last} (acks=all) with ISR {isr}, "
                                      f"below min.insync.replicas {min_isr}"))
         flushed = row.get("flushed")
         if self.settings.flush == "always" and isinstance(flushed, int) and last >= flushed:
-            found.append(self._v("ack-before-flush", row, epoch,
+            found.append(self._v(ACK_BEFORE_FLUSH, row, epoch,
                                  f"{row['node']} acknowledged offsets up to {last} with its log flushed below "
                                  f"{flushed} (flush=always)"))
         node.acked_end = max(node.acked_end, last + 1)
@@ -441,7 +446,7 @@ class PartitionRules:
         leader, epoch, version = row.get("leader"), row.get("epoch"), row.get("version")
         if isinstance(epoch, int):
             if ctl.last_epoch is not None and epoch <= ctl.last_epoch:
-                found.append(self._v("epoch-not-increasing", row, epoch,
+                found.append(self._v(EPOCH_NOT_INCREASING, row, epoch,
                                      f"the controller elected {_name(leader)} in epoch {epoch}, not above "
                                      f"the previous epoch {ctl.last_epoch}"))
             self._elected(epoch, leader, row)
@@ -455,7 +460,7 @@ class PartitionRules:
         if leader is not None and chosen_from is not None and ctl.isr is not None and not ctl.unclean_ok:
             isr, elr = chosen_from
             if leader not in isr and leader not in elr:
-                found.append(self._v("election-outside-isr", row, epoch,
+                found.append(self._v(ELECTION_OUTSIDE_ISR, row, epoch,
                                      f"the controller elected {_name(leader)} for epoch {epoch} from ISR "
                                      f"{list(isr)}" + (f" and ELR {list(elr)}" if elr else "")))
         ctl.unclean_ok = False
@@ -493,16 +498,16 @@ class PartitionRules:
     def _read(self, row: dict, found: list) -> None:
         offset, hw, reported = row.get("offset"), row.get("hw"), row.get("reported_hw")
         if self._clock and self.nodes and isinstance(reported, int) and reported > self.leader_hw:
-            found.append(self._v("hw-reported-ahead", row, row.get("epoch"),
+            found.append(self._v(HW_REPORTED_AHEAD, row, row.get("epoch"),
                                  f"a poll was told the HW is {reported}; no leader had an HW above "
                                  f"{self.leader_hw} by then", self.leader_hw_row))
         if not isinstance(offset, int):
             return
         if isinstance(hw, int) and hw >= 0 and offset >= hw:
-            found.append(self._v("read-uncommitted", row, row.get("epoch"),
+            found.append(self._v(READ_UNCOMMITTED, row, row.get("epoch"),
                                  f"a poll returned offset {offset} with the HW it reported at {hw}"))
         elif self._clock and self.nodes and offset >= self.leader_hw:
-            found.append(self._v("read-uncommitted", row, row.get("epoch"),
+            found.append(self._v(READ_UNCOMMITTED, row, row.get("epoch"),
                                  f"a poll returned offset {offset}; no leader had an HW above "
                                  f"{self.leader_hw} by then", self.leader_hw_row))
 
@@ -553,7 +558,7 @@ def undecided_sends(partition: int, sends: Iterable[dict], decided: "_Ranges") -
     """ack-undecided over a partition's ok sends (`sent` rows, in time order) and the offsets its leaders
     acknowledged: one violation per send no ack covers, in the sends' order. Only for a partition
     `PartitionRules.ack_judged` judges."""
-    return [Violation("ack-undecided", partition, row.get("node", "?"), int(row.get("ts") or 0), row.get("epoch"),
+    return [Violation(ACK_UNDECIDED, partition, row.get("node", "?"), int(row.get("ts") or 0), row.get("epoch"),
                       undecided_detail(row["offset"]), (_ev(row),))
             for row in sends if row["offset"] not in decided]
 

@@ -15,30 +15,35 @@ run lacks is not checked.
 from __future__ import annotations
 
 from broker.rules.catalogue import RULES
+from broker.rules.names import (ACK_ABOVE_HW, ACK_BEFORE_FLUSH, ACK_BELOW_MIN_ISR, ACK_UNDECIDED, ACKED_NOT_DURABLE,
+                                DAMAGED_RECORD_KEPT, ELECTION_OUTSIDE_ISR, EPOCH_NOT_INCREASING, EPOCH_OUTLIVED_RESTART,
+                                EPOCH_TWO_LEADERS, FLUSHED_PAST_TRUNCATION, FOLLOWER_HW_AHEAD, HW_ABOVE_LEO,
+                                HW_REPORTED_AHEAD, ISR_JOIN_LAGGING, LEADER_HW_DECREASE, LEADER_NOT_ELECTED,
+                                READ_UNCOMMITTED, REPORTED_BEFORE_FLUSH, STALE_EPOCH_SERVED, TRUNCATE_BELOW_HW)
 
 RULE_EVENTS: dict[str, frozenset[str]] = {name: frozenset(events.split()) for name, events in {
-    "hw-above-leo": "hw-change.leo",
-    "leader-hw-decrease": "role hw-change",
-    "follower-hw-ahead": "role hw-change",
-    "ack-above-hw": "ack",
-    "ack-below-min-isr": "ack",
-    "acked-not-durable": "ack recovered",
-    "ack-before-flush": "ack",
-    "epoch-two-leaders": "role",
-    "leader-not-elected": "role leader-change",
-    "epoch-outlived-restart": "start role leader-change",
-    "election-outside-isr": "leader-change.version",
-    "epoch-not-increasing": "leader-change",
-    "truncate-below-hw": "truncate hw-change",
-    "isr-join-lagging": "isr-expand-proposed",
-    "stale-epoch-served": "role follower-served",
+    HW_ABOVE_LEO: "hw-change.leo",
+    LEADER_HW_DECREASE: "role hw-change",
+    FOLLOWER_HW_AHEAD: "role hw-change",
+    ACK_ABOVE_HW: "ack",
+    ACK_BELOW_MIN_ISR: "ack",
+    ACKED_NOT_DURABLE: "ack recovered",
+    ACK_BEFORE_FLUSH: "ack",
+    EPOCH_TWO_LEADERS: "role",
+    LEADER_NOT_ELECTED: "role leader-change",
+    EPOCH_OUTLIVED_RESTART: "start role leader-change",
+    ELECTION_OUTSIDE_ISR: "leader-change.version",
+    EPOCH_NOT_INCREASING: "leader-change",
+    TRUNCATE_BELOW_HW: "truncate hw-change",
+    ISR_JOIN_LAGGING: "isr-expand-proposed",
+    STALE_EPOCH_SERVED: "role follower-served",
     # a poll above its own reported HW needs the history alone (the leaders' HWs are its second half)
-    "read-uncommitted": "",
-    "hw-reported-ahead": "role hw-change",
-    "reported-before-flush": "leo-reported",
-    "flushed-past-truncation": "truncate",
-    "ack-undecided": "ack leader-change",
-    "damaged-record-kept": "recovered",
+    READ_UNCOMMITTED: "",
+    HW_REPORTED_AHEAD: "role hw-change",
+    REPORTED_BEFORE_FLUSH: "leo-reported",
+    FLUSHED_PAST_TRUNCATION: "truncate",
+    ACK_UNDECIDED: "ack leader-change",
+    DAMAGED_RECORD_KEPT: "recovered",
 }.items()}
 
 assert set(RULE_EVENTS) == set(RULES), "broker/rules/evidence.py: name the event types of every rule"

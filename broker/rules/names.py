@@ -1,0 +1,26 @@
+"""The protocol rules' names, declared once: broker/rules/catalogue.py and evidence.py refer to them, and
+rundir/kinds.py and the checkers read them through broker.rules (RULES, SUMMARIES), so broker never
+imports rundir. In the order of catalogue's SUMMARIES.
+"""
+
+HW_ABOVE_LEO = "hw-above-leo"
+LEADER_HW_DECREASE = "leader-hw-decrease"
+FOLLOWER_HW_AHEAD = "follower-hw-ahead"
+ACK_ABOVE_HW = "ack-above-hw"
+ACK_BELOW_MIN_ISR = "ack-below-min-isr"
+ACKED_NOT_DURABLE = "acked-not-durable"
+ACK_BEFORE_FLUSH = "ack-before-flush"
+EPOCH_TWO_LEADERS = "epoch-two-leaders"
+LEADER_NOT_ELECTED = "leader-not-elected"
+EPOCH_OUTLIVED_RESTART = "epoch-outlived-restart"
+ELECTION_OUTSIDE_ISR = "election-outside-isr"
+EPOCH_NOT_INCREASING = "epoch-not-increasing"
+TRUNCATE_BELOW_HW = "truncate-below-hw"
+ISR_JOIN_LAGGING = "isr-join-lagging"
+STALE_EPOCH_SERVED = "stale-epoch-served"
+READ_UNCOMMITTED = "read-uncommitted"
+HW_REPORTED_AHEAD = "hw-reported-ahead"
+REPORTED_BEFORE_FLUSH = "reported-before-flush"
+FLUSHED_PAST_TRUNCATION = "flushed-past-truncation"
+ACK_UNDECIDED = "ack-undecided"
+DAMAGED_RECORD_KEPT = "damaged-record-kept"
