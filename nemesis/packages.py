@@ -16,7 +16,7 @@ stop's detail and in the nemesis stats (`skipped`). The driver (nemesis/driver.p
 from __future__ import annotations
 
 import random
-from typing import Any
+from typing import Any, NamedTuple
 
 from nemesis import shapes, targets
 
@@ -81,17 +81,26 @@ def pause_leader_until_fenced(ctx: Any, step: Any) -> None:
         return
     pause = ctx.start("pause-leader", "pause", [leader], {"partition": part.partition, "state": part.state()},
                       part.describe(ctx.topic))
-    _hold_until(ctx, pause, (part, leader), lambda v: targets.fenced(v, part.partition, leader),
-                ("fenced", "resumed", f"not fenced from {ctx.topic}/{part.partition}"))
+    _hold_until(ctx, pause, part, lambda v: targets.fenced(v, part.partition, leader), FENCED)
 
 
-def _hold_until(ctx: Any, window: Any, aim: tuple[Any, str], test, words: tuple[str, str, str]) -> None:
+class Until(NamedTuple):
+    """What a held window waits for, in its stop notes' words: the state hoped for, what ending the window
+    without it does, and what the leader was not (before the partition's name) in the skip's reason."""
+    done: str
+    undone: str
+    missed: str
+
+
+FENCED = Until("fenced", "resumed", "not fenced from")
+REPLACED = Until("replaced", "healed", "not replaced as leader of")
+
+
+def _hold_until(ctx: Any, window: Any, part: Any, test, until: Until) -> None:
     """Hold `window` until the metadata passes `test` (at most the fence wait), stop it saying which way it
-    went, skip the package when it did not, and wait for the leader to rejoin. `aim` is the partition and
-    its leader; `words` what the stop notes say: the outcome hoped for, what was done instead, and the
-    skip's reason."""
-    part, leader = aim
-    done, undone, missed = words
+    went, skip the package when it did not, and wait for the partition's leader (`part`, the view the
+    package aimed at) to rejoin."""
+    leader, (done, undone, missed) = part.leader, until
     ok, view, waited = ctx.wait(test, ctx.fence_wait_s)
     now = view.get(part.partition) if view is not None else None
     seen = now.describe(ctx.topic) if now is not None else "no metadata"
@@ -99,7 +108,7 @@ def _hold_until(ctx: Any, window: Any, aim: tuple[Any, str], test, words: tuple[
         ctx.stop(window, f"{done} after {waited:.1f} s: {seen}")
     else:
         ctx.stop(window, f"not {done} within {ctx.fence_wait_s:g} s ({seen}): {undone}")
-        ctx.skip(f"{leader} {missed} within {ctx.fence_wait_s:g} s")
+        ctx.skip(f"{leader} {missed} {ctx.topic}/{part.partition} within {ctx.fence_wait_s:g} s")
     ctx.recover([leader])
 
 
@@ -114,8 +123,7 @@ def isolate_leader_until_replaced(ctx: Any, step: Any) -> None:
     iso = ctx.start("isolate-leader", "partition", cut.targets,
                     {"shape": cut.shape, "groups": cut.groups, "drops": [list(d) for d in cut.drops],
                      "partition": part.partition, "state": part.state()}, part.describe(ctx.topic))
-    _hold_until(ctx, iso, (part, leader), lambda v: targets.leader(v, part.partition) not in (None, leader),
-                ("replaced", "healed", f"not replaced as leader of {ctx.topic}/{part.partition}"))
+    _hold_until(ctx, iso, part, lambda v: targets.leader(v, part.partition) not in (None, leader), REPLACED)
 
 
 def bounce_leader(ctx: Any, step: Any) -> None:
