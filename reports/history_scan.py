@@ -141,51 +141,92 @@ def scan_history(path: Path, *, wanted: set[int] | frozenset[int] = frozenset(),
         raise FormatError(path, None, "file is missing")
     summary = HistorySummary()
     end_ns = _tail_time_ns(path)
+    _choose_buckets(summary, end_ns)
+    tally = _Tally(_Wanted.around(wanted, context), max_points)
+    _read(path, summary, tally, ops)
+    summary.unfinished = len(tally.pending)
+    if ops is not None:
+        ops.finish(tally.pending, end_ns)
+    _close_faults(summary, tally.open_faults)
+    _fold_counts(summary, tally.counts)
+    _fold_latencies(summary, tally.lats)
+    return summary
+
+
+def _choose_buckets(summary: HistorySummary, end_ns: int) -> None:
+    """The history's duration (its last timestamp) and the time buckets it is cut into."""
     summary.duration_s = end_ns / 1e9
     bucket_s = choose_bucket_s(summary.duration_s)
-    bucket_ns = int(bucket_s * 1e9)
-    nb = max(1, end_ns // bucket_ns + 1)
-    summary.bucket_s, summary.nbuckets = bucket_s, nb
-    last_b = nb - 1
+    summary.bucket_s, summary.nbuckets = bucket_s, max(1, end_ns // int(bucket_s * 1e9) + 1)
 
-    core = set(wanted)
-    want = set()
-    for i in core:
-        want.update(range(i - context, i + context + 1))
-    excerpt = summary.excerpt
-    want_completion: set[Any] = set()
 
-    counts: dict[tuple[str, str], list[int]] = {}
-    lats: dict[str, list[list[int]]] = {}
-    ok_quota = max(2, int(max_points * 0.7) // nb)
-    bad_quota = max(4, int(max_points * 0.5) // nb)
-    ok_taken = [0] * nb
-    bad_taken = [0] * nb
-    points = summary.points
-    pending: dict[Any, dict[str, Any]] = {}
-    open_faults: dict[Any, dict[str, Any]] = {}
-    faults = summary.faults
-    completions = 0
-    line_no = 0
+@dataclass
+class _Wanted:
+    """The history lines to keep for the report's excerpts: those anomaly examples refer to (`core`), the
+    lines around them, and the completions still to come of referenced invokes (by process)."""
+    core: set[int]
+    lines: set[int]
+    completion_of: set[Any] = field(default_factory=set)
 
+    @classmethod
+    def around(cls, wanted: set[int] | frozenset[int], context: int) -> _Wanted:
+        core = set(wanted)
+        lines: set[int] = set()
+        for i in core:
+            lines.update(range(i - context, i + context + 1))
+        return cls(core, lines)
+
+    def keep(self, op: dict[str, Any], summary: HistorySummary, pending: dict[Any, dict[str, Any]]) -> None:
+        """A wanted line: keep it; a referenced one brings its invoke / completion along."""
+        idx = op["index"]
+        summary.excerpt[idx] = op
+        summary.op_times[idx] = op["time"] / 1e9
+        if idx in self.core:
+            if op["type"] == "invoke":
+                self.completion_of.add(op["process"])
+            else:
+                inv = pending.get(op["process"])
+                if inv is not None:
+                    summary.excerpt[inv["index"]] = inv
+
+    def keep_completion(self, op: dict[str, Any], summary: HistorySummary) -> None:
+        """The completion of a referenced invoke."""
+        self.completion_of.discard(op["process"])
+        summary.excerpt[op["index"]] = op
+        summary.op_times[op["index"]] = op["time"] / 1e9
+
+
+@dataclass
+class _Tally:
+    """What the pass accumulates besides the summary itself."""
+    wanted: _Wanted
+    max_points: int
+    counts: dict[tuple[str, str], list[int]] = field(default_factory=dict)  # (f, type) -> per bucket
+    lats: dict[str, list[list[int]]] = field(default_factory=dict)  # f -> per bucket, latencies in ns
+    pending: dict[Any, dict[str, Any]] = field(default_factory=dict)  # process -> its open invoke
+    open_faults: dict[Any, dict[str, Any]] = field(default_factory=dict)  # fault id -> its start
+
+
+def _read(path: Path, summary: HistorySummary, tally: _Tally, ops: Any) -> None:
+    """The pass itself: every line once, in order; client completions are counted, timed and sampled here
+    (the hot path), the other processes' lines handed to _other_line."""
+    nb = summary.nbuckets
+    bucket_ns, last_b = int(summary.bucket_s * 1e9), nb - 1
+    wanted, counts, lats, pending = tally.wanted, tally.counts, tally.lats, tally.pending
+    want, want_completion = wanted.lines, wanted.completion_of
+    ok_quota, bad_quota = _quotas(tally.max_points, nb)
+    ok_taken, bad_taken = [0] * nb, [0] * nb
+    points, completions, line_no = summary.points, 0, 0
     with path.open("rb") as fh:
         for raw in fh:
             line_no += 1
             try:
                 op = loads(raw)
-                idx = op["index"]
-                t = op["time"]
-                process = op["process"]
-                typ = op["type"]
-                f = op["f"]
+                idx, t, process, typ, f = op["index"], op["time"], op["process"], op["type"], op["f"]
                 b = t // bucket_ns
             except DecodeError as exc:
-                if not raw.endswith(b"\n"):  # the torn tail of a crashed writer
-                    summary.torn_lines.append(line_no)
-                    continue
-                if not raw.strip():
-                    continue
-                raise FormatError(path, line_no, f"not valid JSON ({exc})") from None
+                _unreadable(raw, exc, summary, path, line_no)
+                continue
             except (KeyError, TypeError):
                 raise _missing_field(op, path, line_no) from None
             if b > last_b:
@@ -193,68 +234,93 @@ def scan_history(path: Path, *, wanted: set[int] | frozenset[int] = frozenset(),
             elif b < 0:
                 b = 0
             if idx in want:
-                excerpt[idx] = op
-                summary.op_times[idx] = t / 1e9
-                if idx in core:  # a referenced line brings its invoke / completion along
-                    if typ == "invoke":
-                        want_completion.add(process)
-                    else:
-                        inv = pending.get(process)
-                        if inv is not None:
-                            excerpt[inv["index"]] = inv
-            if process.__class__ is int:
-                if typ == "invoke":
-                    pending[process] = op
-                    continue
-                inv = pending.pop(process, None)
-                if ops is not None:
-                    ops.add(process, inv, op)
-                if want_completion and process in want_completion:
-                    want_completion.discard(process)
-                    excerpt[idx] = op
-                    summary.op_times[idx] = t / 1e9
-                key = (f, typ)
-                c = counts.get(key)
-                if c is None:
-                    c = counts[key] = [0] * nb
-                    if typ not in runformat.COMPLETIONS:
-                        raise _missing_field(op, path, line_no)
-                c[b] += 1
-                completions += 1
-                if inv is None:
-                    continue
-                lat = t - inv["time"]
-                lf = lats.get(f)
-                if lf is None:
-                    lf = lats[f] = [[] for _ in range(nb)]
-                lf[b].append(lat)
-                if typ == "ok":
-                    if ok_taken[b] < ok_quota:
-                        ok_taken[b] += 1
-                        points.append(SamplePoint(t / 1e9, lat / 1e9, typ, f, idx, process, None))
-                elif bad_taken[b] < bad_quota:
-                    bad_taken[b] += 1
-                    points.append(SamplePoint(t / 1e9, lat / 1e9, typ, f, idx, process, op.get("error")))
-            elif process == runformat.NEMESIS_PROCESS:
-                _nemesis(op, summary, open_faults, faults)
-            elif process == runformat.HARNESS_PROCESS:
-                if f == runformat.FINAL_STATE_F and isinstance(op.get("value"), dict):
-                    summary.final_states.append(op["value"])
-            elif not isinstance(process, (int, str)) or isinstance(process, bool):
-                raise _missing_field(op, path, line_no)
-
+                wanted.keep(op, summary, pending)
+            if process.__class__ is not int:
+                _other_line(op, summary, tally, path, line_no)
+                continue
+            if typ == "invoke":
+                pending[process] = op
+                continue
+            inv = pending.pop(process, None)
+            if ops is not None:
+                ops.add(process, inv, op)
+            if want_completion and process in want_completion:
+                wanted.keep_completion(op, summary)
+            c = counts.get((f, typ))
+            if c is None:
+                c = counts[(f, typ)] = _new_counts(op, nb, path, line_no)
+            c[b] += 1
+            completions += 1
+            if inv is None:
+                continue
+            lat = t - inv["time"]
+            lf = lats.get(f)
+            if lf is None:
+                lf = lats[f] = [[] for _ in range(nb)]
+            lf[b].append(lat)
+            if typ == "ok":
+                if ok_taken[b] < ok_quota:
+                    ok_taken[b] += 1
+                    points.append(SamplePoint(t / 1e9, lat / 1e9, typ, f, idx, process, None))
+            elif bad_taken[b] < bad_quota:
+                bad_taken[b] += 1
+                points.append(SamplePoint(t / 1e9, lat / 1e9, typ, f, idx, process, op.get("error")))
     summary.lines = line_no - len(summary.torn_lines)
-    summary.unfinished = len(pending)
-    if ops is not None:
-        ops.finish(pending, end_ns)
     summary.sampled_from = completions
-    for wid, o in open_faults.items():  # a fault never stopped: shade it to the end of the history
+
+
+def _quotas(max_points: int, nb: int) -> tuple[int, int]:
+    """How many ok, and how many fail / info, completions each bucket gives the sample."""
+    return max(2, int(max_points * 0.7) // nb), max(4, int(max_points * 0.5) // nb)
+
+
+def _unreadable(raw: bytes, exc: DecodeError, summary: HistorySummary, path: Path, line_no: int) -> None:
+    """A line that is not JSON: the torn tail of a crashed writer and blank lines are skipped (the torn
+    ones noted); anything else is a format error."""
+    if not raw.endswith(b"\n"):
+        summary.torn_lines.append(line_no)
+        return
+    if not raw.strip():
+        return
+    raise FormatError(path, line_no, f"not valid JSON ({exc})") from None
+
+
+def _new_counts(op: dict[str, Any], nb: int, path: Path, line_no: int) -> list[int]:
+    """The per-bucket counts of a (f, type) met for the first time; the type must be a completion's."""
+    if op["type"] not in runformat.COMPLETIONS:
+        raise _missing_field(op, path, line_no)
+    return [0] * nb
+
+
+def _other_line(op: dict[str, Any], summary: HistorySummary, tally: _Tally, path: Path, line_no: int) -> None:
+    """A line of a process that is no client: the nemesis's (fault windows), the harness's (final states)."""
+    process = op["process"]
+    if process == runformat.NEMESIS_PROCESS:
+        _nemesis(op, summary, tally.open_faults, summary.faults)
+    elif process == runformat.HARNESS_PROCESS:
+        if op["f"] == runformat.FINAL_STATE_F and isinstance(op.get("value"), dict):
+            summary.final_states.append(op["value"])
+    elif not isinstance(process, (int, str)) or isinstance(process, bool):
+        raise _missing_field(op, path, line_no)
+
+
+def _close_faults(summary: HistorySummary, open_faults: dict[Any, dict[str, Any]]) -> None:
+    """A fault never stopped is shaded to the end of the history; the windows in start order."""
+    faults = summary.faults
+    for wid, o in open_faults.items():
         faults.append(FaultWindow(wid, o["fault"], o["targets"], o["t"], summary.duration_s, o["index"], None,
                                   o["detail"]))
     faults.sort(key=lambda w: (w.start_s, str(w.id)))
+
+
+def _fold_counts(summary: HistorySummary, counts: dict[tuple[str, str], list[int]]) -> None:
     for (f, typ), c in counts.items():
         summary.counts.setdefault(f, {})[typ] = c
         summary.totals.setdefault(f, {})[typ] = sum(c)
+
+
+def _fold_latencies(summary: HistorySummary, lats: dict[str, list[list[int]]]) -> None:
+    """Each bucket's percentiles, and the whole run's."""
     for f, per_bucket in lats.items():
         everything: list[int] = []
         series: list[tuple[float, float, float] | None] = []
@@ -267,7 +333,6 @@ def scan_history(path: Path, *, wanted: set[int] | frozenset[int] = frozenset(),
         summary.latency[f] = series
         if everything:
             summary.latency_overall[f] = _percentiles(everything)
-    return summary
 
 
 def _nemesis(op: dict[str, Any], summary: HistorySummary, open_faults: dict, faults: list) -> None:
