@@ -45,6 +45,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from broker.eventlog import EVENT_NAMES
+from broker.rules import names
 from rundir import evidence
 from rundir import formats as rf
 from rundir import kinds
@@ -203,7 +204,7 @@ def _plan_polls_and_faults(plan: _Plan, expected: dict[str, int], k: int, P: int
         raise ValueError(f"too many anomalies of each kind ({k}) for {P} partitions: at most {2 * P}")
     for j in range(k):
         plan.poll_at_end.add((j % P, j // P))
-        expected["read-uncommitted"] += 1
+        expected[names.READ_UNCOMMITTED] += 1
     # hw-reported-ahead: the last poll of k partitions is told HW L + 1, above every HW its leader had; the
     # partition's final reads are told the same, so no observation after it goes back (no hw-regression)
     # damaged-record-kept: k corrupt faults after the sends damage a record of n2 (`_damage_ops`), and n2
@@ -213,8 +214,8 @@ def _plan_polls_and_faults(plan: _Plan, expected: dict[str, int], k: int, P: int
     for j in range(k):
         plan.hw_ahead.add(j)
         plan.damage.append(j)
-        expected["hw-reported-ahead"] += 1
-        expected["damaged-record-kept"] += 1
+        expected[names.HW_REPORTED_AHEAD] += 1
+        expected[names.DAMAGED_RECORD_KEPT] += 1
 
 
 def _plan_residual(plan: _Plan, expected: dict[str, int], k: int, L: int, fresh) -> None:
@@ -583,12 +584,13 @@ def _damage_ops(W: dict, plan: _Plan, index: int, fault_id: int) -> int:
 LEADER, FOLLOWERS = "n1", ("n2", "n3")
 EVENT_CHUNK = 250_000          # records per batch of event lines
 # the rules injected into the event logs (the order they are placed in), and what else each one breaks
-EVENT_INJECTED = ("hw-above-leo", "leader-hw-decrease", "follower-hw-ahead", "ack-above-hw", "ack-below-min-isr",
-                  "acked-not-durable", "ack-before-flush", "epoch-two-leaders", "leader-not-elected",
-                  "epoch-outlived-restart", "election-outside-isr", "epoch-not-increasing", "truncate-below-hw",
-                  "isr-join-lagging", "stale-epoch-served", "reported-before-flush", "flushed-past-truncation",
-                  "ack-undecided")
-EVENT_SIDE_EFFECTS = {"epoch-two-leaders": "leader-not-elected"}   # the second leader was never elected
+EVENT_INJECTED = (names.HW_ABOVE_LEO, names.LEADER_HW_DECREASE, names.FOLLOWER_HW_AHEAD, names.ACK_ABOVE_HW,
+                  names.ACK_BELOW_MIN_ISR, names.ACKED_NOT_DURABLE, names.ACK_BEFORE_FLUSH, names.EPOCH_TWO_LEADERS,
+                  names.LEADER_NOT_ELECTED, names.EPOCH_OUTLIVED_RESTART, names.ELECTION_OUTSIDE_ISR,
+                  names.EPOCH_NOT_INCREASING, names.TRUNCATE_BELOW_HW, names.ISR_JOIN_LAGGING,
+                  names.STALE_EPOCH_SERVED, names.REPORTED_BEFORE_FLUSH, names.FLUSHED_PAST_TRUNCATION,
+                  names.ACK_UNDECIDED)
+EVENT_SIDE_EFFECTS = {names.EPOCH_TWO_LEADERS: names.LEADER_NOT_ELECTED}   # the second leader was never elected
 
 
 def _fields(event: str, p: int, **cols: Any) -> pa.Array:
@@ -620,52 +622,52 @@ def _inject_events(W: dict, p: int, spots: list[tuple[str, int, int]]) -> None:
         t = (2 * i + 1) * DT + 100
         b = lambda node, ts, **f: _line(W, ts, node, "broker", p, f)       # noqa: E731
         c = lambda ts, **f: _line(W, ts, "c0", "controller", p, f)          # noqa: E731
-        if kind == "hw-above-leo":
+        if kind == names.HW_ABOVE_LEO:
             b(LEADER, t, event="hw-change", old=o + 1, new=o + 1, leo=o)
-        elif kind == "leader-hw-decrease":
+        elif kind == names.LEADER_HW_DECREASE:
             b(LEADER, t, event="hw-change", old=o + 1, new=o, leo=o + 1)
-        elif kind == "follower-hw-ahead":
+        elif kind == names.FOLLOWER_HW_AHEAD:
             b("n2", t, event="hw-change", old=o + 1, new=o + 5, leo=o + 5)
-        elif kind == "ack-above-hw":
+        elif kind == names.ACK_ABOVE_HW:
             b(LEADER, t, event="ack", base=o, last=o, epoch=1, acks=-1, hw=o, isr=[1, 2, 3], min_isr=2, flushed=o + 1)
-        elif kind == "ack-below-min-isr":
+        elif kind == names.ACK_BELOW_MIN_ISR:
             b(LEADER, t, event="ack", base=o, last=o, epoch=1, acks=-1, hw=o + 1, isr=[1], min_isr=2, flushed=o + 1)
-        elif kind == "ack-before-flush":
+        elif kind == names.ACK_BEFORE_FLUSH:
             b(LEADER, t, event="ack", base=o, last=o, epoch=1, acks=-1, hw=o + 1, isr=[1, 2, 3], min_isr=2, flushed=o)
-        elif kind == "acked-not-durable":      # n1 reopens its log short of what it acked, and leads again
+        elif kind == names.ACKED_NOT_DURABLE:   # n1 reopens its log short of what it acked, and leads again
             b(LEADER, t, event="recovered", leo=o - 1, hw=o - 1)
             b(LEADER, t + 1, event="role", role="leader", epoch=1)
-        elif kind == "epoch-two-leaders":      # n2 claims epoch 1 too, then follows again
+        elif kind == names.EPOCH_TWO_LEADERS:   # n2 claims epoch 1 too, then follows again
             b("n2", t, event="role", role="leader", epoch=1)
             b("n2", t + 1, event="role", role="follower", epoch=1)
-        elif kind == "leader-not-elected":     # n1 claims an epoch no election gave, then its own again
+        elif kind == names.LEADER_NOT_ELECTED:  # n1 claims an epoch no election gave, then its own again
             epoch += 1
             b(LEADER, t, event="role", role="leader", epoch=epoch)
             b(LEADER, t + 1, event="role", role="leader", epoch=1)
-        elif kind == "epoch-outlived-restart":  # n2 elected, restarted, then leads that epoch
+        elif kind == names.EPOCH_OUTLIVED_RESTART:  # n2 elected, restarted, then leads that epoch
             epoch += 1
             c(t, event="leader-change", leader=2, epoch=epoch, isr=[1, 2, 3])
             b("n2", t + 1, event="start")
             b("n2", t + 2, event="recovered", leo=o + 1, hw=o + 1)
             b("n2", t + 3, event="role", role="leader", epoch=epoch)
             b("n2", t + 4, event="role", role="follower", epoch=1)
-        elif kind == "election-outside-isr":   # n3 elected from an ISR without it; the ISR is then restored
+        elif kind == names.ELECTION_OUTSIDE_ISR:  # n3 elected from an ISR without it; the ISR is then restored
             epoch += 1
             c(t, event="isr-change", version=version + 1, isr=[1, 2], elr=[])
             c(t + 1, event="leader-change", leader=3, epoch=epoch, isr=[1, 2], version=version + 2)
             c(t + 2, event="isr-change", version=version + 3, isr=[1, 2, 3], elr=[])
             version += 3
-        elif kind == "epoch-not-increasing":
+        elif kind == names.EPOCH_NOT_INCREASING:
             c(t, event="leader-change", leader=1, epoch=1, isr=[1, 2, 3])
-        elif kind == "truncate-below-hw":
+        elif kind == names.TRUNCATE_BELOW_HW:
             b("n2", t, event="truncate", to=o - 1, why="leader-epoch")
-        elif kind == "isr-join-lagging":
+        elif kind == names.ISR_JOIN_LAGGING:
             b(LEADER, t, event="isr-expand-proposed", replica=3, replica_leo=o - 5, hw=o + 1, epoch_start=0)
-        elif kind == "stale-epoch-served":
+        elif kind == names.STALE_EPOCH_SERVED:
             b(LEADER, t, event="follower-served", replica=2, request="fetch", request_epoch=0)
-        elif kind == "reported-before-flush":
+        elif kind == names.REPORTED_BEFORE_FLUSH:
             b("n2", t, event="leo-reported", leo=o + 1, flushed=o, epoch=1, leader=1)
-        elif kind == "flushed-past-truncation":
+        elif kind == names.FLUSHED_PAST_TRUNCATION:
             b("n3", t, event="truncate", to=o + 1, why="leader-epoch", flushed=o + 5, log_start=0)
         # ack-undecided: the record's own `ack` line is left out (`_events`)
 
@@ -714,7 +716,7 @@ def _events(W: dict, outcome: np.ndarray, P: int, k: int, plan: _Plan, expected:
                 _line(W, t + 1, "n2", "broker", p, {"event": "recovered", "leo": L, "hw": L})
                 _line(W, t + 2, "n2", "broker", p, {"event": "role", "role": "follower", "epoch": 1})
         W["events"].begin(p)
-        no_ack = np.array([o for kind, o, _ in spots[p] if kind == "ack-undecided"], dtype=np.int64)
+        no_ack = np.array([o for kind, o, _ in spots[p] if kind == names.ACK_UNDECIDED], dtype=np.int64)
         for s in range(0, L, EVENT_CHUNK):
             e = min(L, s + EVENT_CHUNK)
             o = np.arange(s, e, dtype=np.int64)

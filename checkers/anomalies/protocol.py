@@ -32,6 +32,7 @@ from checkers import protocol_trace as trace
 from checkers import quiet_rows
 from checkers.anomalies.context import CheckContext
 from checkers.anomalies.tables import Tables, rows
+from broker.rules import names
 from broker.rules.catalogue import undecided_detail
 
 KINDS = kinds.PROTOCOL_NAMES
@@ -117,7 +118,7 @@ def _undecided(t: Tables, judged: list[int], ranges: list[tuple[int, int, int]],
                                           F.col("offset"), F.col("partition"), F.col("time"),
                                           ts.alias("ts"), F.col("value"))))
     head, tail = undecided_detail(0).split("0", 1)
-    return left.select(F.lit("ack-undecided").alias("kind"), F.col("partition").cast("int").alias("partition"),
+    return left.select(F.lit(names.ACK_UNDECIDED).alias("kind"), F.col("partition").cast("int").alias("partition"),
                        F.lit("client").alias("node"), ts.alias("ts"), F.lit(None).cast("int").alias("epoch"),
                        F.concat(F.lit(head), F.col("offset").cast("string"), F.lit(tail)).alias("detail"),
                        evidence.alias("evidence"))
