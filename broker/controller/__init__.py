@@ -12,13 +12,13 @@ Entry points for other pieces:
     python -m broker.controller --config F       works on its own too
 
     from broker.controller.client import ControllerClient, ControllerSyncClient, ControllerError, ControllerUnavailable
-    from broker.controller.messages import Metadata, PartitionState, BrokerInfo, AlterIsrResult, TopicSpec
+    from broker.controller.messages import Metadata, PartitionState, BrokerInfo, AlterIsr, AlterIsrResult, TopicSpec
 
 Broker process (asyncio), one `ControllerClient(host, port, timeout_s=2.0)` per process:
     epoch = await c.register(broker_id, host, port)        # at start-up, and again whenever a heartbeat
     await c.heartbeat(broker_id, epoch)                    #   raises ControllerError(code="STALE_BROKER_EPOCH")
     md = await c.metadata(known_version=md.version, max_wait_ms=1000)   # long-poll loop (-1 the first time)
-    r = await c.alter_isr(topic, p, leader_id, leader_epoch, isr_version, isr)   # -> AlterIsrResult
+    r = await c.alter_isr(AlterIsr(topic, p, leader_id, leader_epoch, isr_version, isr))   # -> AlterIsrResult
         # r.error in NONE, INVALID_UPDATE_VERSION, FENCED_LEADER_EPOCH, NOT_LEADER, INELIGIBLE_REPLICA,
         # UNKNOWN_PARTITION, INVALID_REQUEST; r.isr / r.isr_version / r.leader_epoch are the controller's
         # current values either way.

@@ -114,9 +114,8 @@ class ControllerClient:
                                   timeout_s=self.timeout_s + max_wait_ms / 1000)
         return m.Metadata.from_wire(_raise_on_error(apis.METADATA, body))
 
-    async def alter_isr(self, topic: str, partition: int, leader_id: int, leader_epoch: int, isr_version: int,
-                        isr: Iterable[int], broker_epoch: int | None = None) -> m.AlterIsrResult:
-        req = m.AlterIsr(topic, partition, leader_id, leader_epoch, isr_version, tuple(isr), broker_epoch)
+    async def alter_isr(self, req: m.AlterIsr) -> m.AlterIsrResult:
+        """Send the leader's ISR change `req`; the answer is the controller's (its error and current ISR)."""
         return m.AlterIsrResult.from_wire(await self.request(apis.ALTER_ISR, req.to_wire()))
 
     async def create_topics(self, topics: Iterable) -> dict[str, str]:
@@ -239,9 +238,7 @@ class ControllerSyncClient:
     def heartbeat(self, broker_id: int, broker_epoch: int) -> None:
         _raise_on_error(apis.HEARTBEAT, self.request(apis.HEARTBEAT, m.Heartbeat(broker_id, broker_epoch).to_wire()))
 
-    def alter_isr(self, topic: str, partition: int, leader_id: int, leader_epoch: int, isr_version: int,
-                  isr: Iterable[int], broker_epoch: int | None = None) -> m.AlterIsrResult:
-        req = m.AlterIsr(topic, partition, leader_id, leader_epoch, isr_version, tuple(isr), broker_epoch)
+    def alter_isr(self, req: m.AlterIsr) -> m.AlterIsrResult:
         return m.AlterIsrResult.from_wire(self.request(apis.ALTER_ISR, req.to_wire()))
 
     def request(self, api: int, body: dict, *, timeout_s: float | None = None) -> dict:

@@ -52,7 +52,7 @@ from typing import Any
 
 from broker.config import BrokerConfig
 from broker.controller.client import ControllerClient, ControllerError
-from broker.controller.messages import Metadata, PartitionState
+from broker.controller.messages import AlterIsr, Metadata, PartitionState
 from broker.eventlog import EventLog
 from broker.limits import FETCH_MAX_BYTES, replica_budget, topic_name_problem
 from broker.records import LogCorruption, replica_record
@@ -321,9 +321,9 @@ class ReplicaManager:
         logged = False
         while True:
             try:
-                res = await self.controller.alter_isr(proposal.topic, proposal.partition, proposal.leader_id,
-                                                      proposal.leader_epoch, proposal.based_on_version,
-                                                      proposal.isr)
+                res = await self.controller.alter_isr(AlterIsr(proposal.topic, proposal.partition, proposal.leader_id,
+                                                               proposal.leader_epoch, proposal.based_on_version,
+                                                               tuple(proposal.isr)))
                 break
             except ControllerError as exc:
                 if not logged:           # once per proposal, not per attempt

@@ -140,7 +140,7 @@ def test_state_survives_sigkill_and_a_restart_gives_brokers_one_session_of_grace
     epochs = {b: cl.register(b, HOST, 9200 + b) for b in (1, 2, 3)}
     old_epoch_1 = epochs[1]
     epochs[1] = cl.register(1, HOST, 9201)          # broker 1 bounced: partition 0 moves to 2, epoch 1
-    r = cl.alter_isr("hw", 0, 2, 1, 1, [2, 3, 1])   # the new leader takes 1 back into the ISR
+    r = cl.alter_isr(m.AlterIsr("hw", 0, 2, 1, 1, (2, 3, 1)))   # the new leader takes 1 back into the ISR
     assert r == m.AlterIsrResult(m.NONE, (1, 2, 3), 2, 2, 1)
     before = cl.metadata()
     assert layout(before) == [(2, 1, (1, 2, 3), 2), (2, 0, (2, 3), 1)]

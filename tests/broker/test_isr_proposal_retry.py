@@ -25,11 +25,11 @@ class SilentThenAnswering:
         self.silent = silent
         self.calls: list[tuple] = []
 
-    async def alter_isr(self, topic, partition, leader_id, leader_epoch, based_on_version, isr):
-        self.calls.append((tuple(isr), based_on_version))
+    async def alter_isr(self, req: m.AlterIsr):
+        self.calls.append((req.isr, req.isr_version))
         if len(self.calls) <= self.silent:
             raise ControllerError(m.CONTROLLER_NOT_AVAILABLE, "no answer")
-        return m.AlterIsrResult(m.NONE, tuple(isr), based_on_version + 1, leader_id, leader_epoch)
+        return m.AlterIsrResult(m.NONE, req.isr, req.isr_version + 1, req.leader_id, req.leader_epoch)
 
 
 def test_an_unanswered_proposal_stays_pending_and_is_sent_again(tmp_path, monkeypatch):
