@@ -99,23 +99,41 @@ def read_broker_events(run_dir: Path, start_wall_ns: int | None, duration_s: flo
     nodes_root = run_dir / runformat.NODES_DIR
     if not nodes_root.is_dir():
         return ev
-    slot = max(duration_s, 1e-3) / HW_SLOTS
-    hw_raw: list[tuple[str, list[bytes]]] = []  # per node, its hw-change lines
-    table: list[dict[str, Any]] = []
-    base = start_wall_ns
+    reader = _LogReader(ev, start_wall_ns)
     for node_dir in sorted(p for p in nodes_root.iterdir() if p.is_dir()):
-        node = node_dir.name
+        reader.read_node(node_dir)
+    base = reader.base if reader.base is not None else _first_ts(reader.hw_raw)
+    if base is not None:
+        _hw_series(ev, reader.hw_raw, base, max(duration_s, 1e-3) / HW_SLOTS)
+    _settle_partitions(ev)
+    ev.fenced.sort(key=lambda x: x[0])
+    ev.lifecycle.sort(key=lambda x: x[0])
+    _fill_table(ev, reader.table)
+    return ev
+
+
+@dataclass
+class _LogReader:
+    """Reads the nodes' event logs, one after the other, into `ev`. Times are seconds since `base`: test.json's
+    start, or when it has none the first event's `ts`."""
+    ev: BrokerEvents
+    base: int | None
+    hw_raw: list[tuple[str, list[bytes]]] = field(default_factory=list)  # per node, its hw-change lines
+    table: list[dict[str, Any]] = field(default_factory=list)            # the events table, unsorted
+
+    def read_node(self, node_dir: Path) -> None:
+        ev, node = self.ev, node_dir.name
         ev.nodes.append(node)
         for name in sorted(x.name for x in node_dir.iterdir() if x.is_file()):
             ev.logs.append((node, f"{runformat.NODES_DIR}/{node}/{name}"))
         log = node_dir / runformat.BROKER_LOG
         if not log.is_file():
-            continue
+            return
         is_controller = _is_controller_log(log)
         if is_controller:
             ev.controllers.append(node)
         hw_lines: list[bytes] = []
-        hw_raw.append((node, hw_lines))
+        self.hw_raw.append((node, hw_lines))
         with log.open("rb") as fh:
             for raw in fh:
                 # HW changes are most of a busy log: set aside whole ones for a columnar pass (_hw_series)
@@ -126,57 +144,62 @@ def read_broker_events(run_dir: Path, start_wall_ns: int | None, duration_s: flo
                     obj = loads(raw)
                     ts = obj["ts"]
                     kind = obj["event"]
-                    if base is None:
-                        base = ts
-                    t = (ts - base) / 1e9
+                    if self.base is None:
+                        self.base = ts
+                    t = (ts - self.base) / 1e9
                 except (DecodeError, KeyError, TypeError):
                     if raw.strip():
                         ev.bad_lines += 1
                     continue
                 who = str(obj.get("node") or node)
                 ev.counts[kind] = ev.counts.get(kind, 0) + 1
-                p = obj.get("partition")
                 if kind == "hw-change":  # one that did not look whole: read with the others
                     hw_lines.append(raw)
                     continue
-                if kind == "leader-change":
-                    pe = _part(ev, p)
-                    if pe is not None:
-                        item = (t, node_name(obj.get("leader")), obj.get("epoch"), _names(obj.get("isr")))
-                        (pe.controller_leaders if is_controller else pe.leaders).append(item)
-                elif kind == "isr-change":
-                    pe = _part(ev, p)
-                    if pe is not None:
-                        item2 = (t, _names(obj.get("isr")), obj.get("version"))
-                        (pe.controller_isr if is_controller else pe.isr).append(item2)
-                elif kind == "truncate":
-                    pe = _part(ev, p)
-                    if pe is not None:
-                        pe.truncations.append((t, who, obj.get("from"), obj.get("to"), obj.get("why")))
-                elif kind == "role":
-                    pe = _part(ev, p)
-                    if pe is not None:
-                        pe.roles.append((t, who, obj.get("role"), obj.get("epoch")))
-                elif kind == "fenced":
-                    ev.fenced.append((t, who, node_name(obj.get("broker"))))
-                elif kind in ("start", "stop"):
-                    ev.lifecycle.append((t, who, kind))
-                elif kind in MARK_EVENTS:
-                    pe = _part(ev, p)
-                    if pe is not None:
-                        pe.raw_marks.append((t, kind, who, obj))
-                if kind in TABLE_EVENTS:
-                    fields = {k: v for k, v in obj.items() if k not in ("ts", "node", "event", "partition")}
-                    for key in ("leader", "broker"):
-                        if key in fields:
-                            fields[key] = node_name(fields[key])
-                    if isinstance(fields.get("isr"), list):
-                        fields["isr"] = _names(fields["isr"])
-                    table.append({"t": t, "node": who, "event": kind, "partition": p, "fields": fields})
-    if base is None:
-        base = _first_ts(hw_raw)
-    if base is not None:
-        _hw_series(ev, hw_raw, base, slot)
+                self._event(obj, kind, t, who, is_controller)
+
+    def _event(self, obj: dict[str, Any], kind: str, t: float, who: str, is_controller: bool) -> None:
+        """One event (no HW change): onto its partition's lanes or the run's, and into the table."""
+        ev, p = self.ev, obj.get("partition")
+        if kind == "leader-change":
+            pe = _part(ev, p)
+            if pe is not None:
+                item = (t, node_name(obj.get("leader")), obj.get("epoch"), _names(obj.get("isr")))
+                (pe.controller_leaders if is_controller else pe.leaders).append(item)
+        elif kind == "isr-change":
+            pe = _part(ev, p)
+            if pe is not None:
+                item2 = (t, _names(obj.get("isr")), obj.get("version"))
+                (pe.controller_isr if is_controller else pe.isr).append(item2)
+        elif kind == "truncate":
+            pe = _part(ev, p)
+            if pe is not None:
+                pe.truncations.append((t, who, obj.get("from"), obj.get("to"), obj.get("why")))
+        elif kind == "role":
+            pe = _part(ev, p)
+            if pe is not None:
+                pe.roles.append((t, who, obj.get("role"), obj.get("epoch")))
+        elif kind == "fenced":
+            ev.fenced.append((t, who, node_name(obj.get("broker"))))
+        elif kind in ("start", "stop"):
+            ev.lifecycle.append((t, who, kind))
+        elif kind in MARK_EVENTS:
+            pe = _part(ev, p)
+            if pe is not None:
+                pe.raw_marks.append((t, kind, who, obj))
+        if kind in TABLE_EVENTS:
+            fields = {k: v for k, v in obj.items() if k not in ("ts", "node", "event", "partition")}
+            for key in ("leader", "broker"):
+                if key in fields:
+                    fields[key] = node_name(fields[key])
+            if isinstance(fields.get("isr"), list):
+                fields["isr"] = _names(fields["isr"])
+            self.table.append({"t": t, "node": who, "event": kind, "partition": p, "fields": fields})
+
+
+def _settle_partitions(ev: BrokerEvents) -> None:
+    """Each partition's lanes as drawn: the controller's view of leaders and ISR when it logged one, without
+    repeats, in time order, the replication exchanges folded into marks; the partitions in order."""
     for pe in ev.partitions.values():
         if pe.controller_leaders:
             pe.leaders = pe.controller_leaders
@@ -191,20 +214,21 @@ def read_broker_events(run_dir: Path, start_wall_ns: int | None, duration_s: flo
         for series in pe.hw.values():
             series.sort()
     ev.partitions = dict(sorted(ev.partitions.items()))
-    ev.fenced.sort(key=lambda x: x[0])
-    ev.lifecycle.sort(key=lambda x: x[0])
+
+
+def _fill_table(ev: BrokerEvents, table: list[dict[str, Any]]) -> None:
+    """The events table in time order, the first row of each election carrying its anchor (stories link to
+    it): its first rows, and every election after them, so that no leader anchor is missing from the page."""
     table.sort(key=lambda r: r["t"])
     ev.table_total = len(table)
     seen: set[tuple[int, Any]] = set()
-    for row in table:  # the first row of each election carries its anchor (stories link to it)
+    for row in table:
         row["anchor"] = None
         p, epoch = row["partition"], row["fields"].get("epoch")
         if row["event"] == "leader-change" and isinstance(p, int) and epoch is not None and (p, epoch) not in seen:
             seen.add((p, epoch))
             row["anchor"] = leader_anchor(p, epoch)
-    # the first rows, and every election after them, so that no leader anchor is missing from the page
     ev.table = table[:MAX_TABLE_ROWS] + [r for r in table[MAX_TABLE_ROWS:] if r["anchor"]]
-    return ev
 
 
 def leader_anchor(partition: int, epoch: Any) -> str:
