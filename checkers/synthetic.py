@@ -34,11 +34,12 @@ Memory is bounded by one partition's log (8 bytes per record) plus one chunk of 
 """
 from __future__ import annotations
 
+import itertools
 import json
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import pyarrow as pa
@@ -101,99 +102,143 @@ def _log(outcome: np.ndarray, p: int, P: int) -> tuple[np.ndarray, np.ndarray]:
     return idx, outcome[p::P]
 
 
+@dataclass(frozen=True)
+class _PartitionLog:
+    """Partition p's sends (every P-th of the run's, from send p) and its log: the present ones (ok and
+    info-present) in offset order, each record's value the index of its send."""
+    p: int
+    P: int
+    sends: np.ndarray      # the partition's send indices
+    outcomes: np.ndarray   # the outcome of each
+    values: np.ndarray     # per offset of the log: its record's value
+    records: np.ndarray    # per offset of the log: the outcome of its send
+
+    def ok(self, o: int) -> bool:
+        """Whether the record at offset o was acknowledged."""
+        return self.records[o] == OK
+
+    def sends_between(self, a: int, b: int) -> np.ndarray:
+        """The outcomes of the partition's sends strictly between the sends of the records at offsets a < b."""
+        return self.outcomes[(int(self.values[a]) - self.p) // self.P + 1:(int(self.values[b]) - self.p) // self.P]
+
+
+def _partition_log(outcome: np.ndarray, p: int, P: int) -> _PartitionLog:
+    idx, oc = _log(outcome, p, P)
+    present = (oc == OK) | (oc == INFO_PRESENT)
+    return _PartitionLog(p, P, idx, oc, idx[present], oc[present])
+
+
+@dataclass
+class _Spares:
+    """The values the injections put where they do not belong: per partition, the values of info-absent and
+    of failed sends not used yet (taken from the end), and values no send wrote (`fresh`: -2, -3, ...)."""
+    absent: dict[int, list]
+    failed: dict[int, list]
+    fresh: Callable[[], int] = field(default_factory=lambda: itertools.count(-2, -1).__next__)
+
+
 def _plan(outcome: np.ndarray, P: int, k: int, rng: np.random.Generator) -> tuple[_Plan, dict[str, int]]:
+    """Where the k anomalies of every kind go (`_Plan`), and the counts the checker should find."""
     plan = _Plan()
     slots = [(kind, j) for j in range(k) for kind in INJECTED]
-    per_part = -(-len(slots) // P)
-    logs = {}
-    for p in range(P):
-        idx, oc = _log(outcome, p, P)
-        present = (oc == OK) | (oc == INFO_PRESENT)
-        logs[p] = (idx, oc, idx[present], oc[present])
-    plan.lengths = {p: len(v[2]) for p, v in logs.items()}
-    min_len = min(plan.lengths.values())
-    start = 2 * POLL_CHUNK   # the first two polls' offsets are left alone
-    stride = (int(min_len * 0.8) - start) // max(per_part, 1)
-    if k and stride < 2 * POLL_CHUNK + 50:
-        raise ValueError(f"too few sends for {k} anomalies of each kind over {P} partitions")
+    logs = {p: _partition_log(outcome, p, P) for p in range(P)}
+    plan.lengths = {p: len(log.values) for p, log in logs.items()}
+    start, stride = _regions(plan.lengths, len(slots), P, k)
     expected = {kind: 0 for kind in rf.ANOMALY_KINDS}
     expected["divergence_committed"] = 0
-    spare_absent = {p: list(logs[p][0][logs[p][1] == INFO_ABSENT]) for p in range(P)}
-    spare_failed = {p: list(logs[p][0][logs[p][1] == FAIL]) for p in range(P)}
-    neg = [-1]
-
-    def fresh() -> int:
-        neg[0] -= 1
-        return neg[0]
-
+    spares = _Spares({p: list(logs[p].sends[logs[p].outcomes == INFO_ABSENT]) for p in range(P)},
+                     {p: list(logs[p].sends[logs[p].outcomes == FAIL]) for p in range(P)})
     for n, (kind, _) in enumerate(slots):
         p, region = n % P, n // P
-        idx, oc, lvals, loc = logs[p]
-        lo, hi = start + region * stride + 2, start + (region + 1) * stride - 2
-        o = lo
-        def ok_at(x): return loc[x] == OK  # noqa: E301,E704
-
-        def next_producer(x: int) -> int | None:
-            """The log position of the next ack after the ack at x, when only info-present records lie
-            between them and an info send (a new process id) came between the two sends."""
-            q = x + 1
-            while q < hi and loc[q] == INFO_PRESENT:
-                q += 1
-            if q >= hi or not ok_at(q):
-                return None
-            between = oc[(int(lvals[x]) - p) // P + 1:(int(lvals[q]) - p) // P]
-            return q if ((between == INFO_PRESENT) | (between == INFO_ABSENT)).any() else None
-        while o < hi:
-            if kind in AT_ACKED_RECORD and ok_at(o) and (p, o // POLL_CHUNK) not in plan.poll_hw:
-                break
-            if kind == kinds.FAILED_WRITE_PRESENT.name and loc[o] == INFO_PRESENT:
-                break
-            if kind == kinds.DUPLICATE.name and loc[o] == INFO_PRESENT and ok_at(o - 1):
-                break
-            if kind == kinds.NONMONOTONIC_SEND.name and ok_at(o) and ok_at(o + 1) and lvals[o + 1] == lvals[o] + P:
-                break
-            if kind == kinds.REALTIME_ORDER.name and ok_at(o) and next_producer(o) is not None:
-                break
-            o += 1
-        else:
+        spot = _place(kind, logs[p], range(start + region * stride + 2, start + (region + 1) * stride - 2), plan)
+        if spot is None:
             raise ValueError(f"no place for {kind} in partition {p} region {region}")
-        ls = plan.log_set.setdefault(p, {})
-        if kind == kinds.LOST_WRITE.name:
-            ls[o] = int(spare_absent[p].pop())
-            expected[kinds.INCONSISTENT_OFFSET.name] += 1
-        elif kind == kinds.FAILED_WRITE_PRESENT.name:
-            ls[o] = int(spare_failed[p].pop())
-            expected[kinds.ABORTED_READ.name] += 1
-        elif kind == kinds.DIVERGENCE.name:
-            plan.n3_set.setdefault(p, {})[o] = fresh()
-            expected["divergence_committed"] += 1
-        elif kind == kinds.DUPLICATE.name:
-            ls[o] = int(lvals[o - 1])
-        elif kind == kinds.NONMONOTONIC_SEND.name:
-            a, b = int(lvals[o]), int(lvals[o + 1])
-            ls[o], ls[o + 1] = b, a
-            plan.ack_offset[a], plan.ack_offset[b] = o + 1, o
-            expected[kinds.REALTIME_ORDER.name] += 1
-        elif kind == kinds.REALTIME_ORDER.name:
-            q = next_producer(o)
-            a, b = int(lvals[o]), int(lvals[q])
-            ls[o], ls[q] = b, a
-            plan.ack_offset[a], plan.ack_offset[b] = q, o
-        elif kind == kinds.POLL_SKIP.name:
-            plan.read_drop.setdefault(p, set()).add(o)
-        elif kind == kinds.NONMONOTONIC_POLL.name:
-            plan.read_twice.setdefault(p, set()).add(o)
-        elif kind == kinds.DIRTY_READ.name:
-            plan.read_value.setdefault(p, {})[o] = int(spare_absent[p].pop())
-            expected[kinds.INCONSISTENT_OFFSET.name] += 1
-        elif kind == kinds.HW_REGRESSION.name:
-            plan.poll_hw[(p, o // POLL_CHUNK)] = (1, 1)
-        elif kind == kinds.HW_REGRESSION_CROSS_EPOCH.name:
-            plan.poll_hw[(p, o // POLL_CHUNK)] = (2, 2)
+        for also in _inject(plan, kind, logs[p], spot, spares):
+            expected[also] += 1
         expected[kind] += 1
     _plan_polls_and_faults(plan, expected, k, P)
-    _plan_residual(plan, expected, k, len(logs[0][2]), fresh)
+    _plan_residual(plan, expected, k, len(logs[0].values), spares.fresh)
     return plan, expected
+
+
+def _regions(lengths: dict[int, int], slots: int, P: int, k: int) -> tuple[int, int]:
+    """(start, stride) of the regions the history injections are spread over, one per slot of a partition:
+    from past the first two polls' offsets (left alone) to 80% of the shortest log."""
+    per_part = -(-slots // P)
+    start = 2 * POLL_CHUNK
+    stride = (int(min(lengths.values()) * 0.8) - start) // max(per_part, 1)
+    if k and stride < 2 * POLL_CHUNK + 50:
+        raise ValueError(f"too few sends for {k} anomalies of each kind over {P} partitions")
+    return start, stride
+
+
+def _next_producer(log: _PartitionLog, x: int, hi: int) -> int | None:
+    """The log position of the next ack after the ack at x (below hi), when only info-present records lie
+    between them and an info send (a new process id) came between the two sends."""
+    q = x + 1
+    while q < hi and log.records[q] == INFO_PRESENT:
+        q += 1
+    if q >= hi or not log.ok(q):
+        return None
+    between = log.sends_between(x, q)
+    return q if ((between == INFO_PRESENT) | (between == INFO_ABSENT)).any() else None
+
+
+def _place(kind: str, log: _PartitionLog, region: range, plan: _Plan) -> tuple[int, int | None] | None:
+    """Where in `region` of the log `kind` goes first: (its offset, the offset it swaps with, for
+    nonmonotonic-send and realtime-order), or None if nowhere."""
+    ok, loc, lvals = log.ok, log.records, log.values
+    for o in region:
+        if kind in AT_ACKED_RECORD and ok(o) and (log.p, o // POLL_CHUNK) not in plan.poll_hw:
+            return o, None
+        if kind == kinds.FAILED_WRITE_PRESENT.name and loc[o] == INFO_PRESENT:
+            return o, None
+        if kind == kinds.DUPLICATE.name and loc[o] == INFO_PRESENT and ok(o - 1):
+            return o, None
+        if kind == kinds.NONMONOTONIC_SEND.name and ok(o) and ok(o + 1) and lvals[o + 1] == lvals[o] + log.P:
+            return o, o + 1
+        if kind == kinds.REALTIME_ORDER.name and ok(o):
+            q = _next_producer(log, o, region.stop)
+            if q is not None:
+                return o, q
+    return None
+
+
+def _inject(plan: _Plan, kind: str, log: _PartitionLog, spot: tuple[int, int | None], spares: _Spares) -> list[str]:
+    """Put one anomaly of `kind` into the plan at `spot` (`_place`); returns what else it is counted as
+    (the kinds it breaks too, or divergence_committed)."""
+    p, lvals = log.p, log.values
+    o, q = spot
+    ls = plan.log_set.setdefault(p, {})
+    if kind == kinds.LOST_WRITE.name:
+        ls[o] = int(spares.absent[p].pop())
+        return [kinds.INCONSISTENT_OFFSET.name]
+    if kind == kinds.FAILED_WRITE_PRESENT.name:
+        ls[o] = int(spares.failed[p].pop())
+        return [kinds.ABORTED_READ.name]
+    if kind == kinds.DIVERGENCE.name:
+        plan.n3_set.setdefault(p, {})[o] = spares.fresh()
+        return ["divergence_committed"]
+    if kind == kinds.DUPLICATE.name:
+        ls[o] = int(lvals[o - 1])
+    elif kind in (kinds.NONMONOTONIC_SEND.name, kinds.REALTIME_ORDER.name):
+        a, b = int(lvals[o]), int(lvals[q])
+        ls[o], ls[q] = b, a
+        plan.ack_offset[a], plan.ack_offset[b] = q, o
+        if kind == kinds.NONMONOTONIC_SEND.name:    # the two sends never overlap either
+            return [kinds.REALTIME_ORDER.name]
+    elif kind == kinds.POLL_SKIP.name:
+        plan.read_drop.setdefault(p, set()).add(o)
+    elif kind == kinds.NONMONOTONIC_POLL.name:
+        plan.read_twice.setdefault(p, set()).add(o)
+    elif kind == kinds.DIRTY_READ.name:
+        plan.read_value.setdefault(p, {})[o] = int(spares.absent[p].pop())
+        return [kinds.INCONSISTENT_OFFSET.name]
+    elif kind == kinds.HW_REGRESSION.name:
+        plan.poll_hw[(p, o // POLL_CHUNK)] = (1, 1)
+    elif kind == kinds.HW_REGRESSION_CROSS_EPOCH.name:
+        plan.poll_hw[(p, o // POLL_CHUNK)] = (2, 2)
+    return []
 
 
 def _plan_polls_and_faults(plan: _Plan, expected: dict[str, int], k: int, P: int) -> None:
