@@ -26,6 +26,7 @@ from pathlib import Path
 from broker.atomic_file import replace_atomically
 from broker.config import BrokerConfig, ConfigError, load_broker_config
 from broker.controller.client import ControllerClient
+from broker.controller.messages import RegisterBroker
 from broker.eventlog import EventLog
 from broker.protocol import apis
 from broker.server.aio import bounded, cancel_and_wait, run
@@ -116,8 +117,8 @@ class BrokerNode:
                          power_loss=cfg.power_loss, min_insync_replicas=cfg.min_insync_replicas,
                          clean_shutdown=clean_shutdown)
         print(f"READY {host}:{port}", flush=True)
-        self.link = ControllerLink(cfg.node_id, host, port, self.controller, cfg.heartbeat_interval_ms,
-                                   self.replicas.apply_metadata, self.events, clean_shutdown=clean_shutdown)
+        self.link = ControllerLink(RegisterBroker(cfg.node_id, host, port, clean_shutdown), self.controller,
+                                   cfg.heartbeat_interval_ms, self.replicas.apply_metadata, self.events)
         self.replicas.rejoin = self.link.rejoin
         timers = Timers(cfg, self.replicas)
         for coro in (self.link.heartbeat_loop(), self.link.metadata_loop(), *timers.loops()):

@@ -18,7 +18,7 @@ import asyncio
 import logging
 
 from broker.controller.client import ControllerClient, ControllerError, ControllerUnavailable
-from broker.controller.messages import STALE_BROKER_EPOCH, Metadata
+from broker.controller.messages import STALE_BROKER_EPOCH, Metadata, RegisterBroker
 
 log = logging.getLogger(__name__)
 
@@ -27,10 +27,12 @@ RETRY_S = 0.1
 
 
 class ControllerLink:
-    def __init__(self, node_id: int, host: str, port: int, controller: ControllerClient,
-                 heartbeat_interval_ms: int, on_metadata, events, clean_shutdown: bool | None = None):
-        self.node_id = node_id
-        self.advertised = (host, port)
+    def __init__(self, registration: RegisterBroker, controller: ControllerClient, heartbeat_interval_ms: int,
+                 on_metadata, events):
+        """`registration`: the first REGISTER_BROKER this broker sends: its id, its advertised address and
+        clean_shutdown as app.py found it."""
+        self.node_id = registration.broker_id
+        self.advertised = (registration.host, registration.port)
         self.controller = controller
         self.heartbeat_s = heartbeat_interval_ms / 1000.0
         self.on_metadata = on_metadata          # callable(Metadata) -> None (may be async)
@@ -40,7 +42,7 @@ class ControllerLink:
         self.metadata: Metadata | None = None
         self._rejoin = asyncio.Event()
         self._rejoin_reason = ""
-        self.clean_shutdown = clean_shutdown    # told at the next registration (see the module docstring)
+        self.clean_shutdown = registration.clean_shutdown    # told at the next registration (module docstring)
 
     async def _register(self) -> None:
         while True:

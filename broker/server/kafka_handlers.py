@@ -56,14 +56,14 @@ class AutoCreate:
 
 
 class KafkaHandlers:
-    def __init__(self, replicas, broker_id: int, controller, cluster_id: str = CLUSTER_ID,
-                 auto_create: AutoCreate = AutoCreate(), log_append_time: bool = False, producer_ids=None):
+    def __init__(self, replicas, broker_id: int, controller, auto_create: AutoCreate = AutoCreate(),
+                 log_append_time: bool = False, producer_ids=None):
         self.replicas = replicas
         self.producer_ids = producer_ids           # broker/server/producer_ids.py: InitProducerId
         self.log_append_time = log_append_time     # log_message_timestamp_type = LogAppendTime
         self.broker_id = broker_id
         self.controller = controller
-        self.cluster_id = cluster_id
+        self.cluster_id = CLUSTER_ID               # what Metadata answers (no caller ever set another)
         self.auto_create = auto_create
         self.apis = {
             V.API_VERSIONS: self.api_versions,
