@@ -243,18 +243,21 @@ def _runs(offsets: list[int]) -> list[tuple[int, int]]:
     return runs
 
 
-def build_view(partition: int, reps: list[ReplicaLog], anomaly_offsets: list[tuple[int, str]],
-               lost_writes: list[dict[str, Any]], max_rows: int = MAX_ROWS) -> PartitionView:
-    """The side-by-side view of one partition.
+@dataclass(frozen=True)
+class _Highlights:
+    """What the view of one partition marks: where its replicas diverge, the writes the checker reports lost
+    and the notes its rows carry."""
+    divergent: list[int]                  # the offsets where replicas disagree, ascending
+    runs: list[tuple[int, int]]           # the same as (first, last) runs of consecutive offsets
+    lost_values: dict[Any, dict[str, Any]]  # a lost value -> its lost-write example
+    lost: list[dict[str, Any]]            # per lost write: value, offset, found_on (node -> offset), index
+    lost_at: dict[int, list[Any]]         # offset -> the values acknowledged there and lost
+    notes_at: dict[int, list[str]]        # offset -> the notes its row shows
 
-    anomaly_offsets: (offset, label) from the checker's examples of this partition.
-    lost_writes: the checker's lost-write examples of this partition ({value, offset, ...}).
-    """
-    lo = min(r.log_start for r in reps)
-    hi = max(max(r.end, r.leo) for r in reps)
+
+def _highlights(reps: list[ReplicaLog], lo: int, anomaly_offsets: list[tuple[int, str]],
+                lost_writes: list[dict[str, Any]]) -> _Highlights:
     divergent = _divergent_offsets(reps, lo, max(r.end for r in reps))
-    runs = _runs(divergent)
-
     lost_values: dict[Any, dict[str, Any]] = {}
     lost_info: list[dict[str, Any]] = []
     for ex in lost_writes[:200]:
@@ -271,87 +274,116 @@ def build_view(partition: int, reps: list[ReplicaLog], anomaly_offsets: list[tup
     for info in lost_info:
         if isinstance(info["offset"], int):
             lost_at.setdefault(info["offset"], []).append(info["value"])
-
     notes_at: dict[int, list[str]] = {}
     for off, label in anomaly_offsets:
         notes_at.setdefault(off, []).append(label)
     for off, vals in lost_at.items():
         notes_at.setdefault(off, []).append("lost write " + ", ".join(str(v) for v in vals[:5]) + " was acked here")
+    return _Highlights(divergent, _runs(divergent), lost_values, lost_info, lost_at, notes_at)
 
-    total = hi - lo + 1  # offsets plus the LEO row
-    whole = total <= min(FULL_LOG_ROWS, max_rows)
+
+def build_view(partition: int, reps: list[ReplicaLog], anomaly_offsets: list[tuple[int, str]],
+               lost_writes: list[dict[str, Any]], max_rows: int = MAX_ROWS) -> PartitionView:
+    """The side-by-side view of one partition.
+
+    anomaly_offsets: (offset, label) from the checker's examples of this partition.
+    lost_writes: the checker's lost-write examples of this partition ({value, offset, ...}).
+    """
+    lo = min(r.log_start for r in reps)
+    hi = max(max(r.end, r.leo) for r in reps)
+    marked = _highlights(reps, lo, anomaly_offsets, lost_writes)
+    whole = hi - lo + 1 <= min(FULL_LOG_ROWS, max_rows)  # offsets plus the LEO row
+    if whole:
+        shown, dropped = set(range(lo, hi + 1)), 0
+    else:
+        shown, dropped = _windows(reps, (lo, hi), marked, anomaly_offsets, max_rows)
+    rows = _rows(reps, sorted(shown), (lo, hi), marked)
+    runs, divergent = marked.runs, marked.divergent
+    return PartitionView(partition=partition, nodes=[r.node for r in reps], replicas=reps, rows=rows,
+                         total_offsets=hi - lo, divergent_count=len(divergent), divergent_runs=runs[:20],
+                         lost=marked.lost, whole=whole, dropped_windows=dropped,
+                         anchored=frozenset(r.offset for r in rows if isinstance(r, Row) and r.anchor))
+
+
+def _windows(reps: list[ReplicaLog], span: tuple[int, int], marked: _Highlights,
+             anomaly_offsets: list[tuple[int, str]], max_rows: int) -> tuple[set[int], int]:
+    """The offsets shown of a log too long to show whole, and how many windows were dropped: windows of
+    CONTEXT rows around the interesting offsets, most interesting first, while they fit in max_rows."""
+    lo, hi = span
+    runs = marked.runs
+    priority: list[list[int]] = [[], [], []]
+    for a, b in runs[:MAX_DIVERGENT_RUNS]:
+        priority[0].extend((a, b) if a != b else (a,))
+    priority[0].extend(marked.lost_at)
+    for info in marked.lost:
+        priority[0].extend(info["found_on"].values())
+    priority[1].extend(off for off, _ in anomaly_offsets)
+    for r in reps:
+        priority[2].extend(x for x in (r.log_start, r.hw, r.leo) if isinstance(x, int))
+        # where each leader epoch starts: the rows where logs written by different leaders meet
+        priority[2].extend(e[1] for e in r.epochs[:50] if isinstance(e, list) and len(e) == 2
+                           and isinstance(e[1], int) and e[1] > r.log_start)
+    priority[2].append(hi)
     shown: set[int] = set()
     dropped = 0
-    if whole:
-        shown = set(range(lo, hi + 1))
-    else:
-        priority: list[list[int]] = [[], [], []]
-        for a, b in runs[:MAX_DIVERGENT_RUNS]:
-            priority[0].extend((a, b) if a != b else (a,))
-        priority[0].extend(lost_at)
-        for info in lost_info:
-            priority[0].extend(info["found_on"].values())
-        priority[1].extend(off for off, _ in anomaly_offsets)
-        for r in reps:
-            priority[2].extend(x for x in (r.log_start, r.hw, r.leo) if isinstance(x, int))
-            # where each leader epoch starts: the rows where logs written by different leaders meet
-            priority[2].extend(e[1] for e in r.epochs[:50] if isinstance(e, list) and len(e) == 2
-                               and isinstance(e[1], int) and e[1] > r.log_start)
-        priority[2].append(hi)
-        for keys in priority:
-            for k in sorted(set(keys)):
-                window = set(range(max(lo, k - CONTEXT), min(hi, k + CONTEXT) + 1))
-                if len(shown | window) > max_rows:
-                    dropped += 1
-                    continue
-                shown |= window
-        dropped += max(0, len(runs) - MAX_DIVERGENT_RUNS)
+    for keys in priority:
+        for k in sorted(set(keys)):
+            window = set(range(max(lo, k - CONTEXT), min(hi, k + CONTEXT) + 1))
+            if len(shown | window) > max_rows:
+                dropped += 1
+                continue
+            shown |= window
+    return shown, dropped + max(0, len(runs) - MAX_DIVERGENT_RUNS)
 
+
+def _rows(reps: list[ReplicaLog], shown: list[int], span: tuple[int, int], marked: _Highlights) -> list[Row | Gap]:
+    """A row per shown offset (ascending), a gap row wherever offsets were left out."""
+    lo, hi = span
+    divergent = marked.divergent
     rows: list[Row | Gap] = []
     prev = None
     div_set = set(divergent)
-    anchor_offsets = set(notes_at) | {a for a, _ in runs}
-    for off in sorted(shown):
+    anchor_offsets = set(marked.notes_at) | {a for a, _ in marked.runs}
+    for off in shown:
         if prev is not None and off > prev + 1:
             rows.append(Gap(off - prev - 1, bisect.bisect_left(divergent, off) - bisect.bisect_right(divergent, prev)))
         elif prev is None and off > lo:
             rows.append(Gap(off - lo, bisect.bisect_left(divergent, off)))
         prev = off
-        cells = []
-        for r in reps:
-            i = off - r.log_start
-            has = 0 <= i < len(r.values) and (r.values[i] is not None or r.epochs_at[i] is not None)
-            v = r.values[i] if has else None
-            e = r.epochs_at[i] if has else None
-            cls, marks = [], []
-            if has:
-                cls.append(f"e{e % 8}" if isinstance(e, int) else "e-")
-                if r.hw is not None and off >= r.hw:
-                    cls.append("uncommitted")
-                if v in lost_values:
-                    cls.append("lost")
-                if off in r.bad_crc:
-                    cls.append("badcrc")
-            else:
-                cls.append("empty")
-            if r.hw is not None and off == r.hw:
-                marks.append("HW")
-            if off == r.leo:
-                marks.append("LEO")
-            if off == r.log_start and r.log_start > 0:
-                marks.append("start")
-            title = f"{r.node} offset {off}" + (f": value {v}, epoch {e}" if has else ": no record")
-            if v in lost_values:
-                title += " (an acknowledged write the checker reports lost)"
-            cells.append(Cell(v, e, " ".join(cls), marks, title))
-        rows.append(Row(off, cells, off in div_set, notes_at.get(off, []), off in anchor_offsets))
+        cells = [_cell(r, off, marked.lost_values) for r in reps]
+        rows.append(Row(off, cells, off in div_set, marked.notes_at.get(off, []), off in anchor_offsets))
     if prev is not None and prev < hi:
         rows.append(Gap(hi - prev, len(divergent) - bisect.bisect_right(divergent, prev)))
+    return rows
 
-    return PartitionView(partition=partition, nodes=[r.node for r in reps], replicas=reps, rows=rows,
-                         total_offsets=hi - lo, divergent_count=len(divergent), divergent_runs=runs[:20],
-                         lost=lost_info, whole=whole, dropped_windows=dropped,
-                         anchored=frozenset(r.offset for r in rows if isinstance(r, Row) and r.anchor))
+
+def _cell(r: ReplicaLog, off: int, lost_values: dict[Any, dict[str, Any]]) -> Cell:
+    """Replica r's record at offset off: its epoch's colour, above-HW, lost, bad CRC; HW / LEO / start marks."""
+    i = off - r.log_start
+    has = 0 <= i < len(r.values) and (r.values[i] is not None or r.epochs_at[i] is not None)
+    v = r.values[i] if has else None
+    e = r.epochs_at[i] if has else None
+    cls, marks = [], []
+    if has:
+        cls.append(f"e{e % 8}" if isinstance(e, int) else "e-")
+        if r.hw is not None and off >= r.hw:
+            cls.append("uncommitted")
+        if v in lost_values:
+            cls.append("lost")
+        if off in r.bad_crc:
+            cls.append("badcrc")
+    else:
+        cls.append("empty")
+    if r.hw is not None and off == r.hw:
+        marks.append("HW")
+    if off == r.leo:
+        marks.append("LEO")
+    if off == r.log_start and r.log_start > 0:
+        marks.append("start")
+    title = f"{r.node} offset {off}" + (f": value {v}, epoch {e}" if has else ": no record")
+    if v in lost_values:
+        title += " (an acknowledged write the checker reports lost)"
+    return Cell(v, e, " ".join(cls), marks, title)
 
 
 def build_views(run_dir: Path, results: dict[str, Any] | None) -> list[PartitionView]:
