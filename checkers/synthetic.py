@@ -446,9 +446,8 @@ def _consumer_side(W: dict, outcome: np.ndarray, P: int, p: int, plan: _Plan, in
                     "invoke_index": (np.array([0, index]), np.array([True, False])),
                     "invoke_time": (np.array([0, index * DT]), np.array([True, False]))})
     index += 2
-    ahead = p in plan.hw_ahead
-    index = _reads(W, p, log, L, index, cproc, "poll", POLL_CHUNK, plan, ahead)
-    index = _reads(W, p, log, L, index, str(FINAL_BASE + p), "final-read", FINAL_CHUNK, None, ahead)
+    index = _reads(W, plan, p, log, index, _Reader(cproc, "poll", POLL_CHUNK))
+    index = _reads(W, plan, p, log, index, _Reader(str(FINAL_BASE + p), "final-read", FINAL_CHUNK))
     for node in NODES:
         vals = log
         hw = L
@@ -536,30 +535,58 @@ def generate(run_dir: Path | str, sends: int, *, partitions: int = 8, k: int = 5
     return expected
 
 
-def _reads(W: dict, p: int, log: np.ndarray, L: int, index: int, proc: str, f: str, size: int,
-           plan: _Plan | None, ahead: bool = False) -> int:
-    """Write the polls (or final reads) of one partition's whole log; returns the next history index. With
-    `ahead`, the last poll (every final read) is told HW L + 1."""
-    n_ops = max(1, -(-L // size))
-    starts = np.arange(n_ops, dtype=np.int64) * size
-    inv = index + 2 * np.arange(n_ops, dtype=np.int64)
-    okx = inv + 1
+@dataclass(frozen=True)
+class _Reader:
+    """Who reads a partition's whole log, one operation per `size` records from offset 0: its consumer
+    (f "poll") or the final reads ("final-read"), as history process `process`."""
+    process: str
+    f: str
+    size: int
+
+
+def _reads(W: dict, plan: _Plan, p: int, log: np.ndarray, index: int, reader: _Reader) -> int:
+    """Write the polls (or final reads) of one partition's whole log; returns the next history index. The
+    plan's injections at polls and at the records read are the consumer's (`_told`, `_records_read`)."""
+    hw, epoch = _told(plan, p, len(log), reader)
+    okx = _read_ops(W, p, index, reader, hw, epoch)
+    offsets, values = _records_read(plan, p, log, reader)
+    _write_records(W, p, reader, okx, offsets, values)
+    return index + 2 * len(hw)
+
+
+def _told(plan: _Plan, p: int, L: int, reader: _Reader) -> tuple[np.ndarray, np.ndarray]:
+    """(the HW, the epoch) each read operation of a log of L records is told: L and 1, but at the consumer's
+    injected polls (hw-regression, read-uncommitted); in a partition of plan.hw_ahead the last poll (every
+    final read) is told HW L + 1."""
+    n_ops = max(1, -(-L // reader.size))
     hw = np.full(n_ops, L, dtype=np.int64)
     epoch = np.ones(n_ops, dtype=np.int32)
-    if plan is not None:
+    polls = reader.f == "poll"
+    if polls:
         for (pp, no), (delta, ep) in plan.poll_hw.items():
             if pp == p:
                 hw[no] -= delta
                 epoch[no] = ep
         for pp, no in plan.poll_at_end:
             if pp == p and no < n_ops:
-                hw[no] = min(L, (no + 1) * size) - 1
-    if ahead and f == "poll":
+                hw[no] = min(L, (no + 1) * reader.size) - 1
+    ahead = p in plan.hw_ahead
+    if ahead and polls:
         if n_ops < 3:
             raise ValueError(f"too few records in partition {p} for hw-reported-ahead ({L})")
         hw[-1] = L + 1
     elif ahead:
         hw[:] = L + 1
+    return hw, epoch
+
+
+def _read_ops(W: dict, p: int, index: int, reader: _Reader, hw: np.ndarray, epoch: np.ndarray) -> np.ndarray:
+    """The invoke and ok rows of the read operations told `hw` and `epoch`, from history index `index`;
+    returns the ok rows' indices."""
+    n_ops = len(hw)
+    starts = np.arange(n_ops, dtype=np.int64) * reader.size
+    inv = index + 2 * np.arange(n_ops, dtype=np.int64)
+    okx = inv + 1
     rows = 2 * n_ops
     idx = np.empty(rows, dtype=np.int64)
     idx[0::2], idx[1::2] = inv, okx
@@ -568,27 +595,37 @@ def _reads(W: dict, p: int, log: np.ndarray, L: int, index: int, proc: str, f: s
     hw2 = np.repeat(hw, 2)
     ep2 = np.repeat(epoch, 2)
     invi = np.repeat(inv, 2)
-    W["ops"].write({"index": idx, "time": idx * DT, "process": proc, "type": _choice(tcode, ["invoke", "ok"]),
-                    "f": f, "partition": np.full(rows, p, dtype=np.int32), "offset": np.repeat(starts, 2),
+    W["ops"].write({"index": idx, "time": idx * DT, "process": reader.process, "type": _choice(tcode, ["invoke", "ok"]),
+                    "f": reader.f, "partition": np.full(rows, p, dtype=np.int32), "offset": np.repeat(starts, 2),
                     "hw": (hw2, ~comp), "epoch": (ep2, ~comp), "invoke_index": (invi, ~comp),
                     "invoke_time": (invi * DT, ~comp)})
-    # one row per record read; the consumer's damage is applied here
-    offsets = np.arange(L, dtype=np.int64)
+    return okx
+
+
+def _records_read(plan: _Plan, p: int, log: np.ndarray, reader: _Reader) -> tuple[np.ndarray, np.ndarray]:
+    """(offset, value) of every record read, in order: the whole log, with the consumer's injected damage
+    (a value it reads instead, a record it misses, one it reads twice)."""
+    offsets = np.arange(len(log), dtype=np.int64)
     values = log
-    if plan is not None:
+    if reader.f == "poll":
         values = log.copy()
         for o, v in plan.read_value.get(p, {}).items():
             values[o] = v
-        keep = np.ones(L, dtype=bool)
+        keep = np.ones(len(log), dtype=bool)
         for o in plan.read_drop.get(p, ()):
             keep[o] = False
-        reps = np.ones(L, dtype=np.int64)
+        reps = np.ones(len(log), dtype=np.int64)
         for o in plan.read_twice.get(p, ()):
             reps[o] = 2
         reps[~keep] = 0
         offsets = np.repeat(offsets, reps)
         values = np.repeat(values, reps)
-    op_no = offsets // size
+    return offsets, values
+
+
+def _write_records(W: dict, p: int, reader: _Reader, okx: np.ndarray, offsets: np.ndarray, values: np.ndarray) -> None:
+    """One `reads` row per record read, under the ok row (`okx`) of the operation whose offsets hold it."""
+    op_no = offsets // reader.size
     # position within the poll: running count within each op
     first = np.searchsorted(op_no, op_no, side="left")
     pos = (np.arange(len(offsets)) - first).astype(np.int32)
@@ -596,11 +633,10 @@ def _reads(W: dict, p: int, log: np.ndarray, L: int, index: int, proc: str, f: s
     step = 1 << 22
     for s in range(0, len(offsets), step):
         e = min(len(offsets), s + step)
-        W["reads"].write({"index": ok_index[s:e], "process": proc, "f": f,
+        W["reads"].write({"index": ok_index[s:e], "process": reader.process, "f": reader.f,
                           "partition": np.full(e - s, p, dtype=np.int32), "offset": offsets[s:e], "value": values[s:e],
                           "time": ok_index[s:e] * DT, "pos": pos[s:e],
                           "epoch": np.full(e - s, -1, dtype=np.int32)})   # reads carry no epoch here
-    return index + rows
 
 
 def _damage_ops(W: dict, plan: _Plan, index: int, fault_id: int) -> int:
