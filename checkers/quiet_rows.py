@@ -270,7 +270,7 @@ class QuietFeed:
                        hw=int(new[hw_at[-1]]) if len(hw_at) else None,
                        leo=int(leo[leo_at[-1]]) if len(leo_at) else None,
                        acked_end=int(acked.max()) + 1 if len(acked) else None,
-                       leader_hw=top if owner else None, leader_hw_row=b.later(top_at) if owner else None)
+                       leader_hw=(top, b.later(top_at)) if owner else None)
 
 
 def partition_files(events_dir: Any) -> tuple[dict[int, str], str | None] | None:

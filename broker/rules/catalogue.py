@@ -246,10 +246,10 @@ class PartitionRules:
         return node
 
     def fold(self, name: str, last: Any, *, hw: int | None = None, leo: int | None = None,
-             acked_end: int | None = None, leader_hw: int | None = None, leader_hw_row: Any = None) -> None:
+             acked_end: int | None = None, leader_hw: tuple[int, Any] | None = None) -> None:
         """Rows of broker `name` that broke no rule, `last` the latest: its latest `hw-change` set its HW
-        (`hw`) and, the latest with one, its LEO (`leo`); its acks reached `acked_end`; and the highest HW
-        its `hw-change` rows set while it leads is `leader_hw`, first set by `leader_hw_row`. The two rows
+        (`hw`) and, the latest with one, its LEO (`leo`); its acks reached `acked_end`; and `leader_hw` is
+        (the highest HW its `hw-change` rows set while it leads, the row that first set it). The two rows
         may be given as functions that return them: the state only shows them as a violation's evidence."""
         node = self.node(name)
         node.last = last
@@ -259,8 +259,8 @@ class PartitionRules:
             node.leo = leo
         if acked_end is not None:
             node.acked_end = max(node.acked_end, acked_end)
-        if leader_hw is not None and node.role == "leader" and leader_hw > self.leader_hw:
-            self.leader_hw, self.leader_hw_row = leader_hw, leader_hw_row
+        if leader_hw is not None and node.role == "leader" and leader_hw[0] > self.leader_hw:
+            self.leader_hw, self.leader_hw_row = leader_hw
 
     def ack_judged(self) -> bool:
         """Whether ack-undecided judges this partition: the controller's log is here, and so is the log of
