@@ -250,57 +250,92 @@ class RuleMark:
     promised: bool = True
 
 
-def partition_state(pe: PartitionEvents, nodes: list[str], faults: list[FaultWindow], duration_s: float,
-                    node_class: dict[str, str], max_points: int = 600,
-                    lifecycle: list[tuple[float, str, str]] = (), rules: list[RuleMark] = ()) -> str:
+@dataclass(frozen=True)
+class ClusterTimeline:
+    """What every partition's replication chart draws the same: the run's fault windows and length, each
+    node's colour class, and the broker processes' starts and stops (t, node, "start" / "stop")."""
+    faults: list[FaultWindow]
+    duration_s: float
+    node_class: dict[str, str]
+    lifecycle: list[tuple[float, str, str]] = ()
+
+
+LANE_H = 16   # a lane of the replication chart: the leader's, a node's ISR membership, the rules'
+HW_H = 130    # the replication chart's HW plot
+
+
+def partition_state(pe: PartitionEvents, nodes: list[str], cluster: ClusterTimeline, max_points: int = 600,
+                    rules: list[RuleMark] = ()) -> str:
     """Leader (with epoch) and ISR membership lanes, truncations, replication exchanges (`lane_mark`), a
     lane of the protocol rules broken on this partition when there are any (`rule_mark`), and each
     replica's HW over time (at most `max_points` HW points per replica: many partitions share the page's
     size budget)."""
-    lane_h = 16
     lanes = ["leader"] + nodes + (["rules"] if rules else [])
-    hw_h = 130
-    lanes_top = TOP
-    lanes_bottom = lanes_top + lane_h * len(lanes) + 6
-    height = lanes_bottom + hw_h + 44
-    end_s = max([duration_s] + [t for t, *_ in pe.leaders] + [t for t, *_ in pe.isr]
+    lanes_bottom = TOP + LANE_H * len(lanes) + 6
+    height = lanes_bottom + HW_H + 44
+    end_s = max([cluster.duration_s] + [t for t, *_ in pe.leaders] + [t for t, *_ in pe.isr]
                 + [t for t, *_ in pe.truncations] + [m.last for m in pe.marks] + [s[-1][0] for s in pe.hw.values() if s]
                 + [m.t for m in rules])
-    frame = Frame(WIDTH, height, top=lanes_top, label=f"Partition {pe.partition}: leadership, ISR and HW")
-    x = _x_scale(frame, end_s)
-    fault_bands(frame, x, faults)
+    frame = Frame(WIDTH, height, top=TOP, label=f"Partition {pe.partition}: leadership, ISR and HW")
+    chart = _ReplicationChart(pe, cluster, _x_scale(frame, end_s), end_s)
+    fault_bands(frame, chart.x, cluster.faults)
     out = ['<g class="lanes">']
     for i, name in enumerate(lanes):
-        ly = lanes_top + i * lane_h
+        ly = TOP + i * LANE_H
         label = "leader" if i == 0 else "rules" if rules and i == len(lanes) - 1 else name + " in ISR"
         out.append(f'<text class="lane-name" x="{r1(frame.left - 6)}" y="{r1(ly + 12)}" text-anchor="end">'
                    f'{esc(label)}</text>')
-        out.append(f'<line class="lane-sep" x1="{frame.left}" y1="{r1(ly + lane_h)}" x2="{frame.right_x}" '
-                   f'y2="{r1(ly + lane_h)}"/>')
-    # leader segments
-    for k, (t, leader, epoch, _isr) in enumerate(pe.leaders):
-        t_end = pe.leaders[k + 1][0] if k + 1 < len(pe.leaders) else end_s
-        x0, x1 = x(t), x(t_end)
-        cls = node_class.get(str(leader), "nx") if leader is not None else "none"
-        label = f"{leader} e{epoch}" if leader is not None else f"none e{epoch}"
-        title = f"partition {pe.partition}: leader {leader}, epoch {epoch}, from {t:.3f} s"
-        out.append(f'<rect class="seg {cls}" x="{r1(x0)}" y="{r1(lanes_top + 2)}" width="{r1(max(x1 - x0, 1))}" '
-                   f'height="{lane_h - 4}"><title>{esc(title)}</title></rect>')
-        if x1 - x0 > 6.5 * len(label) + 4:
-            out.append(f'<text class="seg-label" x="{r1(x0 + 3)}" y="{r1(lanes_top + 12)}">{esc(label)}</text>')
+        out.append(f'<line class="lane-sep" x1="{frame.left}" y1="{r1(ly + LANE_H)}" x2="{frame.right_x}" '
+                   f'y2="{r1(ly + LANE_H)}"/>')
+    chart.leader_segments(out)
     # ISR membership per node: from ISR changes, else from the ISR carried by leader changes
     isr_series = sorted([(t, isr) for t, isr, _v in pe.isr] + [(t, isr) for t, _l, _e, isr in pe.leaders if isr],
                         key=lambda item: item[0])
     for n_i, node in enumerate(nodes):
-        ly = lanes_top + (n_i + 1) * lane_h
+        chart.node_lane(out, node, TOP + (n_i + 1) * LANE_H, isr_series)
+    if rules:
+        ly = TOP + (len(lanes) - 1) * LANE_H
+        out.extend(rule_mark(m, chart.x, ly, LANE_H) for m in rules if 0 <= m.t <= end_s)
+    out.append("</g>")
+    frame.add("".join(out))
+    chart.hw_plot(frame, lanes_bottom + 8, max_points)
+    return frame.render()
+
+
+@dataclass(frozen=True)
+class _ReplicationChart:
+    """One partition's replication chart being drawn: its events, the run's timeline, the x scale, its end."""
+    pe: PartitionEvents
+    cluster: ClusterTimeline
+    x: Linear
+    end_s: float
+
+    def leader_segments(self, out: list[str]) -> None:
+        """The leader lane: a segment per leadership, labelled with leader and epoch where it fits."""
+        pe, x = self.pe, self.x
+        for k, (t, leader, epoch, _isr) in enumerate(pe.leaders):
+            t_end = pe.leaders[k + 1][0] if k + 1 < len(pe.leaders) else self.end_s
+            x0, x1 = x(t), x(t_end)
+            cls = self.cluster.node_class.get(str(leader), "nx") if leader is not None else "none"
+            label = f"{leader} e{epoch}" if leader is not None else f"none e{epoch}"
+            title = f"partition {pe.partition}: leader {leader}, epoch {epoch}, from {t:.3f} s"
+            out.append(f'<rect class="seg {cls}" x="{r1(x0)}" y="{r1(TOP + 2)}" width="{r1(max(x1 - x0, 1))}" '
+                       f'height="{LANE_H - 4}"><title>{esc(title)}</title></rect>')
+            if x1 - x0 > 6.5 * len(label) + 4:
+                out.append(f'<text class="seg-label" x="{r1(x0 + 3)}" y="{r1(TOP + 12)}">{esc(label)}</text>')
+
+    def node_lane(self, out: list[str], node: str, ly: float, isr_series: list[tuple[float, list]]) -> None:
+        """A node's lane: its ISR membership, its process starts / stops, its truncations, the replication
+        exchanges about it."""
+        pe, x, end_s = self.pe, self.x, self.end_s
         for k, (t, isr) in enumerate(isr_series):
             if node not in [str(m) for m in isr]:
                 continue
             t_end = isr_series[k + 1][0] if k + 1 < len(isr_series) else end_s
-            out.append(f'<rect class="seg {node_class.get(node, "nx")} isr" x="{r1(x(t))}" y="{r1(ly + 4)}" '
-                       f'width="{r1(max(x(t_end) - x(t), 1))}" height="{lane_h - 8}"><title>'
+            out.append(f'<rect class="seg {self.cluster.node_class.get(node, "nx")} isr" x="{r1(x(t))}" '
+                       f'y="{r1(ly + 4)}" width="{r1(max(x(t_end) - x(t), 1))}" height="{LANE_H - 8}"><title>'
                        f'{esc(f"{node} in ISR {sorted(map(str, isr))} from {t:.3f} s")}</title></rect>')
-        for t, who, kind in lifecycle:
+        for t, who, kind in self.cluster.lifecycle:
             if who != node or not 0 <= t <= end_s:
                 continue
             tx = r1(x(t))
@@ -311,44 +346,42 @@ def partition_state(pe: PartitionEvents, nodes: list[str], faults: list[FaultWin
             if who != node:
                 continue
             tx = r1(x(t))
-            out.append(f'<path class="trunc" d="M{tx} {r1(ly + lane_h - 2)}l-5 -10h10z"><title>'
+            out.append(f'<path class="trunc" d="M{tx} {r1(ly + LANE_H - 2)}l-5 -10h10z"><title>'
                        f'{esc(f"{node} truncated partition {pe.partition} from {frm} to {to} ({why}) at {t:.3f} s")}'
                        f'</title></path>')
         for mark in pe.marks:
             if mark.node == node:
-                out.append(lane_mark(mark, x, ly, lane_h))
-    if rules:
-        ly = lanes_top + (len(lanes) - 1) * lane_h
-        out.extend(rule_mark(m, x, ly, lane_h) for m in rules if 0 <= m.t <= end_s)
-    out.append("</g>")
-    frame.add("".join(out))
-    # HW per replica
-    hw_top, hw_bottom = lanes_bottom + 8, lanes_bottom + 8 + hw_h
-    hws = [v for s in pe.hw.values() for _t, v in s]
-    hy = Linear(0, max(max(hws, default=1), 1), hw_bottom, hw_top, integer=True)
-    sub = Frame(WIDTH, height, top=hw_top, bottom=height - hw_bottom)
-    sub.y_axis(hy, fmt_count, title="HW", target=4)
-    sub.x_axis(x, title="seconds since start")
-    frame.parts.extend(sub.parts)
-    lines = ['<g class="hw">']
-    for node, series in sorted(pe.hw.items()):
-        series = thin(series, max_points)
-        d = []
-        prev_y = None
-        for t, v in series:
-            px, py = x(t), hy(v)
-            if prev_y is None:
-                d.append(f"M{r1(px)} {r1(py)}")
-            else:
-                d.append(f"H{r1(px)}V{r1(py)}")
-            prev_y = py
-        if series:
-            d.append(f"H{r1(x(end_s))}")
-        lines.append(f'<path class="hwline {node_class.get(node, "nx")}" d="{"".join(d)}"><title>{esc(node)} HW'
-                     f'</title></path>')
-    lines.append("</g>")
-    frame.add("".join(lines))
-    return frame.render()
+                out.append(lane_mark(mark, x, ly, LANE_H))
+
+    def hw_plot(self, frame: Frame, hw_top: float, max_points: int) -> None:
+        """Each replica's HW over time, a step line per replica (thinned to max_points points), under the lanes."""
+        pe, x = self.pe, self.x
+        height = frame.height
+        hw_bottom = hw_top + HW_H
+        hws = [v for s in pe.hw.values() for _t, v in s]
+        hy = Linear(0, max(max(hws, default=1), 1), hw_bottom, hw_top, integer=True)
+        sub = Frame(WIDTH, height, top=hw_top, bottom=height - hw_bottom)
+        sub.y_axis(hy, fmt_count, title="HW", target=4)
+        sub.x_axis(x, title="seconds since start")
+        frame.parts.extend(sub.parts)
+        lines = ['<g class="hw">']
+        for node, series in sorted(pe.hw.items()):
+            series = thin(series, max_points)
+            d = []
+            prev_y = None
+            for t, v in series:
+                px, py = x(t), hy(v)
+                if prev_y is None:
+                    d.append(f"M{r1(px)} {r1(py)}")
+                else:
+                    d.append(f"H{r1(px)}V{r1(py)}")
+                prev_y = py
+            if series:
+                d.append(f"H{r1(x(self.end_s))}")
+            lines.append(f'<path class="hwline {self.cluster.node_class.get(node, "nx")}" d="{"".join(d)}"><title>'
+                         f'{esc(node)} HW</title></path>')
+        lines.append("</g>")
+        frame.add("".join(lines))
 
 
 # replication exchange marks: CSS class and shape (d relative to the mark's centre) per event kind

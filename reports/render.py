@@ -263,6 +263,7 @@ def context(run: Run) -> dict[str, Any]:
     hw_points = max(60, 2400 // max(1, len(run.broker.partitions)))  # HW points per replica and partition
     markers = example_times(run.results, h.op_times)
     rules = rule_marks(run.results)
+    cluster = charts.ClusterTimeline(h.faults, h.duration_s, node_class, run.broker.lifecycle)
     # a chart per operation kind with enough completions to draw a line (the table has every kind)
     enough = {f for f, per in h.totals.items() if sum(per.values()) >= MIN_LATENCY_CHART}
     latency_fs = [f for f in LATENCY_ORDER if f in h.latency and f in enough] + sorted(
@@ -335,9 +336,8 @@ def context(run: Run) -> dict[str, Any]:
         "broker_nodes": [n for n in node_class if n not in controllers],
         "partition_rows": partition_rows(final_states, (run.results or {}).get("partitions") or []),
         "broker": run.broker,
-        "replication": [(p, Markup(charts.partition_state(pe, partition_nodes(pe, nodes, controllers), h.faults,
-                                                          h.duration_s, node_class, hw_points,
-                                                          run.broker.lifecycle, rules.get(p, []))))
+        "replication": [(p, Markup(charts.partition_state(pe, partition_nodes(pe, nodes, controllers), cluster,
+                                                          hw_points, rules.get(p, []))))
                         for p, pe in run.broker.partitions.items()],
         "rule_lanes": any(p in rules for p in run.broker.partitions),
         "excerpt": excerpt_rows(run),

@@ -154,7 +154,7 @@ def test_many_fenced_fetches_draw_one_mark_with_their_count(tmp_path):
     ev = read_broker_events(tmp_path, START_WALL_NS, 10.0)
     pe = ev.partitions[0]
     assert [(m.node, m.epoch, m.count, m.first, m.last) for m in pe.marks] == [("n2", 5, 500, 2.0, pytest.approx(6.99))]
-    svg = charts.partition_state(pe, ["n1", "n2"], [], 10.0, {"n1": "n0", "n2": "n1"})
+    svg = charts.partition_state(pe, ["n1", "n2"], charts.ClusterTimeline([], 10.0, {"n1": "n0", "n2": "n1"}))
     assert svg.count('class="rmark fenced-fetch"') == 1
     assert "×500" in svg
     assert "n2: 500 fetch-fenced events in leader epoch 5, 2.000-6.990 s" in svg
