@@ -3,8 +3,9 @@
 `generate(run_dir, sends=N)` writes RUN_DIR/test.json and RUN_DIR/columnar/{ops,reads,replicas,
 replica_meta,final_state}/ the way ingest would, for a run of N sends over P partitions and three
 replicas: producers (one per partition, a new process id after each `info`), fault windows every other
-chunk of sends, one consumer per partition polling the whole log in chunks of 500 after an assign to 0,
-final reads in chunks of 1000, and every replica holding the final log. Outcomes: ~0.5% fail, ~0.5%
+chunk of sends (the chunk, test.json's config and whether event logs are written: `Harness`), one
+consumer per partition polling the whole log in chunks of 500 after an assign to 0, final reads in
+chunks of 1000, and every replica holding the final log. Outcomes: ~0.5% fail, ~0.5%
 info that ended present, ~0.5% info that ended absent, the rest ok.
 
 Then `k` anomalies of every kind are injected at spread-out offsets, each with a known effect, and the
@@ -358,8 +359,8 @@ def _as_str(a: np.ndarray) -> pa.Array:
     return pc.cast(pa.array(a, pa.int64()), pa.string())
 
 
-def _choice(codes: np.ndarray, names: list[str]) -> pa.Array:
-    return pa.DictionaryArray.from_arrays(pa.array(codes.astype(np.int32)), pa.array(names)).cast(pa.string())
+def _choice(codes: np.ndarray, labels: list[str]) -> pa.Array:
+    return pa.DictionaryArray.from_arrays(pa.array(codes.astype(np.int32)), pa.array(labels)).cast(pa.string())
 
 
 @dataclass
@@ -464,10 +465,21 @@ def _consumer_side(W: dict, outcome: np.ndarray, P: int, p: int, plan: _Plan, in
     return index, (p, L, {n: {"leo": L, "hw": plan.n3_hw.get(p, L) if n == "n3" else L} for n in NODES})
 
 
+@dataclass(frozen=True)
+class Harness:
+    """What the harness side of a synthetic run did and recorded around its sends: a kill fault window
+    over every other `chunk` sends (the sends' operations are written a chunk at a time too), the
+    configuration test.json records (`config`; None: a non-idempotent producer), and whether the
+    brokers' and the controller's event logs were kept (`events`)."""
+    chunk: int = 1_000_000
+    config: dict | None = None
+    events: bool = True
+
+
 def generate(run_dir: Path | str, sends: int, *, partitions: int = 8, k: int = 5, seed: int = 1,
-             chunk: int = 1_000_000, config: dict | None = None, events: bool = True) -> dict[str, int]:
+             harness: Harness = Harness()) -> dict[str, int]:
     """Write a synthetic run; returns the expected anomaly counts (and `divergence_committed`). With
-    `events` (the default), the brokers' and the controller's event logs too (`_events`)."""
+    `harness.events` (the default), the brokers' and the controller's event logs too (`_events`)."""
     run_dir = Path(run_dir)
     P = partitions
     rng = np.random.default_rng(seed)
@@ -478,34 +490,57 @@ def generate(run_dir: Path | str, sends: int, *, partitions: int = 8, k: int = 5
     schemas = rf.arrow_schemas()
     W: dict[str, Any] = {t: _Writer(col / t, schemas[t]) for t in rf.COLUMNAR_TABLES if t != "events"}
     W["events"] = _EventsWriter(col / "events", schemas["events"])
-    # ---- phase A: sends in chunks, a fault window over every other chunk ----------------------------
+    index, windows = _send_phase(W, outcome, plan, P, harness.chunk)
+    index = _damage_ops(W, plan, index, windows)
+    index = _consumer_phase(W, outcome, P, plan, index)
+    if harness.events:
+        _events(W, outcome, P, k, plan, expected)
+    for w in W.values():
+        w.close()
+    expected = {k2: v for k2, v in expected.items()}
+    manifest = {"synthetic": True, "generator": GENERATOR_VERSION, "sends": sends, "partitions": P, "k": k,
+                "seed": seed, "history_lines": index, "event_logs": harness.events,
+                "expected": expected, "skipped": {}, "torn": {}}
+    (col / rf.COLUMNAR_MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+    _write_test_json(run_dir, sends, seed, harness)
+    return expected
+
+
+def _send_phase(W: dict, outcome: np.ndarray, plan: _Plan, P: int, chunk: int) -> tuple[int, int]:
+    """Phase A: the sends in chunks, a kill fault window over every other chunk (the last one closed after
+    the sends); returns the next history index and the number of fault windows."""
     state = _SendState(P)
     index = 0
     windows = 0
     open_window = None
+    sends = len(outcome)
     for c0 in range(0, sends, chunk):
         if open_window is None:
             open_window = windows
             windows += 1
-            phase = "start"
+            index = _kill_op(W, index, "start", open_window)
         else:
-            phase = "stop"
-        fid = open_window
-        W["ops"].write({"index": np.array([index, index + 1]), "time": np.array([index, index + 1]) * DT,
-                        "process": rf.NEMESIS_PROCESS, "type": _choice(np.array([0, 1]), ["invoke", "info"]),
-                        "f": "kill" if phase == "start" else "restart", "fault": "kill", "phase": phase,
-                        "fault_id": fid})
-        index += 2
-        if phase == "stop":
+            index = _kill_op(W, index, "stop", open_window)
             open_window = None
         index = _send_rows(W, outcome, plan, (c0, min(sends, c0 + chunk)), index, state)
     if open_window is not None:
-        W["ops"].write({"index": np.array([index, index + 1]), "time": np.array([index, index + 1]) * DT,
-                        "process": rf.NEMESIS_PROCESS, "type": _choice(np.array([0, 1]), ["invoke", "info"]),
-                        "f": "restart", "fault": "kill", "phase": "stop", "fault_id": open_window})
-        index += 2
-    index = _damage_ops(W, plan, index, windows)
-    # ---- phases B and C, per partition: consumer polls, final reads, replicas ----------------------
+        index = _kill_op(W, index, "stop", open_window)
+    return index, windows
+
+
+def _kill_op(W: dict, index: int, phase: str, fault_id: int) -> int:
+    """A kill fault's start (f "kill") or stop ("restart"), invoked and completed, from history index
+    `index`; returns the next index."""
+    W["ops"].write({"index": np.array([index, index + 1]), "time": np.array([index, index + 1]) * DT,
+                    "process": rf.NEMESIS_PROCESS, "type": _choice(np.array([0, 1]), ["invoke", "info"]),
+                    "f": "kill" if phase == "start" else "restart", "fault": "kill", "phase": phase,
+                    "fault_id": fault_id})
+    return index + 2
+
+
+def _consumer_phase(W: dict, outcome: np.ndarray, P: int, plan: _Plan, index: int) -> int:
+    """Phases B and C, per partition: its consumer's polls, final reads and replicas, then every
+    partition's final state; returns the next history index."""
     finals = []
     for p in range(P):
         index, final = _consumer_side(W, outcome, P, p, plan, index)
@@ -517,22 +552,17 @@ def generate(run_dir: Path | str, sends: int, *, partitions: int = 8, k: int = 5
         W["final_state"].write({"partition": [p], "recovered": [True], "hw": [L], "leader": ["n1"], "epoch": [1],
                                 "isr": [json.dumps(list(NODES))], "replicas": [json.dumps(reps, sort_keys=True)]})
         index += 1
-    if events:
-        _events(W, outcome, P, k, plan, expected)
-    for w in W.values():
-        w.close()
-    expected = {k2: v for k2, v in expected.items()}
-    manifest = {"synthetic": True, "generator": GENERATOR_VERSION, "sends": sends, "partitions": P, "k": k, "seed": seed, "history_lines": index,
-                "event_logs": events,
-                "expected": expected, "skipped": {}, "torn": {}}
-    (col / rf.COLUMNAR_MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+    return index
+
+
+def _write_test_json(run_dir: Path, sends: int, seed: int, harness: Harness) -> None:
+    """RUN_DIR/test.json, as the harness writes it."""
     rf.write_json(run_dir / rf.TEST_JSON, {
         "name": "synthetic", "run_id": f"synthetic-{sends}-{seed}", "timestamp": "20261121T000000Z",
-        "start_wall_ns": 0, "seed": seed, "config": config or {"producer": {"idempotent": False}},
+        "start_wall_ns": 0, "seed": seed, "config": harness.config or {"producer": {"idempotent": False}},
         "versions": {}, "cluster": {"backend": "synthetic", "nodes": {n: {} for n in NODES}},
         # as the harness declares what a run holds; without event logs, undeclared (an older run's form)
-        **({evidence.SECTION: evidence.declare(EVENT_NAMES).as_json()} if events else {})})
-    return expected
+        **({evidence.SECTION: evidence.declare(EVENT_NAMES).as_json()} if harness.events else {})})
 
 
 @dataclass(frozen=True)
