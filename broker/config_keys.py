@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any, Iterable, Literal
 
 from broker.controller.messages import TopicSpec
 from broker.limits import topic_name_problem
@@ -267,18 +267,24 @@ def config_class(name: str, keys: Iterable[Key], *, namespace: dict[str, Any] | 
     return dataclasses.make_dataclass(name, required + optional, frozen=True, namespace=namespace or {})
 
 
+CHOICE_SETS = ("files", "machine", "simulator")
+
+
 def check_values(obj: Any, keys: Iterable[Key], error: type[Exception], prefix: str, *,
-                 attr: str = "name", demo: bool = False, sim: bool = False) -> None:
+                 attr: str = "name", choices: Literal["files", "machine", "simulator"] = "files") -> None:
     """Raise `error(prefix + "key: problem")` for the first field of `obj` its key refuses (its type,
-    choices, range). `demo`: the demonstration choices are allowed too; `sim`: only those the simulator
-    models."""
+    choices, range). `choices`: whose a key's choices are: the files' (broker.json, controller.json); the
+    state machine's ("machine": its demonstration choices too); the simulator's (only those it models,
+    where the key names them, else the state machine's)."""
+    if choices not in CHOICE_SETS:
+        raise ValueError(f"check_values: choices must be one of {CHOICE_SETS}, got {choices!r}")
     for k in keys:
         field = getattr(k, attr)
         value = getattr(obj, field)
         s = k.setting
-        if demo and k.demo_choices:
+        if choices != "files" and k.demo_choices:
             s = k.with_choices(s.choices + k.demo_choices)
-        if sim and isinstance(k.sim, tuple):
+        if choices == "simulator" and isinstance(k.sim, tuple):
             s = k.with_choices(k.sim)
         try:
             if s.type is not object or s.parse is not None:

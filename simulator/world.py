@@ -77,7 +77,7 @@ def _check_settings(self) -> None:
         except SettingError as exc:
             raise SimError(f"sim settings: {s.name} {exc.problem}") from None
         object.__setattr__(self, s.name, value)     # acks in its one spelling
-    check_values(self, sim_keys(), SimError, "sim settings: ", attr="sim_name", demo=True, sim=True)
+    check_values(self, sim_keys(), SimError, "sim settings: ", attr="sim_name", choices="simulator")
 
 
 def _advances(self) -> tuple[int, ...]:

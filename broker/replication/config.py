@@ -15,7 +15,7 @@ REPLICATION_KEYS = tuple(k for k in KEYS if k.replication)
 
 
 def _check(self) -> None:
-    check_values(self, REPLICATION_KEYS, ValueError, "replication config: ", attr="replication", demo=True)
+    check_values(self, REPLICATION_KEYS, ValueError, "replication config: ", attr="replication", choices="machine")
 
 
 def _from_broker_config(cls, broker_config) -> "ReplicationConfig":
