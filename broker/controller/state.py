@@ -502,15 +502,12 @@ class ControllerState:
         }
 
     @classmethod
-    def from_dict(cls, d: Any, *, now_ms: int, session_timeout_ms: int = 3000,
-                  unclean_leader_election: bool = False, max_replicas_per_broker: int = 1_000_000,
-                  eligible_leader_replicas: bool = False, min_insync_replicas: int = 1) -> "ControllerState":
-        """Rebuild from `to_dict()` output; every live broker gets a session timeout of grace from now_ms.
-        Topics persisted by an older controller are kept even if their names break today's rule: the
-        brokers skip a partition they cannot create (broker/server/partitions.py)."""
-        s = cls(session_timeout_ms=session_timeout_ms, unclean_leader_election=unclean_leader_election,
-                max_replicas_per_broker=max_replicas_per_broker, eligible_leader_replicas=eligible_leader_replicas,
-                min_insync_replicas=min_insync_replicas)
+    def from_dict(cls, d: Any, *, now_ms: int, **settings: Any) -> "ControllerState":
+        """Rebuild from `to_dict()` output, with `settings` the keywords of `ControllerState()` (the
+        controller's policies, which the state file does not hold); every live broker gets a session
+        timeout of grace from now_ms. Topics persisted by an older controller are kept even if their names
+        break today's rule: the brokers skip a partition they cannot create (broker/server/partitions.py)."""
+        s = cls(**settings)
         try:
             if not isinstance(d, dict) or d.get("format") != STATE_FORMAT:
                 raise StateError(f"'format' must be {STATE_FORMAT}")
