@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from rundir.kinds import LOST_WRITE
 from reports.broker_events import LaneMark, PartitionEvents
 from reports.history_scan import FaultWindow, HistorySummary
-from reports.svg import Frame, Linear, Log, esc, fmt_count, fmt_seconds, polyline_path, r1
+from reports.svg import Frame, Linear, Log, Margins, esc, fmt_count, fmt_seconds, polyline_path, r1
 from reports.totals import KindBand, TimeAxis
 
 WIDTH = 1100
@@ -117,7 +117,7 @@ def timeline(summary: HistorySummary, markers: list[tuple[float, str, int]],
     it, when results.json has the checker's histograms, one band per anomaly kind over the same time axis."""
     bands = list(bands) if axis is not None else []
     extra = KIND_ROW_H * len(bands) + 10 if bands else 0
-    frame = Frame(WIDTH, 330 + extra, top=TOP, bottom=30 + extra,
+    frame = Frame(WIDTH, 330 + extra, Margins(top=TOP, bottom=30 + extra),
                   label="Timeline of operations: latency by completion time")
     x = _x_scale(frame, summary.duration_s)
     lats = [p.latency_s for p in summary.points if p.latency_s > 0]
@@ -165,7 +165,7 @@ def timeline(summary: HistorySummary, markers: list[tuple[float, str, int]],
 
 def throughput(summary: HistorySummary) -> str:
     """Completions per second in each time bucket, stacked ok / info / fail."""
-    frame = Frame(WIDTH, 230, top=TOP, label="Throughput: completed operations per second")
+    frame = Frame(WIDTH, 230, Margins(top=TOP), label="Throughput: completed operations per second")
     x = _x_scale(frame, summary.duration_s)
     nb, bs = summary.nbuckets, summary.bucket_s
     stacks = {typ: [0] * nb for typ in ("ok", "info", "fail")}
@@ -204,7 +204,7 @@ def throughput(summary: HistorySummary) -> str:
 
 def latency(summary: HistorySummary, f: str) -> str:
     """p50 / p95 / p99 latency of one operation kind per time bucket (log scale)."""
-    frame = Frame(WIDTH, 210, top=TOP, label=f"Latency of {f}: p50, p95, p99")
+    frame = Frame(WIDTH, 210, Margins(top=TOP), label=f"Latency of {f}: p50, p95, p99")
     x = _x_scale(frame, summary.duration_s)
     series = summary.latency.get(f, [])
     vals = [v for q in series if q for v in q if v > 0]
@@ -276,7 +276,7 @@ def partition_state(pe: PartitionEvents, nodes: list[str], cluster: ClusterTimel
     end_s = max([cluster.duration_s] + [t for t, *_ in pe.leaders] + [t for t, *_ in pe.isr]
                 + [t for t, *_ in pe.truncations] + [m.last for m in pe.marks] + [s[-1][0] for s in pe.hw.values() if s]
                 + [m.t for m in rules])
-    frame = Frame(WIDTH, height, top=TOP, label=f"Partition {pe.partition}: leadership, ISR and HW")
+    frame = Frame(WIDTH, height, Margins(top=TOP), label=f"Partition {pe.partition}: leadership, ISR and HW")
     chart = _ReplicationChart(pe, cluster, _x_scale(frame, end_s), end_s)
     fault_bands(frame, chart.x, cluster.faults)
     out = ['<g class="lanes">']
@@ -360,7 +360,7 @@ class _ReplicationChart:
         hw_bottom = hw_top + HW_H
         hws = [v for s in pe.hw.values() for _t, v in s]
         hy = Linear(0, max(max(hws, default=1), 1), hw_bottom, hw_top, integer=True)
-        sub = Frame(WIDTH, height, top=hw_top, bottom=height - hw_bottom)
+        sub = Frame(WIDTH, height, Margins(top=hw_top, bottom=height - hw_bottom))
         sub.y_axis(hy, fmt_count, title="HW", target=4)
         sub.x_axis(x, title="seconds since start")
         frame.parts.extend(sub.parts)

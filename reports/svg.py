@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from dataclasses import dataclass
 from html import escape as _html_escape
 from typing import Callable, Iterable
 
@@ -123,14 +124,23 @@ class Log:
         return [d * m for d in decades for m in mults if self.d0 <= d * m <= self.d1 * 1.0001]
 
 
+@dataclass(frozen=True)
+class Margins:
+    """The space, in px, between a chart's outer edge and its plot area (the axes and labels go there)."""
+    left: int = 64
+    top: int = 30
+    right: int = 16
+    bottom: int = 30
+
+
 class Frame:
     """A chart's canvas: outer size, plot area margins, and the SVG parts drawn so far."""
 
-    def __init__(self, width: int, height: int, *, left: int = 64, top: int = 30, right: int = 16,
-                 bottom: int = 30, label: str = "", css_class: str = "chart"):
+    def __init__(self, width: int, height: int, margins: Margins = Margins(), *, label: str = "",
+                 css_class: str = "chart"):
         self.width, self.height = width, height
-        self.left, self.top = left, top
-        self.right_x, self.bottom_y = width - right, height - bottom
+        self.left, self.top = margins.left, margins.top
+        self.right_x, self.bottom_y = width - margins.right, height - margins.bottom
         self.label, self.css_class = label, css_class
         self.parts: list[str] = []
         self._clip = f"clip{next(_FRAME_IDS)}"
