@@ -11,11 +11,16 @@ checks this table, version by version, against a field list derived from those f
 Types are Kafka's: int8/int16/int32/int64, bool, string, bytes, records, uuid, `[]<primitive>`
 and `[]<StructName>` (an array of structs, with `fields`). Body dicts use the snake_case names
 (`snake()`): `TopicData` -> `topic_data`.
+
+The table is written with three builders: `F` (a field), `S` (a struct field and its members) and `classic`
+(a field kept in its classic encoding in flexible versions); a tagged field names its `Tagged(tag, versions)`.
 """
 from __future__ import annotations
 
 import re
+import dataclasses
 from dataclasses import dataclass, field as dc_field
+from typing import NamedTuple
 
 from . import versions as V
 
@@ -102,11 +107,30 @@ TYPE_DEFAULTS = {"int8": 0, "int16": 0, "int32": 0, "int64": 0, "uint32": 0, "bo
                  "string": "", "bytes": b"", "records": b"", "uuid": bytes(16), "float64": 0.0}
 
 
-def F(name: str, type_: str, versions: str, *, nullable: str | None = None, tag: int | None = None,
-      tagged: str | None = None, default=NO_DEFAULT, fields: tuple[Field, ...] = (),
-      flexible: str = "inherit") -> Field:
-    return Field(name, type_, parse_versions(versions), parse_versions(nullable), tag, parse_versions(tagged),
-                 default, tuple(fields), flexible if flexible == "inherit" else parse_versions(flexible))
+class Tagged(NamedTuple):
+    """A tagged field's tag and the versions it is tagged in (Kafka's "tag" and "taggedVersions")."""
+    tag: int
+    versions: str
+
+
+def F(name: str, type_: str, versions: str, *, nullable: str | None = None, tagged: Tagged | None = None,
+      default=NO_DEFAULT) -> Field:
+    """A field of a primitive type or an array of one, its version specs as Kafka's JSON writes them."""
+    tag, tagged_versions = tagged if tagged is not None else (None, None)
+    return Field(name, type_, parse_versions(versions), parse_versions(nullable), tag, parse_versions(tagged_versions),
+                 default)
+
+
+def S(name: str, type_: str, versions: str, *, fields: tuple[Field, ...], nullable: str | None = None,
+      tagged: Tagged | None = None) -> Field:
+    """A struct field (an array of structs, or a struct) with its member `fields`."""
+    return dataclasses.replace(F(name, type_, versions, nullable=nullable, tagged=tagged), fields=tuple(fields))
+
+
+def classic(f: Field) -> Field:
+    """`f` in its classic encoding (int16 lengths) even in a flexible version of its message (Kafka's
+    per-field "flexibleVersions": "none")."""
+    return dataclasses.replace(f, flexible=None)
 
 
 @dataclass(frozen=True)
@@ -133,7 +157,7 @@ REQUEST_HEADER = M(
     F("RequestApiVersion", "int16", "0+"),
     F("CorrelationId", "int32", "0+"),
     # a classic (int16-length) nullable string even in header v2
-    F("ClientId", "string", "1+", nullable="1+", flexible="none"),
+    classic(F("ClientId", "string", "1+", nullable="1+")),
 )
 
 RESPONSE_HEADER = M(
@@ -152,24 +176,24 @@ _API_VERSIONS_REQUEST = M(
 _API_VERSIONS_RESPONSE = M(
     "ApiVersionsResponse", V.API_VERSIONS, (0, 3), "3+",
     F("ErrorCode", "int16", "0+"),
-    F("ApiKeys", "[]ApiVersion", "0+", fields=(
+    S("ApiKeys", "[]ApiVersion", "0+", fields=(
         F("ApiKey", "int16", "0+"),
         F("MinVersion", "int16", "0+"),
         F("MaxVersion", "int16", "0+"),
     )),
     F("ThrottleTimeMs", "int32", "1+"),
-    F("SupportedFeatures", "[]SupportedFeatureKey", "3+", tag=0, tagged="3+", fields=(
+    S("SupportedFeatures", "[]SupportedFeatureKey", "3+", tagged=Tagged(0, "3+"), fields=(
         F("Name", "string", "3+"),
         F("MinVersion", "int16", "3+"),
         F("MaxVersion", "int16", "3+"),
     )),
-    F("FinalizedFeaturesEpoch", "int64", "3+", tag=1, tagged="3+", default=-1),
-    F("FinalizedFeatures", "[]FinalizedFeatureKey", "3+", tag=2, tagged="3+", fields=(
+    F("FinalizedFeaturesEpoch", "int64", "3+", tagged=Tagged(1, "3+"), default=-1),
+    S("FinalizedFeatures", "[]FinalizedFeatureKey", "3+", tagged=Tagged(2, "3+"), fields=(
         F("Name", "string", "3+"),
         F("MaxVersionLevel", "int16", "3+"),
         F("MinVersionLevel", "int16", "3+"),
     )),
-    F("ZkMigrationReady", "bool", "3+", tag=3, tagged="3+", default=False),
+    F("ZkMigrationReady", "bool", "3+", tagged=Tagged(3, "3+"), default=False),
 )
 
 # ---- Produce (0) ----------------------------------------------------------------------------------------
@@ -179,9 +203,9 @@ _PRODUCE_REQUEST = M(
     F("TransactionalId", "string", "3+", nullable="3+", default=None),
     F("Acks", "int16", "0+"),
     F("TimeoutMs", "int32", "0+"),
-    F("TopicData", "[]TopicProduceData", "0+", fields=(
+    S("TopicData", "[]TopicProduceData", "0+", fields=(
         F("Name", "string", "0+"),
-        F("PartitionData", "[]PartitionProduceData", "0+", fields=(
+        S("PartitionData", "[]PartitionProduceData", "0+", fields=(
             F("Index", "int32", "0+"),
             F("Records", "records", "0+", nullable="0+"),
         )),
@@ -190,15 +214,15 @@ _PRODUCE_REQUEST = M(
 
 _PRODUCE_RESPONSE = M(
     "ProduceResponse", V.PRODUCE, (3, 8), "9+",
-    F("Responses", "[]TopicProduceResponse", "0+", fields=(
+    S("Responses", "[]TopicProduceResponse", "0+", fields=(
         F("Name", "string", "0+"),
-        F("PartitionResponses", "[]PartitionProduceResponse", "0+", fields=(
+        S("PartitionResponses", "[]PartitionProduceResponse", "0+", fields=(
             F("Index", "int32", "0+"),
             F("ErrorCode", "int16", "0+"),
             F("BaseOffset", "int64", "0+"),
             F("LogAppendTimeMs", "int64", "2+", default=-1),
             F("LogStartOffset", "int64", "5+", default=-1),
-            F("RecordErrors", "[]BatchIndexAndErrorMessage", "8+", fields=(
+            S("RecordErrors", "[]BatchIndexAndErrorMessage", "8+", fields=(
                 F("BatchIndex", "int32", "8+"),
                 F("BatchIndexErrorMessage", "string", "8+", nullable="8+", default=None),
             )),
@@ -219,9 +243,9 @@ _FETCH_REQUEST = M(
     F("IsolationLevel", "int8", "4+", default=0),
     F("SessionId", "int32", "7+", default=0),
     F("SessionEpoch", "int32", "7+", default=-1),
-    F("Topics", "[]FetchTopic", "0+", fields=(
+    S("Topics", "[]FetchTopic", "0+", fields=(
         F("Topic", "string", "0-12"),
-        F("Partitions", "[]FetchPartition", "0+", fields=(
+        S("Partitions", "[]FetchPartition", "0+", fields=(
             F("Partition", "int32", "0+"),
             F("CurrentLeaderEpoch", "int32", "9+", default=-1),
             F("FetchOffset", "int64", "0+"),
@@ -229,7 +253,7 @@ _FETCH_REQUEST = M(
             F("PartitionMaxBytes", "int32", "0+"),
         )),
     )),
-    F("ForgottenTopicsData", "[]ForgottenTopic", "7+", fields=(
+    S("ForgottenTopicsData", "[]ForgottenTopic", "7+", fields=(
         F("Topic", "string", "7-12"),
         F("Partitions", "[]int32", "7+"),
     )),
@@ -241,15 +265,15 @@ _FETCH_RESPONSE = M(
     F("ThrottleTimeMs", "int32", "1+"),
     F("ErrorCode", "int16", "7+"),
     F("SessionId", "int32", "7+", default=0),
-    F("Responses", "[]FetchableTopicResponse", "0+", fields=(
+    S("Responses", "[]FetchableTopicResponse", "0+", fields=(
         F("Topic", "string", "0-12"),
-        F("Partitions", "[]PartitionData", "0+", fields=(
+        S("Partitions", "[]PartitionData", "0+", fields=(
             F("PartitionIndex", "int32", "0+"),
             F("ErrorCode", "int16", "0+"),
             F("HighWatermark", "int64", "0+"),
             F("LastStableOffset", "int64", "4+", default=-1),
             F("LogStartOffset", "int64", "5+", default=-1),
-            F("AbortedTransactions", "[]AbortedTransaction", "4+", nullable="4+", fields=(
+            S("AbortedTransactions", "[]AbortedTransaction", "4+", nullable="4+", fields=(
                 F("ProducerId", "int64", "4+"),
                 F("FirstOffset", "int64", "4+"),
             )),
@@ -265,9 +289,9 @@ _LIST_OFFSETS_REQUEST = M(
     "ListOffsetsRequest", V.LIST_OFFSETS, (1, 5), "6+",
     F("ReplicaId", "int32", "0+"),
     F("IsolationLevel", "int8", "2+"),
-    F("Topics", "[]ListOffsetsTopic", "0+", fields=(
+    S("Topics", "[]ListOffsetsTopic", "0+", fields=(
         F("Name", "string", "0+"),
-        F("Partitions", "[]ListOffsetsPartition", "0+", fields=(
+        S("Partitions", "[]ListOffsetsPartition", "0+", fields=(
             F("PartitionIndex", "int32", "0+"),
             F("CurrentLeaderEpoch", "int32", "4+", default=-1),
             F("Timestamp", "int64", "0+"),
@@ -278,9 +302,9 @@ _LIST_OFFSETS_REQUEST = M(
 _LIST_OFFSETS_RESPONSE = M(
     "ListOffsetsResponse", V.LIST_OFFSETS, (1, 5), "6+",
     F("ThrottleTimeMs", "int32", "2+"),
-    F("Topics", "[]ListOffsetsTopicResponse", "0+", fields=(
+    S("Topics", "[]ListOffsetsTopicResponse", "0+", fields=(
         F("Name", "string", "0+"),
-        F("Partitions", "[]ListOffsetsPartitionResponse", "0+", fields=(
+        S("Partitions", "[]ListOffsetsPartitionResponse", "0+", fields=(
             F("PartitionIndex", "int32", "0+"),
             F("ErrorCode", "int16", "0+"),
             F("Timestamp", "int64", "1+", default=-1),
@@ -294,7 +318,7 @@ _LIST_OFFSETS_RESPONSE = M(
 
 _METADATA_REQUEST = M(
     "MetadataRequest", V.METADATA, (1, 9), "9+",
-    F("Topics", "[]MetadataRequestTopic", "0+", nullable="1+", fields=(
+    S("Topics", "[]MetadataRequestTopic", "0+", nullable="1+", fields=(
         F("Name", "string", "0+", nullable="10+"),
     )),
     F("AllowAutoTopicCreation", "bool", "4+", default=True),
@@ -305,7 +329,7 @@ _METADATA_REQUEST = M(
 _METADATA_RESPONSE = M(
     "MetadataResponse", V.METADATA, (1, 9), "9+",
     F("ThrottleTimeMs", "int32", "3+"),
-    F("Brokers", "[]MetadataResponseBroker", "0+", fields=(
+    S("Brokers", "[]MetadataResponseBroker", "0+", fields=(
         F("NodeId", "int32", "0+"),
         F("Host", "string", "0+"),
         F("Port", "int32", "0+"),
@@ -313,11 +337,11 @@ _METADATA_RESPONSE = M(
     )),
     F("ClusterId", "string", "2+", nullable="2+", default=None),
     F("ControllerId", "int32", "1+", default=-1),
-    F("Topics", "[]MetadataResponseTopic", "0+", fields=(
+    S("Topics", "[]MetadataResponseTopic", "0+", fields=(
         F("ErrorCode", "int16", "0+"),
         F("Name", "string", "0+", nullable="12+"),
         F("IsInternal", "bool", "1+", default=False),
-        F("Partitions", "[]MetadataResponsePartition", "0+", fields=(
+        S("Partitions", "[]MetadataResponsePartition", "0+", fields=(
             F("ErrorCode", "int16", "0+"),
             F("PartitionIndex", "int32", "0+"),
             F("LeaderId", "int32", "0+"),
@@ -353,15 +377,15 @@ _FIND_COORDINATOR_RESPONSE = M(
 
 _CREATE_TOPICS_REQUEST = M(
     "CreateTopicsRequest", V.CREATE_TOPICS, (2, 4), "5+",
-    F("Topics", "[]CreatableTopic", "0+", fields=(
+    S("Topics", "[]CreatableTopic", "0+", fields=(
         F("Name", "string", "0+"),
         F("NumPartitions", "int32", "0+"),
         F("ReplicationFactor", "int16", "0+"),
-        F("Assignments", "[]CreatableReplicaAssignment", "0+", fields=(
+        S("Assignments", "[]CreatableReplicaAssignment", "0+", fields=(
             F("PartitionIndex", "int32", "0+"),
             F("BrokerIds", "[]int32", "0+"),
         )),
-        F("Configs", "[]CreatableTopicConfig", "0+", fields=(
+        S("Configs", "[]CreatableTopicConfig", "0+", fields=(
             F("Name", "string", "0+"),
             F("Value", "string", "0+", nullable="0+"),
         )),
@@ -373,7 +397,7 @@ _CREATE_TOPICS_REQUEST = M(
 _CREATE_TOPICS_RESPONSE = M(
     "CreateTopicsResponse", V.CREATE_TOPICS, (2, 4), "5+",
     F("ThrottleTimeMs", "int32", "2+"),
-    F("Topics", "[]CreatableTopicResult", "0+", fields=(
+    S("Topics", "[]CreatableTopicResult", "0+", fields=(
         F("Name", "string", "0+"),
         F("ErrorCode", "int16", "0+"),
         F("ErrorMessage", "string", "1+", nullable="0+"),
@@ -384,10 +408,10 @@ _CREATE_TOPICS_RESPONSE = M(
 
 _CREATE_PARTITIONS_REQUEST = M(
     "CreatePartitionsRequest", V.CREATE_PARTITIONS, (0, 1), "2+",
-    F("Topics", "[]CreatePartitionsTopic", "0+", fields=(
+    S("Topics", "[]CreatePartitionsTopic", "0+", fields=(
         F("Name", "string", "0+"),
         F("Count", "int32", "0+"),
-        F("Assignments", "[]CreatePartitionsAssignment", "0+", nullable="0+", fields=(
+        S("Assignments", "[]CreatePartitionsAssignment", "0+", nullable="0+", fields=(
             F("BrokerIds", "[]int32", "0+"),
         )),
     )),
@@ -398,7 +422,7 @@ _CREATE_PARTITIONS_REQUEST = M(
 _CREATE_PARTITIONS_RESPONSE = M(
     "CreatePartitionsResponse", V.CREATE_PARTITIONS, (0, 1), "2+",
     F("ThrottleTimeMs", "int32", "0+"),
-    F("Results", "[]CreatePartitionsTopicResult", "0+", fields=(
+    S("Results", "[]CreatePartitionsTopicResult", "0+", fields=(
         F("Name", "string", "0+"),
         F("ErrorCode", "int16", "0+"),
         F("ErrorMessage", "string", "0+", nullable="0+", default=None),
@@ -428,9 +452,9 @@ _INIT_PRODUCER_ID_RESPONSE = M(
 _OFFSET_FOR_LEADER_EPOCH_REQUEST = M(
     "OffsetForLeaderEpochRequest", V.OFFSET_FOR_LEADER_EPOCH, (0, 3), "4+",
     F("ReplicaId", "int32", "3+", default=-2),
-    F("Topics", "[]OffsetForLeaderTopic", "0+", fields=(
+    S("Topics", "[]OffsetForLeaderTopic", "0+", fields=(
         F("Topic", "string", "0+"),
-        F("Partitions", "[]OffsetForLeaderPartition", "0+", fields=(
+        S("Partitions", "[]OffsetForLeaderPartition", "0+", fields=(
             F("Partition", "int32", "0+"),
             F("CurrentLeaderEpoch", "int32", "2+", default=-1),
             F("LeaderEpoch", "int32", "0+"),
@@ -441,9 +465,9 @@ _OFFSET_FOR_LEADER_EPOCH_REQUEST = M(
 _OFFSET_FOR_LEADER_EPOCH_RESPONSE = M(
     "OffsetForLeaderEpochResponse", V.OFFSET_FOR_LEADER_EPOCH, (0, 3), "4+",
     F("ThrottleTimeMs", "int32", "2+"),
-    F("Topics", "[]OffsetForLeaderTopicResult", "0+", fields=(
+    S("Topics", "[]OffsetForLeaderTopicResult", "0+", fields=(
         F("Topic", "string", "0+"),
-        F("Partitions", "[]EpochEndOffset", "0+", fields=(
+        S("Partitions", "[]EpochEndOffset", "0+", fields=(
             F("ErrorCode", "int16", "0+"),
             F("Partition", "int32", "0+"),
             F("LeaderEpoch", "int32", "1+", default=-1),
