@@ -3,7 +3,7 @@
 `run(session, reads=...)` stops the nemesis and the workload, heals the network, resumes paused nodes
 and restarts dead ones, then waits (bounded, polling the cluster) until every partition is recovered:
 it has a leader, every replica is in the ISR, and every replica reports the same LEO with HW = LEO
-(`wait_recovered`; never a fixed sleep beyond its short poll interval). A cluster reached only through
+(`wait_recovered`, as its `Polling` says; never a fixed sleep beyond its short poll interval). A cluster reached only through
 Kafka clients (the external backend) cannot say what each replica holds: there a partition is recovered
 when it has a leader, a full ISR, and its HW (ListOffsets) has not moved for `HW_STABLE_S` with the
 workload stopped. Final reads go from 0 to the HW;
@@ -101,10 +101,20 @@ class WaitOutcome:
     error: str | None = None
 
 
-def wait_recovered(describe: Callable[[], list[Any]], partitions: list[int], *, timeout_s: float,
-                   poll_s: float = 0.25, clock: Callable[[], float] = time.monotonic,
-                   sleep: Callable[[float], None] = time.sleep,
-                   should_stop: Callable[[], bool] = lambda: False) -> WaitOutcome:
+@dataclass(frozen=True)
+class Polling:
+    """How `wait_recovered` waits: for up to `timeout_s`, describing the partitions every `poll_s`; `clock`
+    and `sleep` are its time (the final phase sleeps on the session's interrupt event), and it gives up
+    as interrupted once `should_stop()` says so."""
+    timeout_s: float
+    poll_s: float = 0.25
+    clock: Callable[[], float] = time.monotonic
+    sleep: Callable[[float], None] = time.sleep
+    should_stop: Callable[[], bool] = lambda: False
+
+
+def wait_recovered(describe: Callable[[], list[Any]], partitions: list[int], polling: Polling) -> WaitOutcome:
+    clock = polling.clock
     start = clock()
     states: dict[int, PartitionState] = {}
     since: dict[int, tuple[tuple, float]] = {}     # partition -> (signature, when it was first seen)
@@ -124,11 +134,11 @@ def wait_recovered(describe: Callable[[], list[Any]], partitions: list[int], *, 
         done = bool(states) and all(p in states and states[p].healthy for p in partitions)
         if done:
             return WaitOutcome(states, clock() - start, False)
-        if clock() - start >= timeout_s:
+        if clock() - start >= polling.timeout_s:
             return WaitOutcome(states, clock() - start, True, error)
-        if should_stop():
+        if polling.should_stop():
             return WaitOutcome(states, clock() - start, True, "interrupted")
-        sleep(poll_s)
+        polling.sleep(polling.poll_s)
 
 
 def final_state_value(partition: int, state: PartitionState | None, *, read_to: int | None,
@@ -194,8 +204,8 @@ def run(session, *, reads: bool = True) -> dict[str, Any]:
             admin = session.admin()
             interrupted = session.interrupt
             outcome = wait_recovered(
-                lambda: admin.describe(topic), parts, timeout_s=cfg.final_wait,
-                sleep=lambda s: interrupted.wait(s), should_stop=interrupted.is_set)
+                lambda: admin.describe(topic), parts,
+                Polling(cfg.final_wait, sleep=lambda s: interrupted.wait(s), should_stop=interrupted.is_set))
             if outcome.timed_out:
                 bad = {p: (outcome.states[p].problem() if p in outcome.states else "not described")
                        for p in parts if p not in outcome.states or not outcome.states[p].healthy}

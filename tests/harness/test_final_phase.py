@@ -36,16 +36,17 @@ def test_wait_polls_until_healthy():
         if isinstance(a, Exception):
             raise a
         return a
-    out = final_phase.wait_recovered(describe, [0], timeout_s=10, clock=lambda: t[0],
-                                  sleep=lambda s: t.__setitem__(0, t[0] + s))
+    out = final_phase.wait_recovered(describe, [0], final_phase.Polling(10, clock=lambda: t[0],
+                                                                     sleep=lambda s: t.__setitem__(0, t[0] + s)))
     assert (out.timed_out, out.waited_s, answers) == (False, 0.75, [])
     assert out.states[0].hw == 10
 
 
 def test_wait_times_out_and_final_state_says_so():
     t = [0.0]
-    out = final_phase.wait_recovered(lambda: [info(0, 2, [2], {1: None, 2: (5, 3), 3: None})], [0], timeout_s=1.0,
-                                  clock=lambda: t[0], sleep=lambda s: t.__setitem__(0, t[0] + s))
+    out = final_phase.wait_recovered(lambda: [info(0, 2, [2], {1: None, 2: (5, 3), 3: None})], [0],
+                                     final_phase.Polling(1.0, clock=lambda: t[0],
+                                                         sleep=lambda s: t.__setitem__(0, t[0] + s)))
     assert out.timed_out and out.waited_s == 1.0
     v = final_phase.final_state_value(0, out.states[0], read_to=3, read_covered=True)
     assert v == {"partition": 0, "recovered": False, "hw": 3, "leader": "n2", "epoch": 4, "isr": ["n2"],
@@ -55,6 +56,7 @@ def test_wait_times_out_and_final_state_says_so():
 
 def test_wait_stops_when_told():
     calls = []
-    out = final_phase.wait_recovered(lambda: calls.append(1) or [info(0, None, [1], HEALTHY)], [0], timeout_s=100,
-                                  sleep=lambda s: None, should_stop=lambda: len(calls) >= 3)
+    out = final_phase.wait_recovered(lambda: calls.append(1) or [info(0, None, [1], HEALTHY)], [0],
+                                     final_phase.Polling(100, sleep=lambda s: None,
+                                                         should_stop=lambda: len(calls) >= 3))
     assert (out.timed_out, out.error, len(calls)) == (True, "interrupted", 3)
