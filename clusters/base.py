@@ -3,8 +3,9 @@
 Like Jepsen's DB protocol (setup/teardown) with its optional Kill, Pause and LogFiles protocols, a
 backend (local processes, Docker, SSH) is a `Cluster`: provision and start (`start`), `teardown`, the
 nodes' addresses, `is_running`, a graceful `stop_all`, `collect` (node logs and replica dumps: the
-ground truth the checker reads) and `layout` (test.json). What it can do to a node is declared by the
-capability protocols it implements:
+ground truth the checker reads) and `layout` (test.json). The backends that run the servers themselves
+(local, Docker, SSH) wait for them as their `NodeTimeouts` say. What it can do to a node is declared by
+the capability protocols it implements:
 
 | capability      | methods           | used by                                                  |
 |-----------------|-------------------|----------------------------------------------------------|
@@ -59,6 +60,15 @@ class ClusterSpec:
     brokers: int = 3
     broker_settings: dict = field(default_factory=dict)     # keys of docs/architecture.md "broker config"
     controller_settings: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class NodeTimeouts:
+    """How long a backend that runs the nodes' servers waits for them: `ready_s` for a started server to
+    be ready (READY printed, connections accepted), `stop_grace_s` from SIGTERM to SIGKILL when it
+    stops one. The local, Docker and SSH backends take one."""
+    ready_s: float = 30.0
+    stop_grace_s: float = 10.0
 
 
 class Cluster(abc.ABC):

@@ -6,9 +6,10 @@
     cluster.stop_all(); cluster.collect(run_dir); cluster.teardown()
 
 Constructing the cluster fails at once with a one-line ClusterError when no Docker engine answers.
-The image is `highwater/node:<code hash>` (clusters/docker_image.py; `base_image` names an existing
-base image instead of the debootstrap one). Hosts, addresses and keys: clusters/docker_hosts.py. The
-controller c0 listens on <prefix>.2:9000, broker nK on <prefix>.(K+2):9092, reachable from the host.
+The image is `highwater/node:<code hash>` (clusters/docker_image.py), built when missing unless `image`
+names one; `ImageBuild.base_image` names an existing base image instead of the debootstrap one. Hosts,
+addresses and keys: clusters/docker_hosts.py. The controller c0 listens on <prefix>.2:9000, broker nK on
+<prefix>.(K+2):9092, reachable from the host.
 
 Faults (through clusters/ssh_cluster.py, the SSH backend's code path, except where noted):
 - kill: SIGKILL of the broker process (default), or, with `kill_mode="node"`, a whole-node crash:
@@ -49,9 +50,9 @@ import time
 from pathlib import Path
 
 from clusters import local_disks
-from clusters.base import ClusterError, ClusterSpec, Corruptible, NodeAddress
+from clusters.base import ClusterError, ClusterSpec, Corruptible, NodeAddress, NodeTimeouts
 from clusters.docker_hosts import DockerHosts, engine
-from clusters.docker_image import CODE_DIR, ensure_node_image
+from clusters.docker_image import CODE_DIR, ImageBuild, ensure_node_image
 from clusters.local_firewall import short_id
 from clusters.ssh_cluster import BROKER_PORT, CONTROLLER, CONTROLLER_PORT, RemoteCluster
 from clusters.run_registry import proc_state as _state
@@ -62,21 +63,20 @@ WORKDIR = "/var/lib/highwater"
 KILL_MODES = ("process", "node")
 
 
+
 class DockerCluster(RemoteCluster, Corruptible, local_disks.TmpfsDiskFill):
     backend_name = "docker"
 
-    def __init__(self, spec: ClusterSpec, *, base_image: str | None = None, image: str | None = None,
-                 kill_mode: str = "process", client=None, ready_timeout_s: float = 30.0,
-                 stop_grace_s: float = 10.0, log=None):
-        super().__init__(spec, ready_timeout_s=ready_timeout_s, stop_grace_s=stop_grace_s)
+    def __init__(self, spec: ClusterSpec, *, image: str | None = None, build: ImageBuild = ImageBuild(),
+                 kill_mode: str = "process", client=None, timeouts: NodeTimeouts = NodeTimeouts()):
+        super().__init__(spec, timeouts=timeouts)
         if kill_mode not in KILL_MODES:
             raise ClusterError(f"docker backend: kill mode (cluster.docker_kill) must be one of "
                                f"{', '.join(KILL_MODES)}, got {kill_mode!r}")
         self.client = client or engine()
-        self.base_image = base_image
         self.image = image
+        self.build = build
         self.kill_mode = kill_mode
-        self.log = log or (lambda msg: None)
         self.hosts: DockerHosts | None = None
         self.timings: dict[str, float] = {}
         self._disks: local_disks.NodeDisks | None = None   # with a disk-full fault: each broker's tmpfs
@@ -91,7 +91,8 @@ class DockerCluster(RemoteCluster, Corruptible, local_disks.TmpfsDiskFill):
     def _provision(self) -> None:
         t0 = time.monotonic()
         if self.image is None:
-            self.image = ensure_node_image(self.client, base_image=self.base_image, log=self.log)
+            self.image = ensure_node_image(self.client, base_image=self.build.base_image,
+                                           log=self.build.log or (lambda msg: None))
         t1 = time.monotonic()
         self.hosts = DockerHosts(self.client, self.spec.run_id, self._names(), self.image,
                                  Path(self.spec.run_dir).resolve() / "ssh", binds=self._mount_disks())

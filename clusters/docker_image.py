@@ -14,6 +14,8 @@ code and the base image id, so unchanged code reuses it. Every image carries the
 
     from clusters.docker_image import ensure_node_image
     tag = ensure_node_image(docker.from_env())          # builds what is missing, returns the node tag
+
+A Docker cluster is told how to build it with an `ImageBuild` (its base image, where progress goes).
 """
 from __future__ import annotations
 
@@ -26,7 +28,9 @@ import subprocess
 import tarfile
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from clusters.base import ClusterError
 from clusters.run_registry import machine_dir
@@ -209,6 +213,15 @@ def node_tag(client, base: str) -> str:
     base_id = client.images.get(base).id
     digest = hashlib.sha256((code_hash() + base_id).encode()).hexdigest()
     return f"{NODE_REPO}:{digest[:16]}"
+
+
+@dataclass(frozen=True)
+class ImageBuild:
+    """How a Docker cluster gets its node image when it is given none (clusters/docker.py): built on
+    `base_image` (an existing image, pulled if missing) or on the debootstrap base when None; `log` is
+    told the build's progress, a line a call (None: nothing is said)."""
+    base_image: str | None = None
+    log: Callable[[str], None] | None = None
 
 
 def ensure_node_image(client, *, base_image: str | None = None, log=print) -> str:

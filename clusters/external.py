@@ -17,12 +17,13 @@ a fault is refused before anything starts (harness/backends.check_faults). With 
 the brokers' SSH hosts, the harness builds an `ExternalHostsCluster` instead (clusters/external_hosts.py):
 kill, restart, pause and resume of the brokers' processes; with `--docker-containers`, an
 `ExternalDockerCluster` (clusters/external_docker.py): docker kill/start/pause/unpause (harness/backends.py
-picks the class from the options; both offer `FAULTS`).
+picks the class from the cluster's `ExternalAccess`; both offer `FAULTS`).
 """
 from __future__ import annotations
 
 import logging
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
@@ -53,6 +54,18 @@ def parse_bootstrap(raw: str) -> list[tuple[str, int]]:
     return out
 
 
+@dataclass(frozen=True)
+class ExternalAccess:
+    """How the harness reaches an external cluster (the [cluster] settings bootstrap, nodes_file,
+    ssh_accept_unknown_hosts, docker_containers): its bootstrap servers "host:port[,host:port]", and, to
+    inject faults, the brokers' SSH hosts (a nodes file; `accept_unknown_hosts` trusts a host key not in
+    its known_hosts) or their Docker containers ("name[=node id],...")."""
+    bootstrap: str = ""
+    nodes_file: str | Path | None = None
+    accept_unknown_hosts: bool = False
+    docker_containers: str | None = None
+
+
 @runtime_checkable
 class KafkaReached(Protocol):
     """A cluster the harness reaches only as a Kafka client: no controller and no native admin; its
@@ -72,16 +85,17 @@ class KafkaReached(Protocol):
 class ExternalCluster(Cluster, KafkaReached):
     backend_name = "external"
 
-    def __init__(self, spec: ClusterSpec, *, bootstrap: str = "", ready_timeout_s: float = 30.0,
-                 timeout_s: float = 5.0, nodes_file=None, accept_unknown_hosts: bool = False,
-                 docker_containers=None):
-        if nodes_file or docker_containers:
+    def __init__(self, spec: ClusterSpec, access: ExternalAccess = ExternalAccess(), *,
+                 ready_timeout_s: float = 30.0, timeout_s: float = 5.0):
+        if type(self) is ExternalCluster and (access.nodes_file or access.docker_containers):
             # the hosts' or containers' class does faults; this one would silently inject none
-            which = "ExternalHostsCluster" if nodes_file else "ExternalDockerCluster"
-            raise ClusterError(f"the external backend with {'a nodes file' if nodes_file else 'Docker containers'} "
+            which, given = (("ExternalHostsCluster", "a nodes file") if access.nodes_file
+                            else ("ExternalDockerCluster", "Docker containers"))
+            raise ClusterError(f"the external backend with {given} "
                                f"is {which} (harness/backends.external_class picks it), not ExternalCluster")
         self.spec = spec
-        self.bootstrap = parse_bootstrap(bootstrap)
+        self.access = access
+        self.bootstrap = parse_bootstrap(access.bootstrap)
         self.ready_timeout_s = ready_timeout_s
         self.timeout_s = timeout_s
         self._brokers: dict[str, NodeAddress] = {}

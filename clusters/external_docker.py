@@ -16,7 +16,7 @@ import threading
 import time
 
 from clusters.base import ClusterError, ClusterSpec, Killable, Pausable
-from clusters.external import ExternalCluster
+from clusters.external import ExternalAccess, ExternalCluster
 
 
 def parse_containers(raw: str) -> list[tuple[str, int | None]]:
@@ -33,11 +33,10 @@ def parse_containers(raw: str) -> list[tuple[str, int | None]]:
 class ExternalDockerCluster(ExternalCluster, Killable, Pausable):
     """An external cluster whose brokers are existing containers of the local Docker engine."""
 
-    def __init__(self, spec: ClusterSpec, *, bootstrap: str = "", docker_containers: str = "",
-                 ready_timeout_s: float = 30.0, timeout_s: float = 5.0, nodes_file=None,
-                 accept_unknown_hosts: bool = False):
-        super().__init__(spec, bootstrap=bootstrap, ready_timeout_s=ready_timeout_s, timeout_s=timeout_s)
-        self.wanted = parse_containers(docker_containers)
+    def __init__(self, spec: ClusterSpec, access: ExternalAccess = ExternalAccess(), *,
+                 ready_timeout_s: float = 30.0, timeout_s: float = 5.0):
+        super().__init__(spec, access, ready_timeout_s=ready_timeout_s, timeout_s=timeout_s)
+        self.wanted = parse_containers(access.docker_containers)
         self._containers: dict[str, object] = {}       # broker name -> docker Container
         self._lock = threading.RLock()
 

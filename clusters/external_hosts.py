@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from clusters.base import ClusterError, ClusterSpec, Killable, Pausable
-from clusters.external import ExternalCluster
+from clusters.external import ExternalAccess, ExternalCluster
 from clusters.ssh import NODE, parse_ssh_entry, read_nodes_file
 from clusters.ssh_control import SshNode, SshTarget
 from rundir.settings import Setting, declare, header_lines
@@ -82,12 +82,11 @@ def load_hosts_file(path: Path | str) -> HostsFile:
 class ExternalHostsCluster(ExternalCluster, Killable, Pausable):
     """An external cluster whose brokers' hosts are reachable over SSH: process faults on the brokers."""
 
-    def __init__(self, spec: ClusterSpec, *, bootstrap: str = "", nodes_file: str | Path | None = None,
-                 accept_unknown_hosts: bool = False, command_timeout_s: float = 30.0,
-                 ready_timeout_s: float = 30.0, timeout_s: float = 5.0, docker_containers=None):
-        super().__init__(spec, bootstrap=bootstrap, ready_timeout_s=ready_timeout_s, timeout_s=timeout_s)
-        self.hosts = load_hosts_file(nodes_file)
-        self.accept_unknown_hosts = accept_unknown_hosts
+    def __init__(self, spec: ClusterSpec, access: ExternalAccess = ExternalAccess(), *,
+                 command_timeout_s: float = 30.0, ready_timeout_s: float = 30.0, timeout_s: float = 5.0):
+        super().__init__(spec, access, ready_timeout_s=ready_timeout_s, timeout_s=timeout_s)
+        self.hosts = load_hosts_file(access.nodes_file)
+        self.accept_unknown_hosts = access.accept_unknown_hosts
         self.command_timeout_s = command_timeout_s
         self._entries: dict[str, HostEntry] = {}
         self._ssh: dict[str, SshNode] = {}

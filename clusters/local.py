@@ -35,7 +35,7 @@ from typing import Callable
 
 from clusters.addresses import Allocation, allocate
 from clusters.base import (Cluster, ClusterError, ClusterSpec, Corruptible, Degradable, EventLogs,
-                           Killable, NodeAddress, Partitionable, Pausable, Stoppable)
+                           Killable, NodeAddress, NodeTimeouts, Partitionable, Pausable, Stoppable)
 from clusters.event_logs import parse_event_log
 from clusters.local_firewall import Firewall, available_tool, make_firewall, short_id
 from clusters.local_netem import Degradation
@@ -65,8 +65,7 @@ class LocalCluster(Cluster, Killable, Stoppable, Pausable, Partitionable, Degrad
 
     def __init__(self, spec: ClusterSpec, *, registry: Registry | None = None,
                  command: CommandFactory | None = None, python: str = sys.executable,
-                 firewall_tool: str | None = None, ready_timeout_s: float = 30.0,
-                 stop_grace_s: float = 10.0):
+                 firewall_tool: str | None = None, timeouts: NodeTimeouts = NodeTimeouts()):
         if spec.brokers < 1:
             raise ClusterError(f"a local cluster needs at least one broker, got brokers={spec.brokers}")
         self.spec = spec
@@ -74,8 +73,7 @@ class LocalCluster(Cluster, Killable, Stoppable, Pausable, Partitionable, Degrad
         self.python = python
         self.command = command or broker_command(python)
         self.firewall_tool = firewall_tool
-        self.ready_timeout_s = ready_timeout_s
-        self.stop_grace_s = stop_grace_s
+        self.timeouts = timeouts
         self._alloc: Allocation | None = None
         self._procs: dict[str, NodeProcess] = {}
         self._firewall: Firewall | None = None
@@ -139,10 +137,10 @@ class LocalCluster(Cluster, Killable, Stoppable, Pausable, Partitionable, Degrad
                 for node in self._names():
                     self._procs[node] = self._make_process(node, env)
                 self._spawn(CONTROLLER)
-                self._procs[CONTROLLER].wait_ready(self.ready_timeout_s)
+                self._procs[CONTROLLER].wait_ready(self.timeouts.ready_s)
                 for node in self._names()[1:]:
                     self._spawn(node)
-                deadline = time.monotonic() + self.ready_timeout_s
+                deadline = time.monotonic() + self.timeouts.ready_s
                 for node in self._names()[1:]:
                     self._procs[node].wait_ready(max(0.5, deadline - time.monotonic()))
             except BaseException:
@@ -166,8 +164,7 @@ class LocalCluster(Cluster, Killable, Stoppable, Pausable, Partitionable, Degrad
                       **self.spec.broker_settings}
         path = d / config_name
         path.write_text(json.dumps(config, indent=2) + "\n")
-        return NodeProcess(node, self.command(node, role, path), addr.host, addr.port,
-                           d / "stdout.log", d, env)
+        return NodeProcess(addr, self.command(node, role, path), d / "stdout.log", d, env)
 
     def _spawn(self, node: str) -> NodeProcess:
         p = self._procs[node]
@@ -188,7 +185,7 @@ class LocalCluster(Cluster, Killable, Stoppable, Pausable, Partitionable, Degrad
                 procs = [self._procs[n] for n in group if n in self._procs]
                 for p in procs:
                     p.request_stop()
-                deadline = time.monotonic() + self.stop_grace_s
+                deadline = time.monotonic() + self.timeouts.stop_grace_s
                 for p in procs:
                     pid = p.pid
                     report.append(p.finish_stop(deadline))
@@ -244,18 +241,18 @@ class LocalCluster(Cluster, Killable, Stoppable, Pausable, Partitionable, Degrad
             if p.alive():
                 return f"{node} already running (pid {p.pid})"
             self._spawn(node)
-            p.wait_ready(self.ready_timeout_s)
+            p.wait_ready(self.timeouts.ready_s)
             return f"restarted {node} as pid {p.pid}"
 
     def stop(self, node: str) -> str:
-        """SIGTERM (and SIGCONT, so a paused node can act on it); SIGKILL after `stop_grace_s`."""
+        """SIGTERM (and SIGCONT, so a paused node can act on it); SIGKILL after `timeouts.stop_grace_s`."""
         with self._lock:
             p = self._proc(node)
             if not p.alive():
                 return f"{node}: not running"
             pid = p.pid
             p.request_stop()
-            what = p.finish_stop(time.monotonic() + self.stop_grace_s)
+            what = p.finish_stop(time.monotonic() + self.timeouts.stop_grace_s)
             self.registry.drop_process(self.spec.run_id, pid)
             if p.proc.returncode == 0:
                 return f"SIGTERM {node} pid {pid} (clean shutdown)"

@@ -14,7 +14,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from clusters.base import ClusterError
+from clusters.base import ClusterError, NodeAddress
 from clusters.run_registry import proc_start_time, proc_state
 
 
@@ -28,9 +28,13 @@ def tail(path: Path, lines: int = 15) -> str:
 
 
 class NodeProcess:
-    def __init__(self, node: str, argv: list[str], host: str, port: int, stdout_path: Path, cwd: Path,
+    """The server of the node at `address` (its name, and the host:port it must be ready on), run as
+    `argv` in `cwd` with output appended to `stdout_path`."""
+
+    def __init__(self, address: NodeAddress, argv: list[str], stdout_path: Path, cwd: Path,
                  env: dict[str, str] | None = None):
-        self.node, self.argv, self.host, self.port = node, argv, host, port
+        self.node, self.host, self.port = address.name, address.host, address.port
+        self.argv = argv
         self.stdout_path, self.cwd, self.env = stdout_path, cwd, env
         self.proc: subprocess.Popen | None = None
         self.start_time: int | None = None

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from clusters.base import ClusterError, ClusterSpec, NodeAddress
+from clusters.base import ClusterError, ClusterSpec, NodeAddress, NodeTimeouts
 from clusters.docker_image import code_files, code_hash
 from clusters.ssh_cluster import BROKER_PORT, CONTROLLER, CONTROLLER_PORT, RemoteCluster, parallel
 from clusters.ssh_control import SshNode, SshTarget
@@ -170,8 +170,8 @@ class SshCluster(RemoteCluster):
 
     def __init__(self, spec: ClusterSpec, *, nodes_file: str | Path | None = None,
                  accept_unknown_hosts: bool = False, command_timeout_s: float = 60.0,
-                 ready_timeout_s: float = 30.0, stop_grace_s: float = 10.0):
-        super().__init__(spec, ready_timeout_s=ready_timeout_s, stop_grace_s=stop_grace_s)
+                 timeouts: NodeTimeouts = NodeTimeouts()):
+        super().__init__(spec, timeouts=timeouts)
         nodes_file = nodes_file or os.environ.get("HIGHWATER_NODES_FILE")
         if not nodes_file:
             raise ClusterError("the ssh backend needs a nodes file (--nodes-file FILE)")

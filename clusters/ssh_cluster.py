@@ -31,7 +31,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from clusters.base import (Cluster, ClusterError, ClusterSpec, Degradable, EventLogs, Killable, NodeAddress,
-                           Partitionable, Pausable, Stoppable)
+                           NodeTimeouts, Partitionable, Pausable, Stoppable)
 from clusters.event_logs import parse_event_log
 from clusters.local_firewall import short_id
 from clusters.ssh_control import RemoteDegradation, RemoteFirewall, SshNode
@@ -73,12 +73,11 @@ class RemoteCluster(Cluster, Killable, Stoppable, Pausable, Partitionable, Degra
     backend_name = "remote"
     python = "python3"
 
-    def __init__(self, spec: ClusterSpec, *, ready_timeout_s: float = 30.0, stop_grace_s: float = 10.0):
+    def __init__(self, spec: ClusterSpec, *, timeouts: NodeTimeouts = NodeTimeouts()):
         if spec.brokers < 1:
             raise ClusterError(f"a cluster needs at least one broker, got brokers={spec.brokers}")
         self.spec = spec
-        self.ready_timeout_s = ready_timeout_s
-        self.stop_grace_s = stop_grace_s
+        self.timeouts = timeouts
         self._addresses: dict[str, NodeAddress] = {}
         self._ssh: dict[str, SshNode] = {}
         self._firewalls: dict[str, RemoteFirewall] = {}
@@ -195,7 +194,7 @@ class RemoteCluster(Cluster, Killable, Stoppable, Pausable, Partitionable, Degra
     def _wait_ready(self, node: str) -> str:
         rdir = self.remote_dir(node)
         return self._ssh[node].wait_ready(stdout=posixpath.join(rdir, "stdout.log"),
-                                          pidfile=posixpath.join(rdir, PIDFILE), timeout_s=self.ready_timeout_s)
+                                          pidfile=posixpath.join(rdir, PIDFILE), timeout_s=self.timeouts.ready_s)
 
     def _pidfile(self, node: str) -> str:
         return posixpath.join(self.remote_dir(node), PIDFILE)
@@ -208,7 +207,8 @@ class RemoteCluster(Cluster, Killable, Stoppable, Pausable, Partitionable, Degra
 
                 def stop(node: str) -> str:
                     self._reachable(node)
-                    return f"{node}: " + self._ssh[node].stop_daemon(self._pidfile(node), grace_s=self.stop_grace_s)
+                    return f"{node}: " + self._ssh[node].stop_daemon(self._pidfile(node),
+                                                                      grace_s=self.timeouts.stop_grace_s)
                 report += parallel(stop, live, what="stopping daemons")
             self.last_stop_report = report
 
@@ -290,7 +290,7 @@ class RemoteCluster(Cluster, Killable, Stoppable, Pausable, Partitionable, Degra
         with self._lock:
             self._check(node)
             self._reachable(node)
-            return f"{node}: " + self._ssh[node].stop_daemon(self._pidfile(node), grace_s=self.stop_grace_s)
+            return f"{node}: " + self._ssh[node].stop_daemon(self._pidfile(node), grace_s=self.timeouts.stop_grace_s)
 
     def process_state(self, node: str) -> str | None:
         return self.ssh(node).process_state(self._pidfile(node))

@@ -63,11 +63,13 @@ def backend_options(name: str, cluster_cfg) -> dict:
         return {"nodes_file": cluster_cfg.nodes_file or None,
                 "accept_unknown_hosts": bool(cluster_cfg.ssh_accept_unknown_hosts)}
     if name == "docker":
-        return {"base_image": cluster_cfg.base_image or None, "kill_mode": cluster_cfg.docker_kill}
+        from clusters.docker_image import ImageBuild
+        return {"build": ImageBuild(base_image=cluster_cfg.base_image or None), "kill_mode": cluster_cfg.docker_kill}
     if name == "external":
-        return {"bootstrap": cluster_cfg.bootstrap, "nodes_file": cluster_cfg.nodes_file or None,
-                "accept_unknown_hosts": bool(cluster_cfg.ssh_accept_unknown_hosts),
-                "docker_containers": cluster_cfg.docker_containers or None}
+        from clusters.external import ExternalAccess
+        return {"access": ExternalAccess(bootstrap=cluster_cfg.bootstrap, nodes_file=cluster_cfg.nodes_file or None,
+                                         accept_unknown_hosts=bool(cluster_cfg.ssh_accept_unknown_hosts),
+                                         docker_containers=cluster_cfg.docker_containers or None)}
     return {}
 
 
@@ -171,14 +173,15 @@ def check_faults(name: str, faults: list[str], cluster_cfg=None) -> None:
         available()
 
 
-def external_class(options: dict) -> type[Cluster]:
-    """The external backend's class for its options: with a nodes file the brokers' hosts are reached over
-    SSH (clusters/external_hosts.py), with Docker containers they are containers of the local engine
-    (clusters/external_docker.py); else the cluster is reached through Kafka clients only."""
-    if options.get("nodes_file"):
+def external_class(access=None) -> type[Cluster]:
+    """The external backend's class for its `ExternalAccess` (clusters/external.py): with a nodes file the
+    brokers' hosts are reached over SSH (clusters/external_hosts.py), with Docker containers they are
+    containers of the local engine (clusters/external_docker.py); else (or with no access given) the
+    cluster is reached through Kafka clients only."""
+    if access is not None and access.nodes_file:
         from clusters.external_hosts import ExternalHostsCluster
         return ExternalHostsCluster
-    if options.get("docker_containers"):
+    if access is not None and access.docker_containers:
         from clusters.external_docker import ExternalDockerCluster
         return ExternalDockerCluster
     return backend_class("external")
@@ -186,5 +189,5 @@ def external_class(options: dict) -> type[Cluster]:
 
 def make_cluster(name: str, spec: ClusterSpec, cluster_cfg=None) -> Cluster:
     options = backend_options(name, cluster_cfg)
-    cls = external_class(options) if name == "external" else backend_class(name)
+    cls = external_class(options.get("access")) if name == "external" else backend_class(name)
     return cls(spec, **options)

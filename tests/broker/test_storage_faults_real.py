@@ -17,7 +17,7 @@ import pytest
 from broker.client import Admin, ClientError, Consumer, Producer
 from broker.storage.checkpoints import EPOCH_FILE, HW_FILE, HwCheckpoint
 from broker.storage.dump import dump_partition
-from clusters.base import ClusterSpec
+from clusters.base import ClusterSpec, NodeTimeouts
 from clusters.local import LocalCluster
 from clusters.run_registry import Registry
 from clusters.storage_faults import STORAGE_FAULTS
@@ -101,7 +101,7 @@ def expected_event(how: str, fault, events: list[dict]) -> dict:
 def test_a_damaged_follower_restarts_catches_up_and_loses_nothing(tmp_path, how):
     spec = ClusterSpec(f"sf-{tmp_path.name}"[:40], tmp_path / "run", brokers=3, broker_settings=BROKER,
                        controller_settings=CONTROLLER)
-    c = LocalCluster(spec, registry=Registry(tmp_path / "registry"), ready_timeout_s=30)
+    c = LocalCluster(spec, registry=Registry(tmp_path / "registry"), timeouts=NodeTimeouts(ready_s=30))
     admin = producer = consumer = None
     try:
         c.start()

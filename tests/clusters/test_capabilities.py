@@ -12,8 +12,8 @@ import pytest
 
 import echo_server
 from clusters import base
-from clusters.base import (Cluster, ClusterError, ClusterSpec, Degradable, Killable, NodeAddress, Partitionable,
-                           Pausable, Stoppable, capabilities, require)
+from clusters.base import (Cluster, ClusterError, ClusterSpec, Degradable, Killable, NodeAddress, NodeTimeouts,
+                           Partitionable, Pausable, Stoppable, capabilities, require)
 from clusters.docker import DockerCluster
 from clusters.local import LocalCluster
 from clusters.run_registry import Registry, proc_state
@@ -188,7 +188,7 @@ def test_the_default_layout_names_the_backend_and_every_node(tmp_path):
 def local(tmp_path):
     registry = Registry(tmp_path / "registry")
     c = LocalCluster(ClusterSpec("caps-stop", tmp_path / "run", brokers=2), registry=registry,
-                     command=echo_server.command, stop_grace_s=3)
+                     command=echo_server.command, timeouts=NodeTimeouts(stop_grace_s=3))
     c.start()
     yield c, registry
     c.teardown()
@@ -224,7 +224,7 @@ def test_local_stop_reports_a_node_that_ignores_sigterm(tmp_path):
                 "runpy.run_path(sys.argv[0], run_name='__main__')", *argv[1:]]
 
     c = LocalCluster(ClusterSpec("caps-stubborn", tmp_path / "run", brokers=1), registry=Registry(tmp_path / "r"),
-                     command=stubborn, stop_grace_s=0.5)
+                     command=stubborn, timeouts=NodeTimeouts(stop_grace_s=0.5))
     c.start()
     try:
         pid = c.pid("n1")

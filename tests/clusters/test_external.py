@@ -127,8 +127,8 @@ def test_without_replica_states_a_partition_is_healthy_once_its_hw_settled():
         a = answers.pop(0)
         seen.append(a)
         return a
-    out = final_phase.wait_recovered(describe, [0], timeout_s=10, clock=lambda: t[0],
-                                     sleep=lambda s: t.__setitem__(0, t[0] + s))
+    out = final_phase.wait_recovered(describe, [0], final_phase.Polling(10, clock=lambda: t[0],
+                                                                     sleep=lambda s: t.__setitem__(0, t[0] + s)))
     # HW 9 first seen at 0.75 s; settled 1.0 s later
     assert (out.timed_out, out.waited_s, len(seen)) == (False, 1.75, 8)
     s = out.states[0]
@@ -153,13 +153,15 @@ def test_the_plain_external_class_refuses_hosts_or_containers(tmp_path):
     """With a nodes file or containers the cluster must be the class that injects faults (harness/backends
     external_class picks it): the plain class would take them and silently inject none."""
     from clusters.base import ClusterError
+    from clusters.external import ExternalAccess
     from harness.backends import external_class
 
     spec = ClusterSpec("ext", tmp_path, brokers=3)
     with pytest.raises(ClusterError, match="Docker containers is ExternalDockerCluster"):
-        ExternalCluster(spec, bootstrap="127.0.0.1:9092", docker_containers="a,b,c")
+        ExternalCluster(spec, ExternalAccess("127.0.0.1:9092", docker_containers="a,b,c"))
     with pytest.raises(ClusterError, match="a nodes file is ExternalHostsCluster"):
-        ExternalCluster(spec, bootstrap="127.0.0.1:9092", nodes_file="n.toml")
-    assert external_class({"nodes_file": None, "docker_containers": None}) is ExternalCluster
-    assert external_class({"docker_containers": "a"}).__name__ == "ExternalDockerCluster"
-    assert external_class({"nodes_file": "n.toml"}).__name__ == "ExternalHostsCluster"
+        ExternalCluster(spec, ExternalAccess("127.0.0.1:9092", nodes_file="n.toml"))
+    assert external_class(ExternalAccess("127.0.0.1:9092")) is ExternalCluster
+    assert external_class(None) is ExternalCluster
+    assert external_class(ExternalAccess(docker_containers="a")).__name__ == "ExternalDockerCluster"
+    assert external_class(ExternalAccess(nodes_file="n.toml")).__name__ == "ExternalHostsCluster"

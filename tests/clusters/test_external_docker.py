@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from clusters.base import ClusterError, ClusterSpec, capabilities
+from clusters.external import ExternalAccess
 from clusters.external_docker import ExternalDockerCluster
 from harness.backends import external_class
 from rundir import formats as runformat
@@ -119,8 +120,8 @@ def test_kill_start_pause_unpause_through_docker(compose, tmp_path):
     bootstrap = brokers_up(compose)
     spec = ClusterSpec("ext", tmp_path, brokers=3,
                        controller_settings={"topics": [{"name": "probe", "partitions": 1, "replication_factor": 3}]})
-    options = {"bootstrap": bootstrap, "docker_containers": f"{tag}-n1,{tag}-n2=2,{tag}-n3"}
-    c = external_class(options)(spec, **options)         # the class the harness builds for these options
+    access = ExternalAccess(bootstrap, docker_containers=f"{tag}-n1,{tag}-n2=2,{tag}-n3")
+    c = external_class(access)(spec, access)             # the class the harness builds for this access
     assert isinstance(c, ExternalDockerCluster) and capabilities(c) == ["Killable", "Pausable"]
     c.prepare()
     assert c.layout()["nodes"]["n2"] == {"host": addr["n2"], "port": 9092, "node_id": 2, "container": f"{tag}-n2"}
@@ -155,7 +156,7 @@ def test_chaos_run_with_docker_kill_and_pause(compose, tmp_path):
     assert found_kinds(results) == [] and results["anomalies"]["lost-write"]["count"] == 0
     # replica dumps and event logs are out of this backend's scope: not applicable, not unknown
     assert results["unknown_reasons"] == []
-    assert [g["evidence"] for g in results["scope"]["not_applicable"]] == ["replica-dumps", "event-logs"]
+    assert [g["evidence"] for g in results["scope"]["not_applicable"]] == ["replica-dumps", "history", "event-logs"]
     ops = [line.obj for line in runformat.iter_jsonl(run_dir / runformat.NEMESIS)]
     started = [o["value"]["detail"] for o in ops if o["type"] == "info" and o["value"].get("phase") == "start"]
     assert any(d.startswith("docker kill n") for d in started), ops

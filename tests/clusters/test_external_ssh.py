@@ -20,6 +20,7 @@ import pytest
 from broker.client import Admin
 from clusters.bare import BareCluster, free_port, wait_until
 from clusters.base import ClusterError, ClusterSpec, capabilities
+from clusters.external import ExternalAccess
 from clusters.external_hosts import ExternalHostsCluster, load_hosts_file
 from harness.backends import external_class
 from rundir import formats as runformat
@@ -111,8 +112,8 @@ def test_kill_restart_pause_resume_through_ssh(sshd, cluster, tmp_path):
     lc, pids = cluster
     spec = ClusterSpec("ext", tmp_path / "run", brokers=3,
                        controller_settings={"topics": [{"name": "hw", "partitions": 1, "replication_factor": 3}]})
-    options = {"bootstrap": f"{HOST}:{lc.ports[1]}", "nodes_file": str(nodes_file(tmp_path / "n.toml", sshd, lc, pids))}
-    c = external_class(options)(spec, **options)         # the class the harness builds for these options
+    access = ExternalAccess(f"{HOST}:{lc.ports[1]}", nodes_file=str(nodes_file(tmp_path / "n.toml", sshd, lc, pids)))
+    c = external_class(access)(spec, access)             # the class the harness builds for this access
     assert isinstance(c, ExternalHostsCluster)
     assert capabilities(c) == ["Killable", "Pausable"]
     try:
@@ -169,7 +170,7 @@ def test_chaos_run_with_kill_and_pause_on_an_external_cluster(sshd, cluster, tmp
     assert found_kinds(results) == [] and results["anomalies"]["lost-write"]["count"] == 0
     # replica dumps and event logs are out of this backend's scope: not applicable, not unknown
     assert results["unknown_reasons"] == []
-    assert [g["evidence"] for g in results["scope"]["not_applicable"]] == ["replica-dumps", "event-logs"]
+    assert [g["evidence"] for g in results["scope"]["not_applicable"]] == ["replica-dumps", "history", "event-logs"]
     ops = [line.obj for line in runformat.iter_jsonl(run_dir / runformat.NEMESIS)]
     done = [o for o in ops if o["type"] == "info" and o["value"].get("phase") == "start"]
     kills = [o["value"]["detail"] for o in done if o["f"] == "kill"]

@@ -8,7 +8,7 @@ import sys
 import pytest
 
 import echo_server
-from clusters.base import ClusterError, ClusterSpec
+from clusters.base import ClusterError, ClusterSpec, NodeTimeouts
 from clusters.local import LocalCluster
 from clusters.run_registry import Registry, proc_state
 
@@ -22,7 +22,7 @@ def registry(tmp_path):
 def cluster(tmp_path, registry):
     spec = ClusterSpec("proc-test", tmp_path / "run", brokers=3,
                        broker_settings={"truncation": "hw"}, controller_settings={"topics": []})
-    c = LocalCluster(spec, registry=registry, command=echo_server.command, stop_grace_s=5)
+    c = LocalCluster(spec, registry=registry, command=echo_server.command, timeouts=NodeTimeouts(stop_grace_s=5))
     c.start()
     pids = [c.pid(n) for n in c.nodes()]
     yield c
@@ -153,7 +153,7 @@ def test_stop_all_sigkills_a_process_that_ignores_sigterm(tmp_path, registry):
             return [sys.executable, str(stubborn), role, "--config", str(cfg)]
         return echo_server.command(node, role, cfg)
     c = LocalCluster(ClusterSpec("stubborn", tmp_path / "run", brokers=1), registry=registry, command=cmd,
-                     stop_grace_s=0.5)
+                     timeouts=NodeTimeouts(stop_grace_s=0.5))
     c.start()
     try:
         pid, c0 = c.pid("n1"), c.pid("c0")
@@ -188,7 +188,7 @@ def test_a_node_that_never_prints_ready_times_out_with_a_clear_error(tmp_path, r
     def cmd(node, role, cfg):
         return [sys.executable, "-c", "import time; print('starting', flush=True); time.sleep(60)"]
     c = LocalCluster(ClusterSpec("silent", tmp_path / "run", brokers=1), registry=registry, command=cmd,
-                     ready_timeout_s=1.0, stop_grace_s=1.0)
+                     timeouts=NodeTimeouts(ready_s=1.0, stop_grace_s=1.0))
     with pytest.raises(ClusterError) as exc:
         c.start()
     msg = str(exc.value)

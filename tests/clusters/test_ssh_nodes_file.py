@@ -106,11 +106,14 @@ def test_run_flags_reach_the_backends(tmp_path):
                               "ssh_accept_unknown_hosts": True})
     assert backends.backend_options("ssh", cfg.cluster) == {"nodes_file": str(tmp_path / "n.toml"),
                                                            "accept_unknown_hosts": True}
+    from clusters.docker_image import ImageBuild
     cfg = config.build(None, {"backend": "docker", "base_image": "debian-py:12"})
-    assert backends.backend_options("docker", cfg.cluster) == {"base_image": "debian-py:12", "kill_mode": "process"}
+    assert backends.backend_options("docker", cfg.cluster) == {"build": ImageBuild(base_image="debian-py:12"),
+                                                              "kill_mode": "process"}
     f = tmp_path / "t.toml"
     f.write_text('[cluster]\nbackend = "docker"\ndocker_kill = "node"\n')
-    assert backends.backend_options("docker", config.build(f, {}).cluster) == {"base_image": None, "kill_mode": "node"}
+    assert backends.backend_options("docker", config.build(f, {}).cluster) == {"build": ImageBuild(base_image=None),
+                                                                              "kill_mode": "node"}
     assert backends.backend_options("local", cfg.cluster) == {}
 
 

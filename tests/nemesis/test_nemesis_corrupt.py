@@ -13,7 +13,7 @@ import pytest
 from broker.records import Record
 from broker.storage.partition_store import PartitionStore
 from broker.storage.scan import scan_partition
-from clusters.base import ClusterSpec
+from clusters.base import ClusterSpec, NodeTimeouts
 from clusters.local import LocalCluster
 from clusters.run_registry import Registry
 from nemesis import Nemesis, ConfigError
@@ -30,7 +30,7 @@ _spec.loader.exec_module(echo_server)
 @pytest.fixture
 def cluster(tmp_path):
     c = LocalCluster(ClusterSpec(f"cor-{tmp_path.name}", tmp_path / "run", brokers=3),
-                     registry=Registry(tmp_path / "registry"), command=echo_server.command, stop_grace_s=3)
+                     registry=Registry(tmp_path / "registry"), command=echo_server.command, timeouts=NodeTimeouts(stop_grace_s=3))
     yield c
     c.teardown()
 

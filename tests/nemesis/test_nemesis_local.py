@@ -13,7 +13,7 @@ from types import SimpleNamespace
 import pytest
 
 from polling import eventually
-from clusters.base import ClusterSpec
+from clusters.base import ClusterSpec, NodeTimeouts
 from clusters.local import LocalCluster
 from clusters.run_registry import Registry, proc_state
 from rundir.history import History
@@ -29,7 +29,7 @@ _spec.loader.exec_module(echo_server)
 def cluster(tmp_path):
     c = LocalCluster(ClusterSpec(f"nem-{tmp_path.name}", tmp_path / "run", brokers=3,
                                  broker_settings={"power_loss": True}),
-                     registry=Registry(tmp_path / "registry"), command=echo_server.command, stop_grace_s=3)
+                     registry=Registry(tmp_path / "registry"), command=echo_server.command, timeouts=NodeTimeouts(stop_grace_s=3))
     yield c
     c.teardown()
 

@@ -11,7 +11,7 @@ import threading
 import pytest
 
 from broker.client import Admin, ClientError, Producer
-from clusters.base import ClusterSpec
+from clusters.base import ClusterSpec, NodeTimeouts
 from clusters.local import LocalCluster
 from clusters.run_registry import Registry, proc_state
 from nemesis import Nemesis
@@ -28,7 +28,7 @@ def cluster(tmp_path):
                                         "power_loss": True},
                        controller_settings={"broker_session_timeout_ms": 1500,
                                             "topics": [{"name": "hw", "partitions": 1, "replication_factor": 3}]})
-    c = LocalCluster(spec, registry=Registry(tmp_path / "registry"), ready_timeout_s=30)
+    c = LocalCluster(spec, registry=Registry(tmp_path / "registry"), timeouts=NodeTimeouts(ready_s=30))
     c.check_faults(["partition"])
     c.start()
     pids = [c.pid(n) for n in c.nodes()]
