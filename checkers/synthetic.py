@@ -789,37 +789,12 @@ def _events(W: dict, outcome: np.ndarray, P: int, k: int, plan: _Plan, expected:
     for n, node in enumerate(NODES):
         _line(W, 1 + n, node, "broker", None, {"event": "start", "truncation": "leader-epoch", "flush": "always",
                                                "power_loss": False, "min_insync_replicas": 2})
-    spots: dict[int, list[tuple[str, int, int]]] = {p: [] for p in range(P)}
     for p in range(P):
-        idx, oc = _log(outcome, p, P)
-        present = (oc == OK) | (oc == INFO_PRESENT)
-        rec_send, rec_ok = idx[present], oc[present] == OK
-        L = len(rec_send)
-        taken = {o for o in plan.log_set.get(p, {})} | set(plan.ack_offset.values())
-        c0 = lambda ts, **f: _line(W, ts, "c0", "controller", p, f)     # noqa: E731
-        c0(10, event="leader-change", leader=1, epoch=1, isr=[1, 2, 3], version=1)
-        for n, node in enumerate(NODES):
-            _line(W, 20 + n, node, "broker", p, {"event": "recovered", "leo": 0, "hw": 0})
-            _line(W, 30 + n, node, "broker", p, {"event": "role", "role": "leader" if node == LEADER else "follower",
-                                                 "epoch": 1})
-        for n, f in enumerate(FOLLOWERS):
-            _line(W, 40 + n, LEADER, "broker", p, {"event": "follower-served", "replica": int(f[1:]),
-                                                   "request": "fetch", "request_epoch": 1})
-        # the injected rules' places: k of each kind, spread over the partitions and the log, at ok records
-        # no history anomaly touches
-        mine = [(kind, j) for j in range(k) for kind in EVENT_INJECTED if (EVENT_INJECTED.index(kind) * k + j) % P == p]
-        if mine:
-            step = (L - 2000) // (len(mine) + 1)
-            for m, (kind, _) in enumerate(mine):
-                o = 1000 + (m + 1) * step
-                while not rec_ok[o] or o in taken or o + 1 in taken or o - 1 in taken:
-                    o += 1
-                spots[p].append((kind, o, int(rec_send[o])))
-                taken.add(o)
-                expected[kind] += 1
-                if kind in EVENT_SIDE_EFFECTS:
-                    expected[EVENT_SIDE_EFFECTS[kind]] += 1
-        _inject_events(W, p, spots[p])
+        log = _partition_log(outcome, p, P)
+        L = len(log.values)
+        _partition_start(W, p)
+        spots = _event_spots(log, k, plan, expected)
+        _inject_events(W, p, spots)
         for pp, done in plan.damage_at:     # n2 reopens its log whole after the corrupt fault's start
             if pp == p:
                 t = done * DT + 10
@@ -827,50 +802,101 @@ def _events(W: dict, outcome: np.ndarray, P: int, k: int, plan: _Plan, expected:
                 _line(W, t + 1, "n2", "broker", p, {"event": "recovered", "leo": L, "hw": L})
                 _line(W, t + 2, "n2", "broker", p, {"event": "role", "role": "follower", "epoch": 1})
         W["events"].begin(p)
-        no_ack = np.array([o for kind, o, _ in spots[p] if kind == names.ACK_UNDECIDED], dtype=np.int64)
+        no_ack = np.array([o for kind, o, _ in spots if kind == names.ACK_UNDECIDED], dtype=np.int64)
         for s in range(0, L, EVENT_CHUNK):
-            e = min(L, s + EVENT_CHUNK)
-            o = np.arange(s, e, dtype=np.int64)
-            t = (2 * rec_send[s:e] + 1) * DT
-            nxt = o + 1
-            ts, nodes, fields, ints = [], [], [], []
-            for sub, (node, f, cols) in enumerate([
-                    ("n2", _fields("leo-reported", p, leo=nxt, flushed=nxt, epoch=1, leader=1),
-                     {"leo": nxt, "flushed": nxt}),
-                    ("n3", _fields("leo-reported", p, leo=nxt, flushed=nxt, epoch=1, leader=1),
-                     {"leo": nxt, "flushed": nxt}),
-                    (LEADER, _fields("hw-change", p, old=o, new=nxt, leo=nxt), {"old": o, "new": nxt, "leo": nxt}),
-                    (LEADER, _fields("ack", p, base=o, last=o, epoch=1, acks=-1, hw=nxt, isr="[1,2,3]", min_isr=2,
-                                     flushed=nxt),
-                     {"base": o, "last": o, "acks": -1, "hw": nxt, "min_isr": 2, "flushed": nxt, "isr_len": 3}),
-                    ("n2", _fields("hw-change", p, old=o, new=nxt, leo=nxt), {"old": o, "new": nxt, "leo": nxt}),
-                    ("n3", _fields("hw-change", p, old=o, new=nxt, leo=nxt), {"old": o, "new": nxt, "leo": nxt})]):
-                keep = ~np.isin(o, no_ack) if sub == 3 and len(no_ack) else None
-                tt = t + sub
-                cols = {k: np.broadcast_to(np.asarray(v, dtype=np.int64), o.shape) for k, v in cols.items()}
-                if keep is not None:
-                    tt, f = tt[keep], f.filter(pa.array(keep))
-                    cols = {k: v[keep] for k, v in cols.items()}
-                ts.append(tt)
-                nodes.append(pa.array(np.full(len(tt), node, dtype=object), pa.string()))
-                fields.append(f)
-                ints.append(cols)
-            order = np.argsort(np.concatenate(ts), kind="stable")
-            allts = np.concatenate(ts)[order]
-            take = pa.array(order)
-            all_fields = pa.concat_arrays(fields).take(take)
-            n = len(allts)
-            columns = {"ts": pa.array(allts, pa.int64()), "node": pa.concat_arrays(nodes).take(take),
-                       "src": pa.array(np.full(n, "broker", dtype=object), pa.string()), "seq": pa.array(allts, pa.int64()),
-                       "event": pc.extract_regex(all_fields, r'^\{"event":"(?P<e>[^"]+)"').field("e"),
-                       "partition": pa.array(np.full(n, p, dtype=np.int32)), "fields": all_fields}
-            for name in rf.EVENT_INTS:
-                vals = [c.get(name) for c in ints]
-                mask = np.concatenate([np.zeros(len(x), bool) if v is not None else np.ones(len(x), bool)
-                                       for v, x in zip(vals, ts)])[order]
-                data = np.concatenate([v if v is not None else np.zeros(len(x), np.int64)
-                                       for v, x in zip(vals, ts)])[order]
-                columns[name] = pa.array(data, pa.int64(), mask=mask)
-            columns["quiet"] = pa.array(np.ones(n, dtype=bool))
-            W["events"].write(pa.table(columns, schema=W["events"].schema))
+            o = np.arange(s, min(L, s + EVENT_CHUNK), dtype=np.int64)
+            W["events"].write(_record_lines(p, o, log.values[s:s + len(o)], no_ack, W["events"].schema))
         W["events"].end()
+
+
+def _partition_start(W: dict, p: int) -> None:
+    """Partition p's lines before its first record: the controller elects n1 (epoch 1), every broker
+    recovers an empty log and takes its role, and n1 serves each follower's fetch."""
+    _line(W, 10, "c0", "controller", p, {"event": "leader-change", "leader": 1, "epoch": 1, "isr": [1, 2, 3],
+                                         "version": 1})
+    for n, node in enumerate(NODES):
+        _line(W, 20 + n, node, "broker", p, {"event": "recovered", "leo": 0, "hw": 0})
+        _line(W, 30 + n, node, "broker", p, {"event": "role", "role": "leader" if node == LEADER else "follower",
+                                             "epoch": 1})
+    for n, f in enumerate(FOLLOWERS):
+        _line(W, 40 + n, LEADER, "broker", p, {"event": "follower-served", "replica": int(f[1:]),
+                                               "request": "fetch", "request_epoch": 1})
+
+
+def _event_spots(log: _PartitionLog, k: int, plan: _Plan, expected: dict[str, int]) -> list[tuple[str, int, int]]:
+    """The places of the partition's share of the injected rules (k of each kind, spread over the
+    partitions and the log): (kind, offset, its send index), at ok records no history anomaly touches
+    (nor their neighbours); each counted into `expected`, with what else it breaks."""
+    p, P = log.p, log.P
+    L = len(log.values)
+    rec_ok = log.records == OK
+    taken = {o for o in plan.log_set.get(p, {})} | set(plan.ack_offset.values())
+    spots = []
+    mine = [(kind, j) for j in range(k) for kind in EVENT_INJECTED if (EVENT_INJECTED.index(kind) * k + j) % P == p]
+    if mine:
+        step = (L - 2000) // (len(mine) + 1)
+        for m, (kind, _) in enumerate(mine):
+            o = 1000 + (m + 1) * step
+            while not rec_ok[o] or o in taken or o + 1 in taken or o - 1 in taken:
+                o += 1
+            spots.append((kind, o, int(log.values[o])))
+            taken.add(o)
+            expected[kind] += 1
+            if kind in EVENT_SIDE_EFFECTS:
+                expected[EVENT_SIDE_EFFECTS[kind]] += 1
+    return spots
+
+
+def _record_lines(p: int, o: np.ndarray, sends: np.ndarray, no_ack: np.ndarray, schema: pa.Schema) -> pa.Table:
+    """The six lines of each record at offsets `o` (written by `sends`), in time order, as a batch of the
+    events table; the records at offsets `no_ack` have no `ack` line (ack-undecided)."""
+    t = (2 * sends + 1) * DT
+    nxt = o + 1
+    ts, nodes, fields, ints = [], [], [], []
+    for sub, (node, f, cols) in enumerate([
+            ("n2", _fields("leo-reported", p, leo=nxt, flushed=nxt, epoch=1, leader=1),
+             {"leo": nxt, "flushed": nxt}),
+            ("n3", _fields("leo-reported", p, leo=nxt, flushed=nxt, epoch=1, leader=1),
+             {"leo": nxt, "flushed": nxt}),
+            (LEADER, _fields("hw-change", p, old=o, new=nxt, leo=nxt), {"old": o, "new": nxt, "leo": nxt}),
+            (LEADER, _fields("ack", p, base=o, last=o, epoch=1, acks=-1, hw=nxt, isr="[1,2,3]", min_isr=2,
+                             flushed=nxt),
+             {"base": o, "last": o, "acks": -1, "hw": nxt, "min_isr": 2, "flushed": nxt, "isr_len": 3}),
+            ("n2", _fields("hw-change", p, old=o, new=nxt, leo=nxt), {"old": o, "new": nxt, "leo": nxt}),
+            ("n3", _fields("hw-change", p, old=o, new=nxt, leo=nxt), {"old": o, "new": nxt, "leo": nxt})]):
+        keep = ~np.isin(o, no_ack) if sub == 3 and len(no_ack) else None
+        tt = t + sub
+        cols = {k: np.broadcast_to(np.asarray(v, dtype=np.int64), o.shape) for k, v in cols.items()}
+        if keep is not None:
+            tt, f = tt[keep], f.filter(pa.array(keep))
+            cols = {k: v[keep] for k, v in cols.items()}
+        ts.append(tt)
+        nodes.append(pa.array(np.full(len(tt), node, dtype=object), pa.string()))
+        fields.append(f)
+        ints.append(cols)
+    return _lines_table(p, ts, nodes, fields, ints, schema)
+
+
+def _lines_table(p: int, ts: list[np.ndarray], nodes: list[pa.Array], fields: list[pa.Array],
+                 ints: list[dict[str, np.ndarray]], schema: pa.Schema) -> pa.Table:
+    """Partition p's broker lines given as groups (each group's times, nodes, JSON fields and integer
+    columns, rf.EVENT_INTS, those it lacks null) as one table in time order (stable: a tie keeps the
+    groups' order)."""
+    order = np.argsort(np.concatenate(ts), kind="stable")
+    allts = np.concatenate(ts)[order]
+    take = pa.array(order)
+    all_fields = pa.concat_arrays(fields).take(take)
+    n = len(allts)
+    columns = {"ts": pa.array(allts, pa.int64()), "node": pa.concat_arrays(nodes).take(take),
+               "src": pa.array(np.full(n, "broker", dtype=object), pa.string()), "seq": pa.array(allts, pa.int64()),
+               "event": pc.extract_regex(all_fields, r'^\{"event":"(?P<e>[^"]+)"').field("e"),
+               "partition": pa.array(np.full(n, p, dtype=np.int32)), "fields": all_fields}
+    for name in rf.EVENT_INTS:
+        vals = [c.get(name) for c in ints]
+        mask = np.concatenate([np.zeros(len(x), bool) if v is not None else np.ones(len(x), bool)
+                               for v, x in zip(vals, ts)])[order]
+        data = np.concatenate([v if v is not None else np.zeros(len(x), np.int64)
+                               for v, x in zip(vals, ts)])[order]
+        columns[name] = pa.array(data, pa.int64(), mask=mask)
+    columns["quiet"] = pa.array(np.ones(n, dtype=bool))
+    return pa.table(columns, schema=schema)
