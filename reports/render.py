@@ -254,40 +254,23 @@ def step_rows(run: Run) -> list[dict[str, Any]]:
 
 
 def context(run: Run) -> dict[str, Any]:
+    """The template's variables: the run's header and verdict, its anomaly kinds, its configuration, the
+    history's charts, the replication views and the files (built in this order: chart ids count up)."""
     h = run.history
-    test = run.test
-    nodes = sorted({n for p in run.partitions for n in p.nodes} | set(run.broker.nodes)
-                   | set(((test.get("cluster") or {}).get("nodes") or {}).keys()))
-    node_class = charts.node_classes(nodes)
-    controllers = set(run.broker.controllers) | {"controller"}
-    hw_points = max(60, 2400 // max(1, len(run.broker.partitions)))  # HW points per replica and partition
     markers = example_times(run.results, h.op_times)
-    rules = rule_marks(run.results)
-    cluster = charts.ClusterTimeline(h.faults, h.duration_s, node_class, run.broker.lifecycle)
-    # a chart per operation kind with enough completions to draw a line (the table has every kind)
-    enough = {f for f, per in h.totals.items() if sum(per.values()) >= MIN_LATENCY_CHART}
-    latency_fs = [f for f in LATENCY_ORDER if f in h.latency and f in enough] + sorted(
-        f for f in h.latency if f not in LATENCY_ORDER and f != "assign" and f in enough)
     anchors = {(pv.partition, row.offset) for pv in run.partitions for row in pv.rows
                if getattr(row, "anchor", False)}
     kinds = anomaly_kinds(run.results, anchors, story=page_teller(run))
-    totals = partition_totals(run.results)
-    axis, bands = kind_bands(run.results)
-    totals_rows = []
-    for f in sorted(h.totals, key=lambda f: (LATENCY_ORDER + ("assign",)).index(f)
-                    if f in LATENCY_ORDER + ("assign",) else 9):
-        t = h.totals[f]
-        totals_rows.append({"f": f, "ok": t.get("ok", 0), "fail": t.get("fail", 0), "info": t.get("info", 0),
-                            "lat": h.latency_overall.get(f)})
-    final_states = h.final_states or list((run.final or {}).get("partitions") or [])
-    index_link = None
-    root = results_root_of(run.run_dir)
-    if root is not None:
-        index_link = os.path.relpath(root / "index.html", run.run_dir.resolve()).replace(os.sep, "/")
-    cluster_nodes = ((test.get("cluster") or {}).get("nodes") or {})
     fault_ids = unique_fault_ids(h.faults)
     processes = page_data(run.processes, h.faults, {i: charts.fault_anchor(w.id) for i, w in enumerate(h.faults)
                                                     if i in fault_ids})
+    return {**_header(run), "kinds": kinds, "failing": [k for k in kinds if k.count > 0], **_configuration(run),
+            **_history_charts(run, markers, fault_ids, processes), **_replication(run), **_files(run)}
+
+
+def _header(run: Run) -> dict[str, Any]:
+    """What the run was, and its verdict."""
+    test = run.test
     scenario_failed = (run.scenario or {}).get("failed") if run.scenario else None
     return {
         "expectation": judge(test.get("expect"), run.results,
@@ -306,14 +289,41 @@ def context(run: Run) -> dict[str, Any]:
         "checked": run.results is not None,
         "scope": scope_groups(run.results),          # what the verdict does not cover, and why
         "unchecked_kinds": sum(g["count"] for g in scope_groups(run.results)),
-        "kinds": kinds,
-        "failing": [k for k in kinds if k.count > 0],
+    }
+
+
+def _configuration(run: Run) -> dict[str, Any]:
+    """The run's configuration, versions and cluster, and the harness's notes."""
+    test = run.test
+    cluster_nodes = ((test.get("cluster") or {}).get("nodes") or {})
+    return {
         "config_summary": summary(test.get("config") or {}, limit=12, kind=str(test.get("kind") or "run")),
         "config_flat": [(k, show(v)) for k, v in flatten(test.get("config") or {})] if test.get("config") else [],
         "versions": test.get("versions") or {},
         "backend": (test.get("cluster") or {}).get("backend", "unknown"),
         "cluster_nodes": cluster_nodes if isinstance(cluster_nodes, dict) else {},
         "notes": run.notes,
+    }
+
+
+def _history_charts(run: Run, markers: list[tuple[float, str, int]], fault_ids: set[int],
+                    processes: Any) -> dict[str, Any]:
+    """The history's totals and charts: timeline (with the anomaly kinds' bands), per-process timeline,
+    throughput, a latency chart per operation kind with enough completions to draw a line (the table has
+    every kind)."""
+    h = run.history
+    enough = {f for f, per in h.totals.items() if sum(per.values()) >= MIN_LATENCY_CHART}
+    latency_fs = [f for f in LATENCY_ORDER if f in h.latency and f in enough] + sorted(
+        f for f in h.latency if f not in LATENCY_ORDER and f != "assign" and f in enough)
+    totals = partition_totals(run.results)
+    axis, bands = kind_bands(run.results)
+    totals_rows = []
+    for f in sorted(h.totals, key=lambda f: (LATENCY_ORDER + ("assign",)).index(f)
+                    if f in LATENCY_ORDER + ("assign",) else 9):
+        t = h.totals[f]
+        totals_rows.append({"f": f, "ok": t.get("ok", 0), "fail": t.get("fail", 0), "info": t.get("info", 0),
+                            "lat": h.latency_overall.get(f)})
+    return {
         "h": h,
         "totals_rows": totals_rows,
         "timeline_svg": Markup(charts.timeline(h, markers, axis, bands)),
@@ -330,6 +340,21 @@ def context(run: Run) -> dict[str, Any]:
         "latency_svgs": [(f, Markup(charts.latency(h, f))) for f in latency_fs],
         "fault_kinds": charts.legend_items(h.faults),
         "markers": len(markers),
+    }
+
+
+def _replication(run: Run) -> dict[str, Any]:
+    """The partitions: replica logs side by side, final states, each one's replication chart, the excerpt."""
+    h, test = run.history, run.test
+    nodes = sorted({n for p in run.partitions for n in p.nodes} | set(run.broker.nodes)
+                   | set(((test.get("cluster") or {}).get("nodes") or {}).keys()))
+    node_class = charts.node_classes(nodes)
+    controllers = set(run.broker.controllers) | {"controller"}
+    hw_points = max(60, 2400 // max(1, len(run.broker.partitions)))  # HW points per replica and partition
+    rules = rule_marks(run.results)
+    cluster = charts.ClusterTimeline(h.faults, h.duration_s, node_class, run.broker.lifecycle)
+    final_states = h.final_states or list((run.final or {}).get("partitions") or [])
+    return {
         "partitions": run.partitions,
         "hot_partitions": hot_partitions(run),
         "node_class": node_class,
@@ -341,6 +366,16 @@ def context(run: Run) -> dict[str, Any]:
                         for p, pe in run.broker.partitions.items()],
         "rule_lanes": any(p in rules for p in run.broker.partitions),
         "excerpt": excerpt_rows(run),
+    }
+
+
+def _files(run: Run) -> dict[str, Any]:
+    """The run's files and node logs, the link to the results index, the inlined assets."""
+    index_link = None
+    root = results_root_of(run.run_dir)
+    if root is not None:
+        index_link = os.path.relpath(root / "index.html", run.run_dir.resolve()).replace(os.sep, "/")
+    return {
         "files": run.files,
         "file_groups": file_groups(run.files),
         "quick_files": [f for f in QUICK_FILES if f in {rel for rel, _size in run.files}],
