@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import traceback
+from dataclasses import dataclass
 from pathlib import Path
 
 import click
@@ -25,6 +26,28 @@ from harness.progress import Display, PhaseClock
 from rundir import formats as rf
 from rundir.exits import EXIT_INTERNAL, EXIT_USAGE
 from rundir.verdict import verdict_exit_code, verdict_line
+
+
+@dataclass(frozen=True)
+class CheckSettings:
+    """The command's arguments and options, one field per click parameter (the names click passes)."""
+    run_dir: Path
+    spark_master: str | None
+    engine: str
+    lenient: bool
+    examples: int
+    fail_on: tuple[str, ...]
+    allow: tuple[str, ...]
+    output: Path | None
+    write_report: bool
+    quiet: bool
+    plain: bool
+
+    def check_options(self, step) -> CheckOptions:
+        """The checker's options (checkers/check.py), its progress going to `step`."""
+        return CheckOptions(engine=self.engine, spark_master=self.spark_master, lenient=self.lenient,
+                            examples=self.examples, fail_on=self.fail_on, allow=self.allow, step=step,
+                            output=self.output)
 
 
 @click.command("check")
@@ -45,20 +68,18 @@ from rundir.verdict import verdict_exit_code, verdict_line
               help="Rewrite RUN_DIR/report.html and the results index from the new results.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress output.")
 @click.option("--plain", is_flag=True, default=False, help="plain progress lines even on a terminal")
-def check(run_dir: Path, spark_master: str | None, engine: str, lenient: bool, examples: int,
-          fail_on: tuple[str, ...], allow: tuple[str, ...], output: Path | None, write_report: bool,
-          quiet: bool, plain: bool) -> int:
+def check(**options) -> int:
     """Check RUN_DIR (history + replica dumps), write RUN_DIR/results.json and refresh its report."""
+    settings = CheckSettings(**options)
+    run_dir = settings.run_dir
     phases = PhaseClock()
     display = None
-    if not quiet:
+    if not settings.quiet:
         display = Display(lambda: {"name": run_dir.name, "phase": phases.name, "phases": phases.snapshot()},
-                          force_plain=plain).start()
+                          force_plain=settings.plain).start()
     phases.start("check")
     try:
-        doc = check_run(run_dir, CheckOptions(engine=engine, spark_master=spark_master, lenient=lenient,
-                                              examples=examples, fail_on=fail_on, allow=allow, step=phases.step,
-                                              output=output))
+        doc = check_run(run_dir, settings.check_options(phases.step))
     except (rf.FormatError, ConfigError, SparkSetupError) as exc:
         _close(display, phases, quiet=True)
         click.echo(f"highwater check: {exc}", err=True)
@@ -70,9 +91,10 @@ def check(run_dir: Path, spark_master: str | None, engine: str, lenient: bool, e
         if os.environ.get("HIGHWATER_DEBUG"):
             traceback.print_exc()
         return EXIT_INTERNAL
-    report_line = _refresh_report(run_dir, phases) if output is None and write_report else None
+    output = settings.output
+    report_line = _refresh_report(run_dir, phases) if output is None and settings.write_report else None
     _close(display, phases)
-    if output is None and not write_report and (run_dir / rf.REPORT_HTML).exists():
+    if output is None and not settings.write_report and (run_dir / rf.REPORT_HTML).exists():
         click.echo(f"highwater check: {run_dir / rf.REPORT_HTML} is now stale (it shows the results before "
                    f"this check); refresh it with: highwater report {run_dir}", err=True)
     if report_line:
