@@ -211,8 +211,8 @@ class ScenarioRunner:
         sends = []
         for _ in range(a["count"]):
             producer = self._producer(a, timeout_s)
-            send = _Send(self.history, self.history.new_process(), producer, self.topic, a["partition"],
-                         self.values.next(), name=f"scenario-step-{step.number}")
+            send = _Send(self.history, producer, self.topic, a["partition"], self.values.next(),
+                         name=f"scenario-step-{step.number}")
             sends.append(send)
             send.start()
             if not send.invoked.wait(timeout_s + 5.0):
@@ -429,12 +429,13 @@ class ScenarioRunner:
 
 
 class _Send(threading.Thread):
-    """One background send (a produce step with wait = false): `invoked` is set once its invoke is in the
-    history (or it ended without one), `outcome` is ok / fail / info when it ends."""
+    """One background send (a produce step with wait = false), as a fresh client process of the history:
+    `invoked` is set once its invoke is in the history (or it ended without one), `outcome` is ok / fail /
+    info when it ends."""
 
-    def __init__(self, history, process: int, producer, topic: str, partition: int, value: int, *, name: str):
+    def __init__(self, history, producer, topic: str, partition: int, value: int, *, name: str):
         super().__init__(name=name, daemon=True)
-        self.history, self.process, self.producer = history, process, producer
+        self.history, self.process, self.producer = history, history.new_process(), producer
         self.topic, self.partition, self.value = topic, partition, value
         self.invoked = threading.Event()
         self.outcome: str | None = None
