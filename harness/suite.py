@@ -95,27 +95,55 @@ def _iso(t: float) -> str:
     return _dt.datetime.fromtimestamp(t, tz=_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-class SuiteRun:
-    """One execution of a suite. `run_fn(cfg, session_hook=...)` is harness.runner.run_test and
-    `scenario_fn(path, cfg, session_hook=...)` is `run_suite_scenario` and `explore_fn(opts, results_root,
-    name)` is harness/exploration.py `run_exploration` (tests pass stand-ins)."""
+@dataclass(frozen=True)
+class SuiteOptions:
+    """What `highwater suite` is asked besides the file: `repeat` runs per configuration (None: each
+    configuration's own repeats), `only` the name patterns of the configurations to run (`select`),
+    `budget_s` the total time budget (None: no budget)."""
+    repeat: int | None = None
+    only: str | None = None
+    budget_s: float | None = None
 
-    def __init__(self, suite: Suite, results_root: Path | str = "results", *, repeat: int | None = None,
-                 only: str | None = None, budget_s: float | None = None,
-                 run_fn: Callable[..., Any] | None = None, scenario_fn: Callable[..., Any] | None = None, say: Callable[[str], None] = lambda _m: None,
-                 clock: Callable[[], float] = time.monotonic, explore_fn: Callable[..., Any] | None = None,
-                 follow: Callable[[Any], Any] | None = None, follow_explore: Callable[[Any], Any] | None = None):
+
+@dataclass(frozen=True)
+class EntryRunners:
+    """How each kind of configuration runs a repeat (None: the real one; tests pass stand-ins):
+    `run(cfg, session_hook=..., extra_record=...)` is harness.runner.run_test, `scenario(path, cfg,
+    session_hook=..., extra_record=...)` is `run_suite_scenario` and `explore(opts, results_root=...,
+    name=...)` is `run_suite_explore` (harness/exploration.py `run_exploration`)."""
+    run: Callable[..., Any] | None = None
+    scenario: Callable[..., Any] | None = None
+    explore: Callable[..., Any] | None = None
+
+
+@dataclass(frozen=True)
+class SuiteDisplay:
+    """What the user sees of a suite: `say(line)` for each line of news, `follow(session)` a progress
+    display (with close()) for each run, `follow_explore(options)` a progress callback (with close())
+    for each exploration; None: no progress display."""
+    say: Callable[[str], None] = lambda _m: None
+    follow: Callable[[Any], Any] | None = None
+    follow_explore: Callable[[Any], Any] | None = None
+
+
+class SuiteRun:
+    """One execution of a suite, with its `SuiteOptions`, its configurations' `EntryRunners` and what it
+    shows (`SuiteDisplay`); `clock` times the repeats and the budget."""
+
+    def __init__(self, suite: Suite, results_root: Path | str = "results", options: SuiteOptions = SuiteOptions(),
+                 *, runners: EntryRunners = EntryRunners(), display: SuiteDisplay = SuiteDisplay(),
+                 clock: Callable[[], float] = time.monotonic):
         self.suite = suite
         self.results_root = Path(results_root)
-        self.repeat, self.only, self.budget_s = repeat, only, budget_s
-        self.say, self.clock = say, clock
-        self.follow = follow                   # session -> a progress display (with close()) for each run
-        self.follow_explore = follow_explore   # explore options -> a progress callback (with close())
-        self.run_fn = run_fn or run_test
-        self.scenario_fn = scenario_fn or run_suite_scenario
-        self.explore_fn = explore_fn or run_suite_explore
-        self.selected = select(suite.configs, only)
-        self.outcomes = [ConfigOutcome(c, planned=repeat or c.repeats) for c in self.selected]
+        self.options = options
+        self.say, self.clock = display.say, clock
+        self.follow = display.follow                   # session -> a progress display (with close()) for each run
+        self.follow_explore = display.follow_explore   # explore options -> a progress callback (with close())
+        self.run_fn = runners.run or run_test
+        self.scenario_fn = runners.scenario or run_suite_scenario
+        self.explore_fn = runners.explore or run_suite_explore
+        self.selected = select(suite.configs, options.only)
+        self.outcomes = [ConfigOutcome(c, planned=options.repeat or c.repeats) for c in self.selected]
         self.interrupt = threading.Event()
         self.session = None                    # the run in progress (for interrupts)
         self.overheads: dict[str, list[float]] = {}
@@ -146,7 +174,7 @@ class SuiteRun:
         return c.cfg.time_limit + overhead
 
     def left_s(self) -> float | None:
-        return None if self.budget_s is None else self.budget_s - (self.clock() - self.started)
+        return None if self.options.budget_s is None else self.options.budget_s - (self.clock() - self.started)
 
     # --- the whole suite ----------------------------------------------------------------------------------
     @property
@@ -173,7 +201,7 @@ class SuiteRun:
             if left is not None and need > left:
                 outcome.status = "skipped"
                 outcome.message = (f"not run: needs about {need:.0f}s ({outcome.planned} x {c.cfg.time_limit:g}s "
-                                   f"runs), {max(0.0, left):.0f}s of the {self.budget_s:g}s budget left")
+                                   f"runs), {max(0.0, left):.0f}s of the {self.options.budget_s:g}s budget left")
                 self.say(f"[{i}/{total}] {c.name}: skipped ({outcome.message})")
                 self.write_artifacts(status="running")
                 continue
@@ -289,9 +317,9 @@ class SuiteRun:
             "started_iso": _iso(self.started_wall),
             "finished_iso": _iso(self.finished_wall) if self.finished_wall else None,
             "elapsed_s": round(self.clock() - self.started, 3),
-            "budget_s": self.budget_s,
-            "repeat_override": self.repeat,
-            "only": self.only,
+            "budget_s": self.options.budget_s,
+            "repeat_override": self.options.repeat,
+            "only": self.options.only,
             "results_dir": str(self.results_root),
             "status": status,
             "exit_code": suite_exit_code(statuses) if status != "running" else None,

@@ -24,7 +24,7 @@ from harness.cli import report_error
 from harness.explore_command import ExploreProgress
 from harness.progress import Display
 from harness.scenario_runner import scenario_faults
-from harness.suite import SuiteRun
+from harness.suite import SuiteDisplay, SuiteOptions, SuiteRun
 from harness.suite_file import ConfigError, load_suite
 from rundir.exits import EXIT_USAGE
 
@@ -80,9 +80,9 @@ def suite(suite_file, repeat, only, budget, results_dir) -> int:
         return EXIT_USAGE
 
     say = lambda msg: click.echo(f"highwater suite: {msg}", err=True)  # noqa: E731
-    runner = SuiteRun(s, results_dir, repeat=repeat, only=only, budget_s=budget, say=say,
-                      follow=lambda session: Display(session.progress).start(),
-                      follow_explore=lambda opts: ExploreProgress(opts))
+    runner = SuiteRun(s, results_dir, SuiteOptions(repeat=repeat, only=only, budget_s=budget),
+                      display=SuiteDisplay(say=say, follow=lambda session: Display(session.progress).start(),
+                                           follow_explore=lambda opts: ExploreProgress(opts)))
     if not runner.selected:
         names = ", ".join(c.name for c in s.configs)
         click.echo(f"highwater: --only {only!r} matches no configuration of {suite_file} (it has: {names})",

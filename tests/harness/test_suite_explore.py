@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.suite import SuiteRun
+from harness.suite import EntryRunners, SuiteDisplay, SuiteOptions, SuiteRun
 from harness.suite_command import validate_configs
 from harness.suite_expect import RepeatResult, evaluate
 from harness.suite_file import Expectation, ConfigError, load_suite
@@ -152,7 +152,7 @@ expect = "none"
 def test_real_explorations_met_and_not_met_in_suite_json_junit_and_page(tmp_path):
     suite = load_suite(write(tmp_path, SUITE))
     lines: list[str] = []
-    runner = SuiteRun(suite, tmp_path / "results", say=lines.append)
+    runner = SuiteRun(suite, tmp_path / "results", display=SuiteDisplay(say=lines.append))
     code = runner.run()
     assert code == 1                                       # two expectations are broken
     doc = json.loads((runner.path / "suite.json").read_text())
@@ -238,7 +238,8 @@ explore = { budget = 31, shrink_budget = 5 }
 expect = "none"
 """))
     fake = FakeExplore()
-    runner = SuiteRun(suite, tmp_path / "results", budget_s=60, explore_fn=fake, clock=fake.clock)
+    runner = SuiteRun(suite, tmp_path / "results", SuiteOptions(budget_s=60), runners=EntryRunners(explore=fake),
+                      clock=fake.clock)
     assert runner.estimate_run_s(suite.configs[0]) == 20.0      # budget + shrink budget + 5 s
     assert runner.run() == 2                                    # b was skipped: nothing broken, not all run
     assert fake.calls == [("a", 40), ("a", 41)]

@@ -8,7 +8,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from harness.lifecycle import RunOutcome
-from harness.suite import SuiteRun, select
+from harness.suite import EntryRunners, SuiteDisplay, SuiteOptions, SuiteRun, select
 from harness.suite_file import load_suite
 
 SUITE = """\
@@ -60,12 +60,13 @@ class FakeRuns:
         return RunOutcome(run_dir, 0 if lost == 0 else 1, results, run_dir / "report.html", [], False, None)
 
 
-def make(tmp_path, losing, **kw):
+def make(tmp_path, losing, **options):
     tmp_path.mkdir(parents=True, exist_ok=True)
     p = tmp_path / "unit.toml"
     p.write_text(SUITE)
     fake = FakeRuns(losing)
-    runner = SuiteRun(load_suite(p), tmp_path / "results", run_fn=fake, clock=fake.clock, **kw)
+    runner = SuiteRun(load_suite(p), tmp_path / "results", SuiteOptions(**options), runners=EntryRunners(run=fake),
+                      clock=fake.clock)
     return runner, fake
 
 
@@ -172,7 +173,8 @@ def test_each_repeat_says_its_verdict_in_the_one_verdict_format(tmp_path):
     p.write_text(SUITE)
     fake = FakeRuns({"hw": {2}})
     said: list[str] = []
-    runner = SuiteRun(load_suite(p), tmp_path / "results", run_fn=fake, clock=fake.clock, only="hw", say=said.append)
+    runner = SuiteRun(load_suite(p), tmp_path / "results", SuiteOptions(only="hw"), runners=EntryRunners(run=fake),
+                      display=SuiteDisplay(say=said.append), clock=fake.clock)
     runner.start()
     runner.run()
     repeats = [m for m in said if ": repeat " in m and "(exit" in m]

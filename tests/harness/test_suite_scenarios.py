@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from harness.lifecycle import RunOutcome
-from harness.suite import SuiteRun
+from harness.suite import EntryRunners, SuiteRun
 from harness.suite_file import ConfigError, load_suite
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -82,7 +82,7 @@ safe = true
         random_runs.append((cfg.name, extra_record))
         return outcome(cfg, 0)
 
-    run = SuiteRun(load_suite(path), tmp_path / "results", run_fn=run_fn, scenario_fn=scenario_fn)
+    run = SuiteRun(load_suite(path), tmp_path / "results", runners=EntryRunners(run=run_fn, scenario=scenario_fn))
     assert run.run() == 0
     # each run is told the suite's expectation, for its test.json (its report and the index judge it)
     assert replayed == [("seed-data-loss.toml", "hw", "loss-hw",
