@@ -267,10 +267,11 @@ def parse_suite(doc: dict[str, Any], *, path: Path, text: str = "") -> Suite:
         raise ctx.error("top level", "test", "must be one or more [[test]] tables")
 
     suite = Suite(name=name, path=path, description=description)
+    inherited = _Inherited(defaults, suite_repeats, base_dir)
     seen: dict[str, str] = {}
     entry_names: set[str] = set()
     for i, raw in enumerate(tests, start=1):
-        for cfg in _expand_entry(ctx, raw, i, defaults, suite_repeats, base_dir, entry_names):
+        for cfg in _expand_entry(ctx, raw, i, inherited, entry_names):
             if cfg.name in seen:
                 raise ctx.error(f"[[test]] #{i}", "name",
                                 f"expands to configuration {cfg.name!r}, already made by {seen[cfg.name]}",
@@ -292,29 +293,77 @@ def _flatten(table: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
-def _expand_entry(ctx: _Ctx, raw: dict[str, Any], i: int, defaults: dict[str, Any], suite_repeats: int,
-                  base_dir: Path, entry_names: set[str]) -> list[SuiteConfig]:
+@dataclass(frozen=True)
+class _Inherited:
+    """What the top level of the file gives every [[test]] entry: the [defaults] settings (flattened),
+    the suite's repeats, and the directory relative paths in settings are resolved against (the file's)."""
+    defaults: dict[str, Any]
+    repeats: int
+    base_dir: Path
+
+
+@dataclass(frozen=True)
+class _Entry:
+    """A run or scenario [[test]] entry (the `i`-th, `what` in messages), read and checked, before its
+    matrix is expanded."""
+    label: str
+    i: int
+    what: str
+    description: str
+    expect: Expectation
+    repeats: int
+    scenario: Path | None
+    settings: dict[str, Any]          # its own settings (flattened), without the entry keys
+    where: str                        # file:line of the entry
+
+
+def _expand_entry(ctx: _Ctx, raw: dict[str, Any], i: int, inherited: _Inherited,
+                  entry_names: set[str]) -> list[SuiteConfig]:
+    """The configurations of the `i`-th [[test]] entry: an explore entry's one, or one per combination of
+    the matrix. `entry_names` holds the names of the entries before it (this one's is added)."""
     label = raw.get("name")
     what = f"[[test]] #{i}" + (f" {label!r}" if isinstance(label, str) else "")
+    _claim_name(ctx, raw, i, what, entry_names)
+    if "explore" in raw:
+        return [_explore_entry(ctx, raw, i, what, inherited.repeats)]
+    entry = _run_entry(ctx, raw, i, what, inherited)
+    axes = _matrix_axes(ctx, raw, entry, inherited.base_dir)
+    return [_configuration(ctx, entry, inherited, dict(zip((k for k, _v in axes), combo)))
+            for combo in (itertools.product(*(values for _k, values in axes)) if axes else [()])]
+
+
+def _claim_name(ctx: _Ctx, raw: dict[str, Any], i: int, what: str, entry_names: set[str]) -> None:
+    """The entry has a valid name that no earlier entry has; add it to `entry_names`."""
     if "name" not in raw:
         raise ctx.error(what, "", "has no name", table="test", entry=i)
+    label = raw["name"]
     _entry_value(ctx, NAME, label, what, i)
     if label in entry_names:
         raise ctx.error(what, "name", "is used by an earlier [[test]]", table="test", entry=i)
     entry_names.add(label)
-    if "explore" in raw:
-        return [_explore_entry(ctx, raw, i, what, suite_repeats)]
+
+
+def _run_entry(ctx: _Ctx, raw: dict[str, Any], i: int, what: str, inherited: _Inherited) -> _Entry:
+    """A run or scenario entry's own values (not its matrix), each checked where it is written."""
     for key in ("expect", "invariant"):
         if key in raw:
             raise ctx.error(what, key, "belongs to explore entries (explore = {...}); a run or scenario entry "
                                        "says safe = true or finds = [...]", table="test", entry=i)
     description = _entry_value(ctx, DESCRIPTION, raw.get("description", ""), what, i)
     expect = _expectation(ctx, raw, what, i)
-    repeats = _entry_value(ctx, REPEATS, raw.get("repeats", suite_repeats), what, i)
-    scenario = _scenario_path(ctx, raw, what, i, base_dir)
+    repeats = _entry_value(ctx, REPEATS, raw.get("repeats", inherited.repeats), what, i)
+    scenario = _scenario_path(ctx, raw, what, i, inherited.base_dir)
     settings = _flatten({k: v for k, v in raw.items() if k not in ENTRY_KEYS})
-    _check_settings(ctx, settings, what, "test", i, base_dir)
+    _check_settings(ctx, settings, what, "test", i, inherited.base_dir)
+    return _Entry(label=raw["name"], i=i, what=what, description=description, expect=expect, repeats=repeats,
+                  scenario=scenario, settings=settings,
+                  where=at_line(ctx.path, line_of(ctx.text, table="test", entry=i)))
 
+
+def _matrix_axes(ctx: _Ctx, raw: dict[str, Any], entry: _Entry, base_dir: Path) -> list[tuple[str, list[Any]]]:
+    """[test.matrix]: (setting, alternatives) in the order written, every alternative tried on a scratch
+    config so that a bad one is reported where it is written."""
+    what, i = entry.what, entry.i
     matrix = raw.get("matrix", {})
     if not isinstance(matrix, dict):
         raise ctx.error(what, "matrix", "must be a table [test.matrix] of setting = [values]", table="test", entry=i)
@@ -324,7 +373,7 @@ def _expand_entry(ctx: _Ctx, raw: dict[str, Any], i: int, defaults: dict[str, An
         if not isinstance(values, list) or not values:
             raise ctx.error(mwhat, key, f"must be a non-empty list of alternatives, got {values!r}",
                             table="test.matrix", entry=i)
-        if key in settings:
+        if key in entry.settings:
             raise ctx.error(mwhat, key, "is also set in the test itself", table="test.matrix", entry=i)
         for v in values:
             try:
@@ -334,33 +383,33 @@ def _expand_entry(ctx: _Ctx, raw: dict[str, Any], i: int, defaults: dict[str, An
             except ValueError as exc:
                 raise ctx.error(mwhat, key, f"value {v!r}: {exc}", table="test.matrix", entry=i) from None
         axes.append((key, values))
+    return axes
 
-    where = at_line(ctx.path, line_of(ctx.text, table="test", entry=i))
-    out = []
-    for combo in itertools.product(*(values for _k, values in axes)) if axes else [()]:
-        chosen = dict(zip((k for k, _v in axes), combo))
-        all_settings = {**defaults, **settings, **chosen}
-        cfg = TestConfig()
-        for key, value in all_settings.items():
-            _apply(cfg, key, value, base_dir)
-        parts = [slug(k, v) for k, v in chosen.items()]
-        name = "-".join([label, *parts])
-        cfg.name = name
-        problems = config_mod.validate(cfg)
-        if problems:
-            key, problem = problems[0]
-            shown = _short_name(key)
-            table, entry = ("test.matrix", i) if shown in chosen else ("test", i)
-            if shown not in chosen and shown not in settings and shown in defaults:
-                table, entry = "defaults", None
-            raise ctx.error(f"{what} (configuration {name!r})", shown, problem, table=table, entry=entry)
-        row_parts = [slug(k, v) for k, v in chosen.items() if setting_path(k) != "nemesis.faults"]
-        column = f"scenario:{scenario.stem}" if scenario else fault_label(cfg)
-        out.append(SuiteConfig(
-            name=name, test=label, row="-".join([label, *row_parts]), column=column,
-            settings=copy.deepcopy(all_settings), cfg=cfg, expect=expect, repeats=repeats,
-            description=description, where=where, scenario=scenario))
-    return out
+
+def _configuration(ctx: _Ctx, entry: _Entry, inherited: _Inherited, chosen: dict[str, Any]) -> SuiteConfig:
+    """The entry's configuration for one combination `chosen` of its matrix (setting -> value): the
+    defaults, then the entry's settings, then the combination; validated, named after the combination."""
+    all_settings = {**inherited.defaults, **entry.settings, **chosen}
+    cfg = TestConfig()
+    for key, value in all_settings.items():
+        _apply(cfg, key, value, inherited.base_dir)
+    parts = [slug(k, v) for k, v in chosen.items()]
+    name = "-".join([entry.label, *parts])
+    cfg.name = name
+    problems = config_mod.validate(cfg)
+    if problems:
+        key, problem = problems[0]
+        shown = _short_name(key)
+        table, where_entry = ("test.matrix", entry.i) if shown in chosen else ("test", entry.i)
+        if shown not in chosen and shown not in entry.settings and shown in inherited.defaults:
+            table, where_entry = "defaults", None
+        raise ctx.error(f"{entry.what} (configuration {name!r})", shown, problem, table=table, entry=where_entry)
+    row_parts = [slug(k, v) for k, v in chosen.items() if setting_path(k) != "nemesis.faults"]
+    column = f"scenario:{entry.scenario.stem}" if entry.scenario else fault_label(cfg)
+    return SuiteConfig(
+        name=name, test=entry.label, row="-".join([entry.label, *row_parts]), column=column,
+        settings=copy.deepcopy(all_settings), cfg=cfg, expect=entry.expect, repeats=entry.repeats,
+        description=entry.description, where=entry.where, scenario=entry.scenario)
 
 
 def _scenario_path(ctx: _Ctx, raw: dict[str, Any], what: str, i: int, base_dir: Path) -> Path | None:
