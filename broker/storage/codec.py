@@ -151,7 +151,9 @@ def _headers(buf, p: int, end: int) -> tuple:
     return tuple(out)
 
 
-def _record_v2(buf, pos: int, end: int, offset: int, epoch: int, ts: int, klen: int, vlen: int) -> Record:
+def _record_v2(buf, pos: int, end: int, head: tuple) -> Record:
+    """The version-2 record framed at buf[pos:end], `head` its HEADER fields (as HEADER.unpack_from gives them)."""
+    _length, _crc, _magic, offset, epoch, ts, klen, vlen = head
     pid, pepoch, seq = _PRODUCER.unpack_from(buf, pos + HEADER_SIZE)
     p = pos + HEADER_SIZE + _PRODUCER.size
     key = bytes(buf[p:p + klen]) if klen >= 0 else None
@@ -161,7 +163,9 @@ def _record_v2(buf, pos: int, end: int, offset: int, epoch: int, ts: int, klen: 
     return Record(offset, epoch, value, key, ts, _headers(buf, p, end) if p < end else (), pid, pepoch, seq)
 
 
-def _record_v1(buf, pos: int, end: int, offset: int, epoch: int, ts: int, klen: int) -> Record:
+def _record_v1(buf, pos: int, end: int, head: tuple) -> Record:
+    """The version-1 record framed at buf[pos:end], `head` its HEADER fields."""
+    _length, _crc, _magic, offset, epoch, ts, klen, _vlen = head
     p = pos + HEADER_SIZE
     key = bytes(buf[p:p + klen]) if klen >= 0 else None
     return Record(offset, epoch, bytes(buf[p + max(klen, 0):end]), key, ts)
@@ -189,7 +193,8 @@ def decode_records(buf: bytes | bytearray | memoryview, first_offset: int | None
     expect = first_offset
     try:
         while pos < n:
-            length, crc, magic, offset, epoch, ts, klen, vlen = unpack(buf, pos)
+            head = unpack(buf, pos)
+            length, crc, magic, offset, epoch, ts, klen, vlen = head
             end = pos + 4 + length
             # The CRC covers everything after itself, so a match vouches for the format version and the
             # key/value lengths as written; only the length field is outside it, and a wrong length
@@ -205,7 +210,7 @@ def decode_records(buf: bytes | bytearray | memoryview, first_offset: int | None
                     out.append(Record(offset, epoch, bytes(buf[p:end]), None, ts, (), pid, pepoch, seq))
                 else:
                     try:
-                        out.append(_record_v2(buf, pos, end, offset, epoch, ts, klen, vlen))
+                        out.append(_record_v2(buf, pos, end, head))
                     except ValueError:
                         raise _bad_record(buf, pos, None, out) from None
                 pos = end
@@ -264,7 +269,8 @@ def parse_frame(buf: bytes | bytearray | memoryview, pos: int, *, require_crc: b
         raise CorruptRecord(pos, f"impossible record length {length}")
     if length + 4 > remaining:
         raise CorruptRecord(pos, f"torn record: length {length} but only {remaining - 4} bytes follow")
-    _len, crc, magic, offset, epoch, ts, klen, vlen = HEADER.unpack_from(buf, pos)
+    head = HEADER.unpack_from(buf, pos)
+    _len, crc, magic, offset, epoch, ts, klen, vlen = head
     if magic not in (FORMAT_VERSION, HEADERS_VERSION):
         raise CorruptRecord(pos, f"unknown format version {magic} (expected {FORMAT_VERSION} or {HEADERS_VERSION})")
     if not framing_ok(magic, klen, vlen, length):
@@ -274,9 +280,9 @@ def parse_frame(buf: bytes | bytearray | memoryview, pos: int, *, require_crc: b
     if not crc_ok and require_crc:
         raise CorruptRecord(pos, f"CRC mismatch for offset {offset}", crc_mismatch=True)
     if magic == FORMAT_VERSION:
-        return Frame(_record_v1(buf, pos, end, offset, epoch, ts, klen), pos, end, crc_ok)
+        return Frame(_record_v1(buf, pos, end, head), pos, end, crc_ok)
     try:
-        record = _record_v2(buf, pos, end, offset, epoch, ts, klen, vlen)
+        record = _record_v2(buf, pos, end, head)
     except ValueError as exc:
         raise CorruptRecord(pos, f"offset {offset}: {exc}", crc_mismatch=not crc_ok) from None
     return Frame(record, pos, end, crc_ok)
