@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
@@ -120,20 +120,32 @@ def event_row(ts: int, node: str, src: str, seq: int, fields: str) -> dict[str, 
     return row
 
 
-def read_row(partition: int, time_ns: int, offset: Any, epoch: Any, hw: Any, index: int,
-             start_wall_ns: int, poll_hw: bool) -> dict[str, Any]:
-    """A poll as a rule row. `offset`: the highest offset it returned (None: no records). `hw` is kept for
-    read-uncommitted only where it is the HW of the very fetch that returned the records: every poll of
-    a native run (`poll_hw`), and in a mixed run the polls that carry the answering leader's epoch (the
-    native client's; a Kafka library reports -1 and takes the HW from a later ListOffsets).
-    `reported_hw`, what any poll was told the HW is, feeds hw-reported-ahead."""
-    known_epoch = explain.known_epoch(epoch)
+@dataclass(frozen=True)
+class Poll:
+    """An ok poll as the history holds it: its partition, history index and time, the highest offset it
+    returned (None: no records), and the leader epoch and the HW it was told (the history's values: -1
+    for an unknown epoch, a negative HW for none)."""
+    partition: int
+    index: int
+    time_ns: int
+    offset: Any
+    epoch: Any
+    hw: Any
+
+
+def read_row(poll: Poll, start_wall_ns: int, poll_hw: bool) -> dict[str, Any]:
+    """A poll as a rule row. `hw` is kept for read-uncommitted only where it is the HW of the very fetch
+    that returned the records: every poll of a native run (`poll_hw`), and in a mixed run the polls that
+    carry the answering leader's epoch (the native client's; a Kafka library reports -1 and takes the HW
+    from a later ListOffsets). `reported_hw`, what any poll was told the HW is, feeds hw-reported-ahead."""
+    known_epoch = explain.known_epoch(poll.epoch)
+    hw = poll.hw
     reported = hw if isinstance(hw, int) and hw >= 0 else None
-    return {"ts": start_wall_ns + time_ns + READ_SLACK_NS, "node": "client", "src": "client", "seq": index,
-            "event": "read", "partition": partition, "offset": offset,
-            "epoch": epoch if known_epoch else None,
+    return {"ts": start_wall_ns + poll.time_ns + READ_SLACK_NS, "node": "client", "src": "client", "seq": poll.index,
+            "event": "read", "partition": poll.partition, "offset": poll.offset,
+            "epoch": poll.epoch if known_epoch else None,
             "hw": reported if (poll_hw or known_epoch) else None, "reported_hw": reported,
-            "index": index, "time": time_ns}
+            "index": poll.index, "time": poll.time_ns}
 
 
 def sent_row(partition: int, time_ns: int, offset: int, value: Any, index: int, start_wall_ns: int) -> dict[str, Any]:
@@ -264,8 +276,8 @@ def _poll_reads(col_dir: Path, ops: list[dict[str, Any]], start_wall_ns: int,
     for op in ops:
         p = op["partition"]
         if op["f"] == "poll" and op["type"] == "ok" and p is not None:
-            yield p, read_row(p, op["time"], highest.get(op["index"]), op["epoch"], op["hw"], op["index"],
-                              start_wall_ns, poll_hw)
+            poll = Poll(p, op["index"], op["time"], highest.get(op["index"]), op["epoch"], op["hw"])
+            yield p, read_row(poll, start_wall_ns, poll_hw)
 
 
 def _ok_sends(ops: list[dict[str, Any]], start_wall_ns: int) -> Iterator[tuple[int, dict]]:

@@ -214,15 +214,18 @@ def test_a_polls_hw_decides_read_uncommitted_only_where_it_is_the_fetchs():
     the polls carrying the answering leader's epoch (the native client's) are; a Kafka library's poll
     (epoch -1) takes its HW from a later ListOffsets, which may reach another leader. Every poll's HW
     feeds hw-reported-ahead."""
-    from checkers.protocol_trace import read_row
+    from checkers.protocol_trace import Poll, read_row
 
-    native = read_row(0, 10, 4, 2, 5, 7, 0, True)
+    def poll(epoch: int, hw: int, offset: int | None = 4) -> Poll:
+        return Poll(partition=0, index=7, time_ns=10, offset=offset, epoch=epoch, hw=hw)
+
+    native = read_row(poll(2, 5), 0, True)
     assert (native["hw"], native["reported_hw"], native["epoch"]) == (5, 5, 2)
-    mixed_native = read_row(0, 10, 4, 2, 5, 7, 0, False)
+    mixed_native = read_row(poll(2, 5), 0, False)
     assert (mixed_native["hw"], mixed_native["reported_hw"]) == (5, 5)
-    library = read_row(0, 10, 4, -1, 5, 7, 0, False)
+    library = read_row(poll(-1, 5), 0, False)
     assert (library["hw"], library["reported_hw"], library["epoch"]) == (None, 5, None)
-    empty = read_row(0, 10, None, -1, -1001, 7, 0, False)
+    empty = read_row(poll(-1, -1001, offset=None), 0, False)
     assert (empty["offset"], empty["hw"], empty["reported_hw"]) == (None, None, None)
 
 
