@@ -134,8 +134,8 @@ class WireProducer:
             key = (topic, partition)
             seq = self._next_seq.get(key, 0)
             now = int(time.time() * 1000)
-            records = encode_batch(0, -1, [(now, None, v) for v in values], producer_id=self.producer_id,
-                                   producer_epoch=self.producer_epoch, base_sequence=seq)
+            records = encode_batch(0, -1, [(now, None, v) for v in values],
+                                   producer=(self.producer_id, self.producer_epoch, seq))
             # the sequence moves on whatever the answer: a producer that resends a batch resends these bytes
             self._next_seq[key] = (seq + len(values)) % 2**31
             batch = SentBatch(topic, partition, records, seq, len(values))

@@ -25,7 +25,7 @@ except ImportError:                     # a node without it (a Docker or SSH nod
     _crc32c_impl = None                 # about a thousand times slower; only the Kafka listener uses it
 
 __all__ = ["crc32c", "Record", "RecordBatch", "KafkaCodecError", "CompressionError", "decode_batches",
-           "encode_batch", "BATCH_OVERHEAD", "MAGIC"]
+           "encode_batch", "NO_PRODUCER", "BATCH_OVERHEAD", "MAGIC"]
 
 CompressionError = compression.CompressionError
 
@@ -347,17 +347,21 @@ def _headers_bytes(headers) -> bytes:
     return b"".join(out)
 
 
+NO_PRODUCER = (-1, -1, -1)
+
+
 def encode_batch(base_offset: int, leader_epoch: int, records: list[tuple],
-                 *, producer_id: int = -1, producer_epoch: int = -1, base_sequence: int = -1,
-                 attributes: int = 0) -> bytes:
+                 *, producer: tuple[int, int, int] = NO_PRODUCER, attributes: int = 0) -> bytes:
     """One uncompressed RecordBatch v2 of `records` [(timestamp_ms, key, value)] or [(timestamp_ms, key,
-    value, headers)] (headers: [(str, bytes | None)]) at offsets base_offset + i, CRC-32C filled in. With
-    the LogAppendTime attribute, maxTimestamp is the records' latest timestamp, which consumers then
-    give every record of the batch."""
+    value, headers)] (headers: [(str, bytes | None)]) at offsets base_offset + i, CRC-32C filled in.
+    `producer`: (producer id, producer epoch, base sequence) of an idempotent producer's batch (KIP-98),
+    NO_PRODUCER's -1s otherwise. With the LogAppendTime attribute, maxTimestamp is the records' latest
+    timestamp, which consumers then give every record of the batch."""
     if not records:
         raise ValueError("encode_batch: no records")
     if attributes & COMPRESSION_MASK:
         raise ValueError("encode_batch: compression is not supported")
+    producer_id, producer_epoch, base_sequence = producer
     base_ts = records[0][0]
     max_ts = base_ts
     zz = _zigzag_bytes

@@ -632,7 +632,7 @@ def encode_records(records, limit: int, *, at_least_one: bool, log_append_time: 
         out.append(encode_batch(first.offset, first.epoch,
                                 [(rec.timestamp or 0, rec.key, rec.value, rec.headers) if rec.headers
                                  else (rec.timestamp or 0, rec.key, rec.value) for rec in run],
-                                attributes=attributes, producer_id=first.producer_id,
-                                producer_epoch=first.producer_epoch, base_sequence=first.sequence))
+                                attributes=attributes,
+                                producer=(first.producer_id, first.producer_epoch, first.sequence)))
     return b"".join(out)
 

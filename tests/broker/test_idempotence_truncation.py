@@ -29,8 +29,8 @@ TOPIC = "kt"
 
 
 def _batch(values, pid=-1, seq=-1):
-    return encode_batch(0, -1, [(int(time.time() * 1000), None, v) for v in values], producer_id=pid,
-                        producer_epoch=0 if pid >= 0 else -1, base_sequence=seq)
+    return encode_batch(0, -1, [(int(time.time() * 1000), None, v) for v in values],
+                        producer=(pid, 0 if pid >= 0 else -1, seq))
 
 
 def _leader(admin, exclude=()):

@@ -375,8 +375,8 @@ def test_refused_batches(cluster):
     cases = {
         "gzip-flag-on-plain-records": (_with_attributes(plain, 1), None, E.CORRUPT_MESSAGE),
         "bad-crc": (bytes(corrupt), None, E.CORRUPT_MESSAGE),
-        "idempotent-without-sequence": (encode_batch(0, -1, [(ts, None, b"v")], producer_id=7, producer_epoch=0,
-                                                     base_sequence=-1), None, E.INVALID_RECORD),
+        "idempotent-without-sequence": (encode_batch(0, -1, [(ts, None, b"v")], producer=(7, 0, -1)),
+                                        None, E.INVALID_RECORD),
         "transactional": (plain, "txn-1", E.UNSUPPORTED_FOR_MESSAGE_FORMAT),
         "empty": (b"", None, E.INVALID_RECORD),
         "two-batches": (plain + plain, None, E.INVALID_RECORD),
@@ -753,8 +753,7 @@ def test_log_append_time_as_a_topic_config(cluster):
 # --- the idempotent producer (KIP-98) -----------------------------------------------------------------
 
 def _idempotent(values: list[bytes], pid: int, epoch: int, seq: int) -> bytes:
-    return encode_batch(0, -1, [(1_700_000_000_000, None, v) for v in values], producer_id=pid,
-                        producer_epoch=epoch, base_sequence=seq)
+    return encode_batch(0, -1, [(1_700_000_000_000, None, v) for v in values], producer=(pid, epoch, seq))
 
 
 def _offsets(conn: KafkaConn, start: int, epoch: int) -> list[tuple[int, bytes]]:

@@ -34,8 +34,7 @@ def test_crc32c_known_answers():
 
 
 def test_encode_batch_layout_and_crc():
-    raw = encode_batch(100, 7, [(1000, None, b"a"), (1005, b"k", b"bc")], producer_id=5, producer_epoch=1,
-                       base_sequence=3)
+    raw = encode_batch(100, 7, [(1000, None, b"a"), (1005, b"k", b"bc")], producer=(5, 1, 3))
     (base_offset, length, epoch, magic, crc, attrs, last_delta, base_ts, max_ts, pid, pepoch, seq,
      count) = struct.unpack_from(">qiibIhiqqqhii", raw)
     assert (base_offset, length, epoch, magic, attrs, last_delta, base_ts, max_ts, pid, pepoch, seq, count) == \
@@ -74,8 +73,7 @@ records_st = st.lists(st.tuples(st.integers(0, 1 << 45), st.none() | st.binary(m
 @settings(max_examples=150, deadline=None)
 @given(records_st, st.integers(-1, 1 << 40), st.integers(-1, 30000), st.integers(-1, 1 << 30))
 def test_kafka_python_agrees_both_ways(records, producer_id, producer_epoch, base_sequence):
-    ours = encode_batch(0, 0, records, producer_id=producer_id, producer_epoch=producer_epoch,
-                        base_sequence=base_sequence)
+    ours = encode_batch(0, 0, records, producer=(producer_id, producer_epoch, base_sequence))
     theirs = _kafka_python_batch(records, producer_id, producer_epoch, base_sequence)
     assert ours == theirs
     # kafka-python reads ours
