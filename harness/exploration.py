@@ -268,7 +268,7 @@ def run_exploration(opts: ExploreOptions, *, results_root: Path | str = "results
     """Explore, shrink the first finding of each violated invariant, write the scenario files and
     explore.json into a new run directory `<results_root>/<name>/<timestamp>/`; point `latest` at it.
     `progress` follows the search; `searched()` is called when it ends (before shrinking)."""
-    from simulator.explore import explore
+    from simulator.explore import Budget, Keep, SearchSpace, explore
     from simulator.shrink import shrink
     from simulator.story import story
     from harness.explore_export import to_scenario
@@ -283,9 +283,10 @@ def run_exploration(opts: ExploreOptions, *, results_root: Path | str = "results
         + f", {opts.workers} worker{'s' if opts.workers != 1 else ''}, into {run.path}")
     t0 = time.monotonic()
     try:
-        result = explore(settings, seed=seed, schedules=opts.schedules, budget_s=opts.budget_s,
-                         length=opts.length, workers=opts.workers, progress=progress, first_per_invariant=False,
-                         keep_per_invariant=PICK_LIMIT)
+        result = explore(settings, SearchSpace(seed, length=opts.length),
+                         Budget(schedules=opts.schedules, seconds=opts.budget_s),
+                         keep=Keep(first_per_invariant=False, per_invariant=PICK_LIMIT), workers=opts.workers,
+                         progress=progress)
     except BaseException:   # an error or Ctrl-C in the search: no half-empty run directory stays behind
         shutil.rmtree(run.path, ignore_errors=True)
         raise
