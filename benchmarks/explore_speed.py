@@ -77,7 +77,9 @@ def fix_avoids(fixed: SimSettings, actions, invariant: str) -> bool:
 
 
 def speed(settings: SimSettings, workers: int, seconds: float, seed: int) -> dict:
-    r = ex.explore(settings, seed=seed, budget_s=seconds, workers=workers, first_per_invariant=False)
+    r = ex.explore(settings,
+                   ex.SearchSpace(seed), ex.Budget(seconds=seconds),
+                   keep=ex.Keep(first_per_invariant=False), workers=workers)
     per_min = r.schedules / r.elapsed_s * 60
     return {"workers": workers, "schedules": r.schedules, "events": r.events, "elapsed_s": round(r.elapsed_s, 2),
             "schedules_per_min": round(per_min), "events_per_s": round(r.events / r.elapsed_s),
@@ -99,8 +101,9 @@ def search(name: str, kw: dict, schedules: int, seed: int, shrink_budget: float,
         for f in findings:
             seen_at.setdefault(f.index, now)
 
-    r = ex.explore(settings, seed=seed, schedules=schedules, progress=progress, swarm=swarm,
-                   first_per_invariant=False)
+    r = ex.explore(settings,
+                   ex.SearchSpace(seed, swarm=swarm), ex.Budget(schedules=schedules),
+                   keep=ex.Keep(first_per_invariant=False), progress=progress)
     try:
         from simulator.shrink import shrink
     except ImportError:                      # shrinker not there yet
@@ -139,10 +142,13 @@ def search(name: str, kw: dict, schedules: int, seed: int, shrink_budget: float,
 def long_safe(events: int, workers: int, seed: int, length: int = 50) -> dict:
     settings = SimSettings(**SAFE)
     n = -(-events // length)
-    r = ex.explore(settings, seed=seed, schedules=n, workers=workers, first_per_invariant=False)
+    r = ex.explore(settings,
+                   ex.SearchSpace(seed), ex.Budget(schedules=n),
+                   keep=ex.Keep(first_per_invariant=False), workers=workers)
     while r.events < events:                 # a schedule may end early: top up with another seed's schedules
-        more = ex.explore(settings, seed=f"{seed}+", schedules=-(-(events - r.events) // length), workers=workers,
-                          first_per_invariant=False)
+        more = ex.explore(settings,
+                          ex.SearchSpace(f"{seed}+"), ex.Budget(schedules=-(-(events - r.events) // length)),
+                          keep=ex.Keep(first_per_invariant=False), workers=workers)
         r = ex.ExploreResult(r.schedules + more.schedules, r.events + more.events, r.findings + more.findings,
                              r.elapsed_s + more.elapsed_s, r.stopped)
     return {"settings": SAFE, "schedules": r.schedules, "events": r.events, "elapsed_s": round(r.elapsed_s, 1),

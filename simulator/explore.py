@@ -1,4 +1,6 @@
-"""The seeded search over simulated fault schedules (issue 19): `explore`, `replay`, `Finding`, `ExploreResult`.
+"""The seeded search over simulated fault schedules (issue 19): `explore`, `replay`, `Finding`, `ExploreResult`;
+`explore` searches a `SearchSpace` (seed, schedule length, swarm) within a `Budget` (schedules, seconds, clock),
+keeping findings by `Keep` (the stop rules).
 
 A schedule is a run of one fresh `World(settings)`: `length` times, the
 legal actions (`World.enabled()`) are grouped by kind, a kind is drawn with the weights of `WEIGHTS`
@@ -12,8 +14,9 @@ Determinism: schedule i of seed s draws only from `random.Random(f"{s}:{i}")`, s
 on (settings, seed, i) alone. With `workers` > 1 the schedule indices are cut into fixed chunks handed
 to worker processes; the results are merged in schedule order and the stop rules are applied during
 the merge, so the schedules, events and findings are the same for any worker count when the search
-is bounded by `schedules` (a time `budget_s` only decides how many schedules run). The clock
-(`clock`, default time.monotonic) is read for the budget and `elapsed_s` only, never by a schedule.
+is bounded by `Budget.schedules` (a time budget, `Budget.seconds`, only decides how many schedules run).
+The clock (`Budget.clock`, default time.monotonic) is read for the budget and `elapsed_s` only, never by a
+schedule.
 
 Weights (`WEIGHTS`, relative, per kind; a kind with no legal action does not count):
 - message traffic dominates so that replication actually progresses: deliver 30, send 16, produce 12;
@@ -23,7 +26,7 @@ Weights (`WEIGHTS`, relative, per kind; a kind with no legal action does not cou
   power-loss 1.5, drop 2, duplicate 1, cut 1.5, heal 3, elect 1.5, flush 2, checkpoint 2, damage 1.5.
 Unknown kinds (a newer world.py) get `DEFAULT_WEIGHT`.
 
-Swarm testing (`swarm=True`, off by default so that the default schedules stay as they are): each
+Swarm testing (`SearchSpace.swarm`, off by default so that the default schedules stay as they are): each
 schedule first draws, from its own generator, which of the fault kinds of `SWARM_KINDS` it uses (each
 kept with probability 1/2); the other kinds never occur in it. A schedule without drops or crashes
 gets further with the faults it does have, so sequences that need several faults of a few kinds in a
@@ -188,14 +191,47 @@ def replay(settings: Any, actions: Sequence[Any], *, seed: Any = None, index: in
     return None
 
 
-def _run_chunk(settings: Any, seed: Any, start: int, stop: int, length: int,
-               stop_on_finding: bool, swarm: bool = False) -> list[tuple[int, Finding | None]]:
+@dataclass(frozen=True)
+class SearchSpace:
+    """The schedules a search draws from: schedule i of `seed` (its own generator), `length` events at
+    most each, with swarm testing or not (module docstring)."""
+    seed: Any
+    length: int = 50
+    swarm: bool = False
+
+
+@dataclass(frozen=True)
+class Budget:
+    """How long a search may run: `schedules` schedules, or `seconds` read on `clock` (whichever comes
+    first; at least one of them must be given). The clock is read for this and `elapsed_s` only."""
+    schedules: int | None = None
+    seconds: float | None = None
+    clock: Callable[[], float] = time.monotonic
+
+
+@dataclass(frozen=True)
+class Keep:
+    """Which findings a search keeps, and when they end it.
+
+    first_per_invariant: keep only the first finding (in schedule order) of each invariant, and stop
+    once every invariant has one; False keeps every failing schedule. stop_on_finding: stop at the
+    first finding (time to first failure). per_invariant: with first_per_invariant False, keep at most
+    this many findings of each invariant (the first ones, so memory stays bounded on a long search;
+    the result's `found` still counts them all)."""
+    first_per_invariant: bool = True
+    stop_on_finding: bool = False
+    per_invariant: int | None = None
+
+
+def _run_chunk(settings: Any, space: SearchSpace, start: int, stop: int,
+               stop_on_finding: bool) -> list[tuple[int, Finding | None]]:
     """Schedules [start, stop): (events, finding) each; with stop_on_finding it ends at the first finding
     (the merge would cut there anyway)."""
     out = []
+    seed = space.seed
     for i in range(start, stop):
         try:
-            events, finding, _ = run_schedule(settings, seed, i, length, swarm)
+            events, finding, _ = run_schedule(settings, seed, i, space.length, space.swarm)
         except Exception as exc:          # a simulator bug: name the schedule so it can be replayed
             raise RuntimeError(f"explore: schedule {i} of seed {seed!r} failed: {type(exc).__name__}: {exc}") from exc
         out.append((events, finding))
@@ -249,106 +285,117 @@ class _Merge:
         return bool(self.stopped)
 
 
-def explore(settings: Any, *, seed: Any, schedules: int | None = None, budget_s: float | None = None,
-            length: int = 50, workers: int = 1, progress: Callable[[int, int, list], None] | None = None,
-            first_per_invariant: bool = True, stop_on_finding: bool = False, swarm: bool = False,
-            keep_per_invariant: int | None = None, clock: Callable[[], float] = time.monotonic) -> ExploreResult:
-    """Run schedules 0, 1, 2, ... of `seed` until `schedules` have run or `budget_s` seconds have passed
-    (whichever comes first; at least one of them must be given).
+def explore(settings: Any, space: SearchSpace, budget: Budget, *, keep: Keep = Keep(), workers: int = 1,
+            progress: Callable[[int, int, list], None] | None = None) -> ExploreResult:
+    """Run schedules 0, 1, 2, ... of `space` until the `budget` is spent, keeping findings by `keep`.
 
-    first_per_invariant: keep only the first finding (in schedule order) of each invariant, and stop
-    once every invariant has one; False keeps every failing schedule. stop_on_finding: stop at the
-    first finding (time to first failure). keep_per_invariant: with first_per_invariant False, keep at
-    most this many findings of each invariant (the first ones, so memory stays bounded on a long search;
-    `found` still counts them all). swarm: swarm testing (module docstring). progress(schedules,
-    events, found) is called in this process after each chunk of schedules, `found` being the failing
-    schedules so far per invariant (every one, kept or not: what the result's `found` will say).
+    progress(schedules, events, found) is called in this process after each chunk of schedules, `found`
+    being the failing schedules so far per invariant (every one, kept or not: what the result's `found`
+    will say).
     """
-    if schedules is None and budget_s is None:
-        raise ValueError("explore: give schedules or budget_s")
+    schedules = budget.schedules
+    if schedules is None and budget.seconds is None:
+        raise ValueError("explore: give the budget schedules or seconds")
     if schedules is not None and schedules < 0:
         raise ValueError(f"explore: schedules must be >= 0, got {schedules}")
-    if length < 1:
-        raise ValueError(f"explore: length must be >= 1, got {length}")
+    if space.length < 1:
+        raise ValueError(f"explore: length must be >= 1, got {space.length}")
     if workers < 1:
         raise ValueError(f"explore: workers must be >= 1, got {workers}")
-    t0 = clock()
-    deadline = None if budget_s is None else t0 + budget_s
-    merge = _Merge(first_per_invariant, stop_on_finding, schedules, keep_per_invariant)
+    search = _Search(settings, space, budget, keep, progress)
     if schedules == 0:
-        return ExploreResult(0, 0, [], clock() - t0, "schedules")
+        return ExploreResult(0, 0, [], budget.clock() - search.t0, "schedules")
+    if workers == 1:
+        search.run_here()
+    else:
+        search.run_in_workers(workers)
+    merge = search.merge
+    return ExploreResult(merge.schedules, merge.events, merge.findings, budget.clock() - search.t0,
+                         merge.stopped or "budget", dict(merge.found), dict(merge.unexpected))
 
-    def chunks():
-        start = 0
+
+class _Search:
+    """One search under way: what it runs, its budget (the deadline starts when it is made) and the merge
+    of the chunks done so far."""
+
+    def __init__(self, settings: Any, space: SearchSpace, budget: Budget, keep: Keep,
+                 progress: Callable[[int, int, list], None] | None):
+        self.settings, self.space, self.keep, self.progress = settings, space, keep, progress
+        self.clock = budget.clock
+        self.schedules = budget.schedules
+        self.t0 = self.clock()
+        self.deadline = None if budget.seconds is None else self.t0 + budget.seconds
+        self.merge = _Merge(keep.first_per_invariant, keep.stop_on_finding, budget.schedules, keep.per_invariant)
+
+    def chunks(self):
+        """(start, stop) of each chunk of schedules, in order (without end when only time bounds the search)."""
+        schedules, start = self.schedules, 0
         while schedules is None or start < schedules:
             stop = start + CHUNK if schedules is None else min(start + CHUNK, schedules)
             yield start, stop
             start = stop
 
-    def report():
-        if progress is not None:
-            progress(merge.schedules, merge.events, dict(merge.found))
+    def report(self) -> None:
+        if self.progress is not None:
+            self.progress(self.merge.schedules, self.merge.events, dict(self.merge.found))
 
-    if workers == 1:
-        for start, stop in chunks():
+    def run_here(self) -> None:
+        """The chunks one after the other in this process."""
+        merge, deadline, clock = self.merge, self.deadline, self.clock
+        for start, stop in self.chunks():
             if deadline is not None and clock() >= deadline and merge.schedules > 0:   # at least one chunk
                 merge.stopped = "budget"
                 break
-            done = merge.add(_run_chunk(settings, seed, start, stop, length, stop_on_finding, swarm))
-            report()
+            done = merge.add(_run_chunk(self.settings, self.space, start, stop, self.keep.stop_on_finding))
+            self.report()
             if done:
                 break
-    else:
-        _explore_parallel(settings, seed, length, workers, stop_on_finding, swarm, chunks(), merge, deadline, clock,
-                          report)
-    return ExploreResult(merge.schedules, merge.events, merge.findings, clock() - t0, merge.stopped or "budget",
-                         dict(merge.found), dict(merge.unexpected))
 
+    def run_in_workers(self, workers: int) -> None:
+        """The chunks in `workers` processes, at most two per worker in flight, merged in schedule order."""
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
 
-def _explore_parallel(settings, seed, length, workers, stop_on_finding, swarm, chunks, merge: _Merge, deadline,
-                      clock, report) -> None:
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-
-    # fork is fast and safe while this is the only thread; with others (a progress display) use forkserver
-    method = "fork" if threading.active_count() == 1 else "forkserver"
-    ctx = multiprocessing.get_context(method)
-    pending: list = []                       # futures in schedule order
-    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
-        try:
-            exhausted = False
-            while True:
-                while not exhausted and len(pending) < 2 * workers and (
-                        deadline is None or clock() < deadline or (merge.schedules == 0 and not pending)):
-                    nxt = next(chunks, None)
-                    if nxt is None:
-                        exhausted = True
+        merge, deadline, clock, chunks = self.merge, self.deadline, self.clock, self.chunks()
+        # fork is fast and safe while this is the only thread; with others (a progress display) use forkserver
+        method = "fork" if threading.active_count() == 1 else "forkserver"
+        ctx = multiprocessing.get_context(method)
+        pending: list = []                       # futures in schedule order
+        with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+            try:
+                exhausted = False
+                while True:
+                    while not exhausted and len(pending) < 2 * workers and (
+                            deadline is None or clock() < deadline or (merge.schedules == 0 and not pending)):
+                        nxt = next(chunks, None)
+                        if nxt is None:
+                            exhausted = True
+                            break
+                        pending.append(pool.submit(_run_chunk, self.settings, self.space, nxt[0], nxt[1],
+                                                   self.keep.stop_on_finding))
+                    if not pending:
+                        if not exhausted:
+                            merge.stopped = merge.stopped or "budget"
                         break
-                    pending.append(pool.submit(_run_chunk, settings, seed, nxt[0], nxt[1], length, stop_on_finding,
-                                               swarm))
-                if not pending:
-                    if not exhausted:
-                        merge.stopped = merge.stopped or "budget"
-                    break
-                head = pending.pop(0)
-                if deadline is not None and not head.done() and merge.schedules > 0:
-                    # past the deadline, unfinished work is abandoned: the result is the prefix done so far
-                    remaining = deadline - clock()
-                    if remaining <= 0:
-                        head.cancel()
-                        merge.stopped = merge.stopped or "budget"
+                    head = pending.pop(0)
+                    if deadline is not None and not head.done() and merge.schedules > 0:
+                        # past the deadline, unfinished work is abandoned: the result is the prefix done so far
+                        remaining = deadline - clock()
+                        if remaining <= 0:
+                            head.cancel()
+                            merge.stopped = merge.stopped or "budget"
+                            break
+                        try:
+                            results = head.result(timeout=remaining)
+                        except TimeoutError:
+                            merge.stopped = merge.stopped or "budget"
+                            break
+                    else:
+                        results = head.result()
+                    done = merge.add(results)
+                    self.report()
+                    if done:
                         break
-                    try:
-                        results = head.result(timeout=remaining)
-                    except TimeoutError:
-                        merge.stopped = merge.stopped or "budget"
-                        break
-                else:
-                    results = head.result()
-                done = merge.add(results)
-                report()
-                if done:
-                    break
-        finally:
-            for f in pending:
-                f.cancel()
+            finally:
+                for f in pending:
+                    f.cancel()

@@ -33,28 +33,32 @@ def test_the_same_seed_gives_the_same_schedules():
 
 
 def test_the_same_seed_gives_the_same_findings():
-    r1 = ex.explore(HW_ACKS1, seed=3, schedules=40, first_per_invariant=False)
-    r2 = ex.explore(HW_ACKS1, seed=3, schedules=40, first_per_invariant=False)
+    r1 = ex.explore(HW_ACKS1, ex.SearchSpace(3), ex.Budget(schedules=40), keep=ex.Keep(first_per_invariant=False))
+    r2 = ex.explore(HW_ACKS1, ex.SearchSpace(3), ex.Budget(schedules=40), keep=ex.Keep(first_per_invariant=False))
     assert (r1.schedules, r1.events) == (r2.schedules, r2.events) == (40, r1.events)
     assert r1.findings and [key(f) for f in r1.findings] == [key(f) for f in r2.findings]
     assert [f.index for f in r1.findings] == sorted({f.index for f in r1.findings})   # one per failing schedule
 
 
 def test_one_and_two_workers_give_the_same_result():
-    one = ex.explore(HW_ACKS1, seed=11, schedules=60, workers=1, first_per_invariant=False)
-    two = ex.explore(HW_ACKS1, seed=11, schedules=60, workers=2, first_per_invariant=False)
+    one = ex.explore(HW_ACKS1,
+                     ex.SearchSpace(11), ex.Budget(schedules=60), keep=ex.Keep(first_per_invariant=False), workers=1)
+    two = ex.explore(HW_ACKS1,
+                     ex.SearchSpace(11), ex.Budget(schedules=60), keep=ex.Keep(first_per_invariant=False), workers=2)
     assert (one.schedules, one.events, one.stopped) == (two.schedules, two.events, two.stopped) == (60, one.events,
                                                                                                     "schedules")
     assert one.findings and [key(f) for f in one.findings] == [key(f) for f in two.findings]
-    first1 = ex.explore(HW_ACKS1, seed=11, schedules=500, workers=1, stop_on_finding=True)
-    first2 = ex.explore(HW_ACKS1, seed=11, schedules=500, workers=2, stop_on_finding=True)
+    first1 = ex.explore(HW_ACKS1,
+                        ex.SearchSpace(11), ex.Budget(schedules=500), keep=ex.Keep(stop_on_finding=True), workers=1)
+    first2 = ex.explore(HW_ACKS1,
+                        ex.SearchSpace(11), ex.Budget(schedules=500), keep=ex.Keep(stop_on_finding=True), workers=2)
     assert (first1.schedules, first1.events, first1.stopped) == (first2.schedules, first2.events, "finding")
     assert [key(f) for f in first1.findings] == [key(f) for f in first2.findings]
     assert first1.schedules == first1.findings[0].index + 1 == one.findings[0].index + 1
 
 
 def test_hw_mode_with_acks_1_finds_a_loss_and_replay_reproduces_it():
-    r = ex.explore(HW_ACKS1, seed=1, schedules=200, stop_on_finding=True)
+    r = ex.explore(HW_ACKS1, ex.SearchSpace(1), ex.Budget(schedules=200), keep=ex.Keep(stop_on_finding=True))
     assert r.stopped == "finding" and len(r.findings) == 1
     f = r.findings[0]
     assert f.invariant in ("no-acked-loss", "committed-prefix-agreement")
@@ -69,13 +73,13 @@ def test_hw_mode_with_acks_1_finds_a_loss_and_replay_reproduces_it():
 
 def test_hw_mode_with_acks_all_finds_a_loss_too():
     s = SimSettings(truncation="hw", acks=-1, min_insync_replicas=2)
-    r = ex.explore(s, seed=1, schedules=300, stop_on_finding=True)
+    r = ex.explore(s, ex.SearchSpace(1), ex.Budget(schedules=300), keep=ex.Keep(stop_on_finding=True))
     assert r.findings and r.findings[0].invariant in ("no-acked-loss", "committed-prefix-agreement")
 
 
 def test_leader_epoch_with_the_safe_settings_finds_nothing_in_300_schedules():
     assert inv.promises_no_loss(SAFE)
-    r = ex.explore(SAFE, seed=1, schedules=300, first_per_invariant=False)
+    r = ex.explore(SAFE, ex.SearchSpace(1), ex.Budget(schedules=300), keep=ex.Keep(first_per_invariant=False))
     assert (r.schedules, r.stopped, r.findings) == (300, "schedules", [])
     assert r.events > 300 * 40                               # the schedules did run (a few may end early)
 
@@ -87,7 +91,7 @@ def test_replay_of_an_action_that_is_not_enabled_is_no_finding():
 
 
 def test_a_finding_holds_the_actions_up_to_the_violation():
-    r = ex.explore(HW_ACKS1, seed=1, schedules=200, first_per_invariant=False)
+    r = ex.explore(HW_ACKS1, ex.SearchSpace(1), ex.Budget(schedules=200), keep=ex.Keep(first_per_invariant=False))
     assert r.findings
     for f in r.findings[:5]:
         assert f.step == len(f.actions)
@@ -97,8 +101,8 @@ def test_a_finding_holds_the_actions_up_to_the_violation():
 
 
 def test_first_per_invariant_keeps_one_finding_per_invariant():
-    all_ = ex.explore(HW_ACKS1, seed=5, schedules=80, first_per_invariant=False)
-    first = ex.explore(HW_ACKS1, seed=5, schedules=80)
+    all_ = ex.explore(HW_ACKS1, ex.SearchSpace(5), ex.Budget(schedules=80), keep=ex.Keep(first_per_invariant=False))
+    first = ex.explore(HW_ACKS1, ex.SearchSpace(5), ex.Budget(schedules=80))
     names = []
     for f in all_.findings:
         if f.invariant not in names:
@@ -110,7 +114,9 @@ def test_first_per_invariant_keeps_one_finding_per_invariant():
 
 def test_progress_is_called_with_growing_counts_and_ends_at_the_result():
     calls = []
-    r = ex.explore(HW_ACKS1, seed=2, schedules=60, first_per_invariant=False, keep_per_invariant=2,
+    r = ex.explore(HW_ACKS1,
+                   ex.SearchSpace(2), ex.Budget(schedules=60),
+                   keep=ex.Keep(first_per_invariant=False, per_invariant=2),
                    progress=lambda s, e, f: calls.append((s, e, dict(f))))
     assert [c[0] for c in calls] == [25, 50, 60]
     assert calls[-1] == (r.schedules, r.events, r.found)
@@ -121,15 +127,17 @@ def test_progress_is_called_with_growing_counts_and_ends_at_the_result():
 
 def test_a_budget_stops_the_search_by_the_injected_clock():
     ticks = iter(range(1000))
-    r = ex.explore(SAFE, seed=1, budget_s=2.5, clock=lambda: next(ticks))
+    r = ex.explore(SAFE, ex.SearchSpace(1), ex.Budget(seconds=2.5, clock=lambda: next(ticks)))
     # clock reads: start (0), before chunk 1 (1), before chunk 2 (2), before chunk 3 (3 >= 2.5: stop), end
     assert (r.schedules, r.stopped) == (50, "budget")
 
 
-@pytest.mark.parametrize("kw", [dict(), dict(schedules=-1), dict(schedules=5, length=0), dict(schedules=5, workers=0)])
-def test_bad_arguments_are_refused(kw):
+@pytest.mark.parametrize("space, budget, workers", [
+    (ex.SearchSpace(1), ex.Budget(), 1), (ex.SearchSpace(1), ex.Budget(schedules=-1), 1),
+    (ex.SearchSpace(1, length=0), ex.Budget(schedules=5), 1), (ex.SearchSpace(1), ex.Budget(schedules=5), 0)])
+def test_bad_arguments_are_refused(space, budget, workers):
     with pytest.raises(ValueError):
-        ex.explore(SAFE, seed=1, **kw)
+        ex.explore(SAFE, space, budget, workers=workers)
 
 
 def test_the_weights_cover_every_action_kind():
@@ -162,10 +170,13 @@ def test_swarm_schedules_leave_out_the_drawn_fault_kinds_and_are_deterministic()
         assert not {a.kind for a in acts} & excluded
         kinds_seen |= {a.kind for a in acts}
     assert {"crash", "cut", "advance"} <= kinds_seen           # each left out only in some schedules
-    one = ex.explore(HW_ACKS1, seed=4, schedules=50, swarm=True, first_per_invariant=False)
-    two = ex.explore(HW_ACKS1, seed=4, schedules=50, swarm=True, first_per_invariant=False, workers=2)
+    one = ex.explore(HW_ACKS1,
+                     ex.SearchSpace(4, swarm=True), ex.Budget(schedules=50), keep=ex.Keep(first_per_invariant=False))
+    two = ex.explore(HW_ACKS1,
+                     ex.SearchSpace(4, swarm=True), ex.Budget(schedules=50),
+                     keep=ex.Keep(first_per_invariant=False), workers=2)
     assert [key(f) for f in one.findings] == [key(f) for f in two.findings] and one.events == two.events
-    plain = ex.explore(HW_ACKS1, seed=4, schedules=50, first_per_invariant=False)
+    plain = ex.explore(HW_ACKS1, ex.SearchSpace(4), ex.Budget(schedules=50), keep=ex.Keep(first_per_invariant=False))
     assert [key(f) for f in plain.findings] != [key(f) for f in one.findings]   # swarm: other schedules
 
 
@@ -236,8 +247,10 @@ def test_a_message_sent_before_a_power_loss_never_arrives():
 
 
 def test_keep_per_invariant_bounds_the_findings_kept_but_counts_them_all():
-    every = ex.explore(HW_ACKS1, seed=1, schedules=200, first_per_invariant=False)
-    capped = ex.explore(HW_ACKS1, seed=1, schedules=200, first_per_invariant=False, keep_per_invariant=2)
+    every = ex.explore(HW_ACKS1, ex.SearchSpace(1), ex.Budget(schedules=200), keep=ex.Keep(first_per_invariant=False))
+    capped = ex.explore(HW_ACKS1,
+                        ex.SearchSpace(1), ex.Budget(schedules=200),
+                        keep=ex.Keep(first_per_invariant=False, per_invariant=2))
     assert capped.found == every.found and sum(every.found.values()) == len(every.findings) > 4
     by_inv: dict[str, list[int]] = {}
     for f in every.findings:
@@ -258,5 +271,5 @@ def test_the_cap_keeps_a_broken_promise_found_after_many_expected_findings():
 @pytest.mark.parametrize("workers", [1, 2])
 def test_a_budget_spent_before_the_first_chunk_still_runs_one_chunk(workers):
     ticks = iter(range(0, 100000, 1000))            # every clock read is 1000 s later: the budget is gone
-    r = ex.explore(SAFE, seed=1, budget_s=0.5, workers=workers, clock=lambda: next(ticks))
+    r = ex.explore(SAFE, ex.SearchSpace(1), ex.Budget(seconds=0.5, clock=lambda: next(ticks)), workers=workers)
     assert r.schedules == ex.CHUNK and r.stopped == "budget"

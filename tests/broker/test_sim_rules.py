@@ -20,7 +20,7 @@ SAFE = SimSettings(truncation="leader-epoch", acks=-1, min_insync_replicas=2)
 def found(schedules: int = 400, stop: bool = True) -> dict[str, int]:
     """{rule or invariant: first schedule} of a search of `schedules` safe schedules (seed 1), stopping at
     the first finding unless `stop` is False."""
-    result = ex.explore(SAFE, seed=1, schedules=schedules, stop_on_finding=stop)
+    result = ex.explore(SAFE, ex.SearchSpace(1), ex.Budget(schedules=schedules), keep=ex.Keep(stop_on_finding=stop))
     assert not [f for f in result.findings if f.expected], "a safe search meets only broken promises"
     return {f.invariant: f.index for f in result.findings}
 
@@ -117,7 +117,7 @@ def test_hw_above_leo_when_a_lagging_follower_takes_the_leaders_hw(monkeypatch):
     monkeypatch.setattr(PartitionReplica, "append_as_follower", append_as_follower)
     # the bug shows only while a follower lags by more than one fetch: one record per fetch
     result = ex.explore(SimSettings(truncation="leader-epoch", acks=-1, min_insync_replicas=2, replica_fetch_max_records=1),
-                        seed=1, schedules=600, stop_on_finding=True)
+                        ex.SearchSpace(1), ex.Budget(schedules=600), keep=ex.Keep(stop_on_finding=True))
     assert "hw-above-leo" in {f.invariant for f in result.findings}
 
 
@@ -273,5 +273,5 @@ def test_ack_undecided_when_the_shell_answers_a_parked_produce_on_append(monkeyp
         return text
 
     monkeypatch.setattr(World, "_do_produce", do_produce)
-    result = ex.explore(SAFE, seed=1, schedules=50, stop_on_finding=False)
+    result = ex.explore(SAFE, ex.SearchSpace(1), ex.Budget(schedules=50), keep=ex.Keep(stop_on_finding=False))
     assert {f.invariant for f in result.findings} == {"ack-undecided"}
