@@ -19,7 +19,7 @@ from broker.replication.events import (
     StaleFetchServed, Truncate,
 )
 from broker.replication.messages import (
-    ConsumerRead, EpochRequest, EpochResponse, FetchRequest, FetchResponse, IsrProposal,
+    PLAIN, BatchFields, ConsumerRead, EpochRequest, EpochResponse, FetchRequest, FetchResponse, IsrProposal,
     ProduceResult, ProduceStatus,
 )
 from broker.replication.replica import ACKS_ALL, PartitionReplica, StateError
@@ -28,6 +28,6 @@ __all__ = [
     "ReplicationConfig", "TRUNCATION_MODES", "EpochCache", "EpochEndOffset", "UNDEFINED", "ErrorCode",
     "Event", "HwChange", "IsrChange", "LeaderChange", "RoleChange", "Truncate",
     "EpochAnswer", "EpochQuery", "FetchFenced", "StaleFetchServed",
-    "ConsumerRead", "EpochRequest", "EpochResponse", "FetchRequest", "FetchResponse", "IsrProposal",
+    "BatchFields", "PLAIN", "ConsumerRead", "EpochRequest", "EpochResponse", "FetchRequest", "FetchResponse", "IsrProposal",
     "ProduceResult", "ProduceStatus", "ACKS_ALL", "PartitionReplica", "StateError",
 ]

@@ -5,7 +5,7 @@ The shell (broker server) turns these into wire messages; the simulator passes t
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, Sequence
 
 from broker.records import Record
 from broker.replication.epoch_cache import EpochEndOffset
@@ -59,6 +59,21 @@ class IsrProposal:
     isr: tuple[int, ...]
     based_on_version: int
     kind: Literal["shrink", "expand"]
+
+
+@dataclass(frozen=True)
+class BatchFields:
+    """What a produce's records carry besides their values, as a Kafka client's RecordBatch sends them:
+    per-record `keys`, `headers` and producer `timestamps` (CreateTime), each one entry per value or None
+    (not sent), and `producer` = (producer id, producer epoch, first sequence) for an idempotent producer's
+    batch (producers.py). The native client sends none of them: `PLAIN`."""
+    keys: Sequence[bytes | None] | None = None
+    headers: Sequence[tuple] | None = None
+    timestamps: Sequence[int] | None = None
+    producer: tuple[int, int, int] | None = None
+
+
+PLAIN = BatchFields()
 
 
 @dataclass(frozen=True)

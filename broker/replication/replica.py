@@ -38,7 +38,7 @@ from broker.replication.producers import (
     APPEND, DUPLICATE, MAX_SEQUENCE, SNAPSHOT_EVERY, BatchMeta, ProducerStates, Snapshot, last_sequence,
 )
 from broker.replication.messages import (
-    ConsumerRead, EpochRequest, EpochResponse, FetchRequest, FetchResponse, FollowerRequest,
+    PLAIN, BatchFields, ConsumerRead, EpochRequest, EpochResponse, FetchRequest, FetchResponse, FollowerRequest,
     IsrProposal, ProduceResult, ProduceStatus,
 )
 from broker.errors import StateError
@@ -233,16 +233,16 @@ class PartitionReplica:
     # --- leader: produce ------------------------------------------------------------------------
 
     def produce(self, values: Sequence[bytes | None], *, acks: int, now_ms: int, timestamp_ms: int | None = None,
-                keys: Sequence[bytes | None] | None = None, headers: Sequence[tuple] | None = None,
-                timestamps: Sequence[int] | None = None,
-                producer: tuple[int, int, int] | None = None) -> ProduceResult:
+                fields: BatchFields = PLAIN) -> ProduceResult:
         """Append `values` as the leader. acks=0/1 complete on append; acks=-1 (all) is refused with
         NOT_ENOUGH_REPLICAS when |ISR| < min_insync_replicas, else completes when the HW passes the
         last offset (see `produce_status`). Each record may carry a key, headers and its producer's
-        timestamp (CreateTime); without `timestamps` every record gets `timestamp_ms` (else now_ms).
-        `producer` = (producer id, producer epoch, first sequence) makes it an idempotent producer's batch
-        (producers.py): refused out of sequence or from a fenced epoch, and a retry of a batch already
-        in the log is answered with that batch's offsets (`duplicate`) instead of being appended again."""
+        timestamp (CreateTime) in `fields`; without `fields.timestamps` every record gets `timestamp_ms`
+        (else now_ms). `fields.producer` = (producer id, producer epoch, first sequence) makes it an
+        idempotent producer's batch (producers.py): refused out of sequence or from a fenced epoch, and a
+        retry of a batch already in the log is answered with that batch's offsets (`duplicate`) instead of
+        being appended again."""
+        keys, headers, timestamps, producer = fields.keys, fields.headers, fields.timestamps, fields.producer
         if acks not in (0, 1, ACKS_ALL):
             raise ValueError(f"produce: acks must be 0, 1 or -1 (all), got {acks!r}")
         if not values:

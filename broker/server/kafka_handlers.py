@@ -27,6 +27,7 @@ from broker.kafka.records import (BATCH_OVERHEAD, TIMESTAMP_TYPE_MASK, Compressi
 from broker.limits import FETCH_MAX_BYTES, MAX_VALUES_PER_PRODUCE, topic_name_problem
 from broker.records import LogCorruption
 from broker.replication.errors import check_leader_epoch
+from broker.replication.messages import BatchFields
 from broker.topic_configs import config_problem, log_append_time
 
 log = logging.getLogger(__name__)
@@ -228,8 +229,8 @@ class KafkaHandlers:
             headers = [tuple(r.headers) for r in recs]
         append_time = self._log_append_time(topic)
         stamps = None if append_time else [r.timestamp for r in recs]
-        resp = await self.replicas.produce(topic, p, acks, timeout_ms, values, keys=keys, headers=headers,
-                                           timestamps=stamps, producer=producer)
+        resp = await self.replicas.produce(topic, p, acks, timeout_ms, values,
+                                           BatchFields(keys, headers, stamps, producer))
         code = E.kafka_code(resp["error"])
         out = answer(code, resp["base_offset"] if code == E.NONE else -1, message=resp.get("message"))
         if code == E.NONE and append_time:

@@ -56,7 +56,7 @@ from broker.controller.messages import AlterIsr, Metadata, PartitionState
 from broker.eventlog import EventLog
 from broker.limits import FETCH_MAX_BYTES, replica_budget, topic_name_problem
 from broker.records import LogCorruption, replica_record
-from broker.replication import IsrProposal, PartitionReplica, ReplicationConfig
+from broker.replication import PLAIN, BatchFields, IsrProposal, PartitionReplica, ReplicationConfig
 from broker.replication.producers import Snapshot
 from broker.server.aio import cancel_and_wait
 from broker.server.commit import GroupCommit
@@ -521,14 +521,12 @@ class ReplicaManager:
         self.close_storage()
 
     # --- requests -----------------------------------------------------------------------------
-    async def produce(self, topic: str, p: int, acks: int, timeout_ms: int, values: list[bytes | None], *,
-                      keys: list | None = None, headers: list | None = None,
-                      timestamps: list[int] | None = None,
-                      producer: tuple[int, int, int] | None = None) -> dict[str, Any]:
+    async def produce(self, topic: str, p: int, acks: int, timeout_ms: int, values: list[bytes | None],
+                      fields: BatchFields = PLAIN) -> dict[str, Any]:
         """Append as the leader and answer when `acks` says: {error, base_offset, leader_epoch, timestamp}
-        (and `message` when refused). Records carry `keys`, `headers` and their producer's `timestamps`
+        (and `message` when refused). Records carry the keys, headers and producer timestamps of `fields`
         when given; without timestamps every record gets this broker's clock now (LogAppendTime), which
-        `timestamp` returns. `producer` (id, epoch, first sequence): an idempotent producer's batch
+        `timestamp` returns. `fields.producer` (id, epoch, first sequence): an idempotent producer's batch
         (broker/replication/producers.py)."""
         part = self.partitions.get((topic, p))
         if part is None:
@@ -536,8 +534,7 @@ class ReplicaManager:
         r = part.replica
         appended_at = int(time.time() * 1000)
         try:
-            res = r.produce(values, acks=acks, now_ms=now_ms(), timestamp_ms=appended_at, keys=keys, headers=headers,
-                            timestamps=timestamps, producer=producer)
+            res = r.produce(values, acks=acks, now_ms=now_ms(), timestamp_ms=appended_at, fields=fields)
         except OSError as exc:                      # the log took the append back: certainly not written
             self._leader_disk_failed(part, "append", exc, "refused")
             return {"error": STORAGE_ERROR, "base_offset": -1, "leader_epoch": r.leader_epoch}

@@ -3,7 +3,7 @@ Kafka's rules as known answers, the table rebuilt from the log, and a truncation
 from __future__ import annotations
 
 from broker.records import MemoryLog, Record
-from broker.replication import PartitionReplica, ReplicationConfig
+from broker.replication import BatchFields, PartitionReplica, ReplicationConfig
 from broker.replication.errors import ErrorCode
 from broker.replication.producers import (APPEND, CACHED_BATCHES, DUPLICATE, HISTORY, MAX_SEQUENCE, REFUSE,
                                           BatchMeta, ProducerStates, Snapshot, last_sequence)
@@ -83,12 +83,12 @@ def test_a_restarted_leader_rebuilds_the_table_from_its_log():
     log = MemoryLog(_records(PID, 0, 0, 0, 3) + [Record(3, 0, b"plain")] + _records(PID, 0, 3, 4, 2))
     r = _leader(log)
     assert not r.producers.loaded
-    res = r.produce([b"a", b"b"], acks=1, now_ms=0, producer=(PID, 0, 3))       # the retry of offsets 4-5
+    res = r.produce([b"a", b"b"], acks=1, now_ms=0, fields=BatchFields(producer=(PID, 0, 3)))       # the retry of offsets 4-5
     assert (res.error, res.base_offset, res.last_offset, res.duplicate) == (None, 4, 5, True)
     assert r.producers.loaded and log.leo() == 6
-    ok = r.produce([b"c"], acks=1, now_ms=0, producer=(PID, 0, 5))
+    ok = r.produce([b"c"], acks=1, now_ms=0, fields=BatchFields(producer=(PID, 0, 5)))
     assert (ok.error, ok.base_offset, log.read(6, 1)[0].sequence) == (None, 6, 5)
-    bad = r.produce([b"d"], acks=1, now_ms=0, producer=(PID, 0, 9))
+    bad = r.produce([b"d"], acks=1, now_ms=0, fields=BatchFields(producer=(PID, 0, 9)))
     assert bad.error == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER and "expected 6" in bad.message and log.leo() == 7
 
 
@@ -98,10 +98,10 @@ def test_the_planted_bug_empties_the_table_at_a_truncation():
     for rebuilt, expect_duplicate in ((True, True), (False, False)):
         log = MemoryLog()
         r = _leader(log, producer_state_rebuilt_after_truncation=rebuilt)
-        r.produce([b"x0", b"x1"], acks=1, now_ms=0, producer=(PID, 0, 0))
+        r.produce([b"x0", b"x1"], acks=1, now_ms=0, fields=BatchFields(producer=(PID, 0, 0)))
         r.produce([b"extra"], acks=1, now_ms=0)
         r._truncate(2, "test")                                  # cut the record after the batch
-        res = r.produce([b"x0", b"x1"], acks=1, now_ms=0, producer=(PID, 0, 0))
+        res = r.produce([b"x0", b"x1"], acks=1, now_ms=0, fields=BatchFields(producer=(PID, 0, 0)))
         assert res.duplicate is expect_duplicate
         assert log.leo() == (2 if expect_duplicate else 4)
 
@@ -173,14 +173,14 @@ def test_snapshots_fall_due_every_so_many_records_and_at_shutdown_and_a_truncati
     log = MemoryLog()
     r = _leader(log)
     assert r.producer_snapshot_due(final=True) is None          # not loaded: nothing to say
-    r.produce([b"a"], acks=1, now_ms=0, producer=(PID, 0, 0))   # loads the (empty) table, appends offset 0
+    r.produce([b"a"], acks=1, now_ms=0, fields=BatchFields(producer=(PID, 0, 0)))   # loads the (empty) table, appends offset 0
     assert r.producer_snapshot_due() is None                    # 1 record < SNAPSHOT_EVERY
     final = r.producer_snapshot_due(final=True)
     assert (final.offset, final.last_epoch, final.entries) == (1, 3, [(PID, 0, False, [(0, 0, 0, 0)])])
     r.producer_snapshot_written(final)
     assert r.producer_snapshot_due(final=True) is None          # nothing appended since
     every = replica_mod.SNAPSHOT_EVERY
-    r.produce([b"v"] * every, acks=1, now_ms=0, producer=(PID, 0, 1))
+    r.produce([b"v"] * every, acks=1, now_ms=0, fields=BatchFields(producer=(PID, 0, 1)))
     due = r.producer_snapshot_due()
     assert due.offset == every + 1 and due.entries == [(PID, 0, False, [(0, every, 0, every)])]
     r.producer_snapshot_written(due)
@@ -194,13 +194,14 @@ def test_snapshots_fall_due_every_so_many_records_and_at_shutdown_and_a_truncati
 def test_a_batch_across_the_sequence_wrap_and_with_keys_and_headers_is_stored_as_sent():
     log = MemoryLog()
     r = _leader(log)
-    r.produce([b"a", b"b", b"c", b"d"], acks=1, now_ms=0, timestamps=[1, 2, 3, 4],
-              producer=(PID, 0, MAX_SEQUENCE - 1))
+    r.produce([b"a", b"b", b"c", b"d"], acks=1, now_ms=0,
+              fields=BatchFields(timestamps=[1, 2, 3, 4], producer=(PID, 0, MAX_SEQUENCE - 1)))
     assert [(x.value, x.timestamp, x.sequence) for x in log.read(0, 4)] == [
         (b"a", 1, MAX_SEQUENCE - 1), (b"b", 2, MAX_SEQUENCE), (b"c", 3, 0), (b"d", 4, 1)]
-    assert r.produce([b"e"], acks=1, now_ms=0, producer=(PID, 0, 2)).base_offset == 4    # continues after 1
-    r.produce([b"f", None], acks=1, now_ms=7, keys=[b"k", None], headers=[[("h", b"1")], []], producer=(PID, 0, 3))
+    assert r.produce([b"e"], acks=1, now_ms=0, fields=BatchFields(producer=(PID, 0, 2))).base_offset == 4    # continues after 1
+    r.produce([b"f", None], acks=1, now_ms=7,
+              fields=BatchFields(keys=[b"k", None], headers=[[("h", b"1")], []], producer=(PID, 0, 3)))
     assert [tuple(x) for x in log.read(5, 2)] == [(5, 3, b"f", b"k", 7, (("h", b"1"),), PID, 0, 3),
                                                 (6, 3, None, None, 7, (), PID, 0, 4)]
-    r.produce([b"g"], acks=1, now_ms=8, keys=[b"k2"])                                    # no producer
+    r.produce([b"g"], acks=1, now_ms=8, fields=BatchFields(keys=[b"k2"]))                # no producer
     assert tuple(log.read(7, 1)[0]) == (7, 3, b"g", b"k2", 8, (), -1, -1, -1)
