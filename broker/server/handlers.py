@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from broker.limits import MAX_VALUES_PER_PRODUCE
+from broker.server.partitions import FetchedBy
 from broker.server.rpc import BadRequest, field
 
 
@@ -57,7 +58,7 @@ class Handlers:
         if max_records < 1 or max_wait_ms < 0 or offset < 0:
             raise BadRequest("fields 'offset', 'max_wait_ms' must be >= 0 and 'max_records' >= 1")
         return await self.replicas.fetch(topic, partition, offset, min(max_records, 10_000), min(max_wait_ms, 30_000),
-                                         replica_id, current_leader_epoch)
+                                         FetchedBy(replica_id, current_leader_epoch))
 
     async def offsets_for_leader_epoch(self, body: dict[str, Any]) -> dict[str, Any]:
         return self.replicas.offsets_for_leader_epoch(

@@ -48,7 +48,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import Any
+from typing import Any, NamedTuple
 
 from broker.config import BrokerConfig
 from broker.controller.client import ControllerClient, ControllerError
@@ -96,6 +96,16 @@ class Partition:
         self.checkpointed_hw: int | None = None
         self.retired = False            # taken out of service (corruption found): a fresh Partition replaces it
         self.lead_after_epoch = -1      # recovered from corruption: never lead again at this epoch or below
+
+
+class FetchedBy(NamedTuple):
+    """Who sends a fetch: a follower's broker id (-1: a consumer) and the leader epoch it believes current
+    (KIP-320; -1: not told)."""
+    replica_id: int = -1
+    current_leader_epoch: int = -1
+
+
+CONSUMER = FetchedBy()
 
 
 class ReplicaManager:
@@ -572,8 +582,11 @@ class ReplicaManager:
                          epoch=res.epoch, acks=acks, hw=hw, isr=list(isr),
                          min_isr=self.repl_config.min_insync_replicas, flushed=part.store.log.flushed_offset())
 
-    async def fetch(self, topic: str, p: int, offset: int, max_records: int, max_wait_ms: int, replica_id: int,
-                    current_leader_epoch: int) -> dict[str, Any]:
+    async def fetch(self, topic: str, p: int, offset: int, max_records: int, max_wait_ms: int,
+                    by: FetchedBy = CONSUMER) -> dict[str, Any]:
+        """A FETCH of `max_records` from `offset`, waiting up to `max_wait_ms` for records: a follower's
+        (`by.replica_id` >= 0) or a consumer's."""
+        replica_id, current_leader_epoch = by
         part = self.partitions.get((topic, p))
         if part is None:
             return {"error": self.absent(topic, p), "records": [], "hw": -1, "leader_epoch": -1, "log_start": 0}

@@ -13,7 +13,7 @@ from broker.controller import messages as m
 from broker.controller.client import ControllerError
 from broker.eventlog import EventLog
 from broker.server import partitions as parts
-from broker.server.partitions import ReplicaManager
+from broker.server.partitions import FetchedBy, ReplicaManager
 
 TOPIC = "t"
 
@@ -50,7 +50,7 @@ def test_an_unanswered_proposal_stays_pending_and_is_sent_again(tmp_path, monkey
         part = rm.get(TOPIC, 0)
         r = part.replica
         await rm.produce(TOPIC, 0, 1, 1000, [b"a", b"b"])
-        await rm.fetch(TOPIC, 0, 2, 10, 0, 2, 0)       # n2 has fetched everything: n1 proposes [1, 2]
+        await rm.fetch(TOPIC, 0, 2, 10, 0, FetchedBy(2, 0))    # n2 has fetched everything: n1 proposes [1, 2]
         seen = []
         for _ in range(200):
             await asyncio.sleep(0.005)
