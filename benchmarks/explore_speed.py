@@ -105,7 +105,7 @@ def search(name: str, kw: dict, schedules: int, seed: int, shrink_budget: float,
                    ex.SearchSpace(seed, swarm=swarm), ex.Budget(schedules=schedules),
                    keep=ex.Keep(first_per_invariant=False), progress=progress)
     try:
-        from simulator.shrink import shrink
+        from simulator.shrink import ShrinkBudget, shrink
     except ImportError:                      # shrinker not there yet
         shrink = None
     picks: list[tuple[str, ex.Finding]] = []
@@ -125,7 +125,7 @@ def search(name: str, kw: dict, schedules: int, seed: int, shrink_budget: float,
             also = (lambda acts, inv_name=f.invariant: fix_avoids(fixed, acts, inv_name)) if kind == "fix-avoids" \
                 else None
             try:
-                small = shrink(settings, f, budget_s=shrink_budget, also=also)
+                small = shrink(settings, f, budget=ShrinkBudget(shrink_budget), also=also)
                 row["shrunk"] = len(small.actions)
                 row["shrink_s"] = round(time.monotonic() - t1, 2)
                 row["story"] = [str(a) for a in small.actions]

@@ -11,12 +11,28 @@ event (simulator/invariants.py): the first violation of a rule the settings prom
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Iterable
 
 from broker.config_keys import rule_keys
 from broker.rules import PartitionRules, RuleSettings, Violation, promised
 
 CONTROLLER_NODE = "c0"
+
+
+@dataclass(frozen=True, slots=True)
+class Acked:
+    """An acknowledged produce as the broker logs it: the batch (first and last offset, leader epoch), the
+    acks it was answered under, and what the answer was decided on: the HW, the ISR, min.insync.replicas
+    and the offset the log is fsynced below."""
+    base: int
+    last: int
+    epoch: int
+    acks: int
+    hw: int
+    isr: Iterable[int]
+    min_isr: int
+    flushed: int
 
 
 def rule_settings(settings: Any) -> RuleSettings:
@@ -66,10 +82,12 @@ class RuleObserver:
         for e in events:
             self._row("controller", CONTROLLER_NODE, e["event"], {k: v for k, v in e.items() if k != "event"})
 
-    def ack(self, node: str, base: int, last: int, epoch: int, acks: int, hw: int, isr: Iterable[int],
-            min_isr: int, flushed: int) -> None:
-        self._row("broker", node, "ack", {"base": base, "last": last, "epoch": epoch, "acks": acks, "hw": hw,
-                                          "isr": list(isr), "min_isr": min_isr, "flushed": flushed})
+    def ack(self, node: str, acked: Acked) -> None:
+        """`node` acknowledged a produce (its `ack` line)."""
+        a = acked
+        self._row("broker", node, "ack", {"base": a.base, "last": a.last, "epoch": a.epoch, "acks": a.acks,
+                                          "hw": a.hw, "isr": list(a.isr), "min_isr": a.min_isr,
+                                          "flushed": a.flushed})
 
     def read(self, offset: int, hw: int, epoch: int) -> None:
         """A consumer's poll returned records up to `offset`, with the leader's HW `hw`."""

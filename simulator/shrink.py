@@ -16,7 +16,8 @@ Message ids are handed out in order, so a removal renumbers the later messages: 
 message by the event that created it (`apply_tracked`) and rewrites deliver / drop / duplicate for each
 candidate. Everything is deterministic: the candidates are tried in a fixed order, so the same finding shrinks to
 the same schedule, unless the time budget (`budget_s`, the only use of a clock here, read through the
-injectable `clock`) or `max_tries` cuts it short. Results of `fails` are cached per candidate.
+injectable `clock`) or `max_tries` cuts it short (`shrink` takes both as a `ShrinkBudget`). Results of
+`fails` are cached per candidate.
 """
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ import dataclasses
 import time
 from typing import Any, Callable, Sequence
 
-__all__ = ["shrink", "shrink_actions", "ShrinkStats"]
+__all__ = ["shrink", "shrink_actions", "ShrinkBudget", "ShrinkStats"]
 
 
 @dataclasses.dataclass
@@ -227,12 +228,20 @@ def _explore_replay(settings, actions):
     return replay(settings, actions)
 
 
-def shrink(settings, finding, *, budget_s: float | None = 30, also: Callable[[list[Any]], bool] | None = None,
-           max_tries: int | None = None, stats: ShrinkStats | None = None, replay: Callable | None = None):
-    """`finding` with its actions shrunk: the smallest schedule found whose replay under `settings` fails
-    the same invariant (and, when given, satisfies `also(actions)`, e.g. "the leader-epoch replay of it
-    is clean"). Message ids are renumbered for each candidate (`_Renumber`). `replay` defaults to
-    `simulator.explore.replay`. The returned Finding keeps invariant, seed and index and takes the
+@dataclasses.dataclass(frozen=True)
+class ShrinkBudget:
+    """How much shrinking one finding may cost: `seconds` of wall time and `tries` distinct candidates
+    replayed (None: no limit of that kind)."""
+    seconds: float | None = 30
+    tries: int | None = None
+
+
+def shrink(settings, finding, *, budget: ShrinkBudget = ShrinkBudget(), also: Callable[[list[Any]], bool] | None = None,
+           stats: ShrinkStats | None = None, replay: Callable | None = None):
+    """`finding` with its actions shrunk within `budget`: the smallest schedule found whose replay under
+    `settings` fails the same invariant (and, when given, satisfies `also(actions)`, e.g. "the leader-epoch
+    replay of it is clean"). Message ids are renumbered for each candidate (`_Renumber`). `replay` defaults
+    to `simulator.explore.replay`. The returned Finding keeps invariant, seed and index and takes the
     shrunk schedule (with the world's story lines) and the text of its replay."""
     from simulator.world import World
     replay = replay or _explore_replay
@@ -252,7 +261,7 @@ def shrink(settings, finding, *, budget_s: float | None = 30, also: Callable[[li
         return True
 
     steps = [_Step(j, a.kind, a.arg if a.kind == "advance" else None) for j, a in enumerate(finding.actions)]
-    shrunk = shrink_actions(steps, fails, budget_s=budget_s, max_tries=max_tries, stats=stats)
+    shrunk = shrink_actions(steps, fails, budget_s=budget.seconds, max_tries=budget.tries, stats=stats)
     actions, got = last[tuple(shrunk)]
     told = World(settings).run(actions).history          # the same actions with their story lines
     keep = {f.name for f in dataclasses.fields(finding)} - {"invariant", "seed", "index", "actions"}

@@ -47,7 +47,7 @@ from broker.replication.replica import LEADER, FOLLOWER, PartitionReplica
 from broker.settings import Setting, SettingError
 from simulator import actions as A
 from simulator.actions import Action, CONTROLLER
-from simulator.observe import RuleObserver
+from simulator.observe import Acked, RuleObserver
 
 TOPIC, PARTITION = "t", 0
 LINK_SEND_CAP = 2        # a follower sends a request only while fewer requests and answers are on the way
@@ -487,8 +487,8 @@ class World:
         if res.error is None and res.complete and acks != 0:
             # flush "always" is modelled as the group commit finishing within this step, before the answer
             flushed = n.log.leo() if self.settings.flush == "always" else n.flushed
-            self.observer.ack(n.name, res.base_offset, res.last_offset, res.epoch, acks, res.hw, res.isr,
-                              self.settings.min_insync_replicas, flushed)
+            self.observer.ack(n.name, Acked(res.base_offset, res.last_offset, res.epoch, acks, res.hw, res.isr,
+                                            self.settings.min_insync_replicas, flushed))
         if res.error is not None and res.base_offset < 0:
             self.outcomes.append((value, f"failed: {res.error}"))
             return f"{n.name} appends {value} (acks={acks_text}): refused, {res.error}"
@@ -862,8 +862,8 @@ class World:
                 n = self.nodes[p.node]
                 st = n.replica.produce_status(p.offset, p.epoch)
                 if st.state == "complete":
-                    self.observer.ack(p.node, p.offset, p.offset, p.epoch, -1, st.hw, st.isr,
-                                      self.settings.min_insync_replicas, n.flushed)
+                    self.observer.ack(p.node, Acked(p.offset, p.offset, p.epoch, -1, st.hw, st.isr,
+                                                    self.settings.min_insync_replicas, n.flushed))
                     self.parked.remove(p)
                     self._told_acked(Ack(p.value, p.offset, p.epoch, p.node))
                 elif st.state == "failed":

@@ -125,10 +125,10 @@ def test_ack_before_flush_on_the_rows_the_simulator_writes():
     """The group commit lives in the broker's I/O shell, which the simulator models (flush "always": the
     flush finishes within the step, before the answer) rather than runs; an acknowledgement the model
     would let out unflushed is caught on the rows its observer writes."""
-    from simulator.observe import RuleObserver
+    from simulator.observe import Acked, RuleObserver
 
     obs = RuleObserver(SAFE)
-    obs.ack("n1", 0, 3, 0, -1, 4, (1, 2, 3), 2, flushed=2)
+    obs.ack("n1", Acked(0, 3, 0, -1, 4, (1, 2, 3), 2, flushed=2))
     assert [v.kind for v in obs.pending] == ["ack-before-flush"]
 
 

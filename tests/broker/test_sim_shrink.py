@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from simulator.shrink import ShrinkStats, shrink, shrink_actions
+from simulator.shrink import ShrinkBudget, ShrinkStats, shrink, shrink_actions
 
 
 @dataclass(frozen=True)
@@ -163,7 +163,7 @@ def test_kip101_case_1_with_noise_shrinks_to_the_case():
         return replay(le, actions) is None             # message ids agree: the modes send the same here
 
     stats = ShrinkStats()
-    small = shrink(hw, found, budget_s=None, also=le_keeps_it, stats=stats)
+    small = shrink(hw, found, budget=ShrinkBudget(None), also=le_keeps_it, stats=stats)
     # shorter than the 7 case events: n1's answer to n3's fetch is still in flight when the schedule
     # ends, and settle() delivers it before the epoch-1 metadata that makes n3 cut v1 again
     assert [a.short() for a in small.actions] == ["n1 produce", "n3 send", "deliver #1", "elect n2", "elect n3"]
@@ -171,7 +171,7 @@ def test_kip101_case_1_with_noise_shrinks_to_the_case():
     assert small.text == "1 of 1 acknowledged writes missing from the committed log of n3 (HW 0): v1@0"
     assert not stats.out_of_budget
     # without the leader-epoch condition the loss of any acks=1 write to a failing leader is shorter
-    trivial = shrink(hw, found, budget_s=None)
+    trivial = shrink(hw, found, budget=ShrinkBudget(None))
     assert len(trivial.actions) < 7 and replay(le, trivial.actions) is not None
     assert story(small.actions, hw, settle=True) == [
         "1. n1 appends v1 (acks=1): acknowledged at offset 0",
@@ -198,7 +198,7 @@ def test_a_shrink_renumbers_the_messages_of_later_events():
     padded, case = _kip101_padded()
     assert [a.msg for a in case] == [None, None, 5, 6, None, 13, None]
     le = SimSettings(truncation="leader-epoch", acks=1)
-    small = shrink(hw, replay(hw, padded), budget_s=None, also=lambda acts: replay(le, acts) is None)
+    small = shrink(hw, replay(hw, padded), budget=ShrinkBudget(None), also=lambda acts: replay(le, acts) is None)
     told = [str(a) for a in small.actions if a.kind == "deliver"]
     assert told == ["deliver #1: n3's fetch from 0 (epoch 0) reaches n1: HW 0"]      # #5 in the padded one
     assert replay(hw, small.actions).invariant == "no-acked-loss"

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from simulator.explore import Budget, Keep, SearchSpace, explore, replay
-from simulator.shrink import shrink
+from simulator.shrink import ShrinkBudget, shrink
 from simulator.story import story
 from simulator.world import SimSettings
 from harness import scenario as scenario_mod
@@ -39,7 +39,7 @@ def found_and_shrunk():
     result = explore(HW, SearchSpace(SEED), Budget(schedules=300), keep=Keep(first_per_invariant=False))
     found = [f for f in result.findings if f.invariant == "no-acked-loss" and hw_only_and_replayable(f.actions)]
     assert found, f"seed {SEED}: no hw-only lost write in {result.schedules} schedules"
-    small = shrink(HW, found[0], budget_s=60, also=hw_only_and_replayable)
+    small = shrink(HW, found[0], budget=ShrinkBudget(60), also=hw_only_and_replayable)
     return found[0], small
 
 
