@@ -269,7 +269,7 @@ def run_exploration(opts: ExploreOptions, *, results_root: Path | str = "results
     explore.json into a new run directory `<results_root>/<name>/<timestamp>/`; point `latest` at it.
     `progress` follows the search; `searched()` is called when it ends (before shrinking)."""
     from simulator.explore import Budget, Keep, SearchSpace, explore
-    from simulator.shrink import shrink
+    from simulator.shrink import ShrinkBudget, shrink
     from simulator.story import story
     from harness.explore_export import to_scenario
 
@@ -312,10 +312,10 @@ def run_exploration(opts: ExploreOptions, *, results_root: Path | str = "results
             if opts.shrink_budget > 0:
                 with heartbeat(say, f"finding {k}: shrinking"):
                     try:
-                        small = shrink(settings, f, budget_s=opts.shrink_budget, also=also)
+                        small = shrink(settings, f, budget=ShrinkBudget(opts.shrink_budget), also=also)
                     except ValueError:      # the condition does not hold for the schedule itself after all
                         also, shrunk_for, missing = None, SAME_ONLY, [FAITHFUL, LE_HOLDS]
-                        small = shrink(settings, f, budget_s=opts.shrink_budget)
+                        small = shrink(settings, f, budget=ShrinkBudget(opts.shrink_budget))
             else:
                 small = f
             shrink_s = time.monotonic() - s0
