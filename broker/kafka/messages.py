@@ -163,9 +163,13 @@ def _struct(fields: tuple[Field, ...], version: int, flexible: bool):
             plain_w.append((f.key, w, default))
             min_size += m
     tagged_w.sort(key=lambda t: t[0])
-    plain_t = tuple(plain)
-    plain_wt = tuple(plain_w)
+    return (_struct_reader(tuple(plain), tagged, tagged_defaults, flexible),
+            _struct_writer(tuple(plain_w), tagged_w, flexible), min_size)
 
+
+def _struct_reader(plain_t: tuple, tagged: dict, tagged_defaults: list, flexible: bool):
+    """A struct's reader: its `plain_t` (key, reader) fields in order, then, when `flexible`, its tagged
+    section (`tagged`: tag -> (key, reader); a tagged field not present takes its default)."""
     def read(data: bytes, pos: int):
         d = {}
         key = ""
@@ -191,6 +195,13 @@ def _struct(fields: tuple[Field, ...], version: int, flexible: bool):
                     raise KafkaCodecError(f"tagged field {key} (tag {tag}): {len(raw) - end} bytes left over")
         return d, pos
 
+    return read
+
+
+def _struct_writer(plain_wt: tuple, tagged_w: list, flexible: bool):
+    """A struct's writer: its `plain_wt` (key, writer, default) fields in order, then, when `flexible`, its
+    tagged section: the `tagged_w` (tag, key, writer, default) fields whose value is not their default, in
+    tag order."""
     def write(out: bytearray, d) -> None:
         if not isinstance(d, dict):
             raise KafkaCodecError(f"expected a dict, got {type(d).__name__}")
@@ -216,7 +227,7 @@ def _struct(fields: tuple[Field, ...], version: int, flexible: bool):
         except (struct.error, ValueError, TypeError, OverflowError) as e:
             raise KafkaCodecError(f"{key}: {e}") from None
 
-    return read, write, min_size
+    return write
 
 
 @dataclass(frozen=True)
