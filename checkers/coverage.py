@@ -5,7 +5,9 @@ backend (its evidence is out of scope: the verdict covers the rest); not checked
 cannot hold its evidence (an older run); or missing, where evidence that should be there is not (ingest
 recorded the problem, so the verdict is unknown). `apply` clears the findings of every kind that was not
 checked, so a rule never reports on evidence its run could not hold, and `scope` is results.json's
-summary of what was left out, grouped by reason.
+summary of what was left out, grouped by reason. The keys family reads only sends that carry keys (the
+keyed workload): in another workload's run it is `not-exercised` (`keyed_sends`), its count 0 and its
+status saying why, and it is no part of the scope: that run never set out to check a key's order.
 """
 from __future__ import annotations
 
@@ -47,6 +49,28 @@ def logged_event_types(col_dir: Path) -> frozenset[str]:
     return frozenset(have)
 
 
+KEYS_FAMILY = kinds.KEY_REORDER.family
+NO_KEYS = "the workload sends no keys"
+
+
+def keyed_sends(col_dir: Path) -> bool:
+    """Whether some send of the run has a key: from the ops table's Parquet statistics of `key` (its null
+    count against the rows of each row group: no scan); a file without them counts as keyed."""
+    import pyarrow.parquet as pq
+
+    for path in sorted((Path(col_dir) / "ops").glob("*.parquet")):
+        md = pq.ParquetFile(path).metadata
+        if "key" not in md.schema.names:
+            continue
+        col = md.schema.names.index("key")
+        for g in range(md.num_row_groups):
+            rg = md.row_group(g)
+            st = rg.column(col).statistics
+            if rg.num_rows and (st is None or not st.has_null_count or st.null_count < rg.num_rows):
+                return True
+    return False
+
+
 def kind_statuses(evidence: ev.Evidence, problems: list[dict[str, Any]], col_dir: Path) -> dict[str, ev.Status]:
     """Every kind's status. `problems`: ingest's input problems (the missing evidence among them)."""
     missing: dict[str, str] = {}
@@ -55,11 +79,14 @@ def kind_statuses(evidence: ev.Evidence, problems: list[dict[str, Any]], col_dir
         if what is not None and what not in missing:
             missing[what] = f"{pr.get('file')}: {pr.get('message')}"
     have = None if evidence.event_types is not None else logged_event_types(col_dir)
+    keyed = keyed_sends(col_dir)
     out: dict[str, ev.Status] = {}
     for kind in kinds.KINDS:
         status = ev.family_status(evidence, kind.family, missing)
         if status.status == ev.CHECKED and kind.family == "protocol":
             status = ev.rule_status(evidence, RULE_EVENTS[kind.name], have)
+        elif status.status == ev.CHECKED and kind.family == KEYS_FAMILY and not keyed:
+            status = ev.Status(ev.NOT_EXERCISED, NO_KEYS, ev.HISTORY)
         out[kind.name] = status
     return out
 
@@ -69,7 +96,7 @@ def apply(anomalies: dict[str, dict], statuses: dict[str, ev.Status]) -> None:
     empty by checkers/results.py). A kind with missing evidence keeps what it found in the evidence
     that is there: those findings are real, and the missing rest makes the verdict unknown."""
     for name, st in statuses.items():
-        if st.status in (ev.NOT_APPLICABLE, ev.NOT_CHECKED) and name in anomalies:
+        if st.status in (ev.NOT_APPLICABLE, ev.NOT_CHECKED, ev.NOT_EXERCISED) and name in anomalies:
             old = anomalies[name]
             anomalies[name] = {"count": 0, "examples": [],
                                **({"promised": old["promised"]} if "promised" in old else {})}
@@ -82,7 +109,7 @@ def scope(statuses: dict[str, ev.Status]) -> dict[str, list[dict[str, Any]]]:
     groups: dict[tuple[str, str | None, str | None], list[str]] = {}
     for name in kinds.NAMES:
         st = statuses.get(name)
-        if st is not None and st.status != ev.CHECKED:
+        if st is not None and st.status not in (ev.CHECKED, ev.NOT_EXERCISED):
             groups.setdefault((st.status, st.evidence, st.reason), []).append(name)
     out: dict[str, list[dict[str, Any]]] = {"not_applicable": [], "not_checked": [], "missing": []}
     key = {ev.NOT_APPLICABLE: "not_applicable", ev.NOT_CHECKED: "not_checked", ev.MISSING: "missing"}

@@ -31,10 +31,11 @@ from rundir import formats as rf
 from rundir.formats import FormatError
 from rundir.opened import OpenedRun
 
-CONVERTER_VERSION = 12  # 6: the `events` table (node event logs, for the protocol rules); 7: reads' `epoch`;
+CONVERTER_VERSION = 13  # 6: the `events` table (node event logs, for the protocol rules); 7: reads' `epoch`;
                         # 8: nemesis ops' `targets`; 9: corrupt starts' `damage`; 10: dump offsets checked;
                         # 11: evidence out of scope is no problem, a node's missing event log is one;
-                        # 12: events laid out by partition, sorted, with the produce lines' integer columns
+                        # 12: events laid out by partition, sorted, with the produce lines' integer columns;
+                        # 13: sends' `key` (the keyed workload)
 BATCH_ROWS = rf.ROW_GROUP_ROWS
 MAX_PROBLEMS = 100   # problems named one by one (the rest are counted)
 # problems only --lenient accepts: a strict check does not reuse tables converted with any of them
@@ -286,9 +287,11 @@ class _HistoryConverter:
             row["invoke_index"], row["invoke_time"] = inv[0], inv[1]
 
     def _send_fields(self, row: dict[str, Any], value: dict, line: int) -> None:
-        """A send's value (unique per partition) and, acknowledged, its offset and leader epoch."""
+        """A send's value (unique per partition), its key if it has one, and, acknowledged, its offset
+        and leader epoch."""
         path, typ, part = self.path, row["type"], row["partition"]
         row["value"] = _int(value, "value", path, line)
+        row["key"] = _opt_int(value, "key", path, line)
         if typ != "invoke" and row.get("invoke_index") is None:
             self.sent.setdefault(part, {}).setdefault(row["value"], line)
         if typ == "invoke":

@@ -23,7 +23,7 @@ from checkers import explain, loss_shape, protocol_trace, totals
 
 K = kinds
 OPS_COLUMNS = ["index", "time", "process", "type", "f", "partition", "value", "offset", "epoch", "hw", "error",
-               "invoke_index", "invoke_time", "fault", "phase", "fault_id"]
+               "invoke_index", "invoke_time", "fault", "phase", "fault_id", "key"]
 REPLICA_COLUMNS = ["node", "partition", "offset", "epoch", "value", "crc_ok"]
 
 def _batches(col_dir: Path, table: str, columns: list[str]) -> Iterator[dict[str, list]]:
@@ -134,7 +134,7 @@ def _window(run: Run, typ: str, phase: str, fid: Any, time: int) -> None:
 
 def _operations(run: Run) -> None:
     for (index, time, process, typ, f, p, value, offset, epoch, hw, error, inv_i, inv_t,
-         _fault, phase, fid) in _rows(run.col_dir, "ops", OPS_COLUMNS):
+         _fault, phase, fid, key) in _rows(run.col_dir, "ops", OPS_COLUMNS):
         if time is not None and (run.end_time is None or time > run.end_time):
             run.end_time = time
         if process == "nemesis":
@@ -150,7 +150,8 @@ def _operations(run: Run) -> None:
             run.completions.append((f, typ, time))
         if f == "send":
             run.sends[(p, value)] = {"type": typ, "index": index, "time": time, "process": process,
-                                     "offset": offset, "epoch": epoch, "invoke_index": inv_i, "error": error}
+                                     "offset": offset, "epoch": epoch, "invoke_index": inv_i, "error": error,
+                                     "key": key}
             if typ == "ok":
                 run.ok_sends_by_proc[(process, p)].append((index, time, value, offset, epoch))
                 run.acks_by_part[p].append({"offset": offset, "value": value, "epoch": epoch, "index": index,
@@ -400,8 +401,38 @@ def watermarks(run: Run, out: Findings) -> None:
                     time=ob["time"])
 
 
+def keys(run: Run, out: Findings) -> None:
+    """key-reorder: per key, in a partition with a final log, a send whose record is in the final log
+    below the record of a send of its key acknowledged before it was invoked (a value's place: its lowest
+    offset there). The events of a key in index order: each acknowledged send present in the final log
+    becomes visible at its completion, and each present send compares at its invoke with the highest
+    offset visible by then (then the highest index)."""
+    by_key: dict[tuple[int, int], list] = defaultdict(list)
+    for (p, v), s in run.sends.items():
+        if s["key"] is None or p not in run.final_log or v not in run.final_values[p]:
+            continue
+        placed = dict(s, value=v, foff=min(run.final_values[p][v]))
+        if s["type"] == "ok":
+            by_key[(p, s["key"])].append((s["index"], 1, placed))
+        if s["invoke_index"] is not None:
+            by_key[(p, s["key"])].append((s["invoke_index"], 0, placed))
+    for (p, key), events in by_key.items():
+        events.sort(key=lambda e: (e[0], e[1]))
+        best: tuple | None = None        # (final offset, index, value, time) of the highest so far
+        for _at, is_completion, s in events:
+            if is_completion:
+                mark = (s["foff"], s["index"], s["value"], s["time"])
+                best = mark if best is None or mark > best else best
+            elif best is not None and best[0] > s["foff"]:
+                out.add(K.KEY_REORDER.name, (p, s["index"]), {
+                    "partition": p, "key": key, "value": s["value"], "offset": s["foff"], "type": s["type"],
+                    "index": s["index"], "time": s["time"], "invoke_index": s["invoke_index"],
+                    "previous": {"value": best[2], "offset": best[0], "index": best[1], "time": best[3]}},
+                    time=s["time"])
+
+
 # the history and replica families, each `(run, out)`, in the order of rundir/kinds.py's families
-FAMILIES: tuple[Callable[[Run, Findings], None], ...] = (values, divergence, offsets, ordering, watermarks)
+FAMILIES: tuple[Callable[[Run, Findings], None], ...] = (values, divergence, offsets, ordering, watermarks, keys)
 
 
 # ---- the result ---------------------------------------------------------------------------------

@@ -18,6 +18,7 @@ same in both engines):
   poll-skip, nonmonotonic-poll       the poll (`time`)
   hw-regression(-cross-epoch)        the regressed observation (`time`)
   realtime-order                     the later send's acknowledgement (B's completion: `time`)
+  key-reorder                        the later send's completion, whatever its outcome (`time`)
   duplicate, divergence              none (facts about the final log and the replica dumps): `untimed`
 """
 from __future__ import annotations

@@ -773,6 +773,25 @@ def _realtime_order(tl: Timeline, ex: dict[str, Any]) -> Story:
     return s.story()
 
 
+def _key_reorder(tl: Timeline, ex: dict[str, Any]) -> Story:
+    """A (`previous`) of one key acknowledged, then B of the same key sent and found below A in the final
+    log; what ran between A's acknowledgement and B's completion."""
+    p, key = ex.get("partition"), ex.get("key")
+    s = _Teller(tl, p)
+    prev = ex.get("previous") if isinstance(ex.get("previous"), dict) else {}
+    first: list[Any] = [f"On partition {p}, key {_value(key)}'s value {_value(prev.get('value'))} was acknowledged"]
+    first += _op_phrase(s, {"time": prev.get("time")}, "")[1:]
+    first.append(f"; then its value {_value(ex.get('value'))} was sent")
+    outcome = ex.get("type")
+    if outcome is not None:
+        first.append(f" (outcome {outcome})")
+    first.append(f", yet the final log holds it at offset {_value(ex.get('offset'))}, below the first one's "
+                 f"offset {_value(prev.get('offset'))}")
+    s.sentence(*_end(first))
+    _between_story(tl, s, p, _secs_ns(prev.get("time")), _secs_ns(ex.get("time")), ex.get("offset"))
+    return s.story()
+
+
 def _poll_order(tl: Timeline, ex: dict[str, Any], kind: str) -> Story:
     p = ex.get("partition")
     s = _Teller(tl, p)
@@ -933,6 +952,7 @@ TELLERS = {
     kinds.HW_REGRESSION.name: _hw_regression,
     kinds.HW_REGRESSION_CROSS_EPOCH.name: _hw_regression,
     kinds.REALTIME_ORDER.name: _realtime_order,
+    kinds.KEY_REORDER.name: _key_reorder,
 }
 
 

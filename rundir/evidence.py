@@ -43,7 +43,7 @@ FORMATS: dict[str, int] = {HISTORY: 1, REPLICA_DUMPS: 1, EVENT_LOGS: 1}
 # what each anomaly family (rundir/kinds.py Kind.family) reads; the protocol family's rules also need
 # their own event types (broker/rules/evidence.py RULE_EVENTS)
 FAMILY_EVIDENCE: dict[str, tuple[str, ...]] = {
-    "values": (HISTORY,), "offsets": (HISTORY,), "ordering": (HISTORY,), "watermarks": (HISTORY,),
+    "values": (HISTORY,), "offsets": (HISTORY,), "ordering": (HISTORY,), "watermarks": (HISTORY,), "keys": (HISTORY,),
     "divergence": (REPLICA_DUMPS,), "protocol": (EVENT_LOGS, HISTORY),
 }
 
@@ -52,7 +52,10 @@ CHECKED = "checked"
 NOT_APPLICABLE = "not-applicable"      # the backend cannot provide its evidence: out of scope, said so
 NOT_CHECKED = "not-checked"            # the run's format cannot hold its evidence: an older run, said so
 MISSING = "missing"                    # its evidence should be there and is not: the verdict is unknown
-STATUSES = (CHECKED, NOT_APPLICABLE, NOT_CHECKED, MISSING)
+# the run's workload records nothing the kind reads (keys without the keyed workload): there was nothing
+# to check, and the run never set out to check it, so it is no gap in the verdict's scope either
+NOT_EXERCISED = "not-exercised"
+STATUSES = (CHECKED, NOT_APPLICABLE, NOT_CHECKED, MISSING, NOT_EXERCISED)
 
 SECTION = "evidence"                   # test.json's key
 

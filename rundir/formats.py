@@ -212,6 +212,7 @@ def arrow_schemas() -> dict[str, Any]:
             ("invoke_index", pa.int64()), ("invoke_time", pa.int64()),
             ("fault", pa.string()), ("phase", pa.string()), ("fault_id", pa.int64()), ("targets", pa.string()),
             ("damage", pa.string()),
+            ("key", pa.int64()),        # a send's key (the keyed workload); null: the send has none
         ]),
         "reads": pa.schema([
             ("index", pa.int64()), ("process", pa.string()), ("f", pa.string()),

@@ -177,6 +177,20 @@ REALTIME_ORDER = Kind(
     example_fields=("partition", "offset", "value", "epoch", "index", "time", "process", "invoke_index",
                     "invoke_time", "previous"))
 
+KEY_REORDER = Kind(
+    "key-reorder", "keys",
+    "a key's record sent after another's acknowledgement sits below it in the final log",
+    "Two sends of one key (the keyed workload) did not overlap: the first was acknowledged before the "
+    "second was invoked, yet in the partition's final log the second one's record sits at a lower offset. "
+    "A consumer reading the key would see its updates out of order. Unlike realtime-order, it compares "
+    "where the records are in the final log, not what the acknowledgements said, and the later send may "
+    "have any outcome: a send whose outcome was unknown that landed below an acknowledged record of its "
+    "key means the log was rewritten below an acknowledged offset. Typical causes: a committed record "
+    "truncated away and its offset reused (pre-0.11 high-watermark truncation, an unclean election), an "
+    "acknowledgement given out of order with the appends.",
+    fails_by_default=True, timed=True,
+    example_fields=("partition", "key", "value", "offset", "type", "index", "time", "invoke_index", "previous"))
+
 KINDS: tuple[Kind, ...] = (
     LOST_WRITE,
     FAILED_WRITE_PRESENT,
@@ -191,6 +205,7 @@ KINDS: tuple[Kind, ...] = (
     HW_REGRESSION,
     HW_REGRESSION_CROSS_EPOCH,
     REALTIME_ORDER,
+    KEY_REORDER,
 )
 
 # --- protocol kinds: the white-box rules of broker/rules, checked on the brokers' and the controller's

@@ -62,8 +62,9 @@ class RunBuilder:
 
     # -- client operations (invoke immediately followed by completion) --------------------------
     def send(self, process: int, partition: int, value: Any, outcome: str = "ok", offset: int | None = None,
-             epoch: int = 1, error: str | None = None) -> int:
-        inv = {"partition": partition, "value": value}
+             epoch: int = 1, error: str | None = None, key: int | None = None) -> int:
+        inv = {"partition": partition, "value": value} if key is None else {"partition": partition, "key": key,
+                                                                             "value": value}
         self.op(process, "invoke", "send", inv)
         if outcome == "ok":
             return self.op(process, "ok", "send", dict(inv, offset=offset, epoch=epoch))

@@ -5,12 +5,17 @@ One worker is one thread with its own client (the client serializes calls per ob
 when the client says the write certainly did not happen (ClientError.definite), `info` otherwise (timeout,
 lost connection, acks=0, an unexpected exception). After an `info` the worker continues under a new
 process id (Jepsen's rule: a process with an operation of unknown outcome never issues another).
+
+`ProducerWorker` sends each value to a seeded random partition. `KeyedProducerWorker` (the keyed
+workload) gives each send a key, drawn from `keys` keys, and sends key k to partition k mod partitions,
+so that a key's records share one partition's order; its sends record their key (docs/formats.md).
 """
 from __future__ import annotations
 
 import logging
 import random
 import threading
+from dataclasses import dataclass
 from typing import Any, Callable
 
 from broker.client import ClientError
@@ -23,8 +28,14 @@ log = logging.getLogger(__name__)
 
 
 def send_op(history, process: int, client: ProducerClient, topic: str, partition: int, value: int) -> str:
-    """One recorded send. Returns the completion type ("ok", "fail" or "info")."""
-    invoke = {"partition": partition, "value": value}
+    """One recorded send of `value` to `partition`. Returns the completion type ("ok", "fail" or "info")."""
+    return send_record(history, process, client, topic, {"partition": partition, "value": value})
+
+
+def send_record(history, process: int, client: ProducerClient, topic: str, invoke: dict[str, Any]) -> str:
+    """One recorded send of `invoke["value"]` to `invoke["partition"]`; the invoke's other fields (a key)
+    are recorded with it and with its completion. Returns the completion type."""
+    partition, value = invoke["partition"], invoke["value"]
     history.invoke(process, "send", invoke)
     try:
         result = client.send(topic, partition, [encode_value(value)])
@@ -39,34 +50,55 @@ def send_op(history, process: int, client: ProducerClient, topic: str, partition
     if not result.offsets:          # acks=0: the broker did not say whether or where it appended
         history.complete(process, "info", "send", dict(invoke), error="no-ack")
         return "info"
-    history.complete(process, "ok", "send",
-                     {"partition": partition, "value": value, "offset": int(result.offsets[0]),
-                      "epoch": result.epoch})
+    history.complete(process, "ok", "send", dict(invoke, offset=int(result.offsets[0]), epoch=result.epoch))
     return "ok"
+
+
+@dataclass(frozen=True)
+class Sending:
+    """What every producer worker of a workload shares: where it sends (the topic and its partition
+    count), the value source, the rate limiter and the stop event."""
+    topic: str
+    partitions: int
+    values: ValueSource
+    limiter: RateLimiter
+    stop: threading.Event
 
 
 class ProducerWorker(ClientWorker):
     role = "producer"
 
-    def __init__(self, *, history, make_client: Callable[[], Any], topic: str, partitions: int,
-                 values: ValueSource, limiter: RateLimiter, stop: threading.Event, seed: int, index: int):
+    def __init__(self, *, history, make_client: Callable[[], Any], sending: Sending, seed: int, index: int):
         super().__init__(make_client=make_client, index=index)
         self.history = history
-        self.topic = topic
-        self.partitions = partitions
-        self.values = values
-        self.limiter = limiter
-        self.stop_event = stop
+        self.sending = sending
         self.rng = random.Random(seed * 1_000_003 + index)
         self.process = history.new_process()
         self.counts = {"ok": 0, "fail": 0, "info": 0}
 
+    def next_send(self) -> dict[str, Any]:
+        """The next send's invoke: a seeded random partition and the next value."""
+        partition = self.rng.randrange(self.sending.partitions)
+        return {"partition": partition, "value": self.sending.values.next()}
+
     def work(self, client) -> None:
-        while not self.stop_event.is_set():
-            if not self.limiter.acquire(self.stop_event):
+        s = self.sending
+        while not s.stop.is_set():
+            if not s.limiter.acquire(s.stop):
                 break
-            partition = self.rng.randrange(self.partitions)
-            kind = send_op(self.history, self.process, client, self.topic, partition, self.values.next())
+            kind = send_record(self.history, self.process, client, s.topic, self.next_send())
             self.counts[kind] += 1
             if kind == "info":
                 self.process = self.history.new_process()
+
+
+class KeyedProducerWorker(ProducerWorker):
+    """A producer whose every send carries a key (module docstring)."""
+
+    def __init__(self, *, keys: int, **worker: Any):
+        super().__init__(**worker)
+        self.keys = keys
+
+    def next_send(self) -> dict[str, Any]:
+        key = self.rng.randrange(self.keys)
+        return {"partition": key % self.sending.partitions, "key": key, "value": self.sending.values.next()}

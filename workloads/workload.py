@@ -26,7 +26,7 @@ from typing import Any, Callable
 
 from workloads.consumer import ConsumerWorker
 from workloads.pacing import RateLimiter, ValueSource
-from workloads.producer import ProducerWorker
+from workloads.producer import KeyedProducerWorker, ProducerWorker, Sending
 from broker.errors import ConfigError
 from broker.settings import Setting, declare
 
@@ -54,12 +54,18 @@ class Kind:
     needs_consumer: bool = False    # it reads: the run must give a consumer factory
 
 
-def _producers(w: "Workload", run: Run, settings: Any) -> list[threading.Thread]:
+def _producers(w: "Workload", run: Run, settings: Any, worker: type = ProducerWorker,
+               **extra: Any) -> list[threading.Thread]:
     """`concurrency` producers, each sending the value source's next value to a seeded partition."""
-    return [ProducerWorker(history=run.history, make_client=w.gated(run.make_producer, i, ProducerWorker.role),
-                           topic=run.topic, partitions=run.partitions, values=w.values, limiter=w.limiter,
-                           stop=w.stop_event, seed=run.seed, index=i)
+    sending = Sending(run.topic, run.partitions, w.values, w.limiter, w.stop_event)
+    return [worker(history=run.history, make_client=w.gated(run.make_producer, i, worker.role), sending=sending,
+                   seed=run.seed, index=i, **extra)
             for i in range(settings.concurrency)]
+
+
+def _keyed_producers(w: "Workload", run: Run, settings: Any) -> list[threading.Thread]:
+    """`concurrency` producers sending keyed records: key k of `keys` always to partition k mod partitions."""
+    return _producers(w, run, settings, KeyedProducerWorker, keys=settings.keys)
 
 
 def _producers_and_consumers(w: "Workload", run: Run, settings: Any) -> list[threading.Thread]:
@@ -78,6 +84,8 @@ KINDS: dict[str, Kind] = {k.name: k for k in (
     Kind("producer-consumer", "producers, and consumers polling every partition from its start (assign, "
          "not a group)", ("rate", "concurrency", "consumers"), ("send", "assign", "poll"),
          _producers_and_consumers, needs_consumer=True),
+    Kind("keyed", "producers of keyed records: each key always to one partition, checked for per-key order "
+         "in the final logs", ("rate", "concurrency", "keys"), ("send",), _keyed_producers),
 )}
 NAMES = tuple(KINDS)
 
@@ -87,10 +95,12 @@ SETTINGS = declare(
     Setting("rate", float, 100.0, "send operations per second, all producers together", above=0, floor=0),
     Setting("concurrency", int, 4, "producer workers", min=1, floor=0),
     Setting("consumers", int, 2, "consumer workers (producer-consumer only)", floor=0),
+    Setting("keys", int, 32, "keys of the keyed workload (key k goes to partition k mod partitions)", min=1,
+            floor=0),
     Setting("final_read_chunk", int, 1000, "records per final-read request", min=1, floor=0),
 )
 # `highwater run` flag (without dashes) -> [workload] key
-FLAGS = {"workload": "name", "rate": "rate", "concurrency": "concurrency", "consumers": "consumers"}
+FLAGS = {"workload": "name", "rate": "rate", "concurrency": "concurrency", "consumers": "consumers", "keys": "keys"}
 
 
 class Workload:

@@ -28,8 +28,8 @@ from rundir import kinds
 from checkers import explain, totals
 from checkers import loss_shape as shape_rule
 from checkers import protocol_trace
-from checkers.anomalies import (digests, divergence, lookup, loss_shape, offsets, ordering, protocol, stats, values,
-                                watermarks)
+from checkers.anomalies import (digests, divergence, keys, lookup, loss_shape, offsets, ordering, protocol, stats,
+                                values, watermarks)
 from checkers.anomalies.context import CheckContext
 from checkers.anomalies.tables import POS_BITS, Tables, load, rows
 
@@ -38,7 +38,7 @@ FINDING_TASKS = 4
 # the anomaly families: each finds the kinds its KINDS lists (rundir/kinds.py) with `analyze(ctx)`, one
 # union of flagged rows between them, and builds their examples with `examples(top, details)`; the
 # protocol family (the white-box rules) runs apart, on the event logs, and builds its own examples
-FAMILIES = (offsets, values, ordering, watermarks, divergence)
+FAMILIES = (offsets, values, ordering, watermarks, divergence, keys)
 
 
 def analyze(spark: SparkSession, col_dir: Path | str, examples: int = 10,

@@ -423,12 +423,44 @@ def lost_all(b: RunBuilder, p: int) -> dict:
             "examples": {"lost-write": None}}
 
 
+def key_reorder(b: RunBuilder, p: int) -> dict:
+    """Keyed sends (the keyed workload): key 7's value 2 is acknowledged at offset 3; then key 7's value 3,
+    of unknown outcome, lands at offset 2, below it (a key-reorder), and key 8's value 4, also invoked after
+    that ack, at offset 1 (another key: nothing). The acknowledgements themselves are in order, so
+    realtime-order has nothing to say; nothing is lost."""
+    P = 100 * p
+    b.send(P + 1, p, 1, offset=0, key=7)
+    a = b.send(P + 1, p, 2, offset=3, key=7)
+    c = b.send(P + 1, p, 3, outcome="info", key=7)
+    b.send(P + 2, p, 4, outcome="info", key=8)
+    b.send(P + 3, p, 5, offset=4, key=7)
+    b.final(p, [1, 4, 3, 2, 5], process=P + 9)
+    return {"counts": {"key-reorder": 1}, "examples": {"key-reorder": [
+        {"partition": p, "key": 7, "value": 3, "offset": 2, "type": "info", "index": c, "time": T(c),
+         "invoke_index": c - 1, "previous": {"value": 2, "offset": 3, "index": a, "time": T(a)}}]}}
+
+
+def key_order_clean(b: RunBuilder, p: int) -> dict:
+    """Keyed sends whose order a key's readers may see either way: key 3's value 1 (unknown outcome, then
+    present) was invoked before value 2's acknowledgement, so it may land after it; and key 3's value 3 is
+    invoked while value 4 of the same key is in flight (overlapping), then lands below it."""
+    P = 100 * p
+    b.send(P + 1, p, 1, outcome="info", key=3)
+    b.send(P + 2, p, 2, offset=0, key=3)
+    b.op(P + 3, "invoke", "send", {"partition": p, "key": 3, "value": 4})
+    b.op(P + 4, "invoke", "send", {"partition": p, "key": 3, "value": 3})
+    b.op(P + 3, "ok", "send", {"partition": p, "key": 3, "value": 4, "offset": 3, "epoch": 1})
+    b.op(P + 4, "info", "send", {"partition": p, "key": 3, "value": 3}, error="timeout")
+    b.final(p, [2, 1, 3, 4], process=P + 9)
+    return {"counts": {}, "examples": {}}
+
+
 SCENARIOS = [clean, tricky_clean, lost_write, failed_present, unrecovered, final_gap, divergence_committed,
              divergence_residual, read_inconsistent, read_wrong_epoch, read_wrong_epoch_kafka_acks, epochs_agree,
              epochs_unknown, dirty_read, duplicate,
              nonmonotonic_send, poll_skip,
              nonmonotonic_poll, hw_regression, lost_prefix, lost_suffix, lost_mix, lost_all, realtime_order,
-             realtime_overlap]
+             realtime_overlap, key_reorder, key_order_clean]
 
 
 # --- protocol rules (broker/rules): hand-written event log lines that break exactly one rule ------------

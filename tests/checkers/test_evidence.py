@@ -14,6 +14,7 @@ from broker.eventlog import EVENT_FIELDS, EVENT_NAMES
 from broker.rules import EVENTS_READ, RULES
 from broker.rules.evidence import RULE_EVENTS
 from checkers.check import CheckOptions, check_run
+from checkers.coverage import NO_KEYS
 from rundir import evidence as ev
 from rundir import formats as rf
 from rundir import kinds
@@ -95,6 +96,26 @@ def test_another_tool_s_run_declares_what_it_holds_and_gets_a_verdict_over_it(tm
     assert res["anomalies"]["divergence"]["status"] == res["anomalies"]["lost-write"]["status"] == "checked"
     assert scope_texts(res) == ["not applicable (translated from another harness: no broker event logs): "
                                 "the 21 protocol rules"]
+
+
+@pytest.mark.parametrize("keyed", [False, True])
+def test_the_keys_family_applies_to_keyed_sends_only(tmp_path, keyed):
+    """A history whose sends carry no key cannot show a key's order: key-reorder is not exercised (its
+    status says why, the scope and the verdict line leave it out: the run never set out to check it);
+    with keyed sends it is checked (and finds the scenario's reorder)."""
+    b = RunBuilder()
+    (sc.key_reorder if keyed else sc.clean)(b, 0)
+    b.write(tmp_path)
+    res = check_run(tmp_path, CheckOptions(engine="reference"))
+    a = res["anomalies"][kinds.KEY_REORDER.name]
+    if keyed:
+        assert a["status"] == "checked" and a["count"] == 1 and res["valid"] is False
+        assert res["scope"]["not_applicable"] == []
+    else:
+        assert a["status"] == "not-exercised" and a["status_reason"] == NO_KEYS and a["count"] == 0
+        assert res["valid"] is True and res["scope"]["not_applicable"] == []
+        assert not any(kinds.KEY_REORDER.name in g["kinds"] for gs in res["scope"].values() for g in gs)
+        assert "key-reorder" not in verdict_line(res)
 
 
 def test_evidence_that_should_be_there_and_is_not_makes_the_verdict_unknown(tmp_path):

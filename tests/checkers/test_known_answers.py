@@ -59,7 +59,8 @@ def test_reference_known_answer(tmp_path, scenario):
 @pytest.mark.parametrize("scenario,valid", [(sc.clean, True), (sc.tricky_clean, True), (sc.lost_write, False),
                                             (sc.unrecovered, "unknown"), (sc.final_gap, "unknown"),
                                             (sc.duplicate, True), (sc.divergence_residual, False),
-                                            (sc.realtime_order, False), (sc.realtime_overlap, True)],
+                                            (sc.realtime_order, False), (sc.realtime_overlap, True),
+                                            (sc.key_reorder, False), (sc.key_order_clean, True)],
                          ids=lambda x: getattr(x, "__name__", str(x)))
 def test_reference_verdicts(tmp_path, scenario, valid):
     build(tmp_path, [scenario])

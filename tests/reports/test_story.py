@@ -380,3 +380,16 @@ def test_fault_lookups_match_a_plain_scan():
         want = sorted(f.id for f in faults if f.start_s <= b and (f.stop_s is None or f.stop_s >= a))
         assert sorted(f.id for f in tl.faults_between(a, b)) == want
         assert sorted(f.id for f in tl.faults_at(a)) == sorted(f.id for f in faults if f.active_at(a))
+
+
+KEY_REORDER = {"partition": 0, "key": 7, "value": 21, "offset": 2, "type": "info", "index": 40,
+               "time": 3_500_000_000, "invoke_index": 38,
+               "previous": {"value": 7, "offset": 3, "index": 30, "time": 2_500_000_000}}
+
+
+def test_key_reorder_story(run):
+    story = tell("key-reorder", KEY_REORDER, load_timeline(run))
+    assert story.text == (
+        "On partition 0, key 7's value 7 was acknowledged at 2.500 s; then its value 21 was sent (outcome info), "
+        "yet the final log holds it at offset 2, below the first one's offset 3. In between ran a partition "
+        "n1 | c0, n2, n3 (2.00–5.00 s), and n2 became leader in epoch 1 at 3.00 s.")

@@ -15,7 +15,7 @@ from rundir import formats as runformat
 from workloads.consumer import ConsumerWorker, assign_op, poll_op
 from workloads.final_read import final_read_partition
 from workloads.pacing import RateLimiter, ValueSource
-from workloads.producer import ProducerWorker, send_op
+from workloads.producer import ProducerWorker, Sending, send_op
 from workloads.workload import Run, Workload
 
 
@@ -91,8 +91,8 @@ def test_producer_worker_takes_new_process_after_info(tmp_path):
             stop.set()
         return r
     client.send = send
-    w = ProducerWorker(history=h, make_client=lambda: client, topic="hw", partitions=1,
-                       values=ValueSource(), limiter=RateLimiter(1000.0), stop=stop, seed=1, index=0)
+    w = ProducerWorker(history=h, make_client=lambda: client,
+                       sending=Sending("hw", 1, ValueSource(), RateLimiter(1000.0), stop), seed=1, index=0)
     w.run()
     h.close()
     got = [(o["process"], o["type"], o["value"]["value"]) for o in ops(tmp_path / "h.jsonl")]

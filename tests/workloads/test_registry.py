@@ -51,7 +51,7 @@ def test_the_run_flags_come_from_the_declarations():
 @pytest.mark.parametrize("flag, value, problem", [
     ("concurrency", "0", "key 'workload.concurrency' must be at least 1, got 0"),
     ("rate", "fast", "--rate: must be a number, got 'fast'"),
-    ("workload", "keyed", "key 'workload.name'"),
+    ("workload", "queue", "key 'workload.name'"),
 ])
 def test_a_bad_workload_flag_is_one_line_naming_the_key(flag, value, problem):
     r = subprocess.run([sys.executable, "-m", "harness.cli", "run", f"--{flag}", value, "--nemesis", "none"],
@@ -78,10 +78,35 @@ class Fake:
 def test_a_workload_records_what_it_declares(tmp_path, name):
     h = History(tmp_path / "h.jsonl")
     wl = Workload(name, Run(h, "hw", 3, 1, make_producer=lambda i: Fake(), make_consumer=lambda i: Fake()),
-                  SimpleNamespace(rate=200.0, concurrency=2, consumers=2))
+                  SimpleNamespace(rate=200.0, concurrency=2, consumers=2, keys=5))
     wl.start()
     threading.Event().wait(0.4)
     assert wl.stop() == [] and wl.errors() == []
     h.close()
     fs = {line.obj["f"] for line in runformat.iter_jsonl(tmp_path / "h.jsonl")}
     assert fs == set(KINDS[name].records)
+
+
+def test_the_keyed_workload_sends_each_key_to_one_partition_and_records_it(tmp_path):
+    h = History(tmp_path / "h.jsonl")
+    wl = Workload("keyed", Run(h, "hw", 3, 7, make_producer=lambda i: Fake()),
+                  SimpleNamespace(rate=500.0, concurrency=2, keys=5))
+    wl.start()
+    threading.Event().wait(0.4)
+    assert wl.stop() == [] and wl.errors() == []
+    h.close()
+    sends = [line.obj for line in runformat.iter_jsonl(tmp_path / "h.jsonl")]
+    assert len(sends) > 20
+    assert {tuple(op["value"]) for op in sends} == {("partition", "key", "value"),
+                                                    ("partition", "key", "value", "offset", "epoch")}
+    assert all(op["value"]["partition"] == op["value"]["key"] % 3 for op in sends)
+    assert {op["value"]["key"] for op in sends} == set(range(5))
+    # the other workloads record no key
+    h2 = History(tmp_path / "h2.jsonl")
+    wl = Workload("producer", Run(h2, "hw", 3, 7, make_producer=lambda i: Fake()),
+                  SimpleNamespace(rate=500.0, concurrency=1))
+    wl.start()
+    threading.Event().wait(0.2)
+    wl.stop()
+    h2.close()
+    assert not any("key" in line.obj["value"] for line in runformat.iter_jsonl(tmp_path / "h2.jsonl"))
