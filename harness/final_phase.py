@@ -20,7 +20,7 @@ from typing import Any, Callable
 
 from nemesis.windows import FaultWindows
 from rundir import formats as runformat
-from workloads.final_read import final_reads
+from workloads.final_read import ReadPlan, final_reads
 
 log = logging.getLogger("harness")
 
@@ -214,9 +214,8 @@ def run(session, *, reads: bool = True) -> dict[str, Any]:
             if session.interrupt.is_set():
                 raise RuntimeError("interrupted during the final wait")
             session.phase = "final-reads"
-            reads_done = final_reads(session.history, session.make_consumer, topic, parts,
-                                     chunk=cfg.workload.final_read_chunk, targets=targets,
-                                     deadline=time.monotonic() + max(30.0, cfg.final_wait))
+            plan = ReadPlan(chunk=cfg.workload.final_read_chunk, deadline=time.monotonic() + max(30.0, cfg.final_wait))
+            reads_done = final_reads(session.history, session.make_consumer, topic, parts, plan, targets)
         except Exception as exc:  # noqa: BLE001
             session.problem("final wait/reads failed", exc)
         finally:

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import Any, Callable
+from dataclasses import dataclass
+from typing import Any, Callable, NamedTuple
 
 from broker.client import ClientError
 from workloads.decode import decode_value
@@ -23,13 +24,32 @@ POLL_MAX_RECORDS = 500
 POLL_WAIT_MS = 100
 
 
-def poll_op(history, process: int, client: ConsumerClient, topic: str, partition: int, offset: int, *,
-            f: str = "poll", max_records: int = POLL_MAX_RECORDS, max_wait_ms: int = POLL_WAIT_MS):
-    """One recorded poll (or final-read). Returns (completion type, value dict or None, error code or None)."""
+class Position(NamedTuple):
+    """Where a read starts: a topic's partition, from an offset."""
+    topic: str
+    partition: int
+    offset: int
+
+
+@dataclass(frozen=True)
+class Reading:
+    """How a read is made and recorded: the history's `f` and the fetch's record and wait limits."""
+    f: str = "poll"
+    max_records: int = POLL_MAX_RECORDS
+    max_wait_ms: int = POLL_WAIT_MS
+
+
+POLL = Reading()
+
+
+def poll_op(history, process: int, client: ConsumerClient, at: Position, how: Reading = POLL):
+    """One recorded poll (or final-read, by `how`) from `at`. Returns (completion type, value dict or
+    None, error code or None)."""
+    f, (topic, partition, offset) = how.f, at
     invoke = {"partition": partition, "offset": offset}
     history.invoke(process, f, invoke)
     try:
-        result = client.fetch(topic, partition, offset, max_records=max_records, max_wait_ms=max_wait_ms)
+        result = client.fetch(topic, partition, offset, max_records=how.max_records, max_wait_ms=how.max_wait_ms)
     except ClientError as exc:
         kind = "fail" if exc.definite else "info"
         history.complete(process, kind, f, dict(invoke), error=exc.code)
@@ -55,15 +75,15 @@ def assign_op(history, process: int, partition: int, offset: int) -> None:
 
 class ConsumerWorker(ClientWorker):
     role = "consumer"
+    idle_sleep = 0.05       # seconds to back off after a round without progress or a refused poll
 
     def __init__(self, *, history, make_client: Callable[[], Any], topic: str, partitions: list[int],
-                 stop: threading.Event, index: int, idle_sleep: float = 0.05):
+                 stop: threading.Event, index: int):
         super().__init__(make_client=make_client, index=index)
         self.history = history
         self.topic = topic
         self.partitions = list(partitions)
         self.stop_event = stop
-        self.idle_sleep = idle_sleep
         self.process = history.new_process()
         self.positions: dict[int, int | None] = {p: None for p in self.partitions}  # None: must assign
         self.counts = {"ok": 0, "fail": 0, "info": 0}
@@ -82,7 +102,8 @@ class ConsumerWorker(ClientWorker):
                 if self.positions[partition] is None:
                     self._assign(partition, 0)
                 offset = self.positions[partition]
-                kind, value, error = poll_op(self.history, self.process, client, self.topic, partition, offset)
+                kind, value, error = poll_op(self.history, self.process, client,
+                                             Position(self.topic, partition, offset))
                 self.counts[kind] += 1
                 if kind == "ok":
                     if value["records"]:

@@ -10,7 +10,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from workloads.consumer import poll_op
+from workloads.consumer import Position, Reading, poll_op
 
 
 @dataclass
@@ -23,17 +23,27 @@ class FinalRead:
     error: str | None = None
 
 
-def final_read_partition(history, client, topic: str, partition: int, *, chunk: int = 1000,
-                         target: int | None = None, max_attempts: int = 20, backoff_s: float = 0.2,
-                         deadline: float | None = None) -> FinalRead:
+@dataclass(frozen=True)
+class ReadPlan:
+    """How final reads go: records per chunk, and how often and how long a failed chunk is retried
+    (`deadline`: a time.monotonic() past which no chunk starts)."""
+    chunk: int = 1000
+    max_attempts: int = 20
+    backoff_s: float = 0.2
+    deadline: float | None = None
+
+
+def final_read_partition(history, client, topic: str, partition: int, plan: ReadPlan = ReadPlan(),
+                         target: int | None = None) -> FinalRead:
+    """Read `partition` from offset 0 up to its HW (and at least `target`), a chunk at a time."""
     process = history.new_process()
     offset, hw, records, attempts, last_error = 0, -1, 0, 0, None
+    how = Reading("final-read", plan.chunk, 0)
     while True:
-        if deadline is not None and time.monotonic() > deadline:
+        if plan.deadline is not None and time.monotonic() > plan.deadline:
             last_error = last_error or "deadline"
             break
-        kind, value, error = poll_op(history, process, client, topic, partition, offset,
-                                     f="final-read", max_records=chunk, max_wait_ms=0)
+        kind, value, error = poll_op(history, process, client, Position(topic, partition, offset), how)
         if kind == "ok":
             hw = value["hw"]
             if value["records"]:
@@ -49,21 +59,20 @@ def final_read_partition(history, client, topic: str, partition: int, *, chunk: 
             if kind == "info":
                 process = history.new_process()
         attempts += 1
-        if attempts >= max_attempts:
+        if attempts >= plan.max_attempts:
             break
-        time.sleep(backoff_s)
+        time.sleep(plan.backoff_s)
     goal = max(hw, target or 0)
     covered = hw >= 0 and offset >= goal
     return FinalRead(partition, offset, hw, records, covered, None if covered else last_error)
 
 
-def final_reads(history, make_client: Callable[[], Any], topic: str, partitions: list[int], *,
-                chunk: int = 1000, targets: dict[int, int] | None = None,
-                deadline: float | None = None) -> dict[int, FinalRead]:
+def final_reads(history, make_client: Callable[[], Any], topic: str, partitions: list[int],
+                plan: ReadPlan = ReadPlan(), targets: dict[int, int] | None = None) -> dict[int, FinalRead]:
+    """Every partition's final read, through one client, each up to its target where `targets` has one."""
     client = make_client()
     try:
-        return {p: final_read_partition(history, client, topic, p, chunk=chunk,
-                                        target=(targets or {}).get(p), deadline=deadline)
+        return {p: final_read_partition(history, client, topic, p, plan, (targets or {}).get(p))
                 for p in partitions}
     finally:
         try:

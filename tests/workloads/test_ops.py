@@ -12,8 +12,8 @@ from types import SimpleNamespace
 from broker.client import ClientError, FetchResult, SendResult
 from rundir.history import History
 from rundir import formats as runformat
-from workloads.consumer import ConsumerWorker, assign_op, poll_op
-from workloads.final_read import final_read_partition
+from workloads.consumer import ConsumerWorker, Position, assign_op, poll_op
+from workloads.final_read import ReadPlan, final_read_partition
 from workloads.pacing import RateLimiter, ValueSource
 from workloads.producer import ProducerWorker, Sending, send_op
 from workloads.workload import Run, Workload
@@ -115,8 +115,8 @@ def test_poll_and_assign_shapes(tmp_path):
     h = History(tmp_path / "h.jsonl")
     c = ScriptedConsumer([FetchResult([(3, 1, b"40"), (4, 1, b"41")], 6, 1), ClientError("NOT_LEADER", True)])
     assign_op(h, 4, 2, 3)
-    assert poll_op(h, 4, c, "hw", 2, 3)[0] == "ok"
-    assert poll_op(h, 4, c, "hw", 2, 5)[0] == "fail"
+    assert poll_op(h, 4, c, Position("hw", 2, 3))[0] == "ok"
+    assert poll_op(h, 4, c, Position("hw", 2, 5))[0] == "fail"
     h.close()
     assert [strip(o) for o in ops(tmp_path / "h.jsonl")] == [
         {"process": 4, "type": "invoke", "f": "assign", "value": {"partition": 2, "offset": 3}},
@@ -146,8 +146,8 @@ def test_consumer_reassigns_after_out_of_range_and_info(tmp_path):
             stop.set()
         return r
     c.fetch = fetch
-    w = ConsumerWorker(history=h, make_client=lambda: c, topic="hw", partitions=[0], stop=stop, index=0,
-                       idle_sleep=0)
+    w = ConsumerWorker(history=h, make_client=lambda: c, topic="hw", partitions=[0], stop=stop, index=0)
+    w.idle_sleep = 0
     w.run()
     h.close()
     seq = [(o["process"], o["type"], o["f"], o["value"]["offset"]) for o in ops(tmp_path / "h.jsonl")]
@@ -171,7 +171,7 @@ def test_final_read_chunks_up_to_hw(tmp_path):
                           ClientError("CONNECTION_LOST", False),
                           FetchResult([(2, 2, b"9")], 3, 2),
                           FetchResult([], 3, 2)])
-    r = final_read_partition(h, c, "hw", 0, chunk=2, backoff_s=0)
+    r = final_read_partition(h, c, "hw", 0, ReadPlan(chunk=2, backoff_s=0))
     h.close()
     assert (r.read_to, r.hw, r.records, r.covered, r.error) == (3, 3, 3, True, None)
     assert c.calls == [(0, 0, 2), (0, 2, 2), (0, 2, 2), (0, 3, 2)]
@@ -185,7 +185,7 @@ def test_final_read_chunks_up_to_hw(tmp_path):
 def test_final_read_gives_up_and_says_so(tmp_path):
     h = History(tmp_path / "h.jsonl")
     c = ScriptedConsumer([ClientError("LEADER_NOT_AVAILABLE", True)] * 3)
-    r = final_read_partition(h, c, "hw", 1, max_attempts=3, backoff_s=0)
+    r = final_read_partition(h, c, "hw", 1, ReadPlan(max_attempts=3, backoff_s=0))
     h.close()
     assert (r.read_to, r.covered, r.error) == (0, False, "LEADER_NOT_AVAILABLE")
 
