@@ -3,15 +3,16 @@ state, and the schedule that drives them.
 
 The runner's API (everything else in this package is internal):
 
-    from nemesis import Nemesis, ConfigError, FAULTS
+    from nemesis import Aim, FaultPlan, Nemesis, ConfigError, FAULTS
 
     nem = Nemesis(cluster, history,
-                  faults=["mix"],                 # names from FAULTS, below
-                  interval_s=10.0,                # random mode: one decision every interval
-                  seed=42,                        # same seed -> same fault sequence
-                  schedule=None,                  # or a Path to a TOML schedule file (replaces random mode)
-                  admin_factory=lambda: Admin(controller=(host, port), timeout_s=2.0),  # the live metadata
-                  topic="hw", partitions=3)
+                  FaultPlan(faults=["mix"],       # names from FAULTS, below
+                            interval_s=10.0,      # random mode: one decision every interval
+                            seed=42,              # same seed -> same fault sequence
+                            schedule=None),       # or a Path to a TOML schedule file (replaces random mode)
+                  aim=Aim(topic="hw", partitions=3,
+                          clients=None),          # () -> the workload, for the client faults
+                  admin_factory=lambda: Admin(controller=(host, port), timeout_s=2.0))  # the live metadata
     # Constructing validates: unknown fault names or a bad schedule file raise ConfigError (one line,
     # naming file, entry number and field). Each fault asks the backend for the capability it needs
     # (nemesis/faults.py KINDS, the vocabulary a scenario's steps use too: kill and power-loss Killable,
@@ -51,7 +52,7 @@ Fault names (FAULTS):
                                                  together; a majority or all is skipped while a corrupted
                                                  broker has not rejoined the ISR
     pause-client, pause-consumer                 a workload client (any, or a consumer's) held: its next
-                                                 call waits until the stop (needs clients=: the
+                                                 call waits until the stop (needs Aim(clients=): the
                                                  workload, nemesis/faults.py ClientPausable)
 
 Packages (nemesis/packages.py): several steps, each its own fault window (value `package`, its number in
@@ -106,11 +107,11 @@ action (kill/restart, pause/resume, partition/heal, power-loss/restart), value
 faults aimed at the live state add `partition` and `state` (the metadata that chose them: leader, epoch,
 ISR), a package's steps `package` and `step`.
 """
-from nemesis.driver import Nemesis  # noqa: E402
-from nemesis.schedule import (FAULTS, ConfigError, expand_faults, load_schedule, needs_power_loss,  # noqa: E402
-                              random_steps)
+from nemesis.driver import Aim, Nemesis  # noqa: E402
+from nemesis.schedule import (FAULTS, ConfigError, FaultPlan, expand_faults, load_schedule,  # noqa: E402
+                              needs_power_loss, random_steps)
 from nemesis.step import Step  # noqa: E402
 from nemesis.shapes import SHAPES  # noqa: E402
 
-__all__ = ["Nemesis", "FAULTS", "SHAPES", "ConfigError", "Step", "expand_faults", "load_schedule",
+__all__ = ["Aim", "FaultPlan", "Nemesis", "FAULTS", "SHAPES", "ConfigError", "Step", "expand_faults", "load_schedule",
            "needs_power_loss", "random_steps"]

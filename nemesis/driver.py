@@ -25,7 +25,7 @@ from nemesis import packages, shapes, targets as live
 from nemesis.faults import KINDS
 from nemesis.windows import FaultWindows, Window
 from nemesis.schedule import (FAULTS, MIX_FAMILIES, PACKAGE_OWN_KINDS, PARTITION_TARGETS, PROCESS_KINDS,
-                              ConfigError, Step,
+                              ConfigError, FaultPlan, Step,
                               check_fault_names, corrupt_how, degradation, expand_faults, load_schedule,
                               random_steps, recorded_kinds)
 
@@ -53,29 +53,37 @@ def _node_names(cluster: Cluster) -> tuple[str, list[str]]:
         return "c0", [f"n{i}" for i in range(1, n + 1)]
 
 
+@dataclass(frozen=True)
+class Aim:
+    """What the faults are aimed at besides the cluster's nodes: the topic and its number of partitions
+    (leader faults and packages pick a partition of it) and the workload's clients (client faults):
+    () -> the workload (nemesis/faults.py ClientPausable), or None."""
+    topic: str = "hw"
+    partitions: int = 1
+    clients: Callable[[], Any] | None = None
+
+
 class Nemesis:
-    def __init__(self, cluster: Cluster, history, faults: list[str], *, interval_s: float = 10.0,
-                 seed: int = 0, schedule: Path | str | None = None,
-                 admin_factory: Callable[[], Any] | None = None, topic: str = "hw", partitions: int = 1,
-                 quiet_probability: float = 0.3, clock: Callable[[], float] = time.monotonic,
-                 clients: Callable[[], Any] | None = None):
+    def __init__(self, cluster: Cluster, history, plan: FaultPlan, *, aim: Aim = Aim(),
+                 admin_factory: Callable[[], Any] | None = None, clock: Callable[[], float] = time.monotonic):
         self.cluster, self.history = cluster, history
+        clients, partitions, seed = aim.clients, aim.partitions, plan.seed
         self.clients = clients              # () -> the workload (nemesis/faults.py ClientPausable), or None
-        self.interval_s, self.seed, self.topic, self.partitions = interval_s, seed, topic, partitions
-        self.quiet_probability = quiet_probability
+        self.interval_s, self.seed, self.topic, self.partitions = plan.interval_s, seed, aim.topic, partitions
+        self.quiet_probability = plan.quiet_probability
         self.admin_factory = admin_factory
         self._clock = clock
         self.controller_name, self.broker_names = _node_names(cluster)
         self.file_steps: list[Step] | None = None
-        if schedule is not None:
-            self.file_steps = load_schedule(Path(schedule), [self.controller_name, *self.broker_names],
+        if plan.schedule is not None:
+            self.file_steps = load_schedule(Path(plan.schedule), [self.controller_name, *self.broker_names],
                                             partitions=partitions, seed=seed)
             self.faults = sorted({s.fault for s in self.file_steps})
         else:
-            check_fault_names(list(faults))
-            if interval_s <= 0:
-                raise ConfigError(f"nemesis interval must be positive, got {interval_s}")
-            self.faults = list(faults)
+            check_fault_names(list(plan.faults))
+            if plan.interval_s <= 0:
+                raise ConfigError(f"nemesis interval must be positive, got {plan.interval_s}")
+            self.faults = list(plan.faults)
         self._preflight()
         self._lock = threading.RLock()
         self._stop_event = threading.Event()
@@ -191,9 +199,8 @@ class Nemesis:
     def steps(self) -> Iterator[Step]:
         if self.file_steps is not None:
             return iter(self.file_steps)
-        return random_steps(self.seed, self.faults, self.interval_s, self.broker_names,
-                            quiet_probability=self.quiet_probability, partitions=self.partitions,
-                            families=self.families)
+        plan = FaultPlan(self.faults, self.interval_s, self.seed, quiet_probability=self.quiet_probability)
+        return random_steps(plan, self.broker_names, partitions=self.partitions, families=self.families)
 
     # --- loop ---------------------------------------------------------------------------------------
     def _run(self) -> None:

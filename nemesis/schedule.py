@@ -8,8 +8,9 @@ says (a leader, a follower, a shrunk ISR) is looked up when the step starts.
 from __future__ import annotations
 
 import random
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import Iterator, Sequence
 
 from clusters.storage_faults import STORAGE_FAULTS
 from nemesis.faults import KINDS, NAMES, PROCESS_KINDS, kind_of, takes
@@ -129,21 +130,34 @@ def degradation(seed: int, given: dict | None = None) -> dict:
 
 # --- random ----------------------------------------------------------------------------------------
 
-def random_steps(seed: int, faults: list[str], interval_s: float, brokers: list[str], *,
-                 quiet_probability: float = 0.3, partitions: int = 1,
+@dataclass(frozen=True)
+class FaultPlan:
+    """What a nemesis plays: at every interval of `interval_s` seconds a fault drawn from `faults` (names of
+    FAULTS, or "mix"), or nothing with `quiet_probability`, all drawn from `seed` (same seed, same fault
+    sequence); or, given a TOML `schedule` file, that file's steps instead (the seed then draws what the
+    file leaves to chance; faults, interval and quiet probability are not used)."""
+    faults: Sequence[str] = ()
+    interval_s: float = 10.0
+    seed: int = 0
+    schedule: Path | str | None = None
+    quiet_probability: float = 0.3
+
+
+def random_steps(plan: FaultPlan, brokers: list[str], *, partitions: int = 1,
                  families: dict[str, tuple[str, ...]] | None = None) -> Iterator[Step]:
-    """Endless steps: at every interval k (k = 1, 2, ...) either nothing (quiet) or one fault lasting one
-    interval. Targets of "broker" faults and partition shapes are drawn here from the seed. `mix` draws
-    each fault from the next family of a rotation (`families`, default MIX_FAMILIES: the ones the backend
-    can inject; their order shuffled with the seed every round; a quiet interval does not move it on), so
-    a few steps meet every family."""
+    """The endless steps of a random `plan` (its schedule file, if any, is not read here): at every interval
+    k (k = 1, 2, ...) either nothing (quiet) or one fault lasting one interval. Targets of "broker" faults
+    and partition shapes are drawn here from the seed. `mix` draws each fault from the next family of a
+    rotation (`families`, default MIX_FAMILIES: the ones the backend can inject; their order shuffled with
+    the seed every round; a quiet interval does not move it on), so a few steps meet every family."""
     families = MIX_FAMILIES if families is None else families
+    faults, interval_s, quiet_probability = list(plan.faults), plan.interval_s, plan.quiet_probability
     check_fault_names(faults)
     if not faults:
         return
     if interval_s <= 0:
         raise ConfigError(f"nemesis interval must be positive, got {interval_s}")
-    rng = random.Random(seed)
+    rng = random.Random(plan.seed)
     rotation: list[str] = []
     k = 0
     while True:

@@ -20,7 +20,7 @@ from clusters.run_registry import Registry, proc_state
 from clusters.ssh import SshCluster
 from clusters.ssh_cluster import RemoteCluster
 from harness.scenario_runner import ScenarioRunner, ScenarioSteps
-from nemesis import Nemesis
+from nemesis import FaultPlan, Nemesis
 
 ALL = ["Killable", "Stoppable", "Pausable", "Partitionable", "Degradable", "EventLogs"]
 # storage faults on local and Docker only
@@ -112,16 +112,16 @@ def test_capabilities_of_partial_backends(tmp_path):
 def test_the_nemesis_asks_for_each_fault_s_capability_with_a_one_line_error(tmp_path, fault, message):
     cluster = CoreOnly(_spec(tmp_path, power_loss=True))
     with pytest.raises(ClusterError) as err:
-        Nemesis(cluster, None, faults=[fault], admin_factory=lambda: None)
+        Nemesis(cluster, None, FaultPlan([fault]), admin_factory=lambda: None)
     assert str(err.value) == message
 
 
 def test_the_error_names_only_the_missing_methods_and_the_first_fault_lacking_one(tmp_path):
     with pytest.raises(ClusterError) as err:
-        Nemesis(HalfPausable(_spec(tmp_path)), None, faults=["pause"])
+        Nemesis(HalfPausable(_spec(tmp_path)), None, FaultPlan(["pause"]))
     assert str(err.value) == "the HalfPausable backend cannot inject fault 'pause': it is not Pausable (it has no resume)"
     with pytest.raises(ClusterError) as err:
-        Nemesis(KillOnly(_spec(tmp_path)), None, faults=["kill", "pause", "partition"])
+        Nemesis(KillOnly(_spec(tmp_path)), None, FaultPlan(["kill", "pause", "partition"]))
     assert str(err.value) == ("the kill-only backend cannot inject fault 'pause': it is not Pausable "
                               "(it has no pause, resume)")
 
@@ -132,14 +132,14 @@ def test_a_schedule_file_is_checked_against_the_backend_too(tmp_path):
                      '[[step]]\nat = 5.0\nfault = "partition"\nshape = "isolate"\nduration = 1.0\n')
     with pytest.raises(ClusterError, match=r"^the kill-only backend cannot inject fault 'partition': it is not "
                                            r"Partitionable \(it has no drop, heal\)$"):
-        Nemesis(KillOnly(_spec(tmp_path)), None, faults=[], schedule=sched)
+        Nemesis(KillOnly(_spec(tmp_path)), None, FaultPlan(schedule=sched))
 
 
 def test_a_backend_with_the_capabilities_passes_and_power_loss_still_needs_the_setting(tmp_path):
-    Nemesis(KillOnly(_spec(tmp_path)), None, faults=["kill", "kill-controller"])
+    Nemesis(KillOnly(_spec(tmp_path)), None, FaultPlan(["kill", "kill-controller"]))
     with pytest.raises(Exception, match="power-loss fault needs brokers started with broker setting power_loss = true"):
-        Nemesis(KillOnly(_spec(tmp_path)), None, faults=["power-loss"])
-    Nemesis(KillOnly(_spec(tmp_path, power_loss=True)), None, faults=["power-loss"])
+        Nemesis(KillOnly(_spec(tmp_path)), None, FaultPlan(["power-loss"]))
+    Nemesis(KillOnly(_spec(tmp_path, power_loss=True)), None, FaultPlan(["power-loss"]))
 
 
 def test_the_scenario_stop_step_asks_for_stoppable(tmp_path):

@@ -233,12 +233,12 @@ def test_cleanup_removes_the_chain_and_delayer_of_a_sigkilled_owner(tmp_path):
 def test_the_nemesis_degrade_fault_delays_a_node_s_links_and_restores_them(cluster, tmp_path):
     import json
 
-    from nemesis import Nemesis
+    from nemesis import FaultPlan, Nemesis
     from rundir.history import History
     (tmp_path / "schedule.toml").write_text('[[step]]\nat = 0.1\nfault = "degrade"\ntargets = ["n1"]\n'
                                             'duration = 2.5\ndelay_ms = 40\njitter_ms = 0\nloss_pct = 0\n')
     h = History(tmp_path / "history.jsonl")
-    nem = Nemesis(cluster, h, faults=[], schedule=tmp_path / "schedule.toml", seed=1)
+    nem = Nemesis(cluster, h, FaultPlan(seed=1, schedule=tmp_path / "schedule.toml"))
     hosts = _hosts(cluster)
     nem.start()
     try:
@@ -271,12 +271,12 @@ def test_the_nemesis_degrade_fault_delays_a_node_s_links_and_restores_them(clust
 def test_a_delayer_dying_inside_a_nemesis_window_is_that_window_s_error(cluster, tmp_path):
     import json
 
-    from nemesis import Nemesis
+    from nemesis import FaultPlan, Nemesis
     from rundir.history import History
     (tmp_path / "schedule.toml").write_text('[[step]]\nat = 0.1\nfault = "degrade"\ntargets = ["n1"]\n'
                                             'duration = 1.0\ndelay_ms = 40\njitter_ms = 0\nloss_pct = 0\n')
     h = History(tmp_path / "history.jsonl")
-    nem = Nemesis(cluster, h, faults=[], schedule=tmp_path / "schedule.toml", seed=1)
+    nem = Nemesis(cluster, h, FaultPlan(seed=1, schedule=tmp_path / "schedule.toml"))
     hosts = _hosts(cluster)
     nem.start()
     try:

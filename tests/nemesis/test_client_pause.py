@@ -20,7 +20,7 @@ from broker.errors import ConfigError
 from clusters.base import ClusterSpec
 from clusters.local import LocalCluster
 from clusters.run_registry import Registry
-from nemesis import Nemesis
+from nemesis import Aim, FaultPlan, Nemesis
 from nemesis.step import Step
 from rundir import formats as runformat
 from workloads.workload import Run, Workload
@@ -98,7 +98,7 @@ def test_pause_consumer_holds_a_consumer_and_releases_it_at_the_stop(tmp_path):
             held.remove(name)
             return f"{name} released"
     rec = Records()
-    nem = Nemesis(_cluster(tmp_path), rec, ["pause-consumer"], seed=5, clients=Clients)
+    nem = Nemesis(_cluster(tmp_path), rec, FaultPlan(["pause-consumer"], seed=5), aim=Aim(clients=Clients))
     step = Step.timed(1.0, "pause-consumer", 2.0, seed=9)
     nem._start_fault(step, 1.0)
     assert len(held) == 1 and held[0].startswith("consumer-")
@@ -115,7 +115,7 @@ def test_pause_consumer_holds_a_consumer_and_releases_it_at_the_stop(tmp_path):
 
 def test_a_client_fault_without_the_workload_is_refused_up_front(tmp_path):
     with pytest.raises(ConfigError, match="'pause-client' holds a workload client and needs the workload"):
-        Nemesis(_cluster(tmp_path), Records(), ["pause-client"])
+        Nemesis(_cluster(tmp_path), Records(), FaultPlan(["pause-client"]))
 
 
 @pytest.mark.slow

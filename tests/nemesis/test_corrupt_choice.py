@@ -7,7 +7,7 @@ import pytest
 
 from clusters.base import ClusterSpec
 from clusters.docker import DockerCluster
-from nemesis import Nemesis, ConfigError
+from nemesis import ConfigError, FaultPlan, Nemesis
 from nemesis.schedule import corrupt_how
 from nemesis.step import Step
 
@@ -32,11 +32,11 @@ def test_docker_node_kill_mode_chooses_only_the_garbling_checkpoint_faults(tmp_p
     node = _docker(tmp_path, "node")
     assert node.midrun_storage_faults() == ("bitflip", "truncate", "hw-checkpoint-corrupt", "epoch-checkpoint-corrupt",
                                             "torn-last")
-    assert _hows(Nemesis(node, NoHistory(), ["corrupt-checkpoint"], seed=1)) == {
+    assert _hows(Nemesis(node, NoHistory(), FaultPlan(["corrupt-checkpoint"], seed=1))) == {
         "hw-checkpoint-corrupt", "epoch-checkpoint-corrupt"}
     # with kill mode "process" (the container runs on) every checkpoint fault is chosen
     proc = _docker(tmp_path, "process")
-    assert _hows(Nemesis(proc, NoHistory(), ["corrupt-checkpoint"], seed=1)) == {
+    assert _hows(Nemesis(proc, NoHistory(), FaultPlan(["corrupt-checkpoint"], seed=1))) == {
         "hw-checkpoint-delete", "hw-checkpoint-corrupt", "epoch-checkpoint-delete", "epoch-checkpoint-corrupt"}
 
 
@@ -44,6 +44,6 @@ def test_a_backend_that_can_apply_none_of_a_fault_s_variants_is_refused_before_s
     node = _docker(tmp_path, "node")
     node.midrun_storage_faults = lambda: ("bitflip",)
     with pytest.raises(ConfigError) as err:
-        Nemesis(node, NoHistory(), ["corrupt-truncate"], seed=1)
+        Nemesis(node, NoHistory(), FaultPlan(["corrupt-truncate"], seed=1))
     assert str(err.value) == "fault 'corrupt-truncate': the backend can apply none of truncate mid-run"
     assert corrupt_how("corrupt-checkpoint", 3, ("hw-checkpoint-corrupt",)) == "hw-checkpoint-corrupt"

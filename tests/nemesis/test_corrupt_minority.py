@@ -10,7 +10,7 @@ from clusters.base import ClusterSpec
 from clusters.local import LocalCluster
 from clusters.run_registry import Registry
 from clusters.storage_faults import StorageFault
-from nemesis import Nemesis
+from nemesis import Aim, FaultPlan, Nemesis
 from nemesis.step import Step
 
 
@@ -55,7 +55,7 @@ class Storage(LocalCluster):
 def _nemesis(tmp_path, admin):
     c = Storage(ClusterSpec("minority", tmp_path / "run", brokers=5), registry=Registry(tmp_path / "reg"))
     h = History()
-    return Nemesis(c, h, ["corrupt-bitflip"], admin_factory=lambda: admin, partitions=2), h
+    return Nemesis(c, h, FaultPlan(["corrupt-bitflip"]), aim=Aim(partitions=2), admin_factory=lambda: admin), h
 
 
 def _corrupt(nem, node, at=0.0):
@@ -99,7 +99,7 @@ def test_a_partly_rejoined_broker_or_an_unanswered_lookup_still_counts(tmp_path)
 def test_a_majority_or_all_is_not_taken_down_while_a_corrupted_broker_has_not_rejoined(tmp_path):
     c = Storage(ClusterSpec("maj", tmp_path / "run", brokers=3), registry=Registry(tmp_path / "registry"))
     admin = Admin([[1, 3], [1, 3]])
-    nem = Nemesis(c, History(), [], admin_factory=lambda: admin, topic="hw", partitions=2)
+    nem = Nemesis(c, History(), FaultPlan([]), aim=Aim(topic="hw", partitions=2), admin_factory=lambda: admin)
     nem._damaged = {"n2"}               # corrupted earlier, restarted, not yet back in the ISR
     for fault in ("kill-majority", "power-loss-all"):
         assert nem._resolve(Step.timed(0, fault, 1, seed=1)) == (

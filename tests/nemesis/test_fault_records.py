@@ -20,7 +20,7 @@ from clusters.base import ClusterError, ClusterSpec, DiskFillable
 from clusters.local import LocalCluster
 from clusters.run_registry import Registry
 from clusters.storage_faults import StorageFault
-from nemesis import Nemesis
+from nemesis import Aim, FaultPlan, Nemesis
 from nemesis.faults import KINDS
 from nemesis.schedule import FAULTS, load_schedule
 from nemesis.windows import FaultWindows, Window
@@ -128,8 +128,8 @@ def _drawn(tmp_path, rec: Records) -> None:
     cluster)."""
     names = [f for f, (kind, _who) in FAULTS.items() if kind not in ("package", "mix")
              and KINDS[kind].party == "cluster"]
-    nem = Nemesis(_cluster(tmp_path, fail={"pause n4", "restart n2"}), rec, names, interval_s=2.0, seed=7,
-                  admin_factory=Admin, partitions=3)
+    nem = Nemesis(_cluster(tmp_path, fail={"pause n4", "restart n2"}), rec, FaultPlan(names, interval_s=2.0, seed=7),
+                  aim=Aim(partitions=3), admin_factory=Admin)
     steps = nem.steps()
     for _ in range(40):
         step = next(steps)
@@ -176,7 +176,8 @@ fault = "partition-one-way"
 targets = ["n3"]
 duration = 1
 """)
-    nem = Nemesis(_cluster(tmp_path), rec, [], schedule=path, seed=3, admin_factory=Admin, partitions=3)
+    nem = Nemesis(_cluster(tmp_path), rec, FaultPlan(seed=3, schedule=path), aim=Aim(partitions=3),
+                  admin_factory=Admin)
     for step in load_schedule(path, ["c0", "n1", "n2", "n3", "n4", "n5"], partitions=3, seed=3):
         nem._stop_due(step.at)
         nem._start_fault(step, step.at)
@@ -256,8 +257,8 @@ class Clients:
 
 def _clients(tmp_path, rec: Records) -> None:
     """Client faults drawn at random, overlapping, one refused."""
-    nem = Nemesis(_cluster(tmp_path), rec, ["pause-client", "pause-consumer"], interval_s=1.0, seed=4,
-                  clients=Clients)
+    nem = Nemesis(_cluster(tmp_path), rec, FaultPlan(["pause-client", "pause-consumer"], interval_s=1.0, seed=4),
+                  aim=Aim(clients=Clients))
     steps = nem.steps()
     for _ in range(8):
         step = next(steps)

@@ -6,7 +6,7 @@ import itertools
 
 import pytest
 
-from nemesis.schedule import (AIMED, FAULTS, MIX_FAMILIES, ConfigError, check_fault_names, load_schedule,
+from nemesis.schedule import (AIMED, FAULTS, MIX_FAMILIES, ConfigError, FaultPlan, check_fault_names, load_schedule,
                               random_steps)
 
 NODES = ["c0", "n1", "n2", "n3"]
@@ -15,7 +15,8 @@ FAMILY = {f: family for family, faults in MIX_FAMILIES.items() for f in faults}
 
 
 def _mix(seed, n=60, quiet=0.3):
-    return list(itertools.islice(random_steps(seed, ["mix"], 5.0, BROKERS, quiet_probability=quiet, partitions=3), n))
+    plan = FaultPlan(["mix"], 5.0, seed, quiet_probability=quiet)
+    return list(itertools.islice(random_steps(plan, BROKERS, partitions=3), n))
 
 
 def test_the_mix_is_seeded():
@@ -50,16 +51,16 @@ def test_the_mix_draws_every_fault_of_every_family():
 
 
 def test_aimed_draws_one_package_per_step_with_its_seed():
-    steps = list(itertools.islice(random_steps(3, ["aimed", "kill"], 1.0, BROKERS, partitions=3), 200))
+    steps = list(itertools.islice(random_steps(FaultPlan(["aimed", "kill"], 1.0, 3), BROKERS, partitions=3), 200))
     assert {s.fault for s in steps} == {"kill", *AIMED}
-    again = list(itertools.islice(random_steps(3, ["aimed", "kill"], 1.0, BROKERS, partitions=3), 200))
+    again = list(itertools.islice(random_steps(FaultPlan(["aimed", "kill"], 1.0, 3), BROKERS, partitions=3), 200))
     assert [s.key() for s in steps] == [s.key() for s in again]
     assert all(FAULTS[s.fault][0] == "package" for s in steps if s.fault != "kill")
 
 
 def test_named_faults_are_drawn_exactly_as_before():
     # pinned from the schedule before the mix existed: naming faults keeps the old sequence
-    first = [s.key()[:6] for s in itertools.islice(random_steps(42, ["kill", "partition"], 5.0, BROKERS,
+    first = [s.key()[:6] for s in itertools.islice(random_steps(FaultPlan(["kill", "partition"], 5.0, 42), BROKERS,
                                                                 partitions=3), 5)]
     assert first == [(5.0, "kill", ("n3",), None, 1, 1051802512), (15.0, "partition", (), "controller", 0, 402418010),
                      (25.0, "partition", (), "controller", 1, 2530876844), (35.0, "kill", ("n1",), None, 1, 438989805),
@@ -113,7 +114,7 @@ def test_the_mix_leaves_out_the_families_the_backend_cannot_inject(tmp_path, mon
     from clusters.base import ClusterSpec, Corruptible
     from clusters.local import LocalCluster
     from clusters.run_registry import Registry
-    from nemesis import Nemesis, driver
+    from nemesis import FaultPlan, Nemesis, driver
 
     def require(cluster, capability, fault):
         if capability is Corruptible:
@@ -122,7 +123,8 @@ def test_the_mix_leaves_out_the_families_the_backend_cannot_inject(tmp_path, mon
     monkeypatch.setattr(driver, "require", require)
 
     spec = ClusterSpec("mixcap", tmp_path / "run", brokers=3, broker_settings={"power_loss": True})
-    nem = Nemesis(LocalCluster(spec, registry=Registry(tmp_path / "reg")), None, ["mix"], admin_factory=lambda: None)
+    nem = Nemesis(LocalCluster(spec, registry=Registry(tmp_path / "reg")), None, FaultPlan(["mix"]),
+                  admin_factory=lambda: None)
     assert "storage" not in nem.families and set(nem.families) == set(MIX_FAMILIES) - {"storage"}
     assert [d.split(" (")[0] for d in nem.mix_dropped] == ["mix: family storage left out"]
     assert "not Corruptible" in nem.mix_dropped[0]
@@ -130,6 +132,7 @@ def test_the_mix_leaves_out_the_families_the_backend_cannot_inject(tmp_path, mon
     assert steps and not {f for f in steps if f.startswith("corrupt")}
 
     plain = ClusterSpec("mixcap2", tmp_path / "run2", brokers=3)
-    nem = Nemesis(LocalCluster(plain, registry=Registry(tmp_path / "reg2")), None, ["mix"], admin_factory=lambda: None)
+    nem = Nemesis(LocalCluster(plain, registry=Registry(tmp_path / "reg2")), None, FaultPlan(["mix"]),
+                  admin_factory=lambda: None)
     assert set(nem.families) == set(MIX_FAMILIES) - {"power-loss", "storage"}
     assert [d for d in nem.mix_dropped if "family power-loss" in d and "power_loss = true" in d]

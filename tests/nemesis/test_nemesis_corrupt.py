@@ -16,7 +16,7 @@ from broker.storage.scan import scan_partition
 from clusters.base import ClusterSpec, NodeTimeouts
 from clusters.local import LocalCluster
 from clusters.run_registry import Registry
-from nemesis import Nemesis, ConfigError
+from nemesis import ConfigError, FaultPlan, Nemesis
 from nemesis.schedule import CORRUPT_HOW, corrupt_how, load_schedule
 from polling import eventually
 from rundir.history import History
@@ -56,7 +56,7 @@ def test_corrupt_step_kills_damages_restarts_and_keeps_a_majority(cluster, tmp_p
                       {"at": 0.2, "fault": "corrupt-bitflip", "targets": ["n2"], "duration": 1.5},
                       {"at": 0.5, "fault": "corrupt-truncate", "targets": ["n3"], "duration": 0.5})
     history = History(tmp_path / "history.jsonl")
-    nem = Nemesis(cluster, history, [], schedule=sched, seed=4)
+    nem = Nemesis(cluster, history, FaultPlan(seed=4, schedule=sched))
     cluster.start()
     parts = {n: _data(cluster, n) for n in ("n2", "n3")}
     old = cluster.pid("n2")

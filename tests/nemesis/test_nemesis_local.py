@@ -17,7 +17,7 @@ from clusters.base import ClusterSpec, NodeTimeouts
 from clusters.local import LocalCluster
 from clusters.run_registry import Registry, proc_state
 from rundir.history import History
-from nemesis import Nemesis, ConfigError
+from nemesis import Aim, ConfigError, FaultPlan, Nemesis
 
 _spec = importlib.util.spec_from_file_location(
     "echo_server_for_nemesis", Path(__file__).resolve().parents[1] / "clusters" / "echo_server.py")
@@ -76,7 +76,7 @@ def _schedule(tmp_path, *steps: dict):
 def test_scheduled_kill_and_pause_really_change_processes_and_are_recorded(cluster, history, tmp_path):
     sched = _schedule(tmp_path, {"at": 0.2, "fault": "kill", "targets": ["n2"], "duration": 1.0},
                       {"at": 0.3, "fault": "pause-controller", "duration": 1.0})
-    nem = Nemesis(cluster, history, [], schedule=sched, seed=1)
+    nem = Nemesis(cluster, history, FaultPlan(seed=1, schedule=sched))
     cluster.start()
     old_n2, c0 = cluster.pid("n2"), cluster.pid("c0")
     nem.start()
@@ -102,7 +102,7 @@ def test_scheduled_kill_and_pause_really_change_processes_and_are_recorded(clust
 def test_stop_undoes_every_active_fault_and_records_the_stops(cluster, history, tmp_path):
     sched = _schedule(tmp_path, {"at": 0.1, "fault": "pause", "targets": ["n1"], "duration": 600},
                       {"at": 0.1, "fault": "power-loss", "targets": ["n3"], "duration": 600})
-    nem = Nemesis(cluster, history, [], schedule=sched)
+    nem = Nemesis(cluster, history, FaultPlan(schedule=sched))
     cluster.start()
     n1 = cluster.pid("n1")
     nem.start()
@@ -119,8 +119,9 @@ def test_stop_undoes_every_active_fault_and_records_the_stops(cluster, history, 
 
 
 def test_random_mode_pairs_every_start_with_a_stop_and_leaves_the_cluster_whole(cluster, history, tmp_path):
-    nem = Nemesis(cluster, history, ["kill", "pause", "kill-controller", "power-loss"], interval_s=0.3,
-                  seed=11, quiet_probability=0.2)
+    nem = Nemesis(cluster, history,
+                  FaultPlan(["kill", "pause", "kill-controller", "power-loss"], interval_s=0.3, seed=11,
+                            quiet_probability=0.2))
     cluster.start()
     nem.start()
     time.sleep(2.5)
@@ -138,7 +139,7 @@ def test_random_mode_pairs_every_start_with_a_stop_and_leaves_the_cluster_whole(
 def test_scheduled_partition_installs_kernel_drops_and_heals(cluster, history, tmp_path):
     sched = _schedule(tmp_path, {"at": 0.1, "fault": "partition", "shape": "isolate", "targets": ["n1"],
                                  "duration": 1.5})
-    nem = Nemesis(cluster, history, [], schedule=sched)
+    nem = Nemesis(cluster, history, FaultPlan(schedule=sched))
     cluster.start()
     nem.start()
     n1 = cluster.brokers()["n1"]
@@ -171,7 +172,8 @@ def test_leader_targeting_uses_the_admin_describe(cluster, history, tmp_path):
             pass
 
     sched = _schedule(tmp_path, {"at": 0.1, "fault": "kill-leader", "partition": 0, "duration": 0.5})
-    nem = Nemesis(cluster, history, [], schedule=sched, admin_factory=FakeAdmin, topic="hw", partitions=2)
+    nem = Nemesis(cluster, history, FaultPlan(schedule=sched), aim=Aim(topic="hw", partitions=2),
+                  admin_factory=FakeAdmin)
     cluster.start()
     nem.start()
     assert _eventually(lambda: not cluster.is_running("n3"))
@@ -186,12 +188,12 @@ def test_leader_targeting_uses_the_admin_describe(cluster, history, tmp_path):
 
 def test_constructor_validation_happens_before_start(cluster, history, tmp_path):
     with pytest.raises(ConfigError, match="unknown fault 'explode'"):
-        Nemesis(cluster, history, ["explode"])
+        Nemesis(cluster, history, FaultPlan(["explode"]))
     with pytest.raises(ConfigError, match="fault 'kill-leader' targets a partition leader and needs admin_factory"):
-        Nemesis(cluster, history, ["kill-leader"])
+        Nemesis(cluster, history, FaultPlan(["kill-leader"]))
     plain = LocalCluster(ClusterSpec("np", tmp_path / "np", brokers=1), registry=Registry(tmp_path / "r2"))
     with pytest.raises(ConfigError, match="power-loss fault needs brokers started with broker setting power_loss = true"):
-        Nemesis(plain, history, ["power-loss"])
+        Nemesis(plain, history, FaultPlan(["power-loss"]))
     with pytest.raises(ConfigError, match="interval must be positive"):
-        Nemesis(cluster, history, ["kill"], interval_s=0)
+        Nemesis(cluster, history, FaultPlan(["kill"], interval_s=0))
     assert _ops(tmp_path) == []

@@ -18,7 +18,7 @@ from broker.storage.partition_store import PartitionStore
 from clusters.base import ClusterSpec, NodeTimeouts
 from clusters.local import LocalCluster
 from clusters.run_registry import Registry
-from nemesis import FAULTS, Nemesis
+from nemesis import FAULTS, Aim, FaultPlan, Nemesis
 from polling import eventually
 from rundir.history import History
 
@@ -107,7 +107,8 @@ def test_isolate_then_kill_leader_kills_once_the_isr_has_shrunk(cluster, history
         return [info(0, 1, [1, 2, 3] if calls <= 2 else [1])]
 
     sched = _schedule(tmp_path, {"at": 0.1, "fault": "isolate-then-kill-leader", "partition": 0, "duration": 0.5})
-    nem = Nemesis(cluster, history, [], schedule=sched, admin_factory=lambda: Admin(answer), topic="hw")
+    nem = Nemesis(cluster, history, FaultPlan(schedule=sched), aim=Aim(topic="hw"),
+                  admin_factory=lambda: Admin(answer))
     cluster.start()
     pids["n1"] = cluster.pid("n1")
     nem.start()
@@ -137,7 +138,8 @@ def test_a_package_whose_state_never_comes_heals_and_says_why(cluster, history, 
     sched = _schedule(tmp_path, {"at": 0.1, "fault": "isolate-then-power-loss-leader", "partition": 1, "duration": 5},
                       {"at": 0.2, "fault": "kill", "targets": ["n3"], "duration": 0.3})
     admin = Admin(lambda calls: [info(0, 1, [1, 2, 3]), info(1, 2, [2, 3, 1])])
-    nem = Nemesis(cluster, history, [], schedule=sched, admin_factory=lambda: admin, topic="hw", partitions=2)
+    nem = Nemesis(cluster, history, FaultPlan(schedule=sched), aim=Aim(topic="hw", partitions=2),
+                  admin_factory=lambda: admin)
     nem.isr_wait_s = 0.8
     cluster.start()
     nem.start()
@@ -158,7 +160,7 @@ def test_a_package_whose_state_never_comes_heals_and_says_why(cluster, history, 
 @pytest.mark.root
 def test_stop_in_the_middle_of_a_package_undoes_it_at_once(cluster, history, tmp_path):
     sched = _schedule(tmp_path, {"at": 0.1, "fault": "isolate-then-kill-leader", "duration": 5})
-    nem = Nemesis(cluster, history, [], schedule=sched, topic="hw",
+    nem = Nemesis(cluster, history, FaultPlan(schedule=sched), aim=Aim(topic="hw"),
                   admin_factory=lambda: Admin(lambda calls: [info(0, 3, [3, 1, 2])]))
     nem.isr_wait_s = 600
     cluster.start()
@@ -181,7 +183,8 @@ def test_pause_leader_until_fenced_resumes_once_the_controller_moved_the_partiti
         return [info(0, 3 if seen["paused"] else 2, [3, 1, 2], epoch=2 if seen["paused"] else 1)]
 
     sched = _schedule(tmp_path, {"at": 0.1, "fault": "pause-leader-until-fenced", "partition": 0, "duration": 30})
-    nem = Nemesis(cluster, history, [], schedule=sched, admin_factory=lambda: Admin(answer), topic="hw")
+    nem = Nemesis(cluster, history, FaultPlan(schedule=sched), aim=Aim(topic="hw"),
+                  admin_factory=lambda: Admin(answer))
     cluster.start()
     nem.start()
     assert eventually(lambda: nem.stats.stopped == 1, 10, interval=0.05)
@@ -206,8 +209,8 @@ def test_aimed_single_faults_read_the_metadata_or_are_skipped_saying_why(cluster
                       {"at": 1.0, "fault": "kill-follower", "partition": 2, "duration": 0.2},
                       {"at": 1.4, "fault": "power-loss-all", "duration": 0.3},
                       {"at": 2.0, "fault": "kill-majority", "duration": 0.2})
-    nem = Nemesis(cluster, history, [], schedule=sched, admin_factory=lambda: Admin(answer), topic="hw",
-                  partitions=3, seed=5)
+    nem = Nemesis(cluster, history, FaultPlan(seed=5, schedule=sched), aim=Aim(topic="hw", partitions=3),
+                  admin_factory=lambda: Admin(answer))
     cluster.start()
     old = {n: cluster.pid(n) for n in ("n1", "n2", "n3")}
     nem.start()
@@ -235,8 +238,8 @@ def test_aimed_single_faults_read_the_metadata_or_are_skipped_saying_why(cluster
 @pytest.mark.root
 def test_the_mix_in_random_mode_meets_every_family_and_leaves_the_cluster_whole(cluster, history, tmp_path):
     whole = Admin(lambda calls: [info(p, p + 1, [1, 2, 3]) for p in range(3)])
-    nem = Nemesis(cluster, history, ["mix"], interval_s=0.3, seed=3, quiet_probability=0.0, topic="hw",
-                  partitions=3, admin_factory=lambda: whole)
+    nem = Nemesis(cluster, history, FaultPlan(["mix"], interval_s=0.3, seed=3, quiet_probability=0.0),
+                  aim=Aim(topic="hw", partitions=3), admin_factory=lambda: whole)
     nem.isr_wait_s = nem.fence_wait_s = 0.4
     for node in ("n1", "n2", "n3"):        # something for the storage family to damage (echo servers log nothing)
         store = PartitionStore.open(cluster.node_dir(node) / "data", "hw", 0, segment_records=4)

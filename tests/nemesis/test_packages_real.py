@@ -14,7 +14,7 @@ from broker.client import Admin, ClientError, Producer
 from clusters.base import ClusterSpec, NodeTimeouts
 from clusters.local import LocalCluster
 from clusters.run_registry import Registry, proc_state
-from nemesis import Nemesis
+from nemesis import Aim, FaultPlan, Nemesis
 from polling import wait_until
 from rundir.history import History
 
@@ -98,8 +98,9 @@ def _play_one(cluster, tmp_path, fault, what, **step):
     """Play a one-step schedule of `fault` (at 0.3 s, duration 1 s, `step`'s other keys) until its one
     window has stopped and nothing is active; the nemesis, for its stats."""
     history = History(tmp_path / "history.jsonl")
-    nem = Nemesis(cluster, history, [], topic="hw", admin_factory=lambda: _admin(cluster),
-                  schedule=_schedule(tmp_path, at=0.3, fault=fault, duration=1.0, **step))
+    nem = Nemesis(cluster, history,
+                  FaultPlan(schedule=_schedule(tmp_path, at=0.3, fault=fault, duration=1.0, **step)),
+                  aim=Aim(topic="hw"), admin_factory=lambda: _admin(cluster))
     try:
         nem.start()
         wait_until(lambda: nem.stats.stopped == 1 and not nem.active(), timeout=30, what=what)
@@ -112,8 +113,10 @@ def _play_one(cluster, tmp_path, fault, what, **step):
 def test_isolate_then_kill_leader_kills_the_leader_only_after_its_isr_shrank_to_it(cluster, tmp_path):
     leader = f"n{_full_isr(cluster).leader}"
     history = History(tmp_path / "history.jsonl")
-    nem = Nemesis(cluster, history, [], topic="hw", admin_factory=lambda: _admin(cluster),
-                  schedule=_schedule(tmp_path, at=0.3, fault="isolate-then-kill-leader", partition=0, duration=1.0))
+    nem = Nemesis(cluster, history,
+                  FaultPlan(schedule=_schedule(tmp_path, at=0.3, fault="isolate-then-kill-leader", partition=0,
+                                               duration=1.0)),
+                  aim=Aim(topic="hw"), admin_factory=lambda: _admin(cluster))
     writes = Writes(cluster)
     try:
         nem.start()
@@ -147,8 +150,9 @@ def test_isolate_then_kill_leader_kills_the_leader_only_after_its_isr_shrank_to_
 def test_stop_in_the_middle_of_a_power_cut_package_heals_and_restarts_everything(cluster, tmp_path):
     leader = f"n{_full_isr(cluster).leader}"
     history = History(tmp_path / "history.jsonl")
-    nem = Nemesis(cluster, history, [], topic="hw", admin_factory=lambda: _admin(cluster),
-                  schedule=_schedule(tmp_path, at=0.3, fault="isolate-then-power-loss-leader", duration=600))
+    nem = Nemesis(cluster, history,
+                  FaultPlan(schedule=_schedule(tmp_path, at=0.3, fault="isolate-then-power-loss-leader", duration=600)),
+                  aim=Aim(topic="hw"), admin_factory=lambda: _admin(cluster))
     writes = Writes(cluster)
     try:
         nem.start()

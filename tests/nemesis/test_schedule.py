@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from nemesis.schedule import (FAULTS, MIX_FAMILIES, ConfigError, expand_faults, load_schedule,
+from nemesis.schedule import (FAULTS, MIX_FAMILIES, ConfigError, FaultPlan, expand_faults, load_schedule,
                               needs_power_loss, random_steps, recorded_kinds)
 
 NODES = ["c0", "n1", "n2", "n3"]
@@ -15,7 +15,7 @@ BROKERS = ["n1", "n2", "n3"]
 
 
 def _take(seed, faults, n=40, **kw):
-    return [s.key() for s in itertools.islice(random_steps(seed, faults, 5.0, BROKERS, **kw), n)]
+    return [s.key() for s in itertools.islice(random_steps(FaultPlan(faults, 5.0, seed), BROKERS, **kw), n)]
 
 
 def test_same_seed_same_sequence_and_other_seeds_differ():
@@ -25,7 +25,7 @@ def test_same_seed_same_sequence_and_other_seeds_differ():
 
 
 def test_random_steps_are_one_interval_long_on_the_interval_grid_with_quiet_gaps():
-    steps = list(itertools.islice(random_steps(7, ["kill", "partition"], 2.5, BROKERS), 200))
+    steps = list(itertools.islice(random_steps(FaultPlan(["kill", "partition"], 2.5, 7), BROKERS), 200))
     ticks = [round(s.at / 2.5) for s in steps]
     assert all(abs(s.at - t * 2.5) < 1e-9 for s, t in zip(steps, ticks))
     assert all(s.duration == 2.5 for s in steps)
@@ -39,12 +39,13 @@ def test_random_steps_are_one_interval_long_on_the_interval_grid_with_quiet_gaps
 
 
 def test_no_quiet_intervals_when_quiet_probability_is_zero():
-    steps = list(itertools.islice(random_steps(1, ["pause"], 1.0, BROKERS, quiet_probability=0.0), 10))
+    steps = list(itertools.islice(random_steps(FaultPlan(["pause"], 1.0, 1, quiet_probability=0.0), BROKERS), 10))
     assert [s.at for s in steps] == [float(k) for k in range(1, 11)]
 
 
 def test_partition_named_shape_is_kept_and_leader_faults_get_a_partition_in_range():
-    steps = list(itertools.islice(random_steps(3, ["partition-ring", "kill-leader"], 1.0, BROKERS, partitions=3), 50))
+    plan = FaultPlan(["partition-ring", "kill-leader"], 1.0, 3)
+    steps = list(itertools.islice(random_steps(plan, BROKERS, partitions=3), 50))
     assert {s.shape for s in steps if s.fault == "partition-ring"} == {"ring"}
     assert {s.partition for s in steps if s.fault == "kill-leader"} == {0, 1, 2}
     assert all(s.targets is None for s in steps if s.fault == "kill-leader")
@@ -52,7 +53,7 @@ def test_partition_named_shape_is_kept_and_leader_faults_get_a_partition_in_rang
 
 def test_unknown_fault_name_is_rejected():
     with pytest.raises(ConfigError, match=r"^nemesis: unknown fault 'kil' \(known: kill, kill-leader"):
-        list(itertools.islice(random_steps(1, ["kil"], 1.0, BROKERS), 1))
+        list(itertools.islice(random_steps(FaultPlan(["kil"], 1.0, 1), BROKERS), 1))
 
 
 def _write(tmp_path: Path, text: str) -> Path:
@@ -196,7 +197,7 @@ def test_degrade_steps_take_their_setting_from_the_file_or_the_seed(tmp_path):
     assert b.degradation == load_schedule(p, NODES, seed=3)[1].degradation
     assert b.degradation["delay_ms"] in (25.0, 50.0, 100.0) and b.degradation["loss_pct"] in (0.0, 2.0, 5.0)
     assert b.degradation["jitter_ms"] == b.degradation["delay_ms"] * 0.4
-    steps = random_steps(7, ["degrade"], 1.0, ["n1", "n2", "n3"], quiet_probability=0)
+    steps = random_steps(FaultPlan(["degrade"], 1.0, 7, quiet_probability=0), ["n1", "n2", "n3"])
     first = [next(steps) for _ in range(20)]
     assert all(s.degradation and s.targets is None for s in first)
     assert len({s.degradation["delay_ms"] for s in first}) > 1       # the seed varies the setting
