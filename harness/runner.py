@@ -14,7 +14,7 @@ from typing import Any, Callable
 from harness import lifecycle
 from harness.config import TestConfig
 from harness.lifecycle import RunOutcome, RunSession
-from nemesis import Nemesis, expand_faults
+from nemesis import Aim, FaultPlan, Nemesis, expand_faults
 from nemesis.faults import on_the_cluster
 from workloads.workload import Run, Workload
 
@@ -35,10 +35,12 @@ class ChaosWorkload(lifecycle.Middle):
         cfg = session.cfg
         if cfg.nemesis.faults or cfg.nemesis.schedule_file:
             schedule = Path(cfg.nemesis.schedule_file) if cfg.nemesis.schedule_file else None
-            session.nemesis = Nemesis(session.cluster, session.history, faults=list(cfg.nemesis.faults),
-                                      interval_s=cfg.nemesis.interval, seed=cfg.seed, schedule=schedule,
-                                      admin_factory=session.admin, topic=cfg.topic.name,
-                                      partitions=cfg.topic.partitions, clients=lambda: session.workload)
+            session.nemesis = Nemesis(session.cluster, session.history,
+                                      FaultPlan(list(cfg.nemesis.faults), interval_s=cfg.nemesis.interval,
+                                                seed=cfg.seed, schedule=schedule),
+                                      aim=Aim(topic=cfg.topic.name, partitions=cfg.topic.partitions,
+                                              clients=lambda: session.workload),
+                                      admin_factory=session.admin)
 
     def play(self, session: RunSession) -> None:
         if session.interrupt.is_set():
