@@ -116,7 +116,7 @@ class Nemesis:
             if kind.party == "clients":     # the workload exists only once the run plays: asked then
                 if self.clients is None:
                     raise ConfigError(f"nemesis: fault {name!r} holds a workload client and needs the "
-                                      f"workload's clients (clients=)")
+                                      f"workload's clients (Aim(clients=))")
                 continue
             for need in kind.needs:
                 require(self.cluster, need, name)
