@@ -419,8 +419,12 @@ def _span(first: int, stop: int) -> str:
     return str(first) if stop == first + 1 else f"{first}..{stop - 1}"
 
 
-def _convert_dump(path: Path, node: str, partition: int, replicas: _TableWriter, meta_rows: list[dict],
-                  lenient: bool, result: IngestResult, label: str) -> None:
+def _convert_dump(cv: "_Conversion", dump: tuple[str, int, Path], replicas: _TableWriter,
+                  meta_rows: list[dict]) -> None:
+    """One replica dump (node, partition, file): its records into `replicas`, its meta line into
+    `meta_rows`; a malformed line is an error, or with --lenient skipped and recorded."""
+    node, partition, path = dump
+    lenient, result, label = cv.lenient, cv.result, str(path.relative_to(cv.run_dir))
     meta: dict | None = None
     offsets: _DumpOffsets | None = None
     last_line = 0
@@ -658,94 +662,132 @@ def _from_manifest(col: Path, manifest: dict) -> IngestResult:
                         problems=manifest.get("problems", []), problem_count=manifest.get("problem_count", 0))
 
 
+@dataclass
+class _Conversion:
+    """One conversion of a run directory: the run, where its new tables go (`tmp`, moved into place when
+    all went well), their schemas, how strict it is, and what it found."""
+    opened: OpenedRun
+    tmp: Path
+    schemas: dict[str, pa.Schema]
+    lenient: bool
+    result: IngestResult
+    progress: Any = None                 # called with the line number every 100,000 history lines
+
+    @property
+    def run_dir(self) -> Path:
+        return self.opened.path
+
+
 def _convert(opened: OpenedRun, sources: dict, *, lenient: bool, progress) -> IngestResult:
+    """Every table of the run, written beside the old ones and swapped in at the end (module docstring)."""
     run_dir = opened.path
-    schemas = rf.arrow_schemas()
     col = run_dir / rf.COLUMNAR_DIR
     tmp = run_dir / (rf.COLUMNAR_DIR + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
-    result = IngestResult(col, converted=True)
+    cv = _Conversion(opened, tmp, rf.arrow_schemas(), lenient, IngestResult(col, converted=True), progress)
     try:
-        history = run_dir / rf.HISTORY
-        conv = _HistoryConverter(history, tmp, schemas, lenient, result)
-        for line, obj in _lines(history, result, rf.HISTORY):
-            try:
-                if isinstance(obj, FormatError):
-                    raise obj
-                conv.convert_line(line, obj)
-            except FormatError as err:
-                if not lenient:
-                    raise
-                result.skip(rf.HISTORY, err)
-                conv.lost_lines += 1
-            if progress is not None and line % 100_000 == 0:
-                progress(line)
-        conv.close_open_invokes()
-        conv.close()
-        finals = [v for _, v in conv.final_states]
-        if not finals and (run_dir / rf.FINAL_JSON).exists():
-            data = rf.load_json(run_dir / rf.FINAL_JSON)
-            parts = data.get("partitions") if isinstance(data, dict) else None
-            if not isinstance(parts, list):
-                raise FormatError(run_dir / rf.FINAL_JSON, None, "field 'partitions' is missing or not a list")
-            for i, v in enumerate(parts):
-                if not isinstance(v, dict):
-                    raise FormatError(run_dir / rf.FINAL_JSON, None, f"field 'partitions[{i}]' must be an object")
-                conv.path = run_dir / rf.FINAL_JSON
-                conv._final_state(None, v)
-            finals = parts
-        fs_writer = _TableWriter(tmp / "final_state", schemas["final_state"])
-        last: dict[int, dict] = {}
-        for v in finals:
-            last[v["partition"]] = v  # the last final-state of a partition wins
-        for p in sorted(last):
-            fs_writer.add(_final_state_row(last[p]))
-        fs_writer.close()
-        # replica dumps
-        dumps = _dump_files(run_dir)
-        have = {(node, part) for node, part, _ in dumps}
-        have_dir = (run_dir / rf.REPLICAS_DIR).is_dir()
-        evidence = opened.evidence
-        if not have_dir and ev.REPLICA_DUMPS not in evidence.absent:
-            # what a run that crashed before its dumps leaves: checked without them, and said so (a backend
-            # that cannot dump replicas declares them absent: out of scope, no problem; checkers/coverage.py)
-            result.problem(rf.REPLICAS_DIR + "/", None, "no-replicas",
-                           "directory is missing: no replica dump was checked (divergence, replica details)")
-        for line, v in (conv.final_states if have_dir else []):
-            for node in sorted((v.get("replicas") or {})):
-                if (node, v["partition"]) not in have:
-                    missing = rf.replica_dump_path(run_dir, node, v["partition"])
-                    where = f"{rf.HISTORY}:{line}" if line is not None else rf.FINAL_JSON
-                    # what a run killed during replica collection leaves: like a missing replicas/, an
-                    # unknown for what the dump would show (divergence, replica details), never an error
-                    label = str(missing.relative_to(run_dir))
-                    result.missing_dumps.append(label)
-                    result.problem(label, None, "missing-dump", f"replica dump is missing (final-state of partition "
-                                                               f"{v['partition']} at {where} lists replica {node}): "
-                                                               f"not checked")
-        rep_writer = _TableWriter(tmp / "replicas", schemas["replicas"])
-        meta_rows: list[dict] = []
-        for node, part, path in dumps:
-            label = str(path.relative_to(run_dir))
-            _convert_dump(path, node, part, rep_writer, meta_rows, lenient, result, label)
-        rep_writer.close()
-        meta_writer = _TableWriter(tmp / "replica_meta", schemas["replica_meta"])
-        for r in meta_rows:
-            meta_writer.add(r)
-        meta_writer.close()
-        skipped_events = _convert_events(run_dir, tmp / "events", schemas["events"])
-        if ev.EVENT_LOGS not in evidence.absent:
-            _check_event_logs(run_dir, opened, result)
-        _check_collected(run_dir, evidence, result)
-        manifest = {"version": CONVERTER_VERSION, "sources": sources, "skipped": result.skipped,
-                    "skipped_event_lines": skipped_events,
-                    "torn": result.torn, "missing_dumps": result.missing_dumps, "lenient": lenient,
-                    "problems": result.problems, "problem_count": result.problem_count,
-                    "needs_lenient": result.needs_lenient}
-        (tmp / rf.COLUMNAR_MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+        conv = _convert_history(cv)
+        _write_final_states(cv, conv)
+        _convert_dumps(cv, conv)
+        skipped_events = _convert_events(run_dir, tmp / "events", cv.schemas["events"])
+        if ev.EVENT_LOGS not in opened.evidence.absent:
+            _check_event_logs(run_dir, opened, cv.result)
+        _check_collected(run_dir, opened.evidence, cv.result)
+        _write_manifest(cv, sources, skipped_events)
         shutil.rmtree(col, ignore_errors=True)
         os.replace(tmp, col)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    return result
+    return cv.result
+
+
+def _convert_history(cv: _Conversion) -> "_HistoryConverter":
+    """history.jsonl into the ops and reads tables, line by line."""
+    history, result, lenient = cv.run_dir / rf.HISTORY, cv.result, cv.lenient
+    conv = _HistoryConverter(history, cv.tmp, cv.schemas, lenient, result)
+    for line, obj in _lines(history, result, rf.HISTORY):
+        try:
+            if isinstance(obj, FormatError):
+                raise obj
+            conv.convert_line(line, obj)
+        except FormatError as err:
+            if not lenient:
+                raise
+            result.skip(rf.HISTORY, err)
+            conv.lost_lines += 1
+        if cv.progress is not None and line % 100_000 == 0:
+            cv.progress(line)
+    conv.close_open_invokes()
+    conv.close()
+    return conv
+
+
+def _write_final_states(cv: _Conversion, conv: "_HistoryConverter") -> None:
+    """The final_state table: the history's final-state lines (or final.json's, where it has none), the
+    last of a partition winning."""
+    run_dir = cv.run_dir
+    finals = [v for _, v in conv.final_states]
+    if not finals and (run_dir / rf.FINAL_JSON).exists():
+        data = rf.load_json(run_dir / rf.FINAL_JSON)
+        parts = data.get("partitions") if isinstance(data, dict) else None
+        if not isinstance(parts, list):
+            raise FormatError(run_dir / rf.FINAL_JSON, None, "field 'partitions' is missing or not a list")
+        for i, v in enumerate(parts):
+            if not isinstance(v, dict):
+                raise FormatError(run_dir / rf.FINAL_JSON, None, f"field 'partitions[{i}]' must be an object")
+            conv.path = run_dir / rf.FINAL_JSON
+            conv._final_state(None, v)
+        finals = parts
+    fs_writer = _TableWriter(cv.tmp / "final_state", cv.schemas["final_state"])
+    last: dict[int, dict] = {}
+    for v in finals:
+        last[v["partition"]] = v  # the last final-state of a partition wins
+    for p in sorted(last):
+        fs_writer.add(_final_state_row(last[p]))
+    fs_writer.close()
+
+
+def _convert_dumps(cv: _Conversion, conv: "_HistoryConverter") -> None:
+    """The replica dumps into the replicas and replica_meta tables, and the problems of dumps that should be
+    there and are not."""
+    run_dir, result = cv.run_dir, cv.result
+    dumps = _dump_files(run_dir)
+    have = {(node, part) for node, part, _ in dumps}
+    have_dir = (run_dir / rf.REPLICAS_DIR).is_dir()
+    if not have_dir and ev.REPLICA_DUMPS not in cv.opened.evidence.absent:
+        # what a run that crashed before its dumps leaves: checked without them, and said so (a backend
+        # that cannot dump replicas declares them absent: out of scope, no problem; checkers/coverage.py)
+        result.problem(rf.REPLICAS_DIR + "/", None, "no-replicas",
+                       "directory is missing: no replica dump was checked (divergence, replica details)")
+    for line, v in (conv.final_states if have_dir else []):
+        for node in sorted((v.get("replicas") or {})):
+            if (node, v["partition"]) not in have:
+                missing = rf.replica_dump_path(run_dir, node, v["partition"])
+                where = f"{rf.HISTORY}:{line}" if line is not None else rf.FINAL_JSON
+                # what a run killed during replica collection leaves: like a missing replicas/, an
+                # unknown for what the dump would show (divergence, replica details), never an error
+                label = str(missing.relative_to(run_dir))
+                result.missing_dumps.append(label)
+                result.problem(label, None, "missing-dump", f"replica dump is missing (final-state of partition "
+                                                           f"{v['partition']} at {where} lists replica {node}): "
+                                                           f"not checked")
+    rep_writer = _TableWriter(cv.tmp / "replicas", cv.schemas["replicas"])
+    meta_rows: list[dict] = []
+    for dump in dumps:
+        _convert_dump(cv, dump, rep_writer, meta_rows)
+    rep_writer.close()
+    meta_writer = _TableWriter(cv.tmp / "replica_meta", cv.schemas["replica_meta"])
+    for r in meta_rows:
+        meta_writer.add(r)
+    meta_writer.close()
+
+
+def _write_manifest(cv: _Conversion, sources: dict, skipped_events: Any) -> None:
+    result = cv.result
+    manifest = {"version": CONVERTER_VERSION, "sources": sources, "skipped": result.skipped,
+                "skipped_event_lines": skipped_events,
+                "torn": result.torn, "missing_dumps": result.missing_dumps, "lenient": cv.lenient,
+                "problems": result.problems, "problem_count": result.problem_count,
+                "needs_lenient": result.needs_lenient}
+    (cv.tmp / rf.COLUMNAR_MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
