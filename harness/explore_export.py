@@ -55,6 +55,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from dataclasses import dataclass, field
 from typing import Any
 
 from broker.config_keys import sim_keys
@@ -257,14 +258,24 @@ def _broker_lines(settings) -> list[str]:
 
 def to_scenario(settings, finding, *, name: str | None = None, replay=None) -> str:
     """The scenario file's text for `finding` (a Finding of simulator.explore) under `settings`."""
-    replay = replay or _default_replay
-    mode, other = settings.truncation, other_mode(settings)
-    if mode not in MODES:
-        raise ValueError(f"explore export: truncation {mode!r} has no real-process mode (hw, leader-epoch)")
+    if settings.truncation not in MODES:
+        raise ValueError(f"explore export: truncation {settings.truncation!r} has no real-process mode "
+                         "(hw, leader-epoch)")
     actions = [dataclasses.replace(a, text="") for a in finding.actions]
+    out = _header(settings, finding, actions, name=name, replay=replay or _default_replay)
+    export = _Export(settings, actions)
+    out += _opening(export.brokers)
+    for j, action in enumerate(actions):
+        out += export.event(j, action)
+    return "\n".join(out + export.ending()).rstrip() + "\n"
+
+
+def _header(settings, finding, actions, *, name: str | None, replay) -> list[str]:
+    """The file's comments on where the schedule comes from and where the replay cannot follow it, its
+    name, and the [cluster] .. [expect] sections."""
+    mode = settings.truncation
     name = name or f"explore-{finding.invariant}-{finding.seed}-{finding.index}".replace(":", "-")
     expect, expect_notes = _expect(settings, finding, replay)
-    brokers = [f"n{i}" for i in range(1, settings.replicas + 1)]
     gaps = replay_gaps(settings, actions)
     out: list[str] = [
         f"# Found by highwater explore (seed {finding.seed!r}, schedule {finding.index}) in {mode} mode and shrunk "
@@ -288,139 +299,214 @@ def to_scenario(settings, finding, *, name: str | None = None, replay=None) -> s
     ]
     if not settings.isr_join_requires_epoch_start:
         out.insert(4, "# sim: isr_join_requires_epoch_start = false has no broker setting: the real brokers keep the rule")
+    return out
+
+
+def _opening(brokers: list[str]) -> list[str]:
+    """The first steps: the simulation's starting point, then every broker-to-broker link cut (the gating)."""
     gates = sorted((a, b) for a in brokers for b in brokers if a != b)
-    out += ["# the simulation starts with n1 leading epoch 0 and every replica in the ISR", *_step(
+    out = ["# the simulation starts with n1 leading epoch 0 and every replica in the ISR", *_step(
         "wait", leader="n1", isr=brokers, timeout=30, note="n1 leads epoch 0")]
-    out += _step("partition", drop=[list(p) for p in gates],
-                 note="fetch gating: brokers exchange fetches only where the simulation delivers an answer")
-    sim_cuts: set[tuple[str, str]] = set()
-    c0_cuts: set[tuple[str, str]] = set()           # one-way drops towards / from the controller in force
-    fence_cuts: set[str] = set()                    # brokers cut from c0 here only to be fenced (see EXPIRE)
-    lock = _Lockstep(settings)
-    answers = write_outcomes(settings, actions)
-    background: list[str] = []                      # values of the produce steps that do not wait
-    last: dict[tuple[str, str], Any] = {}          # (mode, node) -> the (LEO, HW) last waited for
-    for m, world in ((mode, lock.main), (other, lock.other)):
-        for node, st in _state(world)["nodes"].items():
-            last[(m, node)] = st
-    for j, action in enumerate(actions):
-        main_before = _state(lock.main)
-        msg = lock.main.in_flight.get(action.msg) if action.msg is not None else None
-        outcomes_before = len(lock.main.outcomes)
-        fenced_before = {b for b, st in lock.main.controller.brokers.items() if st.fenced}
-        other_before = lock.other
-        done = lock.apply(j, action)
-        out.append(f"# sim {j + 1}: {done}")
-        if other_before is not None and lock.other is None:
-            out.append(f"# ({other} mode: this event is not possible in the simulation; from here on only "
-                       f"{mode} mode is waited for)")
-        after = {mode: _state(lock.main)}
-        if lock.other is not None:
-            after[other] = _state(lock.other)
-        k = action.kind
-        waited: set[str] = set()
-        fenced_now = sorted(f"n{b}" for b, st in lock.main.controller.brokers.items()
+    return out + _step("partition", drop=[list(p) for p in gates],
+                       note="fetch gating: brokers exchange fetches only where the simulation delivers an answer")
+
+
+@dataclass
+class _Played:
+    """One simulated event as the lockstep applied it: the action, the message it delivers (None when it
+    delivers none), the main world's state before and each replayed mode's after, how many outcomes the
+    main world had before, the brokers it fenced, and the nodes whose LEO and HW it has waited for."""
+    action: Any
+    msg: Any
+    done: str
+    before: dict[str, Any]
+    after: dict[str, dict]
+    outcomes_before: int
+    fenced_now: list[str]
+    other_stopped: bool                       # the other mode's replay stopped at this event
+    waited: set[str] = field(default_factory=set)
+
+
+class _Export:
+    """The real steps of a schedule, event by event: the lockstep replay and what the real cluster has been
+    told so far (the links cut, the LEO and HW last waited for, the writes that do not wait)."""
+
+    def __init__(self, settings, actions):
+        self.mode, self.other = settings.truncation, other_mode(settings)
+        self.brokers = [f"n{i}" for i in range(1, settings.replicas + 1)]
+        self.sim_cuts: set[tuple[str, str]] = set()
+        self.c0_cuts: set[tuple[str, str]] = set()      # one-way drops towards / from the controller in force
+        self.fence_cuts: set[str] = set()                # brokers cut from c0 here only to be fenced (see EXPIRE)
+        self.lock = _Lockstep(settings)
+        self.answers = write_outcomes(settings, actions)
+        self.background: list[str] = []                  # values of the produce steps that do not wait
+        self.last: dict[tuple[str, str], Any] = {}       # (mode, node) -> the (LEO, HW) last waited for
+        for m, world in ((self.mode, self.lock.main), (self.other, self.lock.other)):
+            for node, st in _state(world)["nodes"].items():
+                self.last[(m, node)] = st
+
+    def event(self, j: int, action) -> list[str]:
+        """The comment and the real steps of event `j`, then the waits for what it changed."""
+        ev = self._play(j, action)
+        out = [f"# sim {j + 1}: {ev.done}"]
+        if ev.other_stopped:
+            out.append(f"# ({self.other} mode: this event is not possible in the simulation; from here on only "
+                       f"{self.mode} mode is waited for)")
+        out += self._steps(j, ev)
+        return out + self._follow_waits(ev) + [""]
+
+    def ending(self) -> list[str]:
+        """After the last event: the await of the writes that did not wait, the settle restarts."""
+        out: list[str] = []
+        if self.background:
+            out += _step("await", timeout=AWAIT_TIMEOUT,
+                         note=f"the acks=all writes that did not wait ({', '.join(self.background)}) have their answers")
+            out.append("")
+        out += _restarts_before_heal(self.lock, self.mode, self.other)
+        out.append("# the final phase heals every link and restarts every node (the simulation's settle())")
+        return out
+
+    def _play(self, j: int, action) -> _Played:
+        main = self.lock.main
+        before = _state(main)
+        msg = main.in_flight.get(action.msg) if action.msg is not None else None
+        outcomes_before = len(main.outcomes)
+        fenced_before = {b for b, st in main.controller.brokers.items() if st.fenced}
+        other_before = self.lock.other
+        done = self.lock.apply(j, action)
+        after = {self.mode: _state(main)}
+        if self.lock.other is not None:
+            after[self.other] = _state(self.lock.other)
+        fenced_now = sorted(f"n{b}" for b, st in main.controller.brokers.items()
                             if st.fenced and b not in fenced_before)
+        return _Played(action, msg, done, before, after, outcomes_before, fenced_now,
+                       other_stopped=other_before is not None and self.lock.other is None)
+
+    def _steps(self, j: int, ev: _Played) -> list[str]:
+        """The real steps of the event itself (module docstring, "The mapping")."""
+        action, msg, k = ev.action, ev.msg, ev.action.kind
         if k == A.PRODUCE:
-            outcome = lock.main.outcomes[outcomes_before][1] if len(lock.main.outcomes) > outcomes_before else "pending"
-            expect_send = "ok" if outcome == "acked" else "fail" if outcome.startswith("failed") else "any"
-            if action.node != main_before["leader"]:
-                out.append(f"# sim: {action.node} believes it leads; the real client sends to the controller's "
-                           f"leader {main_before['leader']}")
-            if outcome == "pending":
-                value, final, at = answers.get(j, ("?", "waiting", None))
-                out.append(f"# sim: {value} waits for the HW; "
-                           + (f"sim {at + 1} answers it: {final}" if at is not None
-                              else "no event of the schedule answers it"))
-                out += _step("produce", count=1, expect=_expect_of(final), wait=False, timeout=PARKED_TIMEOUT)
-                background.append(value)
-            else:
-                out += _step("produce", count=1, expect=expect_send)
-            out += _node_waits(after, action.node, mode, last, hw=False)
-            waited.add(action.node)
-        elif k == A.DELIVER and msg is not None and msg.kind in ("fetch-answer", "epoch-answer"):
-            f, leader = msg.dst, msg.src
-            pairs = [[f, leader], [leader, f]]
-            open_pairs = [p for p in pairs if tuple(p) not in sim_cuts]
-            if open_pairs:
-                out += _step("heal", drop=open_pairs, note=f"{f} may fetch from {leader}")
-                out += _node_waits(after, f, mode, last)
-                out += _step("partition", drop=open_pairs, note=f"{f} stops fetching from {leader}")
-                waited.add(f)
-            else:
-                out.append("# sim: the link is cut in the simulation too: the real gate stays shut")
-        elif k == A.CRASH:
-            out += _step("kill", node=action.node)
-        elif k == A.POWER_LOSS:
-            out += _step("power-loss", node=action.node)
-        elif k == A.RESTART:
-            out += _step("restart", node=action.node, note="it registers with the controller on its own")
-        elif k == A.FLUSH:
-            out += _step("flush", node=action.node)
-        elif k == A.DAMAGE:
-            out += _step("corrupt", node=action.node, how="torn-last", partition=0)
-        elif k == A.ELECT:
-            out += _step("elect", node=action.node, unclean=bool(action.arg))
-        elif k in (A.CUT, A.HEAL):
-            pair = (action.node, action.peer)
-            if A.CONTROLLER in pair:
-                (sim_cuts.add if k == A.CUT else sim_cuts.discard)(pair)
-                if k == A.CUT and pair in c0_cuts:
-                    out.append("# already cut (the fencing above)")
-                else:
-                    out += _step("partition" if k == A.CUT else "heal", drop=[list(pair)])
-                    (c0_cuts.add if k == A.CUT else c0_cuts.discard)(pair)
-                    if k == A.HEAL:
-                        fence_cuts.discard(pair[0])
-            else:
-                (sim_cuts.add if k == A.CUT else sim_cuts.discard)(pair)
-                out.append(f"# the real link {pair[0]} -> {pair[1]} is gated: it opens only for the simulated "
-                           f"fetch answers" + (", and stays shut while this cut lasts" if k == A.CUT else ""))
-        elif k == A.EXPIRE:
-            for f in fenced_now:
-                if lock.main.nodes[f].up and (f, A.CONTROLLER) not in c0_cuts:
-                    out += _step("partition", drop=[[f, A.CONTROLLER]],
-                                 note=f"{f}'s heartbeats stop reaching the controller, which fences it")
-                    c0_cuts.add((f, A.CONTROLLER))
-                    fence_cuts.add(f)
-                out += _step("wait", fenced=f, timeout=WAIT_TIMEOUT)
-            if not fenced_now:
-                out.append("# sim: the controller's session check fenced nobody")
-        elif k == A.DELIVER and msg is not None and msg.kind in ("heartbeat", "register") and msg.src in fence_cuts:
-            f = msg.src
-            fence_cuts.discard(f)
-            if (f, A.CONTROLLER) not in sim_cuts:
-                c0_cuts.discard((f, A.CONTROLLER))
-                out += _step("heal", drop=[[f, A.CONTROLLER]], note=f"{f}'s {msg.kind} reaches the controller again")
-            if not lock.main.controller.brokers[lock.main.nodes[f].broker_id].fenced:
-                out += _step("wait", alive=f, timeout=WAIT_TIMEOUT)
-        elif k == A.DELIVER:
-            what = msg.kind if msg is not None else "message"
-            if (main_before["leader"], main_before["isr"]) != (after[mode]["leader"], after[mode]["isr"]):
-                out.append(f"# sim: the delivered {what} changed the controller's state; the real controller "
-                           f"gets it on its own")
-            else:
-                out.append(f"# sim: delivering a {what} message has no real-process step: the real brokers "
-                           f"exchange it on their own" + ("; it is played with its answer (the gate)"
-                                                          if what in ("fetch", "epoch") else ""))
+            return self._produce(j, ev)
+        if k == A.DELIVER and msg is not None and msg.kind in ("fetch-answer", "epoch-answer"):
+            return self._fetch_answer(ev)
+        if k == A.CRASH:
+            return _step("kill", node=action.node)
+        if k == A.POWER_LOSS:
+            return _step("power-loss", node=action.node)
+        if k == A.RESTART:
+            return _step("restart", node=action.node, note="it registers with the controller on its own")
+        if k == A.FLUSH:
+            return _step("flush", node=action.node)
+        if k == A.DAMAGE:
+            return _step("corrupt", node=action.node, how="torn-last", partition=0)
+        if k == A.ELECT:
+            return _step("elect", node=action.node, unclean=bool(action.arg))
+        if k in (A.CUT, A.HEAL):
+            return self._cut_or_heal(ev)
+        if k == A.EXPIRE:
+            return self._expire(ev)
+        if k == A.DELIVER and msg is not None and msg.kind in ("heartbeat", "register") and msg.src in self.fence_cuts:
+            return self._fence_lifted(ev)
+        if k == A.DELIVER:
+            return self._delivered(ev)
+        return [f"# sim: {k} has no real-process step: {_NO_STEP.get(k, 'no counterpart')}"]
+
+    def _produce(self, j: int, ev: _Played) -> list[str]:
+        """A produce the client waits for, or (acks=all still waiting for the HW) one sent in the background."""
+        main, action, out = self.lock.main, ev.action, []
+        outcome = main.outcomes[ev.outcomes_before][1] if len(main.outcomes) > ev.outcomes_before else "pending"
+        if action.node != ev.before["leader"]:
+            out.append(f"# sim: {action.node} believes it leads; the real client sends to the controller's "
+                       f"leader {ev.before['leader']}")
+        if outcome == "pending":
+            value, final, at = self.answers.get(j, ("?", "waiting", None))
+            out.append(f"# sim: {value} waits for the HW; "
+                       + (f"sim {at + 1} answers it: {final}" if at is not None
+                          else "no event of the schedule answers it"))
+            out += _step("produce", count=1, expect=_expect_of(final), wait=False, timeout=PARKED_TIMEOUT)
+            self.background.append(value)
         else:
-            out.append(f"# sim: {k} has no real-process step: {_NO_STEP.get(k, 'no counterpart')}")
-        if k not in (A.PRODUCE,) and (main_before["leader"] != after[mode]["leader"]
-                                     or main_before["isr"] != after[mode]["isr"] or k == A.ELECT):
-            out += _controller_waits(after, mode)
+            out += _step("produce", count=1, expect=_expect_of(outcome))
+        out += _node_waits(ev.after, action.node, self.mode, self.last, hw=False)
+        ev.waited.add(action.node)
+        return out
+
+    def _fetch_answer(self, ev: _Played) -> list[str]:
+        """A fetch (or OffsetsForLeaderEpoch) answer from the leader: the gate opens until the follower is
+        where the simulation has it."""
+        f, leader = ev.msg.dst, ev.msg.src
+        open_pairs = [p for p in ([f, leader], [leader, f]) if tuple(p) not in self.sim_cuts]
+        if not open_pairs:
+            return ["# sim: the link is cut in the simulation too: the real gate stays shut"]
+        ev.waited.add(f)
+        out = _step("heal", drop=open_pairs, note=f"{f} may fetch from {leader}")
+        out += _node_waits(ev.after, f, self.mode, self.last)
+        return out + _step("partition", drop=open_pairs, note=f"{f} stops fetching from {leader}")
+
+    def _cut_or_heal(self, ev: _Played) -> list[str]:
+        """A link to or from the controller is cut or healed for real; one between brokers is gated anyway."""
+        k, pair = ev.action.kind, (ev.action.node, ev.action.peer)
+        (self.sim_cuts.add if k == A.CUT else self.sim_cuts.discard)(pair)
+        if A.CONTROLLER not in pair:
+            return [f"# the real link {pair[0]} -> {pair[1]} is gated: it opens only for the simulated "
+                    f"fetch answers" + (", and stays shut while this cut lasts" if k == A.CUT else "")]
+        if k == A.CUT and pair in self.c0_cuts:
+            return ["# already cut (the fencing above)"]
+        (self.c0_cuts.add if k == A.CUT else self.c0_cuts.discard)(pair)
+        if k == A.HEAL:
+            self.fence_cuts.discard(pair[0])
+        return _step("partition" if k == A.CUT else "heal", drop=[list(pair)])
+
+    def _expire(self, ev: _Played) -> list[str]:
+        """Each broker the session check fenced: cut from the controller (when up) until it is fenced."""
+        out: list[str] = []
+        for f in ev.fenced_now:
+            if self.lock.main.nodes[f].up and (f, A.CONTROLLER) not in self.c0_cuts:
+                out += _step("partition", drop=[[f, A.CONTROLLER]],
+                             note=f"{f}'s heartbeats stop reaching the controller, which fences it")
+                self.c0_cuts.add((f, A.CONTROLLER))
+                self.fence_cuts.add(f)
+            out += _step("wait", fenced=f, timeout=WAIT_TIMEOUT)
+        if not ev.fenced_now:
+            out.append("# sim: the controller's session check fenced nobody")
+        return out
+
+    def _fence_lifted(self, ev: _Played) -> list[str]:
+        """A fenced broker's heartbeat or registration reaches the controller: its fencing cut is healed."""
+        main, f = self.lock.main, ev.msg.src
+        self.fence_cuts.discard(f)
+        out: list[str] = []
+        if (f, A.CONTROLLER) not in self.sim_cuts:
+            self.c0_cuts.discard((f, A.CONTROLLER))
+            out += _step("heal", drop=[[f, A.CONTROLLER]], note=f"{f}'s {ev.msg.kind} reaches the controller again")
+        if not main.controller.brokers[main.nodes[f].broker_id].fenced:
+            out += _step("wait", alive=f, timeout=WAIT_TIMEOUT)
+        return out
+
+    def _delivered(self, ev: _Played) -> list[str]:
+        """Any other delivered message: the real brokers exchange it on their own."""
+        what = ev.msg.kind if ev.msg is not None else "message"
+        now = ev.after[self.mode]
+        if (ev.before["leader"], ev.before["isr"]) != (now["leader"], now["isr"]):
+            return [f"# sim: the delivered {what} changed the controller's state; the real controller "
+                    f"gets it on its own"]
+        return [f"# sim: delivering a {what} message has no real-process step: the real brokers "
+                f"exchange it on their own" + ("; it is played with its answer (the gate)"
+                                               if what in ("fetch", "epoch") else "")]
+
+    def _follow_waits(self, ev: _Played) -> list[str]:
+        """Waits for what the event changed: the controller's leader and ISR, each node's LEO and HW."""
+        k, before, after, out = ev.action.kind, ev.before, ev.after, []
+        if k not in (A.PRODUCE,) and (before["leader"] != after[self.mode]["leader"]
+                                     or before["isr"] != after[self.mode]["isr"] or k == A.ELECT):
+            out += _controller_waits(after, self.mode)
         # a request reaching the leader is played when its answer opens the gate: no wait in between
-        if not (k == A.DELIVER and msg is not None and msg.kind in ("fetch", "epoch")):
-            for node in brokers:
-                if node not in waited and any(last.get((m, node)) != st["nodes"][node] for m, st in after.items()):
-                    out += _node_waits(after, node, mode, last)
-        out.append("")
-    if background:
-        out += _step("await", timeout=AWAIT_TIMEOUT,
-                     note=f"the acks=all writes that did not wait ({', '.join(background)}) have their answers")
-        out.append("")
-    out += _restarts_before_heal(lock, mode, other)
-    out.append("# the final phase heals every link and restarts every node (the simulation's settle())")
-    return "\n".join(out).rstrip() + "\n"
+        if not (k == A.DELIVER and ev.msg is not None and ev.msg.kind in ("fetch", "epoch")):
+            for node in self.brokers:
+                if node not in ev.waited and any(self.last.get((m, node)) != st["nodes"][node]
+                                                 for m, st in after.items()):
+                    out += _node_waits(after, node, self.mode, self.last)
+        return out
 
 
 def _restarts_before_heal(lock: _Lockstep, mode: str, other: str) -> list[str]:
