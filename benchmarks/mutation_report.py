@@ -22,12 +22,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from broker.rules import names as rule_names  # noqa: E402
 from rundir import kinds  # noqa: E402
 from benchmarks.mutation import load_corpus  # noqa: E402
 
 NEW_KINDS = set(kinds.PROTOCOL_NAMES) | {kinds.REALTIME_ORDER.name}
-OLD_EXPLORE = {"committed-prefix-agreement", "no-acked-loss", "hw-above-leo", "leader-hw-decrease",
-               "epoch-two-leaders"}
+OLD_EXPLORE = {"committed-prefix-agreement", "no-acked-loss", rule_names.HW_ABOVE_LEO, rule_names.LEADER_HW_DECREASE,
+               rule_names.EPOCH_TWO_LEADERS}
 
 
 def _row(rec: dict) -> dict:

@@ -40,19 +40,20 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
+from simulator import actions as A
 from simulator import invariants as inv
 from simulator.world import SimError, World
 
 WEIGHTS: dict[str, float] = {
-    "deliver": 30, "send": 16, "produce": 12,
-    "heartbeat": 6, "metadata": 5, "alter-isr": 4, "expire": 3,
-    "advance": 6,
-    "restart": 4, "crash": 2, "power-loss": 1.5, "drop": 2, "duplicate": 1, "cut": 1.5, "heal": 3,
-    "elect": 1.5, "flush": 2, "checkpoint": 2, "damage": 1.5,
+    A.DELIVER: 30, A.SEND: 16, A.PRODUCE: 12,
+    A.HEARTBEAT: 6, A.METADATA: 5, A.ALTER_ISR: 4, A.EXPIRE: 3,
+    A.ADVANCE: 6,
+    A.RESTART: 4, A.CRASH: 2, A.POWER_LOSS: 1.5, A.DROP: 2, A.DUPLICATE: 1, A.CUT: 1.5, A.HEAL: 3,
+    A.ELECT: 1.5, A.FLUSH: 2, A.CHECKPOINT: 2, A.DAMAGE: 1.5,
 }
 DEFAULT_WEIGHT = 2.0
-SWARM_KINDS = ("drop", "duplicate", "crash", "power-loss", "cut", "elect", "expire", "flush", "checkpoint", "advance",
-               "damage")
+SWARM_KINDS = (A.DROP, A.DUPLICATE, A.CRASH, A.POWER_LOSS, A.CUT, A.ELECT, A.EXPIRE, A.FLUSH, A.CHECKPOINT, A.ADVANCE,
+               A.DAMAGE)
 CHUNK = 25                      # schedules per unit of work handed to a worker process
 
 
