@@ -268,11 +268,6 @@ def run_exploration(opts: ExploreOptions, *, results_root: Path | str = "results
     """Explore, shrink the first finding of each violated invariant, write the scenario files and
     explore.json into a new run directory `<results_root>/<name>/<timestamp>/`; point `latest` at it.
     `progress` follows the search; `searched()` is called when it ends (before shrinking)."""
-    from simulator.explore import Budget, Keep, SearchSpace, explore
-    from simulator.shrink import ShrinkBudget, shrink
-    from simulator.story import story
-    from harness.explore_export import to_scenario
-
     settings = sim_settings(opts)
     seed = opts.seed if opts.seed is not None else secrets.randbelow(2**31)
     run = store.create_run_dir(results_root, name)
@@ -282,63 +277,114 @@ def run_exploration(opts: ExploreOptions, *, results_root: Path | str = "results
         + (f"{opts.budget_s:g} s" if opts.budget_s else "")
         + f", {opts.workers} worker{'s' if opts.workers != 1 else ''}, into {run.path}")
     t0 = time.monotonic()
-    try:
-        result = explore(settings, SearchSpace(seed, length=opts.length),
-                         Budget(schedules=opts.schedules, seconds=opts.budget_s),
-                         keep=Keep(first_per_invariant=False, per_invariant=PICK_LIMIT), workers=opts.workers,
-                         progress=progress)
-    except BaseException:   # an error or Ctrl-C in the search: no half-empty run directory stays behind
-        shutil.rmtree(run.path, ignore_errors=True)
-        raise
-    explore_s = time.monotonic() - t0
+    result = _search(opts, settings, seed, run, progress)
+    search = _Searched(seed, result, time.monotonic() - t0)
     if searched is not None:
         searched()
+    findings = _shrunk_findings(opts, settings, result, run, say)
+    doc = _explore_doc(opts, settings, run, search, findings, elapsed=time.monotonic() - t0)
+    path, page = _write_outputs(run, doc, Path(results_root), say)
+    return ExploreRun(run_dir=run.path, path=path, doc=doc, exit_code=doc["exit_code"], page=page)
 
-    counts: dict[str, int] = dict(result.found)        # every failing schedule, kept or not
+
+@dataclass(frozen=True)
+class _Searched:
+    """A finished search: its seed, simulator/explore.py's result and how long it ran (s)."""
+    seed: int
+    result: Any
+    explore_s: float
+
+
+@dataclass(frozen=True)
+class _Shrunk:
+    """A finding as shrunk: the smaller schedule (the finding itself without a shrink budget), what the
+    shrink kept besides the invariant (explore.json's `shrunk_for`) and how long it took (s)."""
+    small: Any
+    shrunk_for: str
+    shrink_s: float
+
+
+def _search(opts: ExploreOptions, settings, seed: int, run, progress):
+    """simulator/explore.py `explore` over the options' schedules, keeping up to PICK_LIMIT findings of
+    each invariant; on an error or Ctrl-C the run directory is removed (no half-empty one stays)."""
+    try:
+        from simulator.explore import Budget, Keep, SearchSpace, explore
+        return explore(settings, SearchSpace(seed, length=opts.length),
+                       Budget(schedules=opts.schedules, seconds=opts.budget_s),
+                       keep=Keep(first_per_invariant=False, per_invariant=PICK_LIMIT), workers=opts.workers,
+                       progress=progress)
+    except BaseException:
+        shutil.rmtree(run.path, ignore_errors=True)
+        raise
+
+
+def _shrunk_findings(opts: ExploreOptions, settings, result, run, say) -> list[dict[str, Any]]:
+    """explore.json's `findings`: per violated invariant (in the order of their first failing schedule) the
+    findings `pick_findings` chose, numbered from 1 and shrunk, each with its scenario file written."""
+    from harness.explore_export import to_scenario
     every: dict[str, list] = {}
     for f in sorted(result.findings, key=lambda f: f.index):
         every.setdefault(f.invariant, []).append(f)
-
-    findings_json = []
-    k = 0
+    out: list[dict[str, Any]] = []
     for invariant, found in every.items():
-        for f, (also, shrunk_for, missing) in pick_findings(settings, found):
-            k += 1
-            first = found[0]
+        for f, conditions in pick_findings(settings, found):
+            k = len(out) + 1
             say(f"finding {k}: {invariant} in schedule {f.index} ({len(f.actions)} events"
-                + (f"; the first of {len(found)} that meets {shrunk_for}" if f is not first else "")
+                + (f"; the first of {len(found)} that meets {conditions[1]}" if f is not found[0] else "")
                 + f"); shrinking (up to {opts.shrink_budget:g} s)")
-            s0 = time.monotonic()
-            if opts.shrink_budget > 0:
-                with heartbeat(say, f"finding {k}: shrinking"):
-                    try:
-                        small = shrink(settings, f, budget=ShrinkBudget(opts.shrink_budget), also=also)
-                    except ValueError:      # the condition does not hold for the schedule itself after all
-                        also, shrunk_for, missing = None, SAME_ONLY, [FAITHFUL, LE_HOLDS]
-                        small = shrink(settings, f, budget=ShrinkBudget(opts.shrink_budget))
-            else:
-                small = f
-            shrink_s = time.monotonic() - s0
-            if missing:
-                say(f"finding {k}: the found schedule does not meet {' / '.join(missing)} (so the shrink "
-                    f"cannot keep it): shrunk for {shrunk_for}")
+            shrunk = _shrink(opts, settings, k, f, conditions, say)
             scenario_name = f"finding-{k}-{_invariant_slug(invariant)}.toml"
-            (run.path / scenario_name).write_text(to_scenario(settings, small))
-            findings_json.append({
-                "invariant": invariant, "text": small.text, "first_text": f.text, "seed": f.seed,
-                "index": f.index, "first_index": found[0].index,
-                "expected": bool(getattr(small, "expected", finding_expected(settings, invariant))),
-                "settled": bool(getattr(f, "settled", False)),
-                "original_length": len(f.actions), "shrunk_length": len(small.actions),
-                "shrunk_for": shrunk_for,
-                "shrink_s": round(shrink_s, 3), "story": list(story(small.actions, settings, settle=True)),
-                "actions": [str(a) for a in small.actions], "scenario": scenario_name})
+            (run.path / scenario_name).write_text(to_scenario(settings, shrunk.small))
+            out.append(_finding_json(settings, found, f, shrunk, scenario_name))
+    return out
 
-    elapsed = time.monotonic() - t0
+
+def _shrink(opts: ExploreOptions, settings, k: int, f, conditions: tuple, say) -> _Shrunk:
+    """Finding `k` shrunk for at most the options' shrink budget, keeping `conditions` (`shrink_conditions`:
+    also, shrunk_for, missing) when the found schedule itself meets them."""
+    from simulator.shrink import ShrinkBudget, shrink
+    also, shrunk_for, missing = conditions
+    s0 = time.monotonic()
+    if opts.shrink_budget > 0:
+        with heartbeat(say, f"finding {k}: shrinking"):
+            try:
+                small = shrink(settings, f, budget=ShrinkBudget(opts.shrink_budget), also=also)
+            except ValueError:      # the condition does not hold for the schedule itself after all
+                also, shrunk_for, missing = None, SAME_ONLY, [FAITHFUL, LE_HOLDS]
+                small = shrink(settings, f, budget=ShrinkBudget(opts.shrink_budget))
+    else:
+        small = f
+    shrink_s = time.monotonic() - s0
+    if missing:
+        say(f"finding {k}: the found schedule does not meet {' / '.join(missing)} (so the shrink "
+            f"cannot keep it): shrunk for {shrunk_for}")
+    return _Shrunk(small, shrunk_for, shrink_s)
+
+
+def _finding_json(settings, found: list, f, shrunk: _Shrunk, scenario_name: str) -> dict[str, Any]:
+    """One entry of explore.json's `findings`: finding `f` (of `found`, its invariant's findings) as shrunk."""
+    from simulator.story import story
+    small, invariant = shrunk.small, f.invariant
+    return {
+        "invariant": invariant, "text": small.text, "first_text": f.text, "seed": f.seed,
+        "index": f.index, "first_index": found[0].index,
+        "expected": bool(getattr(small, "expected", finding_expected(settings, invariant))),
+        "settled": bool(getattr(f, "settled", False)),
+        "original_length": len(f.actions), "shrunk_length": len(small.actions),
+        "shrunk_for": shrunk.shrunk_for,
+        "shrink_s": round(shrunk.shrink_s, 3), "story": list(story(small.actions, settings, settle=True)),
+        "actions": [str(a) for a in small.actions], "scenario": scenario_name}
+
+
+def _explore_doc(opts: ExploreOptions, settings, run, search: _Searched, findings: list, *,
+                 elapsed: float) -> dict[str, Any]:
+    """explore.json (module docstring)."""
+    result, explore_s = search.result, search.explore_s
+    counts: dict[str, int] = dict(result.found)        # every failing schedule, kept or not
     # a search that ran no schedule at all (a budget spent before the first chunk came back) checked
     # nothing: unknown, never "nothing found"
     code = EXIT_INVALID if result.findings else (EXIT_VALID if result.schedules else EXIT_UNKNOWN)
-    doc = {
+    return {
         "format": FORMAT_VERSION,
         "kind": "explore",
         "name": run.name,
@@ -348,7 +394,7 @@ def run_exploration(opts: ExploreOptions, *, results_root: Path | str = "results
         "options": opts.to_json(),
         "settings": _settings_json(settings),
         "promises": promised(settings),
-        "seed": seed,
+        "seed": search.seed,
         "schedules": result.schedules,
         "events": result.events,
         "findings_total": sum(counts.values()),
@@ -358,19 +404,24 @@ def run_exploration(opts: ExploreOptions, *, results_root: Path | str = "results
         "explore_s": round(getattr(result, "elapsed_s", explore_s) or explore_s, 3),
         "elapsed_s": round(elapsed, 3),
         "schedules_per_s": round(result.schedules / explore_s, 1) if explore_s > 0 else None,
-        "findings": findings_json,
+        "findings": findings,
         "exit_code": code,
     }
+
+
+def _write_outputs(run, doc: dict[str, Any], results_root: Path, say) -> tuple[Path, Path | None]:
+    """explore.json, `latest`, then the exploration's page and the results index (a failure there loses
+    no result: it is said, and the page is None). Returns explore.json's path and the page's."""
     path = run.path / EXPLORE_JSON
     runformat.write_json(path, doc)
     store.update_latest(run)
     page = None
-    try:                 # its page, and the results index that lists it (a failure here loses no result)
+    try:
         page = write_explore_page(run.path)
-        write_index(Path(results_root))
+        write_index(results_root)
     except Exception as exc:  # noqa: BLE001 - the exploration stands; say what did not get written
         say(f"could not write the exploration's page or the results index: {type(exc).__name__}: {exc}")
-    return ExploreRun(run_dir=run.path, path=path, doc=doc, exit_code=code, page=page)
+    return path, page
 
 
 def summary_line(doc: dict[str, Any]) -> str:
