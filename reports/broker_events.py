@@ -134,6 +134,7 @@ class _LogReader:
             ev.controllers.append(node)
         hw_lines: list[bytes] = []
         self.hw_raw.append((node, hw_lines))
+        base, event, counts = self.base, self._event, ev.counts
         with log.open("rb") as fh:
             for raw in fh:
                 # HW changes are most of a busy log: set aside whole ones for a columnar pass (_hw_series)
@@ -144,19 +145,19 @@ class _LogReader:
                     obj = loads(raw)
                     ts = obj["ts"]
                     kind = obj["event"]
-                    if self.base is None:
-                        self.base = ts
-                    t = (ts - self.base) / 1e9
+                    if base is None:
+                        base = self.base = ts
+                    t = (ts - base) / 1e9
                 except (DecodeError, KeyError, TypeError):
                     if raw.strip():
                         ev.bad_lines += 1
                     continue
                 who = str(obj.get("node") or node)
-                ev.counts[kind] = ev.counts.get(kind, 0) + 1
+                counts[kind] = counts.get(kind, 0) + 1
                 if kind == "hw-change":  # one that did not look whole: read with the others
                     hw_lines.append(raw)
                     continue
-                self._event(obj, kind, t, who, is_controller)
+                event(obj, kind, t, who, is_controller)
 
     def _event(self, obj: dict[str, Any], kind: str, t: float, who: str, is_controller: bool) -> None:
         """One event (no HW change): onto its partition's lanes or the run's, and into the table."""
