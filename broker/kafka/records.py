@@ -131,9 +131,11 @@ def _uvarint_slow(data: bytes, pos: int, end: int, max_bytes: int, where: str) -
     raise KafkaCodecError(f"{where}: varint longer than {max_bytes} bytes")
 
 
-def _decode_records(data: bytes, pos: int, end: int, count: int, base_offset: int, base_ts: int,
-                    where: str) -> list[Record]:
-    """The per-record loop: varints inlined for their common one- and two-byte forms."""
+def _decode_records(data: bytes, pos: int, end: int, head: tuple, where: str) -> list[Record]:
+    """The per-record loop over data[pos:end], `head` the batch's header fields (as _HEAD unpacks them:
+    its base offset, base timestamp and record count): varints inlined for their common one- and
+    two-byte forms; each record's key, value and headers are `_record_body`'s."""
+    base_offset, base_ts, count = head[0], head[7], head[12]
     records = []
     append_rec = records.append
     for i in range(count):
@@ -177,66 +179,68 @@ def _decode_records(data: bytes, pos: int, end: int, count: int, base_offset: in
         else:
             n, pos = _uvarint_slow(data, pos, rend, 5, where)
         off_delta = (n >> 1) ^ -(n & 1)
-        # key
-        if pos >= rend:
-            raise KafkaCodecError(f"{where}: record {i}: truncated before its key")
-        b = data[pos]
-        if b < 0x80:
-            n = b
-            pos += 1
-        elif pos + 1 < rend and data[pos + 1] < 0x80:
-            n = (b & 0x7F) | (data[pos + 1] << 7)
-            pos += 2
-        else:
-            n, pos = _uvarint_slow(data, pos, rend, 5, where)
-        klen = (n >> 1) ^ -(n & 1)
-        if klen < 0:
-            if klen != -1:
-                raise KafkaCodecError(f"{where}: record {i}: key length {klen}")
-            key = None
-        else:
-            if pos + klen > rend:
-                raise KafkaCodecError(f"{where}: record {i}: key length {klen} runs past the record")
-            key = data[pos:pos + klen]
-            pos += klen
-        # value
-        if pos >= rend:
-            raise KafkaCodecError(f"{where}: record {i}: truncated before its value")
-        b = data[pos]
-        if b < 0x80:
-            n = b
-            pos += 1
-        elif pos + 1 < rend and data[pos + 1] < 0x80:
-            n = (b & 0x7F) | (data[pos + 1] << 7)
-            pos += 2
-        else:
-            n, pos = _uvarint_slow(data, pos, rend, 5, where)
-        vlen = (n >> 1) ^ -(n & 1)
-        if vlen < 0:
-            if vlen != -1:
-                raise KafkaCodecError(f"{where}: record {i}: value length {vlen}")
-            value = None
-        else:
-            if pos + vlen > rend:
-                raise KafkaCodecError(f"{where}: record {i}: value length {vlen} runs past the record")
-            value = data[pos:pos + vlen]
-            pos += vlen
-        # headers
-        if pos >= rend:
-            raise KafkaCodecError(f"{where}: record {i}: truncated before its header count")
-        b = data[pos]
-        if b == 0:
-            pos += 1
-            headers = []
-        else:
-            headers = _decode_headers(data, pos, rend, where, i)
-            pos = rend
-        if pos != rend:
-            raise KafkaCodecError(f"{where}: record {i}: {rend - pos} bytes left over inside the record")
+        key, value, headers = _record_body(data, pos, rend, where, i)
         append_rec(Record(base_offset + off_delta, base_ts + ts_delta, key, value, headers))
+        pos = rend
     if pos != end:
         raise KafkaCodecError(f"{where}: {end - pos} bytes after the {count} declared records")
     return records
+
+
+def _record_body(data: bytes, pos: int, rend: int, where: str, i: int) -> tuple:
+    """(key, value, headers) of record `i`, data[pos:rend] from its key length on."""
+    # key
+    if pos >= rend:
+        raise KafkaCodecError(f"{where}: record {i}: truncated before its key")
+    b = data[pos]
+    if b < 0x80:
+        n = b
+        pos += 1
+    elif pos + 1 < rend and data[pos + 1] < 0x80:
+        n = (b & 0x7F) | (data[pos + 1] << 7)
+        pos += 2
+    else:
+        n, pos = _uvarint_slow(data, pos, rend, 5, where)
+    klen = (n >> 1) ^ -(n & 1)
+    if klen < 0:
+        if klen != -1:
+            raise KafkaCodecError(f"{where}: record {i}: key length {klen}")
+        key = None
+    else:
+        if pos + klen > rend:
+            raise KafkaCodecError(f"{where}: record {i}: key length {klen} runs past the record")
+        key = data[pos:pos + klen]
+        pos += klen
+    # value
+    if pos >= rend:
+        raise KafkaCodecError(f"{where}: record {i}: truncated before its value")
+    b = data[pos]
+    if b < 0x80:
+        n = b
+        pos += 1
+    elif pos + 1 < rend and data[pos + 1] < 0x80:
+        n = (b & 0x7F) | (data[pos + 1] << 7)
+        pos += 2
+    else:
+        n, pos = _uvarint_slow(data, pos, rend, 5, where)
+    vlen = (n >> 1) ^ -(n & 1)
+    if vlen < 0:
+        if vlen != -1:
+            raise KafkaCodecError(f"{where}: record {i}: value length {vlen}")
+        value = None
+    else:
+        if pos + vlen > rend:
+            raise KafkaCodecError(f"{where}: record {i}: value length {vlen} runs past the record")
+        value = data[pos:pos + vlen]
+        pos += vlen
+    # headers
+    if pos >= rend:
+        raise KafkaCodecError(f"{where}: record {i}: truncated before its header count")
+    if data[pos] != 0:
+        return key, value, _decode_headers(data, pos, rend, where, i)
+    if pos + 1 != rend:
+        raise KafkaCodecError(f"{where}: record {i}: {rend - pos - 1} bytes left over inside the record")
+    return key, value, []
 
 
 def _zz(data: bytes, pos: int, end: int, where: str, max_bytes: int = 5) -> tuple[int, int]:
@@ -286,8 +290,9 @@ def decode_batches(data: bytes, allow_partial_tail: bool = False) -> list[Record
             if allow_partial_tail:
                 break
             raise KafkaCodecError(f"{where}: {total - pos} bytes, a batch header needs {BATCH_OVERHEAD}")
+        head = _HEAD.unpack_from(data, pos)
         (base_offset, batch_length, leader_epoch, magic, crc, attributes, last_delta, base_ts, max_ts,
-         producer_id, producer_epoch, base_seq, count) = _HEAD.unpack_from(data, pos)
+         producer_id, producer_epoch, base_seq, count) = head
         if batch_length < _MIN_BATCH_LENGTH:
             raise KafkaCodecError(f"{where}: batch length {batch_length} is less than {_MIN_BATCH_LENGTH}")
         end = pos + _LOG_OVERHEAD + batch_length
@@ -313,7 +318,7 @@ def decode_batches(data: bytes, allow_partial_tail: bool = False) -> list[Record
             body, body_start, body_end = data, pos + BATCH_OVERHEAD, end
         if count < 0 or count > (body_end - body_start) // 7:
             raise KafkaCodecError(f"{where}: record count {count} cannot fit in {body_end - body_start} bytes")
-        records = _decode_records(body, body_start, body_end, count, base_offset, base_ts, where)
+        records = _decode_records(body, body_start, body_end, head, where)
         if attributes & TIMESTAMP_TYPE_MASK:      # LogAppendTime: every record carries the batch's time
             for r in records:
                 r.timestamp = max_ts
