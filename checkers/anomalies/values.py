@@ -50,20 +50,22 @@ def analyze(ctx: CheckContext) -> DataFrame:
     ended fail or info (partition, value, stype, index, offset, time), `n_nonok` how many. Returns the
     findings of every kind (tables.finding), timed by the send's completion (lost-write,
     failed-write-present) or the value's first read (dirty-read, aborted-read); duplicates are untimed."""
-    t, flagged, recs, recovered = ctx.t, ctx.flagged, ctx.recs, ctx.recovered
-    nonok, ocount, n_nonok = ctx.nonok, ctx.ocount, ctx.n_nonok
+    cand, n_cand = _candidates(ctx)
+    return _findings(_per_value(_with_occurrences(ctx, cand, n_cand), ctx.recovered))
+
+
+def _candidates(ctx: CheckContext) -> tuple[DataFrame, int]:
+    """The candidate rows (_COLS) and an upper bound of their (partition, value)s: every non-ok send, and
+    from the exact pass the acks at lost-write candidate offsets (the send of every dirty-read value is
+    among them: an acked value absent from the final log makes its own offset a lost-write candidate),
+    the poll records at dirty-read candidate offsets and the final values at duplicate candidate offsets."""
+    flagged, recs, recovered, ocount = ctx.flagged, ctx.recs, ctx.recovered, ctx.ocount
     L, c = F.lit, F.col
     T = L(True)
-    # a value's first read of one sort: (read key, its time), null where the row is not such a read
-    first = lambda key: F.when(c(key).isNotNull(), F.struct(c(key).alias("k"), c("rtime").alias("t")))  # noqa: E731
     n_lo, n_do, n_dup = ocount["n_lost"], ocount["n_dirty"], ocount["n_dup"]
     flagged_rec = flagged.join(F.broadcast(recovered.select("partition")), "partition")
     at = lambda cond, n: _small(flagged_rec.filter(cond).select("partition", "offset"), n)  # noqa: E731
-
-    # candidates from the exact pass: acks at lost-write candidate offsets (the send of every dirty-read
-    # value is among them: an acked value absent from the final log makes its own offset a lost-write
-    # candidate), poll records at dirty-read candidate offsets, final values at duplicate candidate offsets
-    parts = [_rows(nonok, stype=c("stype"), sindex=c("index"), soffset=c("offset"), stime=c("time"), dup_key=T)]
+    parts = [_rows(ctx.nonok, stype=c("stype"), sindex=c("index"), soffset=c("offset"), stime=c("time"), dup_key=T)]
     if n_lo:
         acks = recs.filter(c("src") == 0).join(at(c("lost_cand"), n_lo), ["partition", "offset"], "left_semi")
         parts.append(_rows(acks, stype=L(0), sindex=c("key"), soffset=c("offset"), stime=c("time"), lost_key=T))
@@ -78,19 +80,31 @@ def analyze(ctx: CheckContext) -> DataFrame:
     cand = parts[0]
     for df in parts[1:]:
         cand = cand.unionByName(df)
-    # one filtered scan of the reads: every final-log occurrence of a candidate value, and every poll
-    # record of a failed value
-    n_cand = n_nonok + n_lo + n_do * 4 + n_dup * 4
+    return cand, ctx.n_nonok + n_lo + n_do * 4 + n_dup * 4
+
+
+def _with_occurrences(ctx: CheckContext, cand: DataFrame, n_cand: int) -> DataFrame:
+    """The candidates with, from one filtered scan of the reads, every final-log occurrence of a candidate
+    value and every poll record of a failed value."""
+    L, c = F.lit, F.col
+    recovered = ctx.recovered
     keys = (cand.groupBy("partition", "value")
             .agg(F.max(F.coalesce(c("stype") == 1, L(False))).alias("failed")))
-    hit = t.reads.select("partition", "value", "offset", "f", "index", "pos", "time").join(
+    hit = ctx.t.reads.select("partition", "value", "offset", "f", "index", "pos", "time").join(
         _small(keys, n_cand), ["partition", "value"])
     final = (hit.filter(c("f") == "final-read").join(F.broadcast(recovered), "partition")
              .filter((c("offset") >= 0) & (c("offset") < c("fs_hw"))))
     failed_polls = hit.filter((c("f") == "poll") & c("failed"))
-    found = cand.unionByName(_rows(final, foff=c("offset"))).unionByName(
+    return cand.unionByName(_rows(final, foff=c("offset"))).unionByName(
         _rows(failed_polls, failed_rkey=c("index") * (1 << POS_BITS) + c("pos"), rtime=c("time")))
 
+
+def _per_value(found: DataFrame, recovered: DataFrame) -> DataFrame:
+    """One row per (partition, value) of `found`: its send, what it is a candidate of, its final-log
+    occurrences and its reads (count and first), and `rec`: whether its partition has a final log."""
+    L, c = F.lit, F.col
+    # a value's first read of one sort: (read key, its time), null where the row is not such a read
+    first = lambda key: F.when(c(key).isNotNull(), F.struct(c(key).alias("k"), c("rtime").alias("t")))  # noqa: E731
     per_value = found.groupBy("partition", "value").agg(
         F.max("stype").alias("stype"), F.max("sindex").alias("sindex"), F.max("soffset").alias("soffset"),
         F.max("stime").alias("stime"),
@@ -98,7 +112,12 @@ def analyze(ctx: CheckContext) -> DataFrame:
         F.count("foff").alias("n_final"), F.min("foff").alias("foff_min"), F.max("foff").alias("foff_max"),
         F.count("dirty_rkey").alias("dirty_n"), F.min(first("dirty_rkey")).alias("dirty_first"),
         F.count("failed_rkey").alias("failed_n"), F.min(first("failed_rkey")).alias("failed_first"))
-    v = per_value.join(F.broadcast(recovered.select("partition", T.alias("rec"))), "partition", "left")
+    return per_value.join(F.broadcast(recovered.select("partition", L(True).alias("rec"))), "partition", "left")
+
+
+def _findings(v: DataFrame) -> DataFrame:
+    """Every kind each value of `_per_value` is found as, one finding per kind."""
+    L, c = F.lit, F.col
     rec = F.coalesce(c("rec"), L(False))
     present = c("n_final") > 0
     kind = F.array_compact(F.array(
