@@ -72,25 +72,39 @@ def records(t: Tables, fs_rows: list[dict[str, Any]], blocks: list[tuple[int, in
     values.py needs of the candidates): partition, offset, value, src (0 ack, 1 poll record, 2 final-read
     record), key (the ack's history index, a read record's index * 2^POS_BITS + position), time.
     """
+    acked, read = (digests.restrict(df, blocks, bits) for df in _inputs(t))
+    recs = acked.unionByName(read).persist(StorageLevel.MEMORY_AND_DISK)
+    agg = _per_offset(recs, compare_epochs or {"acks": set(), "polls": set()})
+    flagged = _flagged(t, agg, fs_rows).persist(StorageLevel.MEMORY_AND_DISK)
+    return flagged, recs, _counts(flagged, final_rows)
+
+
+def _inputs(t: Tables) -> tuple[DataFrame, DataFrame]:
+    """(the acknowledged sends, the records read) as input records (partition, offset, value, src, key,
+    time) with their epochs."""
     L = F.lit
     acked = t.acks().select("partition", "offset", "value", L(0).alias("src"), F.col("index").alias("key"), "time",
                             "epoch")
     is_final = F.col("f") == "final-read"
     read = t.reads.select("partition", "offset", "value", F.when(is_final, L(2)).otherwise(L(1)).alias("src"),
                           (F.col("index") * (1 << POS_BITS) + F.col("pos")).alias("key"), "time", "epoch")
-    # the epochs compared (checkers/explain.epoch_sources): final reads' where a source is compared, and
-    # that source's
-    cmp = compare_epochs or {"acks": set(), "polls": set()}
+    return acked, read
+
+
+def _per_offset(recs: DataFrame, cmp: dict[str, set[int]]) -> DataFrame:
+    """One row per (partition, offset) of the input records: min/max of all values and of the compared
+    epochs (`cmp`: checkers/explain.epoch_sources), of each source's values and counts, and the first
+    observation in history order."""
+    L = F.lit
+    # the epochs compared: final reads' where a source is compared, and that source's
     in_p = lambda ps: F.col("partition").isin(*sorted(ps)) if ps else L(False)  # noqa: E731
     src_c = F.col("src")
     compared = (((src_c == 0) & in_p(cmp["acks"])) | ((src_c == 1) & in_p(cmp["polls"]))
                 | ((src_c == 2) & in_p(cmp["acks"] | cmp["polls"])))
     known_epoch = F.when((F.col("epoch") >= 0) & compared, F.col("epoch"))
     src, v = F.col("src"), F.col("value")
-    acked, read = (digests.restrict(df, blocks, bits) for df in (acked, read))
-    recs = acked.unionByName(read).persist(StorageLevel.MEMORY_AND_DISK)
     # repartition first: the shuffle carries the narrow input rows, not wide partial aggregates
-    agg = recs.repartition("partition", "offset").groupBy("partition", "offset").agg(
+    return recs.repartition("partition", "offset").groupBy("partition", "offset").agg(
         F.min("value").alias("vmin"), F.max("value").alias("vmax"),
         F.min(known_epoch).alias("emin"), F.max(known_epoch).alias("emax"),
         F.min(F.when(src == 0, v)).alias("a_min"), F.max(F.when(src == 0, v)).alias("a_max"),
@@ -100,6 +114,12 @@ def records(t: Tables, fs_rows: list[dict[str, Any]], blocks: list[tuple[int, in
         # the first observation in history order (an ack precedes the records of any later line)
         F.min(F.struct(F.when(src == 0, F.col("key") * (1 << POS_BITS)).otherwise(F.col("key")).alias("k"),
                        F.col("time").alias("t"))).alias("first"))
+
+
+def _flagged(t: Tables, agg: DataFrame, fs_rows: list[dict[str, Any]]) -> DataFrame:
+    """The offsets of `agg` (`_per_offset`) to look at again, with their flags (records' "Flagged
+    columns"), given the final state of each partition (`fs_rows`)."""
+    L = F.lit
     fs = t.spark.createDataFrame([(r["partition"], r["hw"], bool(r["recovered"])) for r in fs_rows],
                                  "partition int, fs_hw long, fs_rec boolean")
     j = agg.join(F.broadcast(fs), "partition", "left")
@@ -118,9 +138,12 @@ def records(t: Tables, fs_rows: list[dict[str, Any]], blocks: list[tuple[int, in
                      dirty_cand.alias("dirty_cand"), dup_cand.alias("dup_cand"),
                      (in_final & ~single_final).alias("multi_final"), "f_min", f_extra.alias("f_extra"),
                      F.col("first.t").alias("first_time"))
-    flagged = (flags.filter(F.col("inconsistent") | F.col("lost_cand") | F.col("dirty_cand") | F.col("dup_cand")
-                            | (F.col("f_extra") > 0))
-               .persist(StorageLevel.MEMORY_AND_DISK))
+    return flags.filter(F.col("inconsistent") | F.col("lost_cand") | F.col("dirty_cand") | F.col("dup_cand")
+                        | (F.col("f_extra") > 0))
+
+
+def _counts(flagged: DataFrame, final_rows: dict[int, int]) -> dict[int, dict[str, int]]:
+    """records' per partition counts, from one aggregation of the flagged offsets."""
     n = lambda c: F.sum(F.col(c).cast("long"))  # noqa: E731
     counts = {r["partition"]: r for r in rows(flagged.groupBy("partition").agg(
         n("f_extra").alias("f_extra"), n("inconsistent").alias("n_inconsistent"), n("lost_cand").alias("n_lost"),
@@ -130,7 +153,7 @@ def records(t: Tables, fs_rows: list[dict[str, Any]], blocks: list[tuple[int, in
         c = counts.get(p) or {}
         summary[p] = {k: c[k] or 0 if c else 0 for k in ("n_inconsistent", "n_lost", "n_dirty", "n_dup", "n_multi")}
         summary[p]["n_cover"] = final_rows.get(p, 0) - ((c["f_extra"] or 0) if c else 0)
-    return flagged, recs, summary
+    return summary
 
 
 def inconsistent(flagged: DataFrame) -> DataFrame:
