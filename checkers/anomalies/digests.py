@@ -54,29 +54,50 @@ def _h(*cols: Column) -> tuple[Column, Column]:
     return F.shiftright(F.xxhash64(*cols), 24), F.hash(*cols).cast("long")
 
 
+# the sums of a block (`_block_sums`): per input its count and digest pair, the final reads' offset digest
+# (g1, g2) and count outside [0, hw) (n_out), the digests with epochs (condition 4), the unknown epochs
+_SUMS = ("n_a", "a1", "a2", "n_r", "r1", "r2", "n_f", "f1", "f2", "n_fok", "fok1", "fok2", "g1", "g2", "n_out",
+         "a1e", "a2e", "r1e", "r2e", "f1e", "f2e", "fok1e", "fok2e", "n_unk_a", "n_unk_r", "n_unk_f")
+
+
 def summarize(t: Tables, fs_rows: list[dict[str, Any]], nonok: DataFrame, bits: int = BLOCK_BITS
               ) -> tuple[list[dict[str, Any]], dict[str, set[int]]]:
     """(rows, {"acks": partitions, "polls": partitions} whose epochs are compared). One row per
     (partition, block) holding any record: partition, block, clean, covered (|R| when clean, else 0),
     final (final-read records in R), acks (acknowledged sends in the block). Partitions without a recovered final-state have no clean block. `nonok`: the sends that
     ended fail or info (columns partition, value)."""
-    L = F.lit
-    o, v = F.col("offset"), F.col("value")
     fs = t.spark.createDataFrame([(r["partition"], r["hw"], bool(r["recovered"])) for r in fs_rows],
                                  "partition int, fs_hw long, fs_rec boolean")
+    got = rows(_judged(_block_sums(t, fs, nonok, bits), bits))
+    unknown: dict[int, tuple[int, int, int]] = {}
+    for r in got:
+        a, p, f = unknown.get(r["partition"], (0, 0, 0))
+        unknown[r["partition"]] = (a + r["n_unk_a"], p + r["n_unk_r"], f + r["n_unk_f"])
+    compare = explain.epoch_sources(unknown)
+
+    def ok(r: dict) -> bool:
+        return bool(r["clean"] and (r["partition"] not in compare["acks"] or r["acks_e"])
+                    and (r["partition"] not in compare["polls"] or r["polls_e"]))
+    return [{"partition": r["partition"], "block": r["block"], "clean": ok(r),
+             "covered": r["n_range"] if ok(r) else 0, "final": r["n_f"], "acks": r["n_a"]} for r in got], compare
+
+
+def _block_sums(t: Tables, fs: DataFrame, nonok: DataFrame, bits: int) -> DataFrame:
+    """The _SUMS of every (partition, block) holding any record, with its partition's final state `fs`
+    (fs_hw, fs_rec)."""
+    L = F.lit
+    o, v = F.col("offset"), F.col("value")
     h1, h2 = _h(o, v)
     e = F.col("epoch")
     k1, k2 = _h(o, v, e)          # the record digests with its epoch (condition 4)
     g1, g2 = _h(o)
     zero = L(0).cast("long")
     no_epoch = F.when(e < 0, L(1)).otherwise(zero)
-    names = ("n_a", "a1", "a2", "n_r", "r1", "r2", "n_f", "f1", "f2", "n_fok", "fok1", "fok2", "g1", "g2", "n_out",
-             "a1e", "a2e", "r1e", "r2e", "f1e", "f2e", "fok1e", "fok2e", "n_unk_a", "n_unk_r", "n_unk_f")
 
     def source(df: DataFrame, **cols: Column) -> DataFrame:
         """One input's rows as (partition, block, every summed column; those it does not feed are 0)."""
         return df.select("partition", block_of(o, bits).alias("block"),
-                         *[cols.get(n, zero).cast("long").alias(n) for n in names])
+                         *[cols.get(n, zero).cast("long").alias(n) for n in _SUMS])
 
     # each input computes only its own columns, so the aggregation below is plain sums
     acks = source(t.acks(), n_a=L(1), a1=h1, a2=h2, a1e=k1, a2e=k2, n_unk_a=no_epoch)
@@ -92,11 +113,17 @@ def summarize(t: Tables, fs_rows: list[dict[str, Any]], nonok: DataFrame, bits: 
                    fok2=one(ok, h2), g1=one(in_r, g1), g2=one(in_r, g2), n_out=one(~in_r),
                    f1e=one(in_r, k1), f2e=one(in_r, k2), fok1e=one(ok, k1), fok2e=one(ok, k2),
                    n_unk_f=one(in_r & (e < 0)))
-    blocks = (acks.unionByName(polls).unionByName(final).groupBy("partition", "block")
-              .agg(*[F.sum(n).alias(n) for n in names])
-              .join(F.broadcast(fs), "partition", "left"))
+    return (acks.unionByName(polls).unionByName(final).groupBy("partition", "block")
+            .agg(*[F.sum(n).alias(n) for n in _SUMS])
+            .join(F.broadcast(fs), "partition", "left"))
+
+
+def _judged(blocks: DataFrame, bits: int) -> DataFrame:
+    """Each block of `_block_sums` judged: clean (conditions 1 to 3), acks_e and polls_e (condition 4 for
+    the acknowledgements and the polls), with the counts the verdicts need."""
+    L, c = F.lit, F.col
+    zero = L(0).cast("long")
     # R = [lo, hi): the block's offsets inside [0, hw), and its offset digest
-    c = F.col
     lo = F.greatest(F.shiftleft(c("block"), bits), L(0).cast("long"))
     hi = F.least(F.shiftleft(c("block") + 1, bits), F.coalesce(c("fs_hw"), L(0).cast("long")))
     n_range = F.greatest(hi - lo, L(0).cast("long"))
@@ -113,20 +140,8 @@ def summarize(t: Tables, fs_rows: list[dict[str, Any]], nonok: DataFrame, bits: 
     clean = (F.coalesce(c("fs_rec"), L(False)) & (c("n_out") == 0) & (c("n_f") == c("n_range"))
              & (c("g1") == e1) & (c("g2") == e2)
              & (c("n_a") == c("n_fok")) & (c("a1") == c("fok1")) & (c("a2") == c("fok2")) & polls_ok)
-    out = blocks.select("partition", "block", clean.alias("clean"), acks_e.alias("acks_e"),
-                        polls_e.alias("polls_e"), "n_unk_a", "n_unk_r", "n_unk_f", "n_range", "n_f", "n_a")
-    got = rows(out)
-    unknown: dict[int, tuple[int, int, int]] = {}
-    for r in got:
-        a, p, f = unknown.get(r["partition"], (0, 0, 0))
-        unknown[r["partition"]] = (a + r["n_unk_a"], p + r["n_unk_r"], f + r["n_unk_f"])
-    compare = explain.epoch_sources(unknown)
-
-    def ok(r: dict) -> bool:
-        return bool(r["clean"] and (r["partition"] not in compare["acks"] or r["acks_e"])
-                    and (r["partition"] not in compare["polls"] or r["polls_e"]))
-    return [{"partition": r["partition"], "block": r["block"], "clean": ok(r),
-             "covered": r["n_range"] if ok(r) else 0, "final": r["n_f"], "acks": r["n_a"]} for r in got], compare
+    return blocks.select("partition", "block", clean.alias("clean"), acks_e.alias("acks_e"),
+                         polls_e.alias("polls_e"), "n_unk_a", "n_unk_r", "n_unk_f", "n_range", "n_f", "n_a")
 
 
 MAX_RANGES = 256
