@@ -370,70 +370,97 @@ def _unused(d: Path) -> bool:
     return True
 
 
+class _Supervisor:
+    """The supervisor's state (`serve`): its service directory and idle time, the JVM once launched, the
+    warm-up checks while they run, the in-use lock once it stops for idleness (held until the end, so no
+    check takes the server meanwhile), and whether a SIGTERM or SIGINT asked it to stop."""
+
+    def __init__(self, d: Path, idle: float):
+        self.d, self.idle = d, idle
+        self.jvm: subprocess.Popen | None = None
+        self.warmer: subprocess.Popen | None = None
+        self.held = None
+        self.stopping = False
+
+    def on_signal(self, _sig, _frame) -> None:
+        self.stopping = True
+
+    def wait_listening(self, port: int) -> str | None:
+        """Wait until the server accepts connections on `port`; None once it does, else why not."""
+        jvm = self.jvm
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while not self.stopping and jvm.poll() is None and not _accepts(port):
+            if time.monotonic() > deadline:
+                return f"server did not listen on port {port} within {START_TIMEOUT_S:.0f} s"
+            time.sleep(0.2)
+        if self.stopping or jvm.poll() is not None:
+            return f"server exited while starting (exit {jvm.returncode})"
+        return None
+
+    def watch(self) -> None:
+        """Until told to stop, the JVM dies, or the server was idle for the idle time with no check holding
+        it: see the warm-up through (stopped when a check comes: it goes first)."""
+        d = self.d
+        while not self.stopping and self.jvm.poll() is None:
+            if self.warmer is not None and self.warmer.poll() is not None:
+                print(f"warm-up done (exit {self.warmer.returncode})", flush=True)
+                self.warmer = None
+            elif self.warmer is not None and not _unused(d):  # a check wants the driver: it goes first
+                self.warmer.kill()
+                self.warmer.wait()
+                print("warm-up stopped: a check is using the driver", flush=True)
+                self.warmer = None
+            if _idle_for(d) > self.idle:
+                self.held = _hold_unused(d)
+                if self.held is not None:  # no check holds it, and none can take it until it is gone
+                    (d / "state.json").unlink(missing_ok=True)
+                    print(f"idle for {self.idle:.0f} s: stopping", flush=True)
+                    break
+            time.sleep(1.0)
+
+    def shut_down(self) -> None:
+        """Stop the warm-up and the JVM, withdraw this supervisor's state.json, release the lock."""
+        if self.warmer is not None and self.warmer.poll() is None:
+            self.warmer.kill()
+            self.warmer.wait()
+        s = _read_state(self.d)
+        if s is not None and s.get("pid") == os.getpid():
+            (self.d / "state.json").unlink(missing_ok=True)
+        _stop_jvm(self.jvm)
+        if self.held is not None:
+            self.held.close()  # releases the lock
+
+
 def serve(d: Path, warm_up: bool = False) -> int:
     """The supervisor's main loop (runs detached, in its own session)."""
     idle = idle_seconds()
-    stopping = False
-    warmer = None
-
-    def on_signal(_sig, _frame):
-        nonlocal stopping
-        stopping = True
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
+    sup = _Supervisor(d, idle)
+    signal.signal(signal.SIGTERM, sup.on_signal)
+    signal.signal(signal.SIGINT, sup.on_signal)
     port = _free_port()
     cmd = command(port, d)
     state = {"pid": os.getpid(), "port": port, "url": f"sc://127.0.0.1:{port}", "key": expected_key(d),
              "idle_s": idle, "ready": False}
     with open(d / "server.log", "ab") as log:
-        jvm = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=log, cwd=str(d),
-                               preexec_fn=_child_setup)
-    held = None
+        sup.jvm = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=log, cwd=str(d),
+                                   preexec_fn=_child_setup)
+    jvm = sup.jvm
     try:
         state.update(jvm_pid=jvm.pid, pid_start=start_time(os.getpid()), jvm_start=start_time(jvm.pid))
         _write_state(d, state)
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while not stopping and jvm.poll() is None and not _accepts(port):
-            if time.monotonic() > deadline:
-                print(f"server did not listen on port {port} within {START_TIMEOUT_S:.0f} s", flush=True)
-                return 1
-            time.sleep(0.2)
-        if stopping or jvm.poll() is not None:
-            print(f"server exited while starting (exit {jvm.returncode})", flush=True)
+        failed = sup.wait_listening(port)
+        if failed is not None:
+            print(failed, flush=True)
             return 1
         state.update(ready=True, started=time.time())
         _write_state(d, state)
         _touch(d)
         print(f"serving {state['url']} (JVM pid {jvm.pid}, idle stop after {idle:.0f} s)", flush=True)
-        warmer = _warm_up(d, state["url"]) if warm_up else None
-        while not stopping and jvm.poll() is None:
-            if warmer is not None and warmer.poll() is not None:
-                print(f"warm-up done (exit {warmer.returncode})", flush=True)
-                warmer = None
-            elif warmer is not None and not _unused(d):  # a check wants the driver: it goes first
-                warmer.kill()
-                warmer.wait()
-                print("warm-up stopped: a check is using the driver", flush=True)
-                warmer = None
-            if _idle_for(d) > idle:
-                held = _hold_unused(d)
-                if held is not None:  # no check holds it, and none can take it until it is gone
-                    (d / "state.json").unlink(missing_ok=True)
-                    print(f"idle for {idle:.0f} s: stopping", flush=True)
-                    break
-            time.sleep(1.0)
+        sup.warmer = _warm_up(d, state["url"]) if warm_up else None
+        sup.watch()
         return 0
     finally:
-        if warmer is not None and warmer.poll() is None:
-            warmer.kill()
-            warmer.wait()
-        s = _read_state(d)
-        if s is not None and s.get("pid") == os.getpid():
-            (d / "state.json").unlink(missing_ok=True)
-        _stop_jvm(jvm)
-        if held is not None:
-            held.close()  # releases the lock
+        sup.shut_down()
 
 
 _WARM_UP = r"""
