@@ -241,14 +241,14 @@ def _read(path: Path, summary: HistorySummary, tally: _Tally, ops: Any) -> None:
             if typ == "invoke":
                 pending[process] = op
                 continue
+            c = counts.get((f, typ))
+            if c is None:       # checked before the line is used anywhere: a bad type is a format error
+                c = counts[(f, typ)] = _new_counts(op, nb, path, line_no)
             inv = pending.pop(process, None)
             if ops is not None:
                 ops.add(process, inv, op)
             if want_completion and process in want_completion:
                 wanted.keep_completion(op, summary)
-            c = counts.get((f, typ))
-            if c is None:
-                c = counts[(f, typ)] = _new_counts(op, nb, path, line_no)
             c[b] += 1
             completions += 1
             if inv is None:

@@ -7,6 +7,7 @@ import pytest
 from report_fixtures import make_run
 
 from rundir.formats import FormatError
+from reports.process_timeline import ProcessOps
 from reports.history_scan import choose_bucket_s, scan_history
 
 S = 1_000_000_000
@@ -122,10 +123,12 @@ def test_missing_field_is_named(tmp_path, drop, message):
         scan_history(path)
 
 
-def test_unknown_completion_type_is_rejected(tmp_path):
+@pytest.mark.parametrize("with_processes", [False, True])
+def test_unknown_completion_type_is_rejected(tmp_path, with_processes):
+    # with the process timeline too (as a report scans): the line is refused before anything uses it
     ops = send_pair(0.1, 2, 0, type_="maybe")
     with pytest.raises(FormatError, match=r":2: field 'type' must be one of invoke, ok, fail, info, got 'maybe'"):
-        scan_history(write_history(tmp_path / "history.jsonl", ops))
+        scan_history(write_history(tmp_path / "history.jsonl", ops), ops=ProcessOps() if with_processes else None)
 
 
 def test_missing_history_file(tmp_path):
