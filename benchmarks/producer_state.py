@@ -24,7 +24,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from broker.records import Record  # noqa: E402
-from broker.replication import PartitionReplica, ReplicationConfig  # noqa: E402
+from broker.replication import Checkpoints, PartitionReplica, ReplicationConfig  # noqa: E402
 from broker.replication.producers import SNAPSHOT_EVERY, Snapshot  # noqa: E402
 from broker.storage import SegmentedLog  # noqa: E402
 from broker.storage.producer_snapshots import ProducerSnapshots  # noqa: E402
@@ -55,7 +55,8 @@ def write_log(directory: Path, records: int, producers: int, batch: int) -> None
 def load(directory: Path, snapshot: Snapshot | None) -> tuple[float, PartitionReplica]:
     log = SegmentedLog.open(directory, segment_records=100_000, flush_policy="never")
     try:
-        r = PartitionReplica("bench", 0, 1, log, ReplicationConfig(min_insync_replicas=1), producer_snapshot=snapshot)
+        r = PartitionReplica("bench", 0, 1, log, ReplicationConfig(min_insync_replicas=1),
+                             checkpoints=Checkpoints(producer_snapshot=snapshot))
         start = time.perf_counter()
         r.load_producers()
         return time.perf_counter() - start, r

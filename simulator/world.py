@@ -43,7 +43,7 @@ from broker.replication.config import ReplicationConfig
 from broker.replication.messages import (
     EpochRequest, FetchRequest, IsrProposal,
 )
-from broker.replication.replica import LEADER, FOLLOWER, PartitionReplica
+from broker.replication.replica import LEADER, FOLLOWER, Checkpoints, PartitionReplica
 from broker.settings import Setting, SettingError
 from simulator import actions as A
 from simulator.actions import Action, CONTROLLER
@@ -749,8 +749,8 @@ class World:
     # --- internals ---------------------------------------------------------------------------------
 
     def _new_replica(self, n: SimNode) -> PartitionReplica:
-        r = PartitionReplica(TOPIC, PARTITION, n.broker_id, n.log, self.config, hw=n.hw_checkpoint,
-                             epoch_entries=n.epoch_checkpoint)
+        r = PartitionReplica(TOPIC, PARTITION, n.broker_id, n.log, self.config,
+                             checkpoints=Checkpoints(hw=n.hw_checkpoint, epoch_entries=n.epoch_checkpoint))
         return r
 
     def _send(self, kind: str, src: str, dst: str, body: Any, inc: int) -> Message:

@@ -30,7 +30,7 @@ from broker.replication.messages import (
     EpochRequest, EpochResponse, FetchRequest, FetchResponse, IsrProposal,
 )
 from broker.replication.errors import ErrorCode
-from broker.replication.replica import PartitionReplica
+from broker.replication.replica import Checkpoints, PartitionReplica
 
 
 class SimError(RuntimeError):
@@ -428,7 +428,7 @@ class Sim:
 
     def _new_replica(self, n: SimNode) -> PartitionReplica:
         return PartitionReplica(self.topic, self.partition, n.broker_id, n.log, self.config,
-                                hw=n.hw_checkpoint, epoch_entries=n.epoch_checkpoint)
+                                checkpoints=Checkpoints(hw=n.hw_checkpoint, epoch_entries=n.epoch_checkpoint))
 
     def _up(self, node: str) -> SimNode:
         if node not in self.nodes:

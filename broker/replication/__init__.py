@@ -22,12 +22,13 @@ from broker.replication.messages import (
     PLAIN, BatchFields, ConsumerRead, EpochRequest, EpochResponse, FetchRequest, FetchResponse, IsrProposal,
     ProduceResult, ProduceStatus,
 )
-from broker.replication.replica import ACKS_ALL, PartitionReplica, StateError
+from broker.replication.replica import ACKS_ALL, NO_CHECKPOINTS, Checkpoints, PartitionReplica, StateError
 
 __all__ = [
     "ReplicationConfig", "TRUNCATION_MODES", "EpochCache", "EpochEndOffset", "UNDEFINED", "ErrorCode",
     "Event", "HwChange", "IsrChange", "LeaderChange", "RoleChange", "Truncate",
     "EpochAnswer", "EpochQuery", "FetchFenced", "StaleFetchServed",
     "BatchFields", "PLAIN", "ConsumerRead", "EpochRequest", "EpochResponse", "FetchRequest", "FetchResponse", "IsrProposal",
-    "ProduceResult", "ProduceStatus", "ACKS_ALL", "PartitionReplica", "StateError",
+    "ProduceResult", "ProduceStatus", "ACKS_ALL", "Checkpoints", "NO_CHECKPOINTS", "PartitionReplica",
+    "StateError",
 ]

@@ -20,6 +20,7 @@ Seed rules and where they live here:
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from itertools import repeat
 from typing import Iterable, Sequence
 
@@ -50,19 +51,30 @@ TRUNCATING, FETCHING, FENCED = "truncating", "fetching", "fenced"
 ACKS_ALL = -1
 
 
+@dataclass(frozen=True)
+class Checkpoints:
+    """What a replica's checkpoint files held at start-up: the HW, the leader-epoch entries [(epoch, start
+    offset)] and the newest producer-table snapshot (None: none). NO_CHECKPOINTS: a new replica's."""
+    hw: int = 0
+    epoch_entries: Iterable[tuple[int, int]] = ()
+    producer_snapshot: Snapshot | None = None
+
+
+NO_CHECKPOINTS = Checkpoints()
+
+
 class PartitionReplica:
     """The replica of one partition on one broker.
 
     Construct it at start-up from what survived on disk: the log (possibly missing an unflushed
-    tail), the checkpointed HW (clamped to the log) and the checkpointed leader-epoch entries
-    (entries starting at or past the log end are dropped, as Kafka does on recovery) and the newest
+    tail) and its `checkpoints`: the HW (clamped to the log), the leader-epoch entries (entries
+    starting at or past the log end are dropped, as Kafka does on recovery) and the newest
     producer-table snapshot, if any (used when the table is first needed, if it still fits the log).
     The role is "none" until the controller says `become_leader` or `become_follower`.
     """
 
     def __init__(self, topic: str, partition: int, broker_id: int, log: Log, config: ReplicationConfig,
-                 *, hw: int = 0, epoch_entries: Iterable[tuple[int, int]] = (),
-                 producer_snapshot: Snapshot | None = None):
+                 *, checkpoints: Checkpoints = NO_CHECKPOINTS):
         self.topic = topic
         self.partition = partition
         self.broker_id = broker_id
@@ -71,11 +83,11 @@ class PartitionReplica:
         self.role = NONE
         self.leader_epoch = -1
         self.leader_id: int | None = None
-        self.epoch_cache = EpochCache(epoch_entries)
+        self.epoch_cache = EpochCache(checkpoints.epoch_entries)
         loaded_version = self.epoch_cache.version       # what the checkpoint already holds
         self.epoch_cache.truncate_from_end(log.leo())
         self._rebuild_missing_epochs()
-        self._hw = min(max(hw, log.log_start()), log.leo())
+        self._hw = min(max(checkpoints.hw, log.log_start()), log.leo())
         self._events: list[Event] = []
         self._saved_epoch_version = loaded_version       # recovery changes are due for a checkpoint
         self._leader: LeaderState | None = None
@@ -93,7 +105,7 @@ class PartitionReplica:
         # idempotent producers (KIP-98): built before the first idempotent batch is judged, from the newest
         # snapshot on disk that still fits the log plus the records after it, else from the whole log
         self.producers = ProducerStates()
-        self._snapshot = producer_snapshot      # the newest snapshot on disk not made wrong by a truncation
+        self._snapshot = checkpoints.producer_snapshot  # the newest snapshot on disk not made wrong by a truncation
         self._producers_loaded_once = False
 
     # --- read-only views ------------------------------------------------------------------------

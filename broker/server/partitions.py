@@ -56,7 +56,7 @@ from broker.controller.messages import AlterIsr, Metadata, PartitionState
 from broker.eventlog import EventLog
 from broker.limits import FETCH_MAX_BYTES, replica_budget, topic_name_problem
 from broker.records import LogCorruption, replica_record
-from broker.replication import PLAIN, BatchFields, IsrProposal, PartitionReplica, ReplicationConfig
+from broker.replication import PLAIN, BatchFields, Checkpoints, IsrProposal, PartitionReplica, ReplicationConfig
 from broker.replication.producers import Snapshot
 from broker.server.aio import cancel_and_wait
 from broker.server.commit import GroupCommit
@@ -160,8 +160,9 @@ class ReplicaManager:
                              file=bad.file, action=bad.action, why="checkpoint")
         hw = loaded.hw or 0
         entries = loaded.epoch_entries
-        replica = PartitionReplica(topic, p, cfg.node_id, store.log, self.repl_config, hw=hw, epoch_entries=entries,
-                                   producer_snapshot=Snapshot(*snapshot) if snapshot is not None else None)
+        saved = Checkpoints(hw=hw, epoch_entries=entries,
+                            producer_snapshot=Snapshot(*snapshot) if snapshot is not None else None)
+        replica = PartitionReplica(topic, p, cfg.node_id, store.log, self.repl_config, checkpoints=saved)
         part = Partition(topic, p, store, replica)
         part.checkpointed_hw = hw
         self.partitions[(topic, p)] = part

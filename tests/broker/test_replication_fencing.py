@@ -3,7 +3,7 @@ KAFKA-6880 (the zombie fetcher) in the simulator, in both truncation modes."""
 import pytest
 
 from broker.records import MemoryLog, Record
-from broker.replication import ErrorCode, PartitionReplica, ReplicationConfig
+from broker.replication import Checkpoints, ErrorCode, PartitionReplica, ReplicationConfig
 from broker.replication.epoch_cache import EpochEndOffset
 from broker.replication.events import (EpochAnswer, EpochQuery, FetchFenced, FollowerServed, HwChange,
                                        StaleFetchServed, Truncate)
@@ -16,7 +16,8 @@ FENCED, UNKNOWN = ErrorCode.FENCED_LEADER_EPOCH, ErrorCode.UNKNOWN_LEADER_EPOCH
 def leader(epoch=3, isr=(1, 2, 3), min_isr=1, **kw) -> PartitionReplica:
     """Broker 1 leads `epoch` with two records of epoch 0 and one of `epoch`; events drained."""
     cfg = ReplicationConfig(min_insync_replicas=min_isr, **kw)
-    r = PartitionReplica("t", 0, 1, MemoryLog([Record(0, 0, b"a"), Record(1, 0, b"b")]), cfg, epoch_entries=[(0, 0)])
+    r = PartitionReplica("t", 0, 1, MemoryLog([Record(0, 0, b"a"), Record(1, 0, b"b")]), cfg,
+                         checkpoints=Checkpoints(epoch_entries=[(0, 0)]))
     assert r.become_leader(epoch, isr, (1, 2, 3), isr_version=1, now_ms=0) is None
     r.produce([b"c"], acks=1, now_ms=0)
     r.drain_events()
@@ -108,7 +109,8 @@ def test_epoch_answer_event_on_the_leader():
 def follower() -> PartitionReplica:
     """Broker 2 with epochs 0 (offsets 0-1) and 2 (offsets 2-3), told to follow broker 1 in epoch 4."""
     log = MemoryLog([Record(0, 0, b"a"), Record(1, 0, b"b"), Record(2, 2, b"x"), Record(3, 2, b"y")])
-    r = PartitionReplica("t", 0, 2, log, ReplicationConfig(), hw=1, epoch_entries=[(0, 0), (2, 2)])
+    r = PartitionReplica("t", 0, 2, log, ReplicationConfig(),
+                         checkpoints=Checkpoints(hw=1, epoch_entries=[(0, 0), (2, 2)]))
     r.become_follower(4, 1, now_ms=0)
     r.drain_events()
     return r

@@ -4,7 +4,7 @@ import pytest
 
 from broker.records import MemoryLog, Record
 from broker.replication import (
-    EpochRequest, ErrorCode, FetchRequest, PartitionReplica, ReplicationConfig, StateError,
+    Checkpoints, EpochRequest, ErrorCode, FetchRequest, PartitionReplica, ReplicationConfig, StateError,
 )
 from broker.replication.epoch_cache import UNDEFINED, EpochEndOffset
 from broker.replication.events import HwChange, Truncate
@@ -17,7 +17,7 @@ def recs(*epochs: int, start: int = 0) -> list[Record]:
 
 def follower(mode: str, epochs=(0, 0, 1, 1), hw=1, entries=((0, 0), (1, 2))) -> PartitionReplica:
     return PartitionReplica("t", 0, 2, MemoryLog(recs(*epochs)), ReplicationConfig(truncation=mode),
-                            hw=hw, epoch_entries=entries)
+                            checkpoints=Checkpoints(hw=hw, epoch_entries=entries))
 
 
 def test_hw_mode_truncates_to_hw_on_becoming_follower():
@@ -163,16 +163,16 @@ def test_append_as_follower_needs_the_follower_role():
 
 def test_recovery_clamps_hw_and_drops_epochs_past_the_log():
     # power loss: the log lost its tail, the checkpoints did not
-    r = PartitionReplica("t", 0, 2, MemoryLog(recs(0, 0, 1)), ReplicationConfig(), hw=5,
-                         epoch_entries=[(0, 0), (1, 2), (2, 3), (3, 6)])
+    r = PartitionReplica("t", 0, 2, MemoryLog(recs(0, 0, 1)), ReplicationConfig(),
+                         checkpoints=Checkpoints(hw=5, epoch_entries=[(0, 0), (1, 2), (2, 3), (3, 6)]))
     assert (r.role, r.leo, r.hw, r.epoch_cache.entries()) == ("none", 3, 3, [(0, 0), (1, 2)])
     assert r.epoch_checkpoint_due() == [(0, 0), (1, 2)]
     assert r.epoch_checkpoint_due() is None
 
 
 def test_recovery_rebuilds_missing_epoch_entries_from_the_log():
-    r = PartitionReplica("t", 0, 2, MemoryLog(recs(0, 0, 2, 2, 4)), ReplicationConfig(), hw=1,
-                         epoch_entries=[(0, 0)])
+    r = PartitionReplica("t", 0, 2, MemoryLog(recs(0, 0, 2, 2, 4)), ReplicationConfig(),
+                         checkpoints=Checkpoints(hw=1, epoch_entries=[(0, 0)]))
     assert r.epoch_cache.entries() == [(0, 0), (2, 2), (4, 4)]
     assert r.epoch_checkpoint_due() == [(0, 0), (2, 2), (4, 4)]
 

@@ -2,7 +2,7 @@
 import pytest
 
 from broker.records import MemoryLog, Record
-from broker.replication import ErrorCode, PartitionReplica, ReplicationConfig
+from broker.replication import Checkpoints, ErrorCode, PartitionReplica, ReplicationConfig
 from broker.replication.epoch_cache import EpochEndOffset
 from broker.replication.events import HwChange, IsrChange, LeaderChange, RoleChange
 
@@ -18,7 +18,7 @@ def leader(isr=(1, 2, 3), replicas=(1, 2, 3), epoch=0, min_isr=1, log=None, **kw
 
 def test_become_leader_records_epoch_start_and_events():
     log = MemoryLog([Record(0, 0, b"a"), Record(1, 0, b"b")])
-    r = PartitionReplica("t", 0, 1, log, ReplicationConfig(), epoch_entries=[(0, 0)])
+    r = PartitionReplica("t", 0, 1, log, ReplicationConfig(), checkpoints=Checkpoints(epoch_entries=[(0, 0)]))
     r.become_leader(3, [1, 2], [1, 2], 7, now_ms=0)
     assert r.epoch_cache.entries() == [(0, 0), (3, 2)]               # KAFKA-7415
     assert (r.role, r.leader_epoch, r.leader_id, r.epoch_start_offset, r.isr_version) == ("leader", 3, 1, 2, 7)
@@ -152,7 +152,7 @@ def test_last_caught_up_uses_the_previous_fetch():
 
 def test_isr_expand_needs_hw_and_epoch_start_kafka_7128():
     log = MemoryLog([Record(i, 0, b"x") for i in range(10)])
-    r = PartitionReplica("t", 0, 1, log, ReplicationConfig(), hw=5, epoch_entries=[(0, 0)])
+    r = PartitionReplica("t", 0, 1, log, ReplicationConfig(), checkpoints=Checkpoints(hw=5, epoch_entries=[(0, 0)]))
     r.become_leader(1, [1, 2], [1, 2, 3], 4, now_ms=0)
     assert (r.hw, r.epoch_start_offset) == (5, 10)                  # 2 has not fetched: HW stays 5
     r.handle_fetch(3, 5, 1, now_ms=1)                                # LEO 5 >= HW 5 but < 10
@@ -166,7 +166,7 @@ def test_isr_expand_needs_hw_and_epoch_start_kafka_7128():
 def test_isr_expand_without_7128_rule_accepts_lagging_follower():
     log = MemoryLog([Record(i, 0, b"x") for i in range(10)])
     r = PartitionReplica("t", 0, 1, log, ReplicationConfig(isr_join_requires_epoch_start=False),
-                         hw=5, epoch_entries=[(0, 0)])
+                         checkpoints=Checkpoints(hw=5, epoch_entries=[(0, 0)]))
     r.become_leader(1, [1, 2], [1, 2, 3], 4, now_ms=0)
     r.handle_fetch(3, 5, 1, now_ms=1)
     assert r.take_isr_proposal().isr == (1, 2, 3)

@@ -3,7 +3,7 @@ Kafka's rules as known answers, the table rebuilt from the log, and a truncation
 from __future__ import annotations
 
 from broker.records import MemoryLog, Record
-from broker.replication import BatchFields, PartitionReplica, ReplicationConfig
+from broker.replication import BatchFields, Checkpoints, PartitionReplica, ReplicationConfig
 from broker.replication.errors import ErrorCode
 from broker.replication.producers import (APPEND, CACHED_BATCHES, DUPLICATE, HISTORY, MAX_SEQUENCE, REFUSE,
                                           BatchMeta, ProducerStates, Snapshot, last_sequence)
@@ -142,7 +142,7 @@ def test_a_snapshot_plus_the_records_after_it_is_the_table_the_whole_log_gives()
             built.load_producers()
             snap = Snapshot(cut, log.read(cut - 1, 1)[0].epoch if cut else -1, built.producers.export())
             r = PartitionReplica("t", 0, 1, MemoryLog(log.read(0, log.leo())), ReplicationConfig(min_insync_replicas=1),
-                                 producer_snapshot=snap)
+                                 checkpoints=Checkpoints(producer_snapshot=snap))
             r.become_leader(40, [1], [1], 0, 0)
             r.load_producers()
             assert r.producers.export() == whole.producers.export(), (seed, cut)
@@ -160,7 +160,8 @@ def test_a_snapshot_that_does_not_fit_the_log_is_refused_for_the_whole_log():
     whole = _leader(log)
     whole.load_producers()
     for snap, why in cases:
-        r = PartitionReplica("t", 0, 1, log, ReplicationConfig(min_insync_replicas=1), producer_snapshot=snap)
+        r = PartitionReplica("t", 0, 1, log, ReplicationConfig(min_insync_replicas=1),
+                             checkpoints=Checkpoints(producer_snapshot=snap))
         r.become_leader(40, [1], [1], 0, 0)
         r.load_producers()
         assert r.producers.export() == whole.producers.export()

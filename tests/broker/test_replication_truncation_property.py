@@ -8,7 +8,7 @@ the follower must hold exactly the leader's log, and must never have cut below t
 from hypothesis import given, settings, strategies as st
 
 from broker.records import MemoryLog, Record
-from broker.replication import FetchRequest, PartitionReplica, ReplicationConfig
+from broker.replication import Checkpoints, FetchRequest, PartitionReplica, ReplicationConfig
 
 
 @st.composite
@@ -31,7 +31,8 @@ def replica(broker_id: int, epochs: list[int], shared: int, hw: int) -> Partitio
     def value(i: int) -> bytes:
         return b"p%d" % i if i < shared else b"n%d-%d" % (broker_id, i)
     log = MemoryLog([Record(i, e, value(i)) for i, e in enumerate(epochs)])
-    return PartitionReplica("t", 0, broker_id, log, ReplicationConfig(truncation="leader-epoch"), hw=hw)
+    return PartitionReplica("t", 0, broker_id, log, ReplicationConfig(truncation="leader-epoch"),
+                            checkpoints=Checkpoints(hw=hw))
 
 
 @settings(max_examples=400, deadline=None)

@@ -17,7 +17,7 @@ import pytest
 
 from broker.records import Record
 from broker.replication.config import ReplicationConfig
-from broker.replication.replica import PartitionReplica
+from broker.replication.replica import Checkpoints, PartitionReplica
 from broker.storage.checkpoints import EPOCH_FILE, HW_FILE
 from broker.storage.codec import encode_record
 from broker.storage.partition_store import PartitionStore
@@ -48,8 +48,8 @@ def restart(data_dir):
     """Open the replica as the broker's start-up does; return (store, loaded checkpoints, replica)."""
     store = PartitionStore.open(data_dir, "t", 0, segment_records=5)
     loaded = store.read_checkpoints()
-    replica = PartitionReplica("t", 0, 1, store.log, ReplicationConfig(), hw=loaded.hw or 0,
-                               epoch_entries=loaded.epoch_entries)
+    replica = PartitionReplica("t", 0, 1, store.log, ReplicationConfig(),
+                               checkpoints=Checkpoints(hw=loaded.hw or 0, epoch_entries=loaded.epoch_entries))
     return store, loaded, replica
 
 
