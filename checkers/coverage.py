@@ -5,9 +5,10 @@ backend (its evidence is out of scope: the verdict covers the rest); not checked
 cannot hold its evidence (an older run); or missing, where evidence that should be there is not (ingest
 recorded the problem, so the verdict is unknown). `apply` clears the findings of every kind that was not
 checked, so a rule never reports on evidence its run could not hold, and `scope` is results.json's
-summary of what was left out, grouped by reason. The keys family reads only sends that carry keys (the
-keyed workload): in another workload's run it is `not-exercised` (`keyed_sends`), its count 0 and its
-status saying why, and it is no part of the scope: that run never set out to check a key's order.
+summary of what was left out, grouped by reason. A kind that reads what only some workloads record (its
+`needs`: key-reorder, the keyed workload's keys) is `not-exercised` in a run where no operation records
+it (`column_filled`), its count 0 and its status saying why; that is no part of the scope, since the
+run never set out to check it.
 """
 from __future__ import annotations
 
@@ -49,20 +50,16 @@ def logged_event_types(col_dir: Path) -> frozenset[str]:
     return frozenset(have)
 
 
-KEYS_FAMILY = kinds.KEY_REORDER.family
-NO_KEYS = "the workload sends no keys"
-
-
-def keyed_sends(col_dir: Path) -> bool:
-    """Whether some send of the run has a key: from the ops table's Parquet statistics of `key` (its null
-    count against the rows of each row group: no scan); a file without them counts as keyed."""
+def column_filled(col_dir: Path, column: str) -> bool:
+    """Whether some operation of the run fills `column` of the ops table: from its Parquet statistics (the
+    null count against the rows of each row group: no scan); a file without them counts as filled."""
     import pyarrow.parquet as pq
 
     for path in sorted((Path(col_dir) / "ops").glob("*.parquet")):
         md = pq.ParquetFile(path).metadata
-        if "key" not in md.schema.names:
+        if column not in md.schema.names:
             continue
-        col = md.schema.names.index("key")
+        col = md.schema.names.index(column)
         for g in range(md.num_row_groups):
             rg = md.row_group(g)
             st = rg.column(col).statistics
@@ -79,14 +76,18 @@ def kind_statuses(evidence: ev.Evidence, problems: list[dict[str, Any]], col_dir
         if what is not None and what not in missing:
             missing[what] = f"{pr.get('file')}: {pr.get('message')}"
     have = None if evidence.event_types is not None else logged_event_types(col_dir)
-    keyed = keyed_sends(col_dir)
+    filled: dict[str, bool] = {}
     out: dict[str, ev.Status] = {}
     for kind in kinds.KINDS:
         status = ev.family_status(evidence, kind.family, missing)
         if status.status == ev.CHECKED and kind.family == "protocol":
             status = ev.rule_status(evidence, RULE_EVENTS[kind.name], have)
-        elif status.status == ev.CHECKED and kind.family == KEYS_FAMILY and not keyed:
-            status = ev.Status(ev.NOT_EXERCISED, NO_KEYS, ev.HISTORY)
+        elif status.status == ev.CHECKED and kind.needs is not None:
+            need = kind.needs
+            if need.column not in filled:
+                filled[need.column] = column_filled(col_dir, need.column)
+            if not filled[need.column]:
+                status = ev.Status(ev.NOT_EXERCISED, need.missing, ev.HISTORY)
         out[kind.name] = status
     return out
 

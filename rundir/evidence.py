@@ -43,7 +43,7 @@ FORMATS: dict[str, int] = {HISTORY: 1, REPLICA_DUMPS: 1, EVENT_LOGS: 1}
 # what each anomaly family (rundir/kinds.py Kind.family) reads; the protocol family's rules also need
 # their own event types (broker/rules/evidence.py RULE_EVENTS)
 FAMILY_EVIDENCE: dict[str, tuple[str, ...]] = {
-    "values": (HISTORY,), "offsets": (HISTORY,), "ordering": (HISTORY,), "watermarks": (HISTORY,), "keys": (HISTORY,),
+    "values": (HISTORY,), "offsets": (HISTORY,), "ordering": (HISTORY,), "watermarks": (HISTORY,),
     "divergence": (REPLICA_DUMPS,), "protocol": (EVENT_LOGS, HISTORY),
 }
 

@@ -15,7 +15,9 @@ run-directory formats (`rundir/formats.py` takes ANOMALY_KINDS from here). The r
 The order of KINDS is the documented order: results.json's `failed_kinds`, the verdict line and the
 report list kinds in it.
 
-Adding a kind: declare it here and add it to KINDS; in its Spark family module, list it in `KINDS`,
+Adding a kind: declare it here and add it to KINDS (with `needs` if it reads what only some workloads
+record); in its Spark family module (checkers/anomalies/<family>.py, which the engine imports by the
+family's name), list it in `KINDS`,
 find it (a finding with the kind's name) and build its examples in `examples`; write the same rule in
 checkers/reference.py (the independent implementation the Spark checker is cross-checked against);
 give tests/checkers/checker_scenarios.py a scenario that finds it (tests/checkers/test_kinds.py
@@ -29,6 +31,15 @@ from dataclasses import dataclass
 
 
 @dataclass(frozen=True)
+class Needs:
+    """What a kind reads that not every workload records: a column of the ops table (docs/formats.md)
+    that some operation must fill, and the status reason of a run where none does (checkers/coverage.py:
+    the kind is `not-exercised` there)."""
+    column: str
+    missing: str
+
+
+@dataclass(frozen=True)
 class Kind:
     name: str
     family: str                      # its Spark family module: checkers/anomalies/<family>.py
@@ -39,6 +50,7 @@ class Kind:
     example_fields: tuple[str, ...]  # the fields of each example, in the order the checker writes them
     replicas: str | None = None      # what the example's `replicas` field shows (checkers/explain.py):
                                      # one of REPLICAS_SHOWING, or None for no such field
+    needs: Needs | None = None       # what its workload must record (None: any history has it)
 
 
 # what an example's `replicas` field shows, per node
@@ -189,7 +201,8 @@ KEY_REORDER = Kind(
     "truncated away and its offset reused (pre-0.11 high-watermark truncation, an unclean election), an "
     "acknowledgement given out of order with the appends.",
     fails_by_default=True, timed=True,
-    example_fields=("partition", "key", "value", "offset", "type", "index", "time", "invoke_index", "previous"))
+    example_fields=("partition", "key", "value", "offset", "type", "index", "time", "invoke_index", "previous"),
+    needs=Needs("key", "the workload sends no keys"))
 
 KINDS: tuple[Kind, ...] = (
     LOST_WRITE,
@@ -318,6 +331,8 @@ def _protocol_kinds() -> tuple[Kind, ...]:
 PROTOCOL_KINDS = _protocol_kinds()
 PROTOCOL_NAMES: tuple[str, ...] = tuple(k.name for k in PROTOCOL_KINDS)
 KINDS = KINDS + PROTOCOL_KINDS
+# the families, in the order of their first kind: the Spark engine and the reference run them in it
+FAMILY_NAMES: tuple[str, ...] = tuple(dict.fromkeys(k.family for k in KINDS))
 
 NAMES: tuple[str, ...] = tuple(k.name for k in KINDS)
 BY_NAME: dict[str, Kind] = {k.name: k for k in KINDS}

@@ -15,6 +15,7 @@ intermediate results are persisted rather than recomputed.
 """
 from __future__ import annotations
 
+import importlib
 import json
 from pathlib import Path
 from typing import Any, Callable
@@ -28,17 +29,18 @@ from rundir import kinds
 from checkers import explain, totals
 from checkers import loss_shape as shape_rule
 from checkers import protocol_trace
-from checkers.anomalies import (digests, divergence, keys, lookup, loss_shape, offsets, ordering, protocol, stats,
-                                values, watermarks)
+from checkers.anomalies import digests, lookup, loss_shape, offsets, protocol, stats
 from checkers.anomalies.context import CheckContext
 from checkers.anomalies.tables import POS_BITS, Tables, load, rows
 
 FINDING_TASKS = 4
 
-# the anomaly families: each finds the kinds its KINDS lists (rundir/kinds.py) with `analyze(ctx)`, one
-# union of flagged rows between them, and builds their examples with `examples(top, details)`; the
-# protocol family (the white-box rules) runs apart, on the event logs, and builds its own examples
-FAMILIES = (offsets, values, ordering, watermarks, divergence, keys)
+# the anomaly families, one module per family of rundir/kinds.py (checkers/anomalies/<family>.py), in its
+# order: each finds the kinds its KINDS lists with `analyze(ctx)`, one union of flagged rows between them,
+# and builds their examples with `examples(top, details)`; the protocol family (the white-box rules) runs
+# apart, on the event logs, and builds its own examples
+FAMILIES = tuple(importlib.import_module(f"checkers.anomalies.{name}") for name in kinds.FAMILY_NAMES
+                 if name != protocol.FAMILY)
 
 
 def analyze(spark: SparkSession, col_dir: Path | str, examples: int = 10,

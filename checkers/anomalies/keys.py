@@ -10,8 +10,8 @@ its `previous` is such an A with the highest offset (then the highest index).
 As in ordering.py's realtime-order, each placed ack is an event twice over: a completion at its index,
 which makes its place visible, and every placed send a query at its invoke index; a running max over a
 key's events in index order gives each query the highest place acknowledged before it. Only sends with
-a key are read, and a run with none (checkers/coverage.py keyed_sends: the Parquet statistics, no scan)
-plans an empty query: the family is not applicable to it.
+a key are read, and a run with none (checkers/coverage.py column_filled: the Parquet statistics, no scan)
+plans an empty query: the kind is not exercised there.
 """
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ MARK = ("offset", "index", "value", "time")                                 # co
 def analyze(ctx: CheckContext) -> DataFrame:
     """key-reorder's findings (module docstring), timed by the later send's completion."""
     t, c, L = ctx.t, F.col, F.lit
-    ops = t.ops if coverage.keyed_sends(ctx.col_dir) else t.ops.limit(0)
+    ops = t.ops if coverage.column_filled(ctx.col_dir, kinds.KEY_REORDER.needs.column) else t.ops.limit(0)
     sends = (ops.filter((c("f") == "send") & (c("type") != "invoke") & c("key").isNotNull())
              .select("partition", "key", "value", "type", type_code().alias("stype"), "index", "time",
                      "invoke_index"))

@@ -36,6 +36,7 @@ from broker.rules import names
 from broker.rules.catalogue import undecided_detail
 
 KINDS = kinds.PROTOCOL_NAMES
+FAMILY = kinds.BY_NAME[KINDS[0]].family    # this module's family: the engine runs it apart
 DRIVER_ROWS = 1_000_000        # below this many rows (`rule_rows`) the rules run on the driver
 OUT_SCHEMA = ("kind string, partition int, node string, ts long, epoch int, detail string, evidence string, "
               "lo long, hi long")

@@ -14,7 +14,6 @@ from broker.eventlog import EVENT_FIELDS, EVENT_NAMES
 from broker.rules import EVENTS_READ, RULES
 from broker.rules.evidence import RULE_EVENTS
 from checkers.check import CheckOptions, check_run
-from checkers.coverage import NO_KEYS
 from rundir import evidence as ev
 from rundir import formats as rf
 from rundir import kinds
@@ -112,7 +111,7 @@ def test_the_keys_family_applies_to_keyed_sends_only(tmp_path, keyed):
         assert a["status"] == "checked" and a["count"] == 1 and res["valid"] is False
         assert res["scope"]["not_applicable"] == []
     else:
-        assert a["status"] == "not-exercised" and a["status_reason"] == NO_KEYS and a["count"] == 0
+        assert a["status"] == "not-exercised" and a["status_reason"] == kinds.KEY_REORDER.needs.missing and a["count"] == 0
         assert res["valid"] is True and res["scope"]["not_applicable"] == []
         assert not any(kinds.KEY_REORDER.name in g["kinds"] for gs in res["scope"].values() for g in gs)
         assert "key-reorder" not in verdict_line(res)
