@@ -1,7 +1,8 @@
 """End to end on real processes: `highwater run` with kill and partition faults.
 
-- a 16 s run in leader-epoch mode with the safe configuration (acks=all, min.insync.replicas=2, no
-  unclean election) is valid, and every partition recovers in the final phase;
+- a 16 s run of the keyed workload in leader-epoch mode with the safe configuration (acks=all,
+  min.insync.replicas=2, no unclean election) is valid, its keys' order checked, and every partition
+  recovers in the final phase;
 - a run interrupted by SIGINT or SIGTERM heals and stops everything it started (no processes, no
   firewall chain left) and keeps a parseable history whose operations all completed.
 """
@@ -46,7 +47,8 @@ def check_history(path: Path) -> list[dict]:
 @pytest.mark.spark
 def test_safe_leader_epoch_chaos_run_is_valid(tmp_path):
     # seed 11 draws a partition at 4 s and kills at 8 and 12 s (the 30 s it ran before added four kills)
-    r = run_highwater("run", "--time-limit", "16", "--nemesis", "kill,partition", "--nemesis-interval", "4",
+    r = run_highwater("run", "--time-limit", "16", "--workload", "keyed", "--keys", "12",
+                      "--nemesis", "kill,partition", "--nemesis-interval", "4",
                       "--truncation", "leader-epoch", "--acks", "all", "--min-insync-replicas", "2",
                       "--no-unclean-election", "--seed", "11", "--results-dir", str(tmp_path), "--plain",
                       timeout=600)
@@ -60,6 +62,10 @@ def test_safe_leader_epoch_chaos_run_is_valid(tmp_path):
     ops = check_history(run_dir / runformat.HISTORY)
     sends_ok = [o for o in ops if o["f"] == "send" and o["type"] == "ok"]
     assert len(sends_ok) > 500
+    # the keyed workload: each send's key, always to the same partition, and the order of the keys checked
+    assert {o["value"]["key"] for o in sends_ok} == set(range(12))
+    assert all(o["value"]["partition"] == o["value"]["key"] % 3 for o in ops if o["f"] == "send")
+    assert results["anomalies"]["key-reorder"]["status"] == "checked"
     faults = {o["value"]["fault"] for o in ops if o["process"] == "nemesis"}
     assert faults == {"kill", "partition"}, faults
     test = load_json(run_dir / runformat.TEST_JSON)
