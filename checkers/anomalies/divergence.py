@@ -21,7 +21,7 @@ from rundir import kinds
 from checkers.anomalies import digests
 from checkers.anomalies.context import CheckContext
 from checkers.anomalies.lookup import ExampleDetails
-from checkers.anomalies.tables import Tables, finding, rows
+from checkers.anomalies.tables import Counted, Order, Tables, finding, rows
 
 KINDS = (kinds.DIVERGENCE,)
 
@@ -70,8 +70,8 @@ def analyze(ctx: CheckContext) -> DataFrame:
 
     agg = r.groupBy("partition", "offset").agg(*aggs("", None), *aggs("c_", committed))
     out = agg.filter(_differ("")).select("partition", "offset", _differ("c_").alias("committed"))
-    return finding(out, kinds.DIVERGENCE.name, ["offset", "committed"], order_key=F.col("offset"),
-                   flag=F.col("committed"))
+    return finding(out, kinds.DIVERGENCE.name, ["offset", "committed"], Order(F.col("offset")),
+                   Counted(flag=F.col("committed")))
 
 
 def examples(top: dict[str, list[dict]], d: ExampleDetails) -> dict[str, list[dict]]:

@@ -22,7 +22,7 @@ from rundir import kinds
 from checkers import coverage
 from checkers.anomalies.context import CheckContext
 from checkers.anomalies.lookup import ExampleDetails
-from checkers.anomalies.tables import finding, type_code
+from checkers.anomalies.tables import Counted, Order, finding, type_code
 
 KINDS = (kinds.KEY_REORDER,)
 
@@ -54,7 +54,7 @@ def analyze(ctx: CheckContext) -> DataFrame:
     ev = completions.unionByName(queries).select("partition", "me", F.max("mark").over(w).alias("prev"))
     bad = (ev.filter(c("me").isNotNull() & (c("prev.offset") > c("me.offset")))
            .select("partition", "me.*", "prev"))
-    return finding(bad, kinds.KEY_REORDER.name, [*ME, "prev"], order_key=c("index"), time=c("time"))
+    return finding(bad, kinds.KEY_REORDER.name, [*ME, "prev"], Order(c("index")), Counted(time=c("time")))
 
 
 def examples(top: dict[str, list[dict]], d: ExampleDetails) -> dict[str, list[dict]]:

@@ -30,7 +30,7 @@ from checkers import explain
 from checkers.anomalies import digests
 from checkers.anomalies.context import CheckContext
 from checkers.anomalies.lookup import ExampleDetails
-from checkers.anomalies.tables import POS_BITS, Tables, finding, rows
+from checkers.anomalies.tables import Counted, Order, POS_BITS, Tables, finding, rows
 
 KINDS = (kinds.INCONSISTENT_OFFSET,)
 
@@ -160,7 +160,7 @@ def inconsistent(flagged: DataFrame) -> DataFrame:
     """The inconsistent-offset findings among analyze's flagged offsets, timed by each offset's first
     observation."""
     return finding(flagged.filter(F.col("inconsistent")), kinds.INCONSISTENT_OFFSET.name, ["offset"],
-                   order_key=F.col("offset"), time=F.col("first_time"))
+                   Order(F.col("offset")), Counted(time=F.col("first_time")))
 
 
 def examples(top: dict[str, list[dict]], d: ExampleDetails) -> dict[str, list[dict]]:

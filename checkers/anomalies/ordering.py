@@ -35,7 +35,7 @@ from rundir import kinds
 from checkers import explain
 from checkers.anomalies.context import CheckContext
 from checkers.anomalies.lookup import ExampleDetails
-from checkers.anomalies.tables import Tables, finding, is_client, rows
+from checkers.anomalies.tables import Counted, Order, Tables, finding, is_client, rows
 
 KINDS = (kinds.NONMONOTONIC_SEND, kinds.POLL_SKIP, kinds.NONMONOTONIC_POLL, kinds.REALTIME_ORDER)
 
@@ -52,8 +52,8 @@ def nonmonotonic_send(t: Tables) -> DataFrame:
     w = Window.partitionBy("process", "partition").orderBy("index")
     out = acked.select("*", F.lag("index").over(w).alias("p_index"), F.lag("offset").over(w).alias("p_offset"))
     bad = out.filter(F.col("offset") < F.col("p_offset"))
-    return finding(bad, kinds.NONMONOTONIC_SEND.name, ["process", "index", "p_index"], order_key=F.col("index"),
-                   time=F.col("time"))
+    return finding(bad, kinds.NONMONOTONIC_SEND.name, ["process", "index", "p_index"], Order(F.col("index")),
+                   Counted(time=F.col("time")))
 
 
 RT_COLS = ["offset", "value", "epoch", "index", "time", "process", "invoke_index", "invoke_time"]
@@ -81,8 +81,8 @@ def realtime_order(t: Tables) -> DataFrame:
     bad = (ev.filter(F.col("me").isNotNull() & (F.col("prev.offset") >= F.col("me.offset")))
            .select("partition", "me.*", "prev"))
     prev = F.struct(*[F.col("prev." + c).alias(c) for c in ("index", "time", "process", "value", "offset", "epoch")])
-    return finding(bad, kinds.REALTIME_ORDER.name, [*RT_COLS, prev.alias("prev")], order_key=F.col("index"),
-                   time=F.col("time"))
+    return finding(bad, kinds.REALTIME_ORDER.name, [*RT_COLS, prev.alias("prev")], Order(F.col("index")),
+                   Counted(time=F.col("time")))
 
 
 def _judge(df: DataFrame, offset: Column, base: Column) -> DataFrame:
@@ -145,7 +145,7 @@ def poll_order(t: Tables, keep: list[DataFrame]) -> DataFrame:
         F.col("p_last_val").alias("p_value"), "kind", "gap")
     out = inner.unionByName(cross)
     return finding(out, F.col("kind"), [c for c in COLS if c not in ("partition", "kind")],
-                   order_key=F.col("index"), order_subkey=F.col("pos"), time=F.col("time"))
+                   Order(F.col("index"), F.col("pos")), Counted(time=F.col("time")))
 
 
 def examples(top: dict[str, list[dict]], d: ExampleDetails) -> dict[str, list[dict]]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -74,20 +74,35 @@ def rows(df: DataFrame) -> list[dict[str, Any]]:
 # history index, the offset or the value), order_subkey breaks ties (a poll record's position; else 0).
 
 
-def finding(df: DataFrame, kind: str | Column, payload: list[str | Column], order_key: Column,
-            order_subkey: Column | None = None, weight: Column | None = None, flag: Column | None = None,
-            time: Column | None = None) -> DataFrame:
-    """Rows of `df` as findings: example order (partition, order_key, order_subkey), count contribution
-    `weight` (default 1), a boolean `flag` (divergence: committed), the time of the operation the finding
-    is about (history nanoseconds; null: none, see checkers/totals.py) and the example's fields as JSON
-    text."""
+class Order(NamedTuple):
+    """Where a finding sorts among its kind's examples, after its partition: `key` is what the kind's
+    order names (the history index, the offset or the value), `subkey` breaks ties (a poll record's
+    position; None: 0)."""
+    key: Column
+    subkey: Column | None = None
+
+
+class Counted(NamedTuple):
+    """What a finding adds to its kind's count and totals: its `weight` (None: 1), a `flag` (divergence:
+    committed; None: false) and the time of the operation it is about (history nanoseconds; None: none,
+    see checkers/totals.py)."""
+    weight: Column | None = None
+    flag: Column | None = None
+    time: Column | None = None
+
+
+def finding(df: DataFrame, kind: str | Column, payload: list[str | Column], order: Order,
+            counted: Counted = Counted()) -> DataFrame:
+    """Rows of `df` as findings: the kind, the partition, the example order and the count contribution
+    as columns, and the example's fields as JSON text."""
+    L = F.lit
     return df.select(
-        (F.lit(kind) if isinstance(kind, str) else kind).alias("kind"),
+        (L(kind) if isinstance(kind, str) else kind).alias("kind"),
         F.col("partition").cast("int").alias("partition"),
-        order_key.cast("long").alias("order_key"),
-        (order_subkey if order_subkey is not None else F.lit(0)).cast("long").alias("order_subkey"),
-        (weight if weight is not None else F.lit(1)).cast("long").alias("weight"),
-        (flag if flag is not None else F.lit(False)).cast("boolean").alias("flag"),
-        (time if time is not None else F.lit(None)).cast("long").alias("time"),
+        order.key.cast("long").alias("order_key"),
+        (order.subkey if order.subkey is not None else L(0)).cast("long").alias("order_subkey"),
+        (counted.weight if counted.weight is not None else L(1)).cast("long").alias("weight"),
+        (counted.flag if counted.flag is not None else L(False)).cast("boolean").alias("flag"),
+        (counted.time if counted.time is not None else L(None)).cast("long").alias("time"),
         F.to_json(F.struct(*[F.col(c) if isinstance(c, str) else c for c in payload]),
                   {"ignoreNullFields": "false"}).alias("payload"))

@@ -23,7 +23,7 @@ from pyspark.sql import functions as F
 from rundir import kinds
 from checkers.anomalies.context import CheckContext
 from checkers.anomalies.lookup import ExampleDetails
-from checkers.anomalies.tables import POS_BITS, TYPE_CODE, TYPE_NAME, finding
+from checkers.anomalies.tables import Counted, Order, POS_BITS, TYPE_CODE, TYPE_NAME, finding
 
 KINDS = (kinds.LOST_WRITE, kinds.FAILED_WRITE_PRESENT, kinds.DUPLICATE, kinds.DIRTY_READ, kinds.ABORTED_READ)
 
@@ -138,7 +138,7 @@ def _findings(v: DataFrame) -> DataFrame:
     order_key = F.when(k == kinds.DUPLICATE.name, c("value")).when(is_dirty | is_aborted, rkey).otherwise(c("sindex"))
     return finding(out, k, ["value", send("sindex").alias("sindex"), send("soffset").alias("soffset"),
                             send("stype").alias("stype"), reads.alias("reads"), rkey.alias("rkey")],
-                   order_key=order_key, weight=F.coalesce(reads, L(1)), time=when)
+                   Order(order_key), Counted(weight=F.coalesce(reads, L(1)), time=when))
 
 
 def _send(stype, sindex, soffset) -> dict | None:

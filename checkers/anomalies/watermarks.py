@@ -18,7 +18,7 @@ from pyspark.sql import functions as F
 from rundir import kinds
 from checkers.anomalies.context import CheckContext
 from checkers.anomalies.lookup import ExampleDetails
-from checkers.anomalies.tables import finding, is_client
+from checkers.anomalies.tables import Counted, Order, finding, is_client
 
 KINDS = (kinds.HW_REGRESSION, kinds.HW_REGRESSION_CROSS_EPOCH)
 
@@ -56,7 +56,7 @@ def analyze(ctx: CheckContext) -> DataFrame:
     prev = F.when(same, F.col("prev_same")).otherwise(F.col("prev_any"))
     out = q.select(*cols, kind.alias("kind"), prev.alias("prev")).filter(F.col("kind").isNotNull())
     return finding(out, F.col("kind"), ["epoch", "hw", "index", "time", "process", "invoke_index", "f", "prev"],
-                   order_key=F.col("index"), time=F.col("time"))
+                   Order(F.col("index")), Counted(time=F.col("time")))
 
 
 def examples(top: dict[str, list[dict]], d: ExampleDetails) -> dict[str, list[dict]]:
