@@ -188,7 +188,8 @@ class _HistoryConverter:
         self.ops = _TableWriter(out / "ops", schemas["ops"])
         self.reads = _TableWriter(out / "reads", schemas["reads"])
         self.final_states: list[tuple[int, dict]] = []
-        self.pending: dict[Any, tuple] = {}  # process -> (index, time, f, partition, send value or None)
+        # process -> (index, time, f, partition, send value or None, send key or None)
+        self.pending: dict[Any, tuple] = {}
         self.end_time = 0                     # the largest time of any line kept
         self.sent: dict[int, dict[int, int]] = {}                       # partition -> value -> line of its send
         self.next_index = 0
@@ -266,12 +267,17 @@ class _HistoryConverter:
                 # lenient: the operation in flight lost its completion line; this one is kept
                 notes.append(("no-completion", f"process {process!r} invoked again: its operation invoked at "
                                                f"index {self.pending[process][0]} has no completion"))
-            self.pending[process] = (op["index"], op["time"], f, part, value.get("value") if f == "send" else None)
+            sent = f == "send"
+            self.pending[process] = (op["index"], op["time"], f, part, value.get("value") if sent else None,
+                                     value.get("key") if sent else None)
             return
         inv = self.pending.pop(process, None)
-        if inv is not None and (inv[2] != f or inv[3] != part):
-            err = FormatError(path, line, f"completion f={f!r} partition={part} does not match its invoke "
-                                          f"(index {inv[0]}: f={inv[2]!r} partition={inv[3]})")
+        key = value.get("key") if f == "send" else None
+        if inv is not None and (inv[2] != f or inv[3] != part or inv[5] != key):
+            keys = f" key={key}" if key is not None or inv[5] is not None else ""
+            was = f" key={inv[5]}" if keys else ""
+            err = FormatError(path, line, f"completion f={f!r} partition={part}{keys} does not match its invoke "
+                                          f"(index {inv[0]}: f={inv[2]!r} partition={inv[3]}{was})")
             if not (self.lenient and f == "send"):
                 raise err
             notes.append(("no-completion", f"the operation invoked at index {inv[0]} by process {process!r} "
@@ -341,10 +347,12 @@ class _HistoryConverter:
         """An operation still in flight when the history ends (an interrupted or killed run) is
         indeterminate: it gets an `info` row at the end of the history (index after the last line, time
         the history's last time), as if the worker had given up on it, so both engines count it."""
-        for process, (index, time, f, part, value) in sorted(self.pending.items(), key=lambda kv: kv[1][0]):
+        def as_int(v: Any) -> int | None:
+            return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+        for process, (index, time, f, part, value, key) in sorted(self.pending.items(), key=lambda kv: kv[1][0]):
             self.ops.add({"index": self.next_index, "time": self.end_time, "process": str(process),
-                          "type": "info", "f": f, "partition": part,
-                          "value": value if isinstance(value, int) and not isinstance(value, bool) else None,
+                          "type": "info", "f": f, "partition": part, "value": as_int(value), "key": as_int(key),
                           "error": "no completion: the history ends while it is in flight",
                           "invoke_index": index, "invoke_time": time})
             self.next_index += 1

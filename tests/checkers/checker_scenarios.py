@@ -440,6 +440,17 @@ def key_reorder(b: RunBuilder, p: int) -> dict:
          "invoke_index": c - 1, "previous": {"value": 2, "offset": 3, "index": a, "time": T(a)}}]}}
 
 
+def key_reorder_in_flight(b: RunBuilder, p: int) -> dict:
+    """A keyed send still in flight when the history ends (ingest closes it as `info`, keeping its key)
+    that landed below an acknowledged record of its key: a key-reorder, like a completed one. Its time is
+    the history's end, known only once every scenario is written: the example leaves it out."""
+    P = 100 * p
+    b.send(P + 1, p, 1, offset=1, key=4)
+    b.op(P + 2, "invoke", "send", {"partition": p, "key": 4, "value": 2})
+    b.final(p, [2, 1], process=P + 9)
+    return {"counts": {"key-reorder": 1}, "examples": {"key-reorder": None}}
+
+
 def key_order_clean(b: RunBuilder, p: int) -> dict:
     """Keyed sends whose order a key's readers may see either way: key 3's value 1 (unknown outcome, then
     present) was invoked before value 2's acknowledgement, so it may land after it; and key 3's value 3 is
@@ -460,7 +471,7 @@ SCENARIOS = [clean, tricky_clean, lost_write, failed_present, unrecovered, final
              epochs_unknown, dirty_read, duplicate,
              nonmonotonic_send, poll_skip,
              nonmonotonic_poll, hw_regression, lost_prefix, lost_suffix, lost_mix, lost_all, realtime_order,
-             realtime_overlap, key_reorder, key_order_clean]
+             realtime_overlap, key_reorder, key_reorder_in_flight, key_order_clean]
 
 
 # --- protocol rules (broker/rules): hand-written event log lines that break exactly one rule ------------
