@@ -6,7 +6,9 @@ Default: the kinds whose `fails_by_default` is set in rundir/kinds.py, which is 
 may legitimately lag the old leader's). `realtime-order` fails unless the producer's acks were 0 or 1
 (test.json `config.client.acks`, as the harness records it, or `config.producer.acks`: 0, 1, -1, "all",
 "-1"; absent means the harness's default, all): an acks=1 leader may lose an acknowledged write and hand
-its offset out again, which lost-write already reports. Then `config.checker.allow` /
+its offset out again, which lost-write already reports. `key-reorder` follows the same acks: an acks=1
+leader may lose a key's acknowledged record while a stale retry's copy of it lands later, above the
+key's next record. Then `config.checker.allow` /
 `config.checker.fail_on` apply, then the CLI's `--allow` / `--fail-on` (the CLI wins). A protocol kind
 (the white-box rules of broker/rules) fails only where the configuration promises its rule
 (`broker.rules.promised`: e.g. election-outside-isr not with unclean elections, truncate-below-hw not with
@@ -77,6 +79,7 @@ def failing_kinds(config: dict[str, Any] | None, fail_on: Iterable[str] = (), al
         failing.add(kinds.DUPLICATE.name)
     if producer_acks(config) in (0, 1):
         failing.discard(kinds.REALTIME_ORDER.name)
+        failing.discard(kinds.KEY_REORDER.name)
     failing -= unpromised_protocol_kinds(config, rules)
     checker = config.get(rf.CONFIG_CHECKER) or {}
     if not isinstance(checker, dict):
