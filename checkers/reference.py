@@ -64,6 +64,7 @@ class Run:
     meta: dict[tuple[str, int], dict] = field(default_factory=dict)            # (node, p) -> leo, hw
     nodes_by_part: dict[int, list[str]] = field(default_factory=lambda: defaultdict(list))
     sends: dict[tuple[int, Any], dict] = field(default_factory=dict)           # (p, value) -> send completion
+    keyed_sends: list[dict] = field(default_factory=list)                     # every send completion with a key
     ok_sends_by_proc: dict[tuple[str, int], list] = field(default_factory=lambda: defaultdict(list))
     acks_by_part: dict[int, list[dict]] = field(default_factory=lambda: defaultdict(list))  # every ok send
     observations: list[dict] = field(default_factory=list)                    # poll / final-read ok: hw seen
@@ -150,8 +151,10 @@ def _operations(run: Run) -> None:
             run.completions.append((f, typ, time))
         if f == "send":
             run.sends[(p, value)] = {"type": typ, "index": index, "time": time, "process": process,
-                                     "offset": offset, "epoch": epoch, "invoke_index": inv_i, "error": error,
-                                     "key": key}
+                                     "offset": offset, "epoch": epoch, "invoke_index": inv_i, "error": error}
+            if key is not None:     # every one, as the Spark family reads them (--lenient may keep two)
+                run.keyed_sends.append({"partition": p, "key": key, "value": value, "type": typ, "index": index,
+                                        "time": time, "invoke_index": inv_i})
             if typ == "ok":
                 run.ok_sends_by_proc[(process, p)].append((index, time, value, offset, epoch))
                 run.acks_by_part[p].append({"offset": offset, "value": value, "epoch": epoch, "index": index,
@@ -408,10 +411,11 @@ def keys(run: Run, out: Findings) -> None:
     becomes visible at its completion, and each present send compares at its invoke with the highest
     offset visible by then (then the highest index)."""
     by_key: dict[tuple[int, int], list] = defaultdict(list)
-    for (p, v), s in run.sends.items():
-        if s["key"] is None or p not in run.final_log or v not in run.final_values[p]:
+    for s in run.keyed_sends:
+        p, v = s["partition"], s["value"]
+        if p not in run.final_log or v not in run.final_values[p]:
             continue
-        placed = dict(s, value=v, foff=min(run.final_values[p][v]))
+        placed = dict(s, foff=min(run.final_values[p][v]))
         if s["type"] == "ok":
             by_key[(p, s["key"])].append((s["index"], 1, placed))
         if s["invoke_index"] is not None:
