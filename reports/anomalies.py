@@ -18,6 +18,7 @@ from markupsafe import Markup, escape
 
 from rundir import formats as runformat
 from rundir import kinds
+from rundir.evidence import NOT_EXERCISED
 from reports.jsonfast import dumps_compact
 from reports.totals import LOST, partition_totals
 
@@ -109,6 +110,10 @@ class AnomalyKind:
     reported: bool = True
     stories: list[Markup] = field(default_factory=list)  # per row: what happened (reports/story.py), or ""
     raw: list[str] = field(default_factory=list)          # per row: the example as the checker wrote it (JSON)
+    # False where the run's workload records nothing the kind reads (results.json status `not-exercised`):
+    # nothing was checked, and the page does not count it as checked; `why` is the status reason
+    exercised: bool = True
+    why: str = ""
 
     @property
     def headers(self) -> list[tuple[str, str]]:
@@ -226,9 +231,11 @@ def anomaly_kinds(results: dict[str, Any] | None, offset_anchors: set[tuple[int,
         explanation = EXPLANATIONS.get(kind, "A kind of anomaly this report has no description of.")
         if kind == LOST:
             explanation += loss_shape_sentence(results)
+        exercised = body.get("status") != NOT_EXERCISED
         out.append(AnomalyKind(kind, count, bool(body.get("fails_run", True)), explanation,
                                columns, rows, max(0, count - len(shown)), stories=stories,
-                               raw=[dumps_compact(e) for e in shown]))
+                               raw=[dumps_compact(e) for e in shown], exercised=exercised,
+                               why="" if exercised else str(body.get("status_reason") or "")))
     return out
 
 

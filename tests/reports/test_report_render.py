@@ -338,3 +338,16 @@ def test_unknown_anomaly_kind_and_extra_fields_render_generically(tmp_path):
     assert {"h-6", "h-7"} <= Page(html).ids
     assert '<span class="k">time </span>0.001 s' in art
     assert ESCAPED.replace("&lt;", "&lt;") in art and XSS not in art
+
+
+def test_a_kind_the_workload_does_not_exercise_is_not_counted_as_checked(tmp_path):
+    """results.json's `not-exercised` (key-reorder without the keyed workload): the page names it with its
+    reason among the kinds with nothing found, and does not count it among the kinds checked."""
+    run = make_run(tmp_path / "results", "valid")
+    res = json.loads((run / "results.json").read_text())
+    res["anomalies"]["key-reorder"] = {"count": 0, "examples": [], "status": "not-exercised",
+                                       "status_reason": "the workload sends no keys"}
+    (run / "results.json").write_text(json.dumps(res))
+    html = write_report(run).read_text()
+    assert "All 11 anomaly kinds checked: 0." in html
+    assert "key-reorder (not exercised: the workload sends no keys)" in html
