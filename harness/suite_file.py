@@ -40,10 +40,12 @@ from typing import Any
 
 from harness import config as config_mod
 from harness.config import TestConfig
+from rundir import kinds
 from rundir.formats import ANOMALY_KINDS
 from rundir.settings import Setting, SettingError, at_line, declare, did_you_mean, line_of, parse_table, read_toml
 from harness import scenario as scenario_mod
 from broker.errors import ConfigError
+from workloads.workload import KINDS as WORKLOADS
 
 # short setting names: the flags of `highwater run` that make sense per configuration
 SHORT_KEYS = {k: v for k, v in config_mod.FLAG_KEYS.items() if k not in ("results_dir", "test_name")}
@@ -404,12 +406,28 @@ def _configuration(ctx: _Ctx, entry: _Entry, inherited: _Inherited, chosen: dict
         if shown not in chosen and shown not in entry.settings and shown in inherited.defaults:
             table, where_entry = "defaults", None
         raise ctx.error(f"{entry.what} (configuration {name!r})", shown, problem, table=table, entry=where_entry)
+    _check_finds_can_show(ctx, entry, cfg, name)
     row_parts = [slug(k, v) for k, v in chosen.items() if setting_path(k) != "nemesis.faults"]
     column = f"scenario:{entry.scenario.stem}" if entry.scenario else fault_label(cfg)
     return SuiteConfig(
         name=name, test=entry.label, row="-".join([entry.label, *row_parts]), column=column,
         settings=copy.deepcopy(all_settings), cfg=cfg, expect=entry.expect, repeats=entry.repeats,
         description=entry.description, where=entry.where, scenario=entry.scenario)
+
+
+def _check_finds_can_show(ctx: _Ctx, entry: _Entry, cfg: TestConfig, name: str) -> None:
+    """`finds` may not name a kind that reads what this configuration's operations never record (a kind's
+    `needs`, rundir/kinds.py): key-reorder without the keyed workload could only ever end `failed`. A
+    scenario's own sends carry no such field."""
+    fields = () if entry.scenario else WORKLOADS[cfg.workload.name].fields
+    for k in entry.expect.finds or ():
+        needs = kinds.BY_NAME[k].needs
+        if needs is not None and needs.column not in fields:
+            runs = "its scenario" if entry.scenario else f"workload {cfg.workload.name!r}"
+            able = ", ".join(n for n, w in WORKLOADS.items() if needs.column in w.fields)
+            raise ctx.error(f"{entry.what} (configuration {name!r})", "finds",
+                            f"names {k}, which {runs} cannot show ({needs.missing}; workloads that can: {able})",
+                            table="test", entry=entry.i)
 
 
 def _scenario_path(ctx: _Ctx, raw: dict[str, Any], what: str, i: int, base_dir: Path) -> Path | None:

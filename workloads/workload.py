@@ -1,7 +1,8 @@
 """The workloads: the Workload protocol, the registry of workloads and the [workload] settings.
 
 A workload is a `Kind`: its name, a one-line doc, the [workload] settings it reads, the history
-operations its workers record (docs/formats.md), and `workers(w, run, settings)`, which makes its worker
+operations its workers record (docs/formats.md) and any field they carry that not every workload's do
+(`fields`: the keyed workload's `key`), and `workers(w, run, settings)`, which makes its worker
 threads. `KINDS` is the registry; `NAMES` its names, the choices of `workload.name`. `SETTINGS` declares
 the [workload] section once (key, type, default, doc, rules; broker/settings.py `Setting`), and `FLAGS`
 names each one's `highwater run` flag: harness/config.py builds the section and the flags from them.
@@ -52,6 +53,8 @@ class Kind:
     records: tuple[str, ...]        # the history's f of the operations its workers record
     workers: Callable[["Workload", Run, Any], list[threading.Thread]]
     needs_consumer: bool = False    # it reads: the run must give a consumer factory
+    fields: tuple[str, ...] = ()    # the fields its operations carry beyond every workload's (the ops
+                                    # columns a kind may need: rundir/kinds.py Kind.needs)
 
 
 def _producers(w: "Workload", run: Run, settings: Any, worker: type = ProducerWorker,
@@ -85,7 +88,7 @@ KINDS: dict[str, Kind] = {k.name: k for k in (
          "not a group)", ("rate", "concurrency", "consumers"), ("send", "assign", "poll"),
          _producers_and_consumers, needs_consumer=True),
     Kind("keyed", "producers of keyed records: each key always to one partition, checked for per-key order "
-         "in the final logs", ("rate", "concurrency", "keys"), ("send",), _keyed_producers),
+         "in the final logs", ("rate", "concurrency", "keys"), ("send",), _keyed_producers, fields=("key",)),
 )}
 NAMES = tuple(KINDS)
 

@@ -108,6 +108,9 @@ def test_shipped_suites_parse():
     (('finds = ["lost-write", "divergence"]', 'finds = ["lost"]'),
      ":17: [[test]] #1 'hw': key 'finds' names unknown anomaly kind 'lost'"),
     (("safe = true\n", ""), ":19: [[test]] #2 'safe' has no expectation: give safe = true or finds"),
+    (('finds = ["lost-write", "divergence"]', 'finds = ["key-reorder"]'),
+     ":17: [[test]] #1 'hw' (configuration 'hw'): key 'finds' names key-reorder, which workload "
+     "'producer-consumer' cannot show (the workload sends no keys; workloads that can: keyed)"),
     (("safe = true", "safe = false"), ":23: [[test]] #2 'safe': key 'safe' must be true"),
     (('finds = ["lost-write", "divergence"]', 'finds = ["lost-write"]\nsafe = true'),
      "[[test]] #1 'hw': key 'finds' cannot be combined with safe"),
