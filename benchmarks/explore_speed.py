@@ -14,7 +14,7 @@ configuration, and a long safe run that must find nothing.
    time to it (the search's elapsed time up to that schedule's chunk, taken by the progress callback),
    its length and its length after simulator/shrink.py `shrink` (at most --shrink-budget seconds; a
    fix-avoids finding is shrunk keeping that property), and whether the configuration promises it; then the same with swarm testing (explore's
-   swarm=True) unless --no-swarm.
+   SearchSpace(swarm=True)) unless --no-swarm.
 3. long safe run: leader-epoch, acks=-1, min ISR 2, clean elections, fencing, flush always, for at least
    --long-events events with --workers processes: events run and findings (must be 0).
 Figures depend on the machine and on what else runs on it.

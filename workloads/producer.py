@@ -93,10 +93,11 @@ class ProducerWorker(ClientWorker):
 
 
 class KeyedProducerWorker(ProducerWorker):
-    """A producer whose every send carries a key (module docstring)."""
+    """A producer whose every send carries a key (module docstring), drawn from `keys` keys."""
 
-    def __init__(self, *, keys: int, **worker: Any):
-        super().__init__(**worker)
+    def __init__(self, *, history, make_client: Callable[[], Any], sending: Sending, seed: int, index: int,
+                 keys: int):
+        super().__init__(history=history, make_client=make_client, sending=sending, seed=seed, index=index)
         self.keys = keys
 
     def next_send(self) -> dict[str, Any]:

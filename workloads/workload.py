@@ -57,18 +57,26 @@ class Kind:
                                     # columns a kind may need: rundir/kinds.py Kind.needs)
 
 
-def _producers(w: "Workload", run: Run, settings: Any, worker: type = ProducerWorker,
-               **extra: Any) -> list[threading.Thread]:
+def _producers(w: "Workload", run: Run, settings: Any) -> list[threading.Thread]:
     """`concurrency` producers, each sending the value source's next value to a seeded partition."""
-    sending = Sending(run.topic, run.partitions, w.values, w.limiter, w.stop_event)
-    return [worker(history=run.history, make_client=w.gated(run.make_producer, i, worker.role), sending=sending,
-                   seed=run.seed, index=i, **extra)
+    sending = _sending(w, run)
+    return [ProducerWorker(history=run.history, make_client=w.gated(run.make_producer, i, ProducerWorker.role),
+                           sending=sending, seed=run.seed, index=i)
             for i in range(settings.concurrency)]
 
 
 def _keyed_producers(w: "Workload", run: Run, settings: Any) -> list[threading.Thread]:
     """`concurrency` producers sending keyed records: key k of `keys` always to partition k mod partitions."""
-    return _producers(w, run, settings, KeyedProducerWorker, keys=settings.keys)
+    sending = _sending(w, run)
+    return [KeyedProducerWorker(history=run.history, make_client=w.gated(run.make_producer, i,
+                                                                          KeyedProducerWorker.role),
+                                sending=sending, seed=run.seed, index=i, keys=settings.keys)
+            for i in range(settings.concurrency)]
+
+
+def _sending(w: "Workload", run: Run) -> Sending:
+    """What the workload's producers share (workloads/producer.py Sending)."""
+    return Sending(run.topic, run.partitions, w.values, w.limiter, w.stop_event)
 
 
 def _producers_and_consumers(w: "Workload", run: Run, settings: Any) -> list[threading.Thread]:
