@@ -6,9 +6,10 @@ when the client says the write certainly did not happen (ClientError.definite), 
 lost connection, acks=0, an unexpected exception). After an `info` the worker continues under a new
 process id (Jepsen's rule: a process with an operation of unknown outcome never issues another).
 
-`ProducerWorker` sends each value to a seeded random partition. `KeyedProducerWorker` (the keyed
-workload) gives each send a key, drawn from `keys` keys, and sends key k to partition k mod partitions,
-so that a key's records share one partition's order; its sends record their key (docs/formats.md).
+A `ProducerWorker` sends each value to a seeded random partition, or, where its `Sending` has `keys`
+(the keyed workload), gives each send a key drawn from that many and sends key k to partition k mod
+partitions, so that a key's records share one partition's order; its sends record their key
+(docs/formats.md).
 """
 from __future__ import annotations
 
@@ -57,12 +58,14 @@ def send_record(history, process: int, client: ProducerClient, topic: str, invok
 @dataclass(frozen=True)
 class Sending:
     """What every producer worker of a workload shares: where it sends (the topic and its partition
-    count), the value source, the rate limiter and the stop event."""
+    count), the value source, the rate limiter, the stop event, and how many keys its sends draw from
+    (None: the sends carry no key)."""
     topic: str
     partitions: int
     values: ValueSource
     limiter: RateLimiter
     stop: threading.Event
+    keys: int | None = None
 
 
 class ProducerWorker(ClientWorker):
@@ -77,9 +80,14 @@ class ProducerWorker(ClientWorker):
         self.counts = {"ok": 0, "fail": 0, "info": 0}
 
     def next_send(self) -> dict[str, Any]:
-        """The next send's invoke: a seeded random partition and the next value."""
-        partition = self.rng.randrange(self.sending.partitions)
-        return {"partition": partition, "value": self.sending.values.next()}
+        """The next send's invoke: a seeded random partition and the next value, or with keys, a seeded
+        random key, its partition and the next value."""
+        s = self.sending
+        if s.keys is None:
+            partition = self.rng.randrange(s.partitions)
+            return {"partition": partition, "value": s.values.next()}
+        key = self.rng.randrange(s.keys)
+        return {"partition": key % s.partitions, "key": key, "value": s.values.next()}
 
     def work(self, client) -> None:
         s = self.sending
@@ -91,15 +99,3 @@ class ProducerWorker(ClientWorker):
             if kind == "info":
                 self.process = self.history.new_process()
 
-
-class KeyedProducerWorker(ProducerWorker):
-    """A producer whose every send carries a key (module docstring), drawn from `keys` keys."""
-
-    def __init__(self, *, history, make_client: Callable[[], Any], sending: Sending, seed: int, index: int,
-                 keys: int):
-        super().__init__(history=history, make_client=make_client, sending=sending, seed=seed, index=index)
-        self.keys = keys
-
-    def next_send(self) -> dict[str, Any]:
-        key = self.rng.randrange(self.keys)
-        return {"partition": key % self.sending.partitions, "key": key, "value": self.sending.values.next()}

@@ -27,7 +27,7 @@ from typing import Any, Callable
 
 from workloads.consumer import ConsumerWorker
 from workloads.pacing import RateLimiter, ValueSource
-from workloads.producer import KeyedProducerWorker, ProducerWorker, Sending
+from workloads.producer import ProducerWorker, Sending
 from broker.errors import ConfigError
 from broker.settings import Setting, declare
 
@@ -57,9 +57,10 @@ class Kind:
                                     # columns a kind may need: rundir/kinds.py Kind.needs)
 
 
-def _producers(w: "Workload", run: Run, settings: Any) -> list[threading.Thread]:
-    """`concurrency` producers, each sending the value source's next value to a seeded partition."""
-    sending = _sending(w, run)
+def _producers(w: "Workload", run: Run, settings: Any, keys: int | None = None) -> list[threading.Thread]:
+    """`concurrency` producers, each sending the value source's next value to a seeded partition (with
+    `keys`: a seeded key's partition, workloads/producer.py)."""
+    sending = Sending(run.topic, run.partitions, w.values, w.limiter, w.stop_event, keys)
     return [ProducerWorker(history=run.history, make_client=w.gated(run.make_producer, i, ProducerWorker.role),
                            sending=sending, seed=run.seed, index=i)
             for i in range(settings.concurrency)]
@@ -67,16 +68,7 @@ def _producers(w: "Workload", run: Run, settings: Any) -> list[threading.Thread]
 
 def _keyed_producers(w: "Workload", run: Run, settings: Any) -> list[threading.Thread]:
     """`concurrency` producers sending keyed records: key k of `keys` always to partition k mod partitions."""
-    sending = _sending(w, run)
-    return [KeyedProducerWorker(history=run.history, make_client=w.gated(run.make_producer, i,
-                                                                          KeyedProducerWorker.role),
-                                sending=sending, seed=run.seed, index=i, keys=settings.keys)
-            for i in range(settings.concurrency)]
-
-
-def _sending(w: "Workload", run: Run) -> Sending:
-    """What the workload's producers share (workloads/producer.py Sending)."""
-    return Sending(run.topic, run.partitions, w.values, w.limiter, w.stop_event)
+    return _producers(w, run, settings, keys=settings.keys)
 
 
 def _producers_and_consumers(w: "Workload", run: Run, settings: Any) -> list[threading.Thread]:
