@@ -22,7 +22,7 @@ from rundir import kinds
 from checkers import coverage
 from checkers.anomalies.context import CheckContext
 from checkers.anomalies.lookup import ExampleDetails
-from checkers.anomalies.tables import Counted, Order, finding, type_code
+from checkers.anomalies.tables import Counted, Order, finding, in_final_logs, type_code
 
 KINDS = (kinds.KEY_REORDER,)
 
@@ -37,8 +37,7 @@ def analyze(ctx: CheckContext) -> DataFrame:
     sends = (ops.filter((c("f") == "send") & (c("type") != "invoke") & c("key").isNotNull())
              .select("partition", "key", "value", "type", type_code().alias("stype"), "index", "time",
                      "invoke_index"))
-    places = (t.reads.filter(c("f") == "final-read").join(F.broadcast(ctx.recovered), "partition")
-              .filter((c("offset") >= 0) & (c("offset") < c("fs_hw")))
+    places = (in_final_logs(t.reads.filter(c("f") == "final-read"), ctx.recovered)
               .join(sends.select("partition", "value"), ["partition", "value"], "left_semi")
               .groupBy("partition", "value").agg(F.min("offset").alias("offset")))
     placed = sends.join(places, ["partition", "value"])

@@ -54,6 +54,13 @@ def load(spark: SparkSession, col_dir: Path | str) -> Tables:
     return Tables(spark, ops, read("reads"), read("replicas"), read("replica_meta"), sends, col_dir)
 
 
+def in_final_logs(df: DataFrame, recovered: DataFrame) -> DataFrame:
+    """The rows of `df` (a partition and an offset each) that a final log holds: of a partition that has
+    one (`recovered`: partition, fs_hw; engine._final_logs) and in [0, its HW). They gain `fs_hw`."""
+    return (df.join(F.broadcast(recovered), "partition")
+            .filter((F.col("offset") >= 0) & (F.col("offset") < F.col("fs_hw"))))
+
+
 def is_client() -> Column:
     """Client operations: their `f` is a client kind (nemesis and harness operations never use those)."""
     return F.col("f").isin(*rf.CLIENT_FS)

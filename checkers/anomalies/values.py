@@ -23,7 +23,7 @@ from pyspark.sql import functions as F
 from rundir import kinds
 from checkers.anomalies.context import CheckContext
 from checkers.anomalies.lookup import ExampleDetails
-from checkers.anomalies.tables import Counted, Order, POS_BITS, TYPE_CODE, TYPE_NAME, finding
+from checkers.anomalies.tables import Counted, Order, POS_BITS, TYPE_CODE, TYPE_NAME, finding, in_final_logs
 
 KINDS = (kinds.LOST_WRITE, kinds.FAILED_WRITE_PRESENT, kinds.DUPLICATE, kinds.DIRTY_READ, kinds.ABORTED_READ)
 
@@ -73,8 +73,7 @@ def _candidates(ctx: CheckContext) -> tuple[DataFrame, int]:
         polls = recs.filter(c("src") == 1).join(at(c("dirty_cand"), n_do), ["partition", "offset"], "left_semi")
         parts.append(_rows(polls, dirty_rkey=c("key"), rtime=c("time")))
     if n_dup:
-        finals = (recs.filter(c("src") == 2).join(F.broadcast(recovered), "partition")
-                  .filter((c("offset") >= 0) & (c("offset") < c("fs_hw")))
+        finals = (in_final_logs(recs.filter(c("src") == 2), recovered)
                   .join(at(c("dup_cand"), n_dup), ["partition", "offset"], "left_semi"))
         parts.append(_rows(finals, dup_key=T))
     cand = parts[0]
@@ -92,8 +91,7 @@ def _with_occurrences(ctx: CheckContext, cand: DataFrame, n_cand: int) -> DataFr
             .agg(F.max(F.coalesce(c("stype") == 1, L(False))).alias("failed")))
     hit = ctx.t.reads.select("partition", "value", "offset", "f", "index", "pos", "time").join(
         _small(keys, n_cand), ["partition", "value"])
-    final = (hit.filter(c("f") == "final-read").join(F.broadcast(recovered), "partition")
-             .filter((c("offset") >= 0) & (c("offset") < c("fs_hw"))))
+    final = in_final_logs(hit.filter(c("f") == "final-read"), recovered)
     failed_polls = hit.filter((c("f") == "poll") & c("failed"))
     return cand.unionByName(_rows(final, foff=c("offset"))).unionByName(
         _rows(failed_polls, failed_rkey=c("index") * (1 << POS_BITS) + c("pos"), rtime=c("time")))
