@@ -116,7 +116,13 @@ def _refresh_report(run_dir: Path, phases: PhaseClock) -> str:
 
 
 def _close(display: Display | None, phases: PhaseClock, *, quiet: bool = False) -> None:
-    """End the progress; `quiet` (the command failed): no closing lines, the error is the one line."""
+    """End the progress; `quiet` (the command failed): the display stops before the failed step is
+    ended, so it prints the steps that ended before the failure and no closing lines; the error is
+    the one line after them."""
+    if quiet and display is not None:
+        display.close(quiet=True)
+        phases.finish()
+        return
     phases.finish()
     if display is not None:
-        display.close(quiet=quiet)
+        display.close()

@@ -268,8 +268,9 @@ class Display:
         return self
 
     def close(self, *, quiet: bool = False) -> None:
-        """Stop, with a last update and the phase times; `quiet`: just stop (a command that failed
-        says so in its own one line)."""
+        """Stop, with a last update and the phase times; `quiet` (a command that failed says so in
+        its own one line): only the lines of the steps that ended before the failure, so what is
+        printed does not depend on when the display's thread last ticked."""
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=5)
@@ -280,6 +281,9 @@ class Display:
             self._live = None
             return
         if quiet:
+            with self._lock:
+                for line in self._plain_phase_lines(self.source()):
+                    print(line, file=self.stream, flush=True)
             return
         if self._live is not None:
             self._live.refresh()

@@ -207,3 +207,22 @@ def test_plain_display_says_every_interval_that_a_long_phase_goes_on():
         "highwater: checking: statistics 13.0 s",
         "highwater: checking 13.5 s",
     ]
+
+
+def test_quiet_close_prints_the_steps_that_ended_before_the_failure_and_nothing_else():
+    """A command that fails closes the display quietly before it ends the failed step: the lines are
+    those of the steps that had ended, whether or not the thread had ticked since, and never the failed
+    step, its phase or the phase summary (the error is the one line after them)."""
+    for every_s in (0.001, 3600):        # the thread ticks all the time, or never
+        ph = PhaseClock()
+        out = io.StringIO()
+        d = Display(_source(ph, {}), stream=out, interval_s=3600, announce_after_s=3600).start(every_s=every_s)
+        ph.start("check")
+        ph.step("reading input history")
+        ph.step("reading input dumps")
+        ph.step("starting Spark")          # the step that fails
+        d.close(quiet=True)
+        ph.finish()
+        lines = out.getvalue().splitlines()
+        assert [line.rsplit(" ", 2)[0] for line in lines] == [
+            "highwater: checking: reading input history", "highwater: checking: reading input dumps"], lines
