@@ -31,11 +31,12 @@ from rundir import formats as rf
 from rundir.formats import FormatError
 from rundir.opened import OpenedRun
 
-CONVERTER_VERSION = 13  # 6: the `events` table (node event logs, for the protocol rules); 7: reads' `epoch`;
+CONVERTER_VERSION = 14  # 6: the `events` table (node event logs, for the protocol rules); 7: reads' `epoch`;
                         # 8: nemesis ops' `targets`; 9: corrupt starts' `damage`; 10: dump offsets checked;
                         # 11: evidence out of scope is no problem, a node's missing event log is one;
                         # 12: events laid out by partition, sorted, with the produce lines' integer columns;
-                        # 13: sends' `key` (the keyed workload)
+                        # 13: sends' `key` (the keyed workload); 14: the group operations (`group_parts`,
+                        # polls' `group` and `generation`)
 BATCH_ROWS = rf.ROW_GROUP_ROWS
 MAX_PROBLEMS = 100   # problems named one by one (the rest are counted)
 # problems only --lenient accepts: a strict check does not reuse tables converted with any of them
@@ -187,6 +188,7 @@ class _HistoryConverter:
         self.lost_lines = 0   # lines skipped since the last one kept (they explain a gap in the indexes)
         self.ops = _TableWriter(out / "ops", schemas["ops"])
         self.reads = _TableWriter(out / "reads", schemas["reads"])
+        self.groups = _GroupOps(path, _TableWriter(out / "group_parts", schemas["group_parts"]))
         self.final_states: list[tuple[int, dict]] = []
         # process -> (index, time, f, partition, send value or None, send key or None)
         self.pending: dict[Any, tuple] = {}
@@ -212,6 +214,7 @@ class _HistoryConverter:
         row: dict[str, Any] = {"index": op["index"], "time": op["time"], "process": str(process),
                                "type": typ, "f": f, "error": error}
         reads: list[dict] = []
+        parts: list[dict] = []
         if process == rf.NEMESIS_PROCESS:
             self._nemesis_fields(row, value, line)
         elif process == rf.HARNESS_PROCESS:
@@ -227,8 +230,14 @@ class _HistoryConverter:
                 self._send_fields(row, value, line)
             elif f in ("poll", "final-read"):
                 reads = self._read_fields(op, row, value, line)
+                if f == "poll" and "group" in value:
+                    row["group"], row["generation"] = _group_id(value, path, line), _generation(value, path, line)
+                    for r in reads:
+                        r["group"] = row["group"]
             elif f == "assign":
                 row["offset"] = _int(value, "offset", path, line)
+        elif f in rf.GROUP_FS:
+            parts = self.groups.fields(op, row, value, line)
         # all checks passed: commit the line
         for kind, message in notes:
             self.result.problem(rf.HISTORY, line, kind, message)
@@ -238,6 +247,7 @@ class _HistoryConverter:
         self.ops.add(row)
         for r in reads:
             self.reads.add(r)
+        self.groups.add(parts)
 
     def _nemesis_fields(self, row: dict[str, Any], value: dict, line: int) -> None:
         """A fault window's start or stop: its fault, phase, id, targets (and a corrupt start's damage)."""
@@ -357,10 +367,139 @@ class _HistoryConverter:
                           "invoke_index": index, "invoke_time": time})
             self.next_index += 1
         self.pending.clear()
+        for inv in self.groups.open_invokes():
+            row = {"index": self.next_index, "time": self.end_time, "process": inv["process"], "type": "info",
+                   "f": inv["f"], "group": inv["group"], "generation": inv["generation"],
+                   "error": "no completion: the history ends while it is in flight",
+                   "invoke_index": inv["index"], "invoke_time": inv["time"]}
+            self.ops.add(row)
+            self.groups.add([dict(r, index=row["index"], time=row["time"], type="info", error=row["error"],
+                                  invoke_index=inv["index"], invoke_time=inv["time"]) for r in inv["parts"]])
+            self.next_index += 1
 
     def close(self) -> None:
         self.ops.close()
         self.reads.close()
+        self.groups.close()
+
+
+# --- group operations ------------------------------------------------------------------------------
+
+def _group_id(value: dict, path: Path, line: int) -> str:
+    g = value.get("group")
+    if not isinstance(g, str) or not g:
+        raise FormatError(path, line, f"field 'value.group' must be a non-empty string, got {g!r}")
+    return g
+
+
+def _generation(value: dict, path: Path, line: int) -> int:
+    n = _int(value, "generation", path, line)
+    if n < rf.NO_GENERATION:
+        raise FormatError(path, line, f"field 'value.generation' must be -1 (unknown) or more, got {n}")
+    return n
+
+
+def _partitions(value: dict, path: Path, line: int) -> list[int]:
+    ps = value.get("partitions")
+    if (not isinstance(ps, list) or not all(isinstance(p, int) and not isinstance(p, bool) and p >= 0 for p in ps)
+            or len(set(ps)) != len(ps)):
+        raise FormatError(path, line, f"field 'value.partitions' must be a list of distinct non-negative integers, "
+                                      f"got {ps!r}")
+    return sorted(ps)
+
+
+def _offsets(value: dict, key: str, path: Path, line: int) -> list[tuple[int, int]]:
+    """An offset map: [[partition, offset], ...], each partition once; offset -1 = none committed."""
+    pairs = value.get(key)
+    ok = isinstance(pairs, list) and all(
+        isinstance(e, list) and len(e) == 2 and all(isinstance(x, int) and not isinstance(x, bool) for x in e)
+        and e[0] >= 0 and e[1] >= rf.NO_COMMITTED_OFFSET for e in pairs)
+    if not ok or len({e[0] for e in pairs}) != len(pairs):
+        raise FormatError(path, line, f"field 'value.{key}' must be a list of [partition, offset] integer pairs "
+                                      f"(each partition once, offset -1 or more), got {pairs!r}")
+    return sorted((e[0], e[1]) for e in pairs)
+
+
+class _GroupOps:
+    """The group operations (rundir/formats.py GROUP_FS) of the history: each line's fields validated, its
+    `group_parts` rows (one per partition it names), and the pairing of completions with invokes. One
+    process may have several in flight, and besides its one client operation (an async commit answered
+    while the member polls): a completion is paired with the oldest invoke of its process with the same
+    f, group and partitions (a commit's: the same offsets)."""
+
+    def __init__(self, path: Path, writer: _TableWriter):
+        self.path = path
+        self.writer = writer
+        self.pending: dict[tuple, list[dict]] = {}
+
+    def fields(self, op: dict, row: dict[str, Any], value: dict, line: int) -> list[dict]:
+        """The ops row's group fields, and the line's group_parts rows (its completion paired)."""
+        path, f, typ = self.path, op["f"], op["type"]
+        group = _group_id(value, path, line)
+        generation = None if f == rf.COMMITTED_F else _generation(value, path, line)
+        member = None
+        if f != rf.COMMITTED_F:
+            member = value.get("member")
+            if not isinstance(member, str):
+                raise FormatError(path, line, f"field 'value.member' must be a string, got {member!r}")
+        row["group"], row["generation"] = group, generation
+        base = {"index": op["index"], "time": op["time"], "process": row["process"], "type": typ, "f": f, "group": group, "member": member, "generation": generation,
+                "error": row["error"]}
+        mode, lost = None, None
+        if f == rf.COMMIT_F:
+            mode = value.get("mode")
+            if mode not in rf.COMMIT_MODES:
+                raise FormatError(path, line, f"field 'value.mode' must be one of {', '.join(rf.COMMIT_MODES)}, "
+                                              f"got {mode!r}")
+            named = _offsets(value, "offsets", path, line)
+            signature: tuple = tuple(named)
+        else:
+            ps = _partitions(value, path, line)
+            named = [(p, None) for p in ps]
+            signature = tuple(ps)
+            if f == rf.GROUP_REVOKE_F:
+                lost = value.get("lost", False)
+                if not isinstance(lost, bool):
+                    raise FormatError(path, line, f"field 'value.lost' must be a boolean, got {lost!r}")
+            elif typ == "ok":
+                key = "committed" if f == rf.GROUP_ASSIGN_F else "offsets"
+                have = dict(_offsets(value, key, path, line))
+                if set(have) != set(ps):
+                    raise FormatError(path, line, f"field 'value.{key}' names partitions {sorted(have)}, "
+                                                  f"not the operation's partitions {ps}")
+                named = [(p, have[p]) for p in ps]
+        parts = [dict(base, partition=p, offset=o, mode=mode, lost=lost) for p, o in named]
+        key = (row["process"], f, group, signature)
+        if typ == "invoke":
+            self.pending.setdefault(key, []).append(
+                {"index": op["index"], "time": op["time"], "process": row["process"], "f": f, "group": group,
+                 "generation": generation, "parts": parts})
+        else:
+            queue = self.pending.get(key)
+            if not queue:
+                raise FormatError(path, line, f"'{typ}' completion of {f} (process {row['process']!r}, group "
+                                              f"{group!r}, partitions {[p for p, _ in named]}) without a pending "
+                                              f"invoke of the same f, group and partitions")
+            inv = queue.pop(0)
+            if not queue:
+                del self.pending[key]
+            row["invoke_index"], row["invoke_time"] = inv["index"], inv["time"]
+        for r in parts:
+            r.update(invoke_index=row.get("invoke_index"), invoke_time=row.get("invoke_time"))
+        return parts
+
+    def add(self, parts: list[dict]) -> None:
+        for r in parts:
+            self.writer.add(r)
+
+    def open_invokes(self) -> list[dict]:
+        """The invokes still in flight, in index order (then forgotten)."""
+        out = sorted((inv for queue in self.pending.values() for inv in queue), key=lambda inv: inv["index"])
+        self.pending.clear()
+        return out
+
+    def close(self) -> None:
+        self.writer.close()
 
 
 def _final_state_row(value: dict) -> dict:

@@ -38,6 +38,17 @@ RESULTS_FORMAT = 2
 OP_TYPES = ("invoke", "ok", "fail", "info")
 COMPLETIONS = ("ok", "fail", "info")
 CLIENT_FS = ("send", "poll", "assign", "final-read")
+# a group consumer's operations (docs/formats.md, "Client operations"): one invoke and one completion
+# each, like the client operations, but one process may have several in flight (an async commit while it
+# polls), so they are paired by process, f, group and partitions (checkers/ingest.py)
+GROUP_ASSIGN_F = "group-assign"
+GROUP_REVOKE_F = "group-revoke"
+COMMIT_F = "commit"
+COMMITTED_F = "committed"
+GROUP_FS = (GROUP_ASSIGN_F, GROUP_REVOKE_F, COMMIT_F, COMMITTED_F)
+COMMIT_MODES = ("sync", "async", "auto")
+NO_GENERATION = -1        # a generation the client cannot tell
+NO_COMMITTED_OFFSET = -1  # an offset map's entry where nothing is committed
 NEMESIS_PROCESS = "nemesis"
 HARNESS_PROCESS = "harness"
 FINAL_STATE_F = "final-state"
@@ -60,7 +71,7 @@ CONFIG_CLIENT = "client"
 CONFIG_ACKS = "acks"
 
 # --- columnar tables: RUN_DIR/columnar/<table>/*.parquet, plus a manifest --------------------------
-COLUMNAR_TABLES = ("ops", "reads", "replicas", "replica_meta", "final_state", "events")
+COLUMNAR_TABLES = ("ops", "reads", "replicas", "replica_meta", "final_state", "events", "group_parts")
 COLUMNAR_MANIFEST = "_manifest.json"
 # the events table's files: one per partition, its rows in (ts, node, seq) order, and one of the lines
 # that name no partition (a broker's `start`), so that a partition's rows are read in order without a sort
@@ -213,12 +224,16 @@ def arrow_schemas() -> dict[str, Any]:
             ("fault", pa.string()), ("phase", pa.string()), ("fault_id", pa.int64()), ("targets", pa.string()),
             ("damage", pa.string()),
             ("key", pa.int64()),        # a send's key (the keyed workload); null: the send has none
+            # a group consumer's poll and the group operations (GROUP_FS): the group id and generation
+            # (null: not a group operation); a group operation's partitions are in `group_parts`
+            ("group", pa.string()), ("generation", pa.int32()),
         ]),
         "reads": pa.schema([
             ("index", pa.int64()), ("process", pa.string()), ("f", pa.string()),
             ("partition", pa.int32()), ("offset", pa.int64()), ("value", pa.int64()),
             ("time", pa.int64()), ("pos", pa.int32()),  # pos: position in the op's records list
             ("epoch", pa.int32()),                      # the record's leader epoch; -1: not recorded
+            ("group", pa.string()),                     # a group consumer's poll: its group; else null
         ]),
         "replicas": pa.schema([
             ("node", pa.string()), ("partition", pa.int32()), ("offset", pa.int64()),
@@ -243,5 +258,15 @@ def arrow_schemas() -> dict[str, Any]:
             ("ts", pa.int64()), ("node", pa.string()), ("src", pa.string()), ("seq", pa.int64()),
             ("event", pa.string()), ("partition", pa.int32()), ("fields", pa.string()),
             *[(name, pa.int64()) for name in EVENT_INTS], ("quiet", pa.bool_()),
+        ]),
+        # the group operations (GROUP_FS), one row per history line and partition it names: a group-assign's,
+        # group-revoke's and committed's invoke its `partitions`; a commit's `offsets`, a committed ok's
+        # `offsets` and a group-assign ok's `committed` entries with their offset (-1: none committed;
+        # null: the line names no offset). Completions carry their invoke's index and time, as in `ops`
+        "group_parts": pa.schema([
+            ("index", pa.int64()), ("time", pa.int64()), ("process", pa.string()), ("type", pa.string()),
+            ("f", pa.string()), ("group", pa.string()), ("member", pa.string()), ("generation", pa.int32()),
+            ("partition", pa.int32()), ("offset", pa.int64()), ("mode", pa.string()), ("lost", pa.bool_()),
+            ("error", pa.string()), ("invoke_index", pa.int64()), ("invoke_time", pa.int64()),
         ]),
     }
