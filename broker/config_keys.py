@@ -225,6 +225,28 @@ KEYS: tuple[Key, ...] = (
     _k("log_message_timestamp_type", str, "CreateTime", "what a record's timestamp is: \"CreateTime\", the "
        "producer's, or \"LogAppendTime\", the leader's clock when it appends (Kafka's "
        "log.message.timestamp.type)", choices=("CreateTime", "LogAppendTime"), files=("broker",)),
+    # consumer groups (broker/server/coordinator.py): Kafka's names and defaults, except where noted
+    _k("offsets_topic_num_partitions", int, 3, "partitions of __consumer_offsets, created on the first "
+       "FindCoordinator (Kafka's offsets.topic.num.partitions is 50; each partition here is a replica with "
+       "its own files and fetcher)", min=1, max=1000, files=("broker",), test="offsets_topic_partitions"),
+    _k("offsets_topic_replication_factor", int, 3, "replication factor of __consumer_offsets (a test run sets "
+       "its topic's); FindCoordinator answers COORDINATOR_NOT_AVAILABLE while fewer brokers are alive",
+       min=1, files=("broker",)),
+    _k("offsets_commit_timeout_ms", int, 5000, "an OffsetCommit waits this long for the offsets partition's HW "
+       "to pass it, then answers COORDINATOR_NOT_AVAILABLE (outcome unknown)", min=1, files=("broker",)),
+    _k("group_min_session_timeout_ms", int, 1000, "the shortest session timeout a member may ask for (Kafka's "
+       "group.min.session.timeout.ms is 6000; a test member's session may be shorter)", min=1,
+       files=("broker",)),
+    _k("group_max_session_timeout_ms", int, 1800000, "the longest session timeout a member may ask for", min=1,
+       files=("broker",)),
+    _k("group_initial_rebalance_delay_ms", int, 0, "an empty group's first rebalance waits this long for more "
+       "members (Kafka's group.initial.rebalance.delay.ms is 3000)", min=0, files=("broker",)),
+    _k("group_commit_checks_generation", bool, True, "an OffsetCommit from a member of an older generation (or "
+       "no longer a member) is refused ILLEGAL_GENERATION / UNKNOWN_MEMBER_ID; false plants the bug of a "
+       "coordinator that takes a zombie's commits", files=("broker",), test="group_commit_checks_generation"),
+    _k("group_offset_fetch_waits_for_load", bool, True, "OffsetFetch answers COORDINATOR_LOAD_IN_PROGRESS until "
+       "the coordinator has loaded the group's offsets partition; false plants the bug of answering from what "
+       "is loaded so far (no committed offset)", files=("broker",), test="group_offset_fetch_waits_for_load"),
     # the controller's own
     _k("topics", object, (), "`[{\"name\": \"hw\", \"partitions\": 3, \"replication_factor\": 3}]`, created at "
        "start-up (idempotent); a topic may add `\"configs\": {\"message.timestamp.type\": \"LogAppendTime\"}` "

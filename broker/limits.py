@@ -60,3 +60,12 @@ def replica_budget(nofile: int | None = None) -> int:
     if nofile is None:
         return 1_000_000
     return max(1, int(nofile * FD_SHARE) // FDS_PER_REPLICA)
+
+
+INTERNAL_PREFIX = "__"   # the topics the broker makes for itself (__consumer_offsets); their events name them
+
+
+def internal_topic(topic: str) -> dict[str, str]:
+    """The `topic` field of an event about a partition of an internal topic ({} for the test's topics,
+    whose events have always named the partition alone)."""
+    return {"topic": topic} if topic.startswith(INTERNAL_PREFIX) else {}

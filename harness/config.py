@@ -194,6 +194,8 @@ class TestConfig:
         # the faults: its power-loss steps need broker.power_loss set)
         settings["power_loss"] = b.power_loss or (not self.nemesis.schedule_file
                                                   and needs_power_loss(self.nemesis.faults))
+        # the consumer groups' offsets topic is replicated like the test's topic
+        settings["offsets_topic_replication_factor"] = self.topic.replication_factor
         settings.update(b.extra)
         return settings
 

@@ -358,19 +358,193 @@ _METADATA_RESPONSE = M(
 # ---- FindCoordinator (10), not advertised --------------------------------------------------------------
 
 _FIND_COORDINATOR_REQUEST = M(
-    "FindCoordinatorRequest", V.FIND_COORDINATOR, (0, 3), "3+",
+    "FindCoordinatorRequest", V.FIND_COORDINATOR, (0, 2), "3+",
     F("Key", "string", "0-3"),
     F("KeyType", "int8", "1+", default=0),
 )
 
 _FIND_COORDINATOR_RESPONSE = M(
-    "FindCoordinatorResponse", V.FIND_COORDINATOR, (0, 3), "3+",
+    "FindCoordinatorResponse", V.FIND_COORDINATOR, (0, 2), "3+",
     F("ThrottleTimeMs", "int32", "1+"),
     F("ErrorCode", "int16", "0-3"),
     F("ErrorMessage", "string", "1-3", nullable="1-3"),
     F("NodeId", "int32", "0-3"),
     F("Host", "string", "0-3"),
     F("Port", "int32", "0-3"),
+)
+
+# ---- the classic group protocol: JoinGroup (11), Heartbeat (12), LeaveGroup (13), SyncGroup (14),
+# ---- DescribeGroups (15), ListGroups (16), OffsetCommit (8), OffsetFetch (9) ------------------------------
+
+_JOIN_GROUP_REQUEST = M(
+    "JoinGroupRequest", V.JOIN_GROUP, (2, 5), "6+",
+    F("GroupId", "string", "0+"),
+    F("SessionTimeoutMs", "int32", "0+"),
+    F("RebalanceTimeoutMs", "int32", "1+", default=-1),
+    F("MemberId", "string", "0+"),
+    F("GroupInstanceId", "string", "5+", nullable="5+", default=None),
+    F("ProtocolType", "string", "0+"),
+    S("Protocols", "[]JoinGroupRequestProtocol", "0+", fields=(
+        F("Name", "string", "0+"),
+        F("Metadata", "bytes", "0+"),
+    )),
+)
+
+_JOIN_GROUP_RESPONSE = M(
+    "JoinGroupResponse", V.JOIN_GROUP, (2, 5), "6+",
+    F("ThrottleTimeMs", "int32", "2+"),
+    F("ErrorCode", "int16", "0+"),
+    F("GenerationId", "int32", "0+", default=-1),
+    F("ProtocolName", "string", "0+", nullable="7+"),
+    F("Leader", "string", "0+"),
+    F("MemberId", "string", "0+"),
+    S("Members", "[]JoinGroupResponseMember", "0+", fields=(
+        F("MemberId", "string", "0+"),
+        F("GroupInstanceId", "string", "5+", nullable="5+", default=None),
+        F("Metadata", "bytes", "0+"),
+    )),
+)
+
+_HEARTBEAT_REQUEST = M(
+    "HeartbeatRequest", V.HEARTBEAT, (0, 3), "4+",
+    F("GroupId", "string", "0+"),
+    F("GenerationId", "int32", "0+"),
+    F("MemberId", "string", "0+"),
+    F("GroupInstanceId", "string", "3+", nullable="3+", default=None),
+)
+
+_HEARTBEAT_RESPONSE = M(
+    "HeartbeatResponse", V.HEARTBEAT, (0, 3), "4+",
+    F("ThrottleTimeMs", "int32", "1+"),
+    F("ErrorCode", "int16", "0+"),
+)
+
+_LEAVE_GROUP_REQUEST = M(
+    "LeaveGroupRequest", V.LEAVE_GROUP, (0, 1), "4+",
+    F("GroupId", "string", "0+"),
+    F("MemberId", "string", "0-2"),
+)
+
+_LEAVE_GROUP_RESPONSE = M(
+    "LeaveGroupResponse", V.LEAVE_GROUP, (0, 1), "4+",
+    F("ThrottleTimeMs", "int32", "1+"),
+    F("ErrorCode", "int16", "0+"),
+)
+
+_SYNC_GROUP_REQUEST = M(
+    "SyncGroupRequest", V.SYNC_GROUP, (0, 3), "4+",
+    F("GroupId", "string", "0+"),
+    F("GenerationId", "int32", "0+"),
+    F("MemberId", "string", "0+"),
+    F("GroupInstanceId", "string", "3+", nullable="3+", default=None),
+    S("Assignments", "[]SyncGroupRequestAssignment", "0+", fields=(
+        F("MemberId", "string", "0+"),
+        F("Assignment", "bytes", "0+"),
+    )),
+)
+
+_SYNC_GROUP_RESPONSE = M(
+    "SyncGroupResponse", V.SYNC_GROUP, (0, 3), "4+",
+    F("ThrottleTimeMs", "int32", "1+"),
+    F("ErrorCode", "int16", "0+"),
+    F("Assignment", "bytes", "0+"),
+)
+
+_DESCRIBE_GROUPS_REQUEST = M(
+    "DescribeGroupsRequest", V.DESCRIBE_GROUPS, (0, 4), "5+",
+    F("Groups", "[]string", "0+"),
+    F("IncludeAuthorizedOperations", "bool", "3+"),
+)
+
+_DESCRIBE_GROUPS_RESPONSE = M(
+    "DescribeGroupsResponse", V.DESCRIBE_GROUPS, (0, 4), "5+",
+    F("ThrottleTimeMs", "int32", "1+"),
+    S("Groups", "[]DescribedGroup", "0+", fields=(
+        F("ErrorCode", "int16", "0+"),
+        F("GroupId", "string", "0+"),
+        F("GroupState", "string", "0+"),
+        F("ProtocolType", "string", "0+"),
+        F("ProtocolData", "string", "0+"),
+        S("Members", "[]DescribedGroupMember", "0+", fields=(
+            F("MemberId", "string", "0+"),
+            F("GroupInstanceId", "string", "4+", nullable="4+", default=None),
+            F("ClientId", "string", "0+"),
+            F("ClientHost", "string", "0+"),
+            F("MemberMetadata", "bytes", "0+"),
+            F("MemberAssignment", "bytes", "0+"),
+        )),
+        F("AuthorizedOperations", "int32", "3+", default=-2147483648),
+    )),
+)
+
+_LIST_GROUPS_REQUEST = M(
+    "ListGroupsRequest", V.LIST_GROUPS, (0, 2), "3+",
+)
+
+_LIST_GROUPS_RESPONSE = M(
+    "ListGroupsResponse", V.LIST_GROUPS, (0, 2), "3+",
+    F("ThrottleTimeMs", "int32", "1+"),
+    F("ErrorCode", "int16", "0+"),
+    S("Groups", "[]ListedGroup", "0+", fields=(
+        F("GroupId", "string", "0+"),
+        F("ProtocolType", "string", "0+"),
+    )),
+)
+
+_OFFSET_COMMIT_REQUEST = M(
+    "OffsetCommitRequest", V.OFFSET_COMMIT, (2, 7), "8+",
+    F("GroupId", "string", "0+"),
+    F("GenerationIdOrMemberEpoch", "int32", "1+", default=-1),
+    F("MemberId", "string", "1+"),
+    F("GroupInstanceId", "string", "7+", nullable="7+", default=None),
+    F("RetentionTimeMs", "int64", "2-4", default=-1),
+    S("Topics", "[]OffsetCommitRequestTopic", "0+", fields=(
+        F("Name", "string", "0+"),
+        S("Partitions", "[]OffsetCommitRequestPartition", "0+", fields=(
+            F("PartitionIndex", "int32", "0+"),
+            F("CommittedOffset", "int64", "0+"),
+            F("CommittedLeaderEpoch", "int32", "6+", default=-1),
+            F("CommittedMetadata", "string", "0+", nullable="0+"),
+        )),
+    )),
+)
+
+_OFFSET_COMMIT_RESPONSE = M(
+    "OffsetCommitResponse", V.OFFSET_COMMIT, (2, 7), "8+",
+    F("ThrottleTimeMs", "int32", "3+"),
+    S("Topics", "[]OffsetCommitResponseTopic", "0+", fields=(
+        F("Name", "string", "0+"),
+        S("Partitions", "[]OffsetCommitResponsePartition", "0+", fields=(
+            F("PartitionIndex", "int32", "0+"),
+            F("ErrorCode", "int16", "0+"),
+        )),
+    )),
+)
+
+_OFFSET_FETCH_REQUEST = M(
+    "OffsetFetchRequest", V.OFFSET_FETCH, (1, 7), "6+",
+    F("GroupId", "string", "0-7"),
+    S("Topics", "[]OffsetFetchRequestTopic", "0-7", nullable="2-7", fields=(
+        F("Name", "string", "0-7"),
+        F("PartitionIndexes", "[]int32", "0-7"),
+    )),
+    F("RequireStable", "bool", "7+", default=False),
+)
+
+_OFFSET_FETCH_RESPONSE = M(
+    "OffsetFetchResponse", V.OFFSET_FETCH, (1, 7), "6+",
+    F("ThrottleTimeMs", "int32", "3+"),
+    S("Topics", "[]OffsetFetchResponseTopic", "0-7", fields=(
+        F("Name", "string", "0-7"),
+        S("Partitions", "[]OffsetFetchResponsePartition", "0-7", fields=(
+            F("PartitionIndex", "int32", "0-7"),
+            F("CommittedOffset", "int64", "0-7"),
+            F("CommittedLeaderEpoch", "int32", "5-7", default=-1),
+            F("Metadata", "string", "0-7", nullable="0-7"),
+            F("ErrorCode", "int16", "0-7"),
+        )),
+    )),
+    F("ErrorCode", "int16", "2-7", default=0),
 )
 
 # ---- CreateTopics (19) -----------------------------------------------------------------------------------
@@ -479,12 +653,15 @@ _OFFSET_FOR_LEADER_EPOCH_RESPONSE = M(
 REQUESTS: dict[int, Message] = {m.api_key: m for m in (
     _PRODUCE_REQUEST, _FETCH_REQUEST, _LIST_OFFSETS_REQUEST, _METADATA_REQUEST, _FIND_COORDINATOR_REQUEST,
     _API_VERSIONS_REQUEST, _CREATE_TOPICS_REQUEST, _CREATE_PARTITIONS_REQUEST, _INIT_PRODUCER_ID_REQUEST,
-    _OFFSET_FOR_LEADER_EPOCH_REQUEST)}
+    _OFFSET_FOR_LEADER_EPOCH_REQUEST, _JOIN_GROUP_REQUEST, _HEARTBEAT_REQUEST, _LEAVE_GROUP_REQUEST,
+    _SYNC_GROUP_REQUEST, _DESCRIBE_GROUPS_REQUEST, _LIST_GROUPS_REQUEST, _OFFSET_COMMIT_REQUEST, _OFFSET_FETCH_REQUEST)}
 
 RESPONSES: dict[int, Message] = {m.api_key: m for m in (
     _PRODUCE_RESPONSE, _FETCH_RESPONSE, _LIST_OFFSETS_RESPONSE, _METADATA_RESPONSE, _FIND_COORDINATOR_RESPONSE,
     _API_VERSIONS_RESPONSE, _CREATE_TOPICS_RESPONSE, _CREATE_PARTITIONS_RESPONSE, _INIT_PRODUCER_ID_RESPONSE,
-    _OFFSET_FOR_LEADER_EPOCH_RESPONSE)}
+    _OFFSET_FOR_LEADER_EPOCH_RESPONSE, _JOIN_GROUP_RESPONSE, _HEARTBEAT_RESPONSE, _LEAVE_GROUP_RESPONSE,
+    _SYNC_GROUP_RESPONSE, _DESCRIBE_GROUPS_RESPONSE, _LIST_GROUPS_RESPONSE, _OFFSET_COMMIT_RESPONSE,
+    _OFFSET_FETCH_RESPONSE)}
 
 
 def message(api_key: int, kind: str) -> Message:

@@ -4,7 +4,8 @@
 schema table (`schema.py`) holds exactly these versions (plus `SCHEMA_ONLY`, declared but not
 advertised). librdkafka uses the v2 record format (MsgVer2) only with Produce v3+ and Fetch v4+, so
 those are the lowest versions offered. Every range stops below the api's first flexible version except
-ApiVersions v3 and Metadata v9: librdkafka and kafka-python keep a partition's leader epoch from a
+ApiVersions v3, OffsetFetch v6-7 (v7 brings require_stable, which transactional consumers use) and
+Metadata v9: librdkafka and kafka-python keep a partition's leader epoch from a
 Metadata answer only from v9 on (KAFKA-9212), and only then send it as the current leader epoch that the
 broker checks (KIP-320) in Fetch, ListOffsets and OffsetForLeaderEpoch (docs/kafka-protocol.md).
 """
@@ -14,7 +15,15 @@ PRODUCE = 0
 FETCH = 1
 LIST_OFFSETS = 2
 METADATA = 3
+OFFSET_COMMIT = 8
+OFFSET_FETCH = 9
 FIND_COORDINATOR = 10
+JOIN_GROUP = 11
+HEARTBEAT = 12
+LEAVE_GROUP = 13
+SYNC_GROUP = 14
+DESCRIBE_GROUPS = 15
+LIST_GROUPS = 16
 API_VERSIONS = 18
 CREATE_TOPICS = 19
 CREATE_PARTITIONS = 37
@@ -26,7 +35,15 @@ NAMES: dict[int, str] = {
     FETCH: "Fetch",
     LIST_OFFSETS: "ListOffsets",
     METADATA: "Metadata",
+    OFFSET_COMMIT: "OffsetCommit",
+    OFFSET_FETCH: "OffsetFetch",
     FIND_COORDINATOR: "FindCoordinator",
+    JOIN_GROUP: "JoinGroup",
+    HEARTBEAT: "Heartbeat",
+    LEAVE_GROUP: "LeaveGroup",
+    SYNC_GROUP: "SyncGroup",
+    DESCRIBE_GROUPS: "DescribeGroups",
+    LIST_GROUPS: "ListGroups",
     API_VERSIONS: "ApiVersions",
     CREATE_TOPICS: "CreateTopics",
     CREATE_PARTITIONS: "CreatePartitions",
@@ -45,12 +62,25 @@ SUPPORTED: dict[int, tuple[int, int]] = {
     CREATE_TOPICS: (2, 4),
     CREATE_PARTITIONS: (0, 1),
     INIT_PRODUCER_ID: (0, 4),
+    # the classic group protocol (broker/server/coordinator.py), advertised together: librdkafka enables
+    # groups only when every one of these overlaps its own ranges
+    FIND_COORDINATOR: (0, 2),
+    JOIN_GROUP: (2, 5),
+    SYNC_GROUP: (0, 3),
+    HEARTBEAT: (0, 3),
+    LEAVE_GROUP: (0, 1),
+    OFFSET_COMMIT: (2, 7),
+    OFFSET_FETCH: (1, 7),
+    LIST_GROUPS: (0, 2),
+    DESCRIBE_GROUPS: (0, 4),
 }
 
+# the group protocol's apis (broker/server/group_handlers.py)
+GROUP_APIS = (FIND_COORDINATOR, JOIN_GROUP, SYNC_GROUP, HEARTBEAT, LEAVE_GROUP, OFFSET_COMMIT, OFFSET_FETCH,
+              LIST_GROUPS, DESCRIBE_GROUPS)
+
 # declared in schema.py (so tests and probes can speak them) but not advertised nor accepted
-SCHEMA_ONLY: dict[int, tuple[int, int]] = {
-    FIND_COORDINATOR: (0, 3),
-}
+SCHEMA_ONLY: dict[int, tuple[int, int]] = {}
 
 
 def supported(api_key: int, api_version: int) -> bool:

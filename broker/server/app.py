@@ -28,9 +28,12 @@ from broker.config import BrokerConfig, ConfigError, load_broker_config
 from broker.controller.client import ControllerClient
 from broker.controller.messages import RegisterBroker
 from broker.eventlog import EventLog
+from broker.groups.membership import GroupLimits
 from broker.protocol import apis
 from broker.server.aio import bounded, cancel_and_wait, run
 from broker.server.controller_link import ControllerLink
+from broker.server.coordinator import GroupCoordinator, GroupRules
+from broker.server.group_handlers import GroupHandlers
 from broker.server.handlers import Handlers
 from broker.server.kafka_handlers import AutoCreate, KafkaHandlers
 from broker.server.producer_ids import ProducerIds
@@ -94,11 +97,12 @@ class BrokerNode:
             producer_ids = ProducerIds(cfg.data_dir, cfg.node_id)
         except ConfigError as exc:
             raise StartupError(f"{self.config_path}: key 'data_dir': {exc}", EXIT_BAD_CONFIG) from None
+        coordinator = GroupCoordinator(self.replicas, self.events, self.controller, group_rules(cfg))
         kafka = KafkaHandlers(self.replicas, cfg.node_id, self.controller,
                               auto_create=AutoCreate(cfg.auto_create_topics_enable, cfg.num_partitions,
                                                      cfg.default_replication_factor),
                               log_append_time=cfg.log_message_timestamp_type == "LogAppendTime",
-                              producer_ids=producer_ids)
+                              producer_ids=producer_ids, groups=GroupHandlers(coordinator))
         self.rpc = RpcServer({
             apis.PRODUCE: handlers.produce,
             apis.FETCH: handlers.fetch,
@@ -118,16 +122,25 @@ class BrokerNode:
                          clean_shutdown=clean_shutdown)
         print(f"READY {host}:{port}", flush=True)
         self.link = ControllerLink(RegisterBroker(cfg.node_id, host, port, clean_shutdown), self.controller,
-                                   cfg.heartbeat_interval_ms, self.replicas.apply_metadata, self.events)
+                                   cfg.heartbeat_interval_ms, self._metadata_applier(coordinator), self.events)
         self.replicas.rejoin = self.link.rejoin
         timers = Timers(cfg, self.replicas)
-        for coro in (self.link.heartbeat_loop(), self.link.metadata_loop(), *timers.loops()):
+        for coro in (self.link.heartbeat_loop(), self.link.metadata_loop(), *timers.loops(),
+                     coordinator.tick_loop()):
             self._tasks.append(asyncio.create_task(coro))
         for t in self._tasks:
             t.add_done_callback(self._task_died)
         await self._stop.wait()
         await self.shutdown()
         return 1 if self._failed else 0
+
+    def _metadata_applier(self, coordinator: GroupCoordinator):
+        """What a metadata update does: the replicas take their roles, then the group coordinator loads
+        the offsets partitions this broker now leads and gives up the others."""
+        def apply(md) -> None:
+            self.replicas.apply_metadata(md)
+            coordinator.on_metadata()
+        return apply
 
     def _task_died(self, task: asyncio.Task) -> None:
         if task.cancelled():
@@ -190,6 +203,17 @@ class BrokerNode:
                              error=f"clean-shutdown marker: {exc}"[:300])
             return False
         return True
+
+
+def group_rules(cfg: BrokerConfig) -> GroupRules:
+    """The group coordinator's settings from broker.json."""
+    return GroupRules(partitions=cfg.offsets_topic_num_partitions,
+                      replication_factor=cfg.offsets_topic_replication_factor,
+                      commit_timeout_ms=cfg.offsets_commit_timeout_ms,
+                      limits=GroupLimits(cfg.group_min_session_timeout_ms, cfg.group_max_session_timeout_ms,
+                                         cfg.group_initial_rebalance_delay_ms),
+                      commit_checks_generation=cfg.group_commit_checks_generation,
+                      offset_fetch_waits_for_load=cfg.group_offset_fetch_waits_for_load)
 
 
 def _why(exc: OSError) -> str:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
+from broker.limits import internal_topic
 from broker.protocol import apis
 from broker.records import from_replica_record
 from broker.replication import EpochRequest, EpochResponse, ErrorCode, FetchRequest, FetchResponse
@@ -197,7 +198,7 @@ class Fetcher:
             self._reported = req.fetch_offset
             self.manager.events.emit("leo-reported", partition=part.partition, leo=req.fetch_offset,
                                      flushed=part.store.log.flushed_offset(), epoch=req.current_leader_epoch,
-                                     leader=req.leader_id)
+                                     leader=req.leader_id, **internal_topic(part.topic))
         body = await conn.request(apis.FETCH, {
             "topic": part.topic, "partition": part.partition, "offset": req.fetch_offset,
             "max_records": req.max_records, "max_wait_ms": cfg.replica_fetch_wait_max_ms,

@@ -24,6 +24,7 @@ from broker.kafka import versions as V
 from broker.kafka import compression
 from broker.kafka.records import (BATCH_OVERHEAD, TIMESTAMP_TYPE_MASK, CompressionError, KafkaCodecError,
                                   decode_batches, encode_batch)
+from broker.groups.offsets import OFFSETS_TOPIC
 from broker.limits import FETCH_MAX_BYTES, MAX_VALUES_PER_PRODUCE, topic_name_problem
 from broker.records import LogCorruption
 from broker.replication.errors import check_leader_epoch
@@ -58,8 +59,9 @@ class AutoCreate:
 
 class KafkaHandlers:
     def __init__(self, replicas, broker_id: int, controller, auto_create: AutoCreate = AutoCreate(),
-                 log_append_time: bool = False, producer_ids=None):
+                 log_append_time: bool = False, producer_ids=None, groups=None):
         self.replicas = replicas
+        self.groups = groups                       # broker/server/group_handlers.py: the group protocol
         self.producer_ids = producer_ids           # broker/server/producer_ids.py: InitProducerId
         self.log_append_time = log_append_time     # log_message_timestamp_type = LogAppendTime
         self.broker_id = broker_id
@@ -79,6 +81,8 @@ class KafkaHandlers:
         }
 
     async def handle(self, request) -> dict[str, Any] | None:
+        if self.groups is not None and request.api_key in self.groups.apis:
+            return await self.groups.apis[request.api_key](request.body, request.api_version, request.client_id)
         handler = self.apis[request.api_key]
         return await handler(request.body, request.api_version)
 
@@ -125,7 +129,7 @@ class KafkaHandlers:
                 "topics": topics, "cluster_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED}
 
     def _topic_metadata(self, md, name: str | None, live: set[int]) -> dict[str, Any]:
-        out = {"name": name, "is_internal": False, "partitions": [],
+        out = {"name": name, "is_internal": name == OFFSETS_TOPIC, "partitions": [],
                "topic_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED}
         if name is None or topic_name_problem(name) is not None:
             return {**out, "error_code": E.INVALID_TOPIC_EXCEPTION}
@@ -579,6 +583,8 @@ class KafkaHandlers:
             return {"throttle_time_ms": 0, "error_code": code, "producer_id": -1, "producer_epoch": -1}
         if key == V.METADATA:
             return None
+        if self.groups is not None and key in self.groups.apis:
+            return self.groups.error_body(request, code)
         return None
 
 

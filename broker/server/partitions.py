@@ -54,7 +54,7 @@ from broker.config import BrokerConfig
 from broker.controller.client import ControllerClient, ControllerError
 from broker.controller.messages import AlterIsr, Metadata, PartitionState
 from broker.eventlog import EventLog
-from broker.limits import FETCH_MAX_BYTES, replica_budget, topic_name_problem
+from broker.limits import FETCH_MAX_BYTES, replica_budget, topic_name_problem, internal_topic
 from broker.records import LogCorruption, replica_record
 from broker.replication import PLAIN, BatchFields, Checkpoints, IsrProposal, PartitionReplica, ReplicationConfig
 from broker.replication.producers import Snapshot
@@ -201,7 +201,7 @@ class ReplicaManager:
                     # what the log counts as fsynced after the cut (flush="always": no flush ran since it)
                     log_ = part.store.log
                     fields.update(flushed=log_.flushed_offset(), log_start=log_.log_start())
-            self.events.emit(ev.name, **fields)
+            self.events.emit(ev.name, **fields, **internal_topic(part.topic))
         if part.retired:
             return
         self._disk_work(part, "epoch-checkpoint", lambda: self._write_epochs(part))
@@ -282,7 +282,7 @@ class ReplicaManager:
                 if r.role != "none" and ps.leader_epoch >= r.leader_epoch:
                     r.become_none()
         except ValueError as exc:   # e.g. leader not in the ISR: inconsistent metadata, wait for the next
-            self.events.emit("metadata-rejected", partition=ps.partition, error=str(exc))
+            self.events.emit("metadata-rejected", partition=ps.partition, error=str(exc), **internal_topic(ps.topic))
             err = None
         if err is not None:
             log.debug("stale metadata for %s/%s: %s", ps.topic, ps.partition, err)
@@ -340,7 +340,7 @@ class ReplicaManager:
                 if not logged:           # once per proposal, not per attempt
                     logged = True
                     self.events.emit("isr-proposal-failed", partition=proposal.partition, isr=list(proposal.isr),
-                                     kind=proposal.kind, error=exc.code)
+                                     kind=proposal.kind, error=exc.code, **internal_topic(proposal.topic))
                 if self._closing or part.retired or r.pending_isr_proposal != proposal:
                     r.on_isr_proposal_failed(proposal)
                     self.after_change(part)
@@ -353,7 +353,7 @@ class ReplicaManager:
         else:
             r.on_isr_proposal_failed(proposal)
             self.events.emit("isr-proposal-failed", partition=proposal.partition, isr=list(proposal.isr),
-                             kind=proposal.kind, error=res.error)
+                             kind=proposal.kind, error=res.error, **internal_topic(proposal.topic))
             if (res.leader == self.config.node_id and res.leader_epoch == r.leader_epoch
                     and self.config.node_id in res.isr):
                 r.on_isr_changed(res.isr, res.isr_version, now_ms())   # a newer ISR we had not seen yet
@@ -579,7 +579,8 @@ class ReplicaManager:
     def _log_ack(self, part: Partition, res, acks: int, hw: int, isr) -> None:
         """The `ack` event: a produce is about to be answered success, with the HW and ISR it was decided
         on and the log's flushed offset now (the protocol rules check them, broker/rules)."""
-        self.events.emit("ack", partition=part.partition, base=res.base_offset, last=res.last_offset,
+        self.events.emit("ack", partition=part.partition, **internal_topic(part.topic), base=res.base_offset,
+                         last=res.last_offset,
                          epoch=res.epoch, acks=acks, hw=hw, isr=list(isr),
                          min_isr=self.repl_config.min_insync_replicas, flushed=part.store.log.flushed_offset())
 

@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from broker.limits import INTERNAL_PREFIX
 from broker.records import Record
 from broker.storage.checkpoints import EPOCH_FILE, HW_FILE, CheckpointError, EpochCheckpoint, HwCheckpoint
 from broker.storage.partition_store import ConfigError, check_data_dir, list_partitions, partition_dir_name
@@ -59,6 +60,9 @@ def _text(data: bytes | None) -> str | None:
     return None if data is None else data.decode("utf-8", "backslashreplace")
 
 
+INTERNAL_DUMPS = "internal"     # the subdirectory of the internal topics' dumps
+
+
 def _record_line(r: Record, crc_ok: bool) -> str:
     obj = {"kind": "record", "offset": r.offset, "epoch": r.epoch, "value": value_json(r.value),
            "key": _text(r.key), "timestamp": r.timestamp, "crc_ok": crc_ok}
@@ -85,21 +89,27 @@ def dump_partition(directory: Path, topic: str, partition: int, node: str) -> li
 
 
 def dump(data_dir: Path, out_dir: Path, node: str) -> list[Path]:
-    """Dump every partition of `data_dir` into `out_dir`; return the files written."""
+    """Dump every partition of `data_dir` into `out_dir`; return the files written. The test's topic goes
+    to p<partition>.jsonl; an internal topic's partitions (the groups' __consumer_offsets) to
+    internal/<topic>-p<partition>.jsonl, beside what the checker reads as the test's replicas."""
     check_data_dir(data_dir)
     partitions = list_partitions(data_dir)
     seen: dict[int, str] = {}
+    targets = []
     for topic, partition in partitions:
+        if topic.startswith(INTERNAL_PREFIX):
+            targets.append((topic, partition, out_dir / INTERNAL_DUMPS / f"{topic}-p{partition}.jsonl"))
+            continue
         if partition in seen:
             raise ConfigError(f"{data_dir}: topics {seen[partition]!r} and {topic!r} both have partition "
                               f"{partition}; p<partition>.jsonl cannot hold both")
         seen[partition] = topic
-    contents = [(partition, dump_partition(data_dir / partition_dir_name(topic, partition), topic, partition, node))
-                for topic, partition in partitions]
-    out_dir.mkdir(parents=True, exist_ok=True)
+        targets.append((topic, partition, out_dir / f"p{partition}.jsonl"))
+    contents = [(path, dump_partition(data_dir / partition_dir_name(topic, partition), topic, partition, node))
+                for topic, partition, path in targets]
     written = []
-    for partition, lines in contents:
-        path = out_dir / f"p{partition}.jsonl"
+    for path, lines in contents:
+        path.parent.mkdir(parents=True, exist_ok=True)
         with open(path, "w", encoding="utf-8") as fh:
             fh.writelines(lines)
         written.append(path)

@@ -196,7 +196,7 @@ KAFKA_GARBAGE = {
     "header-only": lambda: struct.pack(">I", 8) + struct.pack(">hhi", 3, 8, 1),
     # well-formed frames the broker does not serve
     "unknown-api-key": lambda: struct.pack(">I", 10) + struct.pack(">hhih", 9999, 0, 1, -1),
-    "find-coordinator": lambda: kafka_frame(kafka_versions.FIND_COORDINATOR, 0, {"key": "g"}),
+    "find-coordinator-v4": lambda: _with_version(kafka_frame(kafka_versions.FIND_COORDINATOR, 2, {"key": "g"}), 4),
     "produce-v2": lambda: _with_version(kafka_frame(kafka_versions.PRODUCE, 3, {
         "transactional_id": None, "acks": 1, "timeout_ms": 1000, "topic_data": []}), 2),
     "fetch-v12": lambda: struct.pack(">I", 11) + struct.pack(">hhih", 1, 12, 1, -1) + b"\0",

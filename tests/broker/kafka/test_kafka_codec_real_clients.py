@@ -105,7 +105,10 @@ class ScriptedServer:
 
     @staticmethod
     def _api_keys():
-        return [{"api_key": k, "min_version": lo, "max_version": hi} for k, (lo, hi) in sorted(V.SUPPORTED.items())]
+        """What the broker advertises, less the group protocol (this server has no coordinator: the
+        clients then do without one, as with a broker that has no groups)."""
+        return [{"api_key": k, "min_version": lo, "max_version": hi} for k, (lo, hi) in sorted(V.SUPPORTED.items())
+                if k not in V.GROUP_APIS]
 
     def _note_epochs(self, req):
         if req.api_key in (V.FETCH, V.LIST_OFFSETS, V.OFFSET_FOR_LEADER_EPOCH):
