@@ -6,7 +6,8 @@ cannot hold its evidence (an older run); or missing, where evidence that should 
 recorded the problem, so the verdict is unknown). `apply` clears the findings of every kind that was not
 checked, so a rule never reports on evidence its run could not hold, and `scope` is results.json's
 summary of what was left out, grouped by reason. A kind that reads what only some workloads record (its
-`needs`: key-reorder, the keyed workload's keys) is `not-exercised` in a run where no operation records
+`needs`: key-reorder, the keyed workload's keys; the group kinds, a consumer group's `group`) is
+`not-exercised` in a run where no operation records
 it (`column_filled`), its count 0 and its status saying why; that is no part of the scope, since the
 run never set out to check it.
 """

@@ -1,7 +1,8 @@
 """Which anomaly kinds fail a run: defaults, test.json `config.checker`, and the CLI's --fail-on/--allow.
 
 Default: the kinds whose `fails_by_default` is set in rundir/kinds.py, which is every kind except
-`duplicate` (counted only, unless the producer claims idempotence in test.json
+`group-reread` (a consumer group promises at-least-once: a record read again after a rebalance is
+counted only), `duplicate` (counted only, unless the producer claims idempotence in test.json
 `config.client.idempotence`, `config.producer.idempotent` or `config.idempotent`) and `hw-regression-cross-epoch` (a new leader's HW
 may legitimately lag the old leader's). `realtime-order` fails unless the producer's acks were 0 or 1
 (test.json `config.client.acks`, as the harness records it, or `config.producer.acks`: 0, 1, -1, "all",

@@ -11,6 +11,7 @@ run last, on the event logs (checkers/protocol_trace.py). A new family is one mo
 """
 from __future__ import annotations
 
+import bisect
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -435,8 +436,203 @@ def keys(run: Run, out: Findings) -> None:
                     time=s["time"])
 
 
+GROUP_COLUMNS = ["index", "time", "process", "type", "f", "group", "member", "generation", "partition", "offset",
+                 "invoke_index"]
+
+
+def _group_inputs(run: Run) -> tuple[list[dict], dict[tuple[str, int, Any], list[tuple]]]:
+    """The group_parts rows in history order, and per (group, partition, value) every poll read of it by
+    the group's members as (index, pos, time, process, offset), in history order."""
+    path = run.col_dir / "group_parts"
+    parts = ([dict(zip(GROUP_COLUMNS, r)) for r in _rows(run.col_dir, "group_parts", GROUP_COLUMNS)]
+             if path.is_dir() else [])
+    parts.sort(key=lambda r: r["index"])
+    seen: dict[tuple[str, int, Any], list[tuple]] = defaultdict(list)
+    for group, f, p, offset, value, index, pos, time, process in _rows(
+            run.col_dir, "reads", ["group", "f", "partition", "offset", "value", "index", "pos", "time", "process"]):
+        if group is not None and f == "poll" and value is not None:
+            seen[(group, p, value)].append((index, pos, time, process, offset))
+    for reads in seen.values():
+        reads.sort()
+    return parts, seen
+
+
+class _AckedCommits:
+    """A (group, partition)'s acked commits in completion order, with the running best: the one with the
+    highest (offset, index) so far."""
+
+    def __init__(self, acked: list[dict]):
+        self.at = [a["index"] for a in acked]          # acked is in history order
+        self.best: list[dict] = []
+        for a in acked:
+            prev = self.best[-1] if self.best else None
+            self.best.append(a if prev is None or (a["offset"], a["index"]) > (prev["offset"], prev["index"]) else prev)
+
+    def before(self, at: int) -> dict | None:
+        """The best acked commit completed before history index `at` (None: none)."""
+        i = bisect.bisect_left(self.at, at)
+        return self.best[i - 1] if i else None
+
+
+def groups(run: Run, out: Findings) -> None:
+    """The consumer-group kinds, each as docs/formats.md states it, over the group operations and the
+    members' polls: committed-regression, group-resume-mismatch, lost-by-group, commit-beyond-log,
+    assignment-overlap, group-reread."""
+    parts, seen = _group_inputs(run)
+    if not parts and not seen:
+        return
+    out = _GroupFindings(out)
+    acked: dict[tuple[str, int], list[dict]] = defaultdict(list)
+    commits: dict[tuple[str, int, int], list[dict]] = defaultdict(list)   # (g, p, offset) -> its completions
+    finals: dict[tuple[str, int], dict] = {}                           # the last committed ok
+    for r in parts:
+        gp = (r["group"], r["partition"])
+        if r["f"] == "commit" and r["type"] != "invoke":
+            commits[(*gp, r["offset"])].append(r)
+            if r["type"] == "ok":
+                acked[gp].append(r)
+        if r["f"] == "committed" and r["type"] == "ok":
+            finals[gp] = r
+    best = {gp: _AckedCommits(xs) for gp, xs in acked.items()}
+    _committed_regression(parts, best, out)
+    _resume_mismatch(run, parts, best, commits, out)
+    _lost_by_group(run, finals, seen, out)
+    _commit_beyond_log(run, acked, finals, out)
+    _assignment_overlap(parts, out)
+    for (g, p, v), reads in seen.items():
+        if len(reads) > 1:
+            last, first = reads[-1], reads[0]
+            out.add(K.GROUP_REREAD.name, (p, last[0], last[1], g), {
+                "group": g, "partition": p, "value": v, "offset": first[4], "reads": len(reads), "index": last[0],
+                "time": last[2], "process": last[3],
+                "first": {"index": first[0], "time": first[2], "process": first[3], "offset": first[4]}},
+                time=last[2])
+
+
+class _GroupFindings:
+    """A Findings for the group kinds that writes each example's fields in its kind's declared order."""
+
+    def __init__(self, out: Findings):
+        self.out = out
+
+    def add(self, kind: str, key: tuple, example: dict, time: int | None = None) -> None:
+        self.out.add(kind, key, {n: example[n] for n in K.BY_NAME[kind].example_fields}, time=time)
+
+
+def _previous(a: dict) -> dict:
+    return {n: a[n] for n in ("offset", "index", "time", "process", "member", "generation")}
+
+
+def _committed_regression(parts: list[dict], acked: dict, out: Findings) -> None:
+    for r in parts:
+        if r["f"] not in ("committed", "group-assign") or r["type"] != "ok":
+            continue
+        acks = acked.get((r["group"], r["partition"]))
+        best = acks.before(r["invoke_index"]) if acks else None
+        if best is not None and best["offset"] > r["offset"]:
+            out.add(K.COMMITTED_REGRESSION.name, (r["partition"], r["index"], r["group"]), {
+                "group": r["group"], "partition": r["partition"], "offset": r["offset"], "f": r["f"],
+                "index": r["index"], "time": r["time"], "invoke_index": r["invoke_index"], "process": r["process"],
+                "previous": _previous(best)}, time=r["time"])
+
+
+def _resume_mismatch(run: Run, parts: list[dict], acked: dict, commits: dict, out: Findings) -> None:
+    """For each group-assign ok with an expectation: the first poll record its process read from the
+    partition after it, before the process's next group-assign or group-revoke invoke naming it; a
+    mismatch unless a commit in flight across the assign has that offset."""
+    ends: dict[tuple[str, str, int], list[int]] = defaultdict(list)     # (process, group, p) -> owner ends
+    for r in parts:
+        if r["f"] in ("group-assign", "group-revoke") and r["type"] == "invoke":
+            ends[(r["process"], r["group"], r["partition"])].append(r["index"])
+    firsts = run_group_firsts(run)
+    for r in parts:
+        if r["f"] != "group-assign" or r["type"] != "ok":
+            continue
+        g, p, proc = r["group"], r["partition"], r["process"]
+        acks = acked.get((g, p))
+        best = acks.before(r["invoke_index"]) if acks else None
+        if best is None:
+            continue
+        own_ends = ends.get((proc, g, p), [])
+        j = bisect.bisect_right(own_ends, r["index"])
+        until = own_ends[j] if j < len(own_ends) else None
+        polls = firsts.get((proc, g, p), [])
+        k = bisect.bisect_right(polls, (r["index"], float("inf")))
+        poll = polls[k] if k < len(polls) and (until is None or polls[k][0] < until) else None
+        if poll is None or poll[1] == best["offset"]:
+            continue
+        if any(c["invoke_index"] < r["index"]
+               and (c["type"] == "info" or (c["type"] == "ok" and c["index"] > r["invoke_index"]))
+               for c in commits.get((g, p, poll[1]), [])):
+            continue
+        out.add(K.GROUP_RESUME_MISMATCH.name, (p, poll[0], g), {
+            "group": g, "partition": p, "member": r["member"], "generation": r["generation"], "offset": poll[1],
+            "expected": best["offset"], "index": poll[0], "time": poll[2], "process": proc,
+            "assign": {"index": r["index"], "time": r["time"], "invoke_index": r["invoke_index"],
+                       "committed": r["offset"]}}, time=poll[2])
+
+
+def run_group_firsts(run: Run) -> dict[tuple[str, str, int], list[tuple]]:
+    """(process, group, partition) -> (poll index, its first record's offset, time) of each group poll
+    that returned records, in history order."""
+    firsts: dict[tuple[str, str, int], list[tuple]] = defaultdict(list)
+    for group, f, p, offset, index, pos, time, process in _rows(
+            run.col_dir, "reads", ["group", "f", "partition", "offset", "index", "pos", "time", "process"]):
+        if group is not None and f == "poll" and pos == 0:
+            firsts[(process, group, p)].append((index, offset, time))
+    for xs in firsts.values():
+        xs.sort()
+    return firsts
+
+
+def _lost_by_group(run: Run, finals: dict, seen: dict, out: Findings) -> None:
+    for (g, p), fc in finals.items():
+        if p not in run.final_log:
+            continue
+        for o, vs in run.final_log[p].items():
+            if o >= fc["offset"]:
+                continue
+            for v in vs:
+                if v is not None and (g, p, v) not in seen:
+                    out.add(K.LOST_BY_GROUP.name, (p, o, g, v), {
+                        "group": g, "partition": p, "offset": o, "value": v, "committed": fc["offset"],
+                        "index": fc["index"], "time": fc["time"]}, time=fc["time"])
+
+
+def _commit_beyond_log(run: Run, acked: dict, finals: dict, out: Findings) -> None:
+    rows = [dict(a, f="commit") for xs in acked.values() for a in xs]
+    rows += [dict(fc, f="committed", member=None, generation=None) for fc in finals.values()]
+    for r in rows:
+        p = r["partition"]
+        if p not in run.final_log:
+            continue
+        hw = run.final_state[p]["hw"]
+        if r["offset"] > hw:
+            out.add(K.COMMIT_BEYOND_LOG.name, (p, r["index"], r["group"]), {
+                "group": r["group"], "partition": p, "offset": r["offset"], "hw": hw, "f": r["f"], "index": r["index"],
+                "time": r["time"], "process": r["process"], "member": r["member"], "generation": r["generation"]},
+                time=r["time"])
+
+
+def _assignment_overlap(parts: list[dict], out: Findings) -> None:
+    by_gen: dict[tuple[str, int, int], list[dict]] = defaultdict(list)
+    for r in parts:
+        if (r["f"] == "group-assign" and r["type"] == "ok" and r["generation"] is not None and r["generation"] >= 0
+                and r["member"]):
+            by_gen[(r["group"], r["generation"], r["partition"])].append(r)
+    for (g, n, p), rs in by_gen.items():
+        first = rs[0]                       # parts are in history order
+        second = next((r for r in rs if r["member"] != first["member"]), None)
+        if second is None:
+            continue
+        out.add(K.ASSIGNMENT_OVERLAP.name, (p, second["index"], g), {
+            "group": g, "generation": n, "partition": p, "members": sorted({r["member"] for r in rs}),
+            "member": second["member"], "index": second["index"], "time": second["time"], "process": second["process"],
+            "first": {n2: first[n2] for n2 in ("member", "index", "time", "process")}}, time=second["time"])
+
 # the history and replica families, each `(run, out)`, in the order of rundir/kinds.py's families
-FAMILIES: tuple[Callable[[Run, Findings], None], ...] = (values, divergence, offsets, ordering, watermarks, keys)
+FAMILIES: tuple[Callable[[Run, Findings], None], ...] = (values, divergence, offsets, ordering, watermarks, keys,
+                                                          groups)
 
 
 # ---- the result ---------------------------------------------------------------------------------

@@ -19,6 +19,12 @@ same in both engines):
   hw-regression(-cross-epoch)        the regressed observation (`time`)
   realtime-order                     the later send's acknowledgement (B's completion: `time`)
   key-reorder                        the later send's completion, whatever its outcome (`time`)
+  committed-regression               the committed offset's observation (a committed or group-assign ok: `time`)
+  group-resume-mismatch              the member's first poll after the assign (`time`)
+  lost-by-group                      the group's final committed read (`time`)
+  commit-beyond-log                  the acknowledged commit, or the final committed read (`time`)
+  assignment-overlap                 the assignment of the second member (`time`)
+  group-reread                       the record's last poll by the group (`time`)
   duplicate, divergence              none (facts about the final log and the replica dumps): `untimed`
 """
 from __future__ import annotations

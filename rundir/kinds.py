@@ -204,6 +204,90 @@ KEY_REORDER = Kind(
     example_fields=("partition", "key", "value", "offset", "type", "index", "time", "invoke_index", "previous"),
     needs=Needs("key", "the workload sends no keys"))
 
+# --- the group workload's kinds (family `groups`, checkers/anomalies/groups.py): a consumer group's
+# assignments, commits and polls (docs/formats.md "Group operations"); none is exercised without a group
+_GROUP_NEEDS = Needs("group", "the workload has no consumer group")
+
+COMMITTED_REGRESSION = Kind(
+    "committed-regression", "groups",
+    "a group's committed offset read below one whose commit was acknowledged before the read",
+    "A commit of a group's offset for a partition was acknowledged, and a later read of the group's "
+    "committed offsets (an OffsetFetch: the final `committed` read, or the committed offsets a member was "
+    "given with its assignment), invoked after that acknowledgement, answered a lower offset, or none. An "
+    "acknowledged commit is durable: a member resuming from the lower offset reads records again, and one "
+    "resuming from none may start anywhere. Typical causes: the offsets partition's committed records "
+    "truncated away (pre-0.11 high-watermark truncation applies to commits too), a coordinator that "
+    "acknowledged a commit before it was replicated, a new coordinator answering before it loaded the "
+    "group's state, a commit from a member of an older generation accepted after a newer one.",
+    fails_by_default=True, timed=True,
+    example_fields=("partition", "group", "offset", "f", "index", "time", "invoke_index", "process", "previous"),
+    needs=_GROUP_NEEDS)
+
+GROUP_RESUME_MISMATCH = Kind(
+    "group-resume-mismatch", "groups",
+    "after an assignment, a member's first records did not start at the group's acknowledged commit",
+    "A member was assigned a partition, and the first records it polled from it did not start at the "
+    "group's highest offset whose commit was acknowledged before the assignment, nor at the offset of a "
+    "commit still in flight across it (which may have been the last one applied). The member either reads "
+    "records again or skips some that nobody in the group reads. Typical causes: the coordinator answered "
+    "an older committed offset (or none) after a failover, lost a commit it had acknowledged, or the "
+    "member reset its position (a committed offset past the log end).",
+    fails_by_default=True, timed=True,
+    example_fields=("partition", "group", "member", "generation", "offset", "expected", "index", "time",
+                    "process", "assign"),
+    needs=_GROUP_NEEDS)
+
+LOST_BY_GROUP = Kind(
+    "lost-by-group", "groups",
+    "a record below the group's final committed offset that no member of the group ever polled",
+    "The group's final committed offset for a partition says that every record below it was consumed, yet "
+    "this record of the partition's final log, below that offset, was never returned to any member of the "
+    "group. At-least-once consumption promises every record up to the committed offset was read by "
+    "someone. Typical causes: a member resumed past where the previous owner stopped (a commit of an "
+    "offset it had not read, an assignment handed out twice or skipped), records appended below the "
+    "committed offset after the group read past them (a rewritten log).",
+    fails_by_default=True, timed=True,
+    example_fields=("partition", "group", "offset", "value", "committed", "index", "time"),
+    needs=_GROUP_NEEDS)
+
+COMMIT_BEYOND_LOG = Kind(
+    "commit-beyond-log", "groups",
+    "an acknowledged or final committed offset above the partition's final log end",
+    "A commit of a group's offset for a partition was acknowledged, or the group's final committed offset "
+    "is, above the partition's high watermark in the final state: the group claims to have consumed "
+    "records the log does not hold. A member resuming there finds its position out of range and resets "
+    "it. Typical causes: records the group read were truncated away (the log was rewritten below its "
+    "old high watermark), a consumer read above the high watermark and committed it.",
+    fails_by_default=True, timed=True,
+    example_fields=("partition", "group", "offset", "hw", "f", "index", "time", "process", "member", "generation"),
+    needs=_GROUP_NEEDS)
+
+ASSIGNMENT_OVERLAP = Kind(
+    "assignment-overlap", "groups",
+    "two members of one generation of a group were assigned the same partition",
+    "Within one generation of a group, two different members were each assigned the same partition: both "
+    "consume it at once, so records are processed twice and commits race. A generation's assignment "
+    "shares the partitions out; only the next generation may move one. An assignment whose generation the "
+    "client could not tell (-1) or whose member is unknown is never compared. Typical causes: a "
+    "coordinator that handed out two leaders' assignments in one generation, a member that kept its "
+    "partitions after its session expired without learning of the new generation.",
+    fails_by_default=True, timed=True,
+    example_fields=("partition", "group", "generation", "members", "member", "index", "time", "process", "first"),
+    needs=_GROUP_NEEDS)
+
+GROUP_REREAD = Kind(
+    "group-reread", "groups",
+    "a record the group polled more than once",
+    "A record was returned to the group's members more than once, typically after a rebalance: the new "
+    "owner resumed from the last commit, below where the previous owner had read. Consumer groups promise "
+    "at-least-once consumption, so by default this is counted but does not fail the run.",
+    fails_by_default=False, timed=True,
+    example_fields=("partition", "group", "value", "offset", "reads", "index", "time", "process", "first"),
+    needs=_GROUP_NEEDS)
+
+GROUP_KINDS: tuple[Kind, ...] = (COMMITTED_REGRESSION, GROUP_RESUME_MISMATCH, LOST_BY_GROUP, COMMIT_BEYOND_LOG,
+                                 ASSIGNMENT_OVERLAP, GROUP_REREAD)
+
 KINDS: tuple[Kind, ...] = (
     LOST_WRITE,
     FAILED_WRITE_PRESENT,
@@ -219,6 +303,7 @@ KINDS: tuple[Kind, ...] = (
     HW_REGRESSION_CROSS_EPOCH,
     REALTIME_ORDER,
     KEY_REORDER,
+    *GROUP_KINDS,
 )
 
 # --- protocol kinds: the white-box rules of broker/rules, checked on the brokers' and the controller's

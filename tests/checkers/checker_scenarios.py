@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from simulated_runs import Replica, RunBuilder
 
+import group_ops as g
+
 MS = 1_000_000
 
 
@@ -466,12 +468,175 @@ def key_order_clean(b: RunBuilder, p: int) -> dict:
     return {"counts": {}, "examples": {}}
 
 
+# --- consumer groups (the group workload: tests/checkers/group_ops.py writes its operations) -------------
+# Each scenario's group is its own ("g<p>"), so scenarios can share a run directory.
+
+def _group_sends(b: RunBuilder, p: int, n: int) -> list[int]:
+    """Values 10, 11, ... acknowledged at offsets 0..n-1 of partition p; the final log's values."""
+    for k in range(n):
+        b.send(100 * p + 1, p, 10 + k, offset=k)
+    return [10 + k for k in range(n)]
+
+
+def _recs(lo: int, hi: int) -> list[tuple[int, int]]:
+    return [(o, 10 + o) for o in range(lo, hi)]
+
+
+def group_clean(b: RunBuilder, p: int) -> dict:
+    """A group through three rebalances that breaks nothing: member a reads 0..4 and commits 3 (sync),
+    then 5 (async) still in flight when member b of generation 2 is assigned the partition with committed
+    5 (the async commit was applied, its acknowledgement came later: an in-flight commit explains the
+    resume point, E being 3); a's zombie commit of generation 1 fails ILLEGAL_GENERATION; b reads 5, its
+    commit fails REBALANCE_IN_PROGRESS, and member c of generation 3 resumes at 5 and reads it again (a
+    group-reread, counted, allowed) and auto-commits 6. Two assignments of generation -1 (unknown) share
+    the partition (never compared), and a second group resumes from the log start, where nothing was
+    committed. The final committed offsets: 6, and none."""
+    P, G = 100 * p, f"g{p}"
+    log = _group_sends(b, p, 6)
+    a, m_b, m_c = P + 2, P + 3, P + 4
+    g.group_assign(b, a, G, "a", 1, {p: -1})
+    b.assign(a, p, 0)
+    g.group_poll(b, a, G, 1, p, 0, _recs(0, 3), hw=6)
+    g.commit(b, a, G, "a", 1, {p: 3})
+    g.group_poll(b, a, G, 1, p, 3, _recs(3, 5), hw=6)
+    g.commit(b, a, G, "a", 1, {p: 5}, outcome=None, mode="async")
+    g.group_revoke(b, a, G, "a", 1, [p])
+    g.group_assign(b, m_b, G, "b", 2, {p: 5})
+    g.complete(b, a, "commit", g.commit_value(G, "a", 1, {p: 5}, "async"))
+    g.commit(b, a, G, "a", 1, {p: 5}, outcome="fail", error="ILLEGAL_GENERATION")
+    b.assign(m_b, p, 5)
+    first = g.group_poll(b, m_b, G, 2, p, 5, _recs(5, 6), hw=6)
+    g.commit(b, m_b, G, "b", 2, {p: 6}, outcome="fail", error="REBALANCE_IN_PROGRESS")
+    g.group_revoke(b, m_b, G, "b", 2, [p])
+    g.group_assign(b, m_c, G, "c", 3, {p: 5})
+    b.assign(m_c, p, 5)
+    again = g.group_poll(b, m_c, G, 3, p, 5, _recs(5, 6), hw=6)
+    g.commit(b, m_c, G, "c", 3, {p: 6}, mode="auto")
+    g.group_assign(b, P + 6, G, "e", -1, {p: 6})
+    g.group_assign(b, P + 7, G, "f", -1, {p: 6})
+    H = f"h{p}"
+    g.group_assign(b, P + 5, H, "h1", 1, {p: -1})
+    b.assign(P + 5, p, 0)
+    g.group_poll(b, P + 5, H, 1, p, 0, _recs(0, 6), hw=6)
+    g.committed(b, P + 8, G, {p: 6})
+    g.committed(b, P + 8, H, {p: -1})
+    b.final(p, log, process=P + 9)
+    return {"counts": {"group-reread": 1}, "examples": {"group-reread": [
+        {"group": G, "partition": p, "value": 15, "offset": 5, "reads": 2, "index": again, "time": T(again),
+         "process": str(m_c), "first": {"index": first, "time": T(first), "process": str(m_b), "offset": 5}}]}}
+
+
+def committed_regression(b: RunBuilder, p: int) -> dict:
+    """A commit of 3 is acknowledged; the final committed read, invoked after it, answers 1."""
+    P, G = 100 * p, f"g{p}"
+    log = _group_sends(b, p, 3)
+    g.group_assign(b, P + 2, G, "a", 1, {p: -1})
+    b.assign(P + 2, p, 0)
+    g.group_poll(b, P + 2, G, 1, p, 0, _recs(0, 3), hw=3)
+    ack = g.commit(b, P + 2, G, "a", 1, {p: 3})
+    read = g.committed(b, P + 8, G, {p: 1})
+    b.final(p, log, process=P + 9)
+    return {"counts": {"committed-regression": 1}, "examples": {"committed-regression": [
+        {"group": G, "partition": p, "offset": 1, "f": "committed", "index": read, "time": T(read),
+         "invoke_index": read - 1, "process": str(P + 8),
+         "previous": {"offset": 3, "index": ack, "time": T(ack), "process": str(P + 2), "member": "a",
+                      "generation": 1}}]}}
+
+
+def group_resume_mismatch(b: RunBuilder, p: int) -> dict:
+    """Member a reads 0, 1 and commits 2 (acknowledged); member b of the next generation is assigned the
+    partition with committed 2, yet its first records start at 3 (no commit in flight)."""
+    P, G = 100 * p, f"g{p}"
+    _group_sends(b, p, 4)
+    g.group_assign(b, P + 2, G, "a", 1, {p: -1})
+    b.assign(P + 2, p, 0)
+    g.group_poll(b, P + 2, G, 1, p, 0, _recs(0, 2), hw=4)
+    g.commit(b, P + 2, G, "a", 1, {p: 2})
+    g.group_revoke(b, P + 2, G, "a", 1, [p])
+    assigned = g.group_assign(b, P + 3, G, "b", 2, {p: 2})
+    b.assign(P + 3, p, 3)
+    poll = g.group_poll(b, P + 3, G, 2, p, 3, _recs(3, 4), hw=4)
+    b.final(p, [10, 11, 12, 13], process=P + 9)
+    return {"counts": {"group-resume-mismatch": 1}, "examples": {"group-resume-mismatch": [
+        {"group": G, "partition": p, "member": "b", "generation": 2, "offset": 3, "expected": 2, "index": poll,
+         "time": T(poll), "process": str(P + 3),
+         "assign": {"index": assigned, "time": T(assigned), "invoke_index": assigned - 1, "committed": 2}}]}}
+
+
+def lost_by_group(b: RunBuilder, p: int) -> dict:
+    """A member reads 0, 1 and commits 3: the final committed offset 3 covers offset 2, which no member
+    of the group ever polled."""
+    P, G = 100 * p, f"g{p}"
+    log = _group_sends(b, p, 4)
+    g.group_assign(b, P + 2, G, "a", 1, {p: -1})
+    b.assign(P + 2, p, 0)
+    g.group_poll(b, P + 2, G, 1, p, 0, _recs(0, 2), hw=4)
+    g.commit(b, P + 2, G, "a", 1, {p: 3})
+    read = g.committed(b, P + 8, G, {p: 3})
+    b.final(p, log, process=P + 9)
+    return {"counts": {"lost-by-group": 1}, "examples": {"lost-by-group": [
+        {"group": G, "partition": p, "offset": 2, "value": 12, "committed": 3, "index": read, "time": T(read)}]}}
+
+
+def commit_beyond_log(b: RunBuilder, p: int) -> dict:
+    """A member reads the whole log (0..2) and commits 5, acknowledged; the final committed offset is 5
+    too: both above the final HW 3."""
+    P, G = 100 * p, f"g{p}"
+    log = _group_sends(b, p, 3)
+    g.group_assign(b, P + 2, G, "a", 1, {p: -1})
+    b.assign(P + 2, p, 0)
+    g.group_poll(b, P + 2, G, 1, p, 0, _recs(0, 3), hw=3)
+    ack = g.commit(b, P + 2, G, "a", 1, {p: 5})
+    read = g.committed(b, P + 8, G, {p: 5})
+    b.final(p, log, process=P + 9)
+    return {"counts": {"commit-beyond-log": 2}, "examples": {"commit-beyond-log": [
+        {"group": G, "partition": p, "offset": 5, "hw": 3, "f": "commit", "index": ack, "time": T(ack),
+         "process": str(P + 2), "member": "a", "generation": 1},
+        {"group": G, "partition": p, "offset": 5, "hw": 3, "f": "committed", "index": read, "time": T(read),
+         "process": str(P + 8), "member": None, "generation": None}]}}
+
+
+def assignment_overlap(b: RunBuilder, p: int) -> dict:
+    """Members a and b of generation 4 are both assigned the partition."""
+    P, G = 100 * p, f"g{p}"
+    log = _group_sends(b, p, 1)
+    first = g.group_assign(b, P + 2, G, "a", 4, {p: -1})
+    second = g.group_assign(b, P + 3, G, "b", 4, {p: -1})
+    b.final(p, log, process=P + 9)
+    return {"counts": {"assignment-overlap": 1}, "examples": {"assignment-overlap": [
+        {"group": G, "generation": 4, "partition": p, "members": ["a", "b"], "member": "b", "index": second,
+         "time": T(second), "process": str(P + 3),
+         "first": {"member": "a", "index": first, "time": T(first), "process": str(P + 2)}}]}}
+
+
+def group_reread(b: RunBuilder, p: int) -> dict:
+    """Member a reads 0, 1 and commits nothing; after a rebalance member b starts from the log start (none
+    committed) and reads both again: two re-reads, allowed."""
+    P, G = 100 * p, f"g{p}"
+    log = _group_sends(b, p, 2)
+    g.group_assign(b, P + 2, G, "a", 1, {p: -1})
+    b.assign(P + 2, p, 0)
+    first = g.group_poll(b, P + 2, G, 1, p, 0, _recs(0, 2), hw=2)
+    g.group_revoke(b, P + 2, G, "a", 1, [p])
+    g.group_assign(b, P + 3, G, "b", 2, {p: -1})
+    b.assign(P + 3, p, 0)
+    again = g.group_poll(b, P + 3, G, 2, p, 0, _recs(0, 2), hw=2)
+    b.final(p, log, process=P + 9)
+    return {"counts": {"group-reread": 2}, "examples": {"group-reread": [
+        {"group": G, "partition": p, "value": 10 + o, "offset": o, "reads": 2, "index": again, "time": T(again),
+         "process": str(P + 3), "first": {"index": first, "time": T(first), "process": str(P + 2), "offset": o}}
+        for o in (0, 1)]}}
+
+
+GROUP_SCENARIOS = [group_clean, committed_regression, group_resume_mismatch, lost_by_group, commit_beyond_log,
+                   assignment_overlap, group_reread]
+
 SCENARIOS = [clean, tricky_clean, lost_write, failed_present, unrecovered, final_gap, divergence_committed,
              divergence_residual, read_inconsistent, read_wrong_epoch, read_wrong_epoch_kafka_acks, epochs_agree,
              epochs_unknown, dirty_read, duplicate,
              nonmonotonic_send, poll_skip,
              nonmonotonic_poll, hw_regression, lost_prefix, lost_suffix, lost_mix, lost_all, realtime_order,
-             realtime_overlap, key_reorder, key_reorder_in_flight, key_order_clean]
+             realtime_overlap, key_reorder, key_reorder_in_flight, key_order_clean, *GROUP_SCENARIOS]
 
 
 # --- protocol rules (broker/rules): hand-written event log lines that break exactly one rule ------------
