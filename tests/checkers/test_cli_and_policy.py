@@ -95,7 +95,8 @@ def test_config_checker_allow_and_idempotence(tmp_path):
 def test_failing_kinds_defaults():
     kinds = failing_kinds({})
     assert "duplicate" not in kinds and "hw-regression-cross-epoch" not in kinds
-    assert set(kinds) == set(rf.ANOMALY_KINDS) - {"duplicate", "hw-regression-cross-epoch"}
+    assert "group-reread" not in kinds          # at-least-once: a re-read is counted only
+    assert set(kinds) == set(rf.ANOMALY_KINDS) - {"duplicate", "hw-regression-cross-epoch", "group-reread"}
     assert "duplicate" in failing_kinds({"idempotent": True})
     assert "duplicate" in failing_kinds({"client": {"idempotence": True, "kind": "kafka"}})   # as the harness records it
     assert "duplicate" not in failing_kinds({"client": {"idempotence": False}})
