@@ -20,6 +20,7 @@ from typing import Any, Callable
 
 from nemesis.windows import FaultWindows
 from rundir import formats as runformat
+from workloads import workload as workload_kinds
 from workloads.final_read import ReadPlan, final_reads
 
 log = logging.getLogger("harness")
@@ -188,6 +189,24 @@ def heal_everything(session) -> None:
         FaultWindows(session.cluster, session.history).recover(session.problem)
 
 
+def workload_final(session, topic: str, parts: list[int], plan: ReadPlan) -> None:
+    """The workload's own final operations, after the final reads (workloads/workload.py Kind.final: the
+    group workload's `committed` read, through a Kafka client of `[client] library` outside the group)."""
+    kind = workload_kinds.KINDS.get(session.cfg.workload.name)
+    if kind is None or kind.final is None:
+        return
+    cfg = session.cfg
+
+    def make_reader():
+        from workloads import kafka_client
+        return kafka_client.OffsetsReader(cfg.client.library, session.kafka_bootstrap(), timeout_s=cfg.client.timeout)
+    session.phase = "final-reads"
+    try:
+        kind.final(session.history, cfg.workload, make_reader, topic, parts, plan.deadline)
+    except Exception as exc:  # noqa: BLE001
+        session.problem(f"the {kind.name} workload's final operations failed", exc)
+
+
 def run(session, *, reads: bool = True) -> dict[str, Any]:
     """The final phase of `session` (a harness/lifecycle.py RunSession); returns final.json's content.
     Without `reads`, or once interrupted, the wait and the reads are skipped (final-state still written)."""
@@ -216,6 +235,7 @@ def run(session, *, reads: bool = True) -> dict[str, Any]:
             session.phase = "final-reads"
             plan = ReadPlan(chunk=cfg.workload.final_read_chunk, deadline=time.monotonic() + max(30.0, cfg.final_wait))
             reads_done = final_reads(session.history, session.make_consumer, topic, parts, plan, targets)
+            workload_final(session, topic, parts, plan)
         except Exception as exc:  # noqa: BLE001
             session.problem("final wait/reads failed", exc)
         finally:

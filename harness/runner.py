@@ -48,7 +48,8 @@ class ChaosWorkload(lifecycle.Middle):
         cfg, w = session.cfg, session.cfg.workload
         run = Run(session.history, cfg.topic.name, cfg.topic.partitions, cfg.seed,
                   make_producer=lambda i: session.make_producer(worker=i),
-                  make_consumer=lambda i: session.make_consumer(worker=i))
+                  make_consumer=lambda i: session.make_consumer(worker=i),
+                  make_group_consumer=lambda i, group, mode: _group_consumer(session, group, mode))
         session.workload = Workload(w.name, run, w)
         session.phase = "running"
         session.run_started_at = time.monotonic()
@@ -61,6 +62,15 @@ class ChaosWorkload(lifecycle.Middle):
             if self.on_tick is not None:
                 self.on_tick(session)
             session.interrupt.wait(0.25)
+
+
+def _group_consumer(session: RunSession, group: str, mode: str):
+    """A group workload member: always a Kafka client of `[client] library` (the native client has no
+    group API), whatever `[client] kind` says (workloads/kafka_client.py make_group_consumer)."""
+    from workloads import kafka_client
+    cfg = session.cfg
+    return kafka_client.make_group_consumer(cfg.client.library, session.kafka_bootstrap(), topic=cfg.topic.name,
+                                            group=group, mode=mode, timeout_s=cfg.client.timeout)
 
 
 def run_test(cfg: TestConfig, *, on_tick: Callable[[RunSession], None] | None = None,

@@ -3,6 +3,10 @@
 Reads are ordinary client operations (`f` = "final-read", int process ids) made in chunks, each chunk an
 invoke and a completion like a poll. A failed or unknown chunk is retried (a bounded number of times, a
 new process after an `info`); the result says how far each partition was read.
+
+The group workload adds one more final operation, `committed` (`final_committed`): an OffsetFetch of
+the group's committed offsets for every partition, from a client that never joins the group, retried
+the same way.
 """
 from __future__ import annotations
 
@@ -10,6 +14,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from broker.client import ClientError
 from workloads.consumer import Position, Reading, poll_op
 
 
@@ -79,3 +84,47 @@ def final_reads(history, make_client: Callable[[], Any], topic: str, partitions:
             client.close()
         except Exception:  # noqa: BLE001
             pass
+
+
+def final_committed(history, make_reader: Callable[[], Any], group: str, topic: str, partitions: list[int],
+                    plan: ReadPlan = ReadPlan(), deadline: float | None = None) -> dict[int, int] | None:
+    """The group's committed offsets of `partitions`, recorded as a `committed` op (invoke, then ok with
+    `offsets` [[p, o], ...], -1 where none is committed; fail or info with the error, then retried).
+    `make_reader()` gives a workloads/kafka_client.py OffsetsReader. Returns the offsets, None if no
+    attempt succeeded."""
+    process = history.new_process()
+    parts = sorted(int(p) for p in partitions)
+    value = {"group": group, "partitions": parts}
+    deadline = plan.deadline if deadline is None else deadline
+    reader = None
+    try:
+        for attempt in range(plan.max_attempts):
+            if attempt and deadline is not None and time.monotonic() > deadline:
+                break
+            history.invoke(process, "committed", dict(value))
+            try:
+                if reader is None:
+                    reader = make_reader()
+                got = reader.committed(group, topic, parts)
+            except ClientError as exc:
+                kind = "fail" if exc.definite else "info"
+                history.complete(process, kind, "committed", dict(value), error=exc.code)
+            except Exception as exc:  # noqa: BLE001
+                history.complete(process, "info", "committed", dict(value),
+                                 error=f"exception: {type(exc).__name__}: {exc}")
+                kind = "info"
+            else:
+                offsets = {p: int(got.get(p, -1)) for p in parts}
+                history.complete(process, "ok", "committed",
+                                 dict(value, offsets=[[p, o] for p, o in sorted(offsets.items())]))
+                return offsets
+            if kind == "info":
+                process = history.new_process()
+            time.sleep(plan.backoff_s)
+        return None
+    finally:
+        if reader is not None:
+            try:
+                reader.close()
+            except Exception:  # noqa: BLE001
+                pass

@@ -26,10 +26,11 @@ from __future__ import annotations
 
 import collections
 import logging
+import sys
 import threading
 import time
 import uuid
-from typing import Any, Iterable
+from typing import Any, Iterable, NamedTuple
 
 from broker.client import ClientError, FetchResult, SendResult
 
@@ -566,3 +567,471 @@ def make_consumer(library: str, bootstrap, *, timeout_s: float = 2.0):
     if library not in _CONSUMERS:
         raise ValueError(f"unknown Kafka client library {library!r} (known: {', '.join(LIBRARIES)})")
     return _CONSUMERS[library](bootstrap, timeout_s=timeout_s)
+
+
+# --- group consumers (the group workload, workloads/group.py) -------------------------------------------
+# Kafka's group coordinator errors: all refused before anything was written, except two that Kafka's
+# coordinator also answers after the offsets' append was made (it turns an append timeout into
+# COORDINATOR_NOT_AVAILABLE, a leader change into NOT_COORDINATOR): a commit answered so may be stored
+KAFKA_ERRORS.update({
+    12: ("OFFSET_METADATA_TOO_LARGE", True),
+    14: ("COORDINATOR_LOAD_IN_PROGRESS", True),
+    15: ("COORDINATOR_NOT_AVAILABLE", False),
+    16: ("NOT_COORDINATOR", False),
+    22: ("ILLEGAL_GENERATION", True),
+    23: ("INCONSISTENT_GROUP_PROTOCOL", True),
+    24: ("INVALID_GROUP_ID", True),
+    25: ("UNKNOWN_MEMBER_ID", True),
+    26: ("INVALID_SESSION_TIMEOUT", True),
+    27: ("REBALANCE_IN_PROGRESS", True),
+    28: ("INVALID_COMMIT_OFFSET_SIZE", True),
+    30: ("GROUP_AUTHORIZATION_FAILED", True),
+    79: ("MEMBER_ID_REQUIRED", True),
+    82: ("FENCED_INSTANCE_ID", True),
+})
+CONFLUENT_LOCAL_ERRORS.update({
+    "_WAIT_COORD": True,           # no coordinator known: the commit was not sent
+    "_NO_OFFSET": True,            # nothing to commit
+    "_MAX_POLL_EXCEEDED": True,    # the member already left the group
+    "_ASSIGNMENT_LOST": True,
+})
+KAFKA_PYTHON_ERRORS.update({
+    "CommitFailedError": True,     # the group rebalanced: the coordinator refused the commit
+})
+
+# group membership timeouts: short, so that a member that died without leaving is replaced within a
+# short run (a rebalance waits up to max.poll.interval.ms for every known member to rejoin)
+GROUP_SESSION_TIMEOUT_MS = 6000
+GROUP_HEARTBEAT_MS = 1000
+GROUP_MAX_POLL_INTERVAL_MS = 10000
+AUTO_COMMIT_INTERVAL_MS = 500
+COMMIT_MODES = ("sync", "async", "auto")
+
+
+class GroupEvent(NamedTuple):
+    """A rebalance callback's news: "assign" or "revoke" of `partitions` (`lost`: the client says they
+    were lost, not revoked)."""
+    kind: str
+    partitions: list[int]
+    lost: bool = False
+
+
+class CommitReport(NamedTuple):
+    """A commit the client reported through its callback: an auto-commit (mode "auto") or the answer to
+    an asynchronous one (mode "async"); `error` None when it succeeded."""
+    mode: str
+    offsets: dict[int, int]
+    error: ClientError | None
+
+
+class _GroupConsumer:
+    """What both library group consumers share. The libraries' callbacks only queue what they report
+    (kafka-python calls them on its own I/O thread); the group worker drains the queues between polls.
+
+    A newly assigned partition is paused until the worker has read its committed offset and chosen its
+    start (`start`), so that no record is fetched from a position the history has not been told of."""
+
+    def __init__(self, topic: str, group: str, mode: str, timeout_s: float):
+        if mode not in COMMIT_MODES:
+            raise ValueError(f"commit mode must be one of {', '.join(COMMIT_MODES)}, got {mode!r}")
+        self.topic, self.group, self.mode = topic, group, mode
+        self.timeout_s = float(timeout_s)
+        self._events: collections.deque[GroupEvent] = collections.deque()
+        self._reports: collections.deque[CommitReport] = collections.deque()
+        self._closed = False
+
+    def events(self) -> list[GroupEvent]:
+        out = []
+        while self._events:
+            out.append(self._events.popleft())
+        return out
+
+    def commit_reports(self) -> list[CommitReport]:
+        out = []
+        while self._reports:
+            out.append(self._reports.popleft())
+        return out
+
+
+def _confluent_generation(metadata: Any) -> int:
+    """The generation in librdkafka's serialized group metadata ("CGMDv2:", then the generation as an
+    int32 in the machine's byte order, then the group and member ids); -1 when it is not in that form."""
+    raw = bytes(metadata) if isinstance(metadata, (bytes, bytearray)) else b""
+    if raw.startswith(b"CGMDv2:") and len(raw) >= 11:
+        return int.from_bytes(raw[7:11], sys.byteorder, signed=True)
+    return UNKNOWN_EPOCH
+
+
+class ConfluentGroupConsumer(_GroupConsumer):
+    """confluent-kafka Consumer with subscribe(): rebalance callbacks, commits (sync, async through
+    on_commit, or librdkafka's auto-commit, also reported through on_commit)."""
+
+    library = "confluent"
+
+    def __init__(self, bootstrap, topic: str, group: str, mode: str = "sync", timeout_s: float = 2.0):
+        from confluent_kafka import Consumer, TopicPartition
+        super().__init__(topic, group, mode, timeout_s)
+        self._TP = TopicPartition
+        self._c = Consumer({
+            "bootstrap.servers": ",".join(_servers(bootstrap)),
+            "client.id": "highwater-group",
+            "group.id": group,
+            "enable.auto.commit": mode == "auto",
+            "auto.commit.interval.ms": AUTO_COMMIT_INTERVAL_MS,
+            "enable.auto.offset.store": True,
+            "auto.offset.reset": "earliest",
+            "enable.partition.eof": False,
+            "session.timeout.ms": GROUP_SESSION_TIMEOUT_MS,
+            "heartbeat.interval.ms": GROUP_HEARTBEAT_MS,
+            "max.poll.interval.ms": GROUP_MAX_POLL_INTERVAL_MS,
+            "fetch.wait.max.ms": 100,
+            "fetch.error.backoff.ms": 50,
+            "socket.timeout.ms": max(_ms(self.timeout_s), 10),
+            "topic.metadata.refresh.interval.ms": 5000,
+            "broker.address.family": "v4",
+            "on_commit": self._on_commit,
+            "log_level": 3,
+            "logger": _LIBRDKAFKA_LOG,
+        })
+        self._c.subscribe([topic], on_assign=self._on_assign, on_revoke=self._on_revoke, on_lost=self._on_lost)
+
+    # callbacks, served inside consume() (and close())
+    def _on_assign(self, consumer, parts) -> None:
+        consumer.assign(parts)
+        if parts:
+            consumer.pause(parts)
+        self._events.append(GroupEvent("assign", sorted(tp.partition for tp in parts)))
+
+    def _on_revoke(self, consumer, parts) -> None:
+        self._events.append(GroupEvent("revoke", sorted(tp.partition for tp in parts)))
+        consumer.unassign()
+
+    def _on_lost(self, consumer, parts) -> None:
+        self._events.append(GroupEvent("revoke", sorted(tp.partition for tp in parts), lost=True))
+        consumer.unassign()
+
+    def _on_commit(self, err, parts) -> None:
+        if self.mode == "sync":
+            return                      # a synchronous commit's answer is its call's return
+        offsets = {tp.partition: int(tp.offset) for tp in parts or [] if tp.offset >= 0}
+        error = None
+        if err is not None:
+            error = classify_confluent(err, "commit")
+        else:
+            bad = [tp for tp in parts or [] if tp.error is not None]
+            if bad:
+                error = classify_confluent(bad[0].error, f"commit {self.topic}/{bad[0].partition}")
+        if error is not None and error.code == "_NO_OFFSET":
+            return                      # an auto-commit with nothing to commit: no request was made
+        self._reports.append(CommitReport(self.mode, offsets, error))
+
+    def membership(self) -> tuple[str, int]:
+        try:
+            member = self._c.memberid() or ""
+        except Exception:  # noqa: BLE001
+            member = ""
+        try:
+            generation = _confluent_generation(self._c.consumer_group_metadata())
+        except Exception:  # noqa: BLE001
+            generation = UNKNOWN_EPOCH
+        return member, generation
+
+    def poll(self, max_records: int, timeout_s: float) -> dict[int, list]:
+        """Records by partition, each (offset, leader epoch or -1, value), in order."""
+        out: dict[int, list] = {}
+        for msg in self._c.consume(num_messages=max(1, max_records), timeout=max(0.0, timeout_s)):
+            err = msg.error()
+            if err is not None:
+                if err.code() != -191:          # _PARTITION_EOF is no error
+                    log.debug("group consumer error %s", classify_confluent(err, "consume"))
+                continue
+            epoch = msg.leader_epoch()
+            out.setdefault(msg.partition(), []).append(
+                (int(msg.offset()), UNKNOWN_EPOCH if epoch is None else int(epoch), msg.value() or b""))
+        return out
+
+    def committed(self, partitions: list[int]) -> dict[int, int]:
+        """The group's committed offsets (OffsetFetch), -1 where none is."""
+        from confluent_kafka import KafkaException
+        try:
+            got = self._c.committed([self._TP(self.topic, p) for p in partitions], timeout=self.timeout_s)
+        except KafkaException as exc:
+            raise classify_confluent(exc.args[0], "committed") from None
+        for tp in got:
+            if tp.error is not None:
+                raise classify_confluent(tp.error, f"committed {self.topic}/{tp.partition}")
+        return {tp.partition: (int(tp.offset) if tp.offset >= 0 else -1) for tp in got}
+
+    def low_watermark(self, partition: int) -> int:
+        return self._watermarks(partition, cached=False)[0]
+
+    def hw(self, partition: int) -> int:
+        """The HW the last fetch reported (asked of the leader when none is known yet)."""
+        high = self._watermarks(partition, cached=True)[1]
+        return high if high >= 0 else self._watermarks(partition, cached=False)[1]
+
+    def _watermarks(self, partition: int, cached: bool) -> tuple[int, int]:
+        from confluent_kafka import KafkaException
+        try:
+            low, high = self._c.get_watermark_offsets(self._TP(self.topic, partition), timeout=self.timeout_s,
+                                                      cached=cached)
+        except KafkaException as exc:
+            raise classify_confluent(exc.args[0], f"list offsets {self.topic}/{partition}") from None
+        return int(low), int(high)
+
+    def start(self, positions: dict[int, int]) -> None:
+        """Read each paused, newly assigned partition from its offset."""
+        from confluent_kafka import KafkaException
+        tps = [self._TP(self.topic, p, o) for p, o in positions.items()]
+        try:
+            for tp in tps:
+                self._c.seek(tp)
+            self._c.resume(tps)
+        except KafkaException as exc:
+            raise classify_confluent(exc.args[0], "seek") from None
+
+    def commit_sync(self, offsets: dict[int, int]) -> None:
+        from confluent_kafka import KafkaException
+        try:
+            got = self._c.commit(offsets=[self._TP(self.topic, p, o) for p, o in offsets.items()],
+                                 asynchronous=False)
+        except KafkaException as exc:
+            raise classify_confluent(exc.args[0], "commit") from None
+        for tp in got or []:
+            if tp.error is not None:
+                raise classify_confluent(tp.error, f"commit {self.topic}/{tp.partition}")
+
+    def commit_async(self, offsets: dict[int, int]) -> None:
+        """Sends the commit; its answer comes as a CommitReport (mode "async") from a later poll."""
+        from confluent_kafka import KafkaException
+        try:
+            self._c.commit(offsets=[self._TP(self.topic, p, o) for p, o in offsets.items()], asynchronous=True)
+        except KafkaException as exc:
+            raise classify_confluent(exc.args[0], "commit") from None
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self._c.close()       # leaves the group (and, with auto-commit, commits: reported on_commit)
+        except Exception:  # noqa: BLE001
+            pass
+
+
+class KafkaPythonGroupConsumer(_GroupConsumer):
+    """kafka-python KafkaConsumer with subscribe(): a rebalance listener, commits (sync, async, or its
+    auto-commit, whose sends are reported through the coordinator's commit calls)."""
+
+    library = "kafka-python"
+
+    def __init__(self, bootstrap, topic: str, group: str, mode: str = "sync", timeout_s: float = 2.0):
+        from kafka import KafkaConsumer, TopicPartition
+        from kafka.consumer.subscription_state import ConsumerRebalanceListener
+        super().__init__(topic, group, mode, timeout_s)
+        self._TP = TopicPartition
+        timeout_ms = _ms(self.timeout_s)
+        self._c = KafkaConsumer(
+            bootstrap_servers=_servers(bootstrap), client_id="highwater-group", group_id=group,
+            enable_auto_commit=mode == "auto", auto_commit_interval_ms=AUTO_COMMIT_INTERVAL_MS,
+            # a JoinGroup is answered only once the rebalance is done: up to the rebalance timeout
+            auto_offset_reset="earliest", fetch_max_wait_ms=100,
+            request_timeout_ms=max(timeout_ms, GROUP_MAX_POLL_INTERVAL_MS + 5000), session_timeout_ms=GROUP_SESSION_TIMEOUT_MS, heartbeat_interval_ms=GROUP_HEARTBEAT_MS,
+            max_poll_interval_ms=GROUP_MAX_POLL_INTERVAL_MS, metadata_max_age_ms=5000, retry_backoff_ms=50,
+            default_offset_commit_callback=self._on_default_commit)
+        if mode == "auto":
+            self._report_auto_sync_commits()
+        owner = self
+
+        class Listener(ConsumerRebalanceListener):
+            def on_partitions_revoked(self, revoked):
+                owner._events.append(GroupEvent("revoke", sorted(tp.partition for tp in revoked)))
+
+            def on_partitions_assigned(self, assigned):
+                if assigned:
+                    owner._c.pause(*assigned)
+                owner._events.append(GroupEvent("assign", sorted(tp.partition for tp in assigned)))
+
+            def on_partitions_lost(self, lost):
+                owner._events.append(GroupEvent("revoke", sorted(tp.partition for tp in lost), lost=True))
+
+        self._c.subscribe([topic], listener=Listener())
+
+    def _report_auto_sync_commits(self) -> None:
+        """kafka-python also auto-commits synchronously before a rebalance, without its callback: wrap the
+        coordinator's synchronous commit (this consumer never calls it itself in auto mode) to report it."""
+        coordinator = getattr(self._c, "_coordinator", None)
+        inner = getattr(coordinator, "commit_offsets_sync", None)
+        if inner is None:
+            return
+
+        def reported(offsets, *args, **kwargs):
+            try:
+                result = inner(offsets, *args, **kwargs)
+            except Exception as exc:
+                self._reports.append(CommitReport("auto", self._offsets(offsets), classify_kafka_python(exc, "commit")))
+                raise
+            self._reports.append(CommitReport("auto", self._offsets(offsets), None))
+            return result
+        coordinator.commit_offsets_sync = reported
+
+    @staticmethod
+    def _offsets(offsets) -> dict[int, int]:
+        return {tp.partition: int(getattr(om, "offset", om)) for tp, om in (offsets or {}).items()}
+
+    def _on_default_commit(self, offsets, res_or_exc) -> None:
+        if self.mode == "sync" or not offsets:
+            return
+        error = classify_kafka_python(res_or_exc, "commit") if isinstance(res_or_exc, BaseException) else None
+        self._reports.append(CommitReport(self.mode, self._offsets(offsets), error))
+
+    def membership(self) -> tuple[str, int]:
+        try:
+            meta = self._c.group_metadata()
+            generation = getattr(meta, "generation_id", UNKNOWN_EPOCH)
+            return str(getattr(meta, "member_id", "") or ""), int(UNKNOWN_EPOCH if generation is None else generation)
+        except Exception:  # noqa: BLE001
+            return "", UNKNOWN_EPOCH
+
+    def poll(self, max_records: int, timeout_s: float) -> dict[int, list]:
+        try:
+            batches = self._c.poll(timeout_ms=int(max(0.0, timeout_s) * 1000), max_records=max(1, max_records))
+        except Exception as exc:  # noqa: BLE001 - a fetch or group error: the worker backs off
+            raise classify_kafka_python(exc, "poll") from None
+        out: dict[int, list] = {}
+        for tp, recs in batches.items():
+            for r in recs:
+                epoch = getattr(r, "leader_epoch", None)
+                out.setdefault(tp.partition, []).append(
+                    (int(r.offset), UNKNOWN_EPOCH if epoch is None or epoch < 0 else int(epoch), r.value or b""))
+        return out
+
+    def committed(self, partitions: list[int]) -> dict[int, int]:
+        out = {}
+        for p in partitions:
+            try:
+                o = self._c.committed(self._TP(self.topic, p), timeout_ms=_ms(self.timeout_s))
+            except Exception as exc:  # noqa: BLE001
+                raise classify_kafka_python(exc, f"committed {self.topic}/{p}") from None
+            out[p] = -1 if o is None else int(o)
+        return out
+
+    def low_watermark(self, partition: int) -> int:
+        tp = self._TP(self.topic, partition)
+        try:
+            return int(self._c.beginning_offsets([tp], timeout_ms=_ms(self.timeout_s))[tp])
+        except Exception as exc:  # noqa: BLE001
+            raise classify_kafka_python(exc, f"list offsets {self.topic}/{partition}") from None
+
+    def hw(self, partition: int) -> int:
+        tp = self._TP(self.topic, partition)
+        high = self._c.highwater(tp)
+        if high is not None:
+            return int(high)
+        try:
+            return int(self._c.end_offsets([tp], timeout_ms=_ms(self.timeout_s))[tp])
+        except Exception as exc:  # noqa: BLE001
+            raise classify_kafka_python(exc, f"list offsets {self.topic}/{partition}") from None
+
+    def start(self, positions: dict[int, int]) -> None:
+        try:
+            tps = []
+            for p, o in positions.items():
+                tp = self._TP(self.topic, p)
+                self._c.seek(tp, o)
+                tps.append(tp)
+            self._c.resume(*tps)
+        except Exception as exc:  # noqa: BLE001
+            raise classify_kafka_python(exc, "seek") from None
+
+    def _commit_offsets(self, offsets: dict[int, int]) -> dict:
+        from kafka.structs import OffsetAndMetadata
+        try:
+            return {self._TP(self.topic, p): OffsetAndMetadata(o, "", -1) for p, o in offsets.items()}
+        except TypeError:                 # kafka-python before 2.1: (offset, metadata)
+            return {self._TP(self.topic, p): OffsetAndMetadata(o, "") for p, o in offsets.items()}
+
+    def commit_sync(self, offsets: dict[int, int]) -> None:
+        try:
+            self._c.commit(self._commit_offsets(offsets), timeout_ms=_ms(self.timeout_s))
+        except Exception as exc:  # noqa: BLE001
+            raise classify_kafka_python(exc, "commit") from None
+
+    def commit_async(self, offsets: dict[int, int]) -> None:
+        try:
+            self._c.commit_async(self._commit_offsets(offsets))     # answered through _on_default_commit
+        except Exception as exc:  # noqa: BLE001
+            raise classify_kafka_python(exc, "commit") from None
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            # no commit of its own on the way out: every commit the history is told of is one it records
+            self._c.close(autocommit=False)
+        except Exception:  # noqa: BLE001
+            pass
+
+
+class OffsetsReader:
+    """The group's committed offsets through a client that never joins the group (the final `committed`
+    read): confluent-kafka's committed() of a consumer that only names the group, or kafka-python's
+    admin client (list_consumer_group_offsets)."""
+
+    def __init__(self, library: str, bootstrap, timeout_s: float = 2.0):
+        if library not in LIBRARIES:
+            raise ValueError(f"unknown Kafka client library {library!r} (known: {', '.join(LIBRARIES)})")
+        self.library, self.bootstrap, self.timeout_s = library, _servers(bootstrap), float(timeout_s)
+        self._admin: Any = None
+
+    def committed(self, group: str, topic: str, partitions: list[int]) -> dict[int, int]:
+        """OffsetFetch of `group` for `partitions`: offset by partition, -1 where none is committed."""
+        if self.library == "confluent":
+            from confluent_kafka import Consumer, KafkaException, TopicPartition
+            c = Consumer({"bootstrap.servers": ",".join(self.bootstrap), "group.id": group,
+                          "enable.auto.commit": False, "broker.address.family": "v4",
+                          "log_level": 3, "logger": _LIBRDKAFKA_LOG})
+            try:
+                got = c.committed([TopicPartition(topic, p) for p in partitions], timeout=self.timeout_s)
+            except KafkaException as exc:
+                raise classify_confluent(exc.args[0], "committed") from None
+            finally:
+                c.close()
+            for tp in got:
+                if tp.error is not None:
+                    raise classify_confluent(tp.error, f"committed {topic}/{tp.partition}")
+            return {tp.partition: (int(tp.offset) if tp.offset >= 0 else -1) for tp in got}
+        from kafka import KafkaAdminClient, TopicPartition
+        try:
+            if self._admin is None:
+                self._admin = KafkaAdminClient(bootstrap_servers=self.bootstrap, client_id="highwater-final",
+                                               request_timeout_ms=_ms(max(self.timeout_s, 1.0)))
+            got = self._admin.list_consumer_group_offsets(group, partitions=[TopicPartition(topic, p)
+                                                                            for p in partitions])
+        except Exception as exc:  # noqa: BLE001
+            raise classify_kafka_python(exc, "committed") from None
+        out = {p: -1 for p in partitions}
+        for tp, om in got.items():
+            if tp.topic == topic and tp.partition in out:
+                out[tp.partition] = int(om.offset) if om.offset is not None and om.offset >= 0 else -1
+        return out
+
+    def close(self) -> None:
+        if self._admin is not None:
+            try:
+                self._admin.close()
+            except Exception:  # noqa: BLE001
+                pass
+            self._admin = None
+
+
+_GROUP_CONSUMERS = {"confluent": ConfluentGroupConsumer, "kafka-python": KafkaPythonGroupConsumer}
+
+
+def make_group_consumer(library: str, bootstrap, *, topic: str, group: str, mode: str = "sync",
+                        timeout_s: float = 2.0):
+    """A group member subscribed to `topic` in `group`, committing in `mode` (sync, async or auto)."""
+    if library not in _GROUP_CONSUMERS:
+        raise ValueError(f"unknown Kafka client library {library!r} (known: {', '.join(LIBRARIES)})")
+    return _GROUP_CONSUMERS[library](bootstrap, topic, group, mode=mode, timeout_s=timeout_s)

@@ -2,8 +2,10 @@
 
 A workload is a `Kind`: its name, a one-line doc, the [workload] settings it reads, the history
 operations its workers record (docs/formats.md) and any field they carry that not every workload's do
-(`fields`: the keyed workload's `key`), and `workers(w, run, settings)`, which makes its worker
-threads. `KINDS` is the registry; `NAMES` its names, the choices of `workload.name`. `SETTINGS` declares
+(`fields`: the keyed workload's `key`), `workers(w, run, settings)`, which makes its worker
+threads, and `final` (None for most): what the run's final phase records for it beyond the final reads
+(the group workload's `committed` read, workloads/final_read.py `final_committed`; harness/final_phase.py
+calls it). `KINDS` is the registry; `NAMES` its names, the choices of `workload.name`. `SETTINGS` declares
 the [workload] section once (key, type, default, doc, rules; broker/settings.py `Setting`), and `FLAGS`
 names each one's `highwater run` flag: harness/config.py builds the section and the flags from them.
 
@@ -26,6 +28,8 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from workloads.consumer import ConsumerWorker
+from workloads.final_read import final_committed
+from workloads.group import COMMIT_MODES, GroupWorker
 from workloads.pacing import RateLimiter, ValueSource
 from workloads.producer import ProducerWorker, Sending
 from broker.errors import ConfigError
@@ -42,6 +46,9 @@ class Run:
     seed: int
     make_producer: Callable[[int], Any]
     make_consumer: Callable[[int], Any] | None = None
+    # the group workload's members: (index, group id, commit mode) -> a subscribed group consumer
+    # (workloads/kafka_client.py make_group_consumer)
+    make_group_consumer: Callable[[int, str, str], Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -55,6 +62,10 @@ class Kind:
     needs_consumer: bool = False    # it reads: the run must give a consumer factory
     fields: tuple[str, ...] = ()    # the fields its operations carry beyond every workload's (the ops
                                     # columns a kind may need: rundir/kinds.py Kind.needs)
+    # the final phase's own reads: final(history, settings, make_reader, topic, partitions, deadline),
+    # `make_reader()` a workloads/kafka_client.py OffsetsReader; None: only the final reads
+    final: Callable[..., Any] | None = None
+    final_records: tuple[str, ...] = ()    # the history's f of what `final` records
 
 
 def _producers(w: "Workload", run: Run, settings: Any, keys: int | None = None) -> list[threading.Thread]:
@@ -81,6 +92,25 @@ def _producers_and_consumers(w: "Workload", run: Run, settings: Any) -> list[thr
     return producers + consumers
 
 
+def _groups(w: "Workload", run: Run, settings: Any) -> list[threading.Thread]:
+    """The producers, and `group_consumers` members of group `group_id` subscribed to the topic
+    (workloads/group.py), committing as `commit` says and churning every `group_churn` seconds."""
+    if run.make_group_consumer is None:
+        raise ConfigError("the group workload needs a group consumer factory (a Kafka client library)")
+    producers = _producers(w, run, settings)      # first: their history processes come first
+    members = [GroupWorker(history=run.history, make_client=w.gated(
+                   lambda j, mode: run.make_group_consumer(j, settings.group_id, mode), i, GroupWorker.role),
+               topic=run.topic, group=settings.group_id, commit=settings.commit, churn_s=settings.group_churn,
+               stop=w.stop_event, seed=run.seed, index=i) for i in range(settings.group_consumers)]
+    return producers + members
+
+
+def _group_final(history, settings: Any, make_reader: Callable[[], Any], topic: str, partitions: list[int],
+                 deadline: float | None = None) -> Any:
+    """The group's final committed offsets of every partition, from a client outside the group."""
+    return final_committed(history, make_reader, settings.group_id, topic, partitions, deadline=deadline)
+
+
 KINDS: dict[str, Kind] = {k.name: k for k in (
     Kind("producer", "producers only: sends of distinct values, checked against the replicas' logs",
          ("rate", "concurrency"), ("send",), _producers),
@@ -89,8 +119,22 @@ KINDS: dict[str, Kind] = {k.name: k for k in (
          _producers_and_consumers, needs_consumer=True),
     Kind("keyed", "producers of keyed records: each key always to one partition, checked for per-key order "
          "in the final logs", ("rate", "concurrency", "keys"), ("send",), _keyed_producers, fields=("key",)),
+    Kind("group", "producers, and consumer-group members that subscribe, poll, commit (sync, async or auto), "
+         "leave and rejoin; the group's committed offsets are read in the final phase",
+         ("rate", "concurrency", "group_consumers", "group_id", "commit", "group_churn"),
+         ("send", "group-assign", "group-revoke", "assign", "poll", "commit"), _groups,
+         fields=("group", "generation"), final=_group_final, final_records=("committed",)),
 )}
 NAMES = tuple(KINDS)
+
+def _group_id(raw: Any) -> str:
+    """A Kafka group id: a non-empty string of at most 255 printable characters."""
+    if not isinstance(raw, str):
+        raise ValueError(f"must be a string, got {raw!r}")
+    if not raw or len(raw) > 255 or not raw.isprintable():
+        raise ValueError(f"must be 1 to 255 printable characters, got {raw!r:.80}")
+    return raw
+
 
 # the [workload] section of a test file, declared once; harness/config.py builds it and its flags
 SETTINGS = declare(
@@ -100,10 +144,17 @@ SETTINGS = declare(
     Setting("consumers", int, 2, "consumer workers (producer-consumer only)", floor=0),
     Setting("keys", int, 32, "keys of the keyed workload (key k goes to partition k mod partitions)", min=1,
             floor=0),
+    Setting("group_consumers", int, 3, "group members (group only)", min=1, floor=0),
+    Setting("group_id", str, "highwater-group", "the consumer group's id (group only)", parse=_group_id),
+    Setting("commit", str, "mixed", "how group members commit: sync, async, auto, or mixed (each member "
+            "draws one of the three, seeded) (group only)", choices=("mixed",) + COMMIT_MODES),
+    Setting("group_churn", float, 10.0, "mean seconds a group member stays before it leaves and a new one "
+            "joins in its place; 0: members never leave (group only)", min=0, floor=0, finite=True),
     Setting("final_read_chunk", int, 1000, "records per final-read request", min=1, floor=0),
 )
 # `highwater run` flag (without dashes) -> [workload] key
-FLAGS = {"workload": "name", "rate": "rate", "concurrency": "concurrency", "consumers": "consumers", "keys": "keys"}
+FLAGS = {"workload": "name", "rate": "rate", "concurrency": "concurrency", "consumers": "consumers", "keys": "keys",
+         "group-consumers": "group_consumers", "group-id": "group_id", "commit": "commit", "group-churn": "group_churn"}
 
 
 class Workload:
@@ -122,11 +173,12 @@ class Workload:
         self.gates: dict[str, threading.Event] = {}     # worker name -> set while its client may run
         self.workers: list[threading.Thread] = self.kind.workers(self, run, settings)
 
-    def gated(self, make: Callable[[int], Any], i: int, role: str) -> Callable[[], Any]:
-        """Worker `role-i`'s client factory: its client behind a gate of its own (module docstring)."""
+    def gated(self, make: Callable[..., Any], i: int, role: str) -> Callable[..., Any]:
+        """Worker `role-i`'s client factory: its client behind a gate of its own (module docstring). The
+        factory's own arguments (a group member's commit mode) go to `make` after the index."""
         gate = self.gates.setdefault(f"{role}-{i}", threading.Event())
         gate.set()
-        return lambda: _Gated(make(i), gate)
+        return lambda *args: _Gated(make(i, *args), gate)
 
     def start(self) -> None:
         for w in self.workers:
