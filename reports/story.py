@@ -792,6 +792,154 @@ def _key_reorder(tl: Timeline, ex: dict[str, Any]) -> Story:
     return s.story()
 
 
+# --- consumer groups (rundir/kinds.py GROUP_KINDS): the stories name the group, its members and their
+# generations, and what the data partition's faults and leaders did between the two operations compared
+
+
+def _group_of(ex: dict[str, Any]) -> str:
+    return f"group {_value(ex.get('group'))}" if ex.get("group") is not None else "the group"
+
+
+def _cap(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
+def _member(m: Any, generation: Any = None) -> str:
+    who = f"member {_value(m)}" if m not in (None, "") else "a member"
+    return who + (f" (generation {generation})" if _is_int(generation) and generation >= 0 else "")
+
+
+def _committed_offset(o: Any) -> str:
+    return "none" if o == -1 else f"offset {_value(o)}"
+
+
+def _committed_regression(tl: Timeline, ex: dict[str, Any]) -> Story:
+    """The acknowledged commit (`previous`), then an observation of the committed offset below it."""
+    p = ex.get("partition")
+    s = _Teller(tl, p)
+    prev = ex.get("previous") if isinstance(ex.get("previous"), dict) else {}
+    first: list[Any] = [f"On partition {p}, {_group_of(ex)}'s commit of offset {_value(prev.get('offset'))}"]
+    if prev.get("member") not in (None, ""):
+        first.append(f" by {_member(prev.get('member'), prev.get('generation'))}")
+    first.append(" was acknowledged")
+    t0 = _secs_ns(prev.get("time"))
+    if t0 is not None:
+        first.append(f" at {_op_time(t0)}")
+    how = ("the group's committed offsets, read" if ex.get("f") == runformat.COMMITTED_F
+           else "the committed offset handed to a member with its assignment, fetched")
+    first.append(f"; {how} after that")
+    t1 = _secs_ns(ex.get("time"))
+    if t1 is not None:
+        first.append(f" (answered at {_op_time(t1)})")
+    first.append(f", said {_committed_offset(ex.get('offset'))}")
+    s.sentence(*_end(first))
+    _between_story(tl, s, p, t0, t1, None)
+    return s.story()
+
+
+def _group_resume_mismatch(tl: Timeline, ex: dict[str, Any]) -> Story:
+    """The assignment, the commit it should have resumed from, and the member's first records."""
+    p = ex.get("partition")
+    s = _Teller(tl, p)
+    assign = ex.get("assign") if isinstance(ex.get("assign"), dict) else {}
+    t0, t1 = _secs_ns(assign.get("time")), _secs_ns(ex.get("time"))
+    first: list[Any] = [_cap(f"{_member(ex.get('member'), ex.get('generation'))} of {_group_of(ex)}")]
+    first.append(f" was assigned partition {p}")
+    if t0 is not None:
+        first.append(f" at {_op_time(t0)}")
+    first.append(f"; the group's highest acknowledged commit was offset {_value(ex.get('expected'))}")
+    if assign.get("committed") is not None:
+        first.append(f", and the assignment came with committed {_committed_offset(assign.get('committed'))}")
+    s.sentence(*_end(first))
+    second: list[Any] = [f"Its first records came from offset {_value(ex.get('offset'))}"]
+    if t1 is not None:
+        second.append(f" at {_op_time(t1)}")
+    got, want = ex.get("offset"), ex.get("expected")
+    if _is_int(got) and _is_int(want):
+        n = abs(got - want)
+        second.append(f": {n} record{'s' if n != 1 else ''} " + ("skipped" if got > want else "read again"))
+    s.sentence(*_end(second))
+    _between_story(tl, s, p, t0, t1, None)
+    return s.story()
+
+
+def _lost_by_group(tl: Timeline, ex: dict[str, Any]) -> Story:
+    p = ex.get("partition")
+    s = _Teller(tl, p)
+    parts: list[Any] = [f"{_cap(_group_of(ex))}'s final committed offset for partition {p} is "
+                        f"{_value(ex.get('committed'))}"]
+    t = _secs_ns(ex.get("time"))
+    if t is not None:
+        parts.append(f" (read at {_op_time(t)})")
+    parts.append(f", yet the final log's record at offset {_value(ex.get('offset'))} (value "
+                 f"{_value(ex.get('value'))}), below it, was never returned to any member of the group")
+    s.sentence(*_end(parts))
+    return s.story()
+
+
+def _commit_beyond_log(tl: Timeline, ex: dict[str, Any]) -> Story:
+    p = ex.get("partition")
+    s = _Teller(tl, p)
+    t = _secs_ns(ex.get("time"))
+    if ex.get("f") == runformat.COMMITTED_F:
+        parts: list[Any] = [f"{_cap(_group_of(ex))}'s final committed offset for partition {p}"]
+        if t is not None:
+            parts.append(f" (read at {_op_time(t)})")
+        parts.append(f" is {_value(ex.get('offset'))}")
+    else:
+        parts = [f"On partition {p}, {_group_of(ex)}'s commit of offset {_value(ex.get('offset'))}"]
+        if ex.get("member") not in (None, ""):
+            parts.append(f" by {_member(ex.get('member'), ex.get('generation'))}")
+        parts.append(" was acknowledged")
+        if t is not None:
+            parts.append(f" at {_op_time(t)}")
+    parts.append(f", above the partition's final high watermark {_value(ex.get('hw'))}: the group claims records "
+                 f"the log does not hold")
+    s.sentence(*_end(parts))
+    led = s.led_at(t) if t is not None else []
+    if led:
+        lc = tl.leader_at(p, t)
+        s.sentence(*_end(["At that time "] + led + s.during(t, lc.leader if lc else None)))
+    return s.story()
+
+
+def _assignment_overlap(tl: Timeline, ex: dict[str, Any]) -> Story:
+    p = ex.get("partition")
+    s = _Teller(tl, p)
+    first = ex.get("first") if isinstance(ex.get("first"), dict) else {}
+    t0, t1 = _secs_ns(first.get("time")), _secs_ns(ex.get("time"))
+    parts: list[Any] = [f"In generation {_value(ex.get('generation'))} of {_group_of(ex)}, "
+                        f"{_member(first.get('member'))} was assigned partition {p}"]
+    if t0 is not None:
+        parts.append(f" at {_op_time(t0)}")
+    parts.append(f", and {_member(ex.get('member'))} was assigned it too")
+    if t1 is not None:
+        parts.append(f" at {_op_time(t1)}")
+    members = [m for m in _list(ex.get("members")) if m is not None]
+    if len(members) > 2:
+        parts.append(f" (members assigned it in that generation: {', '.join(_value(m) for m in members)})")
+    s.sentence(*_end(parts))
+    _between_story(tl, s, p, t0, t1, None)
+    return s.story()
+
+
+def _group_reread(tl: Timeline, ex: dict[str, Any]) -> Story:
+    p = ex.get("partition")
+    s = _Teller(tl, p)
+    first = ex.get("first") if isinstance(ex.get("first"), dict) else {}
+    t0, t1 = _secs_ns(first.get("time")), _secs_ns(ex.get("time"))
+    parts: list[Any] = [f"The members of {_group_of(ex)} read value {_value(ex.get('value'))} (offset "
+                        f"{_value(ex.get('offset'))} of partition {p}) {_value(ex.get('reads'))} times"]
+    if t0 is not None:
+        parts.append(f", first at {_op_time(t0)}" + (f" by process {first['process']}" if first.get("process") else ""))
+    if t1 is not None:
+        parts.append(f", last at {_op_time(t1)}" + (f" by process {ex['process']}" if ex.get("process") else ""))
+    parts.append(" (at-least-once: counted, allowed)")
+    s.sentence(*_end(parts))
+    _between_story(tl, s, p, t0, t1, None)
+    return s.story()
+
+
 def _poll_order(tl: Timeline, ex: dict[str, Any], kind: str) -> Story:
     p = ex.get("partition")
     s = _Teller(tl, p)
@@ -953,6 +1101,12 @@ TELLERS = {
     kinds.HW_REGRESSION_CROSS_EPOCH.name: _hw_regression,
     kinds.REALTIME_ORDER.name: _realtime_order,
     kinds.KEY_REORDER.name: _key_reorder,
+    kinds.COMMITTED_REGRESSION.name: _committed_regression,
+    kinds.GROUP_RESUME_MISMATCH.name: _group_resume_mismatch,
+    kinds.LOST_BY_GROUP.name: _lost_by_group,
+    kinds.COMMIT_BEYOND_LOG.name: _commit_beyond_log,
+    kinds.ASSIGNMENT_OVERLAP.name: _assignment_overlap,
+    kinds.GROUP_REREAD.name: _group_reread,
 }
 
 
