@@ -41,7 +41,9 @@ class GroupLimits:
     min_session_timeout_ms: int = 6000
     max_session_timeout_ms: int = 1_800_000
     initial_rebalance_delay_ms: int = 0
-    max_metadata_bytes: int = 1 << 20      # one member's protocol metadata, or one assignment
+    # one member's protocol metadata, or one assignment: below the broker's cap on a non-produce request
+    # (broker/server/rpc.py), so that an oversized one is answered INVALID_REQUEST, not cut off
+    max_metadata_bytes: int = 128 * 1024
 
 
 @dataclass(frozen=True)
