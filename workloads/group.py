@@ -124,10 +124,11 @@ class GroupWorker(ClientWorker):
                     pass
 
     def _member(self, client) -> None:
-        """Poll, start, read and commit until the member's time is up: a seeded lifetime counted from
-        its first assignment (a rebalance takes seconds, so a member that left before it was ever given
-        a partition would only keep the group rebalancing), or until the workload stops."""
-        while not self.stop_event.is_set() and (self.leave_at is None or time.monotonic() < self.leave_at):
+        """Poll, start, read and commit until the member's time is up (`_time_to_leave`: a seeded
+        lifetime counted from its first assignment, since a rebalance takes seconds and a member that left
+        before it was ever given a partition would only keep the group rebalancing), or until the workload
+        stops."""
+        while not self.stop_event.is_set() and not self._time_to_leave():
             try:
                 batches = client.poll(POLL_MAX_RECORDS, POLL_WAIT_S)
             except ClientError as exc:
@@ -148,6 +149,16 @@ class GroupWorker(ClientWorker):
                 self._poll(client, partition, records)
             if self.mode != "auto" and time.monotonic() - self.last_commit >= COMMIT_INTERVAL_S:
                 self._commit(client)
+
+    def _time_to_leave(self) -> bool:
+        """Past its lifetime, and reading (some partitions started, none waiting): a member that left in
+        the middle of a rebalance would only start the next one; past twice its lifetime it leaves anyway
+        (a member with no partition in a group larger than the topic)."""
+        if self.leave_at is None:
+            return False
+        now = time.monotonic()
+        return (now >= self.leave_at and bool(self.positions) and not self.pending) or \
+            now >= self.leave_at + self.churn_s
 
     def _leave(self, client) -> None:
         """The member leaves: a last commit of what it read (sync and async members), its partitions
