@@ -247,6 +247,11 @@ KEYS: tuple[Key, ...] = (
     _k("group_offset_fetch_waits_for_load", bool, True, "OffsetFetch answers COORDINATOR_LOAD_IN_PROGRESS until "
        "the coordinator has loaded the group's offsets partition; false plants the bug of answering from what "
        "is loaded so far (no committed offset)", files=("broker",), test="group_offset_fetch_waits_for_load"),
+    _k("group_coordinator_resigns_when_following", bool, True, "a broker whose offsets partition became a "
+       "follower gives its groups up (NOT_COORDINATOR); false plants KAFKA-20634: it goes on answering, and "
+       "acknowledges a commit it appended as the leader once its follower's HW passes the commit's offset, "
+       "after truncation refilled that offset from the new leader", files=("broker",),
+       test="group_coordinator_resigns_when_following"),
     # the controller's own
     _k("topics", object, (), "`[{\"name\": \"hw\", \"partitions\": 3, \"replication_factor\": 3}]`, created at "
        "start-up (idempotent); a topic may add `\"configs\": {\"message.timestamp.type\": \"LogAppendTime\"}` "

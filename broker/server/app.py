@@ -213,7 +213,8 @@ def group_rules(cfg: BrokerConfig) -> GroupRules:
                       limits=GroupLimits(cfg.group_min_session_timeout_ms, cfg.group_max_session_timeout_ms,
                                          cfg.group_initial_rebalance_delay_ms),
                       commit_checks_generation=cfg.group_commit_checks_generation,
-                      offset_fetch_waits_for_load=cfg.group_offset_fetch_waits_for_load)
+                      offset_fetch_waits_for_load=cfg.group_offset_fetch_waits_for_load,
+                      resigns_when_following=cfg.group_coordinator_resigns_when_following)
 
 
 def _why(exc: OSError) -> str:

@@ -14,8 +14,11 @@ topic (broker/groups/offsets.py).
 - The offsets topic is created on the first FindCoordinator that needs it (`offsets_topic_*` settings),
   with Kafka's answer COORDINATOR_NOT_AVAILABLE until it has a leader.
 
-Planted historical bugs (`GroupRules`): commits taken from a stale generation, and OffsetFetch answered
-from a partition still loading. Events go to the broker's event log (docs/formats.md).
+Planted historical bugs (`GroupRules`): commits taken from a stale generation; OffsetFetch answered
+from a partition still loading; and KAFKA-20634, a coordinator whose offsets partition became a follower
+that goes on answering: a commit it appended as the leader, whose answer was pending when leadership
+moved, it acknowledges once its own (follower's) HW passes the commit's offset, though the follower's
+log was truncated and refilled from the new leader there, so the committed record is gone. Events go to the broker's event log (docs/formats.md).
 """
 from __future__ import annotations
 
@@ -65,6 +68,7 @@ class GroupRules:
     limits: GroupLimits = GroupLimits()
     commit_checks_generation: bool = True
     offset_fetch_waits_for_load: bool = True
+    resigns_when_following: bool = True
 
 
 @dataclass
@@ -101,6 +105,8 @@ class GroupCoordinator:
             if part is not None and part.replica.role == "leader":
                 leading[ps.partition] = part.replica.leader_epoch
         for p in [p for p, o in self.owned.items() if leading.get(p) != o.epoch]:
+            if p not in leading and not self.rules.resigns_when_following:
+                continue             # the planted KAFKA-20634: it keeps the groups, and answers for them
             self._give_up(p)
         for p, epoch in leading.items():
             if p not in self.owned:
@@ -341,9 +347,24 @@ class GroupCoordinator:
         resp = await self.replicas.produce(OFFSETS_TOPIC, partition, -1, self.rules.commit_timeout_ms, values,
                                            BatchFields(keys=keys))
         code = resp["error"]
+        base = resp.get("base_offset", -1)
         if code == "NONE":
-            return gm.NONE, resp["base_offset"]
-        return _APPEND_ERRORS.get(code, "UNKNOWN_SERVER_ERROR"), resp.get("base_offset", -1)
+            return gm.NONE, base
+        if not self.rules.resigns_when_following and base >= 0 and code in ("REQUEST_TIMED_OUT", "NOT_LEADER"):
+            # the planted KAFKA-20634: appended as the leader, leadership moved before the HW passed it;
+            # the old coordinator waits for its own HW as a follower instead, and calls that committed
+            if await self._follower_hw_passes(partition, base + len(values) - 1):
+                return gm.NONE, base
+        return _APPEND_ERRORS.get(code, "UNKNOWN_SERVER_ERROR"), base
+
+    async def _follower_hw_passes(self, partition: int, last: int) -> bool:
+        deadline = time.monotonic() + self.rules.commit_timeout_ms / 1000.0
+        while time.monotonic() < deadline:
+            part = self.replicas.get(OFFSETS_TOPIC, partition)
+            if part is not None and part.replica.hw > last:
+                return True
+            await asyncio.sleep(0.05)
+        return False
 
     def fetch_offsets(self, group_id: str, wanted: list[tuple[str, int]] | None
                       ) -> tuple[str, list[tuple[str, int, Committed | None]]]:
