@@ -57,9 +57,11 @@ POLL_CHUNK = 500
 FINAL_CHUNK = 1000
 NODES = ("n1", "n2", "n3")
 DT = 1000  # ns between history lines
-GENERATOR_VERSION = 4  # 2: the events table laid out by partition, with its integer columns (as ingest's 12);
+GENERATOR_VERSION = 5  # 2: the events table laid out by partition, with its integer columns (as ingest's 12);
                        # 3: read-uncommitted injected, the evidence declared; 4: hw-reported-ahead and
-                       # damaged-record-kept injected (every rule now)
+                       # damaged-record-kept injected (every rule now); 5: the group_parts table and the
+                       # group columns (as ingest's 14), the group shape (Harness.groups)
+GROUP = "g"           # the group shape's consumer group
 CONSUMER_BASE = 10**9
 FINAL_BASE = 2 * 10**9
 INJECTED = tuple(k.name for k in (kinds.LOST_WRITE, kinds.FAILED_WRITE_PRESENT, kinds.DIVERGENCE, kinds.DUPLICATE,
@@ -431,9 +433,11 @@ def _send_rows(W: dict, outcome: np.ndarray, plan: _Plan, span: tuple[int, int],
     return index
 
 
-def _consumer_side(W: dict, outcome: np.ndarray, P: int, p: int, plan: _Plan, index: int) -> tuple[int, tuple]:
+def _consumer_side(W: dict, outcome: np.ndarray, P: int, p: int, plan: _Plan, index: int,
+                   groups: dict[str, int] | None = None) -> tuple[int, tuple]:
     """Partition p's consumer (an assign to 0, then its polls), final reads and replicas; returns the next
-    history index and (p, L, the replicas' leo and hw) for its final state."""
+    history index and (p, L, the replicas' leo and hw) for its final state. With `groups` (the expected
+    counts) the consumer is a member of the group shape (`_group_member`)."""
     idx, oc = _log(outcome, p, P)
     log = idx[(oc == OK) | (oc == INFO_PRESENT)].copy()
     for o, v in plan.log_set.get(p, {}).items():
@@ -447,7 +451,12 @@ def _consumer_side(W: dict, outcome: np.ndarray, P: int, p: int, plan: _Plan, in
                     "invoke_index": (np.array([0, index]), np.array([True, False])),
                     "invoke_time": (np.array([0, index * DT]), np.array([True, False]))})
     index += 2
-    index = _reads(W, plan, p, log, index, _Reader(cproc, "poll", POLL_CHUNK))
+    consumer = _Reader(cproc, "poll", POLL_CHUNK, GROUP if groups is not None else None)
+    if groups is not None:
+        index = _group_assign(W, p, cproc, index)
+    index = _reads(W, plan, p, log, index, consumer)
+    if groups is not None:
+        index = _group_member(W, plan, p, log, index, consumer, groups)
     index = _reads(W, plan, p, log, index, _Reader(str(FINAL_BASE + p), "final-read", FINAL_CHUNK))
     for node in NODES:
         vals = log
@@ -474,6 +483,7 @@ class Harness:
     chunk: int = 1_000_000
     config: dict | None = None
     events: bool = True
+    groups: bool = False     # the group shape: each partition's consumer a member of GROUP (`_group_member`)
 
 
 def generate(run_dir: Path | str, sends: int, *, partitions: int = 8, k: int = 5, seed: int = 1,
@@ -492,7 +502,7 @@ def generate(run_dir: Path | str, sends: int, *, partitions: int = 8, k: int = 5
     W["events"] = _EventsWriter(col / "events", schemas["events"])
     index, windows = _send_phase(W, outcome, plan, P, harness.chunk)
     index = _damage_ops(W, plan, index, windows)
-    index = _consumer_phase(W, outcome, P, plan, index)
+    index = _consumer_phase(W, outcome, P, plan, index, expected if harness.groups else None)
     if harness.events:
         _events(W, outcome, P, k, plan, expected)
     for w in W.values():
@@ -538,12 +548,13 @@ def _kill_op(W: dict, index: int, phase: str, fault_id: int) -> int:
     return index + 2
 
 
-def _consumer_phase(W: dict, outcome: np.ndarray, P: int, plan: _Plan, index: int) -> int:
+def _consumer_phase(W: dict, outcome: np.ndarray, P: int, plan: _Plan, index: int,
+                    groups: dict[str, int] | None = None) -> int:
     """Phases B and C, per partition: its consumer's polls, final reads and replicas, then every
     partition's final state; returns the next history index."""
     finals = []
     for p in range(P):
-        index, final = _consumer_side(W, outcome, P, p, plan, index)
+        index, final = _consumer_side(W, outcome, P, p, plan, index, groups)
         finals.append(final)
     for p, L, reps in finals:
         W["ops"].write({"index": np.array([index]), "time": np.array([index * DT]), "process": rf.HARNESS_PROCESS,
@@ -572,6 +583,7 @@ class _Reader:
     process: str
     f: str
     size: int
+    group: str | None = None    # a member of this group (the group shape), its polls of generation 1
 
 
 def _reads(W: dict, plan: _Plan, p: int, log: np.ndarray, index: int, reader: _Reader) -> int:
@@ -628,7 +640,8 @@ def _read_ops(W: dict, p: int, index: int, reader: _Reader, hw: np.ndarray, epoc
     W["ops"].write({"index": idx, "time": idx * DT, "process": reader.process, "type": _choice(tcode, ["invoke", "ok"]),
                     "f": reader.f, "partition": np.full(rows, p, dtype=np.int32), "offset": np.repeat(starts, 2),
                     "hw": (hw2, ~comp), "epoch": (ep2, ~comp), "invoke_index": (invi, ~comp),
-                    "invoke_time": (invi * DT, ~comp)})
+                    "invoke_time": (invi * DT, ~comp), "group": reader.group,
+                    "generation": 1 if reader.group is not None else None})
     return okx
 
 
@@ -666,7 +679,61 @@ def _write_records(W: dict, p: int, reader: _Reader, okx: np.ndarray, offsets: n
         W["reads"].write({"index": ok_index[s:e], "process": reader.process, "f": reader.f,
                           "partition": np.full(e - s, p, dtype=np.int32), "offset": offsets[s:e], "value": values[s:e],
                           "time": ok_index[s:e] * DT, "pos": pos[s:e],
-                          "epoch": np.full(e - s, -1, dtype=np.int32)})   # reads carry no epoch here
+                          "epoch": np.full(e - s, -1, dtype=np.int32),    # reads carry no epoch here
+                          "group": reader.group})
+
+
+def _group_rows(W: dict, rows: dict[str, Any], parts: dict[str, Any]) -> None:
+    """Group operations: their `ops` rows and their `group_parts` rows (one partition each here)."""
+    W["ops"].write(rows)
+    W["group_parts"].write(dict(rows, **parts))
+
+
+def _pairs(index: int, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """n operations invoked and completed one after the other from history index `index`: the rows'
+    indices, whether each is the completion, and each row's invoke index."""
+    idx = np.arange(index, index + 2 * n, dtype=np.int64)
+    comp = np.tile(np.array([False, True]), n)
+    return idx, comp, np.repeat(idx[0::2], 2)
+
+
+def _group_assign(W: dict, p: int, cproc: str, index: int) -> int:
+    """The group shape's member of partition p (member m<p>, generation 1) is assigned it, nothing committed."""
+    idx, comp, inv = _pairs(index, 1)
+    _group_rows(W, {"index": idx, "time": idx * DT, "process": cproc, "type": _choice(comp.astype(np.int32),
+                    ["invoke", "ok"]), "f": rf.GROUP_ASSIGN_F, "group": GROUP, "generation": 1,
+                    "invoke_index": (inv, ~comp), "invoke_time": (inv * DT, ~comp)},
+                {"partition": np.full(2, p, dtype=np.int32), "member": f"m{p}",
+                 "offset": (np.full(2, rf.NO_COMMITTED_OFFSET, dtype=np.int64), ~comp)})
+    return index + 2
+
+
+def _group_member(W: dict, plan: _Plan, p: int, log: np.ndarray, index: int, consumer: _Reader,
+                  expected: dict[str, int]) -> int:
+    """After partition p's polls: the member's sync commit of each poll's end (acknowledged), then the final
+    committed read of the group (the whole log, L); returns the next history index. The consumer's
+    injected damage is the group's too: a record it missed or read another value for is lost-by-group
+    (below the final committed L), one it read twice a group-reread; `expected` gains them."""
+    L = len(log)
+    n = max(1, -(-L // consumer.size))
+    ends = np.minimum(L, (np.arange(n, dtype=np.int64) + 1) * consumer.size)
+    idx, comp, inv = _pairs(index, n)
+    _group_rows(W, {"index": idx, "time": idx * DT, "process": consumer.process,
+                    "type": _choice(comp.astype(np.int32), ["invoke", "ok"]), "f": rf.COMMIT_F, "group": GROUP,
+                    "generation": 1, "invoke_index": (inv, ~comp), "invoke_time": (inv * DT, ~comp)},
+                {"partition": np.full(2 * n, p, dtype=np.int32), "member": f"m{p}", "offset": np.repeat(ends, 2),
+                 "mode": "sync"})
+    index += 2 * n
+    idx, comp, inv = _pairs(index, 1)
+    _group_rows(W, {"index": idx, "time": idx * DT, "process": str(FINAL_BASE + p),
+                    "type": _choice(comp.astype(np.int32), ["invoke", "ok"]), "f": rf.COMMITTED_F, "group": GROUP,
+                    "invoke_index": (inv, ~comp), "invoke_time": (inv * DT, ~comp)},
+                {"partition": np.full(2, p, dtype=np.int32), "offset": (np.full(2, L, dtype=np.int64), ~comp)})
+    _offsets, values = _records_read(plan, p, log, consumer)
+    expected[kinds.LOST_BY_GROUP.name] += int(np.isin(log, values, invert=True).sum())
+    _vals, counts = np.unique(values, return_counts=True)
+    expected[kinds.GROUP_REREAD.name] += int((counts > 1).sum())
+    return index + 2
 
 
 def _damage_ops(W: dict, plan: _Plan, index: int, fault_id: int) -> int:
