@@ -650,10 +650,13 @@ def _convert_events(run_dir: Path, directory: Path, schema: pa.Schema) -> dict[s
     """The event log lines the protocol rules read (broker/rules `EVENTS_READ`) into the `events` table:
     one file per partition in (ts, node, seq) order, and one of the lines that name no partition
     (rundir/formats.py EVENTS_PARTITION_FILE), with the integer columns of checkers/quiet_rows.py `typed`.
-    A log is the controller's when it has a `listening` line. Lines that are not JSON objects (a torn
+    A log is the controller's when it has a `listening` line. The lines about an internal topic's
+    partitions (those naming a `topic` that starts with "__", the groups' __consumer_offsets) are left
+    out: their partition numbers are not the test topic's. Lines that are not JSON objects (a torn
     line of a killed process) are skipped and counted per log: the logs are evidence for the white-box
     rules, not the run's record, so a lost line never makes the verdict unknown (docs/formats.md). The
     sort holds the table in memory, as Arrow columns (some 100 bytes a line)."""
+    from broker.limits import INTERNAL_PREFIX
     from broker.rules import EVENTS_READ
     from checkers.quiet_rows import typed
 
@@ -682,6 +685,9 @@ def _convert_events(run_dir: Path, directory: Path, schema: pa.Schema) -> dict[s
                     label = str(path.relative_to(run_dir))
                     skipped[label] = skipped.get(label, 0) + 1
                     continue
+                topic = obj.get("topic")
+                if isinstance(topic, str) and topic.startswith(INTERNAL_PREFIX):
+                    continue             # the broker's own topics (__consumer_offsets): not the test's partitions
                 part = obj.get("partition")
                 ints, quiet = typed(obj)
                 row = {"ts": ts, "node": node, "seq": seq, "event": obj.get("event"),
