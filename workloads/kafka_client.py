@@ -976,8 +976,8 @@ class KafkaPythonGroupConsumer(_GroupConsumer):
 
 class OffsetsReader:
     """The group's committed offsets through a client that never joins the group (the final `committed`
-    read): confluent-kafka's committed() of a consumer that only names the group, or kafka-python's
-    admin client (list_consumer_group_offsets)."""
+    read): the committed() of a consumer (confluent-kafka or kafka-python) that names the group and
+    never subscribes, so it never joins it."""
 
     def __init__(self, library: str, bootstrap, timeout_s: float = 2.0):
         if library not in LIBRARIES:
@@ -1002,25 +1002,24 @@ class OffsetsReader:
                 if tp.error is not None:
                     raise classify_confluent(tp.error, f"committed {topic}/{tp.partition}")
             return {tp.partition: (int(tp.offset) if tp.offset >= 0 else -1) for tp in got}
-        from kafka import KafkaAdminClient, TopicPartition
+        from kafka import KafkaConsumer, TopicPartition
+        out = {}
         try:
-            if self._admin is None:
-                self._admin = KafkaAdminClient(bootstrap_servers=self.bootstrap, client_id="highwater-final",
-                                               request_timeout_ms=_ms(max(self.timeout_s, 1.0)))
-            got = self._admin.list_consumer_group_offsets(group, partitions=[TopicPartition(topic, p)
-                                                                            for p in partitions])
+            if self._admin is None:      # named for the group, never subscribed: it joins nothing
+                self._admin = KafkaConsumer(bootstrap_servers=self.bootstrap, client_id="highwater-final",
+                                            group_id=group, enable_auto_commit=False,
+                                            request_timeout_ms=_ms(max(self.timeout_s, 1.0)))
+            for p in partitions:
+                o = self._admin.committed(TopicPartition(topic, p), timeout_ms=_ms(self.timeout_s))
+                out[p] = -1 if o is None or o < 0 else int(o)
         except Exception as exc:  # noqa: BLE001
             raise classify_kafka_python(exc, "committed") from None
-        out = {p: -1 for p in partitions}
-        for tp, om in got.items():
-            if tp.topic == topic and tp.partition in out:
-                out[tp.partition] = int(om.offset) if om.offset is not None and om.offset >= 0 else -1
         return out
 
     def close(self) -> None:
         if self._admin is not None:
             try:
-                self._admin.close()
+                self._admin.close(autocommit=False)
             except Exception:  # noqa: BLE001
                 pass
             self._admin = None

