@@ -154,7 +154,9 @@ SETTINGS = declare(
 )
 # `highwater run` flag (without dashes) -> [workload] key
 FLAGS = {"workload": "name", "rate": "rate", "concurrency": "concurrency", "consumers": "consumers", "keys": "keys",
-         "group-consumers": "group_consumers", "group-id": "group_id", "commit": "commit", "group-churn": "group_churn"}
+         # one word each: harness/config.py FLAG_KEYS keys a flag by its name as given here, while the
+         # option's value arrives under the name with '-' as '_', so a hyphenated flag is never found
+         "members": "group_consumers", "group": "group_id", "commit": "commit", "churn": "group_churn"}
 
 
 class Workload:
