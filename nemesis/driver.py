@@ -15,18 +15,19 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 from broker.client import Admin, ClientError
+from broker.groups.offsets import OFFSETS_TOPIC
 from broker.config import DEFAULTS as BROKER_DEFAULTS
 from broker.controller.config import DEFAULTS as CONTROLLER_DEFAULTS
 from clusters.base import Cluster, ClusterError, require
 from nemesis import packages, shapes, targets as live
 from nemesis.faults import KINDS
 from nemesis.windows import FaultWindows, Window
-from nemesis.schedule import (FAULTS, MIX_FAMILIES, PACKAGE_OWN_KINDS, PARTITION_TARGETS, PROCESS_KINDS,
-                              ConfigError, FaultPlan, Step,
-                              check_fault_names, corrupt_how, degradation, expand_faults, load_schedule,
+from nemesis.schedule import (COORDINATOR, COORDINATOR_FAMILY, FAULTS, MIX_FAMILIES, PACKAGE_OWN_KINDS,
+                              PARTITION_TARGETS, PROCESS_KINDS, ConfigError, FaultPlan, Step,
+                              aims_at_coordinator, check_fault_names, corrupt_how, degradation, expand_faults, load_schedule,
                               random_steps, recorded_kinds)
 
 log = logging.getLogger("highwater.nemesis")
@@ -56,11 +57,14 @@ def _node_names(cluster: Cluster) -> tuple[str, list[str]]:
 @dataclass(frozen=True)
 class Aim:
     """What the faults are aimed at besides the cluster's nodes: the topic and its number of partitions
-    (leader faults and packages pick a partition of it) and the workload's clients (client faults):
-    () -> the workload (nemesis/faults.py ClientPausable), or None."""
+    (leader faults and packages pick a partition of it), the workload's clients (client faults):
+    () -> the workload (nemesis/faults.py ClientPausable), or None, and the workload's consumer group
+    (coordinator faults aim at its coordinator; None: the workload has no group, and the mix has no
+    coordinator family)."""
     topic: str = "hw"
     partitions: int = 1
     clients: Callable[[], Any] | None = None
+    group: str | None = None
 
 
 class Nemesis:
@@ -69,6 +73,7 @@ class Nemesis:
         self.cluster, self.history = cluster, history
         clients, partitions, seed = aim.clients, aim.partitions, plan.seed
         self.clients = clients              # () -> the workload (nemesis/faults.py ClientPausable), or None
+        self.group = aim.group              # the consumer group whose coordinator the coordinator faults hit
         self.interval_s, self.seed, self.topic, self.partitions = plan.interval_s, seed, aim.topic, partitions
         self.quiet_probability = plan.quiet_probability
         self.admin_factory = admin_factory
@@ -135,7 +140,8 @@ class Nemesis:
         no `storage` family on a backend that cannot corrupt a data directory); the others are left out of
         the rotation, logged and listed in `mix_dropped`. ConfigError when none is left."""
         usable, dropped = {}, []
-        for family, names in MIX_FAMILIES.items():
+        families = {**MIX_FAMILIES, **(COORDINATOR_FAMILY if self.group else {})}
+        for family, names in families.items():
             try:
                 for name in names:
                     self._check_backend(name)
@@ -159,8 +165,12 @@ class Nemesis:
         else:
             self.faults_checked = list(self.faults)
         kinds = recorded_kinds(self.faults_checked)
-        aimed = [f for f in self.faults if FAULTS[f][1] in PARTITION_TARGETS or f == "partition-leader"
-                 or FAULTS[f][0] in ("package", "mix")]
+        coordinator = aims_at_coordinator(self.faults_checked)
+        if coordinator and not self.group:
+            raise ConfigError(f"nemesis: fault {coordinator[0]!r} aims at a consumer group's coordinator, and "
+                              f"the workload has no consumer group (Aim(group=))")
+        aimed = [f for f in self.faults if FAULTS[f][1] in (*PARTITION_TARGETS, COORDINATOR)
+                 or f == "partition-leader" or FAULTS[f][0] in ("package", "mix")]
         if aimed and self.admin_factory is None:
             what = "targets a partition leader" if FAULTS[aimed[0]][1] == "leader" else "reads the live metadata"
             raise ConfigError(f"nemesis: fault {aimed[0]!r} {what} and needs admin_factory")
@@ -275,16 +285,18 @@ class Nemesis:
                 self._admin.close()
             self._admin = None
 
-    def _view(self) -> tuple[live.ClusterView | None, str]:
-        """The controller's metadata for the topic now, or (None, why not)."""
+    def _view(self, topic: str | None = None) -> tuple[live.ClusterView | None, str]:
+        """The controller's metadata for the test topic (or `topic`: the offsets topic) now, or (None, why
+        not)."""
         if self.admin_factory is None:
             return None, "no admin client to read the metadata"
+        topic = topic or self.topic
         try:
             if isinstance(self._admin_client(), Admin):
                 # only the controller's part of the answer is read: a paused broker must not stretch a poll
-                infos = self._admin.describe(self.topic, broker_timeout_s=POLL_S)
+                infos = self._admin.describe(topic, broker_timeout_s=POLL_S)
             else:
-                infos = self._admin.describe(self.topic)
+                infos = self._admin.describe(topic)
             return live.view_of(infos), ""
         except Exception as exc:
             self._drop_admin()
@@ -344,6 +356,8 @@ class Nemesis:
             targets = [leader]
         elif who in ("follower", "sole-isr"):
             return self._resolve_live(step, who, rng, busy)
+        elif who == COORDINATOR:
+            return self._resolve_coordinator(busy)
         elif who in ("minority", "majority", "all"):
             return self._resolve_share(who, rng, busy)
         else:
@@ -367,7 +381,15 @@ class Nemesis:
     def _resolve_partition(self, step: Step, nodes: list[str], rng: random.Random,
                            fallback: str) -> tuple[list[str], dict[str, Any], str]:
         """A partition's cut: the step's shape (or the seed's) over the nodes, aimed at its targets."""
-        shape, note = step.shape or rng.choice(shapes.SHAPES), ""
+        aimed = FAULTS[step.fault][1] == COORDINATOR
+        shape, note = (COORDINATOR if aimed else step.shape or rng.choice(shapes.SHAPES)), ""
+        if shape == COORDINATOR:        # partition-coordinator: cut off from every other node
+            coordinator, extra, note = self._resolve_coordinator(())
+            if not coordinator:
+                return [], {}, note
+            cut = shapes.isolate(nodes, coordinator, COORDINATOR)
+            return cut.targets, {"shape": cut.shape, "groups": cut.groups, "drops": [list(d) for d in cut.drops],
+                                 **extra}, note
         if shape == "leader":
             leader, note = self._leader(step.partition or 0, fallback)
             cut = shapes.isolate(nodes, [leader], "leader")
@@ -408,6 +430,22 @@ class Nemesis:
             return [], {}, f"no partition's ISR has shrunk to its leader alone (ISRs {isrs})"
         note = f"sole ISR member of {part.describe(self.topic)}"
         return [part.leader], {"partition": part.partition, "state": part.state()}, note
+
+    def _resolve_coordinator(self, busy: Iterable[str]) -> tuple[list[str], dict[str, Any], str]:
+        """The coordinator of the workload's group: the leader of its partition of `__consumer_offsets`, from
+        the metadata now (described as the test topic is); none while that topic does not exist, its
+        partition has no leader or the coordinator is already faulted. Recorded: `group`,
+        `offsets_partition` and `state` (the offsets partition's leader, epoch and ISR)."""
+        view, why = self._view(OFFSETS_TOPIC)
+        if view is None:
+            return [], {}, why
+        part = live.coordinator_partition(view, self.group)
+        if part is None or part.leader is None:
+            return [], {}, live.no_coordinator(view, self.group)
+        if part.leader in set(busy):
+            return [], {}, f"the coordinator of group {self.group!r}, {part.leader}, is already faulted"
+        extra = {"group": self.group, "offsets_partition": part.partition, "state": part.state()}
+        return [part.leader], extra, f"coordinator of group {self.group!r}: {part.describe(OFFSETS_TOPIC)}"
 
     def _resolve_share(self, who: str, rng: random.Random, busy: set[str]) -> tuple[list[str], dict[str, Any], str]:
         """A minority, a majority or all of the brokers (those not already faulted), chosen with the seed. A
@@ -533,10 +571,11 @@ class _Play:
     def __init__(self, nem: Nemesis, step: Step, number: int):
         self.nem, self.step, self.number = nem, step, number
         self.topic, self.isr_wait_s, self.fence_wait_s = nem.topic, nem.isr_wait_s, nem.fence_wait_s
+        self.group = nem.group
         self.nodes = [nem.controller_name, *nem.broker_names]
 
-    def view(self) -> tuple[live.ClusterView | None, str]:
-        return self.nem._view()
+    def view(self, topic: str | None = None) -> tuple[live.ClusterView | None, str]:
+        return self.nem._view(topic)
 
     def busy(self) -> set[str]:
         with self.nem._lock:
@@ -580,12 +619,13 @@ class _Play:
         while (left := end - self.nem._clock()) > 0:
             self._tick(min(POLL_S, left))
 
-    def wait(self, test, bound_s: float) -> tuple[bool, live.ClusterView | None, float]:
-        """Poll the metadata until `test(view)` holds or `bound_s` passes: (held, last view, seconds waited)."""
+    def wait(self, test, bound_s: float, topic: str | None = None) -> tuple[bool, live.ClusterView | None, float]:
+        """Poll the metadata (of the test topic, or `topic`) until `test(view)` holds or `bound_s` passes:
+        (held, last view, seconds waited)."""
         t0 = self.nem._clock()
         last = None
         while True:
-            view, _why = self.view()
+            view, _why = self.view(topic)
             last = view or last
             waited = self.nem._clock() - t0
             if view is not None and test(view):

@@ -177,6 +177,11 @@ NAMES: dict[str, tuple[str, str | None]] = {
     # a client of the workload (any, or a consumer) held past its timeouts (the workload's ClientPausable)
     "pause-client": ("client-pause", "client"),
     "pause-consumer": ("client-pause", "consumer"),
+    # aimed at a consumer group's coordinator: the leader of the group's partition of __consumer_offsets
+    # (nemesis/targets.py coordinator_partition; the group is the workload's, Aim(group=))
+    "kill-coordinator": ("kill", "coordinator"),
+    "pause-coordinator": ("pause", "coordinator"),
+    "partition-coordinator": ("partition", "coordinator"),     # cut off from every other node
     # packages: several steps, each its own fault window, moved on by what the metadata says (packages.py)
     "isolate-then-kill-leader": ("package", "leader"),
     "isolate-then-power-loss-leader": ("package", "leader"),
@@ -184,6 +189,8 @@ NAMES: dict[str, tuple[str, str | None]] = {
     "isolate-leader-until-replaced": ("package", "leader"),
     "bounce-leader": ("package", "leader"),
     "move-leader": ("package", "leader"),
+    "isolate-then-kill-coordinator": ("package", "coordinator"),
+    "isolate-coordinator-until-replaced": ("package", "coordinator"),
     # draws among other faults: `aimed` one package per step, `mix` the rotation of MIX_FAMILIES
     "aimed": ("mix", None),
     "mix": ("mix", None),

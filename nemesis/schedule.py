@@ -28,12 +28,19 @@ PACKAGE_USES: dict[str, tuple[str, ...]] = {
     "isolate-leader-until-replaced": ("partition-leader",),
     "bounce-leader": ("kill-leader",),
     "move-leader": (),              # an ELECT_LEADER through the admin client: nothing of the backend
+    "isolate-then-kill-coordinator": ("partition", "kill-coordinator"),
+    "isolate-coordinator-until-replaced": ("partition-coordinator",),
 }
 # windows a package records that are no backend fault: a leadership move through the admin client
 PACKAGE_OWN_KINDS: dict[str, tuple[str, ...]] = {"move-leader": ("elect",)}
-AIMED = tuple(PACKAGE_USES)
+# `aimed` draws among the packages aimed at a partition of the test topic (every workload has one); the
+# coordinator's packages need a consumer group and come with the mix's coordinator family
+AIMED = tuple(p for p in PACKAGE_USES if NAMES[p][1] == "leader")
 # faults aimed at one topic partition (its leader, a follower, a shrunk ISR): a step may name it
 PARTITION_TARGETS = ("leader", "follower", "sole-isr")
+# faults aimed at the coordinator of the workload's consumer group (Aim(group=)): they choose their own
+# targets, and a workload without a group has none to aim at
+COORDINATOR = "coordinator"
 # the default nemesis: every decision takes the next family of a seeded rotation, then a fault of it
 MIX_FAMILIES: dict[str, tuple[str, ...]] = {
     "process": ("kill", "kill-leader", "kill-follower", "pause-leader", "kill-controller", "kill-majority"),
@@ -46,6 +53,12 @@ MIX_FAMILIES: dict[str, tuple[str, ...]] = {
     # a broker's disk damaged while it is down (a minority at a time, never the last in-sync copy of a
     # partition: nemesis/driver.py); its recovery must find and cut the damage before it serves again
     "storage": ("corrupt-bitflip", "corrupt-truncate", "corrupt-checkpoint"),
+}
+# the mix's one more family when the workload has a consumer group (nemesis/driver.py adds it; the
+# default nemesis of a workload without a group is MIX_FAMILIES unchanged)
+COORDINATOR_FAMILY: dict[str, tuple[str, ...]] = {
+    "coordinator": ("kill-coordinator", "pause-coordinator", "partition-coordinator",
+                    "isolate-then-kill-coordinator", "isolate-coordinator-until-replaced"),
 }
 MIXES: dict[str, tuple[str, ...]] = {"aimed": AIMED,
                                      "mix": tuple(f for fs in MIX_FAMILIES.values() for f in fs)}
@@ -112,6 +125,12 @@ def recorded_kinds(faults: list[str]) -> set[str]:
         names = MIXES.get(f, (f,))
         kinds.update(k for n in names for k in PACKAGE_OWN_KINDS.get(n, ()))
     return kinds
+
+
+def aims_at_coordinator(faults: list[str]) -> list[str]:
+    """The names among `faults` aimed at a consumer group's coordinator (they need a workload with a group;
+    `mix` is not among them: it adds its coordinator family only when there is one)."""
+    return [f for f in faults if f in FAULTS and FAULTS[f][1] == COORDINATOR]
 
 
 def needs_power_loss(faults: list[str]) -> bool:

@@ -1,7 +1,8 @@
 """Targets chosen from the cluster's live state: a snapshot of the controller's metadata for the test topic.
 
 A `ClusterView` holds each partition's leader, leader epoch, ISR and replicas as the admin client's
-`describe(topic)` reports them (broker ids become node names `n<id>`). The functions below pick the
+`describe(topic)` reports them (broker ids become node names `n<id>`); a view of the internal topic
+`__consumer_offsets` tells where a consumer group's coordinator is (`coordinator_partition`). The functions below pick the
 nodes a fault aims at from a view and a seeded RNG: the same seed makes the same choices in the same
 state. They return None (or []) when the state offers no such target, e.g. no partition's ISR has shrunk
 to one broker; the caller records the skip with its reason.
@@ -11,6 +12,8 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 from typing import Any, Iterable
+
+from broker.groups.offsets import OFFSETS_TOPIC, partition_for
 
 
 @dataclass(frozen=True)
@@ -62,6 +65,31 @@ def _pick(rng: random.Random, candidates: list[str]) -> str | None:
 def leader(view: ClusterView, partition: int) -> str | None:
     p = view.get(partition)
     return p.leader if p is not None else None
+
+
+def coordinator_partition(view: ClusterView, group: str) -> PartitionView | None:
+    """The partition of the offsets topic that holds `group`, from a view of `__consumer_offsets`: Kafka's
+    choice over its partition count (broker/groups/offsets.py partition_for); its leader is the group's
+    coordinator. None when the view has no partition (the topic does not exist yet: no client has looked
+    a coordinator up)."""
+    if not view.partitions:
+        return None
+    return view.get(partition_for(group, len(view.partitions)))
+
+
+def coordinator(view: ClusterView, group: str) -> str | None:
+    """The coordinator of `group` (the leader of its offsets partition), or None: no such partition yet, or
+    it has no leader."""
+    p = coordinator_partition(view, group)
+    return p.leader if p is not None else None
+
+
+def no_coordinator(view: ClusterView, group: str) -> str:
+    """Why `group` has no coordinator in a view of `__consumer_offsets`, for a skip's reason."""
+    p = coordinator_partition(view, group)
+    if p is None:
+        return f"{OFFSETS_TOPIC} does not exist yet (no client has looked up the coordinator of {group!r})"
+    return f"group {group!r} has no coordinator: {p.describe(OFFSETS_TOPIC)}"
 
 
 def followers(view: ClusterView, partition: int) -> list[str]:

@@ -125,9 +125,9 @@ def _cluster(tmp_path, fail=()):
 
 def _drawn(tmp_path, rec: Records) -> None:
     """Random mode: 40 drawn steps over every fault of the cluster that is no package (packages wait on the
-    cluster)."""
-    names = [f for f, (kind, _who) in FAULTS.items() if kind not in ("package", "mix")
-             and KINDS[kind].party == "cluster"]
+    cluster) and needs no consumer group (the coordinator's: `_coordinator`)."""
+    names = [f for f, (kind, who) in FAULTS.items() if kind not in ("package", "mix")
+             and KINDS[kind].party == "cluster" and who != "coordinator"]
     nem = Nemesis(_cluster(tmp_path, fail={"pause n4", "restart n2"}), rec, FaultPlan(names, interval_s=2.0, seed=7),
                   aim=Aim(partitions=3), admin_factory=Admin)
     steps = nem.steps()
@@ -269,6 +269,38 @@ def _clients(tmp_path, rec: Records) -> None:
     rec.note(f"skipped: {nem.stats.skipped}")
 
 
+class OffsetsAdmin(Admin):
+    """Admin's test topic, and a `__consumer_offsets` of three partitions led by n3, n4 and n5 that exists
+    from the third look on, its group's partition without a leader the third time."""
+
+    def __init__(self):
+        self.looks = 0
+
+    def describe(self, topic):
+        if topic != "__consumer_offsets":
+            return super().describe(topic)
+        self.looks += 1
+        if self.looks <= 2:
+            return []
+        return [SimpleNamespace(partition=p, leader=None if self.looks == 3 else p + 3, epoch=1 + p,
+                                isr=[p + 3, 1] if self.looks > 3 else [], replicas=[p + 3, 1, 2]) for p in range(3)]
+
+
+def _coordinator(tmp_path, rec: Records) -> None:
+    """The coordinator's faults drawn at random for group highwater-group (offsets partition 0, led by n3):
+    skipped while the offsets topic does not exist or its partition has no leader, then aimed at n3."""
+    names = [f for f, (kind, who) in FAULTS.items() if who == "coordinator" and kind != "package"]
+    nem = Nemesis(_cluster(tmp_path), rec, FaultPlan(names, interval_s=2.0, seed=3), aim=Aim(partitions=3,
+                  group="highwater-group"), admin_factory=OffsetsAdmin)
+    steps = nem.steps()
+    for _ in range(10):
+        step = next(steps)
+        nem._stop_due(step.at)
+        nem._start_fault(step, step.at)
+    nem.stop()
+    rec.note(f"skipped: {nem.stats.skipped}")
+
+
 def _final_heal(tmp_path, rec: Records) -> None:
     """The final heal: n2 died by itself (no window), n3 cannot be resumed; only n2's restart is recorded."""
     cluster = _cluster(tmp_path, fail={"resume n3"})
@@ -279,7 +311,8 @@ def _final_heal(tmp_path, rec: Records) -> None:
 
 
 PARTS = {"drawn": _drawn, "scheduled": _scheduled, "elect": _elect, "scenario": _scenario,
-         "failing-scenario": _failing_scenario, "final-heal": _final_heal, "clients": _clients}
+         "failing-scenario": _failing_scenario, "final-heal": _final_heal, "clients": _clients,
+         "coordinator": _coordinator}
 
 
 def _records(tmp_path) -> list[str]:
