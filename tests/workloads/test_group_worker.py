@@ -256,6 +256,32 @@ def test_the_group_workload_records_what_it_declares(tmp_path):
     assert "group-0" in wl.client_names() and "group-1" in wl.gates
 
 
+def test_the_fake_and_both_library_members_have_the_group_client_protocol():
+    from workloads.clients import GroupConsumerClient
+    from workloads.kafka_client import ConfluentGroupConsumer, KafkaPythonGroupConsumer
+    assert isinstance(FakeGroupClient("sync"), GroupConsumerClient)
+    for cls in (ConfluentGroupConsumer, KafkaPythonGroupConsumer):
+        missing = [m for m in GroupConsumerClient.__dict__ if not m.startswith("_") and not hasattr(cls, m)]
+        assert missing == [], (cls, missing)
+
+
+@pytest.mark.parametrize("flag, value, problem", [
+    ("commit", "sometimes", "key 'workload.commit' must be one of"),
+    ("members", "0", "key 'workload.group_consumers' must be at least 1, got 0"),
+    ("churn", "-1", "--churn: must be a non-negative number, got '-1'"),
+    ("group", "", "--group: must be 1 to 255 printable characters, got ''"),
+])
+def test_a_bad_group_flag_is_one_line_naming_the_key(flag, value, problem):
+    import subprocess
+    import sys
+    from pathlib import Path
+    repo = Path(__file__).resolve().parents[2]
+    r = subprocess.run([sys.executable, "-m", "harness.cli", "run", "--workload", "group", f"--{flag}", value,
+                        "--nemesis", "none"], capture_output=True, text=True, cwd=repo, timeout=60,
+                       env={"PYTHONPATH": str(repo)})
+    assert r.returncode == 254 and problem in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+
+
 def test_error_names_and_librdkafkas_generation():
     assert error_name(ClientError("KafkaTimeoutError", False, "")) == "timeout"
     assert error_name(ClientError("UNKNOWN_MEMBER_ID", True, "")) == "UNKNOWN_MEMBER_ID"
