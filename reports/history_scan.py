@@ -144,7 +144,7 @@ def scan_history(path: Path, *, wanted: set[int] | frozenset[int] = frozenset(),
     _choose_buckets(summary, end_ns)
     tally = _Tally(_Wanted.around(wanted, context), max_points)
     _read(path, summary, tally, ops)
-    summary.unfinished = len(tally.pending)
+    summary.unfinished = len(tally.pending) + sum(len(q) for q in tally.group_pending.values())
     if ops is not None:
         ops.finish(tally.pending, end_ns)
     _close_faults(summary, tally.open_faults)
@@ -204,6 +204,8 @@ class _Tally:
     counts: dict[tuple[str, str], list[int]] = field(default_factory=dict)  # (f, type) -> per bucket
     lats: dict[str, list[list[int]]] = field(default_factory=dict)  # f -> per bucket, latencies in ns
     pending: dict[Any, dict[str, Any]] = field(default_factory=dict)  # process -> its open invoke
+    # (process, f) -> its open group operations' invokes, oldest first (rundir/formats.py GROUP_FS)
+    group_pending: dict[tuple[Any, str], list[dict[str, Any]]] = field(default_factory=dict)
     open_faults: dict[Any, dict[str, Any]] = field(default_factory=dict)  # fault id -> its start
 
 
@@ -238,13 +240,17 @@ def _read(path: Path, summary: HistorySummary, tally: _Tally, ops: Any) -> None:
             if process.__class__ is not int:
                 _other_line(op, summary, tally, path, line_no)
                 continue
+            group_op = f in GROUP_FS
             if typ == "invoke":
-                pending[process] = op
+                if group_op:        # may overlap the process's polls (an async commit): paired apart
+                    tally.group_pending.setdefault((process, f), []).append(op)
+                else:
+                    pending[process] = op
                 continue
             c = counts.get((f, typ))
             if c is None:       # checked before the line is used anywhere: a bad type is a format error
                 c = counts[(f, typ)] = _new_counts(op, nb, path, line_no)
-            inv = pending.pop(process, None)
+            inv = _group_invoke(tally.group_pending, process, f) if group_op else pending.pop(process, None)
             if ops is not None:
                 ops.add(process, inv, op)
             if want_completion and process in want_completion:
@@ -267,6 +273,22 @@ def _read(path: Path, summary: HistorySummary, tally: _Tally, ops: Any) -> None:
                 points.append(SamplePoint(t / 1e9, lat / 1e9, typ, f, idx, process, op.get("error")))
     summary.lines = line_no - len(summary.torn_lines)
     summary.sampled_from = completions
+
+
+GROUP_FS = frozenset(runformat.GROUP_FS)
+
+
+def _group_invoke(group_pending: dict[tuple[Any, str], list[dict[str, Any]]], process: Any,
+                  f: str) -> dict[str, Any] | None:
+    """The oldest open invoke of a group operation `f` of `process` (checkers/ingest.py pairs them by
+    their partitions too; for the charts' latencies the order of one process's is close enough)."""
+    queue = group_pending.get((process, f))
+    if not queue:
+        return None
+    inv = queue.pop(0)
+    if not queue:
+        del group_pending[(process, f)]
+    return inv
 
 
 def _quotas(max_points: int, nb: int) -> tuple[int, int]:

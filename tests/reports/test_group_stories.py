@@ -64,3 +64,29 @@ def test_assignment_overlap_and_reread_stories(timeline):
     assert tell("group-reread", reread, timeline).text == (
         "The members of group g1 read value 15 (offset 5 of partition 0) 2 times, first at 2.500 s by process 5, "
         "last at 3.500 s by process 6 (at-least-once: counted, allowed)." + BETWEEN)
+
+
+def test_history_scan_pairs_an_async_commit_apart_from_the_polls(tmp_path):
+    """An async commit answered while its member polls on: the poll's latency is its own, the commit's
+    from its own invoke; a group operation still open at the end counts as unfinished."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "checkers"))
+    import group_ops as g
+    from reports.history_scan import scan_history
+    from simulated_runs import RunBuilder
+
+    b = RunBuilder()
+    b.send(1, 0, 10, offset=0)
+    g.commit(b, 5, "g", "m", 1, {0: 1}, outcome=None, mode="async")
+    b.op(5, "invoke", "poll", {"partition": 0, "offset": 1, "group": "g", "generation": 1}, dt=1_000_000)
+    b.op(5, "ok", "poll", {"partition": 0, "offset": 1, "group": "g", "generation": 1, "records": [], "hw": 1,
+                           "epoch": 1}, dt=1_000_000)
+    g.complete(b, 5, "commit", g.commit_value("g", "m", 1, {0: 1}, "async"))
+    g.commit(b, 5, "g", "m", 1, {0: 1}, outcome=None, mode="async")
+    b.write(tmp_path)
+    summary = scan_history(tmp_path / "history.jsonl")
+    lat = {p.f: p.latency_s for p in summary.points}
+    assert lat == {"send": 0.001, "poll": 0.001, "commit": 0.003}
+    assert summary.unfinished == 1
