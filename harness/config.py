@@ -34,7 +34,7 @@ from typing import Any
 from broker.config_keys import parse_acks, section_keys
 from broker.errors import ConfigError
 from nemesis.faults import on_the_cluster
-from nemesis.schedule import expand_faults, fault_list, fault_name, needs_power_loss
+from nemesis.schedule import aims_at_coordinator, expand_faults, fault_list, fault_name, needs_power_loss
 from rundir.formats import ANOMALY_KINDS
 from rundir.settings import Setting, at_line, did_you_mean, line_of, read_toml, schema_of, section_class, setting
 from workloads import workload as workload_settings
@@ -47,6 +47,24 @@ WORKLOADS = workload_settings.NAMES         # the workloads' registry (workloads
 CLIENT_KINDS = ("native", "kafka", "mixed")
 KAFKA_LIBRARIES = ("confluent", "kafka-python")   # workloads/kafka_client.py LIBRARIES
 CHECKER_ENGINES = ("spark", "reference")
+
+
+def workload_group(cfg: "TestConfig") -> str | None:
+    """The consumer group of the configured workload (its `group_id`), or None for a workload without one:
+    the coordinator faults aim at that group's coordinator (nemesis/driver.py Aim)."""
+    kind = workload_settings.KINDS.get(cfg.workload.name)
+    return cfg.workload.group_id if kind is not None and "group_id" in kind.settings else None
+
+
+def _coordinator_problem(cfg: "TestConfig", faults: list[str]) -> str | None:
+    """Why `faults` cannot be played with this workload: a coordinator fault and no consumer group."""
+    aimed = aims_at_coordinator(faults)
+    if aimed and workload_group(cfg) is None:
+        return (f"has {aimed[0]!r}, which aims at a consumer group's coordinator, and workload "
+                f"{cfg.workload.name!r} has no group (workload.name = \"group\")")
+    return None
+
+
 def parse_faults(raw: Any) -> list[str]:
     if isinstance(raw, str):
         items = [s.strip() for s in raw.split(",") if s.strip()]
@@ -302,6 +320,9 @@ def validate(cfg: TestConfig) -> list[tuple[str, str]]:
     elif cfg.client.idempotence and cfg.client.acks != "all" and cfg.client.acks != -1:
         problems.append(("client.idempotence", f"needs client.acks = \"all\", as Kafka's producers do, got "
                                                f"{cfg.client.acks!r}"))
+    coordinator = _coordinator_problem(cfg, list(cfg.nemesis.faults))
+    if coordinator and not cfg.nemesis.schedule_file:   # a schedule file's steps: checked by preflight
+        problems.append(("nemesis.faults", coordinator))
     if not 1 <= b.min_insync_replicas <= t.replication_factor:
         problems.append(("broker.min_insync_replicas",
                          f"must be between 1 and the replication factor ({t.replication_factor}), "
@@ -465,6 +486,9 @@ def preflight(cfg: TestConfig, *, where: Any = None, faults: list[str] | None = 
             raise ConfigError(f"{where('nemesis.schedule_file')}: key 'nemesis.schedule_file': {exc}") from None
         faults = sorted({s.fault for s in steps})
     fault_key = "nemesis.schedule_file" if cfg.nemesis.schedule_file and not own_faults else "nemesis.faults"
+    coordinator = _coordinator_problem(cfg, faults)
+    if coordinator:
+        raise ConfigError(f"{where(fault_key)}: key '{fault_key}' {coordinator}")
     if needs_power_loss(faults) and cfg.broker_settings().get("power_loss") is not True:
         raise ConfigError(f"{where(fault_key)}: key '{fault_key}' injects power-loss faults, which need "
                           "broker.power_loss = true (--power-loss)")

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from harness import lifecycle
-from harness.config import TestConfig
+from harness.config import TestConfig, workload_group
 from harness.lifecycle import RunOutcome, RunSession
 from nemesis import Aim, FaultPlan, Nemesis, expand_faults
 from nemesis.faults import on_the_cluster
@@ -39,7 +39,7 @@ class ChaosWorkload(lifecycle.Middle):
                                       FaultPlan(list(cfg.nemesis.faults), interval_s=cfg.nemesis.interval,
                                                 seed=cfg.seed, schedule=schedule),
                                       aim=Aim(topic=cfg.topic.name, partitions=cfg.topic.partitions,
-                                              clients=lambda: session.workload),
+                                              clients=lambda: session.workload, group=workload_group(cfg)),
                                       admin_factory=session.admin)
 
     def play(self, session: RunSession) -> None:
