@@ -11,7 +11,8 @@ The runner's API (everything else in this package is internal):
                             seed=42,              # same seed -> same fault sequence
                             schedule=None),       # or a Path to a TOML schedule file (replaces random mode)
                   aim=Aim(topic="hw", partitions=3,
-                          clients=None),          # () -> the workload, for the client faults
+                          clients=None,           # () -> the workload, for the client faults
+                          group=None),            # the workload's consumer group id, for the coordinator faults
                   admin_factory=lambda: Admin(controller=(host, port), timeout_s=2.0))  # the live metadata
     # Constructing validates: unknown fault names or a bad schedule file raise ConfigError (one line,
     # naming file, entry number and field). Each fault asks the backend for the capability it needs
@@ -54,6 +55,15 @@ Fault names (FAULTS):
     pause-client, pause-consumer                 a workload client (any, or a consumer's) held: its next
                                                  call waits until the stop (needs Aim(clients=): the
                                                  workload, nemesis/faults.py ClientPausable)
+    kill-coordinator, pause-coordinator          the coordinator of the workload's consumer group (needs
+                                                 Aim(group=)): the leader of the group's partition of
+                                                 __consumer_offsets, from that topic's live metadata;
+                                                 SIGKILL / SIGSTOP, restart / SIGCONT at the stop
+    partition-coordinator                        the coordinator cut off from every other node (shape
+                                                 "coordinator"), healed at the stop. Skipped with the reason
+                                                 while the offsets topic does not exist (no client has looked
+                                                 a coordinator up) or the group's partition has no leader;
+                                                 refused (ConfigError) without a group
 
 Packages (nemesis/packages.py): several steps, each its own fault window (value `package`, its number in
 the run, and `step`), moved on by what the controller's metadata says, every wait bounded; a state not
@@ -71,12 +81,20 @@ reached ends the package (its faults undone, the reason in the stop's detail and
     move-leader                                  ask the controller (ELECT_LEADER) to make another ISR
                                                  member lead a partition, under load, as a controlled
                                                  shutdown or preferred-leader election does
+    isolate-then-kill-coordinator                isolate-then-kill-leader aimed at the group's coordinator:
+                                                 cut off from the other replicas of its offsets partition
+                                                 until that ISR is the coordinator alone, then killed
+    isolate-coordinator-until-replaced           the coordinator cut off from every node until another
+                                                 broker leads its offsets partition (two brokers answer the
+                                                 group meanwhile), then healed
 A package runs alone: steps due meanwhile start when it has finished, and it ends by waiting (bounded,
 unrecorded) until every partition is led and its targets are back in the ISR.
 
-Draws: `aimed` is one package per step (chosen with the step's seed); `mix`, the default of
-`highwater run`, rotates through MIX_FAMILIES (process faults, partitions, aimed packages, leadership
-moves, power loss, storage; the ones the backend can inject):
+Draws: `aimed` is one package per step (chosen with the step's seed) among those aimed at a partition
+leader; `mix`, the default of `highwater run`, rotates through MIX_FAMILIES (process faults, partitions,
+aimed packages, leadership moves, power loss, storage; the ones the backend can inject; with Aim(group=)
+one more, COORDINATOR_FAMILY: every coordinator fault and package, so a workload without a group draws
+exactly as before):
 each fault comes from the next family of a rotation whose order the seed shuffles every round, so a few
 steps meet every family. `mix` stands alone; schedule files take `aimed` but not `mix`.
 
@@ -105,7 +123,8 @@ History: each action is an operation of process "nemesis": an `invoke` then an `
 action (kill/restart, pause/resume, partition/heal, power-loss/restart), value
 {fault, phase: "start"|"stop", id, targets, name, ...} and `detail` on the completion (docs/formats.md);
 faults aimed at the live state add `partition` and `state` (the metadata that chose them: leader, epoch,
-ISR), a package's steps `package` and `step`.
+ISR), the coordinator's `group`, `offsets_partition` and `state` (of that __consumer_offsets partition)
+instead of `partition`, a package's steps `package` and `step`.
 """
 from nemesis.driver import Aim, Nemesis  # noqa: E402
 from nemesis.schedule import (FAULTS, ConfigError, FaultPlan, expand_faults, load_schedule,  # noqa: E402
