@@ -23,6 +23,7 @@ from rundir import kinds
 from checkers import explain, loss_shape, protocol_trace, totals
 
 K = kinds
+K_GROUP_FS = ("group-assign", "group-revoke", "commit", "committed")   # rundir/formats.py GROUP_FS
 OPS_COLUMNS = ["index", "time", "process", "type", "f", "partition", "value", "offset", "epoch", "hw", "error",
                "invoke_index", "invoke_time", "fault", "phase", "fault_id", "key"]
 REPLICA_COLUMNS = ["node", "partition", "offset", "epoch", "value", "crc_ok"]
@@ -142,7 +143,11 @@ def _operations(run: Run) -> None:
         if process == "nemesis":
             _window(run, typ, phase, fid, time)
             continue
-        if process == "harness" or f not in ("send", "poll", "assign", "final-read"):
+        if process == "harness" or f not in ("send", "poll", "assign", "final-read", *K_GROUP_FS):
+            continue
+        if f in K_GROUP_FS:             # counted; they name no partition (group_parts holds theirs)
+            if typ != "invoke":
+                run.op_counts.setdefault(f, {"ok": 0, "fail": 0, "info": 0})[typ] += 1
             continue
         run.partitions.add(p)
         if typ == "invoke":

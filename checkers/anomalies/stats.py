@@ -1,4 +1,5 @@
-"""Statistics: ok/fail/info per operation kind, availability inside and outside fault windows.
+"""Statistics: ok/fail/info per operation kind (the client and the group operations), availability
+inside and outside fault windows.
 
 A fault window runs from a nemesis `start` completion to the `stop` completion with the same id (no
 stop: to the end of the history). Availability is the fraction of `send` and `poll` completions that
@@ -51,7 +52,8 @@ def analyze(t: Tables) -> dict[str, Any]:
     merged = _merge(intervals)
     closed = [(s, int(e)) for s, e in merged if e != float("inf")]
     open_from = min((s for s, e in merged if e == float("inf")), default=None)
-    ops = t.ops.filter(is_client()).select("partition", "f", "type", "time")
+    # the client operations and the group operations (these name no partition: counted, not placed)
+    ops = t.ops.filter(is_client() | F.col("f").isin(*rf.GROUP_FS)).select("partition", "f", "type", "time")
     in_fault = F.lit(False)
     if 0 < len(closed) <= CASE_WINDOWS:
         for s, e in closed:
@@ -77,7 +79,8 @@ def analyze(t: Tables) -> dict[str, Any]:
     acked: dict[int, int] = {}
     partitions = set()
     for r in counts:
-        partitions.add(r["partition"])
+        if r["partition"] is not None:
+            partitions.add(r["partition"])
         if r["type"] == "invoke":
             continue
         c = op_counts.setdefault(r["f"], {"ok": 0, "fail": 0, "info": 0})
