@@ -859,10 +859,29 @@ class KafkaPythonGroupConsumer(_GroupConsumer):
 
     def _report_auto_sync_commits(self) -> None:
         """kafka-python also auto-commits synchronously before a rebalance, without its callback: wrap the
-        coordinator's synchronous commit (this consumer never calls it itself in auto mode) to report it."""
+        coordinator's synchronous commit on this instance (this consumer never calls it itself in auto
+        mode) to report those commits too. kafka-python 3 makes it a coroutine, `_commit_offsets_sync_async`
+        (which its `commit_offsets_sync` also runs); older versions call `commit_offsets_sync`."""
         coordinator = getattr(self._c, "_coordinator", None)
+        inner_async = getattr(coordinator, "_commit_offsets_sync_async", None)
+        if inner_async is not None:
+            async def reported_async(offsets, *args, **kwargs):
+                try:
+                    result = await inner_async(offsets, *args, **kwargs)
+                except BaseException as exc:
+                    if offsets:
+                        self._reports.append(CommitReport("auto", self._offsets(offsets),
+                                                          classify_kafka_python(exc, "commit")))
+                    raise
+                if offsets:
+                    self._reports.append(CommitReport("auto", self._offsets(offsets), None))
+                return result
+            coordinator._commit_offsets_sync_async = reported_async
+            return
         inner = getattr(coordinator, "commit_offsets_sync", None)
         if inner is None:
+            log.warning("kafka-python %s: no synchronous commit to wrap; its pre-rebalance auto-commits go "
+                        "unrecorded", getattr(__import__("kafka"), "__version__", "?"))
             return
 
         def reported(offsets, *args, **kwargs):
