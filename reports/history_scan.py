@@ -240,17 +240,13 @@ def _read(path: Path, summary: HistorySummary, tally: _Tally, ops: Any) -> None:
             if process.__class__ is not int:
                 _other_line(op, summary, tally, path, line_no)
                 continue
-            group_op = f in GROUP_FS
             if typ == "invoke":
-                if group_op:        # may overlap the process's polls (an async commit): paired apart
-                    tally.group_pending.setdefault((process, f), []).append(op)
-                else:
-                    pending[process] = op
+                _opened(tally, process, f, op)
                 continue
             c = counts.get((f, typ))
             if c is None:       # checked before the line is used anywhere: a bad type is a format error
                 c = counts[(f, typ)] = _new_counts(op, nb, path, line_no)
-            inv = _group_invoke(tally.group_pending, process, f) if group_op else pending.pop(process, None)
+            inv = _completed(tally, process, f)
             if ops is not None:
                 ops.add(process, inv, op)
             if want_completion and process in want_completion:
@@ -278,10 +274,22 @@ def _read(path: Path, summary: HistorySummary, tally: _Tally, ops: Any) -> None:
 GROUP_FS = frozenset(runformat.GROUP_FS)
 
 
-def _group_invoke(group_pending: dict[tuple[Any, str], list[dict[str, Any]]], process: Any,
-                  f: str) -> dict[str, Any] | None:
-    """The oldest open invoke of a group operation `f` of `process` (checkers/ingest.py pairs them by
-    their partitions too; for the charts' latencies the order of one process's is close enough)."""
+def _opened(tally: _Tally, process: Any, f: str, op: dict[str, Any]) -> None:
+    """An invoke of `process`: its open client operation, or one more of its open group operations (those
+    may overlap its polls: an async commit answered while the member polls on)."""
+    if f in GROUP_FS:
+        tally.group_pending.setdefault((process, f), []).append(op)
+    else:
+        tally.pending[process] = op
+
+
+def _completed(tally: _Tally, process: Any, f: str) -> dict[str, Any] | None:
+    """The invoke a completion of `process` closes: its open client operation's, or for a group operation
+    the oldest open invoke of its `f` (checkers/ingest.py pairs those by their partitions too; for the
+    charts' latencies the order of one process's is close enough)."""
+    if f not in GROUP_FS:
+        return tally.pending.pop(process, None)
+    group_pending = tally.group_pending
     queue = group_pending.get((process, f))
     if not queue:
         return None

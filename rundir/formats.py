@@ -208,6 +208,19 @@ def parquet_writer(path: Path, schema: Any) -> Any:
     return pq.ParquetWriter(path, schema, compression="snappy", use_dictionary=strings)
 
 
+def _group_parts_schema(pa: Any) -> Any:
+    """The group operations (GROUP_FS), one row per history line and partition it names: a group-assign's,
+    group-revoke's and committed's invoke its `partitions`; a commit's `offsets`, a committed ok's
+    `offsets` and a group-assign ok's `committed` entries with their offset (-1: none committed; null: the
+    line names no offset). Completions carry their invoke's index and time, as in `ops`."""
+    return pa.schema([
+        ("index", pa.int64()), ("time", pa.int64()), ("process", pa.string()), ("type", pa.string()),
+        ("f", pa.string()), ("group", pa.string()), ("member", pa.string()), ("generation", pa.int32()),
+        ("partition", pa.int32()), ("offset", pa.int64()), ("mode", pa.string()), ("lost", pa.bool_()),
+        ("error", pa.string()), ("invoke_index", pa.int64()), ("invoke_time", pa.int64()),
+    ])
+
+
 def arrow_schemas() -> dict[str, Any]:
     import pyarrow as pa
 
@@ -259,14 +272,5 @@ def arrow_schemas() -> dict[str, Any]:
             ("event", pa.string()), ("partition", pa.int32()), ("fields", pa.string()),
             *[(name, pa.int64()) for name in EVENT_INTS], ("quiet", pa.bool_()),
         ]),
-        # the group operations (GROUP_FS), one row per history line and partition it names: a group-assign's,
-        # group-revoke's and committed's invoke its `partitions`; a commit's `offsets`, a committed ok's
-        # `offsets` and a group-assign ok's `committed` entries with their offset (-1: none committed;
-        # null: the line names no offset). Completions carry their invoke's index and time, as in `ops`
-        "group_parts": pa.schema([
-            ("index", pa.int64()), ("time", pa.int64()), ("process", pa.string()), ("type", pa.string()),
-            ("f", pa.string()), ("group", pa.string()), ("member", pa.string()), ("generation", pa.int32()),
-            ("partition", pa.int32()), ("offset", pa.int64()), ("mode", pa.string()), ("lost", pa.bool_()),
-            ("error", pa.string()), ("invoke_index", pa.int64()), ("invoke_time", pa.int64()),
-        ]),
+        "group_parts": _group_parts_schema(pa),
     }
