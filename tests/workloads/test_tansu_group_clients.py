@@ -119,3 +119,46 @@ def test_members_of_a_tansu_group_read_every_record_and_commit_it(tansu, tmp_pat
     finally:
         reader.close()
     assert got == {p: PER_PARTITION for p in range(PARTITIONS)} == last
+
+
+@pytest.mark.parametrize("library", kafka_client.LIBRARIES)
+@pytest.mark.parametrize("commit", ["sync", "auto"])
+def test_after_a_rebalance_members_resume_at_the_last_commit_the_history_has(tansu, tmp_path, library, commit):
+    """Every commit the group makes is in the history, the library's own pre-rebalance and closing
+    auto-commits too: a member given a partition after a rebalance is told (OffsetFetch) exactly the last
+    acknowledged commit recorded before, so the checker's group-resume-mismatch has no false alarm."""
+    topic, group = _topic_with_records(tansu), f"g-{uuid.uuid4().hex[:8]}"
+    h = History(tmp_path / "h.jsonl")
+    stop = threading.Event()
+
+    def member(i, churn):
+        return GroupWorker(history=h, make_client=lambda mode: kafka_client.make_group_consumer(
+                               library, [tansu], topic=topic, group=group, mode=mode, timeout_s=5.0),
+                           topic=topic, group=group, commit=commit, churn_s=churn, stop=stop, seed=i, index=i)
+    # two seats; the first reads everything, and its members leave every few seconds: each leave and
+    # each join is a rebalance, after which the partitions are given out again with their commits
+    seats = [member(0, 3.0), member(1, 4.0)]
+    for m in seats:
+        m.start()
+    try:
+        wait_until(lambda: sum(m.counts["records"] for m in seats) >= PARTITIONS * PER_PARTITION, timeout=40,
+                   what="the group to read every record")
+        wait_until(lambda: sum(m.counts["members"] for m in seats) >= 4, timeout=60,
+                   what="members to leave and new ones to join")
+        time.sleep(4)
+    finally:
+        stop.set()
+        for m in seats:
+            m.join(30)
+    h.close()
+    lines = [line.obj for line in runformat.iter_jsonl(tmp_path / "h.jsonl")]
+    acked: dict[int, int] = {}
+    checked = 0
+    for o in lines:
+        if o["f"] == "commit" and o["type"] == "ok":
+            acked.update({p: off for p, off in o["value"]["offsets"]})
+        if o["f"] == "group-assign" and o["type"] == "ok":
+            for p, c in o["value"]["committed"]:
+                assert c == acked.get(p, -1), (p, c, acked, o)
+                checked += c >= 0
+    assert checked >= 1
