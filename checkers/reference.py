@@ -442,7 +442,7 @@ def keys(run: Run, out: Findings) -> None:
 
 
 GROUP_COLUMNS = ["index", "time", "process", "type", "f", "group", "member", "generation", "partition", "offset",
-                 "invoke_index"]
+                 "invoke_index", "mode"]
 
 
 def _group_inputs(run: Run) -> tuple[list[dict], dict[tuple[str, int, Any], list[tuple]]]:
@@ -566,10 +566,10 @@ def _resume_mismatch(run: Run, parts: list[dict], acked: dict, commits: dict, ou
         poll = polls[k] if k < len(polls) and (until is None or polls[k][0] < until) else None
         if poll is None or poll[1] == best["offset"]:
             continue
-        if any(c["invoke_index"] < r["index"]
+        if any((c["invoke_index"] < r["index"] or (c["mode"] == "auto" and c["process"] != proc))
                and (c["type"] == "info" or (c["type"] == "ok" and c["index"] > r["invoke_index"]))
                for c in commits.get((g, p, poll[1]), [])):
-            continue
+            continue        # a commit in flight across the assign (an auto-commit is recorded once answered)
         out.add(K.GROUP_RESUME_MISMATCH.name, (p, poll[0], g), {
             "group": g, "partition": p, "member": r["member"], "generation": r["generation"], "offset": poll[1],
             "expected": best["offset"], "index": poll[0], "time": poll[2], "process": proc,

@@ -16,7 +16,10 @@ queries: the kinds are not exercised there and cost no scan.
                          is at offset S; E is the running max above at the assign's invoke. S != E, and no
                          commit of (g, p) in flight across the assign (not a fail, invoked before the
                          assign completed, not acked before its invoke) has offset S: an in-flight commit
-                         can only have moved the committed offset to its own. No acked commit: no E.
+                         can only have moved the committed offset to its own. An auto-commit of another
+                         process counts as invoked before the assign whatever its index (the client
+                         reports it once answered: invoke and completion are written together). No acked
+                         commit: no E.
   lost-by-group          a record of p's final log (value not null) below (g, p)'s final committed offset
                          (the last `committed` ok) whose value no poll of g returned.
   commit-beyond-log      an acked commit of (g, p), or its final committed offset, above p's final HW (a
@@ -137,11 +140,14 @@ def _resume(gp: DataFrame, observed: DataFrame, greads: DataFrame) -> DataFrame:
     cand = (assigns.join(first, ["process", "group", "partition", "a_index"])
             .filter(c("poll.s") != c("expected")))
     flight = gp.filter((c("f") == rf.COMMIT_F) & c("type").isin("ok", "info")).select(
-        "group", "partition", c("offset").alias("f_offset"), c("type").alias("f_type"), c("index").alias("f_index"),
-        c("invoke_index").alias("f_invoke"))
+        c("group").alias("f_group"), c("partition").alias("f_partition"), c("offset").alias("f_offset"),
+        c("type").alias("f_type"), c("index").alias("f_index"), c("invoke_index").alias("f_invoke"),
+        c("mode").alias("f_mode"), c("process").alias("f_process"))
     explained = (c("group") == c("f_group")) & (c("partition") == c("f_partition")) & (c("poll.s") == c("f_offset"))
-    flight = flight.withColumnRenamed("group", "f_group").withColumnRenamed("partition", "f_partition")
-    in_flight = explained & (c("f_invoke") < c("a_index")) & ((c("f_type") == "info") | (c("f_index") > c("a_invoke")))
+    # an auto-commit is recorded when the client reports it, invoke and completion together: it may have
+    # been sent before the assign whatever its invoke's index, unless the assigned member made it
+    invoked = (c("f_invoke") < c("a_index")) | ((c("f_mode") == "auto") & (c("f_process") != c("process")))
+    in_flight = explained & invoked & ((c("f_type") == "info") | (c("f_index") > c("a_invoke")))
     bad = cand.join(flight, in_flight, "left_anti")
     assign = F.struct(c("a_index").alias("index"), c("a_time").alias("time"), c("a_invoke").alias("invoke_index"),
                       c("a_committed").alias("committed"))

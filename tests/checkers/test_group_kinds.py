@@ -102,3 +102,22 @@ def test_failed_commits_count_for_nothing(tmp_path):
     b.final(0, [10, 11], process=9)
     res = _check(tmp_path, b)
     assert {n: res["anomalies"][n]["count"] for n in GROUP_NAMES} == {n: 0 for n in GROUP_NAMES}
+
+
+def test_the_assigned_members_own_auto_commit_explains_nothing(tmp_path):
+    """Member b resumes at 3 where the acknowledged commit says 2: its own auto-commit of 3, reported after
+    its assign, cannot have set the offset it was given."""
+    b = RunBuilder()
+    for k in range(4):
+        b.send(1, 0, 10 + k, offset=k)
+    G = "g"
+    _member_reads(b, 0, G, 2, "a", 1, -1, 0, 2)
+    g.commit(b, 2, G, "a", 1, {0: 2})
+    g.group_revoke(b, 2, G, "a", 1, [0])
+    g.group_assign(b, 3, G, "b", 2, {0: 3})
+    g.commit(b, 3, G, "b", 2, {0: 3}, mode="auto")
+    b.assign(3, 0, 3)
+    g.group_poll(b, 3, G, 2, 0, 3, [(3, 13)], hw=4)
+    b.final(0, [10, 11, 12, 13], process=9)
+    res = _check(tmp_path, b)
+    assert res["anomalies"]["group-resume-mismatch"]["count"] == 1
