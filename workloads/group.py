@@ -74,6 +74,8 @@ class GroupWorker(ClientWorker):
         self.churn_s = float(churn_s)
         self.stop_event = stop
         self.process = history.new_process()
+        self._lock = threading.RLock()         # an auto-commit may be recorded from the client's own thread
+        self._client = None
         self.counts = {"polls": 0, "records": 0, "commits": 0, "commit_ok": 0, "commit_fail": 0,
                        "commit_info": 0, "assigns": 0, "revokes": 0, "members": 0}
         self._reset_member()
@@ -123,11 +125,23 @@ class GroupWorker(ClientWorker):
                 except Exception:  # noqa: BLE001
                     pass
 
+    def _hook_reports(self, client) -> None:
+        """Auto-commits recorded the moment the client reports them (workloads/kafka_client.py
+        set_report_hook); a client without the hook has them drained between polls."""
+        hook = getattr(client, "set_report_hook", None)
+        if hook is not None:
+            try:
+                hook(self._auto_report)
+            except Exception:  # noqa: BLE001
+                pass
+
     def _member(self, client) -> None:
         """Poll, start, read and commit until the member's time is up (`_time_to_leave`: a seeded
         lifetime counted from its first assignment, since a rebalance takes seconds and a member that left
         before it was ever given a partition would only keep the group rebalancing), or until the workload
         stops."""
+        self._client = client
+        self._hook_reports(client)
         while not self.stop_event.is_set() and not self._time_to_leave():
             try:
                 batches = client.poll(POLL_MAX_RECORDS, POLL_WAIT_S)
@@ -307,6 +321,18 @@ class GroupWorker(ClientWorker):
             for p, _o in value["offsets"]:
                 self.committed_at.pop(p, None)
 
+    def _auto_report(self, report, client=None) -> None:
+        """An auto-commit the client made: invoke and completion written together."""
+        if not report.offsets:
+            return
+        with self._lock:
+            member, generation = self._membership(client if client is not None else self._client)
+            value = {"group": self.group, "member": member, "generation": generation,
+                     "offsets": pairs(report.offsets), "mode": "auto"}
+            self.history.invoke(self.process, "commit", value)
+            self.counts["commits"] += 1
+            self._complete_commit(self.process, value, report.error)
+
     def _reports(self, client) -> None:
         """The commits the client reported: answers to the async commit in flight, and auto-commits
         (written as invoke and completion together)."""
@@ -319,13 +345,6 @@ class GroupWorker(ClientWorker):
                 value, self.async_inflight = self.async_inflight, None
                 self._complete_commit(self.async_process, value, report.error)
             elif report.mode == "auto":
-                if not report.offsets:
-                    continue
-                member, generation = self._membership(client)
-                value = {"group": self.group, "member": member, "generation": generation,
-                         "offsets": pairs(report.offsets), "mode": "auto"}
-                self.history.invoke(self.process, "commit", value)
-                self.counts["commits"] += 1
-                self._complete_commit(self.process, value, report.error)
+                self._auto_report(report, client)
             else:
                 log.debug("%s: a commit report with no commit in flight: %s", self.name, report)

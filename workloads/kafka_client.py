@@ -640,6 +640,19 @@ class _GroupConsumer:
         self._reports: collections.deque[CommitReport] = collections.deque()
         self._closed = False
 
+    def set_report_hook(self, hook) -> None:
+        """Auto-commit reports go to `hook(report)` as soon as the client makes them (from inside a poll,
+        or kafka-python's I/O thread), not to the queue: the history then writes them with the least delay
+        after the commit, before the member's next rebalance event is even drained."""
+        self._hook = hook
+
+    def _report(self, report: "CommitReport") -> None:
+        hook = getattr(self, "_hook", None)
+        if hook is not None and report.mode == "auto":
+            hook(report)
+        else:
+            self._reports.append(report)
+
     def events(self) -> list[GroupEvent]:
         out = []
         while self._events:
@@ -723,7 +736,7 @@ class ConfluentGroupConsumer(_GroupConsumer):
                 error = classify_confluent(bad[0].error, f"commit {self.topic}/{bad[0].partition}")
         if error is not None and error.code == "_NO_OFFSET":
             return                      # an auto-commit with nothing to commit: no request was made
-        self._reports.append(CommitReport(self.mode, offsets, error))
+        self._report(CommitReport(self.mode, offsets, error))
 
     def membership(self) -> tuple[str, int]:
         try:
@@ -870,11 +883,11 @@ class KafkaPythonGroupConsumer(_GroupConsumer):
                     result = await inner_async(offsets, *args, **kwargs)
                 except BaseException as exc:
                     if offsets:
-                        self._reports.append(CommitReport("auto", self._offsets(offsets),
+                        self._report(CommitReport("auto", self._offsets(offsets),
                                                           classify_kafka_python(exc, "commit")))
                     raise
                 if offsets:
-                    self._reports.append(CommitReport("auto", self._offsets(offsets), None))
+                    self._report(CommitReport("auto", self._offsets(offsets), None))
                 return result
             coordinator._commit_offsets_sync_async = reported_async
             return
@@ -888,9 +901,9 @@ class KafkaPythonGroupConsumer(_GroupConsumer):
             try:
                 result = inner(offsets, *args, **kwargs)
             except Exception as exc:
-                self._reports.append(CommitReport("auto", self._offsets(offsets), classify_kafka_python(exc, "commit")))
+                self._report(CommitReport("auto", self._offsets(offsets), classify_kafka_python(exc, "commit")))
                 raise
-            self._reports.append(CommitReport("auto", self._offsets(offsets), None))
+            self._report(CommitReport("auto", self._offsets(offsets), None))
             return result
         coordinator.commit_offsets_sync = reported
 
@@ -902,7 +915,7 @@ class KafkaPythonGroupConsumer(_GroupConsumer):
         if self.mode == "sync" or not offsets:
             return
         error = classify_kafka_python(res_or_exc, "commit") if isinstance(res_or_exc, BaseException) else None
-        self._reports.append(CommitReport(self.mode, self._offsets(offsets), error))
+        self._report(CommitReport(self.mode, self._offsets(offsets), error))
 
     def membership(self) -> tuple[str, int]:
         try:
