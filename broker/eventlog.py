@@ -25,13 +25,13 @@ EVENT_NAMES = frozenset({
     "epoch-query", "epoch-answer", "producers-loaded",
     # broker process and storage (broker/server)
     "ack", "leo-reported", "start", "stop", "registered", "re-register", "recovered", "corrupt", "storage-error", "flush",
-    "partition-skipped", "metadata-error", "metadata-rejected", "isr-proposal-failed", "internal-error",
+    "partition-skipped", "partition-deleted", "metadata-error", "metadata-rejected", "isr-proposal-failed", "internal-error",
     # consumer groups (broker/groups, broker/server/coordinator.py)
     "group-member-joined", "group-rebalance", "group-generation", "group-stable", "group-member-removed",
     "group-unloaded", "group-load", "group-coordinator-resigned", "offset-commit", "offset-commit-refused",
     "offsets-topic-created",
     # controller (broker/controller)
-    "listening", "fenced", "unfenced", "topic-created", "partitions-added", "topic-error", "unclean-shutdown", "elect-leader",
+    "listening", "fenced", "unfenced", "topic-created", "topic-deleted", "partitions-added", "topic-error", "unclean-shutdown", "elect-leader",
     "partition-state",
     "elect-refused", "stall", "fatal",
 })
@@ -64,6 +64,7 @@ EVENT_FIELDS: dict[str, frozenset[str]] = {name: frozenset(fields.split()) for n
     "storage-error": "topic partition error why file action failed_s",
     "flush": "partitions",
     "partition-skipped": "topic partition error",
+    "partition-deleted": "topic partition",
     "metadata-error": "version error",
     "metadata-rejected": "partition error topic",
     "isr-proposal-failed": "partition isr kind error topic",
@@ -84,6 +85,7 @@ EVENT_FIELDS: dict[str, frozenset[str]] = {name: frozenset(fields.split()) for n
     "unfenced": "broker broker_epoch",
     "topic-created": "topic partitions replication_factor configs",
     "partitions-added": "topic partitions before",
+    "topic-deleted": "topic partitions",
     "topic-error": "topic error message",
     "unclean-shutdown": "broker partitions",
     "elect-leader": "topic partition requested unclean leader how",

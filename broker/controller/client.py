@@ -130,6 +130,13 @@ class ControllerClient:
             _raise_on_error(apis.CREATE_PARTITIONS, body)
         return {t["name"]: (t["error"], t.get("message", "")) for t in body["topics"]}
 
+    async def delete_topics(self, names: list[str]) -> dict[str, tuple[str, str]]:
+        """{topic: (error, message)} for deleting each of `names`."""
+        body = await self.request(apis.DELETE_TOPICS, m.DeleteTopics(tuple(names)).to_wire())
+        if body.get("error") != m.NONE and not body.get("topics"):
+            _raise_on_error(apis.DELETE_TOPICS, body)
+        return {t["name"]: (t["error"], t.get("message", "")) for t in body["topics"]}
+
     async def close(self) -> None:
         self._drop("client closed")
         if self._reader_task is not None:

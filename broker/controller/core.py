@@ -101,6 +101,11 @@ class ControllerCore:
         self._commit(events)
         return _per_topic(results)
 
+    def delete_topics(self, req: m.DeleteTopics) -> dict:
+        results, events = self.state.delete_topics(list(req.names))
+        self._commit(events)
+        return _per_topic(results)
+
     async def metadata(self, req: m.MetadataRequest) -> dict:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + min(req.max_wait_ms, MAX_LONG_POLL_MS) / 1000
@@ -157,7 +162,8 @@ class ControllerCore:
 
 
 def _per_topic(results: list[tuple[str, str, str]]) -> dict:
-    """A CREATE_TOPICS or CREATE_PARTITIONS answer: each topic's error (and message), the first error."""
+    """A CREATE_TOPICS, CREATE_PARTITIONS or DELETE_TOPICS answer: each topic's error (and message), the
+    first error."""
     topics = [{"name": n, "error": e, **({"message": msg} if msg else {})} for n, e, msg in results]
     errors = [e for _, e, _ in results if e != m.NONE]
     return {"error": errors[0] if errors else m.NONE, "topics": topics}

@@ -25,6 +25,8 @@ Every body is a msgpack map (broker/protocol/framing.py). Requests, by API key (
         -> {error, topics: [{name, error, message?}]}   count: the new total; idempotent at that count.
         Errors: UNKNOWN_PARTITION (no such topic), INVALID_PARTITIONS (fewer than it has, or over a
         broker's replica budget), INVALID_REPLICATION_FACTOR (fewer live brokers than its replicas).
+    DELETE_TOPICS   {topics: [name]}
+        -> {error, topics: [{name, error, message?}]}   UNKNOWN_PARTITION for a topic that does not exist.
     ELECT_LEADER    {topic, partition, broker?:int|None, unclean?:bool}
         -> {error, changed:bool, leader, leader_epoch, isr, elr, message}   (current state, also on error)
         with broker: make it leader if live and eligible (ISR; ELR with KIP-966; any replica if unclean);
@@ -239,6 +241,21 @@ class CreatePartitions:
 
 
 @dataclass(frozen=True, slots=True)
+class DeleteTopics:
+    names: tuple[str, ...]
+
+    @classmethod
+    def parse(cls, body: dict) -> "DeleteTopics":
+        names = _check(body, "topics", "list")
+        if not all(isinstance(n, str) for n in names):
+            raise BadRequest("field 'topics' must be a list of topic names")
+        return cls(tuple(names))
+
+    def to_wire(self) -> dict:
+        return {"topics": list(self.names)}
+
+
+@dataclass(frozen=True, slots=True)
 class ElectLeader:
     topic: str
     partition: int
@@ -265,6 +282,7 @@ REQUEST_TYPES = {
     apis.CREATE_TOPICS: CreateTopics,
     apis.ELECT_LEADER: ElectLeader,
     apis.CREATE_PARTITIONS: CreatePartitions,
+    apis.DELETE_TOPICS: DeleteTopics,
 }
 
 

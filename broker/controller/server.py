@@ -146,6 +146,8 @@ class ControllerServer:
             return core.elect_leader(req)
         if frame.api == apis.CREATE_PARTITIONS:
             return core.create_partitions(req)
+        if frame.api == apis.DELETE_TOPICS:
+            return core.delete_topics(req)
         return core.create_topics(req)
 
     @staticmethod

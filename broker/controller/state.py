@@ -345,6 +345,24 @@ class ControllerState:
             self._bump()
         return results, events
 
+    def delete_topics(self, names: list[str]) -> tuple[list[tuple[str, str, str]], list[Event]]:
+        """Remove topics and their partitions (Kafka's DeleteTopics): brokers drop their replicas when
+        the metadata no longer names them. Returns [(name, error, message)] and the events; an unknown
+        topic is UNKNOWN_PARTITION."""
+        results: list[tuple[str, str, str]] = []
+        events: list[Event] = []
+        for name in names:
+            parts = self.topics.pop(name, None)
+            if parts is None:
+                results.append((name, m.UNKNOWN_PARTITION, f"topic {name!r} does not exist"))
+                continue
+            self.topic_configs.pop(name, None)
+            events.append({"event": "topic-deleted", "topic": name, "partitions": len(parts)})
+            results.append((name, m.NONE, ""))
+        if events:
+            self._bump()
+        return results, events
+
     # --- internals ---------------------------------------------------------------------------------
     def _replica_load(self, ids: list[int]) -> dict[int, int]:
         """The partition replicas each of the brokers `ids` holds now."""

@@ -128,6 +128,7 @@ class Group:
         self.pending_ids: set[str] = set()          # ids handed out with MEMBER_ID_REQUIRED, not yet joined
         self.rebalance_deadline_ms: int | None = None
         self.initial_delay_until_ms = 0             # an empty group's first rebalance waits this long
+        self.writing: int | None = None             # the generation the shell is writing (leader's sync)
         self.log = EventBuffer()
 
     # --- events ---------------------------------------------------------------------------------
@@ -210,18 +211,12 @@ class Group:
         for m in self.members.values():
             m.sync_ticket = None
         delay = self.limits.initial_rebalance_delay_ms if self.state == EMPTY else 0
-        self.state = PREPARING
+        self.state, self.writing = PREPARING, None
         timeout = max((m.rebalance_timeout_ms for m in self.members.values()), default=0)
         self.rebalance_deadline_ms = now_ms + max(timeout, delay)
         self.initial_delay_until_ms = now_ms + delay
         self.log.emit("group-rebalance", **self._now(), why=why)
         return out
-
-    def rebalance(self, now_ms: int, why: str) -> list[Reply]:
-        """Make every member join again (the shell could not write a generation)."""
-        if self.state in (STABLE, COMPLETING):
-            return self._prepare_rebalance(now_ms, why)
-        return []
 
     def _maybe_complete_join(self, now_ms: int) -> list[Reply]:
         if self.state != PREPARING or now_ms < self.initial_delay_until_ms:
@@ -283,17 +278,33 @@ class Group:
             out = [stale]
         else:
             m.sync_ticket, out = ticket, []
-        if member_id != self.leader:
+        if member_id != self.leader or self.writing is not None:
             return out
         if any(len(a) > self.limits.max_metadata_bytes for a in assignments.values()):
             m.sync_ticket = None
             return out + [Reply(ticket, INVALID_REQUEST)]
         for o in self.members.values():
             o.assignment = assignments.get(o.member_id, b"")
+        self.writing = self.generation       # the shell writes the generation (`to_record`), then `written`
+        return out
+
+    def written(self, generation: int, error: str, now_ms: int) -> list[Reply]:
+        """The shell wrote (or failed to write) `generation` with its assignments to the offsets topic.
+        Only then is the group Stable and does anyone get an assignment: a generation handed out but
+        not written would be formed again, with other members, by the next coordinator. A failed write
+        answers the waiting SyncGroups with its error and starts a rebalance."""
+        if self.writing != generation or self.generation != generation or self.state != COMPLETING:
+            return []                         # a rebalance started meanwhile: the write is moot
+        self.writing = None
+        if error != NONE:
+            out = [Reply(o.sync_ticket, error) for o in self.members.values() if o.sync_ticket is not None]
+            for o in self.members.values():
+                o.sync_ticket = None
+            return out + self._prepare_rebalance(now_ms, f"writing generation {generation} failed: {error}")
         self.state = STABLE
         self.log.emit("group-stable", **self._now(), leader=self.leader,
-                    assigned={o.member_id: len(o.assignment) for o in self.members.values()})
-        return out + self._answer_syncs()
+                      assigned={o.member_id: len(o.assignment) for o in self.members.values()})
+        return self._answer_syncs()
 
     def _answer_syncs(self) -> list[Reply]:
         out = []

@@ -547,6 +547,23 @@ _OFFSET_FETCH_RESPONSE = M(
     F("ErrorCode", "int16", "2-7", default=0),
 )
 
+# ---- DeleteTopics (20) ---------------------------------------------------------------------------------
+
+_DELETE_TOPICS_REQUEST = M(
+    "DeleteTopicsRequest", V.DELETE_TOPICS, (0, 3), "4+",
+    F("TopicNames", "[]string", "0-5"),
+    F("TimeoutMs", "int32", "0+"),
+)
+
+_DELETE_TOPICS_RESPONSE = M(
+    "DeleteTopicsResponse", V.DELETE_TOPICS, (0, 3), "4+",
+    F("ThrottleTimeMs", "int32", "1+"),
+    S("Responses", "[]DeletableTopicResult", "0+", fields=(
+        F("Name", "string", "0+", nullable="6+"),
+        F("ErrorCode", "int16", "0+"),
+    )),
+)
+
 # ---- CreateTopics (19) -----------------------------------------------------------------------------------
 
 _CREATE_TOPICS_REQUEST = M(
@@ -654,14 +671,15 @@ REQUESTS: dict[int, Message] = {m.api_key: m for m in (
     _PRODUCE_REQUEST, _FETCH_REQUEST, _LIST_OFFSETS_REQUEST, _METADATA_REQUEST, _FIND_COORDINATOR_REQUEST,
     _API_VERSIONS_REQUEST, _CREATE_TOPICS_REQUEST, _CREATE_PARTITIONS_REQUEST, _INIT_PRODUCER_ID_REQUEST,
     _OFFSET_FOR_LEADER_EPOCH_REQUEST, _JOIN_GROUP_REQUEST, _HEARTBEAT_REQUEST, _LEAVE_GROUP_REQUEST,
-    _SYNC_GROUP_REQUEST, _DESCRIBE_GROUPS_REQUEST, _LIST_GROUPS_REQUEST, _OFFSET_COMMIT_REQUEST, _OFFSET_FETCH_REQUEST)}
+    _SYNC_GROUP_REQUEST, _DESCRIBE_GROUPS_REQUEST, _LIST_GROUPS_REQUEST, _OFFSET_COMMIT_REQUEST, _OFFSET_FETCH_REQUEST,
+    _DELETE_TOPICS_REQUEST)}
 
 RESPONSES: dict[int, Message] = {m.api_key: m for m in (
     _PRODUCE_RESPONSE, _FETCH_RESPONSE, _LIST_OFFSETS_RESPONSE, _METADATA_RESPONSE, _FIND_COORDINATOR_RESPONSE,
     _API_VERSIONS_RESPONSE, _CREATE_TOPICS_RESPONSE, _CREATE_PARTITIONS_RESPONSE, _INIT_PRODUCER_ID_RESPONSE,
     _OFFSET_FOR_LEADER_EPOCH_RESPONSE, _JOIN_GROUP_RESPONSE, _HEARTBEAT_RESPONSE, _LEAVE_GROUP_RESPONSE,
     _SYNC_GROUP_RESPONSE, _DESCRIBE_GROUPS_RESPONSE, _LIST_GROUPS_RESPONSE, _OFFSET_COMMIT_RESPONSE,
-    _OFFSET_FETCH_RESPONSE)}
+    _OFFSET_FETCH_RESPONSE, _DELETE_TOPICS_RESPONSE)}
 
 
 def message(api_key: int, kind: str) -> Message:

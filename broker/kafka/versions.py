@@ -26,6 +26,7 @@ DESCRIBE_GROUPS = 15
 LIST_GROUPS = 16
 API_VERSIONS = 18
 CREATE_TOPICS = 19
+DELETE_TOPICS = 20
 CREATE_PARTITIONS = 37
 INIT_PRODUCER_ID = 22
 OFFSET_FOR_LEADER_EPOCH = 23
@@ -46,6 +47,7 @@ NAMES: dict[int, str] = {
     LIST_GROUPS: "ListGroups",
     API_VERSIONS: "ApiVersions",
     CREATE_TOPICS: "CreateTopics",
+    DELETE_TOPICS: "DeleteTopics",
     CREATE_PARTITIONS: "CreatePartitions",
     INIT_PRODUCER_ID: "InitProducerId",
     OFFSET_FOR_LEADER_EPOCH: "OffsetForLeaderEpoch",
@@ -61,6 +63,7 @@ SUPPORTED: dict[int, tuple[int, int]] = {
     OFFSET_FOR_LEADER_EPOCH: (0, 3),
     CREATE_TOPICS: (2, 4),
     CREATE_PARTITIONS: (0, 1),
+    DELETE_TOPICS: (0, 3),
     INIT_PRODUCER_ID: (0, 4),
     # the classic group protocol (broker/server/coordinator.py), advertised together: librdkafka enables
     # groups only when every one of these overlaps its own ranges

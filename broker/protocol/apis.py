@@ -20,6 +20,7 @@ METADATA = 53
 CREATE_TOPICS = 54
 ELECT_LEADER = 55                # admin: make a given replica leader, or elect again (unclean once)
 CREATE_PARTITIONS = 56           # more partitions for an existing topic (Kafka's CreatePartitions)
+DELETE_TOPICS = 57               # remove topics and their partitions (Kafka's DeleteTopics)
 
 # admin
 PING = 100

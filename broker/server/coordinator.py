@@ -9,8 +9,9 @@ topic (broker/groups/offsets.py).
 - An OffsetCommit is an append to the group's offsets partition with acks=all: it is acknowledged only
   once the partition's HW passed it, so min.insync.replicas, the truncation mode and every seed's rule
   apply to commits as to any other write. Only then does the coordinator's view of the offset change.
-- The leader's SyncGroup that completes a generation is written there too, before the members are
-  answered, so that a new coordinator goes on from that generation.
+- The leader's SyncGroup that completes a generation is written there too, and no member gets its
+  assignment (nor is the group Stable) before that write is acknowledged, so that a new coordinator
+  goes on from that generation instead of forming it again with other members.
 - The offsets topic is created on the first FindCoordinator that needs it (`offsets_topic_*` settings),
   with Kafka's answer COORDINATOR_NOT_AVAILABLE until it has a leader.
 
@@ -249,26 +250,19 @@ class GroupCoordinator:
         if g is None:
             return Reply(0, gm.UNKNOWN_MEMBER_ID)
         ticket, fut = self._park()
-        before = g.state
         replies = g.sync(ticket, member_id, generation, assignments, now_ms())
-        if before == gm.COMPLETING and g.state == gm.STABLE:
-            replies = await self._persist_generation(owned, g, replies)
         self._deliver(g, replies)
+        if g.writing == generation and member_id == g.leader:
+            await self._write_generation(owned, g, generation)
         m = g.members.get(member_id)
         return await self._wait(ticket, fut, (m.session_timeout_ms if m else 30_000) / 1000.0 + 5.0)
 
-    async def _persist_generation(self, owned: OwnedPartition, g: Group, replies: list[Reply]) -> list[Reply]:
-        """Write the generation that just became Stable; if the write fails, nobody gets the assignment and
-        the group rebalances (Kafka's rule)."""
+    async def _write_generation(self, owned: OwnedPartition, g: Group, generation: int) -> None:
+        """Write the generation the leader's assignment completed; the members get their assignments
+        (`Group.written`) only once it is acknowledged, so a generation is never handed out unwritten."""
         key, value = group_record(g.group_id, g.to_record())
-        generation = g.generation
         err, _ = await self._append(owned.partition, [key], [value])
-        if err == gm.NONE:
-            return replies
-        out = [Reply(r.ticket, err) if r.error == gm.NONE else r for r in replies]
-        if g.generation == generation and g.state == gm.STABLE:
-            out += g.rebalance(now_ms(), f"writing generation {generation} failed: {err}")
-        return out
+        self._deliver(g, g.written(generation, err, now_ms()))
 
     def heartbeat(self, group_id: str, member_id: str, generation: int) -> str:
         err, owned = self._where(group_id)

@@ -77,6 +77,7 @@ class KafkaHandlers:
             V.OFFSET_FOR_LEADER_EPOCH: self.offset_for_leader_epoch,
             V.CREATE_TOPICS: self.create_topics,
             V.CREATE_PARTITIONS: self.create_partitions,
+            V.DELETE_TOPICS: self.delete_topics,
             V.INIT_PRODUCER_ID: self.init_producer_id,
         }
 
@@ -507,6 +508,33 @@ class KafkaHandlers:
                                        body.get("validate_only", False))
         return {"throttle_time_ms": 0, "results": topics}
 
+    # --- DeleteTopics -------------------------------------------------------------------------
+    async def delete_topics(self, body: dict[str, Any], version: int = 0) -> dict[str, Any]:
+        """Delete topics through the controller; brokers drop the replicas once the metadata no longer
+        names them (so a client may still see the topic for a moment). As Kafka answers: an unknown
+        topic UNKNOWN_TOPIC_OR_PARTITION, a topic named twice INVALID_REQUEST, an internal topic (the
+        groups' offsets) INVALID_REQUEST (this broker does not delete its own topics)."""
+        md = self.replicas.metadata
+        names = body.get("topic_names") or []
+        counts = Counter(names)
+        results: dict[int, dict[str, Any]] = {}
+        wanted: list[tuple[int, str]] = []
+        for i, name in enumerate(names):
+            def refuse(code: int, message: str) -> None:
+                results[i] = {"name": name, "error_code": code, "error_message": message}
+            if counts[name] > 1:
+                refuse(E.INVALID_REQUEST, f"topic {name!r} named twice in one request")
+            elif name == OFFSETS_TOPIC:
+                refuse(E.INVALID_REQUEST, f"{name} is the broker's own topic")
+            elif md is None or not md.topic(name):
+                refuse(E.UNKNOWN_TOPIC_OR_PARTITION, f"topic {name!r} does not exist")
+            else:
+                wanted.append((i, name))
+        answers = await self._forwarded(results, wanted,
+                                        lambda: self.controller.delete_topics([n for _, n in wanted]), False)
+        return {"throttle_time_ms": 0, "responses": [{"name": a["name"], "error_code": a["error_code"]}
+                                                     for a in answers]}
+
     async def _forwarded(self, results: dict[int, dict[str, Any]], wanted: list[tuple[int, str]], ask,
                          validate_only: bool) -> list[dict[str, Any]]:
         """The per-topic answers of a request the controller carries out (CreateTopics, CreatePartitions):
@@ -575,6 +603,9 @@ class KafkaHandlers:
             return {"throttle_time_ms": 0, "topics": [
                 {"name": t["name"], "error_code": code, "error_message": E.NAMES.get(code)}
                 for t in body["topics"]]}
+        if key == V.DELETE_TOPICS:
+            return {"throttle_time_ms": 0, "responses": [{"name": n, "error_code": code}
+                                                         for n in body.get("topic_names") or []]}
         if key == V.CREATE_PARTITIONS:
             return {"throttle_time_ms": 0, "results": [
                 {"name": t["name"], "error_code": code, "error_message": E.NAMES.get(code)}

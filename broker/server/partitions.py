@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import shutil
 import time
 from typing import Any, NamedTuple
 
@@ -116,6 +117,7 @@ class ReplicaManager:
         self.repl_config = ReplicationConfig.from_broker_config(config)
         self.partitions: dict[tuple[str, int], Partition] = {}
         self.metadata: Metadata | None = None
+        self._named: set[tuple[str, int]] = set()     # every partition some metadata named (DeleteTopics)
         self._isr_tasks: set[asyncio.Task] = set()
         self._closing = False
         # flush="always": this layer flushes (group commit) instead of the storage doing one fsync per append
@@ -224,6 +226,7 @@ class ReplicaManager:
     # --- metadata -----------------------------------------------------------------------------
     def apply_metadata(self, md: Metadata) -> None:
         self.metadata = md
+        self._drop_deleted(md)
         me = self.config.node_id
         fenced = [b for b, info in md.brokers.items() if not info.alive]
         for part in self.partitions.values():
@@ -241,6 +244,35 @@ class ReplicaManager:
                 self._skip(topic, p, exc)
             else:
                 self.skipped.pop((topic, p), None)
+
+    def _drop_deleted(self, md: Metadata) -> None:
+        """Delete the replicas of topics the metadata named before and names no more (DeleteTopics):
+        close them, answer what waits on them, and remove their files. A replica found on disk at
+        start-up that no metadata ever named is left alone."""
+        topics = {t for t, _ in md.partitions}
+        for key in [k for k in self.partitions if k[0] not in topics and k in self._named]:
+            self._delete(self.partitions[key])
+        self._named |= set(md.partitions)
+        self._named &= set(md.partitions) | set(self.partitions)
+
+    def _delete(self, part: Partition) -> None:
+        r = part.replica
+        part.retired = True
+        r.become_none()
+        self.after_change(part)
+        if part.fetcher is not None:
+            part.fetcher.cancel()
+        part.purgatory.fail_all("UNKNOWN_PARTITION")
+        part.appended.fire()
+        part.hw_moved.fire()
+        del self.partitions[(part.topic, part.partition)]
+        directory = part.store.directory
+        try:
+            part.store.close(flush=False)
+            shutil.rmtree(directory)
+        except OSError as exc:
+            log.error("partition %r/%s: deleting %s: %s", part.topic, part.partition, directory, exc)
+        self.events.emit("partition-deleted", topic=part.topic, partition=part.partition)
 
     def _create(self, topic: str, p: int) -> Partition:
         """Open a partition the metadata newly gives us, after the checks its input needs."""

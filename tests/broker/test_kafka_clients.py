@@ -195,6 +195,41 @@ def test_create_partitions_from_both_libraries(cluster):
         kp.close()
 
 
+def test_delete_topics_from_both_libraries(cluster):
+    """Kafka's DeleteTopics: the topic leaves the metadata, every broker removes its replicas' files,
+    and the name can be created again, empty; an unknown topic is UNKNOWN_TOPIC_OR_PARTITION."""
+    confluent_kafka = pytest.importorskip("confluent_kafka")
+    from confluent_kafka.admin import AdminClient, NewTopic
+    admin = AdminClient({"bootstrap.servers": bootstrap(cluster)})
+    admin.create_topics([NewTopic("doomed", 2, 3)])["doomed"].result(10)
+    wait_until(lambda: admin.list_topics("doomed", timeout=5).topics["doomed"].error is None, 10, "doomed exists")
+    producer = confluent_kafka.Producer({"bootstrap.servers": bootstrap(cluster), "acks": "all"})
+    producer.produce("doomed", b"gone", partition=0)
+    assert producer.flush(20) == 0
+    dirs = [d for b in cluster.ports for d in cluster.data_dir(b).iterdir() if d.name.startswith("doomed")]
+    assert len(dirs) == 6
+    admin.delete_topics(["doomed"])["doomed"].result(10)
+    wait_until(lambda: not any(d.exists() for d in dirs), 15, "every replica of doomed removed")
+    assert "doomed" not in admin.list_topics(timeout=5).topics
+    assert all(any(e["event"] == "partition-deleted" and e["topic"] == "doomed" for e in cluster.events(b))
+               for b in cluster.ports)
+    with pytest.raises(confluent_kafka.KafkaException) as unknown:
+        admin.delete_topics(["never-made"])["never-made"].result(10)
+    assert unknown.value.args[0].code() == confluent_kafka.KafkaError.UNKNOWN_TOPIC_OR_PART
+
+    kafka = pytest.importorskip("kafka")
+    from kafka.admin import KafkaAdminClient, NewTopic as KpNewTopic
+    kp = KafkaAdminClient(bootstrap_servers=bootstrap(cluster), request_timeout_ms=10000)
+    try:
+        kp.create_topics([KpNewTopic("doomed", 1, 3)])          # the name is free again
+        wait_until(lambda: len(admin.list_topics("doomed", timeout=5).topics["doomed"].partitions) == 1, 15,
+                   "doomed exists again with 1 partition")
+        kp.delete_topics(["doomed"])
+        wait_until(lambda: "doomed" not in admin.list_topics(timeout=5).topics, 15, "doomed deleted again")
+    finally:
+        kp.close()
+
+
 def test_kafka_python_produce_acks_all_and_consume(cluster):
     kafka = pytest.importorskip("kafka")
     topic = "kafka-python"

@@ -24,6 +24,14 @@ def _join_new(g: Group, ticket: int, now: int = 0) -> tuple[str, list[gm.Reply]]
     return mid, g.join(ticket + 100, _req(mid), now)
 
 
+def _leader_sync(g: Group, ticket: int, leader: str, generation: int, assignments: dict, now: int = 0,
+                 error: str = gm.NONE) -> list[gm.Reply]:
+    """The leader's SyncGroup, then the shell's write of the generation: the replies come only then."""
+    assert g.sync(ticket, leader, generation, assignments, now) == []
+    assert g.state == gm.COMPLETING and g.writing == generation
+    return g.written(generation, error, now)
+
+
 def test_one_member_forms_a_generation_and_is_its_leader():
     g = Group("g", LIMITS)
     mid, replies = _join_new(g, 1)
@@ -31,7 +39,7 @@ def test_one_member_forms_a_generation_and_is_its_leader():
     assert (r.ticket, r.error, r.fields["generation"], r.fields["leader"], r.fields["protocol"]) == (101, gm.NONE, 1, mid, "range")
     assert r.fields["members"] == [(mid, None, b"m")]          # the leader sees everyone's metadata
     assert g.state == gm.COMPLETING
-    [s] = g.sync(2, mid, 1, {mid: b"assign-1"}, 10)
+    [s] = _leader_sync(g, 2, mid, 1, {mid: b"assign-1"}, 10)
     assert (s.ticket, s.error, s.fields["assignment"]) == (2, gm.NONE, b"assign-1")
     assert g.state == gm.STABLE
     names = [name for name, _ in g.drain_events()]
@@ -41,7 +49,7 @@ def test_one_member_forms_a_generation_and_is_its_leader():
 def test_a_second_member_makes_everyone_rejoin_and_the_follower_waits_for_the_leaders_sync():
     g = Group("g", LIMITS)
     a, _ = _join_new(g, 1)
-    g.sync(2, a, 1, {a: b"all"}, 0)
+    _leader_sync(g, 2, a, 1, {a: b"all"}, 0)
     b, replies = _join_new(g, 3, now=5)
     assert replies == []                       # the rebalance waits for a to join again
     assert g.heartbeat(a, 1, 6) == gm.REBALANCE_IN_PROGRESS
@@ -53,7 +61,7 @@ def test_a_second_member_makes_everyone_rejoin_and_the_follower_waits_for_the_le
     assert by_ticket[103].fields["members"] == []                 # a follower sees no one's metadata
     assert g.sync(5, b, 2, {}, 8) == []                           # the follower waits ...
     assert g.commit_error(b, 2) == gm.REBALANCE_IN_PROGRESS       # ... and may not commit yet
-    replies = g.sync(6, a, 2, {a: b"p0", b: b"p1"}, 9)            # ... until the leader's assignment
+    replies = _leader_sync(g, 6, a, 2, {a: b"p0", b: b"p1"}, 9)   # ... until the leader's assignment is written
     assert sorted((r.ticket, r.fields["assignment"]) for r in replies) == [(5, b"p1"), (6, b"p0")]
     assert g.commit_error(a, 1) == gm.ILLEGAL_GENERATION          # a zombie of generation 1 is refused
     assert g.commit_error(a, 1, check_generation=False) == gm.NONE   # ... unless the bug is planted
@@ -62,10 +70,10 @@ def test_a_second_member_makes_everyone_rejoin_and_the_follower_waits_for_the_le
 def test_session_expiry_removes_a_member_and_rebalances_the_rest():
     g = Group("g", LIMITS)
     a, _ = _join_new(g, 1)
-    g.sync(2, a, 1, {a: b"x"}, 0)
+    _leader_sync(g, 2, a, 1, {a: b"x"}, 0)
     b, _ = _join_new(g, 3, now=0)
     g.join(4, _req(a), 0)
-    g.sync(5, a, 2, {a: b"p0", b: b"p1"}, 0)
+    _leader_sync(g, 5, a, 2, {a: b"p0", b: b"p1"}, 0)
     g.drain_events()
     assert g.heartbeat(a, 2, 4000) == gm.NONE                     # a keeps its session; b does not
     replies = g.tick(5001)
@@ -81,7 +89,7 @@ def test_session_expiry_removes_a_member_and_rebalances_the_rest():
 def test_a_member_that_does_not_rejoin_in_time_is_dropped_at_the_rebalance_deadline():
     g = Group("g", LIMITS)
     a, _ = _join_new(g, 1)
-    g.sync(2, a, 1, {a: b"x"}, 0)
+    _leader_sync(g, 2, a, 1, {a: b"x"}, 0)
     b, replies = _join_new(g, 3, now=100)      # a never joins again (a paused consumer)
     assert replies == [] and g.next_deadline_ms() is not None
     replies = g.tick(100 + 10_000)             # a's rebalance timeout
@@ -114,7 +122,7 @@ def test_v3_join_takes_a_new_member_at_once():
 def test_unload_answers_waiting_requests_not_coordinator():
     g = Group("g", LIMITS)
     a, _ = _join_new(g, 1)
-    g.sync(2, a, 1, {a: b"x"}, 0)
+    _leader_sync(g, 2, a, 1, {a: b"x"}, 0)
     _join_new(g, 3)                             # b waits in its JoinGroup
     [r] = g.unload()
     assert (r.ticket, r.error) == (103, "NOT_COORDINATOR") and g.state == gm.DEAD
@@ -124,7 +132,7 @@ def test_unload_answers_waiting_requests_not_coordinator():
 def test_a_generation_record_lets_a_new_coordinator_go_on():
     g = Group("g", LIMITS)
     a, _ = _join_new(g, 1)
-    g.sync(2, a, 1, {a: b"x"}, 0)
+    _leader_sync(g, 2, a, 1, {a: b"x"}, 0)
     key, value = group_record("g", g.to_record())
     ok = offset_record("g", "t", 0, Committed(10, 3, "meta", 1, a, 5))
     older = offset_record("g", "t", 0, Committed(4))
@@ -147,3 +155,21 @@ def test_partition_for_is_kafkas_java_hash():
     assert java_string_hash("polygenelubricants") == -(2 ** 31) and partition_for("polygenelubricants", 7) == 0
     assert partition_for("", 3) == 0
     assert all(0 <= partition_for(f"group-{i}", 7) < 7 for i in range(100))
+
+
+def test_no_assignment_is_handed_out_before_the_generation_is_written():
+    """A follower whose SyncGroup comes while the generation is being written waits too; a failed
+    write answers everyone its error and starts a rebalance (the generation is never handed out)."""
+    g = Group("g", LIMITS)
+    a, _ = _join_new(g, 1)
+    _leader_sync(g, 2, a, 1, {a: b"x"})
+    b, _ = _join_new(g, 3)
+    g.join(4, _req(a), 0)
+    assert g.sync(5, a, 2, {a: b"p0", b: b"p1"}, 0) == []          # the leader: the write begins
+    assert g.sync(6, b, 2, {}, 0) == []                             # the follower waits for the write
+    assert g.heartbeat(b, 2, 0) == gm.NONE and g.commit_error(b, 2) == gm.REBALANCE_IN_PROGRESS
+    replies = g.written(2, gm.COORDINATOR_NOT_AVAILABLE, 1)
+    assert sorted((r.ticket, r.error) for r in replies) == [(5, gm.COORDINATOR_NOT_AVAILABLE),
+                                                            (6, gm.COORDINATOR_NOT_AVAILABLE)]
+    assert g.state == gm.PREPARING and g.writing is None
+    assert g.written(2, gm.NONE, 2) == []                           # a late write of it changes nothing
