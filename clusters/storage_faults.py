@@ -30,6 +30,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from broker.limits import INTERNAL_PREFIX
 from broker.storage.checkpoints import EPOCH_FILE, HW_FILE
 from broker.storage.codec import PREFIX_SIZE
 from broker.storage.partition_store import list_partitions, partition_dir_name
@@ -59,15 +60,19 @@ class StorageFault:
 
 
 def corrupt_data_dir(data_dir: Path | str, how: str, *, partition: int | None = None, seed: int = 0) -> StorageFault:
-    """Apply storage fault `how` to one partition replica in `data_dir` (any topic; `partition` restricts
-    the choice to that partition number)."""
+    """Apply storage fault `how` to one partition replica in `data_dir` (any topic but the broker's own;
+    `partition` restricts the choice to that partition number)."""
     data_dir = Path(data_dir)
     if how not in STORAGE_FAULTS:
         raise ValueError(f"unknown storage fault {how!r} (known: {', '.join(STORAGE_FAULTS)})")
     rng = random.Random(f"{seed}:{how}")
     if not data_dir.is_dir():
         raise ValueError(f"{data_dir}: no data directory to corrupt")
-    replicas = [(t, p) for t, p in list_partitions(data_dir) if partition is None or p == partition]
+    # the broker's own topics (the groups' __consumer_offsets) are spared: a fault record names a partition
+    # number, which the checker reads as the test topic's, and the nemesis spares the last in-sync copy
+    # of the test topic's partitions only
+    replicas = [(t, p) for t, p in list_partitions(data_dir)
+                if not t.startswith(INTERNAL_PREFIX) and (partition is None or p == partition)]
     if how in ("bitflip", "truncate", "torn-last"):
         return _corrupt_log(data_dir, how, replicas, rng)
     name = HW_FILE if how.startswith("hw-") else EPOCH_FILE

@@ -181,7 +181,7 @@ def test_new_steps_parsed_with_defaults(tmp_path):
     ('[[step]]\ndo = "assert"\nnode = "n1"\nevent = "truncate"\nmatch = {node = "n1"}\n', "field 'match' must not name 'node'"),
     ('[[step]]\ndo = "assert"\nnode = "n1"\nevent = "stale-fetch-served"\nmatch = {replcia = 2}\ncount = 0\n',
      "field 'match' names 'replcia', which a 'stale-fetch-served' event does not have (fields: leader_epoch, partition, "
-     "replica, request, request_epoch) (did you mean 'replica'?)"),
+     "replica, request, request_epoch, topic) (did you mean 'replica'?)"),
     ('[[step]]\ndo = "assert"\nnode = "n1"\nevent = "truncate"\ncount = -1\n', "step 1 (assert): field 'count' must be an integer >= 0, got -1"),
     ('[[step]]\ndo = "assert"\nnode = "n1"\nevent = "truncate"\nsince = 2\n',
      "step 1 (assert): field 'since' must name this step (1) or an earlier one, got 2"),
