@@ -255,17 +255,23 @@ class ReplicaManager:
         self._named |= set(md.partitions)
         self._named &= set(md.partitions) | set(self.partitions)
 
-    def _delete(self, part: Partition) -> None:
-        r = part.replica
+    def _retire(self, part: Partition, parked_outcome: str) -> None:
+        """Take a replica out of service (corrupt, or its topic deleted): no role, no fetcher, parked
+        produces answered `parked_outcome`, long-polls woken, and no longer among `partitions`."""
         part.retired = True
-        r.become_none()
-        self.after_change(part)
+        part.replica.become_none()      # anyone still holding the old replica now gets NOT_LEADER
+        self.after_change(part)         # logs the role change
         if part.fetcher is not None:
             part.fetcher.cancel()
-        part.purgatory.fail_all("UNKNOWN_PARTITION")
+        part.purgatory.fail_all(parked_outcome)
         part.appended.fire()
         part.hw_moved.fire()
-        del self.partitions[(part.topic, part.partition)]
+        key = (part.topic, part.partition)
+        if self.partitions.get(key) is part:
+            del self.partitions[key]
+
+    def _delete(self, part: Partition) -> None:
+        self._retire(part, "UNKNOWN_PARTITION")
         directory = part.store.directory
         try:
             part.store.close(flush=False)
@@ -490,16 +496,7 @@ class ReplicaManager:
                          reason=exc.reason, where=exc.where, role=r.role, leader_epoch=r.leader_epoch,
                          leo=r.leo, hw=r.hw)
         log.error("partition %r/%s: corrupt record: %s; recovering it", part.topic, part.partition, exc)
-        part.retired = True
-        r.become_none()                 # anyone still holding the old replica now gets NOT_LEADER
-        self.after_change(part)         # logs the role change
-        if part.fetcher is not None:
-            part.fetcher.cancel()
-        part.purgatory.fail_all(TIMED_OUT)      # appended but not known to be replicated: indefinite
-        part.appended.fire()
-        part.hw_moved.fire()
-        if self.partitions.get(key) is part:
-            del self.partitions[key]
+        self._retire(part, TIMED_OUT)           # appended but not known to be replicated: indefinite
         try:
             part.store.close()          # what was appended is in our memory or page cache: keep it
         except OSError as close_exc:
