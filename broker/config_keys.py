@@ -233,7 +233,8 @@ KEYS: tuple[Key, ...] = (
        "its topic's); FindCoordinator answers COORDINATOR_NOT_AVAILABLE while fewer brokers are alive",
        min=1, files=("broker",)),
     _k("offsets_commit_timeout_ms", int, 5000, "an OffsetCommit waits this long for the offsets partition's HW "
-       "to pass it, then answers COORDINATOR_NOT_AVAILABLE (outcome unknown)", min=1, files=("broker",)),
+       "to pass it, then answers COORDINATOR_NOT_AVAILABLE (outcome unknown)", min=1, files=("broker",),
+       test="offsets_commit_timeout_ms"),
     _k("group_min_session_timeout_ms", int, 1000, "the shortest session timeout a member may ask for (Kafka's "
        "group.min.session.timeout.ms is 6000; a test member's session may be shorter)", min=1,
        files=("broker",)),
@@ -241,6 +242,10 @@ KEYS: tuple[Key, ...] = (
        files=("broker",)),
     _k("group_initial_rebalance_delay_ms", int, 0, "an empty group's first rebalance waits this long for more "
        "members (Kafka's group.initial.rebalance.delay.ms is 3000)", min=0, files=("broker",)),
+    _k("group_load_min_ms", int, 0, "a coordinator taking over an offsets partition serves its groups no sooner "
+       "than this after it began to load it (COORDINATOR_LOAD_IN_PROGRESS meanwhile): Kafka's load reads the "
+       "whole partition and takes seconds on a busy cluster, ours reads a small log at once, so this stands in "
+       "for the time a real load takes", min=0, max=600000, files=("broker",), test="group_load_min_ms"),
     _k("group_commit_checks_generation", bool, True, "an OffsetCommit from a member of an older generation (or "
        "no longer a member) is refused ILLEGAL_GENERATION / UNKNOWN_MEMBER_ID; false plants the bug of a "
        "coordinator that takes a zombie's commits", files=("broker",), test="group_commit_checks_generation"),

@@ -49,7 +49,24 @@ Steps (`do`) and their fields:
   The end of the steps (before the final phase) awaits whatever is still under way.
 - sleep: `seconds`.
 - wait: until every given condition holds: `leader`, `isr`, `hw` (partition HW at least), `fenced`,
-  `alive`, and for one replica `node` with `leo` / `node_hw` (exactly); `partition`, `timeout` seconds.
+  `alive`, and for one replica `node` with `leo` / `node_hw` (exactly); `partition`, `timeout` seconds;
+  `topic`: the test topic (default) or the groups' "__consumer_offsets" (elect takes it too).
+- Consumer-group steps (a group member named by the scenario, e.g. `member = "a"`, speaking the Kafka
+  protocol itself: workloads/wire_group.py), each written to the history as the group workload's
+  operations (docs/formats.md "Group operations"):
+  - join: `member`, `group` ("g"), `session_timeout_ms` (6000), `timeout`, `expect`: JoinGroup and
+    SyncGroup (again, for a member that joined before), then a `group-assign` with what OffsetFetch
+    answers for its partitions, and an `assign` of each at that offset (none committed: 0); the member
+    heartbeats from then on.
+  - poll: `member`, `count` (1000): read up to `count` records of each of its partitions from its
+    position (the native consumer), each answer a `poll` of the group.
+  - commit: `member`, `offset`, `partition` (default: every partition the member was assigned),
+    `timeout`, `expect`, `wait` (true; false: in the background, joined by an await step or the end of
+    the steps): an OffsetCommit with the member's id and generation, as they were at its last join.
+  - committed: `group` ("g"), `timeout`, `expect`: an OffsetFetch of every partition from outside the
+    group. The group kinds' final committed offsets are the last one's (put one after the faults heal).
+  - freeze: `member`: it stops heartbeating but keeps its id and generation (a zombie once the
+    coordinator expires it); leave: `member`: LeaveGroup.
 - assert: on `node`'s event log, `event` (a name from EVENT_NAMES), `match` (a table: every given field
   equal), `count` (exact number of matching events, 0 = none; default at least one), `since` (a step
   number: only events logged after that step started); or on a broker's epoch cache, `epochs` (a list of
@@ -73,9 +90,11 @@ from broker.errors import ConfigError
 from nemesis.faults import VERBS, brings_node_up, takes_node_down, verb_kind
 from nemesis.step import Step
 
+GROUP_ACTIONS = ("join", "poll", "commit", "committed", "freeze", "leave")
+OFFSETS_TOPIC = "__consumer_offsets"       # broker/groups/offsets.py (not imported: the harness's own name)
 NODE_ACTIONS = ("start", "stop", "kill", "restart", "pause", "resume", "power-loss")
 ACTIONS = NODE_ACTIONS + ("partition", "heal", "degrade", "restore", "corrupt", "flush", "elect", "produce",
-                          "resend", "await", "sleep", "wait", "assert")
+                          "resend", "await", "sleep", "wait", "assert") + GROUP_ACTIONS
 EXPECTS = ("ok", "fail", "info", "any")
 PRODUCE_CLIENTS = ("native", "kafka", "wire")
 WAIT_CONDITIONS = ("leader", "isr", "hw", "fenced", "alive", "node", "leo", "node_hw")
@@ -93,13 +112,19 @@ STEP_FIELDS: dict[str, tuple[str, ...]] = {
     "restore": PAIRS,
     "corrupt": ("node", "how", "partition", "seed"),
     "flush": ("node", "partition"),
-    "elect": ("node", "unclean", "partition"),
+    "elect": ("node", "unclean", "partition", "topic"),
     "produce": ("count", "acks", "partition", "expect", "timeout", "wait", "client"),
     "resend": ("step", "timeout"),
     "await": ("timeout",),
     "sleep": ("seconds",),
-    "wait": WAIT_CONDITIONS + ("partition", "timeout"),
+    "wait": WAIT_CONDITIONS + ("partition", "timeout", "topic"),
     "assert": ("node", "event", "match", "count", "since", "epochs", "partition", "timeout"),
+    "join": ("member", "group", "session_timeout_ms", "timeout", "expect"),
+    "poll": ("member", "count"),
+    "commit": ("member", "offset", "partition", "timeout", "expect", "wait"),
+    "committed": ("group", "timeout", "expect"),
+    "freeze": ("member",),
+    "leave": ("member",),
 }
 
 
@@ -118,6 +143,9 @@ NUMBERS = declare(
     Setting("jitter_ms", float, 0.0, "degrade: delay variation", min=0, finite=True,
             what="a number of milliseconds >= 0"),
     Setting("loss_pct", float, 0.0, "degrade: packets lost", min=0, max=100, what="a percentage from 0 to 100"),
+    Setting("offset", int, None, "commit: the offset committed", min=0, what="an integer >= 0"),
+    Setting("session_timeout_ms", int, 6000, "join: the member's session timeout", min=1,
+            what="a number of milliseconds >= 1"),
 )
 # where an action's field means something else than in NUMBERS
 ACTION_NUMBERS = {
@@ -306,8 +334,35 @@ class _Fields:
     def partition(self, default: int | None = NUMBERS["partition"].default) -> None:
         if default is not None:
             self.args.setdefault("partition", default)
-        if "partition" in self.args and self.need("partition") >= self.cfg.topic.partitions:
-            raise self.bad("partition", f"must be below the topic's {self.cfg.topic.partitions} partitions")
+        if self.args.get("topic", self.cfg.topic.name) == OFFSETS_TOPIC:
+            have, what = self.cfg.broker.offsets_topic_partitions, f"{OFFSETS_TOPIC}'s"
+        else:
+            have, what = self.cfg.topic.partitions, "the topic's"
+        if "partition" in self.args and self.need("partition") >= have:
+            raise self.bad("partition", f"must be below {what} {have} partitions")
+
+    def topic(self) -> None:
+        """`topic`: the test topic or the groups' offsets topic (default: the test topic)."""
+        t = self.args.get("topic")
+        if t is not None and t not in (self.cfg.topic.name, OFFSETS_TOPIC):
+            raise self.bad("topic", f"must be the test topic {self.cfg.topic.name!r} or {OFFSETS_TOPIC!r}, "
+                                    f"got {t!r}")
+
+    def name(self, key: str, default: str | None = None) -> str:
+        """A non-empty string field (a member's or a group's name)."""
+        if default is not None:
+            self.args.setdefault(key, default)
+        if key not in self.args:
+            raise self.bad(key, "is missing")
+        value = self.args[key]
+        if not isinstance(value, str) or not value.strip():
+            raise self.bad(key, f"must be a non-empty string, got {value!r}")
+        return value
+
+    def expect(self) -> None:
+        self.args.setdefault("expect", "ok")
+        if self.args["expect"] not in EXPECTS:
+            raise self.bad("expect", f"must be one of {', '.join(EXPECTS)}, got {self.args['expect']!r}")
 
     def boolean(self, key: str) -> None:
         if key in self.args and not isinstance(self.args[key], bool):
@@ -380,6 +435,7 @@ def _flush_step(s: _Fields) -> None:
 
 
 def _elect_step(s: _Fields) -> None:
+    s.topic()
     if "node" in s.args:
         s.node("node", s.args["node"], s.brokers)
     s.args.setdefault("unclean", False)
@@ -392,9 +448,7 @@ def _produce_step(s: _Fields) -> None:
     s.default("count")
     a["acks"] = _acks(a.get("acks", s.cfg.client.acks), s.bad)
     s.partition()
-    a.setdefault("expect", "ok")
-    if a["expect"] not in EXPECTS:
-        raise s.bad("expect", f"must be one of {', '.join(EXPECTS)}, got {a['expect']!r}")
+    s.expect()
     if "timeout" in a:
         s.need("timeout")
     s.boolean("wait")           # absent: true (the step waits)
@@ -432,6 +486,7 @@ def _wait_step(s: _Fields) -> None:
     if not any(k in a for k in ("leader", "isr", "hw", "fenced", "alive", "leo", "node_hw")):
         raise s.whole("give at least one condition (leader, isr, hw, fenced, alive, node with leo/node_hw)")
     s.default("timeout")
+    s.topic()
     s.partition()
     if "leader" in a:
         s.node("leader", a["leader"], s.brokers + ["none"])
@@ -508,13 +563,48 @@ def _assert_event(s: _Fields) -> None:
         raise s.bad("since", f"must name this step ({s.number}) or an earlier one, got {a['since']}")
 
 
+def _join_step(s: _Fields) -> None:
+    s.name("member")
+    s.name("group", "g")
+    s.default("session_timeout_ms")
+    s.default("timeout")
+    s.expect()
+
+
+def _poll_step(s: _Fields) -> None:
+    s.name("member")
+    s.args.setdefault("count", 1000)
+    s.need("count")
+
+
+def _commit_step(s: _Fields) -> None:
+    s.name("member")
+    s.required("offset")
+    s.need("offset")
+    s.partition(None)
+    s.default("timeout")
+    s.expect()
+    s.boolean("wait")
+
+
+def _committed_step(s: _Fields) -> None:
+    s.name("group", "g")
+    s.default("timeout")
+    s.expect()
+
+
+def _member_step(s: _Fields) -> None:
+    s.name("member")
+
+
 # action -> the parser of its fields (each checks them and fills in their defaults)
 PARSERS: dict[str, Any] = {
     **{a: _node_step for a in NODE_ACTIONS},
     **{a: _pairs_step for a in ("partition", "heal", "degrade", "restore")},
     "corrupt": _corrupt_step, "flush": _flush_step, "elect": _elect_step, "produce": _produce_step,
     "resend": _resend_step, "await": _await_step, "sleep": _sleep_step, "wait": _wait_step,
-    "assert": _assert_step,
+    "assert": _assert_step, "join": _join_step, "poll": _poll_step, "commit": _commit_step, "committed": _committed_step,
+    "freeze": _member_step, "leave": _member_step,
 }
 
 
@@ -538,7 +628,15 @@ def _check_sequence(path: Path, steps: list[Step], mode: str) -> None:
     produce step with client = "wire"."""
     down: set[str] = set()
     background = False
+    joined: set[str] = set()
     for s in steps:
+        if s.do in ("poll", "commit", "freeze", "leave") and s.args["member"] not in joined:
+            raise ConfigError(f"{s.where(path)}: field 'member' must name a member joined by an earlier join "
+                              f"step, got {s.args['member']!r}")
+        if s.do == "join":
+            joined.add(s.args["member"])
+        if s.do == "commit" and s.args.get("wait") is False:
+            background = True
         if s.do == "resend":
             target = steps[s.args["step"] - 1] if s.args["step"] < s.number else None
             if target is None or target.do != "produce" or target.args.get("client") != "wire":
@@ -547,8 +645,8 @@ def _check_sequence(path: Path, steps: list[Step], mode: str) -> None:
         if s.do == "produce" and s.args.get("wait") is False:
             background = True
         elif s.do == "await" and not background:
-            raise ConfigError(f"{s.where(path)}: field 'do' = \"await\" needs an earlier produce step with "
-                                f"wait = false (nothing to await)")
+            raise ConfigError(f"{s.where(path)}: field 'do' = \"await\" needs an earlier produce or commit step "
+                                f"with wait = false (nothing to await)")
         if not s.plays_in(mode):
             continue
         node = s.args.get("node")

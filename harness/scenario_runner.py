@@ -28,12 +28,13 @@ import threading
 import time
 from typing import Any
 
-from broker.client import Admin, ClientError, Producer
+from broker.client import Admin, ClientError, Consumer, Producer
 from clusters.base import EventLogs, require
 from rundir import expectation, formats as runformat
 from rundir.settings import at_line
 from harness import config as config_mod, lifecycle
-from harness.scenario import Scenario, Step
+from harness.scenario import GROUP_ACTIONS, Scenario, Step
+from harness.scenario_groups import BackgroundCommit, GroupSteps, StepOutcome
 from nemesis.faults import KINDS, NEEDS, verb_kind
 from nemesis.windows import FAULT_STEPS, FaultWindows
 from workloads.pacing import ValueSource
@@ -90,6 +91,9 @@ class ScenarioRunner:
         self.background: list[tuple[Step, list["_Send"]]] = []   # produce steps with wait = false, not awaited
         self.wire = None                # the scenario's one WireProducer (produce steps with client = "wire")
         self.wire_batches: dict[int, list] = {}     # produce step number -> the SentBatches it sent
+        self.groups = GroupSteps(self.history, session.kafka_bootstrap, self.topic, scenario.config.topic.partitions,
+                                 lambda: Consumer(controller=session.controller_address(),
+                                                  timeout_s=float(scenario.config.client.timeout)))
 
     # --- actions --------------------------------------------------------------------------------------
     def do_step(self, step: Step) -> str:
@@ -104,8 +108,10 @@ class ScenarioRunner:
                 int(a["node"][1:]), self.topic if "partition" in a else None, a.get("partition")))
         if step.do == "elect":
             broker = int(a["node"][1:]) if "node" in a else None
-            return self._admin(lambda admin: admin.elect_leader(self.topic, a["partition"], broker,
+            return self._admin(lambda admin: admin.elect_leader(a.get("topic", self.topic), a["partition"], broker,
                                                                 unclean=a["unclean"]))
+        if step.do in GROUP_ACTIONS:
+            return self._group_step(step)
         if step.do == "assert":
             return self._assert(step)
         if step.do == "sleep":
@@ -122,6 +128,19 @@ class ScenarioRunner:
         if step.do == "wait":
             return self._wait(step)
         raise StepFailed(f"unknown action {step.do!r}")
+
+    def _group_step(self, step: Step) -> str:
+        if step.do == "commit" and step.args.get("wait") is False:
+            commit = BackgroundCommit(self.groups, step.args, name=f"scenario-step-{step.number}")
+            commit.start()
+            if not commit.invoked.wait(commit.timeout_s + 5.0):
+                raise StepFailed(f"{commit.what} was not invoked within {commit.timeout_s + 5.0:g}s")
+            self.background.append((step, [commit]))
+            return f"started {commit.what} in the background (timeout {commit.timeout_s:g}s)"
+        try:
+            return getattr(self.groups, step.do)(step.args)
+        except StepOutcome as exc:
+            raise StepFailed(str(exc)) from None
 
     def _admin(self, action) -> str:
         admin = Admin(controller=self.session.controller_address(),
@@ -241,7 +260,8 @@ class ScenarioRunner:
             details.append(f"step {st.number}: {outcomes}")
             want = st.args["expect"]
             if want != "any" and any(k != want for k in outcomes):
-                wrong.append(f"step {st.number} (produce) expected every send to be {want}, got {outcomes}")
+                wrong.append(f"step {st.number} ({st.do}) expected every {'send' if st.do == 'produce' else st.do} "
+                             f"to be {want}, got {outcomes}")
         if wrong:
             raise StepFailed("; ".join(wrong))
         return "; ".join(details)
@@ -251,17 +271,18 @@ class ScenarioRunner:
         client timeout), so none is answered only after the final phase heals. Never raises."""
         for _step, sends in self.background:
             for send in sends:
-                send.join(send.producer.timeout_s + 5.0)
+                send.join(send.timeout_s + 5.0)
                 if send.is_alive():
-                    self.session.problem(f"scenario: the background send of value {send.value} did not end",
+                    self.session.problem(f"scenario: {send.what} in the background did not end",
                                          RuntimeError("still running"))
         if self.wire is not None:
             self.wire.close()
+        self.groups.close()
 
     # --- wait conditions ------------------------------------------------------------------------------
     def _observe(self, admin, step: Step) -> tuple[bool, str]:
         a = step.args
-        parts = {p.partition: p for p in admin.describe(self.topic)}
+        parts = {p.partition: p for p in admin.describe(a.get("topic", self.topic))}
         info = parts.get(a["partition"])
         if info is None:
             return False, f"partition {a['partition']} not described"
@@ -437,6 +458,7 @@ class _Send(threading.Thread):
         super().__init__(name=name, daemon=True)
         self.history, self.process, self.producer = history, history.new_process(), producer
         self.topic, self.partition, self.value = topic, partition, value
+        self.timeout_s, self.what = producer.timeout_s, f"the send of value {value}"
         self.invoked = threading.Event()
         self.outcome: str | None = None
 

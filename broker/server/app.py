@@ -209,7 +209,7 @@ def group_rules(cfg: BrokerConfig) -> GroupRules:
     """The group coordinator's settings from broker.json."""
     return GroupRules(partitions=cfg.offsets_topic_num_partitions,
                       replication_factor=cfg.offsets_topic_replication_factor,
-                      commit_timeout_ms=cfg.offsets_commit_timeout_ms,
+                      commit_timeout_ms=cfg.offsets_commit_timeout_ms, load_min_ms=cfg.group_load_min_ms,
                       limits=GroupLimits(cfg.group_min_session_timeout_ms, cfg.group_max_session_timeout_ms,
                                          cfg.group_initial_rebalance_delay_ms),
                       commit_checks_generation=cfg.group_commit_checks_generation,

@@ -66,6 +66,7 @@ class GroupRules:
     partitions: int = 3
     replication_factor: int = 3
     commit_timeout_ms: int = 5000
+    load_min_ms: int = 0         # a load takes at least this long (broker/config_keys.py group_load_min_ms)
     limits: GroupLimits = GroupLimits()
     commit_checks_generation: bool = True
     offset_fetch_waits_for_load: bool = True
@@ -138,6 +139,9 @@ class GroupCoordinator:
             records.extend((r.key, r.value) for r in chunk)
             offset = chunk[-1].offset + 1
             await asyncio.sleep(0)
+        left_s = (t0 + self.rules.load_min_ms - now_ms()) / 1000.0
+        if left_s > 0:
+            await asyncio.sleep(left_s)
         loaded = replay(records)
         owned.offsets = loaded.offsets
         now = now_ms()

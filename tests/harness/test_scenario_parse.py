@@ -168,7 +168,7 @@ def test_new_steps_parsed_with_defaults(tmp_path):
     ('[[step]]\ndo = "flush"\nnode = "n1"\npartition = 1\n', "step 1 (flush): field 'partition' must be below the topic's 1 partitions"),
     ('[[step]]\ndo = "elect"\nunclean = "yes"\n', "step 1 (elect): field 'unclean' must be true or false, got 'yes'"),
     ('[[step]]\ndo = "elect"\nnode = "n3"\n', "step 1 (elect): field 'node' must be one of n1, n2, got 'n3'"),
-    ('[[step]]\ndo = "elect"\nunclen = true\n', "step 1 (elect): unknown field 'unclen' (allowed: node, unclean, partition) "
+    ('[[step]]\ndo = "elect"\nunclen = true\n', "step 1 (elect): unknown field 'unclen' (allowed: node, unclean, partition, topic) "
                                               "(did you mean 'unclean'?)"),
     ('[[step]]\ndo = "sleep"\nseconds = 1\nmode = "kip-101"\n', "step 1 (sleep): field 'mode' must be one of hw, leader-epoch, got 'kip-101'"),
     ('[[step]]\ndo = "sleep"\nseconds = 1\nmode = []\n', "step 1 (sleep): field 'mode' must be a truncation mode"),
@@ -282,9 +282,10 @@ def test_produce_wait_false_and_await_parse(tmp_path):
     ('[[step]]\ndo = "produce"\nwait = "no"\n', ":6: step 1 (produce): field 'wait' must be true or false, got 'no'"),
     ('[[step]]\ndo = "produce"\nwait = 0\n', ":6: step 1 (produce): field 'wait' must be true or false, got 0"),
     ('[[step]]\ndo = "produce"\n[[step]]\ndo = "await"\n',
-     ':8: step 2 (await): field \'do\' = "await" needs an earlier produce step with wait = false (nothing to await)'),
+     ':8: step 2 (await): field \'do\' = "await" needs an earlier produce or commit step with wait = false (nothing to '
+     'await)'),
     ('[[step]]\ndo = "await"\n[[step]]\ndo = "produce"\nwait = false\n',
-     ':6: step 1 (await): field \'do\' = "await" needs an earlier produce step with wait = false'),
+     ':6: step 1 (await): field \'do\' = "await" needs an earlier produce or commit step with wait = false'),
     ('[[step]]\ndo = "produce"\nwait = false\n[[step]]\ndo = "await"\ntimeout = 0\n',
      ":9: step 2 (await): field 'timeout' must be a number above 0, got 0"),
     ('[[step]]\ndo = "produce"\nwait = false\n[[step]]\ndo = "await"\nnode = "n1"\n',
@@ -350,3 +351,58 @@ WIRE = '[[step]]\ndo = "produce"\nclient = "wire"\nacks = "all"\n'
 def test_wire_and_resend_errors_name_file_line_step_field(tmp_path, steps, message):
     p, text = load_error(tmp_path, steps)
     assert text.startswith(f"{p}{message}"), text
+
+
+GROUP_SCENARIOS = [("kafka-20634", "group_coordinator_resigns_when_following"),
+                   ("group-zombie-commit", "group_commit_checks_generation"),
+                   ("group-offset-fetch-during-load", "group_offset_fetch_waits_for_load")]
+
+
+@pytest.mark.parametrize("name, setting", GROUP_SCENARIOS)
+def test_group_scenarios_parse_in_pairs(name, setting):
+    """Each group bug is a pair of files with the same steps: the fixed setting expecting nothing, the
+    planted one expecting committed-regression in both modes."""
+    fixed = S.load(REPO / "scenarios" / f"{name}.toml")
+    bug = S.load(REPO / "scenarios" / f"{name}-{ {'kafka-20634': 'unresigned', 'group-zombie-commit': 'unchecked'}.get(name, 'unwaited')}.toml")
+    assert getattr(fixed.config.broker, setting) is True and getattr(bug.config.broker, setting) is False
+    assert fixed.expect == {"hw": [], "leader-epoch": []}
+    assert bug.expect == {"hw": ["committed-regression"], "leader-epoch": ["committed-regression"]}
+    assert [(s.do, s.args) for s in fixed.steps] == [(s.do, s.args) for s in bug.steps]
+    assert fixed.steps[-1].do == "committed" and fixed.config.broker.offsets_topic_partitions == 1
+
+
+def test_group_steps_parsed_with_defaults(tmp_path):
+    p = write(tmp_path, BASE + '[[step]]\ndo = "join"\nmember = "a"\n'
+                              '[[step]]\ndo = "poll"\nmember = "a"\n'
+                              '[[step]]\ndo = "commit"\nmember = "a"\noffset = 3\nwait = false\n'
+                              '[[step]]\ndo = "await"\n'
+                              '[[step]]\ndo = "committed"\n'
+                              '[[step]]\ndo = "wait"\ntopic = "__consumer_offsets"\nleader = "n1"\n'
+                              '[[step]]\ndo = "freeze"\nmember = "a"\n')
+    join, poll, commit, _await, committed, wait, freeze = S.load(p).steps
+    assert join.args == {"member": "a", "group": "g", "session_timeout_ms": 6000, "timeout": 30.0, "expect": "ok"}
+    assert poll.args == {"member": "a", "count": 1000}
+    assert commit.args == {"member": "a", "offset": 3, "wait": False, "timeout": 30.0, "expect": "ok"}
+    assert committed.args == {"group": "g", "timeout": 30.0, "expect": "ok"}
+    assert wait.args["topic"] == "__consumer_offsets" and wait.args["partition"] == 0
+    assert freeze.args == {"member": "a"}
+
+
+@pytest.mark.parametrize("steps, message", [
+    ('[[step]]\ndo = "commit"\nmember = "a"\noffset = 1\n',
+     "step 1 (commit): field 'member' must name a member joined by an earlier join step, got 'a'"),
+    ('[[step]]\ndo = "join"\nmember = "a"\n[[step]]\ndo = "commit"\nmember = "a"\n',
+     "step 2 (commit): field 'offset' is missing"),
+    ('[[step]]\ndo = "join"\nmember = "a"\n[[step]]\ndo = "commit"\nmember = "a"\noffset = -1\n',
+     "step 2 (commit): field 'offset' must be an integer >= 0"),
+    ('[[step]]\ndo = "join"\nmember = ""\n', "step 1 (join): field 'member' must be a non-empty string"),
+    ('[[step]]\ndo = "join"\nmember = "a"\ngroup = 7\n', "step 1 (join): field 'group' must be a non-empty string"),
+    ('[[step]]\ndo = "committed"\nexpect = "maybe"\n', "step 1 (committed): field 'expect' must be one of"),
+    ('[[step]]\ndo = "wait"\ntopic = "other"\nleader = "n1"\n',
+     "step 1 (wait): field 'topic' must be the test topic 'hw' or '__consumer_offsets', got 'other'"),
+    ('[[step]]\ndo = "elect"\ntopic = "__consumer_offsets"\npartition = 3\n',
+     "step 1 (elect): field 'partition' must be below __consumer_offsets's 3 partitions"),
+])
+def test_group_step_errors(tmp_path, steps, message):
+    p, text = load_error(tmp_path, steps)
+    assert text.startswith(f"{p}:") and message in text, text
