@@ -91,9 +91,7 @@ class ScenarioRunner:
         self.background: list[tuple[Step, list["_Send"]]] = []   # produce steps with wait = false, not awaited
         self.wire = None                # the scenario's one WireProducer (produce steps with client = "wire")
         self.wire_batches: dict[int, list] = {}     # produce step number -> the SentBatches it sent
-        self.groups = GroupSteps(self.history, session.kafka_bootstrap, self.topic, scenario.config.topic.partitions,
-                                 lambda: Consumer(controller=session.controller_address(),
-                                                  timeout_s=float(scenario.config.client.timeout)))
+        self._groups: GroupSteps | None = None      # the join, poll, commit, ... steps' members, once needed
 
     # --- actions --------------------------------------------------------------------------------------
     def do_step(self, step: Step) -> str:
@@ -128,6 +126,16 @@ class ScenarioRunner:
         if step.do == "wait":
             return self._wait(step)
         raise StepFailed(f"unknown action {step.do!r}")
+
+    @property
+    def groups(self) -> GroupSteps:
+        if self._groups is None:
+            session, cfg = self.session, self.scenario.config
+            def consumer():
+                return Consumer(controller=session.controller_address(), timeout_s=float(cfg.client.timeout))
+            self._groups = GroupSteps(self.history, lambda: session.kafka_bootstrap(), self.topic,
+                                      cfg.topic.partitions, consumer)
+        return self._groups
 
     def _group_step(self, step: Step) -> str:
         if step.do == "commit" and step.args.get("wait") is False:
@@ -277,7 +285,8 @@ class ScenarioRunner:
                                          RuntimeError("still running"))
         if self.wire is not None:
             self.wire.close()
-        self.groups.close()
+        if self._groups is not None:
+            self._groups.close()
 
     # --- wait conditions ------------------------------------------------------------------------------
     def _observe(self, admin, step: Step) -> tuple[bool, str]:

@@ -418,8 +418,11 @@ def _configuration(ctx: _Ctx, entry: _Entry, inherited: _Inherited, chosen: dict
 def _check_finds_can_show(ctx: _Ctx, entry: _Entry, cfg: TestConfig, name: str) -> None:
     """`finds` may not name a kind that reads what this configuration's operations never record (a kind's
     `needs`, rundir/kinds.py): key-reorder without the keyed workload could only ever end `failed`. A
-    scenario's own sends carry no such field."""
-    fields = () if entry.scenario else WORKLOADS[cfg.workload.name].fields
+    scenario's own sends carry no such field; its group steps record what the group workload does."""
+    fields = WORKLOADS[cfg.workload.name].fields
+    if entry.scenario:
+        steps = scenario_mod.load(entry.scenario).steps
+        fields = WORKLOADS["group"].fields if any(s.do in scenario_mod.GROUP_ACTIONS for s in steps) else ()
     for k in entry.expect.finds or ():
         needs = kinds.BY_NAME[k].needs
         if needs is not None and needs.column not in fields:
