@@ -29,10 +29,6 @@ from workloads.decode import decode_value
 from workloads.wire_group import WireGroupMember
 
 
-class StepOutcome(Exception):
-    """A group step whose outcome is not the one its `expect` names."""
-
-
 def _kind(err: ClientError | None) -> str:
     if err is None:
         return "ok"
@@ -42,10 +38,11 @@ def _kind(err: ClientError | None) -> str:
 class GroupSteps:
     """The members of one scenario run and their steps."""
 
-    def __init__(self, history, bootstrap, topic: str, partitions: int, make_consumer=None):
+    def __init__(self, history, bootstrap, topic: str, partitions: int, make_consumer, failed):
         """`bootstrap()` gives the brokers' client listeners, asked when the first member starts;
-        `make_consumer()` a consumer for the poll steps (broker.client.Consumer's `fetch`)."""
-        self.history, self._bootstrap, self.topic = history, bootstrap, topic
+        `make_consumer()` a consumer for the poll steps (broker.client.Consumer's `fetch`); `failed(text)`
+        the exception a step that did not play out raises (the runner's StepFailed)."""
+        self.history, self._bootstrap, self.topic, self.step_failed = history, bootstrap, topic, failed
         self.make_consumer = make_consumer
         self.positions: dict[str, dict[int, int]] = {}
         self.partitions = list(range(partitions))
@@ -62,7 +59,7 @@ class GroupSteps:
 
     def _check(self, want: str, got: str, what: str) -> None:
         if want != "any" and got != want:
-            raise StepOutcome(f"expected {what} to be {want}, got {got}")
+            raise self.step_failed(f"expected {what} to be {want}, got {got}")
 
     # --- steps -------------------------------------------------------------------------------------
     def join(self, a: dict[str, Any]) -> str:
@@ -74,7 +71,7 @@ class GroupSteps:
                                                      session_timeout_ms=a["session_timeout_ms"], timeout_s=timeout)
             self.processes[name] = self.history.new_process()
         elif m.group != a["group"]:
-            raise StepOutcome(f"member {name!r} is in group {m.group!r}, not {a['group']!r}")
+            raise self.step_failed(f"member {name!r} is in group {m.group!r}, not {a['group']!r}")
         deadline = time.monotonic() + timeout
         try:
             joined = m.join(deadline)
@@ -140,7 +137,7 @@ class GroupSteps:
         m = self._member(a["member"])
         parts = [a["partition"]] if "partition" in a else self.owned.get(a["member"], [])
         if not parts:
-            raise StepOutcome(f"member {a['member']!r} owns no partition to commit (give 'partition')")
+            raise self.step_failed(f"member {a['member']!r} owns no partition to commit (give 'partition')")
         offsets = {p: int(a["offset"]) for p in parts}
         value = {"group": m.group, "member": m.member_id, "generation": m.generation,
                  "offsets": [[p, o] for p, o in sorted(offsets.items())], "mode": "sync"}

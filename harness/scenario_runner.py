@@ -34,7 +34,7 @@ from rundir import expectation, formats as runformat
 from rundir.settings import at_line
 from harness import config as config_mod, lifecycle
 from harness.scenario import GROUP_ACTIONS, Scenario, Step
-from harness.scenario_groups import BackgroundCommit, GroupSteps, StepOutcome
+from harness.scenario_groups import BackgroundCommit, GroupSteps
 from nemesis.faults import KINDS, NEEDS, verb_kind
 from nemesis.windows import FAULT_STEPS, FaultWindows
 from workloads.pacing import ValueSource
@@ -134,7 +134,7 @@ class ScenarioRunner:
             def consumer():
                 return Consumer(controller=session.controller_address(), timeout_s=float(cfg.client.timeout))
             self._groups = GroupSteps(self.history, lambda: session.kafka_bootstrap(), self.topic,
-                                      cfg.topic.partitions, consumer)
+                                      cfg.topic.partitions, consumer, StepFailed)
         return self._groups
 
     def _group_step(self, step: Step) -> str:
@@ -145,10 +145,7 @@ class ScenarioRunner:
                 raise StepFailed(f"{commit.what} was not invoked within {commit.timeout_s + 5.0:g}s")
             self.background.append((step, [commit]))
             return f"started {commit.what} in the background (timeout {commit.timeout_s:g}s)"
-        try:
-            return getattr(self.groups, step.do)(step.args)
-        except StepOutcome as exc:
-            raise StepFailed(str(exc)) from None
+        return getattr(self.groups, step.do)(step.args)
 
     def _admin(self, action) -> str:
         admin = Admin(controller=self.session.controller_address(),
