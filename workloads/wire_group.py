@@ -44,11 +44,10 @@ RETRIABLE = (E.COORDINATOR_LOAD_IN_PROGRESS, E.COORDINATOR_NOT_AVAILABLE, E.NOT_
 # refused before anything was written (broker/server/coordinator.py answers these up front)
 REFUSED = (E.ILLEGAL_GENERATION, E.UNKNOWN_MEMBER_ID, E.REBALANCE_IN_PROGRESS, E.INVALID_GROUP_ID,
            E.OFFSET_METADATA_TOO_LARGE, E.UNKNOWN_TOPIC_OR_PARTITION, E.COORDINATOR_LOAD_IN_PROGRESS)
-_NAMES = {code: name for name, code in vars(E).items() if name.isupper() and isinstance(code, int)}
 
 
 def error_name(code: int) -> str:
-    return _NAMES.get(code, f"KAFKA_ERROR_{code}")
+    return E.NAMES.get(code, f"KAFKA_ERROR_{code}")
 
 
 def subscription(topics: list[str]) -> bytes:
